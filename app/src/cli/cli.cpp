@@ -1,0 +1,79 @@
+#include "cli/cli.h"
+
+#include <QtGlobal>
+#include <ostream>
+#include <set>
+
+#include "cli/args.h"
+#include "cli/spec_commands.h"
+#include "diagram_view/graphviz.h"
+#include "model_core/runtime.h"
+
+namespace tensorscope::app {
+namespace {
+const std::set<std::string> kCommands = {"spec"};
+}
+
+bool isHeadlessInvocation(const std::vector<std::string>& args) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h" || a == "--version") return true;
+  return !args.empty() && kCommands.count(args.front()) > 0;
+}
+
+std::string helpText() {
+  return R"(Tensorscope - attention mechanisms as tensor networks
+
+usage:
+  tensorscope [--threads T] [--screenshot PNG]     open the explorer window
+  tensorscope --version                            versions, device, threads and BLAS in use
+  tensorscope spec preset NAME                     print a complete default spec as JSON
+  tensorscope spec preset --list                   list the preset names
+  tensorscope spec validate FILE                   check a spec: exit 0 if valid, 1 with every problem
+  tensorscope spec cost FILE --batch B --seq N [--json]
+                                                   parameters, forward FLOPs, activation memory
+
+options:
+  --threads T      LibTorch intra-op threads (default: $TENSORSCOPE_THREADS, else all cores)
+  --screenshot PNG render the window to PNG once it is shown, then exit
+  -h, --help       this text
+
+exit codes: 0 success, 1 invalid input or failure (with the reason), 2 usage error
+docs: README.md, docs/spec-format.md, docs/cost-model.md
+)";
+}
+
+std::string versionText() {
+  const auto info = model_core::runtimeInfo();
+  std::string s = "Tensorscope " TENSORSCOPE_VERSION "\n";
+  s += std::string("Qt ") + qVersion() + "\n";
+  s += model_core::describeRuntime(info) + "\n";
+  s += "Graphviz " + diagram_view::GraphvizEngine::version() + "\n";
+  return s;
+}
+
+int runCli(const std::vector<std::string>& words, std::ostream& out, std::ostream& err) {
+  Args args(words);
+  try {
+    if (args.takeFlag("--help") || args.takeFlag("-h")) {
+      out << helpText();
+      return kExitOk;
+    }
+    if (auto t = args.takeInt("--threads", 1, 4096)) model_core::configureThreads(static_cast<int>(*t));
+    else model_core::configureThreads(0);
+    if (args.takeFlag("--version")) {
+      out << versionText();
+      return kExitOk;
+    }
+    const auto cmd = args.takeCommand();
+    if (cmd == "spec") return runSpecCommand(args, out, err);
+    throw UsageError("unknown command '" + cmd.value_or("") + "'; see tensorscope --help");
+  } catch (const UsageError& e) {
+    err << "tensorscope: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    err << "tensorscope: " << e.what() << "\n";
+    return kExitFailure;
+  }
+}
+
+}  // namespace tensorscope::app

@@ -1,0 +1,127 @@
+#include "cli/spec_commands.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+#include "cli/cli.h"
+#include "spec/cost_model.h"
+#include "spec/spec_json.h"
+#include "spec/validation.h"
+
+namespace tensorscope::app {
+namespace {
+
+std::string human(double v, const char* unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int i = 0;
+  const double base = std::string(unit) == "B" ? 1024.0 : 1000.0;
+  while (v >= base && i < 5) {
+    v /= base;
+    ++i;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g %s%s%s", v, prefixes[i], (base == 1024.0 && i) ? "i" : "", unit);
+  return buf;
+}
+
+/// Reads and validates a spec file; prints every problem and returns false when it is not usable.
+bool loadValid(const std::string& path, spec::AttentionSpec& out, std::ostream& err) {
+  std::vector<spec::Issue> issues;
+  try {
+    out = spec::readSpecFile(path);
+    issues = spec::validate(out);
+  } catch (const spec::SpecError& e) {
+    issues = e.issues();
+  }
+  if (issues.empty()) return true;
+  err << path << ": invalid spec (" << issues.size() << " problem" << (issues.size() == 1 ? "" : "s") << ")\n";
+  for (const auto& i : issues) err << "  " << i.field << ": " << i.message << "\n";
+  return false;
+}
+
+int preset(Args& args, std::ostream& out) {
+  if (args.takeFlag("--list")) {
+    args.positionals(0, 0, "tensorscope spec preset --list");
+    for (const auto& n : spec::specPresetNames()) out << n << "\n";
+    return kExitOk;
+  }
+  const auto pos = args.positionals(1, 1, "tensorscope spec preset NAME   (names: tensorscope spec preset --list)");
+  spec::AttentionSpec s;
+  try {
+    s = spec::makeSpecPreset(pos[0]);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  out << spec::toJson(s) << "\n";
+  return kExitOk;
+}
+
+int validateCmd(Args& args, std::ostream& out, std::ostream& err) {
+  const auto pos = args.positionals(1, 1, "tensorscope spec validate FILE");
+  spec::AttentionSpec s;
+  if (!loadValid(pos[0], s, err)) return kExitFailure;
+  out << pos[0] << ": valid " << spec::toString(s.variant) << " spec";
+  if (s.core) out << " (core: " << s.core->preset << ", " << spec::toString(s.core->structure) << ")";
+  out << ", " << spec::parameterCount(s) << " trainable parameters\n";
+  return kExitOk;
+}
+
+int cost(Args& args, std::ostream& out, std::ostream& err) {
+  const auto batch = args.takeInt("--batch", 1, 1 << 20);
+  const auto seq = args.takeInt("--seq", 1, 1 << 24);
+  const bool asJson = args.takeFlag("--json");
+  const std::string usage = "tensorscope spec cost FILE --batch B --seq N [--json]";
+  const auto pos = args.positionals(1, 1, usage);
+  if (!batch || !seq) throw UsageError("spec cost needs --batch and --seq\nusage: " + usage);
+  spec::AttentionSpec s;
+  if (!loadValid(pos[0], s, err)) return kExitFailure;
+  const auto c = spec::estimateCost(s, *batch, *seq);
+  const long long n = s.variant == spec::Variant::Multilinear ? s.sizes.seq_len : *seq;
+  if (asJson) {
+    nlohmann::json j;
+    j["variant"] = std::string(spec::toString(s.variant));
+    j["batch"] = *batch;
+    j["seq"] = n;
+    j["parameters"] = c.parameters;
+    j["frozen_parameters"] = c.frozen_parameters;
+    j["forward_flops"] = c.forward_flops;
+    j["activation_bytes"] = c.activation_bytes;
+    j["largest_intermediate_bytes"] = c.largest_intermediate_bytes;
+    for (const auto& t : c.terms)
+      j["terms"].push_back({{"name", t.name}, {"flops", t.flops}, {"activation_elements", t.activation_elements}});
+    out << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  out << spec::toString(s.variant) << " at B=" << *batch << ", N=" << n;
+  if (n != *seq) out << " (multilinear fixes N = seq_len)";
+  out << "\n  parameters           " << c.parameters << " trainable";
+  if (c.frozen_parameters) out << ", " << c.frozen_parameters << " frozen";
+  out << "\n  forward FLOPs        " << human(c.forward_flops, "FLOP")
+      << "\n  activation memory    " << human(c.activation_bytes, "B") << " (float32)"
+      << "\n  largest intermediate " << human(c.largest_intermediate_bytes, "B") << "\n  terms:\n";
+  for (const auto& t : c.terms) {
+    // Pad by displayed characters, not bytes: term names carry UTF-8 symbols (ᵀ, Ω, ⊙).
+    size_t columns = 0;
+    for (unsigned char ch : t.name) columns += (ch & 0xC0) != 0x80;
+    char nums[96];
+    std::snprintf(nums, sizeof nums, " %12s %12s\n", human(t.flops, "FLOP").c_str(),
+                  human(t.activation_elements * 4, "B").c_str());
+    out << "    " << t.name << std::string(columns < 36 ? 36 - columns : 0, ' ') << nums;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int runSpecCommand(Args& args, std::ostream& out, std::ostream& err) {
+  const auto sub = args.takeCommand();
+  if (sub == "preset") return preset(args, out);
+  if (sub == "validate") return validateCmd(args, out, err);
+  if (sub == "cost") return cost(args, out, err);
+  throw UsageError("spec needs a sub-command: preset, validate or cost; see tensorscope --help");
+}
+
+}  // namespace tensorscope::app

@@ -1,0 +1,224 @@
+#include "gui/design_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "spec/cost_model.h"
+#include "spec/validation.h"
+
+namespace tensorscope::app {
+namespace {
+
+QSpinBox* sizeBox(int max, const QString& tip) {
+  auto* b = new QSpinBox;
+  b->setRange(1, max);
+  b->setToolTip(tip);
+  b->setKeyboardTracking(false);
+  return b;
+}
+
+QString human(double v, const QString& unit, double base = 1000.0) {
+  static const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int i = 0;
+  while (v >= base && i < 5) {
+    v /= base;
+    ++i;
+  }
+  return QString::number(v, 'g', 3) + " " + prefixes[i] + (base == 1024.0 && i ? "i" : "") + unit;
+}
+
+}  // namespace
+
+DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* form = new QFormLayout;
+  layout->addLayout(form);
+
+  preset_ = new QComboBox;
+  for (const auto& n : spec::specPresetNames()) preset_->addItem(QString::fromStdString(n));
+  preset_->setToolTip("Start from a preset: a variant, or a THSA core preset from Tuformer's design space");
+  form->addRow("Preset", preset_);
+
+  variant_ = new QComboBox;
+  for (const auto& n : spec::variantNames()) variant_->addItem(QString::fromStdString(n));
+  form->addRow("Variant", variant_);
+
+  corePreset_ = new QComboBox;
+  for (const auto& n : spec::corePresetNames()) corePreset_->addItem(QString::fromStdString(n));
+  corePreset_->setToolTip("Structure of the core matrix C (THSA family)");
+  form->addRow("Core C", corePreset_);
+
+  F_ = sizeBox(spec::kMaxWidth, "F: model width");
+  H_ = sizeBox(spec::kMaxHeads, "H: heads");
+  D_ = sizeBox(spec::kMaxWidth, "D: head (latent) size");
+  R_ = sizeBox(spec::kMaxWidth, "R: rank / channels (THSA), projection width (multilinear, dimwise)");
+  P_ = sizeBox(spec::kMaxBlockTerms, "P: block terms (multilinear)");
+  c_ = sizeBox(spec::kMaxFilters, "c: filters (dimwise)");
+  seq_ = sizeBox(spec::kMaxSeqLen, "N: tokens (fixed at build time for multilinear)");
+  form->addRow("F (width)", F_);
+  form->addRow("H (heads)", H_);
+  form->addRow("D (head size)", D_);
+  form->addRow("R (rank)", R_);
+  form->addRow("P (block terms)", P_);
+  form->addRow("c (filters)", c_);
+  form->addRow("N (tokens)", seq_);
+
+  causal_ = new QCheckBox("causal");
+  bias_ = new QCheckBox("bias");
+  coreSoftmax_ = new QCheckBox("softmax(g) cores");
+  coreSoftmax_->setToolTip("multilinear: softmax over the core weights (paper) or raw weights (authors' code)");
+  auto* flags = new QHBoxLayout;
+  flags->addWidget(causal_);
+  flags->addWidget(bias_);
+  flags->addWidget(coreSoftmax_);
+  form->addRow(flags);
+  dropout_ = new QDoubleSpinBox;
+  dropout_->setRange(0.0, 0.95);
+  dropout_->setSingleStep(0.05);
+  form->addRow("Dropout", dropout_);
+
+  auto* costBox = new QGroupBox("Cost of one layer");
+  auto* costLayout = new QVBoxLayout(costBox);
+  batch_ = sizeBox(1 << 16, "batch size B for the cost estimate");
+  batch_->setValue(32);
+  auto* bRow = new QFormLayout;
+  bRow->addRow("batch B", batch_);
+  costLayout->addLayout(bRow);
+  cost_ = new QLabel;
+  cost_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  costLayout->addWidget(cost_);
+  layout->addWidget(costBox);
+
+  problems_ = new QLabel;
+  problems_->setWordWrap(true);
+  problems_->setStyleSheet("color: #b2182b;");
+  layout->addWidget(problems_);
+  layout->addStretch(1);
+
+  connect(preset_, &QComboBox::currentTextChanged, this, &DesignPanel::applyPreset);
+  connect(variant_, &QComboBox::currentTextChanged, this, [this] { readControls(); });
+  connect(corePreset_, &QComboBox::currentTextChanged, this, [this] { readControls(); });
+  for (QSpinBox* b : {F_, H_, D_, R_, P_, c_, seq_})
+    connect(b, &QSpinBox::valueChanged, this, [this] { readControls(); });
+  connect(batch_, &QSpinBox::valueChanged, this, [this] { refreshReadouts(); });
+  for (QCheckBox* b : {causal_, bias_, coreSoftmax_})
+    connect(b, &QCheckBox::toggled, this, [this] { readControls(); });
+  connect(dropout_, &QDoubleSpinBox::valueChanged, this, [this] { readControls(); });
+
+  // Opens on Tuformer's fully trainable core, so C has something to show from the start.
+  {
+    const QSignalBlocker block(preset_);
+    preset_->setCurrentText("thsa");
+  }
+  setSpec(spec::makeSpecPreset("thsa"));
+}
+
+void DesignPanel::applyPreset(const QString& name) {
+  if (updating_) return;
+  setSpec(spec::makeSpecPreset(name.toStdString()));
+  Q_EMIT specChanged(spec_);
+}
+
+void DesignPanel::setSpec(const spec::AttentionSpec& s) {
+  spec_ = s;
+  updating_ = true;
+  variant_->setCurrentText(QString::fromStdString(std::string(spec::toString(s.variant))));
+  if (s.core) corePreset_->setCurrentText(QString::fromStdString(s.core->preset));
+  F_->setValue(s.sizes.F);
+  H_->setValue(s.sizes.H);
+  D_->setValue(s.sizes.D);
+  R_->setValue(s.sizes.R);
+  P_->setValue(s.sizes.P);
+  c_->setValue(s.sizes.c);
+  seq_->setValue(s.sizes.seq_len);
+  causal_->setChecked(s.causal);
+  bias_->setChecked(s.bias);
+  coreSoftmax_->setChecked(s.core_softmax);
+  dropout_->setValue(s.dropout);
+  updating_ = false;
+  updateEnabledFields();
+  refreshReadouts();
+}
+
+void DesignPanel::readControls() {
+  if (updating_) return;
+  spec::AttentionSpec s = spec_;
+  spec::parseVariant(variant_->currentText().toStdString(), s.variant);
+  s.sizes = {F_->value(), H_->value(), D_->value(), R_->value(), P_->value(), c_->value(), seq_->value()};
+  s.causal = causal_->isChecked();
+  s.bias = bias_->isChecked();
+  s.core_softmax = coreSoftmax_->isChecked();
+  s.dropout = dropout_->value();
+  if (spec::hasCore(s.variant)) {
+    // A preset core is re-expanded for the current H and D; a Kronecker core keeps R = H*D.
+    const std::string name = corePreset_->currentText().toStdString();
+    const bool heads = name == "heads_only" || name == "trainable_heads_only";
+    if (heads && s.sizes.D != 1) s.sizes.D = 1;
+    s.sizes.R = s.sizes.H * s.sizes.D;
+    s.core = spec::makeCorePreset(name, s.sizes.H, s.sizes.D);
+  } else {
+    s.core.reset();
+  }
+  if (s.sizes.R != R_->value() || s.sizes.D != D_->value()) {
+    updating_ = true;
+    R_->setValue(s.sizes.R);
+    D_->setValue(s.sizes.D);
+    updating_ = false;
+  }
+  spec_ = s;
+  updateEnabledFields();
+  refreshReadouts();
+  Q_EMIT specChanged(spec_);
+}
+
+void DesignPanel::updateEnabledFields() {
+  using spec::Variant;
+  const Variant v = spec_.variant;
+  const bool headed = v == Variant::Mhsa || v == Variant::FixedHead || v == Variant::Tp;
+  const bool core = spec::hasCore(v);
+  corePreset_->setEnabled(core);
+  H_->setEnabled(headed || core);
+  D_->setEnabled(headed || core);
+  R_->setEnabled(v == Variant::Multilinear || v == Variant::Dimwise);  // THSA: R = H*D
+  P_->setEnabled(v == Variant::Multilinear);
+  c_->setEnabled(v == Variant::Dimwise);
+  coreSoftmax_->setEnabled(v == Variant::Multilinear);
+}
+
+void DesignPanel::refreshReadouts() {
+  const auto issues = spec::validate(spec_);
+  valid_ = issues.empty();
+  problems_->setText(QString::fromStdString(spec::formatIssues(issues)));
+  if (!valid_) {
+    cost_->setText("(fix the problems below to see the cost)");
+    return;
+  }
+  const auto c = spec::estimateCost(spec_, batch_->value(), spec_.sizes.seq_len);
+  auto mhsa = spec::makeSpecPreset("mhsa");
+  mhsa.sizes.F = spec_.sizes.F;
+  mhsa.sizes.H = spec_.sizes.H;
+  mhsa.sizes.D = std::max(1, spec_.sizes.F / spec_.sizes.H);
+  mhsa.bias = spec_.bias;
+  const auto base = spec::estimateCost(mhsa, batch_->value(), spec_.sizes.seq_len);
+  QString text;
+  text += QString("parameters: %1 trainable").arg(c.parameters);
+  if (c.frozen_parameters) text += QString(", %1 frozen").arg(c.frozen_parameters);
+  text += QString("  (%1% of MHSA F=%2, H=%3)\n")
+              .arg(100.0 * c.parameters / std::max<std::int64_t>(1, base.parameters), 0, 'f', 1)
+              .arg(mhsa.sizes.F)
+              .arg(mhsa.sizes.H);
+  text += "forward: " + human(c.forward_flops, "FLOP") +
+          QString("  (%1x MHSA)\n").arg(c.forward_flops / std::max(1.0, base.forward_flops), 0, 'f', 2);
+  text += "activations: " + human(c.activation_bytes, "B", 1024.0) + ", largest tensor " +
+          human(c.largest_intermediate_bytes, "B", 1024.0);
+  cost_->setText(text);
+}
+
+}  // namespace tensorscope::app

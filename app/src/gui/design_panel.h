@@ -1,0 +1,51 @@
+#pragma once
+/// The Design dock: variant, sizes and core preset of one attention layer, with live validation
+/// and the analytic cost model. Emits the spec whenever the user changes it.
+
+#include <QWidget>
+
+#include "spec/attention_spec.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSpinBox;
+
+namespace tensorscope::app {
+
+class DesignPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit DesignPanel(QWidget* parent = nullptr);
+
+  const spec::AttentionSpec& spec() const { return spec_; }
+  /// Shows `s` in the controls (without emitting specChanged).
+  void setSpec(const spec::AttentionSpec& s);
+  /// True when the current spec has no validation problems.
+  bool isValid() const { return valid_; }
+
+ Q_SIGNALS:
+  void specChanged(const tensorscope::spec::AttentionSpec& spec);
+
+ private:
+  void applyPreset(const QString& name);
+  void readControls();
+  void refreshReadouts();
+  void updateEnabledFields();
+
+  spec::AttentionSpec spec_;
+  bool valid_ = true;
+  bool updating_ = false;
+  QComboBox* preset_ = nullptr;
+  QComboBox* variant_ = nullptr;
+  QComboBox* corePreset_ = nullptr;
+  QSpinBox *F_ = nullptr, *H_ = nullptr, *D_ = nullptr, *R_ = nullptr, *P_ = nullptr, *c_ = nullptr,
+           *seq_ = nullptr, *batch_ = nullptr;
+  QCheckBox *causal_ = nullptr, *bias_ = nullptr, *coreSoftmax_ = nullptr;
+  QDoubleSpinBox* dropout_ = nullptr;
+  QLabel* problems_ = nullptr;
+  QLabel* cost_ = nullptr;
+};
+
+}  // namespace tensorscope::app

@@ -1,0 +1,59 @@
+// tensorscope: headless sub-commands, or the explorer window when none is given.
+#include <QApplication>
+#include <QTimer>
+#include <iostream>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "gui/main_window.h"
+#include "model_core/runtime.h"
+
+using namespace tensorscope;
+
+namespace {
+
+int runGui(int argc, char** argv, std::vector<std::string> words) {
+  app::Args args(std::move(words));
+  std::optional<std::string> screenshot;
+  try {
+    screenshot = args.takeOption("--screenshot");
+    const auto threads = args.takeInt("--threads", 1, 4096);
+    model_core::configureThreads(threads ? static_cast<int>(*threads) : 0);
+    if (const auto cmd = args.takeCommand())
+      throw app::UsageError("unknown command '" + *cmd + "'; see tensorscope --help");
+    args.positionals(0, 0, "tensorscope [--threads T] [--screenshot PNG]");
+  } catch (const std::exception& e) {
+    std::cerr << "tensorscope: " << e.what() << "\n";
+    return app::kExitUsage;
+  }
+  QApplication qapp(argc, argv);
+  QApplication::setApplicationName("Tensorscope");
+  QApplication::setOrganizationName("Tensorscope");
+  QApplication::setApplicationVersion(TENSORSCOPE_VERSION);
+  app::MainWindow window;
+  window.show();
+  int rc = app::kExitOk;
+  if (screenshot) {
+    // Let layouts and queued replots settle, then render the whole window.
+    QTimer::singleShot(400, &window, [&] {
+      const QPixmap shot = window.grab();
+      if (shot.isNull() || !shot.save(QString::fromStdString(*screenshot), "PNG")) {
+        std::cerr << "tensorscope: cannot write screenshot " << *screenshot << "\n";
+        rc = app::kExitFailure;
+      } else {
+        std::cout << "screenshot " << *screenshot << " (" << shot.width() << "x" << shot.height() << ")\n";
+      }
+      qapp.quit();
+    });
+  }
+  const int loop = qapp.exec();
+  return rc != app::kExitOk ? rc : loop;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (app::isHeadlessInvocation(words)) return app::runCli(words, std::cout, std::cerr);
+  return runGui(argc, argv, std::move(words));
+}

@@ -1,0 +1,31 @@
+#pragma once
+/// Process-wide LibTorch runtime facts and set-up, behind a torch-free header.
+
+#include <string>
+
+namespace tensorscope::model_core {
+
+struct RuntimeInfo {
+  std::string torch_version;   ///< e.g. "1.13.0"
+  bool cuda_built = false;     ///< LibTorch was built with CUDA
+  bool cuda_available = false; ///< and a device is usable now
+  int cuda_devices = 0;
+  std::string default_device;  ///< "cuda:0" when available, else "cpu"
+  int intra_op_threads = 1;
+  int hardware_threads = 1;
+  std::string blas;            ///< e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64"
+  bool blas_is_openblas = false;
+};
+
+/// Sets LibTorch's intra-op threads. `requested` > 0 wins; otherwise the TENSORSCOPE_THREADS
+/// environment variable; otherwise the number of hardware threads (this LibTorch starts with 1).
+/// Returns the number in effect. Throws std::invalid_argument for a malformed TENSORSCOPE_THREADS.
+int configureThreads(int requested = 0);
+
+/// Current runtime facts (cheap; call after configureThreads).
+RuntimeInfo runtimeInfo();
+
+/// One line per fact, for `tensorscope --version` and the About box.
+std::string describeRuntime(const RuntimeInfo& info);
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,44 @@
+#pragma once
+/// Analytic cost of one attention layer: parameters, forward FLOPs and activation memory.
+///
+/// Conventions (docs/cost-model.md has the per-variant formulas):
+///  * a multiply-add counts 2 FLOPs; an elementwise op (scale, add, multiply, exp, mask) 1 FLOP;
+///    a softmax over L values 5*L (max, subtract, exp, sum, divide); ELU+1 counts 2 per element;
+///  * activation memory = bytes of every intermediate tensor the forward pass creates and keeps
+///    for the backward pass (inputs and weights excluded), at `bytes_per_element`;
+///  * the formulas follow the contraction order Tensorscope's modules use, so a structured THSA
+///    core (e.g. the `mhsa` preset) costs what MHSA costs.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spec/attention_spec.h"
+
+namespace tensorscope::spec {
+
+/// One named term of a cost, so the UI can show where the cost goes.
+struct CostTerm {
+  std::string name;  ///< e.g. "logits q·kᵀ"
+  double flops = 0;
+  double activation_elements = 0;
+};
+
+struct LayerCost {
+  std::int64_t parameters = 0;            ///< trainable scalars
+  std::int64_t frozen_parameters = 0;     ///< stored but not trained (fixed core values)
+  double forward_flops = 0;
+  double activation_bytes = 0;
+  double largest_intermediate_bytes = 0;  ///< biggest single tensor of the forward pass
+  std::vector<CostTerm> terms;
+};
+
+/// Cost for batch B and sequence length N (multilinear ignores N and uses seq_len, which its
+/// output projection fixes). The spec must be valid.
+LayerCost estimateCost(const AttentionSpec& spec, std::int64_t batch, std::int64_t seq,
+                       int bytes_per_element = 4);
+
+/// Trainable parameter count alone (what the modules must report).
+std::int64_t parameterCount(const AttentionSpec& spec);
+
+}  // namespace tensorscope::spec

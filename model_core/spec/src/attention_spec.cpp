@@ -1,0 +1,79 @@
+#include "spec/attention_spec.h"
+
+#include <array>
+#include <stdexcept>
+
+namespace tensorscope::spec {
+namespace {
+constexpr std::array<std::string_view, 7> kVariantNames = {
+    "mhsa", "fixed_head", "thsa", "thsa_linear", "tp", "multilinear", "dimwise"};
+constexpr std::string_view kCorePrefix = "core:";
+}  // namespace
+
+bool hasCore(Variant v) { return v == Variant::Thsa || v == Variant::ThsaLinear; }
+
+bool supportsCausal(Variant) { return true; }
+
+const std::vector<std::string>& variantNames() {
+  static const std::vector<std::string> names(kVariantNames.begin(), kVariantNames.end());
+  return names;
+}
+
+std::string_view toString(Variant v) { return kVariantNames[static_cast<size_t>(v)]; }
+
+bool parseVariant(std::string_view text, Variant& out) {
+  for (size_t i = 0; i < kVariantNames.size(); ++i)
+    if (kVariantNames[i] == text) {
+      out = static_cast<Variant>(i);
+      return true;
+    }
+  return false;
+}
+
+std::vector<std::string> specPresetNames() {
+  std::vector<std::string> names = variantNames();
+  for (const auto& core : corePresetNames()) {
+    Variant v;
+    if (!parseVariant(core, v)) names.push_back(core);
+  }
+  for (const auto& core : corePresetNames()) names.push_back(std::string(kCorePrefix) + core);
+  return names;
+}
+
+AttentionSpec makeSpecPreset(std::string_view name) {
+  AttentionSpec s;
+  s.sizes = Sizes{};  // F=64, H=4, D=16, R=64, P=2, c=2, seq_len=32
+  Variant v;
+  std::string_view corePreset;
+  if (parseVariant(name, v)) {
+    s.variant = v;
+    if (hasCore(v)) corePreset = "thsa";
+  } else {
+    corePreset = name.substr(0, kCorePrefix.size()) == kCorePrefix ? name.substr(kCorePrefix.size()) : name;
+    if (!isCorePreset(corePreset)) {
+      std::string list;
+      for (const auto& n : specPresetNames()) list += (list.empty() ? "" : ", ") + n;
+      throw std::invalid_argument("unknown preset '" + std::string(name) + "' (known: " + list + ")");
+    }
+    s.variant = Variant::Thsa;
+  }
+  switch (s.variant) {
+    case Variant::FixedHead: s.sizes.D = 32; break;  // d_p independent of F/H: the paper's point
+    case Variant::Multilinear: s.sizes.R = 32; s.sizes.seq_len = 16; break;
+    case Variant::Dimwise: s.sizes.R = 32; break;
+    default: break;
+  }
+  if (!corePreset.empty()) {
+    if (corePreset == "heads_only" || corePreset == "trainable_heads_only") s.sizes.D = 1;
+    s.sizes.R = s.sizes.H * s.sizes.D;
+    s.core = makeCorePreset(corePreset, s.sizes.H, s.sizes.D);
+  }
+  return s;
+}
+
+std::vector<double> effectiveCore(const AttentionSpec& spec) {
+  if (!spec.core) return {};
+  return materializeCore(*spec.core, spec.sizes.H, spec.sizes.D, spec.sizes.R);
+}
+
+}  // namespace tensorscope::spec

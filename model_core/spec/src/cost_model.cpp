@@ -1,0 +1,199 @@
+#include "spec/cost_model.h"
+
+#include <algorithm>
+
+namespace tensorscope::spec {
+namespace {
+
+constexpr double kSoftmaxFlopsPerElement = 5.0;
+constexpr double kEluPlusOneFlopsPerElement = 2.0;
+
+/// Accumulates named terms; each term produces (at most) one kept intermediate tensor.
+class CostBuilder {
+ public:
+  CostBuilder(const AttentionSpec& s, double B, double N) : s_(s), B_(B), N_(N) {}
+
+  void term(std::string name, double flops, double actElements) {
+    cost_.terms.push_back({std::move(name), flops, actElements});
+  }
+
+  /// x[B, N, in] -> [B, N, out] through an nn.Linear (bias per spec).
+  void linear(const std::string& name, double in, double out, bool keep = true) {
+    const double rows = B_ * N_;
+    term(name, 2 * rows * in * out + (s_.bias ? rows * out : 0), keep ? rows * out : 0);
+    params_ += static_cast<std::int64_t>(in * out) + (s_.bias ? static_cast<std::int64_t>(out) : 0);
+  }
+
+  void addParams(std::int64_t n) { params_ += n; }
+  void addFrozen(std::int64_t n) { frozen_ += n; }
+
+  LayerCost finish(int bytes) {
+    cost_.parameters = params_;
+    cost_.frozen_parameters = frozen_;
+    double act = 0, largest = 0;
+    for (const auto& t : cost_.terms) {
+      cost_.forward_flops += t.flops;
+      act += t.activation_elements;
+      largest = std::max(largest, t.activation_elements);
+    }
+    cost_.activation_bytes = act * bytes;
+    cost_.largest_intermediate_bytes = largest * bytes;
+    return cost_;
+  }
+
+ private:
+  const AttentionSpec& s_;
+  double B_, N_;
+  std::int64_t params_ = 0, frozen_ = 0;
+  LayerCost cost_;
+};
+
+void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N) {
+  const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
+  c.linear("q = x·Wqᵀ", F, HD);
+  c.linear("k = x·Wkᵀ", F, HD);
+  c.linear("v = x·Wvᵀ", F, HD);
+  c.term("logits q·kᵀ/√D", 2 * B * H * N * N * D + B * H * N * N, B * H * N * N);
+  c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * N, B * H * N * N);
+  c.term("o = P·v", 2 * B * H * N * N * D, B * N * HD);
+  if (s.variant == Variant::Tp) {
+    c.linear("roles r = x·Wrᵀ", F, HD);
+    c.term("binding o ⊙ r", B * N * HD, B * N * HD);
+  }
+  c.linear("y = o·Woᵀ", HD, F);
+}
+
+bool isIdentity(const CoreFactor& f) { return f.kind == FactorKind::Identity; }
+
+void thsaSoftmax(CostBuilder& c, const AttentionSpec& s, double B, double N) {
+  const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, R = s.sizes.R;
+  const CoreSpec& core = *s.core;
+  c.linear("q = x·Wqᵀ", F, R);
+  c.linear("k = x·Wkᵀ", F, R);
+  c.linear("v = x·Wvᵀ", F, R);
+  double maps = R;  // distinct N x M maps that reach the softmax
+  if (core.structure == CoreStructure::Dense) {
+    c.term("q̃[r,n,s] = C[r,s]·q[n,s]", B * R * N * R, B * R * N * R);
+    c.term("logits q̃·kᵀ (batched over r)", 2 * B * R * N * N * R, B * R * N * N);
+  } else {
+    switch (core.b.kind) {
+      case FactorKind::Ones:
+        c.term("per-head q_h·k_hᵀ", 2 * B * H * N * N * D, B * H * N * N);
+        maps = H;
+        break;
+      case FactorKind::Rank1:
+        c.term("q ⊙ c₃", B * N * R, B * N * R);
+        c.term("per-head (q⊙c₃)_h·k_hᵀ", 2 * B * H * N * N * D, B * H * N * N);
+        break;
+      case FactorKind::Identity:
+        c.term("per-channel q[n,s]·k[m,s]", B * R * N * N, B * R * N * N);
+        break;
+      case FactorKind::Fixed:
+      case FactorKind::Trainable:
+        c.term("q̃[h,d,n,d'] = B[d,d']·q[n,h,d']", B * H * D * N * D, B * H * D * N * D);
+        c.term("logits q̃·kᵀ (batched over h,d)", 2 * B * H * D * N * N * D, B * R * N * N);
+        break;
+    }
+    if (!isIdentity(core.a)) {
+      const double mixed = maps;  // A mixes heads of each kept map
+      c.term("head mixing by A", 2 * B * H * mixed * N * N, B * mixed * N * N);
+    }
+    if (core.b.kind == FactorKind::Rank1) c.term("channel scale c₂[d]", B * R * N * N, B * R * N * N);
+  }
+  c.term("scale s/√R", B * maps * N * N, 0);
+  c.term("softmax", kSoftmaxFlopsPerElement * B * maps * N * N, B * maps * N * N);
+  c.term("Ω[n,r] = Σ_m P[r,n,m]·v[m,r]", 2 * B * R * N * N, B * N * R);
+  c.linear("y = Ω·Woᵀ", R, F);
+}
+
+void thsaLinear(CostBuilder& c, const AttentionSpec& s, double B, double N) {
+  const double F = s.sizes.F, R = s.sizes.R;
+  c.linear("q = x·Wqᵀ", F, R);
+  c.linear("k = x·Wkᵀ", F, R);
+  c.linear("v = x·Wvᵀ", F, R);
+  c.term("C_r ⊙ q_n", B * N * R * R, B * N * R * R);
+  c.term("φ(C_r ⊙ q_n)", kEluPlusOneFlopsPerElement * B * N * R * R, B * N * R * R);
+  c.term("φ(k)", kEluPlusOneFlopsPerElement * B * N * R, B * N * R);
+  if (s.causal) {
+    c.term("φ(k_m)·v_mᵀ", B * N * R * R, B * N * R * R);
+    c.term("prefix sums S_n", B * N * R * R, B * N * R * R);
+    c.term("prefix sums z_n", B * N * R, B * N * R);
+  } else {
+    c.term("S = Σ_m φ(k_m)·v_mᵀ", 2 * B * N * R * R, B * R * R);
+    c.term("z = Σ_m φ(k_m)", B * N * R, B * R);
+  }
+  c.term("numerator Σ_s φ·S", 2 * B * N * R * R, B * N * R);
+  c.term("denominator Σ_s φ·z", 2 * B * N * R * R, B * N * R);
+  c.term("Ω = numerator / denominator", B * N * R, B * N * R);
+  c.linear("y = Ω·Woᵀ", R, F);
+}
+
+void multilinear(CostBuilder& c, const AttentionSpec& s, double B) {
+  const double F = s.sizes.F, R = s.sizes.R, P = s.sizes.P, N = s.sizes.seq_len;
+  c.linear("q = x·Wqᵀ", F, R);
+  c.linear("k = x·Wkᵀ", F, R);
+  c.linear("v = x·Wvᵀ", F, R);
+  c.addParams(static_cast<std::int64_t>(P * R));
+  c.term(s.core_softmax ? "ḡ = mean_p softmax(g_p)" : "ḡ = mean_p g_p",
+         (s.core_softmax ? kSoftmaxFlopsPerElement * P * R : 0) + P * R, R);
+  c.term("a = q ⊙ ḡ", B * N * R, B * N * R);
+  c.term("a[i,r]·k[j,r]", B * N * N * R, B * N * N * R);
+  c.term("T[i,j,k] = Σ_r (a·k)[i,j,r]·v[k,r]", 2 * B * N * N * N * R, B * N * N * N);
+  if (s.causal) c.term("causal mask j,k ≤ i", B * N * N * N, B * N * N * N);
+  c.linear("y_i = Wo·vec(T[i])", N * N, F);
+}
+
+void dimwise(CostBuilder& c, const AttentionSpec& s, double B, double N) {
+  const double F = s.sizes.F, d = s.sizes.R, C = s.sizes.c;
+  c.linear("q = x·Wqᵀ", F, d);
+  c.linear("k = x·Wkᵀ", F, d);
+  c.linear("v = x·Wvᵀ", F, d);
+  c.addParams(static_cast<std::int64_t>(C * d * d));
+  if (s.causal) {
+    c.term("q_nᵀ·k_n per token", B * N * d * d, B * N * d * d);
+    c.term("prefix sums S⁽ⁱ⁾", B * N * d * d, B * N * d * d);
+    c.term("scale 1/√i", B * N * d * d, B * N * d * d);
+    c.term("softmax", kSoftmaxFlopsPerElement * B * N * d * d, B * N * d * d);
+    c.term("W_c ⊙ f(S⁽ⁱ⁾)", B * N * C * d * d, B * N * C * d * d);
+    c.term("O_c[i] = (W_c ⊙ f)·v_i", 2 * B * N * C * d * d, B * N * C * d);
+  } else {
+    c.term("S = qᵀ·k", 2 * B * N * d * d, B * d * d);
+    c.term("scale 1/√N", B * d * d, 0);
+    c.term("softmax", kSoftmaxFlopsPerElement * B * d * d, B * d * d);
+    c.term("W_c ⊙ f(S)", B * C * d * d, B * C * d * d);
+    c.term("O_c = v·(W_c ⊙ f)ᵀ", 2 * B * N * C * d * d, B * N * C * d);
+  }
+  c.linear("y = O·Woᵀ", C * d, F);
+}
+
+}  // namespace
+
+LayerCost estimateCost(const AttentionSpec& s, std::int64_t batch, std::int64_t seq, int bytes) {
+  const double B = static_cast<double>(batch);
+  const double N = s.variant == Variant::Multilinear ? s.sizes.seq_len : static_cast<double>(seq);
+  CostBuilder c(s, B, N);
+  switch (s.variant) {
+    case Variant::Mhsa:
+    case Variant::FixedHead:
+    case Variant::Tp: headedAttention(c, s, B, N); break;
+    case Variant::Thsa:
+    case Variant::ThsaLinear:
+      if (s.variant == Variant::Thsa) thsaSoftmax(c, s, B, N);
+      else thsaLinear(c, s, B, N);
+      if (s.core) {
+        const auto& z = s.sizes;
+        const std::int64_t trainable = s.core->trainableCount(z.H, z.D, z.R);
+        c.addParams(trainable);
+        if (s.core->structure == CoreStructure::Dense)
+          c.addFrozen(static_cast<std::int64_t>(z.R) * z.R - trainable);
+      }
+      break;
+    case Variant::Multilinear: multilinear(c, s, B); break;
+    case Variant::Dimwise: dimwise(c, s, B, N); break;
+  }
+  return c.finish(bytes);
+}
+
+std::int64_t parameterCount(const AttentionSpec& spec) { return estimateCost(spec, 1, 1).parameters; }
+
+}  // namespace tensorscope::spec

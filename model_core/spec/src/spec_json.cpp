@@ -1,0 +1,382 @@
+#include "spec/spec_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <set>
+
+#include "spec/atomic_file.h"
+
+namespace tensorscope::spec {
+namespace {
+
+using nlohmann::json;
+
+std::string kindName(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    default: return "a number";
+  }
+}
+
+/// Reads fields of one JSON object, recording every problem instead of stopping at the first.
+class Reader {
+ public:
+  explicit Reader(std::vector<Issue>& issues) : issues_(issues) {}
+
+  void fail(const std::string& field, const std::string& msg) { issues_.push_back({field, msg}); }
+
+  /// Reports keys of `obj` that are not in `known`.
+  void rejectUnknown(const json& obj, const std::string& prefix, const std::set<std::string>& known) {
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+      if (!known.count(it.key())) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        fail(prefix + it.key(), "unknown field '" + it.key() + "' (known here: " + list + ")");
+      }
+  }
+
+  void readBool(const json& obj, const char* key, const std::string& field, bool& out) {
+    if (!obj.contains(key)) return;
+    const json& v = obj[key];
+    if (!v.is_boolean()) return fail(field, "must be true or false; got " + kindName(v));
+    out = v.get<bool>();
+  }
+
+  void readNumber(const json& obj, const char* key, const std::string& field, double& out) {
+    if (!obj.contains(key)) return;
+    const json& v = obj[key];
+    if (!v.is_number()) return fail(field, "must be a number; got " + kindName(v));
+    out = v.get<double>();
+  }
+
+  void readInt(const json& obj, const char* key, const std::string& field, int& out) {
+    if (!obj.contains(key)) return;
+    const json& v = obj[key];
+    if (!v.is_number_integer() && !v.is_number_unsigned())
+      return fail(field, "must be a whole number; got " + (v.is_number() ? v.dump() : kindName(v)));
+    const auto x = v.get<long long>();
+    if (x < -2147483647LL || x > 2147483647LL) return fail(field, "is out of range: " + v.dump());
+    out = static_cast<int>(x);
+  }
+
+  bool readString(const json& obj, const char* key, const std::string& field, std::string& out) {
+    if (!obj.contains(key)) return false;
+    const json& v = obj[key];
+    if (!v.is_string()) {
+      fail(field, "must be a string; got " + kindName(v));
+      return false;
+    }
+    out = v.get<std::string>();
+    return true;
+  }
+
+  /// A vector of numbers, or a matrix (array of equal-length rows) flattened row-major.
+  bool readNumbers(const json& v, const std::string& field, std::vector<double>& out) {
+    out.clear();
+    if (!v.is_array()) {
+      fail(field, "must be an array of numbers or of rows; got " + kindName(v));
+      return false;
+    }
+    size_t rowLen = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const json& e = v[i];
+      if (e.is_number()) {
+        out.push_back(e.get<double>());
+      } else if (e.is_array()) {
+        if (i == 0) rowLen = e.size();
+        if (e.size() != rowLen) {
+          fail(field, "row " + std::to_string(i) + " has " + std::to_string(e.size()) +
+                          " entries; row 0 has " + std::to_string(rowLen));
+          return false;
+        }
+        for (const json& x : e) {
+          if (!x.is_number()) {
+            fail(field, "row " + std::to_string(i) + " holds " + kindName(x) + "; numbers only");
+            return false;
+          }
+          out.push_back(x.get<double>());
+        }
+      } else {
+        fail(field, "entry " + std::to_string(i) + " is " + kindName(e) + "; numbers only");
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  std::vector<Issue>& issues_;
+};
+
+json matrix(const std::vector<double>& v, int rows, int cols) {
+  json m = json::array();
+  for (int i = 0; i < rows; ++i) {
+    json row = json::array();
+    for (int j = 0; j < cols; ++j) {
+      const size_t k = static_cast<size_t>(i) * cols + j;
+      row.push_back(k < v.size() ? v[k] : 0.0);
+    }
+    m.push_back(std::move(row));
+  }
+  return m;
+}
+
+json factorToJson(const CoreFactor& f, int dim) {
+  json j;
+  j["kind"] = std::string(toString(f.kind));
+  if (f.kind == FactorKind::Fixed || f.kind == FactorKind::Trainable) {
+    j["values"] = matrix(f.values, dim, dim);
+  } else if (f.kind == FactorKind::Rank1) {
+    j["c2"] = std::vector<double>(f.values.begin(), f.values.begin() + std::min<size_t>(dim, f.values.size()));
+    j["c3"] = std::vector<double>(f.values.begin() + std::min<size_t>(dim, f.values.size()), f.values.end());
+    j["trainable"] = f.trainable_rank1;
+  }
+  return j;
+}
+
+void factorFromJson(Reader& r, const json& j, const std::string& field, CoreFactor& f) {
+  if (!j.is_object()) return r.fail(field, "must be an object like {\"kind\": \"identity\"}; got " + kindName(j));
+  r.rejectUnknown(j, field + ".", {"kind", "values", "c2", "c3", "trainable"});
+  std::string kind;
+  if (!r.readString(j, "kind", field + ".kind", kind))
+    return r.fail(field + ".kind", "missing; one of identity, ones, fixed, trainable, rank1");
+  if (!parseFactorKind(kind, f.kind))
+    return r.fail(field + ".kind", "unknown factor kind '" + kind + "'; one of identity, ones, fixed, trainable, rank1");
+  f.values.clear();
+  if (f.kind == FactorKind::Rank1) {
+    std::vector<double> c2, c3;
+    if (!j.contains("c2") || !j.contains("c3"))
+      return r.fail(field, "factor kind rank1 needs vectors \"c2\" and \"c3\"");
+    if (r.readNumbers(j["c2"], field + ".c2", c2) && r.readNumbers(j["c3"], field + ".c3", c3)) {
+      if (c2.size() != c3.size())
+        return r.fail(field, "c2 has " + std::to_string(c2.size()) + " entries but c3 has " + std::to_string(c3.size()));
+      f.values = c2;
+      f.values.insert(f.values.end(), c3.begin(), c3.end());
+    }
+    r.readBool(j, "trainable", field + ".trainable", f.trainable_rank1);
+  } else if (j.contains("values")) {
+    r.readNumbers(j["values"], field + ".values", f.values);
+  } else if (f.kind == FactorKind::Fixed || f.kind == FactorKind::Trainable) {
+    r.fail(field + ".values", "factor kind " + kind + " needs \"values\" (a square matrix)");
+  }
+}
+
+void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<CoreSpec>& out) {
+  if (!j.is_object()) return r.fail("core", "must be an object; got " + kindName(j));
+  r.rejectUnknown(j, "core.", {"preset", "structure", "scale", "A", "B", "values", "trainable"});
+  CoreSpec c;
+  std::string preset = "custom";
+  r.readString(j, "preset", "core.preset", preset);
+  const bool explicitForm = j.contains("structure") || j.contains("A") || j.contains("B") ||
+                            j.contains("values") || j.contains("trainable") || j.contains("scale");
+  if (!explicitForm) {
+    // Preset only: expand it for the spec's sizes.
+    if (!isCorePreset(preset))
+      return r.fail("core.preset", "unknown core preset '" + preset + "' and no explicit structure given");
+    out = makeCorePreset(preset, sizes.H, sizes.D);
+    return;
+  }
+  c.preset = preset;
+  std::string structure;
+  if (!r.readString(j, "structure", "core.structure", structure))
+    return r.fail("core.structure", "missing; dense or kronecker");
+  if (!parseCoreStructure(structure, c.structure))
+    return r.fail("core.structure", "unknown structure '" + structure + "'; dense or kronecker");
+  if (c.structure == CoreStructure::Kronecker) {
+    r.readNumber(j, "scale", "core.scale", c.scale);
+    if (!j.contains("A") || !j.contains("B"))
+      r.fail("core", "structure kronecker needs factors \"A\" (H x H) and \"B\" (D x D)");
+    if (j.contains("A")) factorFromJson(r, j["A"], "core.A", c.a);
+    if (j.contains("B")) factorFromJson(r, j["B"], "core.B", c.b);
+    if (j.contains("values") || j.contains("trainable"))
+      r.fail("core.values", "a kronecker core takes its values from A and B; remove 'values'/'trainable'");
+  } else {
+    if (j.contains("A") || j.contains("B") || j.contains("scale"))
+      r.fail("core", "structure dense takes \"values\" and \"trainable\", not A, B or scale");
+    if (!j.contains("values")) r.fail("core.values", "structure dense needs \"values\" (R x R)");
+    else r.readNumbers(j["values"], "core.values", c.dense_values);
+    if (j.contains("trainable")) {
+      const json& t = j["trainable"];
+      if (t.is_boolean()) {
+        c.trainable_mask.assign(c.dense_values.size(), t.get<bool>() ? 1 : 0);
+      } else {
+        std::vector<double> m;
+        if (r.readNumbers(t, "core.trainable", m)) {
+          for (double x : m) {
+            if (x != 0.0 && x != 1.0) {
+              r.fail("core.trainable", "mask entries must be 0 (frozen) or 1 (trainable)");
+              break;
+            }
+            c.trainable_mask.push_back(x != 0.0 ? 1 : 0);
+          }
+        }
+      }
+    } else {
+      c.trainable_mask.assign(c.dense_values.size(), 1);
+    }
+  }
+  out = std::move(c);
+}
+
+bool isNumberRow(const json& j) {
+  if (!j.is_array() || j.empty()) return false;
+  for (const auto& x : j)
+    if (!x.is_number()) return false;
+  return true;
+}
+
+/// Pretty-prints like json::dump(indent) but keeps arrays of numbers (matrix rows, vectors) on one
+/// line, so a spec with an R x R core stays readable and diffable.
+void prettyPrint(const json& j, int indent, int depth, std::string& out) {
+  const std::string pad(static_cast<size_t>(indent) * (depth + 1), ' ');
+  const std::string close(static_cast<size_t>(indent) * depth, ' ');
+  if (j.is_object() && !j.empty()) {
+    out += "{\n";
+    size_t i = 0;
+    for (auto it = j.begin(); it != j.end(); ++it, ++i) {
+      out += pad + json(it.key()).dump() + ": ";
+      prettyPrint(it.value(), indent, depth + 1, out);
+      out += (i + 1 < j.size() ? ",\n" : "\n");
+    }
+    out += close + "}";
+  } else if (j.is_array() && !j.empty() && !isNumberRow(j)) {
+    out += "[\n";
+    for (size_t i = 0; i < j.size(); ++i) {
+      out += pad;
+      prettyPrint(j[i], indent, depth + 1, out);
+      out += (i + 1 < j.size() ? ",\n" : "\n");
+    }
+    out += close + "]";
+  } else if (isNumberRow(j)) {
+    out += "[";
+    for (size_t i = 0; i < j.size(); ++i) out += (i ? ", " : "") + j[i].dump();
+    out += "]";
+  } else {
+    out += j.dump();
+  }
+}
+
+}  // namespace
+
+SpecError::SpecError(std::vector<Issue> issues)
+    : std::runtime_error(formatIssues(issues)), issues_(std::move(issues)) {}
+
+std::string toJson(const AttentionSpec& s, int indent) {
+  json j;
+  j["format"] = kSpecFormat;
+  j["version"] = kSpecVersion;
+  j["variant"] = std::string(toString(s.variant));
+  j["sizes"] = {{"F", s.sizes.F}, {"H", s.sizes.H}, {"D", s.sizes.D}, {"R", s.sizes.R},
+                {"P", s.sizes.P}, {"c", s.sizes.c}, {"seq_len", s.sizes.seq_len}};
+  j["causal"] = s.causal;
+  j["bias"] = s.bias;
+  j["dropout"] = s.dropout;
+  j["core_softmax"] = s.core_softmax;
+  if (s.core) {
+    const CoreSpec& c = *s.core;
+    json cj;
+    cj["preset"] = c.preset;
+    cj["structure"] = std::string(toString(c.structure));
+    if (c.structure == CoreStructure::Kronecker) {
+      cj["scale"] = c.scale;
+      cj["A"] = factorToJson(c.a, s.sizes.H);
+      cj["B"] = factorToJson(c.b, s.sizes.D);
+    } else {
+      cj["values"] = matrix(c.dense_values, s.sizes.R, s.sizes.R);
+      std::vector<double> mask(c.trainable_mask.begin(), c.trainable_mask.end());
+      json m = matrix(mask, s.sizes.R, s.sizes.R);
+      for (auto& row : m)
+        for (auto& x : row) x = static_cast<int>(x.get<double>());
+      cj["trainable"] = m;
+    }
+    j["core"] = std::move(cj);
+  }
+  if (indent < 0) return j.dump();
+  std::string out;
+  prettyPrint(j, indent, 0, out);
+  return out;
+}
+
+AttentionSpec fromJson(const std::string& text) {
+  std::vector<Issue> issues;
+  Reader r(issues);
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw SpecError(std::vector<Issue>{{"(document)", std::string("malformed JSON: ") + e.what()}});
+  }
+  if (!j.is_object()) throw SpecError(std::vector<Issue>{{"(document)", "a spec must be a JSON object; got " + kindName(j)}});
+
+  std::string format;
+  if (!r.readString(j, "format", "format", format))
+    r.fail("format", std::string("missing; expected \"") + kSpecFormat + "\"");
+  else if (format != kSpecFormat)
+    r.fail("format", "is '" + format + "'; expected \"" + kSpecFormat + "\"");
+  int version = -1;
+  if (!j.contains("version")) r.fail("version", "missing; this Tensorscope reads version " + std::to_string(kSpecVersion));
+  r.readInt(j, "version", "version", version);
+  if (j.contains("version") && version != -1 && version != kSpecVersion)
+    r.fail("version", "unsupported version " + std::to_string(version) + "; this Tensorscope reads version " +
+                          std::to_string(kSpecVersion));
+  if (!issues.empty()) throw SpecError(std::move(issues));
+
+  r.rejectUnknown(j, "", {"format", "version", "variant", "sizes", "causal", "bias", "dropout", "core_softmax", "core"});
+  std::string vname;
+  Variant v = Variant::Mhsa;
+  if (!r.readString(j, "variant", "variant", vname)) {
+    std::string list;
+    for (const auto& n : variantNames()) list += (list.empty() ? "" : ", ") + n;
+    r.fail("variant", "missing; one of " + list);
+  } else if (!parseVariant(vname, v)) {
+    std::string list;
+    for (const auto& n : variantNames()) list += (list.empty() ? "" : ", ") + n;
+    r.fail("variant", "unknown variant '" + vname + "'; one of " + list);
+  }
+  // Fields left out take the defaults of the variant's preset.
+  AttentionSpec s = makeSpecPreset(toString(v));
+  s.core.reset();
+  if (j.contains("sizes")) {
+    const json& z = j["sizes"];
+    if (!z.is_object()) {
+      r.fail("sizes", "must be an object; got " + kindName(z));
+    } else {
+      r.rejectUnknown(z, "sizes.", {"F", "H", "D", "R", "P", "c", "seq_len"});
+      r.readInt(z, "F", "sizes.F", s.sizes.F);
+      r.readInt(z, "H", "sizes.H", s.sizes.H);
+      r.readInt(z, "D", "sizes.D", s.sizes.D);
+      r.readInt(z, "R", "sizes.R", s.sizes.R);
+      r.readInt(z, "P", "sizes.P", s.sizes.P);
+      r.readInt(z, "c", "sizes.c", s.sizes.c);
+      r.readInt(z, "seq_len", "sizes.seq_len", s.sizes.seq_len);
+    }
+  }
+  r.readBool(j, "causal", "causal", s.causal);
+  r.readBool(j, "bias", "bias", s.bias);
+  r.readNumber(j, "dropout", "dropout", s.dropout);
+  r.readBool(j, "core_softmax", "core_softmax", s.core_softmax);
+  if (j.contains("core")) coreFromJson(r, j["core"], s.sizes, s.core);
+  if (!issues.empty()) throw SpecError(std::move(issues));
+  return s;
+}
+
+AttentionSpec readSpecFile(const std::string& path) {
+  std::string text;
+  try {
+    text = readWholeFile(path);
+  } catch (const std::runtime_error& e) {
+    throw SpecError(std::vector<Issue>{{"(file)", e.what()}});
+  }
+  return fromJson(text);
+}
+
+void writeSpecFile(const std::string& path, const AttentionSpec& spec) {
+  writeFileAtomically(path, toJson(spec) + "\n");
+}
+
+}  // namespace tensorscope::spec

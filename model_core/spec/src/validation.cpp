@@ -1,0 +1,152 @@
+#include "spec/validation.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace tensorscope::spec {
+namespace {
+
+using std::to_string;
+
+class Collector {
+ public:
+  void add(std::string field, std::string message) {
+    issues_.push_back({std::move(field), std::move(message)});
+  }
+  std::vector<Issue> take() { return std::move(issues_); }
+
+ private:
+  std::vector<Issue> issues_;
+};
+
+void checkRange(Collector& c, const char* name, int value, int lo, int hi, const char* meaning) {
+  if (value < lo || value > hi)
+    c.add(std::string("sizes.") + name, std::string(name) + " (" + meaning + ") must be in [" +
+                                            to_string(lo) + ", " + to_string(hi) + "]; got " +
+                                            to_string(value));
+}
+
+std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+bool allFinite(const std::vector<double>& v) {
+  for (double x : v)
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+
+void checkFactor(Collector& c, const std::string& field, const CoreFactor& f, int dim, char sym,
+                 bool isB) {
+  const std::string dims = std::string(1, sym) + "=" + to_string(dim);
+  switch (f.kind) {
+    case FactorKind::Identity:
+    case FactorKind::Ones:
+      if (!f.values.empty())
+        c.add(field + ".values", "factor kind " + std::string(toString(f.kind)) +
+                                     " takes no values; got " + to_string(f.values.size()));
+      break;
+    case FactorKind::Fixed:
+    case FactorKind::Trainable: {
+      const size_t need = static_cast<size_t>(dim) * dim;
+      if (f.values.size() != need)
+        c.add(field + ".values", "factor kind " + std::string(toString(f.kind)) + " needs " +
+                                     sym + "x" + sym + " = " + to_string(need) + " values (" + dims +
+                                     "); got " + to_string(f.values.size()));
+      break;
+    }
+    case FactorKind::Rank1:
+      if (!isB)
+        c.add(field + ".kind", "rank1 (c2 c3^T) is a kind for factor B only; A must be identity, "
+                               "ones, fixed or trainable");
+      else if (f.values.size() != 2 * static_cast<size_t>(dim))
+        c.add(field + ".values", "factor kind rank1 needs c2 and c3, 2*D = " + to_string(2 * dim) +
+                                     " values (" + dims + "); got " + to_string(f.values.size()));
+      break;
+  }
+  if (!allFinite(f.values)) c.add(field + ".values", "values must be finite numbers (no NaN or Inf)");
+}
+
+void checkCore(Collector& c, const AttentionSpec& s) {
+  const CoreSpec& core = *s.core;
+  const int H = s.sizes.H, D = s.sizes.D, R = s.sizes.R;
+  if (core.structure == CoreStructure::Kronecker) {
+    if (static_cast<long long>(H) * D != R)
+      c.add("sizes.R", "core structure kronecker needs R = H*D; got R=" + to_string(R) +
+                           ", H=" + to_string(H) + ", D=" + to_string(D));
+    if (!std::isfinite(core.scale) || core.scale == 0.0)
+      c.add("core.scale", "core scale s must be a finite, non-zero number");
+    checkFactor(c, "core.A", core.a, H, 'H', false);
+    checkFactor(c, "core.B", core.b, D, 'D', true);
+    if (!core.dense_values.empty() || !core.trainable_mask.empty())
+      c.add("core.values", "a kronecker core takes its values from its factors A and B; remove "
+                           "'values' and 'trainable', or use structure dense");
+  } else {
+    const size_t need = static_cast<size_t>(R) * R;
+    if (core.dense_values.size() != need)
+      c.add("core.values", "core structure dense needs R*R = " + to_string(need) +
+                               " values (R=" + to_string(R) + "); got " +
+                               to_string(core.dense_values.size()));
+    else if (!allFinite(core.dense_values))
+      c.add("core.values", "values must be finite numbers (no NaN or Inf)");
+    if (core.trainable_mask.size() != need)
+      c.add("core.trainable", "core structure dense needs an R*R = " + to_string(need) +
+                                  " trainable mask (R=" + to_string(R) + "); got " +
+                                  to_string(core.trainable_mask.size()));
+  }
+  const std::string& p = core.preset;
+  if (p != "custom" && !isCorePreset(p))
+    c.add("core.preset", "unknown core preset '" + p + "'; use a preset name or \"custom\"");
+  if ((p == "heads_only" || p == "trainable_heads_only") && D != 1)
+    c.add("sizes.D", "core preset " + p + " needs D = 1 (one latent dimension per head); got D=" +
+                         to_string(D));
+}
+
+}  // namespace
+
+std::vector<Issue> validate(const AttentionSpec& s) {
+  Collector c;
+  const Sizes& z = s.sizes;
+  checkRange(c, "F", z.F, 1, kMaxWidth, "model width");
+  checkRange(c, "seq_len", z.seq_len, 1, kMaxSeqLen, "tokens");
+  const Variant v = s.variant;
+  const bool headed = v == Variant::Mhsa || v == Variant::FixedHead || v == Variant::Tp;
+  if (headed || hasCore(v)) {
+    checkRange(c, "H", z.H, 1, kMaxHeads, "heads");
+    checkRange(c, "D", z.D, 1, kMaxWidth, "head size");
+  }
+  if (hasCore(v) || v == Variant::Multilinear || v == Variant::Dimwise)
+    checkRange(c, "R", z.R, 1, kMaxWidth, v == Variant::Dimwise ? "projection width d" : "rank");
+  if (v == Variant::Multilinear) checkRange(c, "P", z.P, 1, kMaxBlockTerms, "block terms");
+  if (v == Variant::Dimwise) checkRange(c, "c", z.c, 1, kMaxFilters, "filters");
+  if (headed && static_cast<long long>(z.H) * z.D > kMaxWidth)
+    c.add("sizes.D", "H*D must be at most " + to_string(kMaxWidth) + "; got H*D=" +
+                         to_string(static_cast<long long>(z.H) * z.D));
+  if (!(s.dropout >= 0.0 && s.dropout < 1.0))
+    c.add("dropout", "dropout must be in [0, 1); got " + shortNumber(s.dropout));
+  if (hasCore(v)) {
+    if (!s.core)
+      c.add("core", "variant " + std::string(toString(v)) +
+                        " needs a core; give \"core\": {\"preset\": \"thsa\"} or a custom core");
+    else
+      checkCore(c, s);
+  } else if (s.core) {
+    c.add("core", "variant " + std::string(toString(v)) +
+                      " has no core matrix C; remove \"core\" or use thsa / thsa_linear");
+  }
+  return c.take();
+}
+
+std::string formatIssues(const std::vector<Issue>& issues) {
+  std::string out;
+  for (const auto& i : issues) {
+    if (!out.empty()) out += '\n';
+    out += i.field + ": " + i.message;
+  }
+  return out;
+}
+
+}  // namespace tensorscope::spec

@@ -1,0 +1,87 @@
+#include "model_core/runtime.h"
+
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+namespace tensorscope::model_core {
+namespace {
+
+int hardwareThreads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+/// The BLAS library that LibTorch actually calls: OpenBLAS reports itself; otherwise name the
+/// BLAS shared object mapped into the process.
+std::string detectBlas(bool& isOpenBlas) {
+  using ConfigFn = char* (*)();
+  if (auto fn = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"))) {
+    isOpenBlas = true;
+    return std::string(fn());
+  }
+  isOpenBlas = false;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const auto pos = line.find('/');
+    if (pos == std::string::npos) continue;
+    const std::string path = line.substr(pos);
+    if (path.find("blas") != std::string::npos || path.find("mkl") != std::string::npos)
+      return "non-OpenBLAS (" + path + "); install libopenblas0-openmp for ~17x faster GEMM";
+  }
+  return "unknown (no BLAS library mapped)";
+}
+
+}  // namespace
+
+int configureThreads(int requested) {
+  int n = requested;
+  if (n <= 0) {
+    if (const char* env = std::getenv("TENSORSCOPE_THREADS"); env && *env) {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      if (*end != '\0' || v <= 0 || v > 4096)
+        throw std::invalid_argument(std::string("TENSORSCOPE_THREADS must be a positive whole number; got '") +
+                                    env + "'");
+      n = static_cast<int>(v);
+    } else {
+      n = hardwareThreads();
+    }
+  }
+  at::set_num_threads(n);
+  return at::get_num_threads();
+}
+
+RuntimeInfo runtimeInfo() {
+  RuntimeInfo info;
+  info.torch_version = TORCH_VERSION;
+  info.cuda_built = TS_TORCH_HAS_CUDA_BUILD;
+  info.cuda_available = torch::cuda::is_available();
+  info.cuda_devices = info.cuda_available ? static_cast<int>(torch::cuda::device_count()) : 0;
+  info.default_device = info.cuda_available ? "cuda:0" : "cpu";
+  info.intra_op_threads = at::get_num_threads();
+  info.hardware_threads = hardwareThreads();
+  info.blas = detectBlas(info.blas_is_openblas);
+  return info;
+}
+
+std::string describeRuntime(const RuntimeInfo& i) {
+  std::string s;
+  s += "LibTorch " + i.torch_version + (i.cuda_built ? " (CUDA build)" : " (CPU build)") + "\n";
+  s += "device: " + i.default_device;
+  if (i.cuda_available) s += " (" + std::to_string(i.cuda_devices) + " CUDA device(s))";
+  else s += " (no CUDA device available)";
+  s += "\nthreads: " + std::to_string(i.intra_op_threads) + " intra-op (" +
+       std::to_string(i.hardware_threads) + " hardware)\n";
+  s += "BLAS: " + i.blas;
+  return s;
+}
+
+}  // namespace tensorscope::model_core

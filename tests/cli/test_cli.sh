@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# CLI behaviour as a user sees it: output, messages and exit codes.
+# usage: test_cli.sh TENSORSCOPE_BINARY TEST_DATA_DIR
+set -u
+BIN=$1
+DATA=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+
+check() {  # check NAME EXPECTED_RC PATTERN -- command...
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; fail=$((fail + 1)); return
+  fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -20; fail=$((fail + 1)); return
+  fi
+  echo "ok   $name"
+  pass=$((pass + 1))
+}
+
+check help 0 "spec validate FILE" -- "$BIN" --help
+check version-names-all 0 "^Tensorscope [0-9]" -- "$BIN" --version
+check version-qt 0 "^Qt 6\." -- "$BIN" --version
+check version-threads 0 "threads: $(nproc) intra-op" -- "$BIN" --version
+check version-blas 0 "^BLAS: OpenBLAS" -- "$BIN" --version
+check version-threads-flag 0 "threads: 1 intra-op" -- "$BIN" --threads 1 --version
+check preset-list 0 "^skip_right$" -- "$BIN" spec preset --list
+check preset-unknown 2 "unknown preset 'skip_middle'.*skip_right" -- "$BIN" spec preset skip_middle
+
+# Every listed preset prints JSON that validate accepts.
+for name in $("$BIN" spec preset --list); do
+  "$BIN" spec preset "$name" > "$TMP/$name.json" || { echo "FAIL preset $name"; fail=$((fail + 1)); continue; }
+  check "validate-$name" 0 "valid .* spec" -- "$BIN" spec validate "$TMP/$name.json"
+done
+python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$TMP/skip_right.json" \
+  && { echo "ok   preset-is-json"; pass=$((pass + 1)); } || { echo "FAIL preset-is-json"; fail=$((fail + 1)); }
+
+check broken-rc-and-R 1 "sizes.R: core structure kronecker needs R = H\*D; got R=24, H=4, D=8" -- "$BIN" spec validate "$DATA/broken_spec.json"
+check broken-all-problems 1 "invalid spec \(3 problems\)" -- "$BIN" spec validate "$DATA/broken_spec.json"
+check broken-seq 1 "sizes.seq_len: .*got 0" -- "$BIN" spec validate "$DATA/broken_spec.json"
+check broken-dropout 1 "dropout: dropout must be in \[0, 1\); got 1.2" -- "$BIN" spec validate "$DATA/broken_spec.json"
+check malformed 1 "malformed JSON" -- "$BIN" spec validate "$DATA/malformed_spec.json"
+check future-version 1 "unsupported version 99" -- "$BIN" spec validate "$DATA/future_spec.json"
+check missing-file 1 "cannot open .*No such file" -- "$BIN" spec validate "$TMP/nope.json"
+check cost 0 "parameters +16400 trainable" -- "$BIN" spec cost "$TMP/skip_right.json" --batch 32 --seq 128
+check cost-json 0 "\"forward_flops\"" -- "$BIN" spec cost "$TMP/skip_right.json" --batch 2 --seq 8 --json
+check cost-needs-sizes 2 "needs --batch and --seq" -- "$BIN" spec cost "$TMP/skip_right.json"
+check cost-bad-number 2 "whole number; got 'x'" -- "$BIN" spec cost "$TMP/skip_right.json" --batch x --seq 4
+check unknown-option 2 "unknown option '--frobnicate'" -- "$BIN" spec validate "$TMP/mhsa.json" --frobnicate
+check unknown-command 2 "unknown command 'trian'" -- "$BIN" trian
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,18 @@
+// GoogleTest main for widget tests: one QApplication for the process (offscreen platform via ctest).
+// A trailing non-flag argument names a screenshot PNG for the ScreenshotFile tests.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <string>
+
+std::string g_screenshotPath;
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);  // removes the gtest flags it knows
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '-') g_screenshotPath = argv[i];
+  // Widget tests render offscreen unless a platform is chosen explicitly.
+  if (!qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,36 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "model_core/runtime.h"
+
+using namespace tensorscope::model_core;
+
+TEST(Runtime, DefaultsToAllHardwareThreads) {
+  unsetenv("TENSORSCOPE_THREADS");
+  const int n = configureThreads(0);
+  EXPECT_EQ(n, static_cast<int>(std::thread::hardware_concurrency()));
+  EXPECT_EQ(runtimeInfo().intra_op_threads, n);
+}
+
+TEST(Runtime, ExplicitChoiceWins) {
+  setenv("TENSORSCOPE_THREADS", "2", 1);
+  EXPECT_EQ(configureThreads(1), 1);
+  EXPECT_EQ(configureThreads(0), 2);  // then the environment
+  setenv("TENSORSCOPE_THREADS", "two", 1);
+  EXPECT_THROW(configureThreads(0), std::invalid_argument);
+  unsetenv("TENSORSCOPE_THREADS");
+  configureThreads(0);
+}
+
+TEST(Runtime, ReportsLibTorchAndBlas) {
+  const auto info = runtimeInfo();
+  EXPECT_EQ(info.torch_version.rfind("1.", 0), 0u) << info.torch_version;
+  EXPECT_FALSE(info.blas.empty());
+  // scripts/setup.sh installs libopenblas0-openmp and selects it; reference BLAS is ~17x slower.
+  EXPECT_TRUE(info.blas_is_openblas) << info.blas;
+  EXPECT_EQ(info.default_device, info.cuda_available ? "cuda:0" : "cpu");
+  const auto text = describeRuntime(info);
+  EXPECT_NE(text.find("threads: "), std::string::npos);
+}

@@ -1,0 +1,93 @@
+// Cost formulas pinned against hand counts (B=1, N=3, F=8 unless stated). See docs/cost-model.md.
+#include <gtest/gtest.h>
+
+#include "spec/cost_model.h"
+
+using namespace tensorscope::spec;
+
+namespace {
+AttentionSpec tiny(const std::string& preset) {
+  auto s = makeSpecPreset(preset);
+  s.sizes.F = 8;
+  s.sizes.H = 2;
+  s.sizes.D = 4;
+  s.sizes.R = s.core ? 8 : 4;
+  s.sizes.P = 2;
+  s.sizes.c = 2;
+  s.sizes.seq_len = 3;
+  if (s.core) s.core = makeCorePreset(s.core->preset, 2, 4);
+  return s;
+}
+}  // namespace
+
+TEST(CostModel, MhsaHandCount) {
+  const auto c = estimateCost(tiny("mhsa"), 1, 3);
+  // projections 4 x 2*3*8*8 = 1536; logits 2*2*9*4 + scale 18 = 162; softmax 5*18 = 90; P*v 144
+  EXPECT_DOUBLE_EQ(c.forward_flops, 1932);
+  // q,k,v 3*24, logits 18, P 18, o 24, y 24 = 156 floats
+  EXPECT_DOUBLE_EQ(c.activation_bytes, 156 * 4);
+  EXPECT_DOUBLE_EQ(c.largest_intermediate_bytes, 24 * 4);
+  EXPECT_EQ(c.parameters, 256);
+  auto b = tiny("mhsa");
+  b.bias = true;
+  EXPECT_EQ(parameterCount(b), 256 + 3 * 8 + 8);
+}
+
+TEST(CostModel, ThsaMhsaPresetCostsWhatMhsaCosts) {
+  const auto m = estimateCost(tiny("mhsa"), 1, 3);
+  const auto t = estimateCost(tiny("core:mhsa"), 1, 3);
+  EXPECT_DOUBLE_EQ(t.forward_flops, m.forward_flops);
+  EXPECT_DOUBLE_EQ(t.activation_bytes, m.activation_bytes);
+  EXPECT_EQ(t.parameters, m.parameters);
+  const auto r = estimateCost(tiny("skip_right"), 1, 3);
+  EXPECT_EQ(r.parameters, m.parameters + 4);  // C1 is H x H
+  EXPECT_DOUBLE_EQ(r.forward_flops, m.forward_flops + 2 * 2 * 2 * 9);  // head mixing 2*B*H*H*N*N
+}
+
+TEST(CostModel, DenseThsaHandCount) {
+  const auto c = estimateCost(tiny("thsa"), 1, 3);
+  // 1536 + q~ 8*3*8=192 + logits 2*8*9*8=1152 + scale 72 + softmax 360 + Omega 144
+  EXPECT_DOUBLE_EQ(c.forward_flops, 3456);
+  EXPECT_EQ(c.parameters, 256 + 64);
+  // largest: q~ [B,R,N,R] = 192 floats vs logits [B,R,N,N] = 72 floats
+  EXPECT_DOUBLE_EQ(c.largest_intermediate_bytes, 192 * 4);
+}
+
+TEST(CostModel, FrozenDenseEntriesAreCountedSeparately) {
+  auto s = tiny("thsa");
+  s.core->trainable_mask.assign(64, 0);
+  s.core->trainable_mask[0] = 1;
+  const auto c = estimateCost(s, 1, 3);
+  EXPECT_EQ(c.parameters, 257);
+  EXPECT_EQ(c.frozen_parameters, 63);
+}
+
+TEST(CostModel, OtherVariantParameterCounts) {
+  EXPECT_EQ(parameterCount(tiny("tp")), 5 * 64);
+  auto f = tiny("fixed_head");
+  f.sizes.D = 16;  // d_p independent of F/H: 4*F*H*d_p
+  EXPECT_EQ(parameterCount(f), 4 * 8 * 2 * 16);
+  EXPECT_EQ(parameterCount(tiny("dimwise")), 3 * 8 * 4 + 2 * 16 + 8 * 8);  // d=R=4, c=2
+  EXPECT_EQ(parameterCount(tiny("multilinear")), 3 * 8 * 4 + 2 * 4 + 8 * 9);  // N=3: wo is F x N^2
+  EXPECT_EQ(parameterCount(tiny("heads_only")), parameterCount(tiny("mhsa")));
+  EXPECT_EQ(parameterCount(tiny("skip_left")), 256 + 8);
+}
+
+TEST(CostModel, DimwiseIsLinearInN) {
+  const auto s = makeSpecPreset("dimwise");
+  const double a = estimateCost(s, 4, 512).forward_flops;
+  const double b = estimateCost(s, 4, 4096).forward_flops;
+  EXPECT_NEAR(b / a, 8.0, 0.01);  // only the d x d softmax is independent of N
+  const auto m = makeSpecPreset("mhsa");
+  EXPECT_GT(estimateCost(m, 4, 4096).forward_flops / estimateCost(m, 4, 512).forward_flops, 20.0);
+}
+
+TEST(CostModel, MultilinearMemoryGrowsAsNCubed) {
+  auto s = makeSpecPreset("multilinear");
+  s.sizes.R = 4;  // T [B, N, N, N] dominates a*k [B, N, N, R] once N > R
+  s.sizes.seq_len = 16;
+  const double a = estimateCost(s, 1, 0).largest_intermediate_bytes;
+  s.sizes.seq_len = 32;
+  const double b = estimateCost(s, 1, 0).largest_intermediate_bytes;
+  EXPECT_DOUBLE_EQ(b / a, 8.0);
+}
