@@ -1,5 +1,7 @@
 #include "model_core/runtime.h"
 
+#include "build_config.h"
+
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <torch/cuda.h>

@@ -5,13 +5,14 @@
 #include <set>
 
 #include "cli/args.h"
+#include "cli/attention_command.h"
 #include "cli/spec_commands.h"
 #include "diagram_view/graphviz.h"
 #include "model_core/runtime.h"
 
 namespace tensorscope::app {
 namespace {
-const std::set<std::string> kCommands = {"spec"};
+const std::set<std::string> kCommands = {"spec", "attention"};
 }
 
 bool isHeadlessInvocation(const std::vector<std::string>& args) {
@@ -31,6 +32,11 @@ usage:
   tensorscope spec validate FILE                   check a spec: exit 0 if valid, 1 with every problem
   tensorscope spec cost FILE --batch B --seq N [--json]
                                                    parameters, forward FLOPs, activation memory
+  tensorscope attention --spec S.json --seed 7 --save-weights W.safetensors
+                                                   build one layer, save its weights (contract names)
+  tensorscope attention --spec S.json --weights W.safetensors --input X.safetensors
+                        --output Y.safetensors [--maps]
+                                                   run one layer: x [B,N,F] -> y (+ maps, roles)
 
 options:
   --threads T      LibTorch intra-op threads (default: $TENSORSCOPE_THREADS, else all cores)
@@ -66,6 +72,7 @@ int runCli(const std::vector<std::string>& words, std::ostream& out, std::ostrea
     }
     const auto cmd = args.takeCommand();
     if (cmd == "spec") return runSpecCommand(args, out, err);
+    if (cmd == "attention") return runAttentionCommand(args, out, err);
     throw UsageError("unknown command '" + cmd.value_or("") + "'; see tensorscope --help");
   } catch (const UsageError& e) {
     err << "tensorscope: " << e.what() << "\n";

@@ -154,8 +154,8 @@ void dimwise(CostBuilder& c, const AttentionSpec& s, double B, double N) {
     c.term("prefix sums S⁽ⁱ⁾", B * N * d * d, B * N * d * d);
     c.term("scale 1/√i", B * N * d * d, B * N * d * d);
     c.term("softmax", kSoftmaxFlopsPerElement * B * N * d * d, B * N * d * d);
-    c.term("W_c ⊙ f(S⁽ⁱ⁾)", B * N * C * d * d, B * N * C * d * d);
-    c.term("O_c[i] = (W_c ⊙ f)·v_i", 2 * B * N * C * d * d, B * N * C * d);
+    c.term("f⁽ⁱ⁾[j,m]·v[i,m]", B * N * d * d, B * N * d * d);
+    c.term("O_c[i,j] = Σ_m W_c[j,m]·(f⊙v)[i,j,m]", 2 * B * N * C * d * d, B * N * C * d);
   } else {
     c.term("S = qᵀ·k", 2 * B * N * d * d, B * d * d);
     c.term("scale 1/√N", B * d * d, 0);

@@ -127,6 +127,9 @@ std::vector<Issue> validate(const AttentionSpec& s) {
                          to_string(static_cast<long long>(z.H) * z.D));
   if (!(s.dropout >= 0.0 && s.dropout < 1.0))
     c.add("dropout", "dropout must be in [0, 1); got " + shortNumber(s.dropout));
+  else if (s.dropout > 0.0 && (v == Variant::ThsaLinear || v == Variant::Multilinear))
+    c.add("dropout", std::string("dropout acts on attention probabilities, which ") +
+                         std::string(toString(v)) + " does not form; set dropout to 0");
   if (hasCore(v)) {
     if (!s.core)
       c.add("core", "variant " + std::string(toString(v)) +

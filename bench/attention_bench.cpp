@@ -1,0 +1,192 @@
+// Layer benchmark (issue 3): forward+backward time and peak tensor memory per attention variant,
+// and the N-scaling of dimwise against mhsa. Prints one JSON document on stdout.
+//
+//   attention_bench [--quick] [--threads T] [--min-seconds S]
+//
+// Sizes: B=32, N=128, F=128, H=4, D=32, R=128 (multilinear at N=32); scaling at B=4, N=256..4096.
+// Peak memory is exact CPU tensor storage (CpuMemoryTracker), above what was live before the step.
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "attention/attention_module.h"
+#include "model_core/memory_tracker.h"
+#include "model_core/runtime.h"
+#include "spec/cost_model.h"
+
+using namespace tensorscope;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Config {
+  bool quick = false;
+  double minSeconds = 1.0;
+  int threads = 0;
+};
+
+struct Measure {
+  double seconds_per_step = 0;
+  double peak_bytes = 0;
+  int steps = 0;
+};
+
+/// Times forward+backward of `module` on x [B, N, F] until `minSeconds` have passed (>= 3 steps).
+Measure measure(model_core::AttentionModule& module, int64_t B, int64_t N, double minSeconds) {
+  module->train();
+  const auto x = torch::randn({B, N, module->spec().sizes.F});
+  auto step = [&] {
+    const auto y = module->forward(x, {}).y;
+    y.square().mean().backward();
+  };
+  step();  // warm-up: first-touch allocations, OpenMP pool
+  module->zero_grad();
+  Measure m;
+  const auto before = model_core::CpuMemoryTracker::currentBytes();
+  model_core::CpuMemoryTracker::resetPeak();
+  step();
+  m.peak_bytes = double(model_core::CpuMemoryTracker::peakBytes() - before);
+  const auto t0 = Clock::now();
+  double elapsed = 0;
+  while (m.steps < 3 || elapsed < minSeconds) {
+    step();
+    ++m.steps;
+    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  m.seconds_per_step = elapsed / m.steps;
+  return m;
+}
+
+spec::AttentionSpec layer(const std::string& preset, int F, int H, int D, int R, int N) {
+  auto s = spec::makeSpecPreset(preset);
+  s.sizes.F = F;
+  s.sizes.seq_len = N;
+  if (s.core) {
+    const std::string core = s.core->preset;
+    if (core == "heads_only" || core == "trainable_heads_only") {
+      H = R;  // D = 1 heads at the same width
+      D = 1;
+    }
+    s.sizes.H = H;
+    s.sizes.D = D;
+    s.sizes.R = H * D;
+    s.core = spec::makeCorePreset(core, H, D);
+  } else {
+    s.sizes.H = H;
+    s.sizes.D = D;
+    s.sizes.R = R;
+  }
+  return s;
+}
+
+nlohmann::json runVariants(const Config& cfg) {
+  const int64_t B = cfg.quick ? 2 : 32, N = cfg.quick ? 16 : 128;
+  const int F = cfg.quick ? 32 : 128, H = 4, D = cfg.quick ? 8 : 32, R = H * D;
+  const int64_t Nml = cfg.quick ? 8 : 32;
+  const std::vector<std::string> presets = {"mhsa", "fixed_head", "tp", "core:mhsa", "skip_left", "skip_right",
+                                            "trainable_heads_only", "heads_only", "single_head", "thsa",
+                                            "thsa_linear", "multilinear", "dimwise"};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& p : presets) {
+    const int64_t n = p == "multilinear" ? Nml : N;
+    auto s = layer(p, F, H, D, R, int(n));
+    if (p == "fixed_head") s.sizes.D = 2 * D;  // d_p twice the prevalent F/H
+    torch::manual_seed(0);
+    auto module = model_core::makeAttentionModule(s);
+    const auto m = measure(module, B, n, cfg.minSeconds);
+    const auto cost = spec::estimateCost(s, B, n);
+    nlohmann::json row = {{"name", p},
+                          {"variant", std::string(spec::toString(s.variant))},
+                          {"B", B},
+                          {"N", n},
+                          {"F", s.sizes.F},
+                          {"H", s.sizes.H},
+                          {"D", s.sizes.D},
+                          {"R", s.sizes.R},
+                          {"parameters", module->trainableParameterCount()},
+                          {"fwd_bwd_ms", m.seconds_per_step * 1e3},
+                          {"steps_timed", m.steps},
+                          {"peak_tensor_mb", m.peak_bytes / 1048576.0},
+                          {"model_forward_gflop", cost.forward_flops / 1e9},
+                          {"model_activation_mb", cost.activation_bytes / 1048576.0}};
+    if (p == "thsa") {
+      // The naive dense THSA keeps B·R·N·M logits and B·R·N·M probabilities per layer (float32).
+      const double naive = 2.0 * double(B) * s.sizes.R * double(n) * double(n) * 4.0;
+      row["naive_BRNM_bound_mb"] = naive / 1048576.0;
+      row["peak_over_naive_bound"] = m.peak_bytes / naive;
+    }
+    rows.push_back(row);
+    std::cerr << "  " << p << ": " << row["fwd_bwd_ms"].get<double>() << " ms, "
+              << row["peak_tensor_mb"].get<double>() << " MB\n";
+  }
+  return rows;
+}
+
+nlohmann::json runScaling(const Config& cfg) {
+  const int64_t B = cfg.quick ? 1 : 4;
+  const std::vector<int64_t> Ns = cfg.quick ? std::vector<int64_t>{64, 128, 256} : std::vector<int64_t>{256, 512, 1024, 2048, 4096};
+  const int F = cfg.quick ? 32 : 128, H = 4, D = cfg.quick ? 8 : 32;
+  nlohmann::json out = nlohmann::json::object();
+  for (const std::string p : {"dimwise", "mhsa"}) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (int64_t n : Ns) {
+      auto s = layer(p, F, H, D, H * D, int(n));
+      torch::manual_seed(0);
+      auto module = model_core::makeAttentionModule(s);
+      const auto m = measure(module, B, n, cfg.minSeconds);
+      pts.push_back({{"N", n}, {"fwd_bwd_ms", m.seconds_per_step * 1e3}, {"peak_tensor_mb", m.peak_bytes / 1048576.0}});
+      std::cerr << "  scaling " << p << " N=" << n << ": " << m.seconds_per_step * 1e3 << " ms\n";
+    }
+    out[p] = pts;
+  }
+  auto at = [&](const std::string& p, int64_t n) {
+    for (const auto& pt : out[p])
+      if (pt["N"] == n) return pt["fwd_bwd_ms"].get<double>();
+    return 0.0;
+  };
+  if (!cfg.quick) {
+    const double ratio = at("dimwise", 4096) / at("dimwise", 512);
+    out["dimwise_time_ratio_4096_over_512"] = ratio;
+    out["linear_expectation"] = 8.0;
+    out["dimwise_linear_within_25pct"] = ratio >= 6.0 && ratio <= 10.0;
+    out["mhsa_time_ratio_4096_over_512"] = at("mhsa", 4096) / at("mhsa", 512);
+  }
+  out["B"] = B;
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) cfg.quick = true;
+    else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) cfg.threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--min-seconds") && i + 1 < argc) cfg.minSeconds = std::atof(argv[++i]);
+    else {
+      std::cerr << "usage: attention_bench [--quick] [--threads T] [--min-seconds S]\n";
+      return 2;
+    }
+  }
+  if (cfg.quick) cfg.minSeconds = 0.0;
+  model_core::configureThreads(cfg.threads);
+  model_core::CpuMemoryTracker::install();
+  const auto info = model_core::runtimeInfo();
+  nlohmann::json doc;
+  doc["benchmark"] = "attention_layers";
+  doc["quick"] = cfg.quick;
+  doc["machine"] = {{"torch", info.torch_version}, {"device", "cpu"}, {"threads", info.intra_op_threads}, {"blas", info.blas}};
+  std::cerr << "layers:\n";
+  doc["layers"] = runVariants(cfg);
+  std::cerr << "N scaling:\n";
+  doc["scaling"] = runScaling(cfg);
+  std::cout << doc.dump(2) << std::endl;
+  return 0;
+}

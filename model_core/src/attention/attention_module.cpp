@@ -1,0 +1,94 @@
+#include "attention/attention_module.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace tensorscope::model_core {
+namespace {
+
+std::string shapeText(const torch::Tensor& t) {
+  std::ostringstream s;
+  s << '[';
+  for (int64_t i = 0; i < t.dim(); ++i) s << (i ? ", " : "") << t.size(i);
+  s << ']';
+  return s.str();
+}
+
+}  // namespace
+
+std::vector<NamedWeight> AttentionModuleImpl::namedWeights() const {
+  std::vector<NamedWeight> out;
+  for (const auto& p : named_parameters(/*recurse=*/true)) out.push_back({p.key(), p.value(), p.value()});
+  return out;
+}
+
+void AttentionModuleImpl::loadWeights(const std::vector<std::pair<std::string, torch::Tensor>>& weights) {
+  std::map<std::string, torch::Tensor> given;
+  std::vector<std::string> problems;
+  for (const auto& [name, t] : weights)
+    if (!given.emplace(name, t).second) problems.push_back("'" + name + "' appears twice");
+  const auto expected = namedWeights();
+  std::map<std::string, const NamedWeight*> byName;
+  for (const auto& w : expected) byName[w.name] = &w;
+  for (const auto& [name, t] : given)
+    if (!byName.count(name)) problems.push_back("unexpected tensor '" + name + "'");
+  for (const auto& w : expected) {
+    auto it = given.find(w.name);
+    if (it == given.end()) {
+      if (!w.derived()) problems.push_back("missing tensor '" + w.name + "' " + shapeText(w.value));
+      continue;
+    }
+    if (!it->second.sizes().equals(w.value.sizes()))
+      problems.push_back("'" + w.name + "' has shape " + shapeText(it->second) + ", expected " + shapeText(w.value));
+  }
+  if (problems.empty()) {
+    torch::NoGradGuard noGrad;
+    for (const auto& w : expected) {
+      auto it = given.find(w.name);
+      if (it == given.end() || w.derived()) continue;
+      w.target.copy_(it->second.to(w.target.device(), w.target.scalar_type()));
+    }
+    // Every given tensor must now read back: derived ones follow from the parameters, and
+    // frozen entries of a dense core keep the spec's values.
+    for (const auto& w : namedWeights()) {
+      auto it = given.find(w.name);
+      if (it == given.end()) continue;
+      const auto a = it->second.to(torch::kCPU, torch::kDouble);
+      const auto b = w.value.detach().to(torch::kCPU, torch::kDouble);
+      const double diff = a.numel() ? (a - b).abs().max().item<double>() : 0.0;
+      const double scale = std::max(1.0, b.numel() ? b.abs().max().item<double>() : 0.0);
+      if (diff > 1e-5 * scale)
+        problems.push_back("'" + w.name + "' disagrees with the spec" +
+                           (w.derived() ? " and the other weights" : " (frozen entries)") +
+                           ": max difference " + std::to_string(diff));
+    }
+  }
+  if (!problems.empty()) {
+    std::string msg = "cannot load " + std::string(spec::toString(spec_.variant)) + " weights:";
+    for (const auto& p : problems) msg += "\n  " + p;
+    throw std::invalid_argument(msg);
+  }
+}
+
+std::int64_t AttentionModuleImpl::trainableParameterCount() const {
+  std::int64_t n = 0;
+  for (const auto& p : parameters(true))
+    if (p.requires_grad()) n += p.numel();
+  return n;
+}
+
+void AttentionModuleImpl::checkInput(const torch::Tensor& x, bool fixedLength) const {
+  if (x.dim() != 3 || x.size(2) != spec_.sizes.F)
+    throw std::invalid_argument("attention input must be [B, N, F] with F = " + std::to_string(spec_.sizes.F) +
+                                "; got " + shapeText(x));
+  if (fixedLength && x.size(1) != spec_.sizes.seq_len)
+    throw std::invalid_argument(std::string(spec::toString(spec_.variant)) + " is built for N = seq_len = " +
+                                std::to_string(spec_.sizes.seq_len) + " tokens; got N = " +
+                                std::to_string(x.size(1)));
+  if (x.size(1) == 0 || x.size(0) == 0) throw std::invalid_argument("attention input is empty: " + shapeText(x));
+}
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,78 @@
+#pragma once
+// Base of every attention layer (LibTorch). Internal to model_core: the public, torch-free
+// facade is model_core/attention_layer.h. The math of each variant is the layer contract,
+// ../shared/design/attention-variants.md; each subclass cites the section it implements.
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spec/attention_spec.h"
+
+namespace tensorscope::model_core {
+
+/// What a forward pass returns. `maps` and `roles` are filled only when requested.
+struct AttentionOutput {
+  torch::Tensor y;      // [B, N, F]
+  torch::Tensor maps;   // display maps (see displayMapShape), or undefined
+  torch::Tensor roles;  // tp only: role vectors [B, H, N, D], or undefined
+};
+
+/// The options a forward pass takes beyond the input.
+struct ForwardOptions {
+  bool with_maps = false;   ///< compute the display maps (costs memory; off while training)
+  bool with_roles = false;  ///< tp: return the role vectors
+};
+
+/// One tensor of a weight file: `value` is what is saved; loading copies into `target`. A tensor
+/// without a target is derived (the effective `core` of a structured THSA core, fixed factor
+/// values): saved for readers, but it follows from the spec and the parameters.
+struct NamedWeight {
+  std::string name;
+  torch::Tensor value;
+  torch::Tensor target;
+  bool derived() const { return !target.defined(); }
+};
+
+class AttentionModuleImpl : public torch::nn::Module {
+ public:
+  explicit AttentionModuleImpl(spec::AttentionSpec spec) : spec_(std::move(spec)) {}
+  ~AttentionModuleImpl() override = default;
+
+  /// x: [B, N, F] -> y: [B, N, F]. Throws std::invalid_argument for a wrongly shaped input.
+  virtual AttentionOutput forward(const torch::Tensor& x, const ForwardOptions& options = {}) = 0;
+
+  const spec::AttentionSpec& spec() const { return spec_; }
+
+  /// The effective core C [R, R] (THSA family); undefined for other variants.
+  virtual torch::Tensor effectiveCore() const { return {}; }
+
+  /// Every tensor a weight file holds, under the contract's names (`wq.weight`, `core`, ...):
+  /// parameters, the fixed parts of structured cores, and for THSA the effective `core`.
+  virtual std::vector<NamedWeight> namedWeights() const;
+
+  /// Loads weights by contract name. Every parameter must be present with its exact shape;
+  /// unknown names, missing names and wrong shapes are all reported in one exception.
+  /// A derived tensor may be left out; when given it must equal what the module derives.
+  void loadWeights(const std::vector<std::pair<std::string, torch::Tensor>>& weights);
+
+  /// Number of trainable scalars (equals spec::parameterCount).
+  virtual std::int64_t trainableParameterCount() const;
+
+ protected:
+  /// Checks x is [B, N, F] with F = spec.F (and N = seq_len where the layer fixes N).
+  void checkInput(const torch::Tensor& x, bool fixedLength = false) const;
+
+  spec::AttentionSpec spec_;
+};
+
+TORCH_MODULE(AttentionModule);
+
+/// Builds the module for a valid spec (throws std::invalid_argument listing the problems otherwise).
+/// Weights are initialised from the current torch generator: call torch::manual_seed first.
+AttentionModule makeAttentionModule(const spec::AttentionSpec& spec);
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,31 @@
+#include <stdexcept>
+
+#include "attention/attention_module.h"
+#include "attention/mhsa.h"
+#include "attention/multilinear.h"
+#include "attention/thsa.h"
+#include "spec/validation.h"
+
+namespace tensorscope::model_core {
+
+namespace {
+AttentionModule wrap(std::shared_ptr<AttentionModuleImpl> impl) { return AttentionModule(std::move(impl)); }
+}  // namespace
+
+AttentionModule makeAttentionModule(const spec::AttentionSpec& s) {
+  if (const auto issues = spec::validate(s); !issues.empty())
+    throw std::invalid_argument("invalid attention spec:\n" + spec::formatIssues(issues));
+  using spec::Variant;
+  switch (s.variant) {
+    case Variant::Mhsa:
+    case Variant::FixedHead:
+    case Variant::Tp: return wrap(std::make_shared<MhsaImpl>(s));
+    case Variant::Thsa: return wrap(std::make_shared<ThsaImpl>(s));
+    case Variant::ThsaLinear: return wrap(std::make_shared<ThsaLinearImpl>(s));
+    case Variant::Multilinear: return wrap(std::make_shared<MultilinearImpl>(s));
+    case Variant::Dimwise: return wrap(std::make_shared<DimwiseImpl>(s));
+  }
+  throw std::invalid_argument("unknown attention variant");
+}
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,33 @@
+#include "attention/kernels.h"
+
+#include <limits>
+
+namespace tensorscope::model_core {
+
+torch::Tensor futureMask(int64_t n, int64_t m, const torch::Device& device) {
+  return torch::ones({n, m}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(1);
+}
+
+torch::Tensor maskedSoftmax(const torch::Tensor& logits, bool causal) {
+  if (!causal) return torch::softmax(logits, -1);
+  const auto n = logits.size(-2), m = logits.size(-1);
+  return torch::softmax(logits.masked_fill(futureMask(n, m, logits.device()),
+                                           -std::numeric_limits<double>::infinity()),
+                        -1);
+}
+
+torch::nn::Linear makeProjection(int64_t in, int64_t out, bool bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+
+torch::Tensor splitHeads(const torch::Tensor& x, int64_t heads) {
+  const auto B = x.size(0), N = x.size(1);
+  return x.view({B, N, heads, x.size(2) / heads}).transpose(1, 2);
+}
+
+torch::Tensor mergeHeads(const torch::Tensor& x) {
+  const auto B = x.size(0), H = x.size(1), N = x.size(2), D = x.size(3);
+  return x.transpose(1, 2).reshape({B, N, H * D});
+}
+
+}  // namespace tensorscope::model_core

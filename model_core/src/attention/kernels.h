@@ -1,0 +1,24 @@
+#pragma once
+// Shared kernels of the attention variants: one masked softmax, one projection helper.
+
+#include <torch/nn/modules/linear.h>
+#include <torch/types.h>
+
+namespace tensorscope::model_core {
+
+/// Softmax over the last axis of `logits` [..., N, M]. With `causal`, entries with m > n get
+/// -inf before the softmax (position n sees only m <= n).
+torch::Tensor maskedSoftmax(const torch::Tensor& logits, bool causal);
+
+/// [N, M] boolean mask, true where m > n (the entries a causal layer must not see).
+torch::Tensor futureMask(int64_t n, int64_t m, const torch::Device& device);
+
+/// An nn.Linear in -> out (y = x·Wᵀ + b) with PyTorch's default initialisation.
+torch::nn::Linear makeProjection(int64_t in, int64_t out, bool bias);
+
+/// [B, N, H*D] -> [B, H, N, D]
+torch::Tensor splitHeads(const torch::Tensor& x, int64_t heads);
+/// [B, H, N, D] -> [B, N, H*D]
+torch::Tensor mergeHeads(const torch::Tensor& x);
+
+}  // namespace tensorscope::model_core

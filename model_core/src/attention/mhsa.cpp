@@ -1,0 +1,41 @@
+#include "attention/mhsa.h"
+
+#include <torch/nn/modules/dropout.h>
+
+#include <cmath>
+
+#include "attention/kernels.h"
+
+namespace tensorscope::model_core {
+
+MhsaImpl::MhsaImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) {
+  const int64_t F = s.sizes.F, HD = int64_t(s.sizes.H) * s.sizes.D;
+  wq_ = register_module("wq", makeProjection(F, HD, s.bias));
+  wk_ = register_module("wk", makeProjection(F, HD, s.bias));
+  wv_ = register_module("wv", makeProjection(F, HD, s.bias));
+  if (s.variant == spec::Variant::Tp) wr_ = register_module("wr", makeProjection(F, HD, s.bias));
+  wo_ = register_module("wo", makeProjection(HD, F, s.bias));
+  dropout_ = register_module("dropout", torch::nn::Dropout(s.dropout));
+}
+
+AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
+  checkInput(x);
+  const int64_t H = spec_.sizes.H;
+  const double scale = 1.0 / std::sqrt(double(spec_.sizes.D));
+  const auto q = splitHeads(wq_(x), H);  // [B, H, N, D]
+  const auto k = splitHeads(wk_(x), H);  // [B, H, N, D]
+  const auto v = splitHeads(wv_(x), H);  // [B, H, N, D]
+  const auto P = maskedSoftmax(torch::matmul(q, k.transpose(-2, -1)) * scale, spec_.causal);  // [B, H, N, N]
+  auto o = torch::matmul(dropout_(P), v);  // [B, H, N, D]
+  AttentionOutput out;
+  if (wr_) {
+    const auto r = splitHeads(wr_(x), H);  // [B, H, N, D] role vectors
+    o = o * r;                             // binding: filler ⊙ role
+    if (options.with_roles) out.roles = r;
+  }
+  out.y = wo_(mergeHeads(o));  // [B, N, F]
+  if (options.with_maps) out.maps = P;
+  return out;
+}
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,94 @@
+#include "attention/multilinear.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "attention/kernels.h"
+#include "spec/cost_model.h"
+
+namespace tensorscope::model_core {
+
+MultilinearImpl::MultilinearImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) {
+  const int64_t F = s.sizes.F, R = s.sizes.R, N = s.sizes.seq_len;
+  wq_ = register_module("wq", makeProjection(F, R, s.bias));
+  wk_ = register_module("wk", makeProjection(F, R, s.bias));
+  wv_ = register_module("wv", makeProjection(F, R, s.bias));
+  wo_ = register_module("wo", makeProjection(N * N, F, s.bias));
+  // g_p ~ U(0, 1): the authors' initialisation of the block-term core weights.
+  cores_ = register_parameter("cores", torch::rand({int64_t(s.sizes.P), R}));
+  if (s.causal) {
+    const auto future = futureMask(N, N, torch::kCPU);  // [i, j]: j > i
+    mask3_ = register_buffer("causal_mask", future.unsqueeze(2) | future.unsqueeze(1));  // [i, j, k]
+  }
+}
+
+torch::Tensor MultilinearImpl::effectiveCores() const {
+  return spec_.core_softmax ? torch::softmax(cores_, -1) : cores_;
+}
+
+AttentionOutput MultilinearImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
+  checkInput(x, /*fixedLength=*/true);
+  const int64_t B = x.size(0), N = x.size(1);
+  const auto cost = spec::estimateCost(spec_, B, N, int(x.element_size()));
+  if (cost.activation_bytes > maxActivationBytes_) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "multilinear at B=%lld, N=%lld needs about %.2f GiB of activations (T is B*N^3); the "
+                  "limit is %.2f GiB. Reduce the batch or seq_len.",
+                  static_cast<long long>(B), static_cast<long long>(N), cost.activation_bytes / double(1ull << 30),
+                  maxActivationBytes_ / double(1ull << 30));
+    throw std::runtime_error(msg);
+  }
+  const auto q = wq_(x), k = wk_(x), v = wv_(x);          // [B, N, R]
+  const auto gbar = effectiveCores().mean(0);              // [R]: (1/P)·Σ_p g_p
+  const auto a = q * gbar;                                 // [B, N, R]
+  const auto ak = a.unsqueeze(2) * k.unsqueeze(1);         // [B, i, j, R]
+  auto T = torch::matmul(ak.reshape({B, N * N, -1}), v.transpose(1, 2));  // [B, i·j, k]
+  T = T.view({B, N, N, N});
+  if (spec_.causal) T = T.masked_fill(mask3_, 0.0);
+  AttentionOutput out;
+  out.y = wo_(T.reshape({B, N, N * N}));                   // y_i = Wo·vec(T[i])
+  if (options.with_maps) {
+    auto A = torch::matmul(a, k.transpose(1, 2));          // [B, N, N]
+    if (spec_.causal) A = A.masked_fill(futureMask(N, N, x.device()), 0.0);
+    out.maps = A;
+  }
+  return out;
+}
+
+DimwiseImpl::DimwiseImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) {
+  const int64_t F = s.sizes.F, d = s.sizes.R, c = s.sizes.c;
+  wq_ = register_module("wq", makeProjection(F, d, s.bias));
+  wk_ = register_module("wk", makeProjection(F, d, s.bias));
+  wv_ = register_module("wv", makeProjection(F, d, s.bias));
+  wo_ = register_module("wo", makeProjection(c * d, F, s.bias));
+  // Filters start near the all-ones filter (plain dimension-wise attention) with small noise.
+  conv_ = register_parameter("conv", torch::ones({c, d, d}) + 0.02 * torch::randn({c, d, d}));
+  dropout_ = register_module("dropout", torch::nn::Dropout(s.dropout));
+}
+
+AttentionOutput DimwiseImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
+  checkInput(x);
+  const int64_t B = x.size(0), N = x.size(1), d = spec_.sizes.R, c = spec_.sizes.c;
+  const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, d]
+  AttentionOutput out;
+  torch::Tensor O;  // [B, N, c, d]
+  if (!spec_.causal) {
+    const auto S = torch::matmul(q.transpose(1, 2), k);                    // [B, d, d]
+    const auto f = torch::softmax(S / std::sqrt(double(N)), -1);           // [B, d, d]
+    const auto M = conv_.unsqueeze(0) * dropout_(f).unsqueeze(1);          // [B, c, d, d]: W_c ⊙ f(S)
+    O = torch::matmul(v.unsqueeze(1), M.transpose(-1, -2)).transpose(1, 2);  // [B, N, c, d]
+    if (options.with_maps) out.maps = f;
+  } else {
+    const auto S = torch::cumsum(q.unsqueeze(-1) * k.unsqueeze(-2), 1);    // [B, N, d, d]: S⁽ⁱ⁾
+    const auto pos = torch::arange(1, N + 1, x.options()).sqrt().view({1, N, 1, 1});
+    const auto f = torch::softmax(S / pos, -1);                            // [B, N, d, d]
+    const auto fv = dropout_(f) * v.unsqueeze(-2);                         // [B, N, j, m]: f⁽ⁱ⁾[j,m]·v[i,m]
+    O = torch::einsum("cjm,bijm->bicj", {conv_, fv});                      // [B, N, c, d]
+    if (options.with_maps) out.maps = f.select(1, N - 1);
+  }
+  out.y = wo_(O.reshape({B, N, c * d}));
+  return out;
+}
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,54 @@
+#pragma once
+// multilinear (contract section 6) and dimwise (section 7).
+
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+
+#include "attention/attention_module.h"
+
+namespace tensorscope::model_core {
+
+/// Multi-linear attention by block-term decomposition (Tensorized Transformer):
+///   T[b,i,j,k] = (1/P)·Σ_p Σ_r g_p[r]·q[b,i,r]·k[b,j,r]·v[b,k,r],  y_i = Wo·vec(T[b,i,:,:]).
+/// Effective core weights are softmax(g_p) (core_softmax, the paper) or g_p (the authors' code);
+/// the sum over p collapses to the mean ḡ. Causal: T[b,i,j,k] = 0 unless j ≤ i and k ≤ i — the
+/// authors' language-model code builds this mask and never applies it; here it is applied.
+/// N is fixed at build time (wo is [F, N²]). Memory grows as B·N³: forward refuses a batch whose
+/// activations exceed `maxActivationBytes` with the estimate in the message.
+/// Maps: A[b,i,j] = Σ_r ḡ[r]·q[b,i,r]·k[b,j,r] [B, N, N].
+class MultilinearImpl : public AttentionModuleImpl {
+ public:
+  explicit MultilinearImpl(const spec::AttentionSpec& spec);
+  AttentionOutput forward(const torch::Tensor& x, const ForwardOptions& options) override;
+
+  /// Upper bound on activation memory for one forward (default 4 GiB).
+  void setMaxActivationBytes(double bytes) { maxActivationBytes_ = bytes; }
+  /// The effective core weights [P, R] (softmax(g) or g).
+  torch::Tensor effectiveCores() const;
+
+ private:
+  torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr};
+  torch::Tensor cores_;  // g [P, R]
+  torch::Tensor mask3_;  // [N, N, N] causal mask, true where j > i or k > i
+  double maxActivationBytes_ = 4.0 * (1ull << 30);
+};
+
+/// Dimension-wise attention (TensorCoder): one projection set of width d = R.
+///   S = qᵀ·k [B, d, d],  f(S) = softmax over the last axis of S/√N,
+///   O_c = v·(W_c ⊙ f(S))ᵀ for each filter W_c (never the N×d×d Khatri-Rao tensor),
+///   y = concat_c(O_c)·Woᵀ.  Cost O(N·d²): linear in N.
+/// Causal: position i uses S⁽ⁱ⁾ = Σ_{n≤i} q_nᵀk_n scaled by 1/√i (prefix sums), and
+///   O_c[i,j] = Σ_m W_c[j,m]·f(S⁽ⁱ⁾)[j,m]·v[i,m].
+/// Maps: f(S) [B, d, d]; causal: f(S⁽ᴺ⁾), the map of the last position.
+class DimwiseImpl : public AttentionModuleImpl {
+ public:
+  explicit DimwiseImpl(const spec::AttentionSpec& spec);
+  AttentionOutput forward(const torch::Tensor& x, const ForwardOptions& options) override;
+
+ private:
+  torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr};
+  torch::Tensor conv_;  // W [c, d, d]
+  torch::nn::Dropout dropout_{nullptr};
+};
+
+}  // namespace tensorscope::model_core

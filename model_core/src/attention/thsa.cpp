@@ -1,0 +1,138 @@
+#include "attention/thsa.h"
+
+#include <cmath>
+
+#include "attention/kernels.h"
+
+namespace tensorscope::model_core {
+namespace {
+
+/// Σ_h' A[h,h']·L[b,h',...] for L [B, H, ...].
+torch::Tensor mixHeads(const torch::Tensor& A, const torch::Tensor& L) {
+  const auto shape = L.sizes().vec();
+  return torch::matmul(A, L.reshape({shape[0], shape[1], -1})).reshape(shape);
+}
+
+}  // namespace
+
+ThsaBaseImpl::ThsaBaseImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) {
+  const int64_t F = s.sizes.F, R = s.sizes.R;
+  wq_ = register_module("wq", makeProjection(F, R, s.bias));
+  wk_ = register_module("wk", makeProjection(F, R, s.bias));
+  wv_ = register_module("wv", makeProjection(F, R, s.bias));
+  wo_ = register_module("wo", makeProjection(R, F, s.bias));
+  core_ = register_module("core", ThsaCore(*s.core, s.sizes.H, s.sizes.D, s.sizes.R));
+}
+
+std::vector<NamedWeight> ThsaBaseImpl::namedWeights() const {
+  std::vector<NamedWeight> out;
+  for (const auto& p : named_parameters(true))
+    if (p.key().rfind("core.", 0) != 0) out.push_back({p.key(), p.value(), p.value()});
+  for (auto& w : core_->namedWeights()) out.push_back(std::move(w));
+  return out;
+}
+
+std::int64_t ThsaBaseImpl::trainableParameterCount() const {
+  std::int64_t n = 0;
+  for (const auto& p : named_parameters(true))
+    if (p.key().rfind("core.", 0) != 0) n += p.value().numel();
+  const auto& z = spec_.sizes;
+  // A dense core's frozen entries sit in the parameter tensor but receive no gradient.
+  if (core_->isDense()) {
+    for (const auto& b : core_->named_buffers(false))
+      if (b.key() == "mask") return n + b.value().sum().item<int64_t>();
+    return n + (core_->parameters(false).front().requires_grad() ? int64_t(z.R) * z.R : 0);
+  }
+  for (const auto& p : core_->parameters(false)) n += p.numel();
+  return n;
+}
+
+ThsaImpl::ThsaImpl(const spec::AttentionSpec& s) : ThsaBaseImpl(s) {
+  dropout_ = register_module("dropout", torch::nn::Dropout(s.dropout));
+}
+
+AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
+  using spec::FactorKind;
+  checkInput(x);
+  const int64_t B = x.size(0), N = x.size(1), R = spec_.sizes.R, H = spec_.sizes.H, D = spec_.sizes.D;
+  const double invSqrtR = 1.0 / std::sqrt(double(R));
+  const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, R]
+  AttentionOutput out;
+  torch::Tensor omega;  // [B, N, R]
+
+  if (core_->isDense()) {
+    const auto C = core_->effective();                                          // [R, R]
+    const auto qt = C.unsqueeze(1) * q.unsqueeze(1);                            // [B, R, N, R]: C[r,s]·q[n,s]
+    const auto logits = torch::matmul(qt, k.transpose(1, 2).unsqueeze(1));      // [B, R, N, M]
+    const auto P = maskedSoftmax(logits * invSqrtR, spec_.causal);              // [B, R, N, M]
+    omega = torch::matmul(dropout_(P), v.transpose(1, 2).unsqueeze(-1))         // [B, R, N, 1]
+                .squeeze(-1).transpose(1, 2);                                   // [B, N, R]
+    if (options.with_maps) out.maps = P;
+  } else {
+    const auto qh = splitHeads(q, H), kh = splitHeads(k, H), vh = splitHeads(v, H);  // [B, H, N, D]
+    const auto kT = kh.transpose(-2, -1);                                             // [B, H, D, M]
+    const FactorKind kb = core_->kindB();
+    torch::Tensor L;  // [B, H, N, M] (one map per head) or [B, H, D, N, M] (one per channel)
+    switch (kb) {
+      case FactorKind::Ones: L = torch::matmul(qh, kT); break;
+      case FactorKind::Rank1: L = torch::matmul(qh * core_->c3(), kT); break;  // B = c₂c₃ᵀ: c₃ on q
+      case FactorKind::Identity:  // B = I: q[n,h,d]·k[m,h,d] per channel
+        L = qh.transpose(-2, -1).unsqueeze(-1) * kh.transpose(-2, -1).unsqueeze(-2);  // [B, H, D, N, M]
+        break;
+      case FactorKind::Fixed:
+      case FactorKind::Trainable: {
+        const auto qt = core_->b().view({1, 1, D, 1, D}) * qh.unsqueeze(2);  // [B, H, D, N, D']
+        L = torch::matmul(qt, kT.unsqueeze(2));                             // [B, H, D, N, M]
+        break;
+      }
+    }
+    if (core_->kindA() != FactorKind::Identity) L = mixHeads(core_->a(), L);
+    if (kb == FactorKind::Rank1) L = L.unsqueeze(2) * core_->c2().view({1, 1, D, 1, 1});  // [B, H, D, N, M]
+    const auto P = maskedSoftmax(L * (core_->scale() * invSqrtR), spec_.causal);
+    const auto Pd = dropout_(P);
+    if (P.dim() == 4) {  // shared by the D channels of each head: exactly MHSA's P·v
+      omega = mergeHeads(torch::matmul(Pd, vh));
+      if (options.with_maps) out.maps = P.unsqueeze(2).expand({B, H, D, N, N}).reshape({B, R, N, N});
+    } else {
+      const auto vc = vh.transpose(-2, -1).unsqueeze(-1);                // [B, H, D, M, 1]
+      omega = torch::matmul(Pd, vc).squeeze(-1).permute({0, 3, 1, 2})   // [B, N, H, D]
+                  .reshape({B, N, R});
+      if (options.with_maps) out.maps = P.reshape({B, R, N, N});
+    }
+  }
+  out.y = wo_(omega);
+  return out;
+}
+
+ThsaLinearImpl::ThsaLinearImpl(const spec::AttentionSpec& s) : ThsaBaseImpl(s) {}
+
+AttentionOutput ThsaLinearImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
+  checkInput(x);
+  const int64_t N = x.size(1);
+  const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, R]
+  const auto C = core_->effective();               // [R, R]
+  const auto phi = torch::elu(C * q.unsqueeze(2)) + 1.0;  // [B, N, R, S]: φ(C_r ⊙ q_n)
+  const auto K = torch::elu(k) + 1.0;                      // [B, M, S]: φ(k_m)
+  torch::Tensor num, den;                                  // [B, N, R]
+  if (!spec_.causal) {
+    const auto S = torch::matmul(K.transpose(1, 2), v);  // [B, S, R]
+    const auto z = K.sum(1);                              // [B, S]
+    num = (phi * S.transpose(1, 2).unsqueeze(1)).sum(-1);
+    den = torch::matmul(phi, z.unsqueeze(1).unsqueeze(-1)).squeeze(-1);
+  } else {
+    const auto S = torch::cumsum(K.unsqueeze(-1) * v.unsqueeze(-2), 1);  // [B, N, S, R] prefix sums
+    const auto z = torch::cumsum(K, 1);                                   // [B, N, S]
+    num = (phi * S.transpose(-1, -2)).sum(-1);
+    den = (phi * z.unsqueeze(2)).sum(-1);
+  }
+  AttentionOutput out;
+  out.y = wo_(num / den);
+  if (options.with_maps) {
+    auto sim = torch::matmul(phi.transpose(1, 2), K.transpose(1, 2).unsqueeze(1));  // [B, R, N, M]
+    if (spec_.causal) sim = sim.masked_fill(futureMask(N, N, x.device()), 0.0);
+    out.maps = sim / sim.sum(-1, true);
+  }
+  return out;
+}
+
+}  // namespace tensorscope::model_core

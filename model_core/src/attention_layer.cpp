@@ -1,0 +1,125 @@
+#include "model_core/attention_layer.h"
+
+#include <ATen/core/grad_mode.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include <sstream>
+#include <stdexcept>
+
+#include "attention/attention_module.h"
+#include "io/tensor_convert.h"
+#include "spec/spec_json.h"
+
+namespace tensorscope::model_core {
+namespace {
+
+HostTensor toHost(const torch::Tensor& t) {
+  HostTensor h;
+  if (!t.defined()) return h;
+  const auto c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  h.shape = c.sizes().vec();
+  h.values.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  return h;
+}
+
+torch::Tensor fromHost(const HostTensor& h) {
+  int64_t n = 1;
+  for (auto d : h.shape) n *= d;
+  if (n != static_cast<int64_t>(h.values.size()))
+    throw std::invalid_argument("tensor shape holds " + std::to_string(n) + " values but " +
+                                std::to_string(h.values.size()) + " were given");
+  return torch::tensor(h.values, torch::kFloat).reshape(h.shape);
+}
+
+std::string shapeText(const torch::Tensor& t) {
+  std::ostringstream s;
+  s << t.sizes();
+  return s.str();
+}
+
+}  // namespace
+
+struct AttentionLayer::Impl {
+  AttentionModule module{nullptr};
+};
+
+AttentionLayer::AttentionLayer(const spec::AttentionSpec& spec, std::uint64_t seed) : impl_(std::make_unique<Impl>()) {
+  torch::manual_seed(seed);
+  impl_->module = makeAttentionModule(spec);
+  impl_->module->eval();
+}
+
+AttentionLayer::~AttentionLayer() = default;
+AttentionLayer::AttentionLayer(AttentionLayer&&) noexcept = default;
+AttentionLayer& AttentionLayer::operator=(AttentionLayer&&) noexcept = default;
+
+const spec::AttentionSpec& AttentionLayer::spec() const { return impl_->module->spec(); }
+
+std::int64_t AttentionLayer::trainableParameterCount() const { return impl_->module->trainableParameterCount(); }
+
+std::vector<WeightInfo> AttentionLayer::weights() const {
+  std::vector<WeightInfo> out;
+  for (const auto& w : impl_->module->namedWeights()) out.push_back({w.name, w.value.sizes().vec(), w.derived()});
+  return out;
+}
+
+std::vector<double> AttentionLayer::effectiveCore() const {
+  const auto C = impl_->module->effectiveCore();
+  if (!C.defined()) return {};
+  const auto c = C.detach().to(torch::kCPU, torch::kDouble).contiguous();
+  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+}
+
+void AttentionLayer::saveWeights(const std::string& path) const {
+  NamedTensors tensors;
+  for (const auto& w : impl_->module->namedWeights()) tensors.emplace_back(w.name, w.value.detach().to(torch::kFloat));
+  writeTensors(path, tensors,
+               {{"format", "tensorscope.attention_weights"},
+                {"variant", std::string(spec::toString(spec().variant))},
+                {"spec", spec::toJson(spec(), -1)}});
+}
+
+void AttentionLayer::loadWeights(const std::string& path) {
+  const auto tensors = readTensors(path);
+  std::vector<std::pair<std::string, torch::Tensor>> given;
+  for (const auto& [name, t] : tensors) {
+    if (!t.is_floating_point())
+      throw std::invalid_argument(path + ": weight '" + name + "' is not a floating-point tensor");
+    given.emplace_back(name, t);
+  }
+  try {
+    impl_->module->loadWeights(given);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(path + ": " + e.what());
+  }
+}
+
+AttentionLayer::Result AttentionLayer::forward(const HostTensor& x, bool withMaps) const {
+  torch::NoGradGuard noGrad;
+  const auto out = impl_->module->forward(fromHost(x), {withMaps, withMaps});
+  return {toHost(out.y), toHost(out.maps), toHost(out.roles)};
+}
+
+void AttentionLayer::runOnFiles(const std::string& input, const std::string& output, bool withMaps) const {
+  const auto tensors = readTensorMap(input);
+  const auto it = tensors.find("x");
+  if (it == tensors.end()) {
+    std::string names;
+    for (const auto& [n, t] : tensors) names += (names.empty() ? "" : ", ") + n;
+    throw std::invalid_argument(input + ": no tensor named 'x' (found: " + (names.empty() ? "none" : names) + ")");
+  }
+  const auto& x = it->second;
+  if (!x.is_floating_point()) throw std::invalid_argument(input + ": 'x' must be a floating-point tensor");
+  if (x.dim() != 3 || x.size(2) != spec().sizes.F)
+    throw std::invalid_argument(input + ": 'x' must be [B, N, F] with F = " + std::to_string(spec().sizes.F) +
+                                "; got " + shapeText(x));
+  torch::NoGradGuard noGrad;
+  const auto out = impl_->module->forward(x.to(torch::kFloat), {withMaps, withMaps});
+  NamedTensors result{{"y", out.y}};
+  if (withMaps && out.maps.defined()) result.emplace_back("maps", out.maps);
+  if (withMaps && out.roles.defined()) result.emplace_back("roles", out.roles);
+  writeTensors(output, result, {{"spec", spec::toJson(spec(), -1)}});
+}
+
+}  // namespace tensorscope::model_core
