@@ -56,5 +56,12 @@ check cost-bad-number 2 "whole number; got 'x'" -- "$BIN" spec cost "$TMP/skip_r
 check unknown-option 2 "unknown option '--frobnicate'" -- "$BIN" spec validate "$TMP/mhsa.json" --frobnicate
 check unknown-command 2 "unknown command 'trian'" -- "$BIN" trian
 
+# One layer in and out: weight files are checked by name and shape against the spec.
+check attention-save 0 "wrote .*w.safetensors: 7 tensors" -- "$BIN" attention --spec "$TMP/skip_left.json" --seed 7 --save-weights "$TMP/w.safetensors"
+check attention-wrong-spec 1 "unexpected tensor 'core.c2'" -- "$BIN" attention --spec "$TMP/core:mhsa.json" --weights "$TMP/w.safetensors" --save-weights "$TMP/w2.safetensors"
+check attention-missing-x 1 "no tensor named 'x' \(found: core, core.c2" -- "$BIN" attention --spec "$TMP/skip_left.json" --weights "$TMP/w.safetensors" --input "$TMP/w.safetensors" --output "$TMP/y.safetensors"
+check attention-needs-work 2 "nothing to do" -- "$BIN" attention --spec "$TMP/skip_left.json"
+check attention-corrupt-weights 1 "w.json" -- "$BIN" attention --spec "$TMP/skip_left.json" --weights "$TMP/w.json" --save-weights "$TMP/w3.safetensors"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
