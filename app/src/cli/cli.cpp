@@ -7,12 +7,13 @@
 #include "cli/args.h"
 #include "cli/attention_command.h"
 #include "cli/spec_commands.h"
+#include "cli/train_commands.h"
 #include "diagram_view/graphviz.h"
 #include "model_core/runtime.h"
 
 namespace tensorscope::app {
 namespace {
-const std::set<std::string> kCommands = {"spec", "attention"};
+const std::set<std::string> kCommands = {"spec", "attention", "train", "eval", "infer", "export", "task"};
 }
 
 bool isHeadlessInvocation(const std::vector<std::string>& args) {
@@ -37,6 +38,18 @@ usage:
   tensorscope attention --spec S.json --weights W.safetensors --input X.safetensors
                         --output Y.safetensors [--maps]
                                                    run one layer: x [B,N,F] -> y (+ maps, roles)
+  tensorscope train --config run.json --out RUN_DIR [--steps N] [--threads T] [--device cpu|cuda]
+  tensorscope train --resume RUN_DIR [--steps N]   continue a run bit-identically (CPU)
+                                                   progress bar on a terminal, JSON lines otherwise;
+                                                   Ctrl-C stops after the current step and checkpoints
+  tensorscope eval --run RUN_DIR                   evaluate a run's checkpoint on its task's splits
+  tensorscope infer --run RUN_DIR --input T.safetensors --output L.safetensors
+                                                   tokens [B,N] I64 (or patches) -> logits
+  tensorscope export --run RUN_DIR --format pytorch --out DIR
+                                                   model.py + model.safetensors + config.json
+  tensorscope task sample --task NAME [--seed N] [--count K]
+                                                   show generated data (arithmetic, char_lm,
+                                                   fashion_mnist, copy, reverse, sort)
 
 options:
   --threads T      LibTorch intra-op threads (default: $TENSORSCOPE_THREADS, else all cores)
@@ -73,6 +86,11 @@ int runCli(const std::vector<std::string>& words, std::ostream& out, std::ostrea
     const auto cmd = args.takeCommand();
     if (cmd == "spec") return runSpecCommand(args, out, err);
     if (cmd == "attention") return runAttentionCommand(args, out, err);
+    if (cmd == "train") return runTrainCommand(args, out, err);
+    if (cmd == "eval") return runEvalCommand(args, out, err);
+    if (cmd == "infer") return runInferCommand(args, out, err);
+    if (cmd == "export") return runExportCommand(args, out, err);
+    if (cmd == "task") return runTaskCommand(args, out, err);
     throw UsageError("unknown command '" + cmd.value_or("") + "'; see tensorscope --help");
   } catch (const UsageError& e) {
     err << "tensorscope: " << e.what() << "\n";

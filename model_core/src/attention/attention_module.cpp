@@ -26,11 +26,16 @@ std::vector<NamedWeight> AttentionModuleImpl::namedWeights() const {
 }
 
 void AttentionModuleImpl::loadWeights(const std::vector<std::pair<std::string, torch::Tensor>>& weights) {
+  loadNamedWeights([this] { return namedWeights(); }, weights, std::string(spec::toString(spec_.variant)));
+}
+
+void loadNamedWeights(const std::function<std::vector<NamedWeight>()>& current,
+                      const std::vector<std::pair<std::string, torch::Tensor>>& weights, const std::string& what) {
   std::map<std::string, torch::Tensor> given;
   std::vector<std::string> problems;
   for (const auto& [name, t] : weights)
     if (!given.emplace(name, t).second) problems.push_back("'" + name + "' appears twice");
-  const auto expected = namedWeights();
+  const auto expected = current();
   std::map<std::string, const NamedWeight*> byName;
   for (const auto& w : expected) byName[w.name] = &w;
   for (const auto& [name, t] : given)
@@ -53,7 +58,7 @@ void AttentionModuleImpl::loadWeights(const std::vector<std::pair<std::string, t
     }
     // Every given tensor must now read back: derived ones follow from the parameters, and
     // frozen entries of a dense core keep the spec's values.
-    for (const auto& w : namedWeights()) {
+    for (const auto& w : current()) {
       auto it = given.find(w.name);
       if (it == given.end()) continue;
       const auto a = it->second.to(torch::kCPU, torch::kDouble);
@@ -67,7 +72,7 @@ void AttentionModuleImpl::loadWeights(const std::vector<std::pair<std::string, t
     }
   }
   if (!problems.empty()) {
-    std::string msg = "cannot load " + std::string(spec::toString(spec_.variant)) + " weights:";
+    std::string msg = "cannot load " + what + " weights:";
     for (const auto& p : problems) msg += "\n  " + p;
     throw std::invalid_argument(msg);
   }

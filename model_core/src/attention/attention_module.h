@@ -6,6 +6,7 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -70,6 +71,12 @@ class AttentionModuleImpl : public torch::nn::Module {
 };
 
 TORCH_MODULE(AttentionModule);
+
+/// Loads `given` tensors into the weights `current()` lists (see AttentionModuleImpl::loadWeights
+/// for the rules). `current` is called again after loading to check derived tensors. `what` names
+/// the model in the error message.
+void loadNamedWeights(const std::function<std::vector<NamedWeight>()>& current,
+                      const std::vector<std::pair<std::string, torch::Tensor>>& given, const std::string& what);
 
 /// Builds the module for a valid spec (throws std::invalid_argument listing the problems otherwise).
 /// Weights are initialised from the current torch generator: call torch::manual_seed first.

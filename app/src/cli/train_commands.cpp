@@ -1,0 +1,121 @@
+#include "cli/train_commands.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <ostream>
+
+#include "cli/cli.h"
+#include "cli/progress_sinks.h"
+#include "model_core/training.h"
+
+namespace tensorscope::app {
+namespace {
+
+model_core::TrainerControl* g_control = nullptr;
+
+extern "C" void onInterrupt(int) {
+  if (g_control) g_control->requestStop();  // the trainer checkpoints and returns within a step
+}
+
+}  // namespace
+
+int runTrainCommand(Args& args, std::ostream& out, std::ostream& err) {
+  const std::string usage =
+      "tensorscope train --config run.json --out RUN_DIR [--steps N] [--threads T] [--device cpu|cuda]\n"
+      "       tensorscope train --resume RUN_DIR [--steps N] [--threads T] [--device cpu|cuda]";
+  const auto configPath = args.takeOption("--config");
+  const auto outDir = args.takeOption("--out");
+  const auto resumeDir = args.takeOption("--resume");
+  const auto steps = args.takeInt("--steps", 1, 1LL << 40);
+  const auto threads = args.takeInt("--threads", 1, 4096);
+  const auto device = args.takeOption("--device");
+  const bool jsonLines = args.takeFlag("--json") || !isatty(fileno(stdout));
+  args.positionals(0, 0, usage);
+  if (resumeDir && (configPath || outDir)) throw UsageError("--resume takes the run's own config; drop --config/--out\nusage: " + usage);
+  if (!resumeDir && (!configPath || !outDir)) throw UsageError("train needs --config and --out (or --resume)\nusage: " + usage);
+
+  const std::string runDir = resumeDir ? *resumeDir : *outDir;
+  auto config = model_core::readRunConfig(resumeDir ? runDir + "/config.json" : *configPath);
+  if (threads) config.train.threads = static_cast<int>(*threads);
+  if (device) config.train.device = *device;
+
+  model_core::TrainerControl control;
+  g_control = &control;
+  std::signal(SIGINT, onInterrupt);
+  std::signal(SIGTERM, onInterrupt);
+  JsonLinesSink jsonSink(out);
+  TerminalSink termSink(out);
+  model_core::ProgressSink& sink = jsonLines ? static_cast<model_core::ProgressSink&>(jsonSink) : termSink;
+  const auto result = model_core::train(config, runDir, control, sink, resumeDir.has_value(), steps.value_or(-1));
+  g_control = nullptr;
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (jsonLines)
+    out << "{\"event\": \"end\", \"steps\": " << result.steps_done << ", \"diverged\": " << (result.diverged ? "true" : "false")
+        << ", \"stopped\": " << (result.stopped_early ? "true" : "false") << "}" << std::endl;
+  else
+    out << "\n" << result.message << " (" << runDir << ")\n";
+  if (result.diverged) {
+    err << "tensorscope: " << result.message << "\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+int runEvalCommand(Args& args, std::ostream& out, std::ostream&) {
+  const auto run = args.takeOption("--run");
+  args.positionals(0, 0, "tensorscope eval --run RUN_DIR");
+  if (!run) throw UsageError("eval needs --run RUN_DIR");
+  for (const auto& e : model_core::evaluateRun(*run)) {
+    out << "{\"split\": \"" << e.split << "\", \"step\": " << e.step << ", \"loss\": " << e.loss
+        << ", \"accuracy\": " << e.accuracy;
+    if (e.exact_match >= 0) out << ", \"exact_match\": " << e.exact_match;
+    out << "}\n";
+  }
+  return kExitOk;
+}
+
+int runInferCommand(Args& args, std::ostream& out, std::ostream&) {
+  const std::string usage = "tensorscope infer --run RUN_DIR --input T.safetensors --output L.safetensors";
+  const auto run = args.takeOption("--run");
+  const auto input = args.takeOption("--input");
+  const auto output = args.takeOption("--output");
+  args.positionals(0, 0, usage);
+  if (!run || !input || !output) throw UsageError("infer needs --run, --input and --output\nusage: " + usage);
+  model_core::inferFiles(*run, *input, *output);
+  out << "wrote " << *output << " (logits)\n";
+  return kExitOk;
+}
+
+int runExportCommand(Args& args, std::ostream& out, std::ostream&) {
+  const std::string usage = "tensorscope export --run RUN_DIR --format pytorch --out DIR";
+  const auto run = args.takeOption("--run");
+  const auto format = args.takeOption("--format");
+  const auto dir = args.takeOption("--out");
+  args.positionals(0, 0, usage);
+  if (!run || !dir) throw UsageError("export needs --run and --out\nusage: " + usage);
+  if (format.value_or("pytorch") != "pytorch")
+    throw UsageError("unknown export format '" + *format + "'; the format is pytorch");
+  model_core::exportPyTorch(*run, *dir);
+  out << "wrote " << *dir << "/model.py, model.safetensors, config.json\n";
+  return kExitOk;
+}
+
+int runTaskCommand(Args& args, std::ostream& out, std::ostream&) {
+  const std::string usage = "tensorscope task sample --task NAME [--seed N] [--count K] [--seq-len N]";
+  const auto sub = args.takeCommand();
+  if (sub != "sample") throw UsageError("task needs the sub-command sample\nusage: " + usage);
+  model_core::TaskConfig config;
+  if (auto name = args.takeOption("--task")) config.name = *name;
+  if (auto seed = args.takeInt("--seed", 0, 1LL << 62)) config.seed = static_cast<std::uint64_t>(*seed);
+  if (auto n = args.takeInt("--seq-len", 1, 1 << 16)) config.seq_len = static_cast<int>(*n);
+  const auto count = args.takeInt("--count", 1, 1000).value_or(5);
+  args.positionals(0, 0, usage);
+  const auto task = model_core::makeTask(config);
+  out << task->describeSamples(static_cast<int>(count), config.seed);
+  return kExitOk;
+}
+
+}  // namespace tensorscope::app

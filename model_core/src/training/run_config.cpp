@@ -1,0 +1,254 @@
+// RunConfig <-> JSON ("tensorscope.run_config", version 1) and validation.
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <stdexcept>
+
+#include "model_core/training.h"
+#include "spec/atomic_file.h"
+#include "spec/spec_json.h"
+#include "spec/validation.h"
+
+namespace tensorscope::model_core {
+namespace {
+
+using nlohmann::json;
+constexpr const char* kFormat = "tensorscope.run_config";
+constexpr int kVersion = 1;
+
+class Problems {
+ public:
+  void add(const std::string& field, const std::string& msg) { list_.push_back(field + ": " + msg); }
+  bool empty() const { return list_.empty(); }
+  const std::vector<std::string>& list() const { return list_; }
+  [[noreturn]] void raise() const {
+    std::string m = "invalid run config:";
+    for (const auto& p : list_) m += "\n  " + p;
+    throw std::invalid_argument(m);
+  }
+
+ private:
+  std::vector<std::string> list_;
+};
+
+void rejectUnknown(Problems& p, const json& obj, const std::string& prefix, const std::set<std::string>& known) {
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (!known.count(it.key())) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      p.add(prefix + it.key(), "unknown field (known here: " + list + ")");
+    }
+}
+
+template <typename T>
+void read(Problems& p, const json& obj, const char* key, const std::string& prefix, T& out) {
+  if (!obj.contains(key)) return;
+  const json& v = obj[key];
+  try {
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!v.is_boolean()) throw std::invalid_argument("must be true or false");
+    } else if constexpr (std::is_integral_v<T>) {
+      if (!v.is_number_integer() && !v.is_number_unsigned()) throw std::invalid_argument("must be a whole number");
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (!v.is_number()) throw std::invalid_argument("must be a number");
+    } else {
+      if (!v.is_string()) throw std::invalid_argument("must be a string");
+    }
+    out = v.get<T>();
+  } catch (const std::exception& e) {
+    p.add(prefix + key, std::string(e.what()) + "; got " + v.dump());
+  }
+}
+
+}  // namespace
+
+spec::AttentionSpec layerSpec(const ModelConfig& m, int layer) {
+  if (m.attention.empty()) throw std::invalid_argument("model has no attention spec");
+  return m.attention.size() == 1 ? m.attention.front() : m.attention.at(static_cast<size_t>(layer));
+}
+
+std::string runConfigToJson(const RunConfig& c) {
+  json j;
+  j["format"] = kFormat;
+  j["version"] = kVersion;
+  const auto& m = c.model;
+  json attention = json::array();
+  for (const auto& s : m.attention) attention.push_back(json::parse(spec::toJson(s, -1)));
+  j["model"] = {{"kind", m.kind},
+                {"layers", m.layers},
+                {"d_model", m.d_model},
+                {"ffn_multiplier", m.ffn_multiplier},
+                {"positions", m.positions},
+                {"tied_embeddings", m.tied_embeddings},
+                {"tp_role_embedding", m.tp_role_embedding},
+                {"residual_dropout", m.residual_dropout},
+                {"attention", attention}};
+  j["task"] = json::parse(taskConfigToJson(c.task));
+  const auto& t = c.train;
+  j["train"] = {{"steps", t.steps},         {"batch", t.batch},
+                {"lr", t.lr},               {"weight_decay", t.weight_decay},
+                {"beta1", t.beta1},         {"beta2", t.beta2},
+                {"eps", t.eps},             {"warmup", t.warmup},
+                {"min_lr_ratio", t.min_lr_ratio}, {"grad_clip", t.grad_clip},
+                {"eval_interval", t.eval_interval}, {"eval_examples", t.eval_examples},
+                {"checkpoint_interval", t.checkpoint_interval}, {"inspect_interval", t.inspect_interval},
+                {"seed", t.seed},           {"device", t.device},
+                {"threads", t.threads}};
+  return j.dump(2);
+}
+
+RunConfig runConfigFromJson(const std::string& text) {
+  Problems p;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw std::invalid_argument(std::string("invalid run config: malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw std::invalid_argument("invalid run config: the document must be a JSON object");
+  if (j.value("format", std::string()) != kFormat) p.add("format", std::string("must be \"") + kFormat + "\"");
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != kVersion)
+    p.add("version", "must be " + std::to_string(kVersion) + (j.contains("version") ? "; got " + j["version"].dump() : ""));
+  if (!p.empty()) p.raise();
+  // "versions" records what wrote a run's config.json; informational, not read back.
+  rejectUnknown(p, j, "", {"format", "version", "model", "task", "train", "versions"});
+  RunConfig c;
+  if (j.contains("model")) {
+    const json& m = j["model"];
+    if (!m.is_object()) {
+      p.add("model", "must be an object");
+    } else {
+      rejectUnknown(p, m, "model.", {"kind", "layers", "d_model", "ffn_multiplier", "positions", "tied_embeddings",
+                                     "tp_role_embedding", "residual_dropout", "attention"});
+      read(p, m, "kind", "model.", c.model.kind);
+      read(p, m, "layers", "model.", c.model.layers);
+      read(p, m, "d_model", "model.", c.model.d_model);
+      read(p, m, "ffn_multiplier", "model.", c.model.ffn_multiplier);
+      read(p, m, "positions", "model.", c.model.positions);
+      read(p, m, "tied_embeddings", "model.", c.model.tied_embeddings);
+      read(p, m, "tp_role_embedding", "model.", c.model.tp_role_embedding);
+      read(p, m, "residual_dropout", "model.", c.model.residual_dropout);
+      if (m.contains("attention")) {
+        const json& a = m["attention"];
+        const json list = a.is_array() ? a : json::array({a});
+        for (size_t i = 0; i < list.size(); ++i) {
+          try {
+            c.model.attention.push_back(spec::fromJson(list[i].dump()));
+          } catch (const spec::SpecError& e) {
+            for (const auto& issue : e.issues())
+              p.add("model.attention[" + std::to_string(i) + "]." + issue.field, issue.message);
+          }
+        }
+      }
+    }
+  }
+  if (j.contains("task")) {
+    try {
+      c.task = taskConfigFromJson(j["task"].dump());
+    } catch (const std::invalid_argument& e) {
+      p.add("task", e.what());
+    }
+  }
+  if (j.contains("train")) {
+    const json& t = j["train"];
+    if (!t.is_object()) {
+      p.add("train", "must be an object");
+    } else {
+      rejectUnknown(p, t, "train.", {"steps", "batch", "lr", "weight_decay", "beta1", "beta2", "eps", "warmup",
+                                     "min_lr_ratio", "grad_clip", "eval_interval", "eval_examples",
+                                     "checkpoint_interval", "inspect_interval", "seed", "device", "threads"});
+      auto& x = c.train;
+      read(p, t, "steps", "train.", x.steps);
+      read(p, t, "batch", "train.", x.batch);
+      read(p, t, "lr", "train.", x.lr);
+      read(p, t, "weight_decay", "train.", x.weight_decay);
+      read(p, t, "beta1", "train.", x.beta1);
+      read(p, t, "beta2", "train.", x.beta2);
+      read(p, t, "eps", "train.", x.eps);
+      read(p, t, "warmup", "train.", x.warmup);
+      read(p, t, "min_lr_ratio", "train.", x.min_lr_ratio);
+      read(p, t, "grad_clip", "train.", x.grad_clip);
+      read(p, t, "eval_interval", "train.", x.eval_interval);
+      read(p, t, "eval_examples", "train.", x.eval_examples);
+      read(p, t, "checkpoint_interval", "train.", x.checkpoint_interval);
+      read(p, t, "inspect_interval", "train.", x.inspect_interval);
+      read(p, t, "seed", "train.", x.seed);
+      read(p, t, "device", "train.", x.device);
+      read(p, t, "threads", "train.", x.threads);
+    }
+  }
+  for (const auto& v : validateRunConfig(c)) {
+    const auto colon = v.find(": ");
+    p.add(v.substr(0, colon), v.substr(colon + 2));
+  }
+  if (!p.empty()) p.raise();
+  return c;
+}
+
+RunConfig readRunConfig(const std::string& path) {
+  std::string text;
+  try {
+    text = spec::readWholeFile(path);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+  try {
+    return runConfigFromJson(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(path + ": " + e.what());
+  }
+}
+
+std::vector<std::string> validateRunConfig(const RunConfig& c) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& f, const std::string& m) { out.push_back(f + ": " + m); };
+  const auto& m = c.model;
+  if (m.kind != "decoder" && m.kind != "encoder_classifier")
+    add("model.kind", "must be \"decoder\" or \"encoder_classifier\"; got \"" + m.kind + "\"");
+  if (m.layers < 1 || m.layers > 64) add("model.layers", "must be in [1, 64]; got " + std::to_string(m.layers));
+  if (m.d_model < 1 || m.d_model > 8192) add("model.d_model", "must be in [1, 8192]; got " + std::to_string(m.d_model));
+  if (m.ffn_multiplier < 1 || m.ffn_multiplier > 16) add("model.ffn_multiplier", "must be in [1, 16]");
+  if (m.positions != "learned" && m.positions != "sinusoidal")
+    add("model.positions", "must be \"learned\" or \"sinusoidal\"; got \"" + m.positions + "\"");
+  if (!(m.residual_dropout >= 0 && m.residual_dropout < 1)) add("model.residual_dropout", "must be in [0, 1)");
+  if (m.attention.empty()) add("model.attention", "give one attention spec for all layers, or one per layer");
+  else if (m.attention.size() != 1 && static_cast<int>(m.attention.size()) != m.layers)
+    add("model.attention", "has " + std::to_string(m.attention.size()) + " specs for " + std::to_string(m.layers) +
+                               " layers; give one spec, or one per layer");
+  for (size_t i = 0; i < m.attention.size(); ++i) {
+    const auto& s = m.attention[i];
+    const std::string f = "model.attention[" + std::to_string(i) + "]";
+    for (const auto& issue : spec::validate(s)) add(f + "." + issue.field, issue.message);
+    if (s.sizes.F != m.d_model)
+      add(f + ".sizes.F", "must equal model.d_model = " + std::to_string(m.d_model) + "; got " + std::to_string(s.sizes.F));
+    if (s.variant == spec::Variant::Multilinear && s.sizes.seq_len != c.task.seq_len)
+      add(f + ".sizes.seq_len", "multilinear fixes N when built: must equal task.seq_len = " + std::to_string(c.task.seq_len));
+    if (m.kind == "decoder" && !s.causal)
+      add(f + ".causal", "a decoder needs causal attention (position i may only see positions <= i); set \"causal\": true");
+  }
+  const bool image = c.task.name == "fashion_mnist";
+  if (image && m.kind != "encoder_classifier")
+    add("model.kind", "task fashion_mnist is image classification: use \"encoder_classifier\"");
+  if (!image && m.kind == "encoder_classifier")
+    add("model.kind", "task " + c.task.name + " is a token task: use \"decoder\"");
+  if (m.tp_role_embedding && m.kind != "decoder") add("model.tp_role_embedding", "applies to token embeddings (decoder) only");
+  const auto& t = c.train;
+  if (t.steps < 1) add("train.steps", "must be at least 1");
+  if (t.batch < 1 || t.batch > 65536) add("train.batch", "must be in [1, 65536]");
+  if (!(t.lr > 0 && t.lr < 10)) add("train.lr", "must be in (0, 10)");
+  if (!(t.weight_decay >= 0)) add("train.weight_decay", "must be >= 0");
+  if (!(t.beta1 >= 0 && t.beta1 < 1) || !(t.beta2 >= 0 && t.beta2 < 1)) add("train.beta1/beta2", "must be in [0, 1)");
+  if (!(t.eps > 0)) add("train.eps", "must be > 0");
+  if (t.warmup < 0) add("train.warmup", "must be >= 0");
+  if (!(t.min_lr_ratio >= 0 && t.min_lr_ratio <= 1)) add("train.min_lr_ratio", "must be in [0, 1]");
+  if (!(t.grad_clip >= 0)) add("train.grad_clip", "must be >= 0 (0 disables clipping)");
+  if (t.eval_interval < 1) add("train.eval_interval", "must be at least 1");
+  if (t.eval_examples < 1) add("train.eval_examples", "must be at least 1");
+  if (t.checkpoint_interval < 1) add("train.checkpoint_interval", "must be at least 1");
+  if (t.inspect_interval < 1) add("train.inspect_interval", "must be at least 1");
+  if (t.device != "cpu" && t.device != "cuda") add("train.device", "must be \"cpu\" or \"cuda\"; got \"" + t.device + "\"");
+  if (t.threads < 0 || t.threads > 4096) add("train.threads", "must be in [0, 4096] (0: all cores)");
+  return out;
+}
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,248 @@
+#include "training/session.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "io/tensor_convert.h"
+#include "spec/atomic_file.h"
+
+namespace tensorscope::model_core {
+namespace {
+
+torch::Tensor longTensor(const std::vector<int64_t>& v, int64_t B, int64_t N, torch::Device d) {
+  return torch::tensor(v, torch::kLong).view({B, N}).to(d);
+}
+
+torch::Tensor floatTensor(const std::vector<float>& v, std::vector<int64_t> shape, torch::Device d) {
+  return torch::tensor(v, torch::kFloat).view(shape).to(d);
+}
+
+}  // namespace
+
+ModelShape modelShapeFor(const Task& task, const TaskConfig& config) {
+  ModelShape s;
+  if (task.isImage()) {
+    std::uint64_t rng = 0;
+    const auto probe = task.imageEvalSet(Split::Validation, 1);
+    (void)rng;
+    s.seq_len = probe.tokens;
+    s.patch_dim = probe.patch_dim;
+    s.classes = task.numClasses();
+  } else {
+    s.vocab = task.vocabulary().size();
+    s.seq_len = config.seq_len;
+  }
+  return s;
+}
+
+Session::Session(const RunConfig& config) : config_(config) {
+  if (const auto problems = validateRunConfig(config); !problems.empty()) {
+    std::string m = "invalid run config:";
+    for (const auto& p : problems) m += "\n  " + p;
+    throw std::invalid_argument(m);
+  }
+  if (config.train.device == "cuda") {
+    if (!torch::cuda::is_available())
+      throw std::invalid_argument("train.device is \"cuda\" but LibTorch reports no usable CUDA device "
+                                  "(this LibTorch may be a CPU build); use \"cpu\"");
+    device_ = torch::Device(torch::kCUDA, 0);
+  }
+  task_ = makeTask(config.task);
+  torch::manual_seed(config.train.seed);
+  model_ = makeTransformer(config.model, modelShapeFor(*task_, config.task));
+  model_->to(device_);
+  std::vector<std::pair<std::string, torch::Tensor>> params;
+  for (const auto& p : model_->named_parameters(true)) params.emplace_back(p.key(), p.value());
+  optimizer_ = std::make_unique<AdamW>(params, AdamW::Options{config.train.beta1, config.train.beta2,
+                                                              config.train.eps, config.train.weight_decay});
+  // The data stream has its own seed, derived from the run seed, independent of the model init.
+  dataRng_ = config.train.seed * 0x9E3779B97F4A7C15ULL + 1;
+}
+
+int64_t Session::tokensPerStep() const {
+  return config_.train.batch * (task_->isImage() ? 1 : config_.task.seq_len);
+}
+
+torch::Tensor Session::sequenceLoss(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& mask) {
+  const auto V = logits.size(-1);
+  const auto nll = torch::cross_entropy_loss(logits.reshape({-1, V}), targets.reshape({-1}), {}, at::Reduction::None);
+  const auto m = mask.reshape({-1});
+  return (nll * m).sum() / m.sum().clamp_min(1.0);
+}
+
+std::pair<double, double> Session::trainStep(double lr) {
+  model_->train();
+  const int64_t B = config_.train.batch;
+  torch::Tensor loss;
+  if (task_->isImage()) {
+    const auto b = task_->imageBatch(Split::Train, B, dataRng_);
+    const auto x = floatTensor(b.patches, {b.batch, b.tokens, b.patch_dim}, device_);
+    const auto y = torch::tensor(b.labels, torch::kLong).to(device_);
+    loss = torch::cross_entropy_loss(model_->forward(x), y);
+  } else {
+    const auto b = task_->tokenBatch(Split::Train, B, dataRng_);
+    const auto x = longTensor(b.inputs, b.batch, b.seq_len, device_);
+    const auto t = longTensor(b.targets, b.batch, b.seq_len, device_);
+    const auto m = floatTensor(b.loss_mask, {b.batch, b.seq_len}, device_);
+    loss = sequenceLoss(model_->forward(x), t, m);
+  }
+  optimizer_->zeroGrad();
+  loss.backward();
+  std::vector<torch::Tensor> params = model_->parameters(true);
+  const double lossValue = loss.item<double>();
+  const double norm = clipGradNorm(params, config_.train.grad_clip);
+  if (std::isfinite(lossValue) && std::isfinite(norm)) {
+    optimizer_->step(lr);
+    ++step_;
+  }
+  return {lossValue, norm};
+}
+
+std::vector<std::pair<Split, std::string>> Session::evalSplits() const {
+  if (config_.task.name == "arithmetic")
+    return {{Split::Interpolation, "interpolation"}, {Split::Extrapolation, "extrapolation"}};
+  return {{Split::Validation, "validation"}};
+}
+
+double Session::exactMatch(const TokenBatch& b) {
+  // Greedy decoding from [BOS] question [SEP]; a row matches when its first |answer|+1 generated
+  // tokens are the answer followed by EOS.
+  const int64_t B = b.batch, N = b.seq_len;
+  const auto& vocab = task_->vocabulary();
+  std::vector<std::vector<int64_t>> want(B);
+  int64_t steps = 0;
+  for (int64_t r = 0; r < B; ++r) {
+    want[r] = vocab.encode(b.answers[r]);
+    want[r].push_back(Vocabulary::kEos);
+    steps = std::max<int64_t>(steps, want[r].size());
+  }
+  std::vector<int64_t> seq(B * N, Vocabulary::kPad);
+  std::vector<int64_t> len(B);
+  for (int64_t r = 0; r < B; ++r) {
+    len[r] = b.prompt_length[r];
+    for (int64_t i = 0; i < len[r]; ++i) seq[r * N + i] = b.inputs[r * N + i];
+  }
+  std::vector<bool> ok(B, true);
+  for (int64_t t = 0; t < steps; ++t) {
+    const auto logits = model_->forward(longTensor(seq, B, N, device_)).to(torch::kCPU);  // [B, N, V]
+    const auto next = logits.argmax(-1);
+    for (int64_t r = 0; r < B; ++r) {
+      if (t >= static_cast<int64_t>(want[r].size()) || !ok[r]) continue;
+      const int64_t tok = next[r][len[r] - 1].item<int64_t>();
+      if (tok != want[r][t]) ok[r] = false;
+      if (len[r] < N) seq[r * N + len[r]++] = tok;
+      else ok[r] = ok[r] && t + 1 == static_cast<int64_t>(want[r].size());
+    }
+  }
+  int64_t hits = 0;
+  for (int64_t r = 0; r < B; ++r) hits += ok[r];
+  return double(hits) / double(std::max<int64_t>(1, B));
+}
+
+EvalSnapshot Session::evaluate(Split split, int64_t examples) {
+  torch::NoGradGuard noGrad;
+  model_->eval();
+  EvalSnapshot e;
+  e.step = step_;
+  double lossSum = 0, weight = 0, correct = 0, matched = 0;
+  const int64_t chunk = std::max<int64_t>(1, config_.train.batch);
+  if (task_->isImage()) {
+    const auto all = task_->imageEvalSet(split, examples);
+    const int64_t per = all.tokens * all.patch_dim;
+    for (int64_t s = 0; s < all.batch; s += chunk) {
+      const int64_t n = std::min(chunk, all.batch - s);
+      std::vector<float> px(all.patches.begin() + s * per, all.patches.begin() + (s + n) * per);
+      std::vector<int64_t> lb(all.labels.begin() + s, all.labels.begin() + s + n);
+      const auto logits = model_->forward(floatTensor(px, {n, all.tokens, all.patch_dim}, device_));
+      const auto y = torch::tensor(lb, torch::kLong).to(device_);
+      lossSum += torch::cross_entropy_loss(logits, y, {}, at::Reduction::Sum).item<double>();
+      correct += (logits.argmax(-1) == y).sum().item<double>();
+      weight += double(n);
+    }
+    e.loss = lossSum / weight;
+    e.accuracy = correct / weight;
+  } else {
+    const auto all = task_->tokenEvalSet(split, examples);
+    const int64_t N = all.seq_len;
+    const bool qa = task_->isQuestionAnswer();
+    for (int64_t s = 0; s < all.batch; s += chunk) {
+      const int64_t n = std::min(chunk, all.batch - s);
+      auto slice = [&](const auto& v) { return std::vector(v.begin() + s * N, v.begin() + (s + n) * N); };
+      const auto x = longTensor(slice(all.inputs), n, N, device_);
+      const auto t = longTensor(slice(all.targets), n, N, device_);
+      const auto m = floatTensor(slice(all.loss_mask), {n, N}, device_);
+      const auto logits = model_->forward(x);
+      const double w = m.sum().item<double>();
+      lossSum += sequenceLoss(logits, t, m).item<double>() * w;
+      correct += ((logits.argmax(-1) == t).to(torch::kFloat) * m).sum().item<double>();
+      weight += w;
+      if (qa) {
+        TokenBatch sub;
+        sub.batch = n;
+        sub.seq_len = N;
+        sub.inputs = slice(all.inputs);
+        sub.prompt_length.assign(all.prompt_length.begin() + s, all.prompt_length.begin() + s + n);
+        sub.answers.assign(all.answers.begin() + s, all.answers.begin() + s + n);
+        matched += exactMatch(sub) * double(n);
+      }
+    }
+    e.loss = lossSum / std::max(1.0, weight);
+    e.accuracy = correct / std::max(1.0, weight);
+    if (qa) e.exact_match = matched / double(std::max<int64_t>(1, all.batch));
+  }
+  model_->train();
+  return e;
+}
+
+void Session::saveCheckpoint(const std::string& dir, const std::string& status, const std::string& message) const {
+  NamedTensors weights;
+  for (const auto& w : model_->namedWeights()) weights.emplace_back(w.name, w.value.detach());
+  const std::map<std::string, std::string> meta = {{"format", "tensorscope.model"}, {"step", std::to_string(step_)}};
+  writeTensors(dir + "/model.safetensors", weights, meta);
+  NamedTensors opt = optimizer_->state();
+  opt.emplace_back("rng.torch_cpu", at::detail::getDefaultCPUGenerator().get_state());
+  writeTensors(dir + "/optimizer.safetensors", opt, {{"format", "tensorscope.adamw"}, {"step", std::to_string(step_)}});
+  nlohmann::json state = {{"format", "tensorscope.trainer_state"},
+                          {"version", 1},
+                          {"step", step_},
+                          {"optimizer_step", optimizer_->stepCount()},
+                          {"data_rng", std::to_string(dataRng_)},
+                          {"status", status},
+                          {"message", message}};
+  spec::writeFileAtomically(dir + "/trainer_state.json", state.dump(2) + "\n");
+}
+
+void Session::loadWeights(const std::string& dir) {
+  auto tensors = readTensors(dir + "/model.safetensors");
+  std::vector<std::pair<std::string, torch::Tensor>> given(tensors.begin(), tensors.end());
+  try {
+    model_->loadWeights(given);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(dir + "/model.safetensors: " + e.what());
+  }
+}
+
+void Session::loadCheckpoint(const std::string& dir) {
+  loadWeights(dir);
+  nlohmann::json state;
+  try {
+    state = nlohmann::json::parse(spec::readWholeFile(dir + "/trainer_state.json"));
+    step_ = state.at("step").get<int64_t>();
+    dataRng_ = std::stoull(state.at("data_rng").get<std::string>());
+    const auto opt = readTensorMap(dir + "/optimizer.safetensors");
+    optimizer_->loadState(opt, state.at("optimizer_step").get<int64_t>());
+    auto rng = opt.find("rng.torch_cpu");
+    if (rng == opt.end()) throw std::invalid_argument("optimizer.safetensors lacks rng.torch_cpu");
+    auto gen = at::detail::getDefaultCPUGenerator();
+    gen.set_state(rng->second);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(dir + "/trainer_state.json is damaged: " + e.what());
+  }
+}
+
+}  // namespace tensorscope::model_core

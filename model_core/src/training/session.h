@@ -1,0 +1,65 @@
+#pragma once
+// A training session: task, model, optimizer and RNG state, with checkpoint I/O. The trainer loop
+// (trainer.cpp), evaluation and inference all work through it.
+
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model_core/training.h"
+#include "training/adamw.h"
+#include "training/transformer.h"
+
+namespace tensorscope::model_core {
+
+class Session {
+ public:
+  /// Validates `config`, builds the task (loading its data) and the model from config.train.seed.
+  explicit Session(const RunConfig& config);
+
+  const RunConfig& config() const { return config_; }
+  Task& task() { return *task_; }
+  Transformer& model() { return model_; }
+  AdamW& optimizer() { return *optimizer_; }
+  torch::Device device() const { return device_; }
+  int64_t step() const { return step_; }
+  std::uint64_t& dataRng() { return dataRng_; }
+
+  /// One optimisation step at learning rate `lr`; returns {loss, grad_norm}. Does not apply the
+  /// update when the loss or the gradient norm is not finite (the caller stops the run).
+  std::pair<double, double> trainStep(double lr);
+  int64_t tokensPerStep() const;
+
+  /// Loss, accuracy (and exact match for question-answer tasks) on a fixed evaluation set.
+  EvalSnapshot evaluate(Split split, int64_t examples);
+  /// The splits evaluated for this task, with their display names.
+  std::vector<std::pair<Split, std::string>> evalSplits() const;
+  /// Cores, stable ranks, spectra, probe maps and TP roles at the current step.
+  InspectionSnapshot inspect();
+
+  /// Writes model.safetensors, optimizer.safetensors and trainer_state.json into `dir` atomically.
+  void saveCheckpoint(const std::string& dir, const std::string& status, const std::string& message) const;
+  /// Restores a checkpoint written by saveCheckpoint (weights, optimizer, step, RNG states).
+  void loadCheckpoint(const std::string& dir);
+  /// Loads only the model weights (evaluation, inference).
+  void loadWeights(const std::string& dir);
+
+ private:
+  torch::Tensor sequenceLoss(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& mask);
+  double exactMatch(const TokenBatch& batch);
+
+  RunConfig config_;
+  std::unique_ptr<Task> task_;
+  Transformer model_{nullptr};
+  std::unique_ptr<AdamW> optimizer_;
+  torch::Device device_{torch::kCPU};
+  int64_t step_ = 0;
+  std::uint64_t dataRng_ = 0;
+};
+
+/// Builds the ModelShape a task gives.
+ModelShape modelShapeFor(const Task& task, const TaskConfig& config);
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,171 @@
+// The trainer end to end on tiny runs: checkpoints, bit-identical resume, divergence, stop, pause.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "model_core/safetensors.h"
+#include "spec/atomic_file.h"
+#include "training_test_util.h"
+
+using namespace tensorscope::model_core;
+using tensorscope::model_core::testing::TempDir;
+using tensorscope::model_core::testing::tinyRun;
+
+namespace {
+
+struct Recorder : ProgressSink {
+  std::vector<MetricsSnapshot> metrics;
+  std::vector<EvalSnapshot> evals;
+  std::vector<InspectionSnapshot> inspections;
+  std::vector<std::int64_t> checkpoints;
+  std::function<void(const MetricsSnapshot&)> hook;
+  void onMetrics(const MetricsSnapshot& m) override {
+    metrics.push_back(m);
+    if (hook) hook(m);
+  }
+  void onEval(const EvalSnapshot& e) override { evals.push_back(e); }
+  void onInspection(const InspectionSnapshot& s) override { inspections.push_back(s); }
+  void onCheckpoint(std::int64_t step, const std::string&) override { checkpoints.push_back(step); }
+};
+
+std::string fileBytes(const std::string& p) { return tensorscope::spec::readWholeFile(p); }
+
+}  // namespace
+
+TEST(Trainer, WritesARunDirectoryAndLearns) {
+  TempDir dir("train_basic");
+  auto c = tinyRun("mhsa", 40);
+  c.train.lr = 3e-3;
+  TrainerControl control;
+  Recorder rec;
+  const auto r = train(c, dir.path("run"), control, rec);
+  EXPECT_EQ(r.steps_done, 40);
+  EXPECT_FALSE(r.diverged);
+  for (const char* f : {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json",
+                        "metrics.jsonl", "metrics.csv"})
+    EXPECT_TRUE(std::filesystem::exists(dir.path("run/") + f)) << f;
+  ASSERT_EQ(rec.metrics.size(), 40u);
+  EXPECT_LT(rec.metrics.back().loss, rec.metrics.front().loss) << "loss did not fall";
+  ASSERT_FALSE(rec.evals.empty());
+  EXPECT_GE(rec.evals.back().exact_match, 0.0);  // copy is a question-answer task
+  ASSERT_FALSE(rec.inspections.empty());
+  EXPECT_EQ(rec.inspections.back().maps.size(), 2u);          // two layers
+  EXPECT_EQ(rec.inspections.back().maps[0].size(), 2u);       // two heads
+  EXPECT_EQ(rec.inspections.back().maps[0][0].rows, 24);
+  // The run config reads back, and evaluation of the run directory works.
+  EXPECT_NO_THROW(readRunConfig(dir.path("run/config.json")));
+  EXPECT_FALSE(evaluateRun(dir.path("run")).empty());
+}
+
+TEST(Trainer, ResumeIsBitIdentical) {
+  TempDir dir("train_resume");
+  const auto c = tinyRun("skip_right", 12);
+  TrainerControl c1, c2, c3;
+  Recorder r1, r2, r3;
+  train(c, dir.path("straight"), c1, r1);
+  train(c, dir.path("split"), c2, r2, false, 6);
+  train(c, dir.path("split"), c3, r3, /*resume=*/true, 12);
+  EXPECT_EQ(fileBytes(dir.path("straight/model.safetensors")), fileBytes(dir.path("split/model.safetensors")));
+  EXPECT_EQ(fileBytes(dir.path("straight/optimizer.safetensors")), fileBytes(dir.path("split/optimizer.safetensors")));
+  ASSERT_EQ(r3.metrics.size(), 6u);
+  EXPECT_EQ(r3.metrics.front().step, 7);
+  EXPECT_DOUBLE_EQ(r3.metrics.back().loss, r1.metrics.back().loss);
+}
+
+TEST(Trainer, RefusesToOverwriteARunAndToResumeNothing) {
+  TempDir dir("train_refuse");
+  const auto c = tinyRun("mhsa", 2);
+  TrainerControl control;
+  Recorder rec;
+  train(c, dir.path("run"), control, rec);
+  EXPECT_THROW(train(c, dir.path("run"), control, rec), std::invalid_argument);
+  EXPECT_THROW(train(c, dir.path("empty"), control, rec, true), std::invalid_argument);
+}
+
+TEST(Trainer, DivergenceStopsAndKeepsTheLastGoodCheckpoint) {
+  TempDir dir("train_nan");
+  auto c = tinyRun("mhsa", 40);
+  c.train.lr = 9.0;  // absurd: the loss explodes
+  c.train.grad_clip = 0;
+  c.train.warmup = 0;
+  c.train.checkpoint_interval = 1;
+  TrainerControl control;
+  Recorder rec;
+  const auto r = train(c, dir.path("run"), control, rec);
+  ASSERT_TRUE(r.diverged) << "expected the loss to diverge";
+  EXPECT_NE(r.message.find("diverged"), std::string::npos);
+  EXPECT_LT(r.steps_done, 40);
+  const auto header = readSafetensorsHeader(dir.path("run/model.safetensors"));
+  EXPECT_EQ(header.metadata.at("step"), std::to_string(r.steps_done));
+  for (const auto& [name, t] : readSafetensors(dir.path("run/model.safetensors")).tensors)
+    for (float v : toFloatVector(t)) ASSERT_TRUE(std::isfinite(v)) << name;
+  EXPECT_NE(fileBytes(dir.path("run/trainer_state.json")).find("\"diverged\""), std::string::npos);
+}
+
+TEST(Trainer, StopTakesEffectWithinOneStep) {
+  TempDir dir("train_stop");
+  const auto c = tinyRun("mhsa", 1000);
+  TrainerControl control;
+  Recorder rec;
+  rec.hook = [&](const MetricsSnapshot& m) {
+    if (m.step == 3) control.requestStop();
+  };
+  const auto r = train(c, dir.path("run"), control, rec);
+  EXPECT_TRUE(r.stopped_early);
+  EXPECT_EQ(r.steps_done, 3);
+  EXPECT_NE(fileBytes(dir.path("run/trainer_state.json")).find("\"stopped\""), std::string::npos);
+}
+
+TEST(Trainer, PauseSingleStepResume) {
+  TempDir dir("train_pause");
+  const auto c = tinyRun("mhsa", 6);
+  TrainerControl control;
+  control.pause();
+  Recorder rec;
+  std::thread worker([&] { train(c, dir.path("run"), control, rec); });
+  control.step();
+  for (int i = 0; i < 200 && rec.metrics.size() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(rec.metrics.size(), 1u) << "a single step while paused";
+  control.resume();
+  worker.join();
+  EXPECT_EQ(rec.metrics.size(), 6u);
+}
+
+TEST(Trainer, RefusesAConfigurationThatDoesNotFitInMemory) {
+  TempDir dir("train_mem");
+  auto c = tinyRun("multilinear", 1);
+  c.task.seq_len = 512;
+  c.model.attention[0].sizes.seq_len = 512;
+  c.train.batch = 4096;
+  TrainerControl control;
+  Recorder rec;
+  try {
+    train(c, dir.path("run"), control, rec);
+    FAIL() << "expected a refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("GiB"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RunConfig, RoundTripAndPreciseErrors) {
+  const auto c = tinyRun("thsa", 5);
+  const auto back = runConfigFromJson(runConfigToJson(c));
+  EXPECT_EQ(runConfigToJson(back), runConfigToJson(c));
+  auto bad = c;
+  bad.model.attention[0].causal = false;
+  bad.model.d_model = 32;
+  bad.train.lr = -1;
+  const auto problems = validateRunConfig(bad);
+  auto has = [&](const std::string& s) {
+    for (const auto& p : problems)
+      if (p.find(s) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("needs causal attention"));
+  EXPECT_TRUE(has("must equal model.d_model = 32"));
+  EXPECT_TRUE(has("train.lr"));
+  EXPECT_THROW(runConfigFromJson(R"({"format":"tensorscope.run_config","version":1,"trian":{}})"), std::invalid_argument);
+}
