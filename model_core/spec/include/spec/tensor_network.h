@@ -13,9 +13,24 @@
 ///  * elementwise operations (TP's Hadamard binding, linear THSA's kernel φ) are small boxes;
 ///  * legs of the output dangle.
 /// The batch index `b` is implicit: inputs and outputs carry it, the papers' figures omit it.
+///
+/// Drawing conventions of the generator (the per-variant node sets are listed in tensor_network.cpp):
+///  * the input X appears once per use (X^Q, X^K, X^V, X^R), all bound to the same x;
+///  * a bias is a node whose `adds_to` names its weight: it is added to that weight's
+///    projection, it is not contracted (contractions() and danglingLegs() skip it);
+///  * a Kronecker core C = s·(A ⊗ B) splits the channel legs R into (H, D) and draws its factors:
+///    A [H, H] and B [D, D] as nodes, a rank-1 B = c₂c₃ᵀ as two vectors, an identity factor as a
+///    merged leg (both sides carry one index, no node), a ones factor 1·1ᵀ as two independent
+///    contractions (no node: Σ_{d,d'} 1·… sums each side on its own), the scale s folded into α;
+///    both factors identity (C = s·I_R) or both ones (C = s·1_R1_Rᵀ) keep one R leg; a
+///    size-1 leg of an identity or ones factor is not drawn (heads_only: Fig. 10 right);
+///  * causality is the -inf mask of a softmax box (`causal`) where a softmax follows, and a
+///    lower-triangular constant node L (1 where key ≤ query) where the masked sum is multilinear
+///    (thsa_linear, multilinear, dimwise); the plan evaluates L as prefix sums where it can.
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spec/attention_spec.h"
@@ -37,17 +52,26 @@ struct TensorNode {
   NodeKind kind = NodeKind::Weight;
   std::string role;         ///< one sentence for hover: its role in the equation
   /// What the evaluator binds: a contract weight name ("wq.weight", "core", "core.A"), "x" for
-  /// the input, or a constant recipe ("ones", "identity"); empty for intermediates.
+  /// the input, or a constant recipe: "ones", "identity", "mean" (every entry 1/size, one leg),
+  /// "lower_triangular" (two legs [i, j]: 1 where j ≤ i, else 0); empty for intermediates.
   std::string binding;
   std::vector<Leg> legs;    ///< in the order of the bound tensor's axes, after a row-major view
   std::int64_t parameters = 0;  ///< trainable scalars this node holds (0 for inputs/constants)
   bool batched = false;     ///< carries the implicit batch index b first (inputs, intermediates)
+  /// A bias: the id of the weight whose projection it is added to (its legs are that weight's
+  /// output legs, with the same indices); empty for every other node.
+  std::string adds_to;
 };
 
-/// A softmax box: the contraction of `nodes` (and any steps feeding them) gives logits that are
-/// scaled by `scale` and normalised over the leg with index `normalized`; with `causal`, entries
-/// whose normalised index exceeds `query` index get -inf first.
+/// A box around part of the network. `Softmax` (the paper's notation): the contraction of
+/// `nodes` gives logits that are scaled by `scale` and normalised over the leg with index
+/// `normalized`; with `causal`, entries whose normalised index exceeds the `query` index get
+/// -inf first. `Normalize` (kernel attention): the same without exp — entries (non-negative) are
+/// divided by their sum over `normalized`, causal entries are 0. `Elementwise`: a function
+/// (`label`, e.g. φ) applied entry by entry to the contraction of `nodes`; no ball.
+/// Boxes may nest: `nodes` lists every node inside, including those of inner boxes.
 struct SoftmaxBox {
+  enum class Kind { Softmax, Normalize, Elementwise };
   std::string id;
   std::vector<std::string> nodes;  ///< node ids drawn inside the box
   char normalized = 0;             ///< the normalised index (filled ball on this leg)
@@ -55,18 +79,43 @@ struct SoftmaxBox {
   double scale = 1.0;              ///< α
   std::string scale_label;         ///< e.g. "1/√D"
   bool causal = false;
+  Kind kind = Kind::Softmax;
+  std::string label;               ///< e.g. "softmax", "φ = elu + 1", "normalise"
+  std::string role;                ///< hover text
+  /// α varies with position: the logits at (1-based) position i of index `query` are scaled by
+  /// 1/√i instead of `scale` (dimwise causal, S⁽ⁱ⁾/√i).
+  bool position_scale = false;
 };
 
 /// One step of the evaluation plan: an einsum over earlier tensors, then an optional operation.
 /// Steps run in order; every step's output is a new (intermediate or output) tensor.
+///
+/// Einsum: operands are node ids (a batched node's subscripts are "b" then its legs' indices) or
+/// earlier step outputs (whose subscripts each step names afresh). An output index carried by no
+/// operand is a broadcast (the result is constant along it). The result is multiplied by `scale`,
+/// then each tensor in `addends` (bias nodes, aligned by their legs' indices) is added, then `op`
+/// runs:
+///  * Softmax / Normalize: as the SoftmaxBox `box` says (its scale, normalised index and mask);
+///  * EluPlusOne: elu(z) + 1 entrywise (`box` names the Elementwise box it draws);
+///  * Divide: the einsum has two operands and is not evaluated: operand 0 / operand 1, entrywise,
+///    both aligned to the output subscripts;
+///  * PrefixSum: the last operand is a "lower_triangular" constant L [n, m] and `along` is m: the
+///    result is the einsum, computed in O(N) as the cumulative sum over m of the other operands'
+///    product (Σ_m L[n,m]·x[m] = Σ_{m≤n} x[m]; N = M);
+///  * SelectLast: keeps the last entry along index `along` and drops that axis;
+///  * Mask3: the result's last three axes [i, j, k]: entries with j > i or k > i become 0;
+///  * Mean0: the mean over the result's first axis, which is dropped.
 struct PlanStep {
-  enum class Op { None, Softmax, EluPlusOne, Normalize, Mask3, Mean0 };
+  enum class Op { None, Softmax, EluPlusOne, Normalize, Mask3, Mean0, Divide, PrefixSum, SelectLast };
   std::string output;               ///< node id of the result
   std::vector<std::string> inputs;  ///< node ids, in einsum operand order
   std::string einsum;               ///< e.g. "bnf,rf->bnr" (b = batch)
   Op op = Op::None;
   std::string box;                  ///< Softmax: the SoftmaxBox id giving scale, index and mask
   double scale = 1.0;               ///< multiplies the einsum result before `op`
+  std::vector<std::string> addends; ///< bias node ids added after the scale
+  char along = 0;                   ///< PrefixSum / SelectLast: the index it runs along
+  std::string role;                 ///< what the step computes, e.g. "logits q·kᵀ per head"
 };
 
 /// The whole network of one layer.
@@ -78,6 +127,10 @@ struct TensorNetwork {
   std::vector<PlanStep> plan;        ///< evaluation order; the last step's output is y [b, n, f]
   std::string output;                ///< node id of y
   std::string maps;                  ///< node id of the display maps (contract's definition), if any
+  /// The module's display-map shape after the batch (e.g. {R, N, M}); the maps step's result is
+  /// viewed row-major as [B, maps_shape...].
+  std::vector<std::int64_t> maps_shape;
+  std::vector<Leg> output_legs;      ///< y's legs after the batch: N then F
 };
 
 /// A contraction drawn on the diagram: an index and the (node, leg) ends that carry it.
@@ -86,21 +139,46 @@ struct Contraction {
   std::string symbol;
   std::int64_t size = 0;
   std::vector<std::pair<std::string, int>> ends;  ///< (node id, leg position)
-  bool hyperedge() const { return ends.size() >= 3; }
+  /// The index is also a leg of the output (e.g. N shared by TP's X^Q and X^R): the joining dot
+  /// carries one more, dangling, leg.
+  bool dangling = false;
+  bool hyperedge() const { return ends.size() + (dangling ? 1 : 0) >= 3; }
 };
 
 /// Builds the network of a valid spec (throws std::invalid_argument otherwise). `seq` is the
-/// number of tokens N (= M) the diagram shows and the evaluator expects.
+/// number of tokens N (= M) the diagram shows and the evaluator expects; multilinear, whose
+/// output projection fixes N, always uses sizes.seq_len.
 TensorNetwork buildTensorNetwork(const AttentionSpec& spec, std::int64_t seq);
 
 /// Contractions among the drawn nodes (legs sharing an index), including hyperedges; indices
-/// carried by a single drawn node are dangling legs (see danglingLegs).
+/// carried by a single drawn node are dangling legs (see danglingLegs). Bias nodes are skipped.
 std::vector<Contraction> contractions(const TensorNetwork& network);
 /// (node id, leg position) of every dangling leg of the drawn nodes.
 std::vector<std::pair<std::string, int>> danglingLegs(const TensorNetwork& network);
 
+/// The operand subscripts and output subscripts of an einsum string ("bnf,hdf->bnhd").
+struct EinsumTerms {
+  std::vector<std::string> operands;
+  std::string output;
+};
+/// Splits an einsum string; throws std::invalid_argument when it has no "->".
+EinsumTerms parseEinsum(const std::string& einsum);
+
+/// Every distinct index of the drawn nodes, once, in order of first appearance.
+std::vector<Leg> networkIndices(const TensorNetwork& network);
+
+/// Consistency problems of a network (empty when sound): unique ids, one size per index,
+/// operands defined before use with subscripts matching their legs, boxes naming real nodes,
+/// the plan ending in the output [b, N, F].
+std::vector<std::string> checkNetwork(const TensorNetwork& network);
+
 /// Cost of evaluating the plan in its order: FLOPs (2 per multiply-add of each einsum plus the
 /// step operations) and the largest intermediate, for batch B.
+/// Counting: an einsum runs left to right, two operands at a time; a pair that sums an index
+/// costs 2 FLOPs per term, one that sums none 1 per result element; a one-operand reduction 1 per
+/// input element. A scale, an addend, Divide, PrefixSum and Mask3 cost 1 per element, EluPlusOne 2,
+/// Normalize 2, Softmax 5 (as the cost model). Only steps that y depends on are counted (the
+/// display maps are extra); every tensor a step creates, pairwise ones included, is an intermediate.
 struct NetworkCost {
   double flops = 0;
   double largest_intermediate_elements = 0;

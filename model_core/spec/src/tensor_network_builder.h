@@ -1,0 +1,78 @@
+#pragma once
+// Private helpers of the tensor-network generator, shared by tensor_network_headed.cpp,
+// tensor_network_thsa.cpp and tensor_network_tensorized.cpp (plain C++).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spec/tensor_network.h"
+
+namespace tensorscope::spec::detail {
+
+Leg leg(char index, std::string symbol, std::int64_t size);
+
+/// "%g" of a number, for scale labels.
+std::string formatNumber(double v);
+
+/// The letters of `legs`, in order.
+std::string letters(const std::vector<Leg>& legs);
+
+/// Product of the leg sizes.
+std::int64_t elementCount(const std::vector<Leg>& legs);
+
+/// One nn.Linear use: out = X·Wᵀ + b, drawn as the input node X, the weight W viewed
+/// [out legs..., F] and (when the spec has biases) a bias node with W's out legs.
+struct Projection {
+  std::string step;        ///< id of the result, e.g. "q"
+  std::string x_id;        ///< e.g. "x_q"
+  std::string x_label;     ///< e.g. "X^Q"
+  std::string x_role;
+  Leg token;               ///< X's token leg (n or m)
+  Leg feature;             ///< X's F leg, contracted with W's F leg (its own letter per pair)
+  std::string w_id;        ///< e.g. "Wq"
+  std::string w_label;     ///< e.g. "W^Q"
+  std::string w_role;
+  std::string prefix;      ///< contract name prefix, e.g. "wq"
+  std::vector<Leg> out;    ///< W's output legs (row-major view of its first axis)
+  std::string step_role;
+};
+
+class NetworkBuilder {
+ public:
+  NetworkBuilder(const AttentionSpec& spec, std::string title, std::string equation);
+
+  const AttentionSpec& spec() const { return spec_; }
+
+  void node(TensorNode n);
+  void weight(std::string id, std::string label, NodeKind kind, std::string binding, std::string role,
+              std::vector<Leg> legs, std::int64_t parameters);
+  void constant(std::string id, std::string label, std::string recipe, std::string role, std::vector<Leg> legs);
+  /// Adds X, W, the bias (when spec.bias) and the step computing `p.step` [b, token, out...].
+  void projection(const Projection& p);
+  /// y = o·Woᵀ + b: Wo viewed [F, in legs...] with its F leg `f` (dangling); `o` is the step id
+  /// of the input with subscripts "b n <in letters>". Adds Wo, its bias and the step "y".
+  void outputProjection(const std::string& o, const Leg& n, const std::vector<Leg>& in, const Leg& f,
+                        std::string role);
+  void step(PlanStep s);
+  void box(SoftmaxBox b);
+
+  /// Subscripts of a node as an einsum operand ("b" + legs when batched).
+  std::string subscripts(const std::string& nodeId) const;
+  /// The bias node id of a weight, or "" when the spec has no biases.
+  std::string biasOf(const std::string& weightId) const;
+
+  TensorNetwork take(std::string maps, std::vector<std::int64_t> mapsShape);
+
+ private:
+  const AttentionSpec& spec_;
+  TensorNetwork net_;
+};
+
+TensorNetwork buildHeadedNetwork(const AttentionSpec& spec, std::int64_t seq);
+TensorNetwork buildThsaNetwork(const AttentionSpec& spec, std::int64_t seq);
+TensorNetwork buildThsaLinearNetwork(const AttentionSpec& spec, std::int64_t seq);
+TensorNetwork buildMultilinearNetwork(const AttentionSpec& spec);
+TensorNetwork buildDimwiseNetwork(const AttentionSpec& spec, std::int64_t seq);
+
+}  // namespace tensorscope::spec::detail
