@@ -169,3 +169,14 @@ TEST(RunConfig, RoundTripAndPreciseErrors) {
   EXPECT_TRUE(has("train.lr"));
   EXPECT_THROW(runConfigFromJson(R"({"format":"tensorscope.run_config","version":1,"trian":{}})"), std::invalid_argument);
 }
+
+TEST(RunConfig, EveryShippedExampleIsValid) {
+  const std::filesystem::path dir = std::filesystem::path(TS_TEST_DATA) / ".." / ".." / "resources" / "examples";
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    EXPECT_NO_THROW(readRunConfig(e.path().string())) << e.path();
+    ++n;
+  }
+  EXPECT_GE(n, 6) << "examples cover every task";
+}

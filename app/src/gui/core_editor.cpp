@@ -1,0 +1,363 @@
+#include "gui/core_editor.h"
+
+#include <QButtonGroup>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "model_core/analysis.h"
+#include "spec/cost_model.h"
+#include "viz/matrix_heatmap.h"
+
+namespace tensorscope::app {
+namespace {
+
+using spec::CoreStructure;
+using spec::FactorKind;
+
+QString spectrumText(const std::vector<double>& s) {
+  QStringList parts;
+  for (size_t i = 0; i < s.size() && i < 8; ++i) parts << QString::number(s[i], 'g', 3);
+  if (s.size() > 8) parts << QString("… (%1 values)").arg(s.size());
+  return parts.join(", ");
+}
+
+/// Values for a factor switched to fixed/trainable: keep what it shows now.
+std::vector<double> currentFactorValues(const spec::CoreFactor& f, int n) {
+  std::vector<double> v(static_cast<size_t>(n) * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double x = 0;
+      switch (f.kind) {
+        case FactorKind::Identity: x = i == j; break;
+        case FactorKind::Ones: x = 1; break;
+        case FactorKind::Rank1: x = f.values[i] * f.values[n + j]; break;
+        default: x = f.values[static_cast<size_t>(i) * n + j];
+      }
+      v[static_cast<size_t>(i) * n + j] = x;
+    }
+  return v;
+}
+
+}  // namespace
+
+CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  banner_ = new QLabel;
+  banner_->setWordWrap(true);
+  banner_->setStyleSheet("background: #fff3cd; color: #664d03; padding: 4px;");
+  banner_->hide();
+  layout->addWidget(banner_);
+
+  auto* form = new QFormLayout;
+  preset_ = new QComboBox;
+  preset_->addItem("(choose a preset)");
+  for (const auto& n : spec::corePresetNames()) preset_->addItem(QString::fromStdString(n));
+  structure_ = new QComboBox;
+  structure_->addItems({"dense", "kronecker"});
+  kindA_ = new QComboBox;
+  kindA_->addItems({"identity", "ones", "fixed", "trainable"});
+  kindB_ = new QComboBox;
+  kindB_->addItems({"ones", "identity", "rank1", "fixed", "trainable"});
+  scale_ = new QDoubleSpinBox;
+  scale_->setRange(-1000, 1000);
+  scale_->setDecimals(4);
+  scale_->setToolTip("s in C = s·(A ⊗ B)");
+  form->addRow("Preset", preset_);
+  form->addRow("Structure", structure_);
+  auto* kinds = new QHBoxLayout;
+  kinds->addWidget(new QLabel("A (H×H)"));
+  kinds->addWidget(kindA_);
+  kinds->addWidget(new QLabel("B (D×D)"));
+  kinds->addWidget(kindB_);
+  kinds->addWidget(new QLabel("s"));
+  kinds->addWidget(scale_);
+  form->addRow("Factors", kinds);
+  layout->addLayout(form);
+
+  auto* toolsRow = new QHBoxLayout;
+  tools_ = new QButtonGroup(this);
+  const char* names[] = {"Set value", "Paint trainable", "Paint frozen"};
+  for (int i = 0; i < 3; ++i) {
+    auto* b = new QRadioButton(names[i]);
+    tools_->addButton(b, i);
+    toolsRow->addWidget(b);
+  }
+  tools_->button(0)->setChecked(true);
+  value_ = new QDoubleSpinBox;
+  value_->setRange(-1000, 1000);
+  value_->setDecimals(3);
+  value_->setValue(1.0);
+  value_->setToolTip("Value a click sets (dense C, or a fixed/trainable factor)");
+  toolsRow->addWidget(value_);
+  toDense_ = new QPushButton("Make dense");
+  toDense_->setToolTip("Materialise C as a dense matrix with the trainable entries it has now");
+  toolsRow->addWidget(toDense_);
+  layout->addLayout(toolsRow);
+
+  heatmap_ = new viz::MatrixHeatmap;
+  heatmap_->setMinimumHeight(260);
+  layout->addWidget(heatmap_, 3);
+  auto* factors = new QHBoxLayout;
+  factorA_ = new viz::MatrixHeatmap;
+  factorB_ = new viz::MatrixHeatmap;
+  factorA_->setMinimumHeight(140);
+  factorB_->setMinimumHeight(140);
+  factors->addWidget(factorA_);
+  factors->addWidget(factorB_);
+  layout->addLayout(factors, 1);
+  readout_ = new QLabel;
+  readout_->setWordWrap(true);
+  readout_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(readout_);
+
+  connect(tools_, &QButtonGroup::idClicked, this, [this](int id) { tool_ = static_cast<Tool>(id); });
+  connect(preset_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (loading_ || i <= 0 || !spec_.core) return;
+    auto s = spec_;
+    const std::string name = preset_->currentText().toStdString();
+    if ((name == "heads_only" || name == "trainable_heads_only") && s.sizes.D != 1) {
+      s.sizes.D = 1;
+      s.sizes.R = s.sizes.H;
+    }
+    if (s.sizes.H * s.sizes.D != s.sizes.R) s.sizes.R = s.sizes.H * s.sizes.D;
+    s.core = spec::makeCorePreset(name, s.sizes.H, s.sizes.D);
+    emitEdit(s, "apply preset " + preset_->currentText());
+  });
+  for (auto* c : {structure_, kindA_, kindB_})
+    connect(c, &QComboBox::currentTextChanged, this, [this] { onStructureChanged(); });
+  connect(scale_, &QDoubleSpinBox::editingFinished, this, [this] {
+    if (loading_ || !spec_.core || spec_.core->structure != CoreStructure::Kronecker) return;
+    if (scale_->value() == spec_.core->scale || scale_->value() == 0.0) return;
+    auto s = spec_;
+    s.core->scale = scale_->value();
+    s.core->preset = "custom";
+    emitEdit(s, "set scale s");
+  });
+  connect(toDense_, &QPushButton::clicked, this, [this] {
+    if (!spec_.core || spec_.core->structure == CoreStructure::Dense) return;
+    auto s = spec_;
+    const auto& z = s.sizes;
+    spec::CoreSpec d;
+    d.preset = "custom";
+    d.structure = CoreStructure::Dense;
+    d.dense_values = spec::materializeCore(*s.core, z.H, z.D, z.R);
+    d.trainable_mask = spec::coreTrainableEntries(*s.core, z.H, z.D, z.R);
+    s.core = d;
+    emitEdit(s, "make C dense");
+  });
+  connect(heatmap_, &viz::MatrixHeatmap::cellClicked, this,
+          [this](int r, int c, Qt::MouseButtons) { editCell(r, c, false); });
+  connect(heatmap_, &viz::MatrixHeatmap::cellDragged, this, [this](int r, int c) { editCell(r, c, true); });
+  auto factorEdit = [this](bool isA, int r, int c) {
+    if (!spec_.core || spec_.core->structure != CoreStructure::Kronecker) return;
+    if (!editable_) {
+      Q_EMIT forkRequested();
+      return;
+    }
+    auto s = spec_;
+    auto& f = isA ? s.core->a : s.core->b;
+    const int n = isA ? s.sizes.H : s.sizes.D;
+    if (f.kind != FactorKind::Fixed && f.kind != FactorKind::Trainable) {
+      banner_->setText("Set the factor's kind to fixed or trainable to edit its values.");
+      banner_->show();
+      return;
+    }
+    f.values[static_cast<size_t>(r) * n + c] = value_->value();
+    s.core->preset = "custom";
+    emitEdit(s, QString("set %1[%2,%3]").arg(isA ? "A" : "B").arg(r).arg(c));
+  };
+  connect(factorA_, &viz::MatrixHeatmap::cellClicked, this,
+          [factorEdit](int r, int c, Qt::MouseButtons) { factorEdit(true, r, c); });
+  connect(factorB_, &viz::MatrixHeatmap::cellClicked, this,
+          [factorEdit](int r, int c, Qt::MouseButtons) { factorEdit(false, r, c); });
+}
+
+void CoreEditor::setTool(Tool tool) {
+  tool_ = tool;
+  tools_->button(static_cast<int>(tool))->setChecked(true);
+}
+
+void CoreEditor::setPaintValue(double value) { value_->setValue(value); }
+
+void CoreEditor::setEditable(bool editable) {
+  editable_ = editable;
+  banner_->setVisible(!editable);
+  if (editable) refresh();
+}
+
+void CoreEditor::setSpec(const spec::AttentionSpec& s) {
+  spec_ = s;
+  refresh();
+}
+
+void CoreEditor::showLearnedCore(const std::vector<float>& values, int R, qint64 step) {
+  editable_ = false;
+  std::vector<double> v(values.begin(), values.end());
+  heatmap_->setMatrix(v, R, R, QString("learned C at step %1").arg(step));
+  stableRank_ = model_core::stableRank(v, R, R);
+  banner_->setText("Showing the learned C of the training run (read-only). Editing forks a new run from the latest checkpoint.");
+  banner_->show();
+  readout_->setText(QString("stable rank (number of heads) %1 · spectrum %2")
+                        .arg(stableRank_, 0, 'f', 3)
+                        .arg(spectrumText(model_core::singularValues(v, R, R))));
+}
+
+void CoreEditor::emitEdit(const spec::AttentionSpec& after, const QString& what, int stroke) {
+  const auto before = spec_;
+  spec_ = after;
+  refresh();
+  Q_EMIT coreEdited(before, after, what, stroke);
+}
+
+void CoreEditor::onStructureChanged() {
+  if (loading_ || !spec_.core) return;
+  auto s = spec_;
+  auto& core = *s.core;
+  const auto& z = s.sizes;
+  const bool dense = structure_->currentText() == "dense";
+  if (dense && core.structure != CoreStructure::Dense) {
+    toDense_->click();
+    return;
+  }
+  if (!dense && core.structure == CoreStructure::Dense) {
+    if (z.H * z.D != z.R) {
+      banner_->setText(QString("A Kronecker core needs R = H·D (R=%1, H=%2, D=%3); change the sizes in the Design dock.")
+                           .arg(z.R).arg(z.H).arg(z.D));
+      banner_->show();
+      refresh();
+      return;
+    }
+    core = spec::makeCorePreset("mhsa", z.H, z.D);
+  }
+  FactorKind ka, kb;
+  spec::parseFactorKind(kindA_->currentText().toStdString(), ka);
+  spec::parseFactorKind(kindB_->currentText().toStdString(), kb);
+  if (core.structure == CoreStructure::Kronecker) {
+    if (ka != core.a.kind) {
+      if (ka == FactorKind::Fixed || ka == FactorKind::Trainable) core.a.values = currentFactorValues(core.a, z.H);
+      else core.a.values.clear();
+      core.a.kind = ka;
+    }
+    if (kb != core.b.kind) {
+      if (kb == FactorKind::Fixed || kb == FactorKind::Trainable) core.b.values = currentFactorValues(core.b, z.D);
+      else if (kb == FactorKind::Rank1) core.b.values.assign(2 * static_cast<size_t>(z.D), 1.0);
+      else core.b.values.clear();
+      core.b.kind = kb;
+    }
+  }
+  core.preset = "custom";
+  if (s == spec_) return;
+  emitEdit(s, "change core structure");
+}
+
+void CoreEditor::editCell(int row, int col, bool continuingStroke) {
+  if (!spec_.core) return;
+  if (!editable_) {
+    Q_EMIT forkRequested();
+    return;
+  }
+  if (!continuingStroke) ++stroke_;
+  auto s = spec_;
+  auto& core = *s.core;
+  const int R = s.sizes.R;
+  if (row < 0 || col < 0 || row >= R || col >= R) return;
+  if (core.structure != CoreStructure::Dense) {
+    banner_->setText("C is a Kronecker product: edit its factors A and B below, or press \"Make dense\" to edit C entry by entry.");
+    banner_->show();
+    return;
+  }
+  banner_->hide();
+  const size_t k = static_cast<size_t>(row) * R + col;
+  QString what;
+  switch (tool_) {
+    case Tool::SetValue:
+      if (core.dense_values[k] == value_->value()) return;
+      core.dense_values[k] = value_->value();
+      what = QString("set C[%1,%2] = %3").arg(row).arg(col).arg(value_->value());
+      break;
+    case Tool::PaintTrainable:
+    case Tool::PaintFrozen: {
+      const unsigned char m = tool_ == Tool::PaintTrainable ? 1 : 0;
+      if (core.trainable_mask[k] == m) return;
+      core.trainable_mask[k] = m;
+      what = m ? "paint trainable" : "paint frozen";
+      break;
+    }
+  }
+  core.preset = "custom";
+  emitEdit(s, what, stroke_);
+}
+
+void CoreEditor::refresh() {
+  loading_ = true;
+  const bool hasCore = spec_.core.has_value();
+  for (QWidget* w : std::initializer_list<QWidget*>{preset_, structure_, kindA_, kindB_, scale_, value_, toDense_})
+    w->setEnabled(hasCore && editable_);
+  if (!hasCore) {
+    heatmap_->clear(QString("%1 has no core matrix C. Choose thsa or thsa_linear in the Design dock to edit C.")
+                        .arg(QString::fromStdString(std::string(spec::toString(spec_.variant)))));
+    factorA_->clear("");
+    factorB_->clear("");
+    readout_->clear();
+    loading_ = false;
+    return;
+  }
+  const auto& core = *spec_.core;
+  const auto& z = spec_.sizes;
+  const int pi = preset_->findText(QString::fromStdString(core.preset));
+  preset_->setCurrentIndex(pi > 0 ? pi : 0);
+  structure_->setCurrentText(QString::fromStdString(std::string(spec::toString(core.structure))));
+  const bool kron = core.structure == CoreStructure::Kronecker;
+  kindA_->setEnabled(kron && editable_);
+  kindB_->setEnabled(kron && editable_);
+  scale_->setEnabled(kron && editable_);
+  toDense_->setEnabled(kron && editable_);
+  if (kron) {
+    kindA_->setCurrentText(QString::fromStdString(std::string(spec::toString(core.a.kind))));
+    kindB_->setCurrentText(QString::fromStdString(std::string(spec::toString(core.b.kind))));
+    scale_->setValue(core.scale);
+  }
+  const bool valid = spec::validate(spec_).empty();
+  if (!valid) {
+    heatmap_->clear("C is undefined until the design is valid (see the Design dock).");
+    readout_->clear();
+    loading_ = false;
+    return;
+  }
+  const auto C = spec::materializeCore(core, z.H, z.D, z.R);
+  heatmap_->setMatrix(C, z.R, z.R, QString("C (%1, %2×%2)").arg(QString::fromStdString(core.preset)).arg(z.R));
+  heatmap_->setMask(spec::coreTrainableEntries(core, z.H, z.D, z.R));
+  if (kron) {
+    factorA_->setMatrix(currentFactorValues(core.a, z.H), z.H, z.H, "A (" + QString::fromStdString(std::string(spec::toString(core.a.kind))) + ")");
+    factorB_->setMatrix(currentFactorValues(core.b, z.D), z.D, z.D, "B (" + QString::fromStdString(std::string(spec::toString(core.b.kind))) + ")");
+  } else {
+    factorA_->clear("dense C: no factors");
+    factorB_->clear("");
+  }
+  const auto sv = model_core::singularValues(C, z.R, z.R);
+  stableRank_ = model_core::stableRank(C, z.R, z.R);
+  auto mhsa = spec::makeSpecPreset("mhsa");
+  mhsa.sizes.F = z.F;
+  mhsa.sizes.H = z.H;
+  mhsa.sizes.D = std::max(1, z.F / z.H);
+  const auto mine = spec::estimateCost(spec_, 32, z.seq_len), base = spec::estimateCost(mhsa, 32, z.seq_len);
+  readout_->setText(QString("stable rank ‖C‖²_F/‖C‖²₂ = %1 (number of heads) · spectrum %2\n"
+                            "parameters %3 (%4%5 vs MHSA) · forward FLOPs ×%6 vs MHSA · trainable entries of C: %7")
+                        .arg(stableRank_, 0, 'f', 3)
+                        .arg(spectrumText(sv))
+                        .arg(mine.parameters)
+                        .arg(mine.parameters >= base.parameters ? "+" : "")
+                        .arg(mine.parameters - base.parameters)
+                        .arg(mine.forward_flops / std::max(1.0, base.forward_flops), 0, 'f', 2)
+                        .arg(core.trainableCount(z.H, z.D, z.R)));
+  loading_ = false;
+}
+
+}  // namespace tensorscope::app

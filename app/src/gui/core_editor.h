@@ -1,0 +1,76 @@
+#pragma once
+/// The core-matrix C editor: a heatmap of C (diverging colours, symmetric range) edited directly —
+/// click or drag to set values, paint trainable/frozen masks — plus the structure (dense, or
+/// s·(A ⊗ B) with a kind per factor), the factor matrices, presets, and live read-outs: stable
+/// rank (= number of heads), singular spectrum, parameter and FLOP change versus MHSA.
+/// Every edit is reported as (before, after) so the window can put it on the undo stack.
+
+#include <QWidget>
+
+#include "spec/attention_spec.h"
+
+class QButtonGroup;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QPushButton;
+
+namespace tensorscope::viz {
+class MatrixHeatmap;
+}
+
+namespace tensorscope::app {
+
+class CoreEditor : public QWidget {
+  Q_OBJECT
+ public:
+  enum class Tool { SetValue, PaintTrainable, PaintFrozen };
+
+  explicit CoreEditor(QWidget* parent = nullptr);
+
+  /// Shows the design `spec` (THSA family; other variants show an explanation).
+  void setSpec(const spec::AttentionSpec& spec);
+  /// Shows a learned C (training in progress): read-only; an edit then asks to fork a run.
+  void showLearnedCore(const std::vector<float>& values, int R, qint64 step);
+  /// Back to editing the design.
+  void setEditable(bool editable);
+  bool editable() const { return editable_; }
+
+  void setTool(Tool tool);
+  void setPaintValue(double value);
+  /// Applies the current tool at C[row, col] (what a click does; public for tests and scripts).
+  void editCell(int row, int col, bool continuingStroke = false);
+
+  viz::MatrixHeatmap* heatmap() const { return heatmap_; }
+  double stableRank() const { return stableRank_; }
+
+ Q_SIGNALS:
+  /// An edit of the current design; `stroke` groups the cells of one drag for undo merging.
+  void coreEdited(const tensorscope::spec::AttentionSpec& before, const tensorscope::spec::AttentionSpec& after,
+                  const QString& description, int stroke);
+  /// The user tried to edit while training shows a learned C.
+  void forkRequested();
+
+ private:
+  void refresh();
+  void emitEdit(const spec::AttentionSpec& after, const QString& what, int stroke = -1);
+  void onStructureChanged();
+
+  spec::AttentionSpec spec_;
+  bool editable_ = true;
+  bool loading_ = false;
+  Tool tool_ = Tool::SetValue;
+  int stroke_ = 0;
+  double stableRank_ = 0;
+  viz::MatrixHeatmap* heatmap_ = nullptr;
+  viz::MatrixHeatmap* factorA_ = nullptr;
+  viz::MatrixHeatmap* factorB_ = nullptr;
+  QComboBox *preset_ = nullptr, *structure_ = nullptr, *kindA_ = nullptr, *kindB_ = nullptr;
+  QDoubleSpinBox *value_ = nullptr, *scale_ = nullptr;
+  QButtonGroup* tools_ = nullptr;
+  QPushButton* toDense_ = nullptr;
+  QLabel* readout_ = nullptr;
+  QLabel* banner_ = nullptr;
+};
+
+}  // namespace tensorscope::app

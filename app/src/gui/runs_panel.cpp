@@ -1,0 +1,52 @@
+#include "gui/runs_panel.h"
+
+#include <QHBoxLayout>
+#include <QListWidget>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace tensorscope::app {
+
+RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  list_ = new QListWidget;
+  list_->setToolTip("Select a run to edit and train it; tick runs to overlay their curves");
+  layout->addWidget(list_);
+  auto* row = new QHBoxLayout;
+  auto* add = new QPushButton("New");
+  auto* dup = new QPushButton("Duplicate");
+  auto* del = new QPushButton("Remove");
+  auto* open = new QPushButton("Open run…");
+  add->setToolTip("A new run with the default MHSA design");
+  dup->setToolTip("A copy of the selected design, to change one thing and compare");
+  del->setToolTip("Remove the selected run from the session (its run directory stays on disk)");
+  open->setToolTip("Add a run directory written by `tensorscope train` and show its curves");
+  for (auto* b : {add, dup, del, open}) row->addWidget(b);
+  layout->addLayout(row);
+  connect(add, &QPushButton::clicked, this, &RunsPanel::newRunRequested);
+  connect(dup, &QPushButton::clicked, this, &RunsPanel::duplicateRequested);
+  connect(del, &QPushButton::clicked, this, [this] { Q_EMIT removeRequested(currentRun()); });
+  connect(open, &QPushButton::clicked, this, &RunsPanel::openRunDirectoryRequested);
+  connect(list_, &QListWidget::currentRowChanged, this, [this](int row) {
+    if (!updating_ && row >= 0) Q_EMIT currentChanged(row);
+  });
+  connect(list_, &QListWidget::itemChanged, this, [this](QListWidgetItem* item) {
+    if (!updating_) Q_EMIT overlayChanged(list_->row(item), item->checkState() == Qt::Checked);
+  });
+}
+
+void RunsPanel::setRuns(const QStringList& names, const QStringList& statuses, const QList<bool>& overlaid, int current) {
+  updating_ = true;
+  list_->clear();
+  for (int i = 0; i < names.size(); ++i) {
+    auto* item = new QListWidgetItem(names[i] + "\n" + statuses.value(i), list_);
+    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+    item->setCheckState(overlaid.value(i, true) ? Qt::Checked : Qt::Unchecked);
+  }
+  list_->setCurrentRow(current);
+  updating_ = false;
+}
+
+int RunsPanel::currentRun() const { return list_->currentRow(); }
+
+}  // namespace tensorscope::app

@@ -1,0 +1,35 @@
+#pragma once
+/// The Runs dock: every run of the session, its status, which is current, and which are overlaid
+/// on the curves to compare designs.
+
+#include <QWidget>
+
+class QListWidget;
+class QPushButton;
+
+namespace tensorscope::app {
+
+class RunsPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RunsPanel(QWidget* parent = nullptr);
+
+  /// Rebuilds the list: names with a status line; `overlaid` marks the runs drawn on the curves.
+  void setRuns(const QStringList& names, const QStringList& statuses, const QList<bool>& overlaid, int current);
+  int currentRun() const;
+  QListWidget* list() const { return list_; }
+
+ Q_SIGNALS:
+  void currentChanged(int index);
+  void overlayChanged(int index, bool shown);
+  void newRunRequested();
+  void duplicateRequested();
+  void removeRequested(int index);
+  void openRunDirectoryRequested();
+
+ private:
+  QListWidget* list_ = nullptr;
+  bool updating_ = false;
+};
+
+}  // namespace tensorscope::app

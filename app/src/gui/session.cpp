@@ -1,0 +1,161 @@
+#include "gui/session.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "spec/atomic_file.h"
+#include "spec/cost_model.h"
+
+namespace tensorscope::app {
+namespace {
+
+using nlohmann::json;
+constexpr const char* kFormat = "tensorscope.session";
+constexpr int kVersion = 1;
+
+}  // namespace
+
+QString Session::toJson() const {
+  json j;
+  j["format"] = kFormat;
+  j["version"] = kVersion;
+  j["current"] = current;
+  j["theme"] = theme.toStdString();
+  j["window_state"] = windowState.toBase64().toStdString();
+  json runsJson = json::array();
+  for (const auto& r : runs)
+    runsJson.push_back({{"name", r.name.toStdString()},
+                        {"run_dir", r.runDir.toStdString()},
+                        {"config", json::parse(model_core::runConfigToJson(r.config))}});
+  j["runs"] = runsJson;
+  return QString::fromStdString(j.dump(2));
+}
+
+Session Session::fromJson(const QString& text) {
+  json j;
+  try {
+    j = json::parse(text.toStdString());
+  } catch (const json::parse_error& e) {
+    throw std::invalid_argument(std::string("not a session file: malformed JSON: ") + e.what());
+  }
+  if (!j.is_object() || j.value("format", std::string()) != kFormat)
+    throw std::invalid_argument(std::string("not a session file: \"format\" must be \"") + kFormat + "\"");
+  if (j.value("version", 0) != kVersion)
+    throw std::invalid_argument("unsupported session version " + j.value("version", json(nullptr)).dump() +
+                                "; this Tensorscope reads version " + std::to_string(kVersion));
+  Session s;
+  std::string problems;
+  if (!j.contains("runs") || !j["runs"].is_array() || j["runs"].empty())
+    throw std::invalid_argument("session has no runs");
+  for (size_t i = 0; i < j["runs"].size(); ++i) {
+    const auto& r = j["runs"][i];
+    try {
+      RunEntry e;
+      e.name = QString::fromStdString(r.at("name").get<std::string>());
+      e.runDir = QString::fromStdString(r.value("run_dir", std::string()));
+      e.config = model_core::runConfigFromJson(r.at("config").dump());
+      s.runs.push_back(std::move(e));
+    } catch (const std::exception& e) {
+      problems += "\n  runs[" + std::to_string(i) + "]: " + e.what();
+    }
+  }
+  if (!problems.empty()) throw std::invalid_argument("invalid session:" + problems);
+  s.current = std::clamp(j.value("current", 0), 0, static_cast<int>(s.runs.size()) - 1);
+  s.theme = QString::fromStdString(j.value("theme", std::string("light")));
+  s.windowState = QByteArray::fromBase64(QByteArray::fromStdString(j.value("window_state", std::string())));
+  return s;
+}
+
+Session Session::load(const QString& path) {
+  std::string text;
+  try {
+    text = spec::readWholeFile(path.toStdString());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(e.what());
+  }
+  try {
+    return fromJson(QString::fromStdString(text));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(path.toStdString() + ": " + e.what());
+  }
+}
+
+void Session::save(const QString& path) const {
+  spec::writeFileAtomically(path.toStdString(), toJson().toStdString() + "\n");
+}
+
+model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& s, const QString& task) {
+  model_core::RunConfig c;
+  c.task.name = task.toStdString();
+  c.task.seq_len = 64;
+  c.model.layers = 2;
+  c.model.d_model = s.sizes.F;
+  c.model.ffn_multiplier = 4;
+  auto spec = s;
+  spec.causal = true;
+  spec.sizes.seq_len = c.task.seq_len;
+  c.model.attention = {spec};
+  c.train.steps = 2000;
+  c.train.batch = 32;
+  c.train.lr = 2e-3;
+  c.train.warmup = 100;
+  c.train.eval_interval = 100;
+  c.train.eval_examples = 128;
+  c.train.checkpoint_interval = 250;
+  c.train.inspect_interval = 25;
+  return c;
+}
+
+Session defaultSession() {
+  // MHSA with F = 64, H = 4, D = 16 against dense THSA whose R = H·D is chosen so that its
+  // parameter count is the closest to MHSA's (the dense core adds R² parameters).
+  auto mhsa = spec::makeSpecPreset("mhsa");
+  const auto target = spec::parameterCount(mhsa);
+  spec::AttentionSpec best;
+  std::int64_t bestGap = -1;
+  for (int D = 1; D <= 32; ++D) {
+    auto t = spec::makeSpecPreset("thsa");
+    t.sizes.H = 4;
+    t.sizes.D = D;
+    t.sizes.R = 4 * D;
+    t.core = spec::makeCorePreset("thsa", 4, D);
+    const auto gap = std::llabs(spec::parameterCount(t) - target);
+    if (bestGap < 0 || gap < bestGap) {
+      bestGap = gap;
+      best = t;
+    }
+  }
+  Session s;
+  s.runs.push_back({"MHSA", defaultRunConfig(mhsa), {}});
+  s.runs.push_back({"THSA", defaultRunConfig(best), {}});
+  s.current = 1;
+  return s;
+}
+
+RunEntry runEntryFromDirectory(const QString& dir) {
+  RunEntry e;
+  e.config = model_core::readRunConfig((dir + "/config.json").toStdString());
+  e.runDir = QDir(dir).absolutePath();
+  e.name = QFileInfo(dir).fileName();
+  return e;
+}
+
+QStringList exampleSessionPaths() {
+  QStringList out;
+  for (const QString& base : {QCoreApplication::applicationDirPath() + "/../../resources/sessions",
+                              QCoreApplication::applicationDirPath() + "/../share/tensorscope/sessions",
+                              QString(TENSORSCOPE_SOURCE_DIR) + "/resources/sessions"}) {
+    QDir d(base);
+    if (!d.exists()) continue;
+    for (const auto& f : d.entryList({"*.json"}, QDir::Files, QDir::Name)) out << d.absoluteFilePath(f);
+    if (!out.isEmpty()) break;
+  }
+  return out;
+}
+
+}  // namespace tensorscope::app

@@ -1,0 +1,47 @@
+#pragma once
+/// A Tensorscope session: the designs (runs) being compared, their run directories and the view
+/// state. Saved as versioned JSON ("tensorscope.session", version 1), atomically.
+
+#include <QByteArray>
+#include <QString>
+#include <QStringList>
+#include <vector>
+
+#include "model_core/training.h"
+
+namespace tensorscope::app {
+
+struct RunEntry {
+  QString name;                  ///< e.g. "MHSA", "THSA"
+  model_core::RunConfig config;  ///< design, task and training settings
+  QString runDir;                ///< where it trains (empty until first trained)
+};
+
+struct Session {
+  std::vector<RunEntry> runs;
+  int current = 0;
+  QByteArray windowState;        ///< QMainWindow::saveState
+  QString theme = "light";
+
+  /// Serialises to JSON text.
+  QString toJson() const;
+  /// Parses a session file's text. Throws std::invalid_argument with every problem.
+  static Session fromJson(const QString& text);
+  /// Reads and writes files (atomic write). Throw std::runtime_error / std::invalid_argument.
+  static Session load(const QString& path);
+  void save(const QString& path) const;
+};
+
+/// The default session: THSA against MHSA at (nearly) equal parameter count on arithmetic.
+Session defaultSession();
+
+/// A run config for `spec` with the default model, task and training settings of the explorer.
+model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& spec, const QString& task = "arithmetic");
+
+/// Reads a run directory written by `tensorscope train` (config.json) into an entry named after it.
+RunEntry runEntryFromDirectory(const QString& dir);
+
+/// Example sessions shipped in resources/sessions (names and paths).
+QStringList exampleSessionPaths();
+
+}  // namespace tensorscope::app

@@ -1,0 +1,155 @@
+#include "gui/training_panel.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStyle>
+#include <QVBoxLayout>
+#include <thread>
+
+namespace tensorscope::app {
+
+TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* form = new QFormLayout;
+  task_ = new QComboBox;
+  for (const auto& n : model_core::taskNames()) task_->addItem(QString::fromStdString(n));
+  task_->setToolTip("Data the model trains on (real data from Debian packages, or generated)");
+  steps_ = new QSpinBox;
+  steps_->setRange(1, 10'000'000);
+  batch_ = new QSpinBox;
+  batch_->setRange(1, 4096);
+  layers_ = new QSpinBox;
+  layers_->setRange(1, 24);
+  seqLen_ = new QSpinBox;
+  seqLen_->setRange(8, 4096);
+  lr_ = new QDoubleSpinBox;
+  lr_->setDecimals(5);
+  lr_->setRange(1e-5, 1.0);
+  lr_->setSingleStep(1e-4);
+  device_ = new QComboBox;
+  device_->addItems({"cpu", "cuda"});
+  threads_ = new QSpinBox;
+  threads_->setRange(0, 256);
+  threads_->setSpecialValueText(QString("all (%1)").arg(std::thread::hardware_concurrency()));
+  form->addRow("Task", task_);
+  form->addRow("Steps", steps_);
+  form->addRow("Batch", batch_);
+  form->addRow("Layers", layers_);
+  form->addRow("Tokens N", seqLen_);
+  form->addRow("Learning rate", lr_);
+  auto* deviceRow = new QHBoxLayout;
+  deviceRow->addWidget(device_);
+  deviceRow->addWidget(new QLabel("threads"));
+  deviceRow->addWidget(threads_);
+  form->addRow("Device", deviceRow);
+  layout->addLayout(form);
+
+  auto* buttons = new QHBoxLayout;
+  start_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPlay), "Train");
+  pause_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPause), "Pause");
+  step_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaSeekForward), "Step");
+  stop_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaStop), "Stop");
+  start_->setToolTip("Train the current design (F5)");
+  pause_->setToolTip("Pause or resume (F6)");
+  step_->setToolTip("While paused: one training step (F7)");
+  stop_->setToolTip("Stop after the current step and keep the checkpoint (Shift+F5)");
+  for (auto* b : {start_, pause_, step_, stop_}) buttons->addWidget(b);
+  layout->addLayout(buttons);
+  progress_ = new QProgressBar;
+  progress_->setFormat("%p%");
+  layout->addWidget(progress_);
+  status_ = new QLabel("Ready. Press Train to start the selected run.");
+  status_->setWordWrap(true);
+  runtime_ = new QLabel;
+  runtime_->setStyleSheet("color: palette(mid);");
+  layout->addWidget(status_);
+  layout->addWidget(runtime_);
+  layout->addStretch(1);
+
+  connect(start_, &QPushButton::clicked, this, &TrainingPanel::startRequested);
+  connect(pause_, &QPushButton::clicked, this, [this] {
+    if (paused_) Q_EMIT resumeRequested();
+    else Q_EMIT pauseRequested();
+  });
+  connect(step_, &QPushButton::clicked, this, &TrainingPanel::stepRequested);
+  connect(stop_, &QPushButton::clicked, this, &TrainingPanel::stopRequested);
+  auto changed = [this] {
+    if (!loading_) Q_EMIT settingsChanged();
+  };
+  connect(task_, &QComboBox::currentTextChanged, this, changed);
+  connect(device_, &QComboBox::currentTextChanged, this, changed);
+  for (auto* b : {steps_, batch_, layers_, seqLen_, threads_}) connect(b, &QSpinBox::valueChanged, this, changed);
+  connect(lr_, &QDoubleSpinBox::valueChanged, this, changed);
+  setState(false, false);
+}
+
+void TrainingPanel::setConfig(const model_core::RunConfig& c) {
+  loading_ = true;
+  task_->setCurrentText(QString::fromStdString(c.task.name));
+  steps_->setValue(static_cast<int>(c.train.steps));
+  batch_->setValue(static_cast<int>(c.train.batch));
+  layers_->setValue(c.model.layers);
+  seqLen_->setValue(c.task.seq_len);
+  lr_->setValue(c.train.lr);
+  device_->setCurrentText(QString::fromStdString(c.train.device));
+  threads_->setValue(c.train.threads);
+  loading_ = false;
+}
+
+void TrainingPanel::applyTo(model_core::RunConfig& c) const {
+  c.task.name = task_->currentText().toStdString();
+  c.train.steps = steps_->value();
+  c.train.batch = batch_->value();
+  c.model.layers = layers_->value();
+  c.task.seq_len = seqLen_->value();
+  for (auto& s : c.model.attention) s.sizes.seq_len = c.task.seq_len;
+  c.train.lr = lr_->value();
+  c.train.device = device_->currentText().toStdString();
+  c.train.threads = threads_->value();
+  c.model.kind = c.task.name == "fashion_mnist" ? "encoder_classifier" : "decoder";
+}
+
+void TrainingPanel::setState(bool running, bool paused) {
+  paused_ = paused;
+  start_->setEnabled(!running);
+  pause_->setEnabled(running);
+  pause_->setText(paused ? "Resume" : "Pause");
+  step_->setEnabled(running && paused);
+  stop_->setEnabled(running);
+  for (QWidget* w : std::initializer_list<QWidget*>{task_, steps_, batch_, layers_, seqLen_, lr_, device_, threads_})
+    w->setEnabled(!running);
+}
+
+void TrainingPanel::onStarted(qint64 firstStep, qint64 totalSteps, const QString& device, int threads) {
+  first_ = firstStep;
+  total_ = std::max<qint64>(1, totalSteps);
+  clock_.start();
+  progress_->setRange(0, static_cast<int>(total_));
+  progress_->setValue(static_cast<int>(firstStep));
+  runtime_->setText(QString("device %1 · %2 threads").arg(device).arg(threads));
+  status_->setText(QString("Training from step %1 of %2…").arg(firstStep).arg(totalSteps));
+}
+
+void TrainingPanel::onMetrics(const model_core::MetricsSnapshot& m) {
+  progress_->setValue(static_cast<int>(m.step));
+  const double done = double(m.step - first_);
+  const double secs = clock_.isValid() ? clock_.elapsed() / 1000.0 : 0;
+  const double eta = done > 0 ? secs / done * double(total_ - m.step) : 0;
+  status_->setText(QString("step %1 / %2 · loss %3 · %4 tokens/s · ETA %5:%6")
+                       .arg(m.step)
+                       .arg(total_)
+                       .arg(m.loss, 0, 'f', 4)
+                       .arg(m.tokens_per_second, 0, 'f', 0)
+                       .arg(int(eta) / 60, 2, 10, QChar('0'))
+                       .arg(int(eta) % 60, 2, 10, QChar('0')));
+}
+
+void TrainingPanel::onFinished(const QString& summary) { status_->setText(summary); }
+
+}  // namespace tensorscope::app

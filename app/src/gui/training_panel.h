@@ -1,0 +1,63 @@
+#pragma once
+/// The Training dock: task and optimisation settings of the current run, start / pause / step /
+/// stop, a progress bar with ETA, tokens per second, device and threads.
+
+#include <QElapsedTimer>
+#include <QWidget>
+
+#include "model_core/training.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace tensorscope::app {
+
+class TrainingPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TrainingPanel(QWidget* parent = nullptr);
+
+  /// Shows the task/training settings of `config` (without emitting settingsChanged).
+  void setConfig(const model_core::RunConfig& config);
+  /// Applies the panel's settings onto `config` (task, steps, batch, lr, layers, device, threads).
+  void applyTo(model_core::RunConfig& config) const;
+
+  /// Reflects the controller's state: idle, running, paused.
+  void setState(bool running, bool paused);
+  void onStarted(qint64 firstStep, qint64 totalSteps, const QString& device, int threads);
+  void onMetrics(const model_core::MetricsSnapshot& last);
+  void onFinished(const QString& summary);
+
+  QPushButton* startButton() const { return start_; }
+  QPushButton* pauseButton() const { return pause_; }
+  QPushButton* stepButton() const { return step_; }
+  QPushButton* stopButton() const { return stop_; }
+
+ Q_SIGNALS:
+  void startRequested();
+  void pauseRequested();
+  void resumeRequested();
+  void stepRequested();
+  void stopRequested();
+  void settingsChanged();
+
+ private:
+  QComboBox* task_ = nullptr;
+  QComboBox* device_ = nullptr;
+  QSpinBox *steps_ = nullptr, *batch_ = nullptr, *layers_ = nullptr, *seqLen_ = nullptr, *threads_ = nullptr;
+  QDoubleSpinBox* lr_ = nullptr;
+  QPushButton *start_ = nullptr, *pause_ = nullptr, *step_ = nullptr, *stop_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QLabel* status_ = nullptr;
+  QLabel* runtime_ = nullptr;
+  qint64 first_ = 0, total_ = 1;
+  QElapsedTimer clock_;
+  bool paused_ = false;
+  bool loading_ = false;
+};
+
+}  // namespace tensorscope::app
