@@ -1,0 +1,560 @@
+#include "reference.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "spec/core_spec.h"
+
+namespace tensorscope::model_core::test {
+namespace {
+
+torch::Tensor f64(const torch::Tensor& t) { return t.detach().to(torch::kCPU, torch::kDouble).contiguous(); }
+
+const torch::Tensor& weight(const WeightMap& w, const std::string& name) {
+  const auto it = w.find(name);
+  if (it == w.end()) throw std::runtime_error("reference: the module has no weight named '" + name + "'");
+  return it->second;
+}
+
+void requireShape(const torch::Tensor& t, const std::vector<std::int64_t>& shape, const std::string& name) {
+  if (t.sizes().vec() != shape) {
+    std::ostringstream os;
+    os << "reference: weight '" << name << "' has shape " << t.sizes() << ", expected " << at::IntArrayRef(shape);
+    throw std::runtime_error(os.str());
+  }
+}
+
+// nn.Linear: y[b,n,o] = Σ_i x[b,n,i]·W[o,i] + bias[o], weight [out, in].
+torch::Tensor linear(const WeightMap& w, const std::string& prefix, const torch::Tensor& x, bool bias) {
+  const std::int64_t B = x.size(0), N = x.size(1), in = x.size(2);
+  const torch::Tensor& W = weight(w, prefix + ".weight");
+  if (W.dim() != 2 || W.size(1) != in) requireShape(W, {W.size(0), in}, prefix + ".weight");
+  const std::int64_t out = W.size(0);
+  torch::Tensor bt = torch::zeros({out}, torch::kDouble);
+  if (bias) {
+    bt = weight(w, prefix + ".bias");
+    requireShape(bt, {out}, prefix + ".bias");
+  }
+  torch::Tensor y = torch::zeros({B, N, out}, torch::kDouble);
+  auto xa = x.accessor<double, 3>();
+  auto Wa = W.accessor<double, 2>();
+  auto ya = y.accessor<double, 3>();
+  auto ba = bt.accessor<double, 1>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t o = 0; o < out; ++o) {
+        double s = ba[o];
+        for (std::int64_t i = 0; i < in; ++i) s += xa[b][n][i] * Wa[o][i];
+        ya[b][n][o] = s;
+      }
+  return y;
+}
+
+// Softmax of a row in place (max-shifted).
+void softmax(std::vector<double>& v) {
+  if (v.empty()) return;
+  const double mx = *std::max_element(v.begin(), v.end());
+  double sum = 0.0;
+  for (double& e : v) {
+    e = std::exp(e - mx);
+    sum += e;
+  }
+  for (double& e : v) e /= sum;
+}
+
+// φ(z) = elu(z) + 1.
+double phi(double z) { return z > 0.0 ? z + 1.0 : std::exp(z); }
+
+void checkInput(const spec::AttentionSpec& spec, const torch::Tensor& x) {
+  if (x.dim() != 3 || x.size(2) != spec.sizes.F) throw std::runtime_error("reference: x must be [B, N, F]");
+}
+
+}  // namespace
+
+WeightMap weightsOf(const AttentionModuleImpl& module) {
+  WeightMap w;
+  for (const NamedWeight& nw : module.namedWeights()) w[nw.name] = f64(nw.value);
+  return w;
+}
+
+Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+  checkInput(spec, xIn);
+  const torch::Tensor x = f64(xIn);
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int H = spec.sizes.H, D = spec.sizes.D;
+  const bool tp = spec.variant == spec::Variant::Tp;
+  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+                      v = linear(w, "wv", x, spec.bias);
+  requireShape(weight(w, "wq.weight"), {H * D, spec.sizes.F}, "wq.weight");
+  auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
+  Reference ref;
+  ref.maps = torch::zeros({B, H, N, N}, torch::kDouble);
+  torch::Tensor o = torch::zeros({B, N, H * D}, torch::kDouble);
+  auto pa = ref.maps.accessor<double, 4>();
+  auto oa = o.accessor<double, 3>();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t L = spec.causal ? n + 1 : N;  // keys m <= n when causal
+        std::vector<double> p(static_cast<size_t>(L));
+        for (std::int64_t m = 0; m < L; ++m) {
+          double s = 0.0;
+          for (int d = 0; d < D; ++d) s += qa[b][n][h * D + d] * ka[b][m][h * D + d];
+          p[static_cast<size_t>(m)] = s * scale;
+        }
+        softmax(p);
+        for (std::int64_t m = 0; m < L; ++m) {
+          pa[b][h][n][m] = p[static_cast<size_t>(m)];
+          for (int d = 0; d < D; ++d) oa[b][n][h * D + d] += p[static_cast<size_t>(m)] * va[b][m][h * D + d];
+        }
+      }
+  if (tp) {
+    // Roles r = x·Wrᵀ [B, H, N, D]; the filler of head h is bound by the Hadamard product.
+    const torch::Tensor r = linear(w, "wr", x, spec.bias);
+    auto ra = r.accessor<double, 3>();
+    ref.roles = torch::zeros({B, H, N, D}, torch::kDouble);
+    auto rola = ref.roles.accessor<double, 4>();
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t n = 0; n < N; ++n)
+        for (int h = 0; h < H; ++h)
+          for (int d = 0; d < D; ++d) {
+            rola[b][h][n][d] = ra[b][n][h * D + d];
+            oa[b][n][h * D + d] *= ra[b][n][h * D + d];
+          }
+  }
+  requireShape(weight(w, "wo.weight"), {spec.sizes.F, H * D}, "wo.weight");
+  ref.y = linear(w, "wo", o, spec.bias);
+  return ref;
+}
+
+Reference referenceThsa(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+  checkInput(spec, xIn);
+  const torch::Tensor x = f64(xIn);
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int R = spec.sizes.R;
+  const torch::Tensor& C = weight(w, "core");
+  requireShape(C, {R, R}, "core");
+  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+                      v = linear(w, "wv", x, spec.bias);
+  auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
+  auto Ca = C.accessor<double, 2>();
+  Reference ref;
+  ref.maps = torch::zeros({B, R, N, N}, torch::kDouble);
+  torch::Tensor omega = torch::zeros({B, N, R}, torch::kDouble);
+  auto pa = ref.maps.accessor<double, 4>();
+  auto oa = omega.accessor<double, 3>();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(R));
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int r = 0; r < R; ++r)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t L = spec.causal ? n + 1 : N;
+        std::vector<double> p(static_cast<size_t>(L));
+        for (std::int64_t m = 0; m < L; ++m) {
+          double s = 0.0;
+          for (int t = 0; t < R; ++t) s += Ca[r][t] * qa[b][n][t] * ka[b][m][t];
+          p[static_cast<size_t>(m)] = s * scale;
+        }
+        softmax(p);
+        for (std::int64_t m = 0; m < L; ++m) {
+          pa[b][r][n][m] = p[static_cast<size_t>(m)];
+          oa[b][n][r] += p[static_cast<size_t>(m)] * va[b][m][r];
+        }
+      }
+  ref.y = linear(w, "wo", omega, spec.bias);
+  return ref;
+}
+
+Reference referenceThsaLinear(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+  checkInput(spec, xIn);
+  const torch::Tensor x = f64(xIn);
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int R = spec.sizes.R;
+  const torch::Tensor& C = weight(w, "core");
+  requireShape(C, {R, R}, "core");
+  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+                      v = linear(w, "wv", x, spec.bias);
+  auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
+  auto Ca = C.accessor<double, 2>();
+  Reference ref;
+  ref.maps = torch::zeros({B, R, N, N}, torch::kDouble);
+  torch::Tensor omega = torch::zeros({B, N, R}, torch::kDouble);
+  auto pa = ref.maps.accessor<double, 4>();
+  auto oa = omega.accessor<double, 3>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int r = 0; r < R; ++r)
+      for (std::int64_t n = 0; n < N; ++n) {
+        std::vector<double> a(static_cast<size_t>(R));
+        for (int s = 0; s < R; ++s) a[static_cast<size_t>(s)] = phi(Ca[r][s] * qa[b][n][s]);
+        const std::int64_t L = spec.causal ? n + 1 : N;
+        std::vector<double> sim(static_cast<size_t>(L));
+        double den = 0.0;
+        for (std::int64_t m = 0; m < L; ++m) {
+          double s = 0.0;
+          for (int t = 0; t < R; ++t) s += a[static_cast<size_t>(t)] * phi(ka[b][m][t]);
+          sim[static_cast<size_t>(m)] = s;
+          den += s;
+        }
+        double num = 0.0;
+        for (std::int64_t m = 0; m < L; ++m) {
+          pa[b][r][n][m] = sim[static_cast<size_t>(m)] / den;
+          num += sim[static_cast<size_t>(m)] * va[b][m][r];
+        }
+        oa[b][n][r] = num / den;
+      }
+  ref.y = linear(w, "wo", omega, spec.bias);
+  return ref;
+}
+
+Reference referenceMultilinear(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+  checkInput(spec, xIn);
+  const torch::Tensor x = f64(xIn);
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int R = spec.sizes.R, P = spec.sizes.P;
+  const torch::Tensor& g = weight(w, "cores");
+  requireShape(g, {P, R}, "cores");
+  // Effective core weights: softmax(g_p) over r (paper) or g_p (authors' code).
+  torch::Tensor eff = g.clone();
+  if (spec.core_softmax) {
+    auto ea = eff.accessor<double, 2>();
+    for (int p = 0; p < P; ++p) {
+      std::vector<double> row(static_cast<size_t>(R));
+      for (int r = 0; r < R; ++r) row[static_cast<size_t>(r)] = ea[p][r];
+      softmax(row);
+      for (int r = 0; r < R; ++r) ea[p][r] = row[static_cast<size_t>(r)];
+    }
+  }
+  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+                      v = linear(w, "wv", x, spec.bias);
+  // T[b,i,j,k] = (1/P) Σ_p Σ_r g_p[r]·q[b,i,r]·k[b,j,r]·v[b,k,r].
+  torch::Tensor T = torch::einsum("pr,bir,bjr,bkr->bijk", {eff, q, k, v}) / static_cast<double>(P);
+  T = T.contiguous();
+  if (spec.causal) {
+    auto Ta = T.accessor<double, 4>();
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < N; ++i)
+        for (std::int64_t j = 0; j < N; ++j)
+          for (std::int64_t kk = 0; kk < N; ++kk)
+            if (j > i || kk > i) Ta[b][i][j][kk] = 0.0;
+  }
+  requireShape(weight(w, "wo.weight"), {spec.sizes.F, N * N}, "wo.weight");
+  Reference ref;
+  ref.y = linear(w, "wo", T.reshape({B, N, N * N}), spec.bias);  // vec row-major: j·N + k
+  const torch::Tensor gbar = eff.mean(0);
+  ref.maps = torch::einsum("r,bir,bjr->bij", {gbar, q, k});
+  return ref;
+}
+
+Reference referenceDimwise(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+  checkInput(spec, xIn);
+  const torch::Tensor x = f64(xIn);
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int d = spec.sizes.R, c = spec.sizes.c;
+  const torch::Tensor& W = weight(w, "conv");
+  requireShape(W, {c, d, d}, "conv");
+  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+                      v = linear(w, "wv", x, spec.bias);
+  auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
+  Reference ref;
+  ref.maps = torch::zeros({B, d, d}, torch::kDouble);
+  torch::Tensor kr = torch::zeros({B, N, d, d}, torch::kDouble);  // Khatri-Rao tensor, N×d×d per batch
+  auto mapa = ref.maps.accessor<double, 3>();
+  auto kra = kr.accessor<double, 4>();
+  // f = row softmax (over the last axis m) of S·scale.
+  auto rowSoftmax = [d](const std::vector<double>& S, double scale) {
+    std::vector<double> f(S.size());
+    for (int j = 0; j < d; ++j) {
+      std::vector<double> row(static_cast<size_t>(d));
+      for (int m = 0; m < d; ++m) row[static_cast<size_t>(m)] = S[static_cast<size_t>(j * d + m)] * scale;
+      softmax(row);
+      for (int m = 0; m < d; ++m) f[static_cast<size_t>(j * d + m)] = row[static_cast<size_t>(m)];
+    }
+    return f;
+  };
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::vector<double> S(static_cast<size_t>(d) * d, 0.0);
+    std::vector<double> f;
+    if (!spec.causal) {
+      for (std::int64_t n = 0; n < N; ++n)
+        for (int j = 0; j < d; ++j)
+          for (int m = 0; m < d; ++m) S[static_cast<size_t>(j * d + m)] += qa[b][n][j] * ka[b][n][m];
+      f = rowSoftmax(S, 1.0 / std::sqrt(static_cast<double>(N)));
+    }
+    for (std::int64_t i = 0; i < N; ++i) {
+      if (spec.causal) {
+        // Prefix sum S⁽ⁱ⁾ = Σ_{n≤i} q_nᵀ k_n, scaled by 1/√i with i 1-based.
+        for (int j = 0; j < d; ++j)
+          for (int m = 0; m < d; ++m) S[static_cast<size_t>(j * d + m)] += qa[b][i][j] * ka[b][i][m];
+        f = rowSoftmax(S, 1.0 / std::sqrt(static_cast<double>(i + 1)));
+      }
+      for (int j = 0; j < d; ++j)
+        for (int m = 0; m < d; ++m) kra[b][i][j][m] = f[static_cast<size_t>(j * d + m)] * va[b][i][m];
+    }
+    for (int j = 0; j < d; ++j)
+      for (int m = 0; m < d; ++m) mapa[b][j][m] = f.empty() ? 0.0 : f[static_cast<size_t>(j * d + m)];
+  }
+  // O_c[b,i,j] = Σ_m W_c[j,m]·KR[b,i,j,m]; filters concatenated filter-major: column c·d + j.
+  const torch::Tensor O = torch::einsum("cjm,bijm->bicj", {W, kr}).reshape({B, N, c * d});
+  requireShape(weight(w, "wo.weight"), {spec.sizes.F, c * d}, "wo.weight");
+  ref.y = linear(w, "wo", O.contiguous(), spec.bias);
+  return ref;
+}
+
+Reference referenceForward(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x) {
+  switch (spec.variant) {
+    case spec::Variant::Mhsa:
+    case spec::Variant::FixedHead:
+    case spec::Variant::Tp: return referenceHeaded(spec, w, x);
+    case spec::Variant::Thsa: return referenceThsa(spec, w, x);
+    case spec::Variant::ThsaLinear: return referenceThsaLinear(spec, w, x);
+    case spec::Variant::Multilinear: return referenceMultilinear(spec, w, x);
+    case spec::Variant::Dimwise: return referenceDimwise(spec, w, x);
+  }
+  throw std::runtime_error("reference: unknown variant");
+}
+
+spec::AttentionSpec makeSpec(spec::Variant variant, const spec::Sizes& sizes, bool causal, bool bias) {
+  spec::AttentionSpec s;
+  s.variant = variant;
+  s.sizes = sizes;
+  s.causal = causal;
+  s.bias = bias;
+  s.dropout = 0.0;
+  return s;
+}
+
+spec::AttentionSpec thsaPresetSpec(spec::Variant variant, const std::string& preset, int F, int H, int D,
+                                   bool causal, bool bias) {
+  spec::Sizes z;
+  z.F = F;
+  z.H = H;
+  z.D = D;
+  z.R = H * D;
+  spec::AttentionSpec s = makeSpec(variant, z, causal, bias);
+  s.core = spec::makeCorePreset(preset, H, D);
+  return s;
+}
+
+namespace {
+std::vector<double> randomValues(std::mt19937& rng, size_t n, double mean, double sd) {
+  std::normal_distribution<double> dist(mean, sd);
+  std::vector<double> v(n);
+  for (double& e : v) e = dist(rng);
+  return v;
+}
+}  // namespace
+
+spec::CoreSpec customKroneckerCore(spec::FactorKind a, spec::FactorKind b, int H, int D, double scale,
+                                   bool rank1Trainable, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  spec::CoreSpec c;
+  c.preset = "custom";
+  c.structure = spec::CoreStructure::Kronecker;
+  c.scale = scale;
+  c.a.kind = a;
+  c.b.kind = b;
+  auto fill = [&rng](spec::CoreFactor& f, int n) {
+    if (f.kind == spec::FactorKind::Fixed || f.kind == spec::FactorKind::Trainable)
+      f.values = randomValues(rng, static_cast<size_t>(n) * n, 0.2, 0.8);
+    else if (f.kind == spec::FactorKind::Rank1)
+      f.values = randomValues(rng, 2 * static_cast<size_t>(n), 0.5, 0.7);
+  };
+  fill(c.a, H);
+  fill(c.b, D);
+  c.b.trainable_rank1 = rank1Trainable;
+  return c;
+}
+
+spec::CoreSpec customDenseCore(int R, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  spec::CoreSpec c;
+  c.preset = "custom";
+  c.structure = spec::CoreStructure::Dense;
+  c.a = {};
+  c.b = {};
+  c.dense_values = randomValues(rng, static_cast<size_t>(R) * R, 0.3, 1.0);
+  std::bernoulli_distribution coin(0.5);
+  c.trainable_mask.resize(static_cast<size_t>(R) * R);
+  for (auto& m : c.trainable_mask) m = coin(rng) ? 1 : 0;
+  if (c.trainable_mask.size() >= 2) {
+    c.trainable_mask[0] = 1;
+    c.trainable_mask[1] = 0;
+  }
+  return c;
+}
+
+std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool allKronecker) {
+  using spec::FactorKind;
+  using spec::Variant;
+  std::mt19937 rng(seed);
+  auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<Case> out;
+  auto add = [&](spec::AttentionSpec s, int seq) { out.push_back({std::move(s), pick(1, 2), seq}); };
+
+  {  // mhsa with the prevalent heuristic D = F/H
+    spec::Sizes z;
+    z.H = pick(1, 3);
+    z.D = pick(1, 4);
+    z.F = z.H * z.D;
+    add(makeSpec(Variant::Mhsa, z, causal, bias), pick(1, 6));
+  }
+  for (Variant v : {Variant::FixedHead, Variant::Tp}) {  // head size free of F and H
+    spec::Sizes z;
+    z.H = pick(1, 3);
+    z.D = pick(1, 5);
+    z.F = pick(2, 12);
+    add(makeSpec(v, z, causal, bias), pick(1, 6));
+  }
+  for (Variant v : {Variant::Thsa, Variant::ThsaLinear}) {
+    for (const std::string& preset : spec::corePresetNames()) {
+      const bool unitHeads = preset == "heads_only" || preset == "trainable_heads_only";
+      const int H = unitHeads ? pick(2, 4) : pick(1, 3);
+      const int D = unitHeads ? 1 : pick(2, 3);
+      add(thsaPresetSpec(v, preset, pick(2, 12), H, D, causal, bias), pick(1, 6));
+    }
+    struct Kinds {
+      FactorKind a, b;
+      bool rank1Trainable;
+    };
+    std::vector<Kinds> kinds;
+    if (allKronecker) {
+      for (FactorKind a : {FactorKind::Identity, FactorKind::Ones, FactorKind::Fixed, FactorKind::Trainable}) {
+        for (FactorKind b : {FactorKind::Ones, FactorKind::Identity, FactorKind::Fixed, FactorKind::Trainable})
+          kinds.push_back({a, b, false});
+        kinds.push_back({a, FactorKind::Rank1, true});
+        kinds.push_back({a, FactorKind::Rank1, false});
+      }
+    } else {
+      kinds = {{FactorKind::Identity, FactorKind::Rank1, true}, {FactorKind::Ones, FactorKind::Identity, false},
+               {FactorKind::Fixed, FactorKind::Fixed, false},   {FactorKind::Trainable, FactorKind::Trainable, false},
+               {FactorKind::Trainable, FactorKind::Rank1, false}, {FactorKind::Fixed, FactorKind::Ones, false}};
+    }
+    for (const Kinds& k : kinds) {
+      const int H = pick(2, 3), D = pick(2, 3);
+      spec::AttentionSpec s = thsaPresetSpec(v, "mhsa", pick(2, 12), H, D, causal, bias);
+      s.core = customKroneckerCore(k.a, k.b, H, D, 0.5 + 0.25 * pick(0, 4), k.rank1Trainable,
+                                   static_cast<std::uint32_t>(rng()));
+      add(std::move(s), pick(1, 6));
+    }
+    {  // dense core with a partial trainable mask; R need not factor as H·D
+      spec::Sizes z;
+      z.R = pick(2, 6);
+      z.H = 1;
+      z.D = z.R;
+      z.F = pick(2, 12);
+      spec::AttentionSpec s = makeSpec(v, z, causal, bias);
+      s.core = customDenseCore(z.R, static_cast<std::uint32_t>(rng()));
+      add(std::move(s), pick(1, 6));
+    }
+  }
+  for (bool coreSoftmax : {true, false}) {
+    spec::Sizes z;
+    z.F = pick(2, 10);
+    z.R = pick(1, 5);
+    z.P = pick(1, 3);
+    z.seq_len = pick(1, 5);
+    spec::AttentionSpec s = makeSpec(Variant::Multilinear, z, causal, bias);
+    s.core_softmax = coreSoftmax;
+    add(std::move(s), z.seq_len);
+  }
+  {
+    spec::Sizes z;
+    z.F = pick(2, 10);
+    z.R = pick(1, 5);
+    z.c = pick(1, 3);
+    add(makeSpec(Variant::Dimwise, z, causal, bias), pick(1, 6));
+  }
+  return out;
+}
+
+std::vector<Case> casesOf(spec::Variant variant, bool causal, bool bias, std::uint32_t seed, bool allKronecker) {
+  std::vector<Case> out;
+  for (Case& c : coveredCases(causal, bias, seed, allKronecker))
+    if (c.spec.variant == variant) out.push_back(std::move(c));
+  return out;
+}
+
+AttentionModule buildDouble(const spec::AttentionSpec& spec, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  AttentionModule m = makeAttentionModule(spec);
+  m->to(torch::kDouble);
+  m->eval();
+  return m;
+}
+
+void perturbParameters(AttentionModuleImpl& module, std::uint64_t seed, double amplitude) {
+  torch::NoGradGuard noGrad;
+  torch::manual_seed(seed);
+  for (torch::Tensor& p : module.parameters()) p.add_(torch::randn_like(p) * amplitude);
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> weightPairs(const AttentionModuleImpl& module,
+                                                               bool includeDerived) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const NamedWeight& nw : module.namedWeights())
+    if (includeDerived || !nw.derived()) out.emplace_back(nw.name, nw.value.detach().clone());
+  return out;
+}
+
+torch::Tensor randomInput(int B, int N, int F, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  return torch::randn({B, N, F}, torch::kDouble);
+}
+
+double relativeError(const torch::Tensor& a, const torch::Tensor& b) {
+  if (!a.defined() || !b.defined() || a.sizes() != b.sizes()) return std::numeric_limits<double>::infinity();
+  if (a.numel() == 0) return 0.0;
+  const torch::Tensor ad = f64(a), bd = f64(b);
+  const double diff = (ad - bd).abs().max().item<double>();
+  const double scale = std::max(1.0, bd.abs().max().item<double>());
+  return std::isnan(diff) ? std::numeric_limits<double>::infinity() : diff / scale;
+}
+
+std::string firstLine(const std::string& message) { return message.substr(0, message.find('\n')); }
+
+void expectClose(const torch::Tensor& actual, const torch::Tensor& expected, double tol, const std::string& what) {
+  const double err = relativeError(actual, expected);
+  if (err <= tol) return;
+  std::ostringstream os;
+  os << what << ": relative error " << err << " > " << tol;
+  if (!actual.defined() || !expected.defined()) {
+    os << " (actual " << (actual.defined() ? "defined" : "undefined") << ", expected "
+       << (expected.defined() ? "defined" : "undefined") << ")";
+  } else {
+    os << " (actual shape " << actual.sizes() << ", expected " << expected.sizes() << ")";
+    if (actual.sizes() == expected.sizes() && actual.numel() > 0) {
+      const torch::Tensor diff = (f64(actual) - f64(expected)).abs().reshape({-1});
+      const std::int64_t at = diff.argmax().item<std::int64_t>();
+      os << "; worst flat index " << at << ": actual " << f64(actual).reshape({-1})[at].item<double>()
+         << ", expected " << f64(expected).reshape({-1})[at].item<double>();
+    }
+  }
+  ADD_FAILURE() << os.str();
+}
+
+std::string describe(const spec::AttentionSpec& spec) {
+  std::ostringstream os;
+  os << spec::toString(spec.variant);
+  if (spec.core) {
+    const spec::CoreSpec& c = *spec.core;
+    os << " core=" << c.preset << "/" << spec::toString(c.structure);
+    if (c.structure == spec::CoreStructure::Kronecker)
+      os << "(s=" << c.scale << ", A=" << spec::toString(c.a.kind) << ", B=" << spec::toString(c.b.kind)
+         << (c.b.kind == spec::FactorKind::Rank1 ? (c.b.trainable_rank1 ? " trainable" : " fixed") : "") << ")";
+  }
+  const spec::Sizes& z = spec.sizes;
+  os << (spec.causal ? " causal" : " non-causal") << (spec.bias ? " bias" : " no-bias") << " F=" << z.F
+     << " H=" << z.H << " D=" << z.D << " R=" << z.R << " P=" << z.P << " c=" << z.c << " seq_len=" << z.seq_len;
+  if (spec.variant == spec::Variant::Multilinear) os << (spec.core_softmax ? " core_softmax" : " raw_cores");
+  return os.str();
+}
+
+}  // namespace tensorscope::model_core::test
