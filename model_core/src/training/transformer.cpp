@@ -56,11 +56,12 @@ TransformerImpl::TransformerImpl(const ModelConfig& config, const ModelShape& sh
   } else {
     sinusoid_ = register_buffer("sinusoid", sinusoidTable(N, F));
   }
+  auto list = register_module("blocks", torch::nn::ModuleList());
   for (int i = 0; i < config.layers; ++i) {
     auto s = layerSpec(config, i);
     if (classifier_) s.causal = false;
-    blocks_.push_back(register_module("blocks." + std::to_string(i),
-                                      Block(s, config.ffn_multiplier, config.residual_dropout)));
+    blocks_.push_back(Block(s, config.ffn_multiplier, config.residual_dropout));
+    list->push_back(blocks_.back());
   }
   lnF_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({F})));
   if (classifier_) head_ = register_module("head", torch::nn::Linear(F, shape.classes));
