@@ -1,0 +1,217 @@
+#include "diagram/network_evaluator.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace tensorscope::model_core {
+namespace {
+
+using spec::PlanStep;
+using spec::SoftmaxBox;
+
+std::string shapeText(at::IntArrayRef s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+std::int64_t axisOf(const std::string& subs, char index, const std::string& what) {
+  const auto p = subs.find(index);
+  if (p == std::string::npos) throw std::logic_error(what + ": index '" + std::string(1, index) + "' is not in " + subs);
+  return static_cast<std::int64_t>(p);
+}
+
+/// `t` with subscripts `subs` laid out along `out`: axes permuted, missing ones inserted with
+/// size 1 and, with `expand`, broadcast to their sizes.
+torch::Tensor align(const torch::Tensor& t, const std::string& subs, const std::string& out, bool expand,
+                    const std::map<char, std::int64_t>& sizes) {
+  std::vector<std::int64_t> perm, shape, full;
+  for (char ch : out)
+    if (const auto p = subs.find(ch); p != std::string::npos) perm.push_back(static_cast<std::int64_t>(p));
+  if (perm.size() != subs.size()) throw std::logic_error("cannot align " + subs + " to " + out);
+  const auto u = t.permute(perm);
+  std::int64_t k = 0;
+  for (char ch : out) {
+    const bool present = subs.find(ch) != std::string::npos;
+    shape.push_back(present ? u.size(k++) : 1);
+    full.push_back(present ? shape.back() : sizes.at(ch));
+  }
+  const auto v = u.reshape(shape);
+  return expand ? v.expand(full) : v;
+}
+
+/// torch::einsum, with output indices no operand carries broadcast.
+torch::Tensor einsumBroadcast(const std::vector<std::string>& subs, const std::vector<torch::Tensor>& operands,
+                              const std::string& out, const std::map<char, std::int64_t>& sizes) {
+  std::string present, eq;
+  for (char ch : out)
+    for (const auto& s : subs)
+      if (s.find(ch) != std::string::npos) {
+        present += ch;
+        break;
+      }
+  for (size_t i = 0; i < subs.size(); ++i) eq += (i ? "," : "") + subs[i];
+  const auto r = at::einsum(eq + "->" + present, operands);
+  return present == out ? r : align(r, present, out, true, sizes);
+}
+
+/// Boolean mask, true where index `later` exceeds index `earlier` (laid out along `out`).
+torch::Tensor futureEntries(const std::string& out, char later, char earlier, const torch::Tensor& like) {
+  const auto opts = like.options().dtype(torch::kLong);
+  std::vector<std::int64_t> shapeL(out.size(), 1), shapeE(out.size(), 1);
+  const auto aL = axisOf(out, later, "mask"), aE = axisOf(out, earlier, "mask");
+  shapeL[static_cast<size_t>(aL)] = like.size(aL);
+  shapeE[static_cast<size_t>(aE)] = like.size(aE);
+  return at::arange(like.size(aL), opts).view(shapeL) > at::arange(like.size(aE), opts).view(shapeE);
+}
+
+torch::Tensor constant(const spec::TensorNode& n, const torch::TensorOptions& opts) {
+  std::vector<std::int64_t> shape;
+  for (const auto& l : n.legs) shape.push_back(l.size);
+  if (n.binding == "ones") return at::ones(shape, opts);
+  if (n.binding == "identity" && shape.size() == 2 && shape[0] == shape[1]) return at::eye(shape[0], opts);
+  if (n.binding == "mean" && shape.size() == 1) return at::full(shape, 1.0 / static_cast<double>(shape[0]), opts);
+  if (n.binding == "lower_triangular" && shape.size() == 2) return at::ones(shape, opts).tril();
+  throw std::invalid_argument("node '" + n.id + "' has an unknown binding '" + n.binding + "' for its legs");
+}
+
+}  // namespace
+
+void toFloat64(torch::nn::Module& module) {
+  at::NoGradGuard noGrad;
+  for (auto& p : module.parameters(/*recurse=*/true))
+    if (p.is_floating_point()) p.set_data(p.to(at::kDouble));
+  for (auto& b : module.buffers(/*recurse=*/true))
+    if (b.is_floating_point()) b.set_data(b.to(at::kDouble));
+}
+
+NetworkEvaluator::NetworkEvaluator(spec::TensorNetwork network) : network_(std::move(network)) {
+  if (const auto problems = spec::checkNetwork(network_); !problems.empty()) {
+    std::string msg = "inconsistent tensor network '" + network_.title + "':";
+    for (const auto& p : problems) msg += "\n  " + p;
+    throw std::invalid_argument(msg);
+  }
+}
+
+std::map<std::string, torch::Tensor> NetworkEvaluator::bind(const std::vector<NamedWeight>& weights,
+                                                            const torch::Tensor& x) const {
+  std::map<std::string, torch::Tensor> byName;
+  for (const auto& w : weights) byName[w.name] = w.value;
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& n : network_.nodes) {
+    std::vector<std::int64_t> shape;
+    for (const auto& l : n.legs) shape.push_back(l.size);
+    if (n.binding == "x") {
+      if (x.dim() != 3 || x.size(1) != shape.at(0) || x.size(2) != shape.at(1))
+        throw std::invalid_argument("the network expects x [B, " + std::to_string(shape.at(0)) + ", " +
+                                    std::to_string(shape.at(1)) + "]; got " + shapeText(x.sizes()));
+      out[n.id] = x;
+    } else if (const auto it = byName.find(n.binding); it != byName.end()) {
+      std::int64_t count = 1;
+      for (auto s : shape) count *= s;
+      if (it->second.numel() != count)
+        throw std::invalid_argument("weight '" + n.binding + "' " + shapeText(it->second.sizes()) +
+                                    " does not fit node '" + n.id + "' " + shapeText(shape));
+      out[n.id] = it->second.to(x.options()).reshape(shape);
+    } else if (n.kind == spec::NodeKind::Constant) {
+      out[n.id] = constant(n, x.options());
+    } else {
+      throw std::invalid_argument("no weight named '" + n.binding + "' for node '" + n.id + "'");
+    }
+  }
+  return out;
+}
+
+torch::Tensor NetworkEvaluator::runStep(const PlanStep& s, const std::map<std::string, torch::Tensor>& values,
+                                        const std::map<char, std::int64_t>& sizes) const {
+  const auto terms = spec::parseEinsum(s.einsum);
+  const std::string& out = terms.output;
+  std::vector<torch::Tensor> operands;
+  for (const auto& in : s.inputs) operands.push_back(values.at(in));
+  if (s.op == PlanStep::Op::Divide)
+    return align(operands[0], terms.operands[0], out, true, sizes) / align(operands[1], terms.operands[1], out, true, sizes);
+
+  torch::Tensor r;
+  if (s.op == PlanStep::Op::PrefixSum) {
+    // Σ_m L[n,m]·x[m] = cumulative sum over m: evaluate the other operands along m, then sum.
+    const std::string mask = terms.operands.back();
+    std::string along = out;
+    along[static_cast<size_t>(axisOf(out, mask[0], s.output))] = mask[1];
+    std::vector<std::string> subs(terms.operands.begin(), terms.operands.end() - 1);
+    operands.pop_back();
+    r = einsumBroadcast(subs, operands, along, sizes).cumsum(axisOf(along, mask[1], s.output));
+  } else {
+    r = einsumBroadcast(terms.operands, operands, out, sizes);
+  }
+  if (s.scale != 1.0) r = r * s.scale;
+  for (const auto& a : s.addends) {
+    const auto& n = *std::find_if(network_.nodes.begin(), network_.nodes.end(), [&](const auto& x) { return x.id == a; });
+    std::string subs;
+    for (const auto& l : n.legs) subs += l.index;
+    r = r + align(values.at(a), subs, out, false, sizes);
+  }
+  const SoftmaxBox* box = nullptr;
+  for (const auto& b : network_.boxes)
+    if (b.id == s.box) box = &b;
+  switch (s.op) {
+    case PlanStep::Op::None:
+    case PlanStep::Op::Divide:
+    case PlanStep::Op::PrefixSum: return r;
+    case PlanStep::Op::Softmax: {
+      if (box->position_scale) {
+        const auto q = axisOf(out, box->query, s.output);
+        std::vector<std::int64_t> shape(out.size(), 1);
+        shape[static_cast<size_t>(q)] = r.size(q);
+        r = r / at::arange(1, r.size(q) + 1, r.options()).sqrt().view(shape);
+      } else if (box->scale != 1.0) {
+        r = r * box->scale;
+      }
+      if (box->causal)
+        r = r.masked_fill(futureEntries(out, box->normalized, box->query, r), -std::numeric_limits<double>::infinity());
+      return at::softmax(r, axisOf(out, box->normalized, s.output));
+    }
+    case PlanStep::Op::Normalize:
+      if (box->causal) r = r.masked_fill(futureEntries(out, box->normalized, box->query, r), 0.0);
+      return r / r.sum(axisOf(out, box->normalized, s.output), /*keepdim=*/true);
+    case PlanStep::Op::EluPlusOne: return at::elu(r) + 1.0;
+    case PlanStep::Op::Mask3: {
+      const std::int64_t d = r.dim();
+      if (d < 3) throw std::logic_error("step '" + s.output + "': Mask3 needs three axes");
+      const std::string ijk = out.substr(out.size() - 3);
+      return r.masked_fill(futureEntries(out, ijk[1], ijk[0], r) | futureEntries(out, ijk[2], ijk[0], r), 0.0);
+    }
+    case PlanStep::Op::Mean0: return r.mean(0);
+    case PlanStep::Op::SelectLast: return r.select(axisOf(out, s.along, s.output), -1);
+  }
+  throw std::logic_error("unknown plan operation");
+}
+
+NetworkValue NetworkEvaluator::evaluate(const std::vector<NamedWeight>& weights, const torch::Tensor& x,
+                                        bool withMaps) const {
+  auto values = bind(weights, x);
+  std::map<char, std::int64_t> sizes{{'b', x.size(0)}};
+  for (const auto& l : spec::networkIndices(network_)) sizes[l.index] = l.size;
+  std::set<std::string> needed{network_.output};
+  if (withMaps && !network_.maps.empty()) needed.insert(network_.maps);
+  for (auto it = network_.plan.rbegin(); it != network_.plan.rend(); ++it)
+    if (needed.count(it->output)) needed.insert(it->inputs.begin(), it->inputs.end());
+  for (const auto& s : network_.plan)
+    if (needed.count(s.output)) values[s.output] = runStep(s, values, sizes);
+  NetworkValue v;
+  v.y = values.at(network_.output);
+  if (withMaps && !network_.maps.empty()) {
+    std::vector<std::int64_t> shape{x.size(0)};
+    shape.insert(shape.end(), network_.maps_shape.begin(), network_.maps_shape.end());
+    v.maps = values.at(network_.maps).reshape(shape);
+  }
+  return v;
+}
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,235 @@
+// The tensor diagram computes the layer: for every variant, every THSA core preset and custom
+// Kronecker cores of every factor kind, causal and not, with and without biases, at random
+// sizes, the network's plan evaluated on the module's weights equals the module's forward
+// (float64, 1e-9 relative), display maps included.
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <gtest/gtest.h>
+#include <torch/utils.h>
+
+#include <random>
+
+#include "attention/attention_module.h"
+#include "diagram/network_evaluator.h"
+#include "model_core/diagram_check.h"
+#include "spec/tensor_network.h"
+
+namespace tensorscope::model_core {
+namespace {
+
+using spec::AttentionSpec;
+using spec::FactorKind;
+
+struct RandomSizes {
+  std::mt19937 rng;
+  int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+  double normal() { return std::normal_distribution<double>(0.0, 1.0)(rng); }
+
+  /// A spec of `preset` (a variant or core preset) at small random sizes.
+  AttentionSpec spec(const std::string& preset, bool causal, bool bias) {
+    auto s = spec::makeSpecPreset(preset);
+    s.sizes.F = pick(2, 7);
+    s.sizes.H = pick(1, 3);
+    s.sizes.D = pick(1, 3);
+    s.sizes.R = pick(1, 5);
+    s.sizes.P = pick(1, 3);
+    s.sizes.c = pick(1, 3);
+    s.sizes.seq_len = pick(1, 5);
+    s.dropout = 0.1;  // the diagram is the inference forward: dropout is off
+    if (s.core) {
+      if (s.core->preset == "heads_only" || s.core->preset == "trainable_heads_only") s.sizes.D = 1;
+      s.sizes.R = s.sizes.H * s.sizes.D;
+      s.core = spec::makeCorePreset(s.core->preset, s.sizes.H, s.sizes.D);
+    }
+    if (s.variant == spec::Variant::ThsaLinear || s.variant == spec::Variant::Multilinear) s.dropout = 0;
+    s.causal = causal && spec::supportsCausal(s.variant);
+    s.bias = bias;
+    return s;
+  }
+
+  spec::CoreFactor factor(FactorKind k, int n, bool trainableRank1 = true) {
+    spec::CoreFactor f;
+    f.kind = k;
+    f.trainable_rank1 = trainableRank1;
+    const int count = k == FactorKind::Fixed || k == FactorKind::Trainable ? n * n : k == FactorKind::Rank1 ? 2 * n : 0;
+    for (int i = 0; i < count; ++i) f.values.push_back(normal());
+    return f;
+  }
+};
+
+void expectMatches(const AttentionSpec& s, std::uint64_t seed) {
+  const auto c = checkDiagram(s, 1 + static_cast<std::int64_t>(seed % 3), 1 + static_cast<std::int64_t>(seed % 5), seed);
+  EXPECT_TRUE(c.ok) << c.message;
+  EXPECT_LE(c.max_abs_diff_y, 1e-10) << c.message;
+  EXPECT_LE(c.max_abs_diff_maps, 1e-10) << c.message;
+}
+
+const char* const kVariants[] = {"mhsa", "fixed_head", "thsa", "thsa_linear", "tp", "multilinear", "dimwise"};
+
+TEST(DiagramEvaluator, EveryVariantMatchesTheModule) {
+  RandomSizes r{std::mt19937(11)};
+  std::uint64_t seed = 100;
+  for (const char* v : kVariants)
+    for (bool causal : {false, true})
+      for (bool bias : {false, true})
+        for (int trial = 0; trial < 3; ++trial) {
+          auto s = r.spec(v, causal, bias);
+          s.core_softmax = trial != 1;
+          SCOPED_TRACE(std::string(v) + (causal ? " causal" : "") + (bias ? " bias" : ""));
+          expectMatches(s, ++seed);
+        }
+}
+
+TEST(DiagramEvaluator, EveryCorePresetMatchesTheModule) {
+  RandomSizes r{std::mt19937(12)};
+  std::uint64_t seed = 200;
+  for (const auto& preset : spec::corePresetNames())
+    for (const char* variant : {"thsa", "thsa_linear"})
+      for (bool causal : {false, true})
+        for (bool bias : {false, true})
+          for (int trial = 0; trial < 2; ++trial) {
+            auto s = r.spec("core:" + preset, causal, bias);
+            if (std::string(variant) == "thsa_linear") {
+              s.variant = spec::Variant::ThsaLinear;
+              s.dropout = 0;
+            }
+            SCOPED_TRACE(preset + " " + variant + (causal ? " causal" : "") + (bias ? " bias" : ""));
+            expectMatches(s, ++seed);
+          }
+}
+
+TEST(DiagramEvaluator, CustomKroneckerCoresOfEveryFactorKind) {
+  RandomSizes r{std::mt19937(13)};
+  std::uint64_t seed = 300;
+  const FactorKind aKinds[] = {FactorKind::Identity, FactorKind::Ones, FactorKind::Fixed, FactorKind::Trainable};
+  const std::pair<FactorKind, bool> bKinds[] = {{FactorKind::Identity, true}, {FactorKind::Ones, true},
+                                                {FactorKind::Fixed, true},    {FactorKind::Trainable, true},
+                                                {FactorKind::Rank1, true},    {FactorKind::Rank1, false}};
+  for (auto a : aKinds)
+    for (auto [b, trainRank1] : bKinds)
+      for (int trial = 0; trial < 4; ++trial) {
+        auto s = r.spec("thsa", trial & 1, trial & 2);
+        if (trial == 3) s.sizes.H = 1;  // size-1 factors: legs dropped or kept by kind
+        if (trial == 1) s.sizes.D = 1;
+        s.sizes.R = s.sizes.H * s.sizes.D;
+        spec::CoreSpec core;
+        core.preset = "custom";
+        core.structure = spec::CoreStructure::Kronecker;
+        core.scale = 0.5 + r.pick(0, 3) * 0.5;
+        core.a = r.factor(a, s.sizes.H);
+        core.b = r.factor(b, s.sizes.D, trainRank1);
+        s.core = core;
+        SCOPED_TRACE("A " + std::string(spec::toString(a)) + ", B " + std::string(spec::toString(b)) +
+                     (trainRank1 ? "" : " (fixed)") + ", H=" + std::to_string(s.sizes.H) +
+                     ", D=" + std::to_string(s.sizes.D) + (s.causal ? " causal" : "") + (s.bias ? " bias" : ""));
+        expectMatches(s, ++seed);
+        if (trial == 0) {  // the same core in the linear layer, where C enters whole
+          s.variant = spec::Variant::ThsaLinear;
+          s.dropout = 0;
+          s.causal = true;
+          expectMatches(s, ++seed);
+        }
+      }
+}
+
+TEST(DiagramEvaluator, DenseCoreWithFrozenEntries) {
+  RandomSizes r{std::mt19937(14)};
+  auto s = r.spec("thsa", true, true);
+  for (size_t i = 0; i < s.core->trainable_mask.size(); ++i) {
+    s.core->trainable_mask[i] = static_cast<unsigned char>(i % 3 != 0);
+    s.core->dense_values[i] = r.normal();
+  }
+  expectMatches(s, 400);
+}
+
+/// Module, weights and input of a spec, in float64 with perturbed parameters.
+struct Fixture {
+  AttentionModule module{nullptr};
+  at::Tensor x;
+  Fixture(const AttentionSpec& s, std::int64_t B, std::int64_t N) {
+    torch::manual_seed(7);
+    module = makeAttentionModule(s);
+    toFloat64(*module);
+    module->eval();
+    at::NoGradGuard g;
+    for (auto& p : module->parameters()) p.add_(0.1 * at::randn_like(p));
+    x = at::randn({B, N, s.sizes.F}, at::TensorOptions().dtype(at::kDouble));
+  }
+};
+
+TEST(DiagramEvaluator, PrefixSumsAreTheDrawnMaskContraction) {
+  // A PrefixSum step is an einsum with the lower-triangular L; evaluated literally it agrees.
+  RandomSizes r{std::mt19937(15)};
+  for (const char* v : {"dimwise", "thsa_linear"}) {
+    const auto s = r.spec(v, true, true);
+    Fixture f(s, 2, 5);
+    auto net = spec::buildTensorNetwork(s, 5);
+    const auto fast = NetworkEvaluator(net).evaluate(f.module->namedWeights(), f.x);
+    int literal = 0;
+    for (auto& st : net.plan)
+      if (st.op == spec::PlanStep::Op::PrefixSum) {
+        st.op = spec::PlanStep::Op::None;
+        ++literal;
+      }
+    EXPECT_GT(literal, 0);
+    const auto slow = NetworkEvaluator(net).evaluate(f.module->namedWeights(), f.x);
+    EXPECT_LE((fast.y - slow.y).abs().max().item<double>(), 1e-12) << v;
+  }
+}
+
+TEST(DiagramEvaluator, MaskAndMeanOperations) {
+  // Mask3 and Mean0 compute what multilinear's drawn L nodes and 1/P node compute.
+  RandomSizes r{std::mt19937(16)};
+  const auto s = r.spec("multilinear", true, false);
+  const std::int64_t N = s.sizes.seq_len;
+  Fixture f(s, 2, N);
+  auto net = spec::buildTensorNetwork(s, N);
+  for (auto& st : net.plan) {
+    if (st.output == "Tm") st = {"Tm", {"T"}, "bnjk->bnjk", spec::PlanStep::Op::Mask3, "", 1.0, {}, 0, ""};
+    if (st.output == "gbar") st = {"gbar", {st.inputs[0]}, "pr->pr", spec::PlanStep::Op::Mean0, "", 1.0, {}, 0, ""};
+  }
+  ForwardOptions o;
+  o.with_maps = true;
+  const auto want = f.module->forward(f.x, o);
+  const auto got = NetworkEvaluator(net).evaluate(f.module->namedWeights(), f.x);
+  EXPECT_LE((got.y - want.y).abs().max().item<double>(), 1e-10);
+  EXPECT_LE((got.maps - want.maps).abs().max().item<double>(), 1e-10);
+}
+
+TEST(DiagramEvaluator, ReportsProblems) {
+  RandomSizes r{std::mt19937(17)};
+  auto s = r.spec("skip_right", false, false);
+  s.sizes.H = 3;
+  s.sizes.R = 3 * s.sizes.D;
+  s.core = spec::makeCorePreset("skip_right", 3, s.sizes.D);
+  Fixture f(s, 1, 3);
+  const NetworkEvaluator ev(spec::buildTensorNetwork(s, 3));
+  auto weights = f.module->namedWeights();
+  weights.erase(std::remove_if(weights.begin(), weights.end(), [](const NamedWeight& w) { return w.name == "core.A"; }),
+                weights.end());
+  EXPECT_THROW(ev.evaluate(weights, f.x), std::invalid_argument);
+  EXPECT_THROW(ev.evaluate(f.module->namedWeights(), f.x.narrow(1, 0, 2)), std::invalid_argument);
+  // A transposed factor changes the values: the check would see it.
+  auto swapped = f.module->namedWeights();
+  for (auto& w : swapped)
+    if (w.name == "core.A") w.value = w.value.t().contiguous();
+  const auto good = ev.evaluate(f.module->namedWeights(), f.x), bad = ev.evaluate(swapped, f.x);
+  EXPECT_GT((good.y - bad.y).abs().max().item<double>(), 1e-6);
+
+  auto net = spec::buildTensorNetwork(s, 3);
+  net.plan.back().inputs[0] = "nowhere";
+  EXPECT_THROW(NetworkEvaluator{net}, std::invalid_argument);
+
+  auto invalid = s;
+  invalid.sizes.R += 1;
+  const auto c = checkDiagram(invalid, 1, 3, 1);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.message.find("R = H*D"), std::string::npos) << c.message;
+  EXPECT_FALSE(checkDiagram(s, 0, 3, 1).ok);
+  const auto fine = checkDiagram(s, 2, 4, 1);
+  EXPECT_TRUE(fine.ok) << fine.message;
+  EXPECT_NE(fine.message.find("max |Δy|"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tensorscope::model_core
