@@ -1,0 +1,107 @@
+// `tensorscope export --format pytorch`: a run directory as a self-contained PyTorch package
+// (model.py, model.safetensors, config.json). model.py reads the architecture from config.json,
+// so the export copies the run's two files unchanged and adds the fixed model.py text.
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model_core/safetensors.h"
+#include "model_core/training.h"
+#include "spec/atomic_file.h"
+#include "training/pytorch_template.h"
+
+namespace tensorscope::model_core {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// A cheap consistency check of the weights against the config, so a broken run fails here and
+/// not later in Python: the tensors every model of this kind holds, with the config's width.
+/// (model.py's load() checks every name and shape again when it builds the module.)
+void checkWeights(const RunConfig& config, const std::string& path) {
+  const auto header = readSafetensorsHeader(path);  // throws SafetensorsError for a damaged file
+  const auto& t = header.tensors;
+  const int64_t F = config.model.d_model;
+  std::vector<std::string> problems;
+  auto expect = [&](const std::string& name, int dim, int64_t width) {
+    auto it = t.find(name);
+    if (it == t.end()) {
+      problems.push_back("missing tensor '" + name + "'");
+      return;
+    }
+    if (it->second.dtype != DType::F32) problems.push_back("'" + name + "' is not F32");
+    const auto& shape = it->second.shape;
+    if (static_cast<int>(shape.size()) <= dim || shape[static_cast<size_t>(dim)] != width)
+      problems.push_back("'" + name + "' has shape " + shapeText(shape) + ", expected size " + std::to_string(width) +
+                         " in dimension " + std::to_string(dim) + " (model.d_model = " + std::to_string(F) + ")");
+  };
+  const bool classifier = config.model.kind == "encoder_classifier";
+  expect(classifier ? "patch_in.weight" : "embed.weight", classifier ? 0 : 1, F);
+  if (config.model.positions == "learned") expect("pos.weight", 1, F);
+  if (config.model.tp_role_embedding) expect("role_embed.weight", 1, F);
+  if (classifier || !config.model.tied_embeddings) expect("head.weight", 1, F);
+  expect("ln_f.weight", 0, F);
+  for (int i = 0; i < config.model.layers; ++i) {
+    const std::string p = "blocks." + std::to_string(i) + ".";
+    expect(p + "ln1.weight", 0, F);
+    expect(p + "attn.wq.weight", 1, F);
+    expect(p + "attn.wo.weight", 0, F);
+    const auto variant = layerSpec(config.model, i).variant;
+    if (variant == spec::Variant::Thsa || variant == spec::Variant::ThsaLinear)
+      expect(p + "attn.core", 0, layerSpec(config.model, i).sizes.R);
+  }
+  const std::string layerPrefix = "blocks." + std::to_string(config.model.layers) + ".";
+  for (const auto& [name, info] : t)
+    if (name.rfind(layerPrefix, 0) == 0) {
+      problems.push_back("'" + name + "' belongs to a layer the config does not have (model.layers = " +
+                         std::to_string(config.model.layers) + ")");
+      break;
+    }
+  if (!problems.empty()) {
+    std::string msg = path + " does not fit the run's config.json:";
+    for (const auto& p : problems) msg += "\n  " + p;
+    throw std::invalid_argument(msg);
+  }
+}
+
+}  // namespace
+
+void exportPyTorch(const std::string& runDir, const std::string& outDir) {
+  if (runDir.empty()) throw std::invalid_argument("export needs a run directory");
+  if (outDir.empty()) throw std::invalid_argument("export needs an output directory");
+  if (!fs::is_directory(runDir)) throw std::invalid_argument(runDir + " is not a run directory (it does not exist)");
+  const std::string configPath = runDir + "/config.json", weightsPath = runDir + "/model.safetensors";
+  for (const auto& path : {configPath, weightsPath})
+    if (!fs::is_regular_file(path))
+      throw std::invalid_argument(runDir + " is not a trained run: " + path +
+                                  " is missing (train first: tensorscope train --config C --out " + runDir + ")");
+
+  const RunConfig config = readRunConfig(configPath);  // invalid_argument listing every problem
+  try {
+    checkWeights(config, weightsPath);
+  } catch (const SafetensorsError& e) {
+    throw std::invalid_argument(std::string("cannot export: ") + e.what());
+  }
+  // Read both files before writing anything, so exporting a run onto itself is safe too.
+  const std::string configText = spec::readWholeFile(configPath);
+  const std::string weights = spec::readWholeFile(weightsPath);
+
+  std::error_code ec;
+  fs::create_directories(outDir, ec);
+  if (ec || !fs::is_directory(outDir))
+    throw std::runtime_error("cannot create the export directory " + outDir + (ec ? ": " + ec.message() : ""));
+  // model.py last: a directory with model.py holds a complete export.
+  spec::writeFileAtomically(outDir + "/model.safetensors", weights);
+  spec::writeFileAtomically(outDir + "/config.json", configText);
+  spec::writeFileAtomically(outDir + "/model.py", kPyTorchModelPy);
+}
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,334 @@
+"""End-to-end check of `tensorscope export --format pytorch`: for small configs covering every
+attention variant, every THSA core preset, custom Kronecker/dense cores, every task, learned and
+sinusoidal positions, tied and untied heads and the TP role embedding, it trains a few steps with
+`tensorscope train`, exports the run, imports the exported model.py and checks that its logits equal
+the C++ logits of `tensorscope infer` on the same random input (max abs difference < 1e-4).
+It also checks the export's error messages.
+
+usage: test_export_pytorch.py TENSORSCOPE_BINARY WORK_DIR [NAME_SUBSTRING...]
+Prints "N passed, M failed" and exits non-zero when any case fails.
+"""
+import copy
+import importlib.util
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import traceback
+
+import torch
+
+TOLERANCE = 1e-4
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+# ---------------------------------------------------------------------------------------------
+# safetensors (the same logic as tests/python/safetensors_py.py, kept here so the test stands alone)
+
+DTYPES = {"F64": torch.float64, "F32": torch.float32, "I64": torch.int64, "I32": torch.int32,
+          "U8": torch.uint8, "BOOL": torch.bool}
+NAMES = {v: k for k, v in DTYPES.items()}
+
+
+def st_load(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    data = raw[8 + n:]
+    header.pop("__metadata__", None)
+    out = {}
+    for name, e in header.items():
+        begin, end = e["data_offsets"]
+        t = torch.frombuffer(bytearray(data[begin:end]), dtype=DTYPES[e["dtype"]]) if end > begin \
+            else torch.empty(0, dtype=DTYPES[e["dtype"]])
+        out[name] = t.reshape(e["shape"]).clone()
+    return out
+
+
+def st_save(path, tensors):
+    header, chunks, offset = {}, [], 0
+    for name in sorted(tensors):
+        t = tensors[name].contiguous()
+        b = t.reshape(-1).view(torch.uint8).numpy().tobytes()
+        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(b)]}
+        chunks.append(b)
+        offset += len(b)
+    h = json.dumps(header).encode("utf-8")
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(chunks))
+
+
+# ---------------------------------------------------------------------------------------------
+# configs
+
+
+def attention(variant, F=16, H=2, D=8, R=None, P=2, c=2, seq_len=16, causal=True, bias=False, core=None,
+              core_softmax=False):
+    spec = {"format": "tensorscope.attention_spec", "version": 1, "variant": variant,
+            "sizes": {"F": F, "H": H, "D": D, "R": R if R is not None else H * D, "P": P, "c": c,
+                      "seq_len": seq_len},
+            "causal": causal, "bias": bias, "dropout": 0.0, "core_softmax": core_softmax}
+    if core is not None:
+        spec["core"] = core
+    return spec
+
+
+def preset(name, H=2, D=8, **kw):
+    if name in ("heads_only", "trainable_heads_only"):
+        D = 1
+    return attention("thsa", H=H, D=D, core={"preset": name}, **kw)
+
+
+def run_config(att, task="copy", seq_len=16, kind="decoder", layers=2, F=16, positions="learned", tied=True,
+               tp_role=False, batch=4, extra_task=None):
+    task_cfg = {"name": task, "seed": 3, "seq_len": seq_len, "algorithmic_length": 4}
+    task_cfg.update(extra_task or {})
+    return {"format": "tensorscope.run_config", "version": 1,
+            "model": {"kind": kind, "layers": layers, "d_model": F, "ffn_multiplier": 2,
+                      "positions": positions, "tied_embeddings": tied, "tp_role_embedding": tp_role,
+                      "residual_dropout": 0.0, "attention": att if isinstance(att, list) else [att]},
+            "task": task_cfg,
+            "train": {"steps": 3, "batch": batch, "lr": 3e-3, "warmup": 1, "eval_interval": 100,
+                      "eval_examples": 4, "checkpoint_interval": 100, "inspect_interval": 100, "seed": 7,
+                      "threads": 1}}
+
+
+def cases(corpus):
+    H4 = 2 ** 0.25
+    out = [
+        ("mhsa_copy_learned_tied", run_config(attention("mhsa"))),
+        ("mhsa_bias_reverse_sinusoidal_untied",
+         run_config(attention("mhsa", bias=True), task="reverse", positions="sinusoidal", tied=False)),
+        ("fixed_head_sort", run_config(attention("fixed_head", H=2, D=12), task="sort")),
+        ("tp_copy_role_embedding_untied", run_config(attention("tp"), tp_role=True, tied=False)),
+        ("tp_sinusoidal_role_embedding", run_config(attention("tp", bias=True), positions="sinusoidal", tp_role=True)),
+        ("thsa_linear_causal", run_config(attention("thsa_linear", core={"preset": "thsa"}))),
+        ("thsa_linear_bias_skip_left", run_config(attention("thsa_linear", bias=True, core={"preset": "skip_left"}))),
+        ("multilinear_causal", run_config(attention("multilinear", R=8, P=3, seq_len=16))),
+        ("multilinear_core_softmax_sinusoidal",
+         run_config(attention("multilinear", R=8, P=2, seq_len=16, core_softmax=True), positions="sinusoidal")),
+        ("dimwise_causal", run_config(attention("dimwise", R=8, c=3))),
+        ("dimwise_bias_untied", run_config(attention("dimwise", R=8, c=2, bias=True), tied=False)),
+        ("mixed_layers", run_config([attention("mhsa"), preset("skip_right")])),
+        ("arithmetic_thsa_dense", run_config(preset("thsa"), task="arithmetic", seq_len=48,
+                                             extra_task={"arithmetic_module": "add_or_sub"})),
+        ("char_lm_corpus_skip_left", run_config(preset("skip_left"), task="char_lm", seq_len=24,
+                                                extra_task={"corpus": corpus})),
+        ("char_lm_corpus_mhsa_sinusoidal", run_config(attention("mhsa"), task="char_lm", seq_len=24,
+                                                      positions="sinusoidal", extra_task={"corpus": corpus})),
+        # Custom Kronecker and dense cores: every factor kind and the contraction paths they take.
+        ("core_A_fixed_B_trainable", run_config(attention("thsa", core={
+            "structure": "kronecker", "scale": 0.7,
+            "A": {"kind": "fixed", "values": [[1.0, 0.3], [-0.2, 0.9]]},
+            "B": {"kind": "trainable", "values": [[1.0 if i == j else 0.1 for j in range(8)] for i in range(8)]}}))),
+        ("core_A_trainable_B_identity", run_config(attention("thsa", core={
+            "structure": "kronecker", "scale": 1.5,
+            "A": {"kind": "trainable", "values": [[1.0, 0.2], [0.1, 1.0]]}, "B": {"kind": "identity"}}))),
+        ("core_A_ones_B_fixed", run_config(attention("thsa", core={
+            "structure": "kronecker", "scale": 1.0, "A": {"kind": "ones"},
+            "B": {"kind": "fixed", "values": [[0.5 * ((i + j) % 3) for j in range(8)] for i in range(8)]}}))),
+        ("core_rank1_frozen", run_config(attention("thsa", core={
+            "structure": "kronecker", "scale": 1.0, "A": {"kind": "identity"},
+            "B": {"kind": "rank1", "c2": [H4] * 8, "c3": [0.5 + 0.1 * i for i in range(8)], "trainable": False}}))),
+        ("core_dense_partly_frozen", run_config(attention("thsa", H=2, D=4, core={
+            "structure": "dense",
+            "values": [[(1.0 if i // 4 == j // 4 else 0.0) * 2 ** 0.5 for j in range(8)] for i in range(8)],
+            "trainable": [[1 if (i + j) % 2 == 0 else 0 for j in range(8)] for i in range(8)]}))),
+    ]
+    for name in ("mhsa", "thsa", "skip_left", "skip_right", "trainable_heads_only", "heads_only", "single_head"):
+        out.append(("preset_" + name, run_config(preset(name))))
+    out.append(("preset_skip_left_H4", run_config(preset("skip_left", H=4, D=4), task="reverse")))
+    if os.path.isdir(FASHION_MNIST):
+        enc = dict(causal=False)
+        out.append(("fashion_mnist_classifier", run_config(
+            [preset("skip_right", **enc), attention("dimwise", R=8, c=2, **enc)], task="fashion_mnist",
+            kind="encoder_classifier", extra_task={"patch": 7})))
+        out.append(("fashion_mnist_classifier_sinusoidal", run_config(
+            [attention("tp", **enc), attention("thsa_linear", core={"preset": "thsa"}, **enc)],
+            task="fashion_mnist", kind="encoder_classifier", positions="sinusoidal", extra_task={"patch": 7})))
+        # multilinear fixes N: the classifier's 16 patch tokens must equal task.seq_len.
+        out.append(("fashion_mnist_classifier_multilinear", run_config(
+            attention("multilinear", R=8, P=2, seq_len=16, **enc), task="fashion_mnist", seq_len=16,
+            kind="encoder_classifier", extra_task={"patch": 7})))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def run(cmd, expect_ok=True):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if expect_ok and p.returncode != 0:
+        raise RuntimeError("%s failed (%d):\n%s%s" % (" ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
+    return p
+
+
+def import_model(directory, tag):
+    spec = importlib.util.spec_from_file_location("tensorscope_export_" + tag, os.path.join(directory, "model.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_case(binary, work, name, config):
+    base = os.path.join(work, name)
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    cfg_path, run_dir, export_dir = (os.path.join(base, x) for x in ("run.json", "run", "export"))
+    with open(cfg_path, "w") as f:
+        json.dump(config, f, indent=1)
+    run([binary, "train", "--config", cfg_path, "--out", run_dir, "--steps", "3", "--json"])
+    run([binary, "export", "--run", run_dir, "--format", "pytorch", "--out", export_dir])
+    for f in ("model.py", "model.safetensors", "config.json"):
+        if not os.path.isfile(os.path.join(export_dir, f)):
+            raise AssertionError("export lacks " + f)
+    module = import_model(export_dir, name)
+    if not (module.__doc__ or "").strip().startswith("A Tensorscope run exported for PyTorch"):
+        raise AssertionError("model.py lacks its usage docstring")
+    net = module.load(export_dir)
+    if net.training:
+        raise AssertionError("load() must return a module in eval mode")
+    if not isinstance(net, torch.nn.Module):
+        raise AssertionError("load() must return a torch.nn.Module")
+
+    gen = torch.Generator().manual_seed(11)
+    classifier = config["model"]["kind"] == "encoder_classifier"
+    inputs = []
+    if classifier:
+        T, P = net.seq_len, net.patch_dim
+        inputs.append(("patches", torch.randn(3, T, P, generator=gen)))
+    else:
+        V, N = net.vocab, config["task"]["seq_len"]
+        inputs.append(("tokens", torch.randint(0, V, (3, N), generator=gen)))
+        if not any(a["variant"] == "multilinear" for a in config["model"]["attention"]):
+            inputs.append(("tokens", torch.randint(0, V, (2, N - 5), generator=gen)))  # shorter than seq_len
+    worst = 0.0
+    for i, (key, x) in enumerate(inputs):
+        in_path, out_path = os.path.join(base, "in%d.safetensors" % i), os.path.join(base, "out%d.safetensors" % i)
+        st_save(in_path, {key: x})
+        run([binary, "infer", "--run", run_dir, "--input", in_path, "--output", out_path])
+        want = st_load(out_path)["logits"]
+        with torch.no_grad():
+            got = net(x)
+        if tuple(got.shape) != tuple(want.shape):
+            raise AssertionError("%s: Python logits %s, C++ logits %s" % (key, list(got.shape), list(want.shape)))
+        if not torch.isfinite(got).all():
+            raise AssertionError("Python logits are not finite")
+        diff = float((got - want).abs().max())
+        worst = max(worst, diff)
+        if diff >= TOLERANCE:
+            raise AssertionError("%s %s: max |python - c++| = %.3g >= %g" % (key, list(x.shape), diff, TOLERANCE))
+    # The weights the Python model would write are exactly the file's.
+    tensors = st_load(os.path.join(export_dir, "model.safetensors"))
+    mine = net.weight_file_tensors()
+    if set(mine) != set(tensors):
+        raise AssertionError("weight names differ: %s" % sorted(set(mine) ^ set(tensors)))
+    return worst
+
+
+def check_errors(binary, work, good_run):
+    """Clear errors: export of a missing run, model.py on an incomplete directory or unknown variant."""
+    problems = []
+    p = run([binary, "export", "--run", os.path.join(work, "no_such_run"), "--format", "pytorch",
+             "--out", os.path.join(work, "x")], expect_ok=False)
+    if p.returncode == 0 or "no_such_run" not in p.stderr:
+        problems.append("export of a missing run: rc %d, stderr %r" % (p.returncode, p.stderr))
+    p = run([binary, "export", "--run", good_run, "--format", "onnx", "--out", os.path.join(work, "x")], expect_ok=False)
+    if p.returncode == 0 or "pytorch" not in p.stderr:
+        problems.append("export --format onnx: rc %d, stderr %r" % (p.returncode, p.stderr))
+    export_dir = os.path.join(work, "errors_export")
+    shutil.rmtree(export_dir, ignore_errors=True)
+    run([binary, "export", "--run", good_run, "--format", "pytorch", "--out", export_dir])
+    module = import_model(export_dir, "errors")
+    broken = os.path.join(work, "errors_broken")
+    shutil.rmtree(broken, ignore_errors=True)
+    os.makedirs(broken)
+    shutil.copy(os.path.join(export_dir, "config.json"), broken)
+    try:
+        module.load(broken)
+        problems.append("load() without model.safetensors did not fail")
+    except FileNotFoundError as e:
+        if "model.safetensors" not in str(e):
+            problems.append("missing weights: unclear message %r" % str(e))
+    with open(os.path.join(export_dir, "config.json")) as f:
+        config = json.load(f)
+    bad = copy.deepcopy(config)
+    bad["model"]["attention"][0]["variant"] = "warp_attention"
+    with open(os.path.join(broken, "config.json"), "w") as f:
+        json.dump(bad, f)
+    shutil.copy(os.path.join(export_dir, "model.safetensors"), broken)
+    try:
+        module.load(broken)
+        problems.append("load() with an unknown variant did not fail")
+    except ValueError as e:
+        if "warp_attention" not in str(e):
+            problems.append("unknown variant: unclear message %r" % str(e))
+    # Weights that do not fit the config: every problem named.
+    tensors = st_load(os.path.join(export_dir, "model.safetensors"))
+    tensors.pop("ln_f.weight")
+    tensors["blocks.0.attn.extra"] = torch.zeros(2)
+    st_save(os.path.join(broken, "model.safetensors"), tensors)
+    with open(os.path.join(broken, "config.json"), "w") as f:
+        json.dump(config, f)
+    try:
+        module.load(broken)
+        problems.append("load() with wrong weights did not fail")
+    except ValueError as e:
+        if "ln_f.weight" not in str(e) or "blocks.0.attn.extra" not in str(e):
+            problems.append("wrong weights: unclear message %r" % str(e))
+    p = run([binary, "export", "--run", broken, "--format", "pytorch", "--out", os.path.join(work, "x2")],
+            expect_ok=False)
+    if p.returncode == 0 or "ln_f.weight" not in p.stderr:
+        problems.append("export of mismatched weights: rc %d, stderr %r" % (p.returncode, p.stderr))
+    return problems
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    binary, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    filters = sys.argv[3:]
+    os.makedirs(work, exist_ok=True)
+    torch.set_num_threads(1)
+    corpus = os.path.join(work, "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("In the beginning was the word, and the word was with the tensor.\n" * 40 +
+                "Attention is all you need; heads are a design choice (Tuformer).\n" * 40)
+    passed, failed = 0, 0
+    good_run = None
+    for name, config in cases(corpus):
+        if filters and not any(s in name for s in filters):
+            continue
+        try:
+            worst = check_case(binary, work, name, config)
+            print("ok    %-40s max |diff| %.2e" % (name, worst), flush=True)
+            passed += 1
+            good_run = good_run or os.path.join(work, name, "run")
+        except Exception as e:  # noqa: BLE001 - every failure is reported and counted
+            print("FAIL  %-40s %s" % (name, e), flush=True)
+            if not isinstance(e, (AssertionError, RuntimeError)):
+                traceback.print_exc()
+            failed += 1
+    if good_run and not filters:
+        try:
+            problems = check_errors(binary, work, good_run)
+        except Exception as e:  # noqa: BLE001
+            problems = ["error checks raised %r" % e]
+            traceback.print_exc()
+        for p in problems:
+            print("FAIL  errors: " + p)
+        if problems:
+            failed += 1
+        else:
+            print("ok    error messages")
+            passed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed or not passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
