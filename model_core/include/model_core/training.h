@@ -130,12 +130,18 @@ class TrainerControl {
   /// Returns false when the run must stop.
   bool waitToProceed();
 
+  /// Fault injection for testing the divergence guard: the loss of step `step` becomes NaN, so
+  /// its gradients are NaN too, exactly as a real blow-up would deliver them.
+  void injectNonFiniteLossAt(std::int64_t step) { faultStep_.store(step); }
+  bool faultInjectedAt(std::int64_t step) const { return faultStep_.load() == step; }
+
  private:
   std::atomic<bool> stop_{false};
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool paused_ = false;
   int pendingSteps_ = 0;
+  std::atomic<std::int64_t> faultStep_{-1};
 };
 
 struct TrainResult {

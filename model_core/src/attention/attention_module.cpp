@@ -49,28 +49,31 @@ void loadNamedWeights(const std::function<std::vector<NamedWeight>()>& current,
     if (!it->second.sizes().equals(w.value.sizes()))
       problems.push_back("'" + w.name + "' has shape " + shapeText(it->second) + ", expected " + shapeText(w.value));
   }
-  if (problems.empty()) {
-    torch::NoGradGuard noGrad;
-    for (const auto& w : expected) {
-      auto it = given.find(w.name);
-      if (it == given.end() || w.derived()) continue;
-      w.target.copy_(it->second.to(w.target.device(), w.target.scalar_type()));
-    }
-    // Every given tensor must now read back: derived ones follow from the parameters, and
-    // frozen entries of a dense core keep the spec's values.
-    for (const auto& w : current()) {
-      auto it = given.find(w.name);
-      if (it == given.end()) continue;
-      const auto a = it->second.to(torch::kCPU, torch::kDouble);
-      const auto b = w.value.detach().to(torch::kCPU, torch::kDouble);
-      const double diff = a.numel() ? (a - b).abs().max().item<double>() : 0.0;
-      const double scale = std::max(1.0, b.numel() ? b.abs().max().item<double>() : 0.0);
-      if (diff > 1e-5 * scale)
-        problems.push_back("'" + w.name + "' disagrees with the spec" +
-                           (w.derived() ? " and the other weights" : " (frozen entries)") +
-                           ": max difference " + std::to_string(diff));
-    }
+  // Copy every tensor that fits, check what must read back, and roll back on any problem, so a
+  // rejected load reports everything at once and leaves the model as it was.
+  torch::NoGradGuard noGrad;
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> backup;  // (target, previous value)
+  for (const auto& w : expected) {
+    auto it = given.find(w.name);
+    if (it == given.end() || w.derived() || !it->second.sizes().equals(w.value.sizes())) continue;
+    backup.emplace_back(w.target, w.target.detach().clone());
+    w.target.copy_(it->second.to(w.target.device(), w.target.scalar_type()));
   }
+  // Derived tensors follow from the parameters; frozen entries of a dense core keep the spec's values.
+  for (const auto& w : current()) {
+    auto it = given.find(w.name);
+    if (it == given.end() || !it->second.sizes().equals(w.value.sizes())) continue;
+    const auto a = it->second.to(torch::kCPU, torch::kDouble);
+    const auto b = w.value.detach().to(torch::kCPU, torch::kDouble);
+    const double diff = a.numel() ? (a - b).abs().max().item<double>() : 0.0;
+    const double scale = std::max(1.0, b.numel() ? b.abs().max().item<double>() : 0.0);
+    if (diff > 1e-5 * scale)
+      problems.push_back("'" + w.name + "' disagrees with the spec" +
+                         (w.derived() ? " and the other weights" : " (frozen entries)") +
+                         ": max difference " + std::to_string(diff));
+  }
+  if (!problems.empty())
+    for (auto& [target, previous] : backup) target.copy_(previous);
   if (!problems.empty()) {
     std::string msg = "cannot load " + what + " weights:";
     for (const auto& p : problems) msg += "\n  " + p;

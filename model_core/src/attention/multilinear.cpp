@@ -45,7 +45,7 @@ AttentionOutput MultilinearImpl::forward(const torch::Tensor& x, const ForwardOp
   const auto ak = a.unsqueeze(2) * k.unsqueeze(1);         // [B, i, j, R]
   auto T = torch::matmul(ak.reshape({B, N * N, -1}), v.transpose(1, 2));  // [B, i·j, k]
   T = T.view({B, N, N, N});
-  if (spec_.causal) T = T.masked_fill(mask3_, 0.0);
+  if (spec_.causal) T = T.masked_fill(mask3_.to(torch::kBool), 0.0);  // Module::to(dtype) converts buffers
   AttentionOutput out;
   out.y = wo_(T.reshape({B, N, N * N}));                   // y_i = Wo·vec(T[i])
   if (options.with_maps) {

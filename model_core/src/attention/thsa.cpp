@@ -40,7 +40,7 @@ std::int64_t ThsaBaseImpl::trainableParameterCount() const {
   // A dense core's frozen entries sit in the parameter tensor but receive no gradient.
   if (core_->isDense()) {
     for (const auto& b : core_->named_buffers(false))
-      if (b.key() == "mask") return n + b.value().sum().item<int64_t>();
+      if (b.key() == "mask") return n + (b.value() != 0).sum().item<int64_t>();
     return n + (core_->parameters(false).front().requires_grad() ? int64_t(z.R) * z.R : 0);
   }
   for (const auto& p : core_->parameters(false)) n += p.numel();

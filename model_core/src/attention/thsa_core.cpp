@@ -52,7 +52,8 @@ torch::Tensor ThsaCoreImpl::factor(const char* name, const spec::CoreFactor& f, 
 }
 
 torch::Tensor ThsaCoreImpl::effective() const {
-  if (isDense()) return mask_.defined() ? torch::where(mask_, values_, frozen_) : values_;
+  // Module::to(dtype) also converts bool buffers, so the mask is read back as bool here.
+  if (isDense()) return mask_.defined() ? torch::where(mask_.to(torch::kBool), values_, frozen_) : values_;
   const auto B = c2_.defined() ? torch::outer(c2_, c3_) : b_;
   return torch::kron(a_, B) * spec_.scale;  // C[(h,d),(h',d')] = s·A[h,h']·B[d,d']
 }

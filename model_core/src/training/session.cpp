@@ -6,6 +6,7 @@
 #include <torch/cuda.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "io/tensor_convert.h"
@@ -75,7 +76,7 @@ torch::Tensor Session::sequenceLoss(const torch::Tensor& logits, const torch::Te
   return (nll * m).sum() / m.sum().clamp_min(1.0);
 }
 
-std::pair<double, double> Session::trainStep(double lr) {
+std::pair<double, double> Session::trainStep(double lr, bool poison) {
   model_->train();
   const int64_t B = config_.train.batch;
   torch::Tensor loss;
@@ -91,6 +92,7 @@ std::pair<double, double> Session::trainStep(double lr) {
     const auto m = floatTensor(b.loss_mask, {b.batch, b.seq_len}, device_);
     loss = sequenceLoss(model_->forward(x), t, m);
   }
+  if (poison) loss = loss * std::numeric_limits<double>::quiet_NaN();
   optimizer_->zeroGrad();
   loss.backward();
   std::vector<torch::Tensor> params = model_->parameters(true);

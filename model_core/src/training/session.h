@@ -29,7 +29,8 @@ class Session {
 
   /// One optimisation step at learning rate `lr`; returns {loss, grad_norm}. Does not apply the
   /// update when the loss or the gradient norm is not finite (the caller stops the run).
-  std::pair<double, double> trainStep(double lr);
+  /// `poison` makes this step's loss NaN (fault injection for testing the divergence guard).
+  std::pair<double, double> trainStep(double lr, bool poison = false);
   int64_t tokensPerStep() const;
 
   /// Loss, accuracy (and exact match for question-answer tasks) on a fixed evaluation set.

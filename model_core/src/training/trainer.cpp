@@ -124,10 +124,14 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
     metrics.truncateAfter(session.step());
   }
   spec::writeFileAtomically(runDir + "/config.json", configWithVersions(config));
+  // `stepsOverride` says where to stop; the schedule always spans the configured run (extended
+  // when the override goes past it), so stopping early and resuming reproduces a straight run.
   const int64_t total = stepsOverride > 0 ? stepsOverride : config.train.steps;
+  const int64_t scheduleSteps = std::max(total, config.train.steps);
   const auto& t = config.train;
   sink.onStart(session.step(), total, config.train.device, threads);
   if (!resume) session.saveCheckpoint(runDir, "running", "");  // a first good checkpoint
+  int64_t lastCheckpoint = session.step();
 
   TrainResult result;
   const auto start = Clock::now();
@@ -141,14 +145,14 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
       break;
     }
     const int64_t step = session.step() + 1;
-    const double lr = scheduledLr(step, total, t.warmup, t.lr, t.min_lr_ratio);
-    const auto [loss, norm] = session.trainStep(lr);
+    const double lr = scheduledLr(step, scheduleSteps, t.warmup, t.lr, t.min_lr_ratio);
+    const auto [loss, norm] = session.trainStep(lr, control.faultInjectedAt(step));
     if (!std::isfinite(loss) || !std::isfinite(norm)) {
       result.diverged = true;
       status = "diverged";
       result.message = "training diverged at step " + std::to_string(step) + ": loss " + std::to_string(loss) +
                        ", gradient norm " + std::to_string(norm) +
-                       ". Stopped; the last good checkpoint (step " + std::to_string(session.step()) +
+                       ". Stopped; the last good checkpoint (step " + std::to_string(lastCheckpoint) +
                        ") is kept. Try a lower train.lr or a gradient clip.";
       sink.onMessage(result.message);
       break;
@@ -176,6 +180,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
     if (step % t.inspect_interval == 0 || step == total) sink.onInspection(session.inspect());
     if (step % t.checkpoint_interval == 0) {
       session.saveCheckpoint(runDir, "running", "");
+      lastCheckpoint = step;
       metrics.flush();
       sink.onCheckpoint(step, runDir);
     }

@@ -34,3 +34,20 @@ TEST(Runtime, ReportsLibTorchAndBlas) {
   const auto text = describeRuntime(info);
   EXPECT_NE(text.find("threads: "), std::string::npos);
 }
+
+#include <ATen/ATen.h>
+
+#include "model_core/memory_tracker.h"
+
+TEST(CpuMemoryTracker, CountsTensorStorageExactly) {
+  CpuMemoryTracker::install();
+  const auto before = CpuMemoryTracker::currentBytes();
+  CpuMemoryTracker::resetPeak();
+  {
+    auto t = at::empty({1024, 1024}, at::kFloat);  // 4 MiB
+    EXPECT_GE(CpuMemoryTracker::currentBytes() - before, 4 << 20);
+    EXPECT_LT(CpuMemoryTracker::currentBytes() - before, (4 << 20) + 65536);
+  }
+  EXPECT_EQ(CpuMemoryTracker::currentBytes(), before);
+  EXPECT_GE(CpuMemoryTracker::peakBytes() - before, 4 << 20);
+}
