@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/attention_command.h"
+#include "cli/diagram_command.h"
 #include "cli/spec_commands.h"
 #include "cli/train_commands.h"
 #include "diagram_view/graphviz.h"
@@ -13,7 +14,7 @@
 
 namespace tensorscope::app {
 namespace {
-const std::set<std::string> kCommands = {"spec", "attention", "train", "eval", "infer", "export", "task"};
+const std::set<std::string> kCommands = {"spec", "attention", "train", "eval", "infer", "export", "task", "diagram"};
 }
 
 bool isHeadlessInvocation(const std::vector<std::string>& args) {
@@ -38,6 +39,11 @@ usage:
   tensorscope attention --spec S.json --weights W.safetensors --input X.safetensors
                         --output Y.safetensors [--maps]
                                                    run one layer: x [B,N,F] -> y (+ maps, roles)
+  tensorscope diagram --spec S.json|--preset NAME --format svg|pdf|png|dot|tikz --out FILE
+                      [--dpi N] [--seq N] [--theme light|dark] [--sizes] [--no-title]
+                                                   draw the layer's tensor diagram (Tuformer notation)
+  tensorscope diagram --spec S.json|--preset NAME --check [--batch B] [--seq N] [--seed S]
+                                                   check that the diagram computes the layer (exit 0/1)
   tensorscope train --config run.json --out RUN_DIR [--steps N] [--threads T] [--device cpu|cuda]
   tensorscope train --resume RUN_DIR [--steps N]   continue a run bit-identically (CPU)
                                                    progress bar on a terminal, JSON lines otherwise;
@@ -86,6 +92,7 @@ int runCli(const std::vector<std::string>& words, std::ostream& out, std::ostrea
     const auto cmd = args.takeCommand();
     if (cmd == "spec") return runSpecCommand(args, out, err);
     if (cmd == "attention") return runAttentionCommand(args, out, err);
+    if (cmd == "diagram") return runDiagramCommand(args, out, err);
     if (cmd == "train") return runTrainCommand(args, out, err);
     if (cmd == "eval") return runEvalCommand(args, out, err);
     if (cmd == "infer") return runInferCommand(args, out, err);

@@ -1,0 +1,155 @@
+#include "diagram_view/diagram_export.h"
+
+#include <QApplication>
+#include <QFile>
+#include <QFileInfo>
+#include <QPageSize>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSvgGenerator>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+
+#include "diagram_view/diagram_layout.h"
+#include "diagram_view/diagram_scene.h"
+
+namespace tensorscope::diagram_view {
+namespace {
+
+void requireApplication(const char* what) {
+  if (!qobject_cast<QApplication*>(QCoreApplication::instance()))
+    throw std::runtime_error(std::string(what) + " export needs a QApplication (the offscreen platform will do)");
+}
+
+std::unique_ptr<DiagramScene> sceneFor(const spec::TensorNetwork& network, const DiagramOptions& options) {
+  DiagramOptions o = options;
+  o.cosmetic_pens = false;  // exports scale their lines with the drawing
+  auto scene = std::make_unique<DiagramScene>();
+  scene->setOptions(o);
+  scene->setNetwork(network);
+  return scene;
+}
+
+void paintScene(DiagramScene& scene, QPainter& painter, const QRectF& target) {
+  painter.setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing | QPainter::SmoothPixmapTransform);
+  painter.fillRect(target, paletteFor(scene.options().theme).background);
+  scene.render(&painter, target, scene.contentRect(), Qt::IgnoreAspectRatio);
+}
+
+void writeText(const QString& path, const std::string& text) {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+    throw std::runtime_error("cannot write " + path.toStdString() + ": " + f.errorString().toStdString());
+  if (f.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()))
+    throw std::runtime_error("cannot write " + path.toStdString() + ": " + f.errorString().toStdString());
+}
+
+void requireWritten(const QString& path, const char* what) {
+  const QFileInfo info(path);
+  if (!info.exists() || info.size() == 0)
+    throw std::runtime_error(std::string("could not write the ") + what + " file " + path.toStdString());
+}
+
+void exportSvg(DiagramScene& scene, const QString& path) {
+  const QRectF page(QPointF(0, 0), scene.contentRect().size());
+  QSvgGenerator svg;
+  svg.setFileName(path);
+  svg.setResolution(72);  // one SVG user unit = one point = one scene unit
+  svg.setSize(QSize(static_cast<int>(std::ceil(page.width())), static_cast<int>(std::ceil(page.height()))));
+  svg.setViewBox(page);
+  svg.setTitle(QString::fromStdString(scene.network().title));
+  svg.setDescription(QString::fromStdString(scene.network().equation));
+  QPainter painter;
+  if (!painter.begin(&svg)) throw std::runtime_error("cannot write " + path.toStdString());
+  paintScene(scene, painter, page);
+  painter.end();
+  requireWritten(path, "SVG");
+}
+
+void exportPdf(DiagramScene& scene, const QString& path) {
+  const QSizeF points = scene.contentRect().size();
+  QPdfWriter pdf(path);
+  pdf.setResolution(1200);
+  pdf.setPageSize(QPageSize(points, QPageSize::Point, QString(), QPageSize::ExactMatch));
+  pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+  pdf.setTitle(QString::fromStdString(scene.network().title));
+  pdf.setCreator("Tensorscope");
+  QPainter painter;
+  if (!painter.begin(&pdf)) throw std::runtime_error("cannot write " + path.toStdString());
+  paintScene(scene, painter, QRectF(0, 0, pdf.width(), pdf.height()));
+  painter.end();
+  requireWritten(path, "PDF");
+}
+
+QImage renderScene(DiagramScene& scene, double dpi) {
+  if (!(dpi >= 10 && dpi <= 2400)) throw std::runtime_error("the PNG resolution must be between 10 and 2400 dpi");
+  const QSizeF points = scene.contentRect().size();
+  const double k = dpi / 72.0;
+  QImage image(static_cast<int>(std::ceil(points.width() * k)), static_cast<int>(std::ceil(points.height() * k)),
+               QImage::Format_ARGB32_Premultiplied);
+  if (image.isNull()) throw std::runtime_error("the picture is too large for memory at this resolution");
+  const int dotsPerMeter = static_cast<int>(std::lround(dpi / 0.0254));
+  image.setDotsPerMeterX(dotsPerMeter);
+  image.setDotsPerMeterY(dotsPerMeter);
+  image.fill(paletteFor(scene.options().theme).background);
+  QPainter painter(&image);
+  paintScene(scene, painter, QRectF(0, 0, image.width(), image.height()));
+  painter.end();
+  return image;
+}
+
+}  // namespace
+
+std::optional<ExportFormat> parseExportFormat(std::string_view text) {
+  if (text == "svg") return ExportFormat::Svg;
+  if (text == "pdf") return ExportFormat::Pdf;
+  if (text == "png") return ExportFormat::Png;
+  if (text == "dot") return ExportFormat::Dot;
+  if (text == "tikz") return ExportFormat::Tikz;
+  return std::nullopt;
+}
+
+QString exportExtension(ExportFormat format) {
+  switch (format) {
+    case ExportFormat::Svg: return ".svg";
+    case ExportFormat::Pdf: return ".pdf";
+    case ExportFormat::Png: return ".png";
+    case ExportFormat::Dot: return ".dot";
+    case ExportFormat::Tikz: return ".tex";
+  }
+  return {};
+}
+
+QImage renderDiagram(const spec::TensorNetwork& network, const DiagramOptions& options, double dpi) {
+  requireApplication("PNG");
+  auto scene = sceneFor(network, options);
+  return renderScene(*scene, dpi);
+}
+
+QSizeF diagramPageSize(const spec::TensorNetwork& network, const DiagramOptions& options) {
+  requireApplication("Rendered");
+  return sceneFor(network, options)->contentRect().size();
+}
+
+std::string diagramDot(const spec::TensorNetwork& network, const DiagramOptions& options) {
+  return networkToDot(network, options);
+}
+
+void exportDiagram(const spec::TensorNetwork& network, ExportFormat format, const QString& path,
+                   const ExportOptions& options) {
+  switch (format) {
+    case ExportFormat::Dot: writeText(path, diagramDot(network, options.diagram)); return;
+    case ExportFormat::Tikz: writeText(path, diagramTikz(network, options.diagram)); return;
+    case ExportFormat::Svg: requireApplication("SVG"); exportSvg(*sceneFor(network, options.diagram), path); return;
+    case ExportFormat::Pdf: requireApplication("PDF"); exportPdf(*sceneFor(network, options.diagram), path); return;
+    case ExportFormat::Png: {
+      requireApplication("PNG");
+      const QImage image = renderScene(*sceneFor(network, options.diagram), options.dpi);
+      if (!image.save(path, "PNG")) throw std::runtime_error("cannot write " + path.toStdString());
+      return;
+    }
+  }
+}
+
+}  // namespace tensorscope::diagram_view
