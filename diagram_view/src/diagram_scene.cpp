@@ -76,8 +76,7 @@ void DiagramScene::rebuild() {
                     (h.output ? "<br>and kept in the output (dangling leg)" : ""));
     tag(dot, Element::Hyperedge, QString(QChar::fromLatin1(h.index)));
     if (!h.has_label) continue;
-    auto* label = addNote(QString(), legFont(options_.show_sizes), palette.muted_text);
-    label->setHtml(options_.show_sizes ? h.label.toHtmlEscaped() : labelHtml(h.label));
+    auto* label = addNote(h.label, legFont(options_.show_sizes), palette.muted_text);
     label->setPos(h.label_pos - QPointF(label->boundingRect().width() / 2, label->boundingRect().height() / 2));
     label->setToolTip(dot->toolTip());
     tag(label, Element::LegLabel, QString(QChar::fromLatin1(h.index)));
@@ -128,7 +127,7 @@ QGraphicsTextItem* DiagramScene::addNote(const QString& text, const QFont& font,
   item->document()->setDocumentMargin(0);
   item->setFont(font);
   item->setDefaultTextColor(colour);
-  item->setPlainText(text);
+  item->setHtml(labelHtml(text));  // "1/√d_p" -> 1/√d<sub>p</sub>
   item->setZValue(zLabel);
   addItem(item);
   return item;

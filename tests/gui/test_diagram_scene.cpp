@@ -130,6 +130,14 @@ TEST(DiagramScene, PaperStructureOfMhsaAndSkipRight) {
   EXPECT_EQ(mhsa.count(Element::SoftmaxBox), 1);
   EXPECT_EQ(mhsa.layout().boxes[0].ball_text, "1/√D");
 
+  DiagramScene fixed;
+  fixed.setNetwork(spec::buildTensorNetwork(spec::makeSpecPreset("fixed_head"), 8));
+  for (QGraphicsItem* item : fixed.items()) {
+    if (item->data(DiagramScene::kKindKey).toInt() == static_cast<int>(Element::ScaleLabel)) {
+      EXPECT_EQ(static_cast<QGraphicsTextItem*>(item)->toPlainText(), "1/√dp");  // d_p: d with subscript p
+    }
+  }
+
   DiagramScene skip;
   skip.setNetwork(spec::buildTensorNetwork(spec::makeSpecPreset("skip_right"), 8));
   ASSERT_NE(skip.tensorItem("A"), nullptr);  // C₁ ⊗ 1·1ᵀ draws the trainable factor A
