@@ -1,93 +1,209 @@
 #include "viz/matrix_heatmap.h"
 
-#include <QLabel>
-#include <QStackedLayout>
+#include <QTextStream>
 #include <algorithm>
 #include <cmath>
 
+#include "mask_overlay.h"
+#include "plot_helpers.h"
 #include "qcp.h"
+#include "theme.h"
 
 namespace tensorscope::viz {
 
-struct MatrixHeatmap::Plot {
-  QStackedLayout* stack = nullptr;
-  QLabel* message = nullptr;
-  QCustomPlot* plot = nullptr;
+struct MatrixHeatmap::Parts {
   QCPColorMap* map = nullptr;
   QCPColorScale* scale = nullptr;
   QCPTextElement* title = nullptr;
+  detail::MaskOverlay* overlay = nullptr;
+  int xStep = 0, yStep = 0;  // tick thinning in use, to notice when a resize changes it
 };
 
-namespace {
-QCPColorGradient divergingGradient() {
-  // Blue - white - red, zero in the middle (matplotlib's RdBu_r in spirit).
-  QCPColorGradient g;
-  g.clearColorStops();
-  g.setColorStopAt(0.0, QColor(33, 102, 172));
-  g.setColorStopAt(0.25, QColor(146, 197, 222));
-  g.setColorStopAt(0.5, QColor(247, 247, 247));
-  g.setColorStopAt(0.75, QColor(244, 165, 130));
-  g.setColorStopAt(1.0, QColor(178, 24, 43));
-  return g;
-}
-}  // namespace
-
-MatrixHeatmap::MatrixHeatmap(QWidget* parent) : QWidget(parent), plot_(std::make_unique<Plot>()) {
-  plot_->stack = new QStackedLayout(this);
-  plot_->stack->setContentsMargins(0, 0, 0, 0);
-  plot_->plot = new QCustomPlot(this);
-  plot_->stack->addWidget(plot_->plot);
-  plot_->message = new QLabel(this);
-  plot_->message->setAlignment(Qt::AlignCenter);
-  plot_->message->setWordWrap(true);
-  plot_->message->setStyleSheet("color: palette(mid); font-style: italic; padding: 12px;");
-  plot_->stack->addWidget(plot_->message);
-  auto* p = plot_->plot;
+MatrixHeatmap::MatrixHeatmap(QWidget* parent) : PlotWidget(parent), parts_(std::make_unique<Parts>()) {
+  setExportName(QStringLiteral("matrix"));
+  auto* p = plot();
   p->plotLayout()->insertRow(0);
-  plot_->title = new QCPTextElement(p, QString(), QFont(font().family(), 10, QFont::Bold));
-  p->plotLayout()->addElement(0, 0, plot_->title);
-  plot_->map = new QCPColorMap(p->xAxis, p->yAxis);
-  plot_->scale = new QCPColorScale(p);
-  p->plotLayout()->addElement(1, 1, plot_->scale);
-  plot_->map->setColorScale(plot_->scale);
-  plot_->map->setGradient(divergingGradient());
-  plot_->map->setInterpolate(false);
+  parts_->title = new QCPTextElement(p, QString(), QFont(font().family(), 10, QFont::Bold));
+  p->plotLayout()->addElement(0, 0, parts_->title);
+  parts_->map = new QCPColorMap(p->xAxis, p->yAxis);
+  parts_->scale = new QCPColorScale(p);
+  parts_->scale->setBarWidth(12);
+  p->plotLayout()->addElement(1, 1, parts_->scale);
+  parts_->map->setColorScale(parts_->scale);
+  parts_->map->setGradient(detail::divergingGradient());
+  parts_->map->setInterpolate(false);
   p->yAxis->setRangeReversed(true);  // row 0 at the top, as a matrix is read
-  p->xAxis->setLabel("s (key channel)");
-  p->yAxis->setLabel("r (query channel)");
+  p->xAxis->setLabel(QStringLiteral("s (key channel)"));
+  p->yAxis->setLabel(QStringLiteral("r (query channel)"));
   auto* margins = new QCPMarginGroup(p);
   p->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
-  plot_->scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+  parts_->scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+  parts_->overlay = new detail::MaskOverlay(p, p->xAxis, p->yAxis);
+
+  connect(p, &QCustomPlot::afterLayout, this, &MatrixHeatmap::updateTicks);
+  connect(p, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
+    const Cell cell = cellAt(event->position());
+    dragging_ = cell.valid();
+    dragCell_ = cell;
+    if (cell.valid()) Q_EMIT cellClicked(cell.row, cell.col, event->buttons());
+  });
+  connect(p, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+    if (!dragging_ || event->buttons() == Qt::NoButton) return;
+    const Cell cell = cellAt(event->position());
+    if (cell.valid() && !(cell == dragCell_)) {
+      dragCell_ = cell;
+      Q_EMIT cellDragged(cell.row, cell.col);
+    }
+  });
+  connect(p, &QCustomPlot::mouseRelease, this, [this] { dragging_ = false; });
+  restyle();
 }
 
 MatrixHeatmap::~MatrixHeatmap() = default;
 
+void MatrixHeatmap::setMatrix(const MatrixData& matrix, const QString& title) {
+  setMatrix(std::vector<double>(matrix.values.begin(), matrix.values.end()), matrix.rows, matrix.cols, title);
+}
+
 void MatrixHeatmap::setMatrix(const std::vector<double>& values, int rows, int cols, const QString& title) {
+  if (rows <= 0 || cols <= 0 || values.size() < static_cast<std::size_t>(rows) * cols) {
+    clear(tr("No matrix to show"));
+    return;
+  }
+  if (rows != rows_ || cols != cols_) mask_.clear();
   rows_ = rows;
   cols_ = cols;
-  auto* map = plot_->map;
-  plot_->stack->setCurrentWidget(plot_->plot);
-  map->data()->setSize(cols, rows);
-  map->data()->setRange(QCPRange(0, cols - 1), QCPRange(0, rows - 1));
-  double m = 0;
+  values_.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(rows) * cols);
+  showPlot();
+  auto* data = parts_->map->data();
+  data->setSize(cols, rows);
+  data->setRange(QCPRange(0, cols - 1), QCPRange(0, rows - 1));
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) {
-      const double v = values[static_cast<size_t>(r) * cols + c];
-      map->data()->setCell(c, r, v);
-      m = std::max(m, std::abs(v));
-    }
-  range_ = m > 0 ? m : 1.0;
-  map->setDataRange(QCPRange(-range_, range_));
-  plot_->plot->xAxis->setRange(-0.5, cols - 0.5);
-  plot_->plot->yAxis->setRange(-0.5, rows - 0.5);
-  plot_->title->setText(title);
-  plot_->plot->replot(QCustomPlot::rpQueuedReplot);
+    for (int c = 0; c < cols; ++c) data->setCell(c, r, values_[static_cast<std::size_t>(r) * cols + c]);
+  applyColourRange();
+  plot()->xAxis->setRange(-0.5, cols - 0.5);
+  plot()->yAxis->setRange(-0.5, rows - 0.5);
+  parts_->title->setText(title);
+  setMask(mask_);
 }
 
 void MatrixHeatmap::clear(const QString& message) {
   rows_ = cols_ = 0;
-  plot_->message->setText(message);
-  plot_->stack->setCurrentWidget(plot_->message);
+  values_.clear();
+  mask_.clear();
+  parts_->overlay->setCells({});
+  showMessage(message);
+}
+
+void MatrixHeatmap::applyColourRange() {
+  if (scale_ == ColourScale::Diverging) {
+    double m = 0;
+    for (double v : values_)
+      if (std::isfinite(v)) m = std::max(m, std::abs(v));
+    range_ = m > 0 ? m : 1.0;
+    parts_->map->setDataRange(QCPRange(-range_, range_));
+  } else {
+    range_ = upper_;
+    parts_->map->setDataRange(QCPRange(lower_, upper_));
+  }
+  requestReplot();
+}
+
+void MatrixHeatmap::setColourScale(ColourScale scale, double lower, double upper) {
+  scale_ = scale;
+  lower_ = lower;
+  upper_ = upper > lower ? upper : lower + 1.0;
+  parts_->map->setGradient(scale == ColourScale::Diverging ? detail::divergingGradient()
+                                                          : detail::sequentialGradient());
+  applyColourRange();
+}
+
+void MatrixHeatmap::setAxisTitles(const QString& x, const QString& y) {
+  plot()->xAxis->setLabel(x);
+  plot()->yAxis->setLabel(y);
+  requestReplot();
+}
+
+void MatrixHeatmap::setLabels(const QStringList& rowLabels, const QStringList& colLabels) {
+  rowLabels_ = rowLabels;
+  colLabels_ = colLabels;
+  parts_->xStep = parts_->yStep = 0;
+  updateTicks();
+  requestReplot();
+}
+
+void MatrixHeatmap::setMask(const std::vector<unsigned char>& mask) {
+  std::vector<std::pair<int, int>> cells;
+  if (mask.size() == static_cast<std::size_t>(rows_) * cols_ && rows_ > 0) {
+    mask_ = mask;
+    for (int r = 0; r < rows_; ++r)
+      for (int c = 0; c < cols_; ++c)
+        if (mask_[static_cast<std::size_t>(r) * cols_ + c]) cells.emplace_back(r, c);
+  } else {
+    mask_.clear();
+  }
+  parts_->overlay->setCells(std::move(cells));
+  requestReplot();
+}
+
+void MatrixHeatmap::updateTicks() {
+  if (rows_ == 0) return;
+  auto* rect = plot()->axisRect();
+  const bool rowText = rowLabels_.size() == rows_;
+  const bool colText = colLabels_.size() == cols_;
+  const int xStep =
+      detail::setTokenTicks(plot()->xAxis, colText ? colLabels_ : detail::indexLabels(cols_), rect->width());
+  const int yStep =
+      detail::setTokenTicks(plot()->yAxis, rowText ? rowLabels_ : detail::indexLabels(rows_), rect->height());
+  if (xStep != parts_->xStep || yStep != parts_->yStep) {
+    // The labels were laid out with the previous thinning; lay out once more with the new one.
+    parts_->xStep = xStep;
+    parts_->yStep = yStep;
+    requestReplot();
+  }
+}
+
+MatrixHeatmap::Cell MatrixHeatmap::cellAt(const QPointF& pos) const {
+  if (rows_ == 0 || isShowingMessage() || !plot()->axisRect()->rect().contains(pos.toPoint())) return {};
+  const int c = static_cast<int>(std::floor(plot()->xAxis->pixelToCoord(pos.x()) + 0.5));
+  const int r = static_cast<int>(std::floor(plot()->yAxis->pixelToCoord(pos.y()) + 0.5));
+  if (r < 0 || r >= rows_ || c < 0 || c >= cols_) return {};
+  return {r, c};
+}
+
+QPointF MatrixHeatmap::cellCentre(int row, int col) const {
+  return {plot()->xAxis->coordToPixel(col), plot()->yAxis->coordToPixel(row)};
+}
+
+QString MatrixHeatmap::cellText(int row, int col) const {
+  QString text = QStringLiteral("[%1, %2] = %3").arg(row).arg(col).arg(detail::formatValue(value(row, col)));
+  if (rowLabels_.size() == rows_ && colLabels_.size() == cols_)
+    text += QStringLiteral("\n%1 → %2").arg(rowLabels_[row], colLabels_[col]);
+  if (!mask_.empty() && mask_[static_cast<std::size_t>(row) * cols_ + col]) text += tr("\nfrozen");
+  return text;
+}
+
+void MatrixHeatmap::hoverAt(const QPointF& pos) {
+  const Cell cell = cellAt(pos);
+  setHoverText(cell.valid() ? cellText(cell.row, cell.col) : QString(), pos.toPoint());
+}
+
+void MatrixHeatmap::writeCsv(QTextStream& out) const {
+  const bool labels = rowLabels_.size() == rows_ && colLabels_.size() == cols_;
+  out << (labels ? "row,col,row_label,col_label,value,frozen\n" : "row,col,value,frozen\n");
+  for (int r = 0; r < rows_; ++r)
+    for (int c = 0; c < cols_; ++c) {
+      out << r << ',' << c << ',';
+      if (labels) out << csvField(rowLabels_[r]) << ',' << csvField(colLabels_[c]) << ',';
+      const std::size_t i = static_cast<std::size_t>(r) * cols_ + c;
+      out << QString::number(values_[i], 'g', 9) << ',' << (!mask_.empty() && mask_[i] ? 1 : 0) << '\n';
+    }
+}
+
+void MatrixHeatmap::themeChanged() {
+  parts_->overlay->setColour(theme().hatch);
+  plot()->xAxis->grid()->setVisible(false);
+  plot()->yAxis->grid()->setVisible(false);
 }
 
 }  // namespace tensorscope::viz

@@ -1,34 +1,91 @@
 #pragma once
-/// A heatmap of a dense matrix with a diverging colour map and a symmetric range, so that zero
-/// is always white: the view used for the THSA core matrix C.
+/// A heatmap of a dense matrix: the view of the THSA core matrix C (diverging colour map with a
+/// symmetric range, so zero is white) and of single attention maps (sequential, fixed [0, 1]).
+/// Hovering shows the entry; a "frozen" mask is drawn hatched and outlined; clicks and drags
+/// report cells, so an editor for C can be built on top.
 
-#include <QString>
-#include <QWidget>
-#include <memory>
+#include <QStringList>
 #include <vector>
+
+#include "viz/plot_types.h"
+#include "viz/plot_widget.h"
 
 namespace tensorscope::viz {
 
-class MatrixHeatmap : public QWidget {
+class MatrixHeatmap : public PlotWidget {
   Q_OBJECT
  public:
+  enum class ColourScale {
+    Diverging,   ///< [-m, m] with m = max |value|, white at zero
+    Sequential,  ///< fixed [lower, upper] (viridis)
+  };
+  /// A matrix entry; row -1 means "no cell".
+  struct Cell {
+    int row = -1, col = -1;
+    bool valid() const { return row >= 0 && col >= 0; }
+    bool operator==(const Cell&) const = default;
+  };
+
   explicit MatrixHeatmap(QWidget* parent = nullptr);
   ~MatrixHeatmap() override;
 
-  /// Shows `values` (rows x cols, row-major). Colours span [-m, m] with m = max |value|.
+  /// Shows `values` (rows x cols, row-major) under `title`.
   void setMatrix(const std::vector<double>& values, int rows, int cols, const QString& title);
+  void setMatrix(const MatrixData& matrix, const QString& title);
+  /// Replaces the plot by `message`.
   void clear(const QString& message);
+
+  void setColourScale(ColourScale scale, double lower = 0.0, double upper = 1.0);
+  ColourScale colourScale() const { return scale_; }
+  /// Axis titles (default "s (key channel)" / "r (query channel)").
+  void setAxisTitles(const QString& x, const QString& y);
+  /// Tick labels for rows / columns (e.g. probe tokens), thinned when they would overlap.
+  /// Empty lists give index ticks.
+  void setLabels(const QStringList& rowLabels, const QStringList& colLabels);
+
+  /// Frozen entries (rows*cols, nonzero = frozen), drawn hatched with an outline. Empty clears.
+  void setMask(const std::vector<unsigned char>& mask);
+  const std::vector<unsigned char>& mask() const { return mask_; }
 
   int rows() const { return rows_; }
   int cols() const { return cols_; }
-  /// The symmetric colour range m in use.
+  /// The colour range in use: m for the diverging scale, the upper bound for the sequential one.
   double colourRange() const { return range_; }
+  double value(int row, int col) const { return values_[static_cast<std::size_t>(row) * cols_ + col]; }
+
+  /// The cell under `pos` (pixels of plotArea()), or an invalid cell outside the matrix.
+  Cell cellAt(const QPointF& pos) const;
+  /// The pixel centre of a cell in plotArea() (valid after the plot has been laid out).
+  QPointF cellCentre(int row, int col) const;
+  /// The read-out text for a cell (labels, indices, value, frozen state).
+  QString cellText(int row, int col) const;
+
+ Q_SIGNALS:
+  /// A mouse press on a cell.
+  void cellClicked(int row, int col, Qt::MouseButtons buttons);
+  /// The mouse moved onto another cell with a button held after a press in the matrix.
+  void cellDragged(int row, int col);
+
+ protected:
+  void writeCsv(QTextStream& out) const override;
+  void themeChanged() override;
+  void hoverAt(const QPointF& pos) override;
 
  private:
-  struct Plot;
-  std::unique_ptr<Plot> plot_;
+  void updateTicks();
+  void applyColourRange();
+
+  struct Parts;
+  std::unique_ptr<Parts> parts_;
   int rows_ = 0, cols_ = 0;
   double range_ = 0;
+  std::vector<double> values_;
+  std::vector<unsigned char> mask_;
+  QStringList rowLabels_, colLabels_;
+  ColourScale scale_ = ColourScale::Diverging;
+  double lower_ = 0, upper_ = 1;
+  Cell dragCell_;
+  bool dragging_ = false;
 };
 
 }  // namespace tensorscope::viz

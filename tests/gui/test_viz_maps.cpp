@@ -1,0 +1,238 @@
+// Offscreen tests of the analysis views: StableRankPlot, SpectrumPlot, AttentionMapGrid (per-head
+// mean numerically, aggregation switch, hover, click-to-enlarge, cheap re-updates) and
+// RoleClusterPlot (grouping, k spin box, hover).
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QComboBox>
+#include <QElapsedTimer>
+#include <QMouseEvent>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <cmath>
+
+#include "viz/attention_map_grid.h"
+#include "viz/matrix_heatmap.h"
+#include "viz/role_cluster_plot.h"
+#include "viz/spectrum_plot.h"
+#include "viz/stable_rank_plot.h"
+
+using namespace tensorscope::viz;
+
+namespace {
+
+void settle(PlotWidget& w, QSize size = QSize(720, 480)) {
+  w.resize(size);
+  w.show();
+  for (int i = 0; i < 3; ++i) QApplication::processEvents();
+  w.replotNow();
+}
+
+void mouse(QWidget* target, QEvent::Type type, QPointF pos, Qt::MouseButton button = Qt::NoButton,
+           Qt::MouseButtons buttons = Qt::NoButton) {
+  QMouseEvent event(type, pos, target->mapToGlobal(pos), button, buttons, Qt::NoModifier);
+  QApplication::sendEvent(target, &event);
+}
+
+MatrixData constantMap(int n, float value) {
+  return MatrixData{n, n, std::vector<float>(static_cast<std::size_t>(n) * n, value)};
+}
+
+// maps[l][c](q, k) = l + c / 100 + q / 10 + k / 1000: every entry identifies where it came from.
+std::vector<std::vector<MatrixData>> taggedMaps(int layers, int channels, int n) {
+  std::vector<std::vector<MatrixData>> maps(layers);
+  for (int l = 0; l < layers; ++l)
+    for (int c = 0; c < channels; ++c) {
+      MatrixData m = constantMap(n, 0);
+      for (int q = 0; q < n; ++q)
+        for (int k = 0; k < n; ++k) m.values[q * n + k] = static_cast<float>(l + c / 100.0 + q / 10.0 + k / 1000.0);
+      maps[l].push_back(std::move(m));
+    }
+  return maps;
+}
+
+}  // namespace
+
+TEST(VizStableRank, LinesPerLayerAndReferenceInRange) {
+  StableRankPlot plot;
+  plot.appendSnapshot(0, {0, 2}, {7.5, 3.0});
+  plot.appendSnapshot(50, {0, 2}, {6.0, 3.5});
+  plot.appendSnapshot(100, {0}, {5.0});
+  EXPECT_EQ(plot.layers(), (std::vector<int>{0, 2}));
+  EXPECT_EQ(plot.pointCount(0), 3);
+  EXPECT_EQ(plot.pointCount(2), 2);
+  plot.setHeadsReference(8);
+  const auto [y0, y1] = plot.yRange();
+  EXPECT_EQ(y0, 0.0);
+  EXPECT_GT(y1, 8.0);  // the reference stays visible
+  const auto [x0, x1] = plot.xRange();
+  EXPECT_LE(x0, 0.0);
+  EXPECT_GE(x1, 100.0);
+  plot.appendSnapshot(50, {0}, {9.0});  // resumed from step 50
+  EXPECT_EQ(plot.pointCount(0), 2);
+  EXPECT_EQ(plot.csvText().split('\n', Qt::SkipEmptyParts),
+            (QStringList{"layer,step,stable_rank", "0,0,7.5", "0,50,9", "2,0,3", "2,50,3.5"}));
+}
+
+TEST(VizSpectrum, SortedBarsLayerChoiceAndAnnotation) {
+  SpectrumPlot plot;
+  EXPECT_TRUE(plot.isShowingMessage());
+  plot.setSpectra({{0, {0.5, 2.0, 1.0}, 1.3125}, {3, {4.0, 1.0}, 1.0625}}, 500);
+  EXPECT_FALSE(plot.isShowingMessage());
+  EXPECT_EQ(plot.currentLayer(), 0);
+  EXPECT_EQ(plot.displayedValues(), (std::vector<double>{2.0, 1.0, 0.5}));
+  EXPECT_TRUE(plot.annotation().contains(QStringLiteral("layer 0 · step 500")));
+  EXPECT_TRUE(plot.annotation().contains(QStringLiteral("Σσ² / σ₁² = 1.31"))) << plot.annotation().toStdString();
+  QSignalSpy changed(&plot, &SpectrumPlot::layerChanged);
+  plot.setCurrentLayer(3);
+  ASSERT_EQ(changed.count(), 1);
+  EXPECT_EQ(changed[0][0].toInt(), 3);
+  EXPECT_EQ(plot.displayedValues(), (std::vector<double>{4.0, 1.0}));
+  plot.setHeads(1);
+  EXPECT_TRUE(plot.annotation().contains(QStringLiteral("top-1 energy 94.1 %")));  // 16 / 17
+  EXPECT_GT(plot.yRange().second, 4.0);
+  plot.setSpectra({{3, {1.0}, 1.0}});  // the chosen layer survives a new snapshot
+  EXPECT_EQ(plot.currentLayer(), 3);
+  EXPECT_EQ(plot.csvText(), QStringLiteral("layer,index,singular_value,stable_rank\n3,1,1,1\n"));
+}
+
+TEST(VizAttention, PerHeadMeanIsTheGroupMean) {
+  std::vector<MatrixData> channels;
+  for (int c = 0; c < 5; ++c) channels.push_back(MatrixData{1, 2, {static_cast<float>(c), static_cast<float>(10 * c)}});
+  const auto heads = perHeadMean(channels, 2);  // {0,1} {2,3} {4}
+  ASSERT_EQ(heads.size(), 3u);
+  EXPECT_FLOAT_EQ(heads[0].values[0], 0.5f);
+  EXPECT_FLOAT_EQ(heads[0].values[1], 5.0f);
+  EXPECT_FLOAT_EQ(heads[1].values[0], 2.5f);
+  EXPECT_FLOAT_EQ(heads[1].values[1], 25.0f);
+  EXPECT_FLOAT_EQ(heads[2].values[0], 4.0f);
+  EXPECT_EQ(perHeadMean(channels, 1).size(), 5u);
+}
+
+TEST(VizAttention, AggregationSwitchAndTitles) {
+  AttentionMapGrid grid;
+  grid.setMaps(taggedMaps(2, 8, 3), {"a", "b", "c"});
+  EXPECT_EQ(grid.aggregation(), AttentionMapGrid::Aggregation::PerChannel);  // group size 1
+  EXPECT_EQ(grid.mapCount(0), 8);
+  EXPECT_EQ(grid.mapTitle(0, 5), QStringLiteral("h5"));
+  grid.setGroupSize(4);
+  EXPECT_EQ(grid.aggregation(), AttentionMapGrid::Aggregation::PerHeadMean);
+  ASSERT_EQ(grid.mapCount(1), 2);
+  // Head 1 of layer 1 averages channels 4..7: 1 + 5.5/100 + q/10 + k/1000.
+  EXPECT_NEAR(grid.displayedMap(1, 1).at(2, 1), 1 + 0.055 + 0.2 + 0.001, 1e-6);
+  EXPECT_EQ(grid.mapTitle(1, 1), QStringLiteral("h1"));
+  auto* combo = grid.findChild<QComboBox*>();
+  ASSERT_NE(combo, nullptr);
+  EXPECT_TRUE(combo->isEnabled());
+  combo->setCurrentIndex(combo->findText(QStringLiteral("Per channel")));
+  EXPECT_EQ(grid.aggregation(), AttentionMapGrid::Aggregation::PerChannel);
+  EXPECT_EQ(grid.mapCount(1), 8);
+  EXPECT_EQ(grid.mapTitle(1, 6), QStringLiteral("c6"));
+  EXPECT_NEAR(grid.displayedMap(1, 6).at(0, 2), 1.062, 1e-6);
+  const QStringList csv = grid.csvText().split('\n', Qt::SkipEmptyParts);
+  EXPECT_EQ(csv.size(), 1 + 2 * 8 * 9);
+  EXPECT_EQ(csv[0], QStringLiteral("layer,map,query,key,query_token,key_token,value"));
+  EXPECT_EQ(csv[1 + 9 + 5], QStringLiteral("0,c1,1,2,b,c,0.112"));
+}
+
+TEST(VizAttention, HoverClickAndEnlargedView) {
+  AttentionMapGrid grid;
+  grid.setMaps(taggedMaps(2, 4, 5), {"t0", "t1", "t2", "t3", "t4"}, {3, 5}, 100);
+  settle(grid, QSize(800, 600));
+  EXPECT_GE(grid.gridColumns(), 4);
+  EXPECT_GE(grid.cellSide(), 64);
+  const QPointF p = grid.cellCentre(1, 2, 3, 4);
+  mouse(grid.plotArea(), QEvent::MouseMove, p);
+  EXPECT_EQ(grid.hoverText(), QStringLiteral("layer 5 · h2\nquery 3 “t3” → key 4 “t4”: 1.324"));
+  QSignalSpy clicked(&grid, &AttentionMapGrid::mapClicked);
+  mouse(grid.plotArea(), QEvent::MouseButtonPress, p, Qt::LeftButton, Qt::LeftButton);
+  mouse(grid.plotArea(), QEvent::MouseButtonRelease, p, Qt::LeftButton, Qt::NoButton);
+  ASSERT_EQ(clicked.count(), 1);
+  EXPECT_EQ(clicked[0][0].toInt(), 1);
+  EXPECT_EQ(clicked[0][1].toInt(), 2);
+  MatrixHeatmap* big = grid.enlargedView();
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(big->rows(), 5);
+  EXPECT_FLOAT_EQ(static_cast<float>(big->value(3, 4)), grid.displayedMap(1, 2).at(3, 4));
+  EXPECT_EQ(big->colourScale(), MatrixHeatmap::ColourScale::Sequential);
+  // The enlarged view follows new snapshots.
+  auto next = taggedMaps(2, 4, 5);
+  next[1][2].values[3 * 5 + 4] = 0.25f;
+  grid.setMaps(next, {"t0", "t1", "t2", "t3", "t4"}, {3, 5}, 150);
+  EXPECT_FLOAT_EQ(static_cast<float>(big->value(3, 4)), 0.25f);
+}
+
+TEST(VizAttention, UpdateCostPerSnapshot) {
+  AttentionMapGrid grid;
+  grid.setGroupSize(8);
+  settle(grid, QSize(1000, 700));
+  const auto maps = taggedMaps(2, 128, 16);
+  QElapsedTimer timer;
+  timer.start();
+  grid.setMaps(maps, {}, {}, 0);
+  grid.replotNow();
+  const double first = timer.nsecsElapsed() / 1e6;
+  timer.restart();
+  grid.setMaps(maps, {}, {}, 50);
+  grid.replotNow();
+  const double again = timer.nsecsElapsed() / 1e6;
+  grid.setAggregation(AttentionMapGrid::Aggregation::PerChannel);
+  timer.restart();
+  grid.setMaps(maps, {}, {}, 100);
+  grid.replotNow();
+  const double channels = timer.nsecsElapsed() / 1e6;
+  std::printf("[   perf   ] AttentionMapGrid 2x128 maps 16x16: first %.1f ms, head-mean update %.1f ms, "
+              "per-channel update (256 maps) %.1f ms\n", first, again, channels);
+  EXPECT_EQ(grid.mapCount(0), 128);
+}
+
+TEST(VizRoles, GroupsKAndHover) {
+  RoleClusterPlot plot;
+  EXPECT_TRUE(plot.isShowingMessage());
+  plot.setPoints({0, 1, 2, 3, 4}, {0, 1, 0, 1, 0}, {"the", "cat", "sat", "on", "mat"},
+                 {"the cat sat", "the cat sat", "the cat sat", "on the mat", "on the mat"},
+                 {"det", "noun", "verb", "prep", "noun"});
+  EXPECT_EQ(plot.groupNames(), QStringList{"not clustered"});
+  plot.setClusters({1, 0, 1, 0, 1});
+  EXPECT_EQ(plot.groupNames(), (QStringList{"cluster 0", "cluster 1"}));
+  EXPECT_EQ(plot.groupPointCount(1), 3);
+  plot.setColourBy(RoleClusterPlot::ColourBy::Label);
+  EXPECT_EQ(plot.groupNames(), (QStringList{"det", "noun", "prep", "verb"}));
+  EXPECT_EQ(plot.groupPointCount(1), 2);
+
+  QSignalSpy k(&plot, &RoleClusterPlot::kChanged);
+  plot.setK(6);  // programmatic: no signal
+  EXPECT_EQ(plot.k(), 6);
+  EXPECT_EQ(k.count(), 0);
+  plot.findChild<QSpinBox*>()->setValue(3);
+  ASSERT_EQ(k.count(), 1);
+  EXPECT_EQ(k[0][0].toInt(), 3);
+
+  settle(plot);
+  mouse(plot.plotArea(), QEvent::MouseMove, plot.pointPosition(4) + QPointF(2, 1));
+  EXPECT_EQ(plot.hoverText(), QStringLiteral("“mat” · noun · cluster 1\non the mat"));
+  EXPECT_EQ(plot.csvText().split('\n', Qt::SkipEmptyParts).at(5), QStringLiteral("4,4,0,mat,noun,1,on the mat"));
+}
+
+TEST(VizRoles, UpdateCostPerSnapshot) {
+  RoleClusterPlot plot;
+  settle(plot);
+  std::vector<double> xs, ys;
+  std::vector<int> clusters;
+  QStringList tokens, contexts, labels;
+  for (int i = 0; i < 4096; ++i) {
+    xs.push_back(std::cos(i * 0.37) * (i % 7));
+    ys.push_back(std::sin(i * 0.37) * (i % 5));
+    clusters.push_back(i % 6);
+    tokens << QStringLiteral("t%1").arg(i % 50);
+    contexts << QStringLiteral("context %1").arg(i);
+    labels << QStringLiteral("label %1").arg(i % 9);
+  }
+  QElapsedTimer timer;
+  timer.start();
+  plot.setPoints(xs, ys, tokens, contexts, labels);
+  plot.setClusters(clusters);
+  plot.replotNow();
+  std::printf("[   perf   ] RoleClusterPlot 4096 points: update + replot %.1f ms\n", timer.nsecsElapsed() / 1e6);
+  EXPECT_EQ(plot.groupNames().size(), 6);
+}

@@ -1,0 +1,51 @@
+#pragma once
+/// Stable rank ‖C‖_F² / ‖C‖_2² of each layer's core C over training steps: one line per layer,
+/// with an optional dashed reference at the number of heads H.
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "viz/plot_widget.h"
+
+namespace tensorscope::viz {
+
+class StableRankPlot : public PlotWidget {
+  Q_OBJECT
+ public:
+  explicit StableRankPlot(QWidget* parent = nullptr);
+  ~StableRankPlot() override;
+
+  /// Adds one inspection: `stableRanks[i]` of layer `layers[i]` at `step`. A step not after a
+  /// layer's last one (a resumed run) first drops that layer's points from `step` on.
+  void appendSnapshot(double step, const std::vector<int>& layers, const std::vector<double>& stableRanks);
+  /// Replaces the history of one layer (steps ascending).
+  void setLayerHistory(int layer, const std::vector<double>& steps, const std::vector<double>& stableRanks);
+  /// Dashed horizontal reference at H heads; 0 hides it.
+  void setHeadsReference(double heads);
+  double headsReference() const { return heads_; }
+  void clear();
+
+  /// Layers with a line, ascending.
+  std::vector<int> layers() const;
+  int pointCount(int layer) const;
+  std::pair<double, double> xRange() const;
+  std::pair<double, double> yRange() const;
+
+ protected:
+  void writeCsv(QTextStream& out) const override;
+  void themeChanged() override;
+  void hoverAt(const QPointF& pos) override;
+
+ private:
+  struct Line;
+  Line& lineFor(int layer);
+  void afterUpdate();
+
+  std::map<int, std::unique_ptr<Line>> lines_;
+  double heads_ = 0;
+  struct Items;
+  std::unique_ptr<Items> items_;
+};
+
+}  // namespace tensorscope::viz

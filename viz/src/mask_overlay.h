@@ -1,0 +1,31 @@
+#pragma once
+// Hatching plus an outline over the "frozen" entries of a matrix drawn as a QCPColorMap whose
+// cell (r, c) is centred at (x = c, y = r). Only the masked cells are visited when drawing.
+
+#include <vector>
+
+#include "qcp.h"
+
+namespace tensorscope::viz::detail {
+
+class MaskOverlay : public QCPAbstractItem {
+ public:
+  MaskOverlay(QCustomPlot* plot, QCPAxis* xAxis, QCPAxis* yAxis);
+
+  /// Masked cells as (row, col) pairs.
+  void setCells(std::vector<std::pair<int, int>> cells) { cells_ = std::move(cells); }
+  void setColour(const QColor& colour) { colour_ = colour; }
+
+  double selectTest(const QPointF& pos, bool onlySelectable, QVariant* details = nullptr) const override;
+
+ protected:
+  void draw(QCPPainter* painter) override;
+
+ private:
+  QCPAxis* xAxis_;
+  QCPAxis* yAxis_;
+  std::vector<std::pair<int, int>> cells_;
+  QColor colour_ = Qt::black;
+};
+
+}  // namespace tensorscope::viz::detail

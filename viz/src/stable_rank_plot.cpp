@@ -1,0 +1,197 @@
+#include "viz/stable_rank_plot.h"
+
+#include <QTextStream>
+#include <algorithm>
+#include <cmath>
+
+#include "plot_helpers.h"
+#include "qcp.h"
+#include "theme.h"
+
+namespace tensorscope::viz {
+
+struct StableRankPlot::Line {
+  std::vector<double> steps, ranks;
+  QCPGraph* graph = nullptr;
+};
+
+struct StableRankPlot::Items {
+  QCPItemStraightLine* heads = nullptr;
+  QCPItemText* headsLabel = nullptr;
+  QCPItemTracer* tracer = nullptr;
+};
+
+StableRankPlot::StableRankPlot(QWidget* parent) : PlotWidget(parent), items_(std::make_unique<Items>()) {
+  setExportName(QStringLiteral("stable_rank"));
+  auto* p = plot();
+  p->xAxis->setLabel(tr("step"));
+  p->yAxis->setLabel(tr("stable rank of C"));
+  p->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  p->legend->setWrap(6);
+  p->legend->setIconSize(22, 10);
+  p->plotLayout()->insertRow(0);
+  detail::placeLegend(p, 0, 0, Qt::Horizontal);
+  p->plotLayout()->setRowStretchFactor(0, 0.001);
+  p->plotLayout()->setRowSpacing(0);
+  p->legend->setVisible(false);
+
+  items_->heads = new QCPItemStraightLine(p);
+  items_->heads->point1->setCoords(0, 0);
+  items_->heads->point2->setCoords(1, 0);
+  items_->heads->setVisible(false);
+  items_->headsLabel = new QCPItemText(p);
+  items_->headsLabel->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+  items_->headsLabel->position->setTypeY(QCPItemPosition::ptPlotCoords);
+  items_->headsLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  items_->headsLabel->setVisible(false);
+  items_->tracer = new QCPItemTracer(p);
+  items_->tracer->setStyle(QCPItemTracer::tsCircle);
+  items_->tracer->setSize(9);
+  items_->tracer->setVisible(false);
+  items_->tracer->setLayer(QString::fromLatin1(kHoverLayer));
+  restyle();
+}
+
+StableRankPlot::~StableRankPlot() = default;
+
+StableRankPlot::Line& StableRankPlot::lineFor(int layer) {
+  auto& slot = lines_[layer];
+  if (!slot) {
+    slot = std::make_unique<Line>();
+    slot->graph = plot()->addGraph();
+    slot->graph->setName(tr("layer %1").arg(layer));
+    themeChanged();
+  }
+  return *slot;
+}
+
+void StableRankPlot::appendSnapshot(double step, const std::vector<int>& layers,
+                                    const std::vector<double>& stableRanks) {
+  const std::size_t n = std::min(layers.size(), stableRanks.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    Line& line = lineFor(layers[i]);
+    if (!line.steps.empty() && step <= line.steps.back()) {
+      const auto cut = std::lower_bound(line.steps.begin(), line.steps.end(), step) - line.steps.begin();
+      line.steps.resize(cut);
+      line.ranks.resize(cut);
+      line.graph->setData(QVector<double>(line.steps.begin(), line.steps.end()),
+                          QVector<double>(line.ranks.begin(), line.ranks.end()), true);
+    }
+    line.steps.push_back(step);
+    line.ranks.push_back(stableRanks[i]);
+    line.graph->addData(step, stableRanks[i]);
+  }
+  afterUpdate();
+}
+
+void StableRankPlot::setLayerHistory(int layer, const std::vector<double>& steps,
+                                     const std::vector<double>& stableRanks) {
+  Line& line = lineFor(layer);
+  const std::size_t n = std::min(steps.size(), stableRanks.size());
+  line.steps.assign(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(n));
+  line.ranks.assign(stableRanks.begin(), stableRanks.begin() + static_cast<std::ptrdiff_t>(n));
+  line.graph->setData(QVector<double>(line.steps.begin(), line.steps.end()),
+                      QVector<double>(line.ranks.begin(), line.ranks.end()), true);
+  afterUpdate();
+}
+
+void StableRankPlot::setHeadsReference(double heads) {
+  heads_ = heads;
+  afterUpdate();
+}
+
+void StableRankPlot::clear() {
+  items_->tracer->setGraph(nullptr);
+  items_->tracer->setVisible(false);
+  plot()->clearGraphs();
+  lines_.clear();
+  afterUpdate();
+}
+
+void StableRankPlot::afterUpdate() {
+  auto* p = plot();
+  p->legend->setVisible(!lines_.empty());
+  const bool ref = heads_ > 0;
+  items_->heads->setVisible(ref);
+  items_->headsLabel->setVisible(ref);
+  if (ref) {
+    items_->heads->point1->setCoords(0, heads_);
+    items_->heads->point2->setCoords(1, heads_);
+    items_->headsLabel->position->setCoords(0.01, heads_);
+    items_->headsLabel->setText(tr("H = %1 heads").arg(detail::formatValue(heads_)));
+  }
+  // Stable rank is at least 1: the y range starts at 0 so growth reads in proportion.
+  double lo = 0, hi = ref ? heads_ : 1.0;
+  for (const auto& [layer, line] : lines_)
+    for (double r : line->ranks)
+      if (std::isfinite(r)) hi = std::max(hi, r);
+  p->yAxis->setRange(lo, hi * 1.12);
+  if (!lines_.empty()) {
+    p->xAxis->rescale(true);
+    const QCPRange x = p->xAxis->range();
+    const double pad = x.size() > 0 ? 0.02 * x.size() : 1.0;
+    p->xAxis->setRange(x.lower - pad, x.upper + pad);
+  }
+  requestReplot();
+}
+
+std::vector<int> StableRankPlot::layers() const {
+  std::vector<int> out;
+  for (const auto& [layer, line] : lines_) out.push_back(layer);
+  return out;
+}
+
+int StableRankPlot::pointCount(int layer) const {
+  const auto it = lines_.find(layer);
+  return it == lines_.end() ? 0 : it->second->graph->dataCount();
+}
+
+std::pair<double, double> StableRankPlot::xRange() const {
+  return {plot()->xAxis->range().lower, plot()->xAxis->range().upper};
+}
+std::pair<double, double> StableRankPlot::yRange() const {
+  return {plot()->yAxis->range().lower, plot()->yAxis->range().upper};
+}
+
+void StableRankPlot::writeCsv(QTextStream& out) const {
+  out << "layer,step,stable_rank\n";
+  for (const auto& [layer, line] : lines_)
+    for (std::size_t i = 0; i < line->steps.size(); ++i)
+      out << layer << ',' << QString::number(line->steps[i], 'g', 12) << ','
+          << QString::number(line->ranks[i], 'g', 10) << '\n';
+}
+
+void StableRankPlot::themeChanged() {
+  const auto& t = theme();
+  auto* p = plot();
+  p->legend->setBorderPen(Qt::NoPen);
+  p->legend->setBrush(Qt::NoBrush);
+  int i = 0;
+  for (auto& [layer, line] : lines_) {
+    const QColor c = detail::categoricalColour(i++, t.dark);
+    line->graph->setPen(QPen(c, 1.8));
+    line->graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, c, 4.5));
+  }
+  items_->heads->setPen(QPen(t.reference, 1.2, Qt::DashLine));
+  items_->headsLabel->setColor(t.mutedText);
+  items_->tracer->setBrush(QBrush(t.background));
+}
+
+void StableRankPlot::hoverAt(const QPointF& pos) {
+  const detail::NearestPoint hit = detail::nearestGraphPoint(plot(), pos, 24.0);
+  auto* tracer = items_->tracer;
+  tracer->setVisible(hit.graph != nullptr);
+  if (hit.graph) {
+    tracer->setGraph(hit.graph);
+    tracer->setGraphKey(hit.key);
+    tracer->setPen(QPen(hit.graph->pen().color(), 2));
+    setHoverText(tr("%1 · step %2\nstable rank %3")
+                     .arg(hit.graph->name(), QString::number(hit.key, 'g', 12), detail::formatValue(hit.value)),
+                 pos.toPoint());
+  } else {
+    setHoverText(QString(), pos.toPoint());
+  }
+  replotHover();
+}
+
+}  // namespace tensorscope::viz
