@@ -5,6 +5,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "gui/demo_runner.h"
 #include "gui/main_window.h"
 #include "model_core/runtime.h"
 
@@ -14,14 +15,15 @@ namespace {
 
 int runGui(int argc, char** argv, std::vector<std::string> words) {
   app::Args args(std::move(words));
-  std::optional<std::string> screenshot;
+  std::optional<std::string> screenshot, demo;
   try {
     screenshot = args.takeOption("--screenshot");
+    demo = args.takeOption("--demo");
     const auto threads = args.takeInt("--threads", 1, 4096);
     model_core::configureThreads(threads ? static_cast<int>(*threads) : 0);
     if (const auto cmd = args.takeCommand())
       throw app::UsageError("unknown command '" + *cmd + "'; see tensorscope --help");
-    args.positionals(0, 0, "tensorscope [--threads T] [--screenshot PNG]");
+    args.positionals(0, 0, "tensorscope [--threads T] [--demo SCRIPT] [--screenshot PNG]");
   } catch (const std::exception& e) {
     std::cerr << "tensorscope: " << e.what() << "\n";
     return app::kExitUsage;
@@ -30,10 +32,33 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
   QApplication::setApplicationName("Tensorscope");
   QApplication::setOrganizationName("Tensorscope");
   QApplication::setApplicationVersion(TENSORSCOPE_VERSION);
-  app::MainWindow window;
+  app::MainWindow::Options options;
+  if (screenshot || demo) {  // reproducible pictures: default layout, no recovery prompt
+    options.restoreLayout = false;
+    options.offerRecovery = false;
+  }
+  app::MainWindow window(options);
   window.show();
   int rc = app::kExitOk;
-  if (screenshot) {
+  std::unique_ptr<app::DemoRunner> runner;
+  if (demo) {
+    try {
+      runner = std::make_unique<app::DemoRunner>(&window, app::DemoRunner::readScript(QString::fromStdString(*demo)));
+    } catch (const std::exception& e) {
+      std::cerr << "tensorscope: " << e.what() << "\n";
+      return app::kExitFailure;
+    }
+    QObject::connect(runner.get(), &app::DemoRunner::finished, &qapp, [&](int code) {
+      rc = code;
+      if (screenshot && code == 0) {
+        const QPixmap shot = window.grab();
+        if (!shot.save(QString::fromStdString(*screenshot), "PNG")) rc = app::kExitFailure;
+        else std::cout << "screenshot " << *screenshot << "\n";
+      }
+      qapp.quit();
+    });
+    QTimer::singleShot(300, runner.get(), &app::DemoRunner::start);
+  } else if (screenshot) {
     // Let layouts and queued replots settle, then render the whole window.
     QTimer::singleShot(400, &window, [&] {
       const QPixmap shot = window.grab();

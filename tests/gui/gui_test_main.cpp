@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QStandardPaths>
 #include <string>
 
 std::string g_screenshotPath;
@@ -14,5 +15,9 @@ int main(int argc, char** argv) {
   // Widget tests render offscreen unless a platform is chosen explicitly.
   if (!qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
+  // Settings, autosaves and run directories go to a test location, never the user's.
+  QStandardPaths::setTestModeEnabled(true);
+  QApplication::setOrganizationName("TensorscopeTests");
+  QApplication::setApplicationName("gui_tests");
   return RUN_ALL_TESTS();
 }

@@ -1,18 +1,26 @@
+// Offscreen tests of the explorer: the default session, editing C with undo, training a few steps
+// with live views receiving data, stopping, and saving/reopening the session.
 #include <gtest/gtest.h>
 
 #include <QApplication>
 #include <QComboBox>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QImage>
-#include <QLabel>
 #include <QSet>
 #include <QSpinBox>
 #include <QTemporaryDir>
 
+#include "gui/core_editor.h"
 #include "gui/design_panel.h"
 #include "gui/main_window.h"
-#include "spec/spec_json.h"
+#include "gui/training_panel.h"
+#include "gui/training_controller.h"
+#include "viz/attention_map_grid.h"
+#include "viz/curves_plot.h"
 #include "viz/matrix_heatmap.h"
+#include "spec/cost_model.h"
+#include "viz/stable_rank_plot.h"
 
 using namespace tensorscope;
 
@@ -20,54 +28,105 @@ extern std::string g_screenshotPath;  // set by gui_test_main from a trailing ar
 
 namespace {
 
-QStringList dockTitles(const app::MainWindow& w) {
-  QStringList t;
-  for (auto* d : w.docks()) t << d->windowTitle();
-  t.sort();
-  return t;
+app::MainWindow::Options testOptions() {
+  app::MainWindow::Options o;
+  o.restoreLayout = false;
+  o.offerRecovery = false;
+  return o;
 }
+
+/// Processes events until `done()` or the timeout; returns done().
+template <typename F>
+bool waitFor(F done, int ms = 240000) {
+  QElapsedTimer t;
+  t.start();
+  while (!done() && t.elapsed() < ms) QApplication::processEvents(QEventLoop::AllEvents, 20);
+  return done();
+}
+
 }  // namespace
 
-TEST(MainWindow, HasTheFiveDocks) {
-  app::MainWindow w;
-  EXPECT_EQ(dockTitles(w), (QStringList{"Core matrix C", "Design", "Diagram", "Plots", "Training"}));
+TEST(MainWindow, HasTheDocksOfTheExplorer) {
+  app::MainWindow w(testOptions());
+  QStringList titles;
+  for (auto* d : w.docks()) titles << d->windowTitle();
+  for (const char* t : {"Design", "Diagram", "Core matrix C", "Training", "Curves", "Stable rank", "Attention maps",
+                        "Role clusters", "Runs"})
+    EXPECT_TRUE(titles.contains(t)) << t;
 }
 
-TEST(MainWindow, PresetChangeUpdatesCoreView) {
-  app::MainWindow w;
-  auto* preset = w.designPanel()->findChild<QComboBox*>();
-  ASSERT_NE(preset, nullptr);
-  preset->setCurrentText("heads_only");
-  EXPECT_EQ(w.designPanel()->spec().sizes.D, 1);
-  EXPECT_EQ(w.coreView()->rows(), 4);
-  EXPECT_NEAR(w.coreView()->colourRange(), 2.0, 1e-12);  // sqrt(H) * I_4
-  preset->setCurrentText("mhsa");
-  EXPECT_EQ(w.coreView()->rows(), 0);  // MHSA has no C
+TEST(MainWindow, DefaultSessionComparesThsaWithMhsaAtEqualParameters) {
+  app::MainWindow w(testOptions());
+  const auto& s = w.session();
+  ASSERT_EQ(s.runs.size(), 2u);
+  const auto& m = s.runs[0].config.model.attention.front();
+  const auto& t = s.runs[1].config.model.attention.front();
+  EXPECT_EQ(m.variant, spec::Variant::Mhsa);
+  EXPECT_EQ(t.variant, spec::Variant::Thsa);
+  const double ratio = double(spec::parameterCount(t)) / double(spec::parameterCount(m));
+  EXPECT_NEAR(ratio, 1.0, 0.03) << "THSA and MHSA should have (nearly) equal parameter counts";
+  EXPECT_EQ(s.runs[0].config.task.name, "arithmetic");
 }
 
-TEST(MainWindow, SpecSaveThenOpenRoundTrips) {
+TEST(MainWindow, EditingCIsUndoable) {
+  app::MainWindow w(testOptions());
+  w.selectRun(1);  // THSA, dense core
+  const auto before = w.currentSpec();
+  ASSERT_TRUE(before.core);
+  auto* editor = w.coreEditor();
+  editor->setTool(app::CoreEditor::Tool::SetValue);
+  editor->setPaintValue(-1.5);
+  editor->editCell(0, 5);
+  auto after = w.currentSpec();
+  EXPECT_DOUBLE_EQ(after.core->dense_values[5], -1.5);
+  editor->setTool(app::CoreEditor::Tool::PaintFrozen);
+  editor->editCell(1, 1);
+  EXPECT_EQ(w.currentSpec().core->trainable_mask[after.sizes.R + 1], 0);
+  ASSERT_EQ(w.undoStack()->count(), 2);
+  w.undoStack()->undo();
+  w.undoStack()->undo();
+  EXPECT_EQ(w.currentSpec(), before);
+  w.undoStack()->redo();
+  EXPECT_DOUBLE_EQ(w.currentSpec().core->dense_values[5], -1.5);
+}
+
+TEST(MainWindow, TrainingFeedsCurvesMapsAndStableRankThenStops) {
+  app::MainWindow w(testOptions());
+  w.selectRun(1);
+  auto spec = w.currentSpec();
+  auto small = w.session().runs[1].config;  // a light run: the machine may be busy
+  small.train.batch = 4;
+  small.model.layers = 1;
+  w.trainingPanel()->setConfig(small);
+  ASSERT_TRUE(w.startTraining(/*steps=*/26));  // inspections come every 25 steps
+  auto* c = w.controller();
+  ASSERT_TRUE(waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 3; }));
+  ASSERT_TRUE(waitFor([&] { return !w.stableRankPlot()->layers().empty(); }));
+  c->stop();
+  c->waitForFinished();
+  EXPECT_FALSE(c->running());
+  EXPECT_GE(w.curves()->pointCount("train loss", "THSA"), 3);
+  EXPECT_LE(w.curves()->pointCount("train loss", "THSA"), 26);
+  EXPECT_GT(w.attentionMaps()->layerCount(), 0);
+  EXPECT_FALSE(w.session().runs[1].runDir.isEmpty());
+  EXPECT_EQ(w.currentSpec(), spec) << "training must not change the design";
+}
+
+TEST(MainWindow, SessionSavesAndReopens) {
   QTemporaryDir dir;
-  app::MainWindow w;
-  auto* preset = w.designPanel()->findChild<QComboBox*>();
-  preset->setCurrentText("skip_left");
   const QString path = dir.filePath("s.json");
-  ASSERT_TRUE(w.saveSpec(path));
-  const auto saved = w.designPanel()->spec();
-  preset->setCurrentText("dimwise");
-  ASSERT_TRUE(w.openSpec(path));
-  EXPECT_EQ(w.designPanel()->spec(), saved);
-}
-
-TEST(DesignPanel, SizeEditsAreValidatedLive) {
-  app::DesignPanel p;
-  p.setSpec(spec::makeSpecPreset("mhsa"));
-  QSpinBox* F = nullptr;
-  for (auto* b : p.findChildren<QSpinBox*>())
-    if (b->toolTip().startsWith("F:")) F = b;
-  ASSERT_NE(F, nullptr);
-  F->setValue(96);
-  EXPECT_EQ(p.spec().sizes.F, 96);
-  EXPECT_TRUE(p.isValid());
+  app::MainWindow a(testOptions());
+  a.selectRun(1);
+  auto* editor = a.coreEditor();
+  editor->setTool(app::CoreEditor::Tool::SetValue);
+  editor->setPaintValue(0.25);
+  editor->editCell(2, 3);
+  ASSERT_TRUE(a.saveSession(path));
+  app::MainWindow b(testOptions());
+  ASSERT_TRUE(b.openSession(path));
+  ASSERT_EQ(b.session().runs.size(), a.session().runs.size());
+  EXPECT_EQ(b.currentSpec(), a.currentSpec());
+  EXPECT_FALSE(b.openSession(dir.filePath("missing.json")));
 }
 
 // Run by ctest on the PNG that `tensorscope --screenshot` wrote.
@@ -80,11 +139,8 @@ TEST(ScreenshotFile, IsARealImageOfTheWindow) {
   QSet<QRgb> colours;
   for (int y = 0; y < img.height(); y += 3)
     for (int x = 0; x < img.width(); x += 3) colours.insert(img.pixel(x, y));
-  // Text, widgets and the diverging heatmap give hundreds of colours; a blank frame gives one.
   EXPECT_GT(colours.size(), 100) << "the screenshot looks blank";
-  // The C heatmap is on screen: saturated red (C's largest entries) must be present.
-  int red = 0;
+  int red = 0;  // the C heatmap's largest entries are saturated red
   for (QRgb c : colours) red += qRed(c) > 150 && qGreen(c) < 60 && qBlue(c) < 70;
   EXPECT_GT(red, 0) << "no heatmap colours found";
 }
-

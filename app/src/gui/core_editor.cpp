@@ -13,6 +13,7 @@
 
 #include "model_core/analysis.h"
 #include "spec/cost_model.h"
+#include "spec/validation.h"
 #include "viz/matrix_heatmap.h"
 
 namespace tensorscope::app {
@@ -333,7 +334,9 @@ void CoreEditor::refresh() {
   }
   const auto C = spec::materializeCore(core, z.H, z.D, z.R);
   heatmap_->setMatrix(C, z.R, z.R, QString("C (%1, %2×%2)").arg(QString::fromStdString(core.preset)).arg(z.R));
-  heatmap_->setMask(spec::coreTrainableEntries(core, z.H, z.D, z.R));
+  auto frozen = spec::coreTrainableEntries(core, z.H, z.D, z.R);  // the heatmap hatches frozen entries
+  for (auto& m : frozen) m = m ? 0 : 1;
+  heatmap_->setMask(frozen);
   if (kron) {
     factorA_->setMatrix(currentFactorValues(core.a, z.H), z.H, z.H, "A (" + QString::fromStdString(std::string(spec::toString(core.a.kind))) + ")");
     factorB_->setMatrix(currentFactorValues(core.b, z.D), z.D, z.D, "B (" + QString::fromStdString(std::string(spec::toString(core.b.kind))) + ")");

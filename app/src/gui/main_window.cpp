@@ -2,81 +2,90 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFontDatabase>
-#include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QStatusBar>
-#include <QVBoxLayout>
-#include <cmath>
+#include <QStyle>
+#include <QStyleFactory>
+#include <QTimer>
 
 #include "cli/cli.h"
+#include "diagram_view/diagram_view.h"
+#include "gui/core_editor.h"
 #include "gui/design_panel.h"
+#include "gui/runs_panel.h"
+#include "gui/spec_command.h"
+#include "gui/training_controller.h"
+#include "gui/training_panel.h"
 #include "model_core/runtime.h"
 #include "spec/spec_json.h"
+#include "spec/tensor_network.h"
 #include "spec/validation.h"
-#include "viz/matrix_heatmap.h"
+#include "viz/attention_map_grid.h"
+#include "viz/curves_plot.h"
+#include "viz/role_cluster_plot.h"
+#include "viz/spectrum_plot.h"
+#include "viz/stable_rank_plot.h"
 
 namespace tensorscope::app {
+namespace {
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+QString autosavePath() {
+  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/autosave.session.json";
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(parent), options_(options) {
   setWindowTitle("Tensorscope");
   setObjectName("MainWindow");
   setDockNestingEnabled(true);
-
-  specText_ = new QPlainTextEdit;
-  specText_->setReadOnly(true);
-  specText_->setLineWrapMode(QPlainTextEdit::NoWrap);
-  specText_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-  specText_->setToolTip("The spec: the single source of truth that builds both the model and the diagram");
-  setCentralWidget(specText_);
-
-  design_ = new DesignPanel;
-  addDock("Design", design_, Qt::LeftDockWidgetArea);
-  core_ = new viz::MatrixHeatmap;
-  QDockWidget* coreDock = addDock("Core matrix C", core_, Qt::RightDockWidgetArea);
-  addDock("Diagram",
-          plannedPanel("Tensor diagram of the current design: tensors as nodes with legs, contractions, "
-                       "softmax boxes and batch hyperedges, laid out by Graphviz and exportable as "
-                       "SVG, PDF, PNG, DOT and TikZ. Not built yet."),
-          Qt::RightDockWidgetArea);
-  addDock("Training",
-          plannedPanel("Training controls: task, start / pause / step / stop, progress with ETA, "
-                       "tokens per second, device and threads. Not built yet."),
-          Qt::BottomDockWidgetArea);
-  addDock("Plots",
-          plannedPanel("Live plots: loss and accuracy curves, stable rank of C over steps, attention "
-                       "maps and role-vector clusters. Not built yet."),
-          Qt::BottomDockWidgetArea);
-
-  resizeDocks({coreDock}, {520}, Qt::Horizontal);
-  resizeDocks({coreDock}, {460}, Qt::Vertical);
+  controller_ = new TrainingController(this);
+  buildDocks();
   buildMenus();
+  connectTraining();
   const auto info = model_core::runtimeInfo();
   statusBar()->showMessage(QString("LibTorch %1 · %2 · %3 threads · %4")
-                               .arg(QString::fromStdString(info.torch_version),
-                                    QString::fromStdString(info.default_device))
+                               .arg(QString::fromStdString(info.torch_version), QString::fromStdString(info.default_device))
                                .arg(info.intra_op_threads)
-                               .arg(info.blas_is_openblas ? "OpenBLAS" : "reference BLAS (slow)"));
+                               .arg(info.blas_is_openblas ? "OpenBLAS" : "reference BLAS (slow: install libopenblas0-openmp)"));
+  resize(1600, 1000);
 
-  connect(design_, &DesignPanel::specChanged, this, &MainWindow::onSpecChanged);
-  onSpecChanged(design_->spec());
-  resize(1400, 900);
+  Session start = defaultSession();
+  if (options_.offerRecovery && QFileInfo::exists(autosavePath())) {
+    QSettings settings;
+    if (!settings.value("cleanExit", true).toBool() &&
+        QMessageBox::question(this, "Restore session?",
+                              "Tensorscope did not close cleanly last time. Restore the autosaved session?") ==
+            QMessageBox::Yes) {
+      try {
+        start = Session::load(autosavePath());
+      } catch (const std::exception& e) {
+        showError("Cannot restore the autosave", e.what());
+      }
+    }
+  }
+  QSettings().setValue("cleanExit", false);
+  loadSession(std::move(start));
+  if (options_.restoreLayout) restoreState(QSettings().value("windowState").toByteArray());
+
+  autosaveTimer_ = new QTimer(this);
+  autosaveTimer_->setInterval(60'000);
+  connect(autosaveTimer_, &QTimer::timeout, this, &MainWindow::autosave);
+  autosaveTimer_->start();
 }
 
-QWidget* MainWindow::plannedPanel(const QString& what) {
-  auto* w = new QWidget;
-  auto* l = new QVBoxLayout(w);
-  auto* label = new QLabel(what);
-  label->setWordWrap(true);
-  label->setAlignment(Qt::AlignCenter);
-  label->setStyleSheet("color: palette(mid); font-style: italic; padding: 12px;");
-  l->addWidget(label);
-  return w;
-}
+MainWindow::~MainWindow() = default;
 
 QDockWidget* MainWindow::addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area) {
   auto* dock = new QDockWidget(title, this);
@@ -88,26 +97,240 @@ QDockWidget* MainWindow::addDock(const QString& title, QWidget* content, Qt::Doc
 
 QList<QDockWidget*> MainWindow::docks() const { return findChildren<QDockWidget*>(); }
 
+void MainWindow::buildDocks() {
+  design_ = new DesignPanel;
+  core_ = new CoreEditor;
+  diagram_ = new diagram_view::DiagramView;
+  specText_ = new QPlainTextEdit;
+  specText_->setReadOnly(true);
+  specText_->setLineWrapMode(QPlainTextEdit::NoWrap);
+  specText_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  training_ = new TrainingPanel;
+  runs_ = new RunsPanel;
+  curves_ = new viz::CurvesPlot;
+  curves_->setRightAxisSeries({"lr"});
+  curves_->setExportName("curves");
+  stableRank_ = new viz::StableRankPlot;
+  stableRank_->setExportName("stable_rank");
+  spectrum_ = new viz::SpectrumPlot;
+  spectrum_->setExportName("spectrum");
+  maps_ = new viz::AttentionMapGrid;
+  maps_->setExportName("attention_maps");
+  roles_ = new viz::RoleClusterPlot;
+  roles_->setExportName("role_clusters");
+  roles_->setK(4);
+
+  auto* designDock = addDock("Design", design_, Qt::LeftDockWidgetArea);
+  auto* runsDock = addDock("Runs", runs_, Qt::LeftDockWidgetArea);
+  auto* trainingDock = addDock("Training", training_, Qt::LeftDockWidgetArea);
+  tabifyDockWidget(designDock, trainingDock);
+  designDock->raise();
+  auto* diagramDock = addDock("Diagram", diagram_, Qt::RightDockWidgetArea);
+  auto* coreDock = addDock("Core matrix C", core_, Qt::RightDockWidgetArea);
+  splitDockWidget(diagramDock, coreDock, Qt::Horizontal);
+  auto* specDock = addDock("Spec (JSON)", specText_, Qt::RightDockWidgetArea);
+  tabifyDockWidget(diagramDock, specDock);
+  QTimer::singleShot(0, diagramDock, &QDockWidget::raise);
+  auto* curvesDock = addDock("Curves", curves_, Qt::BottomDockWidgetArea);
+  auto* rankDock = addDock("Stable rank", stableRank_, Qt::BottomDockWidgetArea);
+  auto* spectrumDock = addDock("Spectrum of C", spectrum_, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(rankDock, spectrumDock);
+  rankDock->raise();
+  auto* mapsDock = addDock("Attention maps", maps_, Qt::BottomDockWidgetArea);
+  auto* rolesDock = addDock("Role clusters", roles_, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(mapsDock, rolesDock);
+  mapsDock->raise();
+  (void)runsDock;
+  (void)curvesDock;
+  // Sizes apply once the window has its geometry.
+  QTimer::singleShot(0, this, [this, designDock, diagramDock, coreDock, curvesDock] {
+    resizeDocks({designDock, diagramDock, coreDock}, {330, 560, 520}, Qt::Horizontal);
+    resizeDocks({curvesDock}, {320}, Qt::Vertical);
+  });
+
+  connect(design_, &DesignPanel::specChanged, this, &MainWindow::onDesignEdited);
+  connect(core_, &CoreEditor::coreEdited, this,
+          [this](const spec::AttentionSpec& before, const spec::AttentionSpec& after, const QString& what, int stroke) {
+            undo_.push(new SpecCommand(this, before, after, what, stroke));
+          });
+  connect(core_, &CoreEditor::forkRequested, this, [this] {
+    if (QMessageBox::question(this, "Edit C of a training run?",
+                              "This run's C is being trained. Fork a new run with the same design, so you can edit "
+                              "its C and train it beside this one?") != QMessageBox::Yes)
+      return;
+    RunEntry copy = session_.runs[session_.current];
+    copy.name += " (fork)";
+    copy.runDir.clear();
+    session_.runs.push_back(copy);
+    statuses_ << "not trained";
+    overlay_ << true;
+    selectRun(static_cast<int>(session_.runs.size()) - 1);
+  });
+  connect(diagram_, &diagram_view::DiagramView::coreSelected, this, [coreDock](const QString&) {
+    coreDock->show();
+    coreDock->raise();
+  });
+  connect(runs_, &RunsPanel::currentChanged, this, &MainWindow::selectRun);
+  connect(runs_, &RunsPanel::overlayChanged, this, [this](int i, bool shown) {
+    overlay_[i] = shown;
+    if (!shown) curves_->removeRun(session_.runs[i].name);
+    else if (!session_.runs[i].runDir.isEmpty()) loadMetricsFile(session_.runs[i].name, session_.runs[i].runDir);
+  });
+  connect(runs_, &RunsPanel::newRunRequested, this, [this] {
+    session_.runs.push_back({QString("Run %1").arg(session_.runs.size() + 1), defaultRunConfig(spec::makeSpecPreset("mhsa")), {}});
+    statuses_ << "not trained";
+    overlay_ << true;
+    selectRun(static_cast<int>(session_.runs.size()) - 1);
+  });
+  connect(runs_, &RunsPanel::duplicateRequested, this, [this] {
+    RunEntry copy = session_.runs[session_.current];
+    copy.name += " copy";
+    copy.runDir.clear();
+    session_.runs.push_back(copy);
+    statuses_ << "not trained";
+    overlay_ << true;
+    selectRun(static_cast<int>(session_.runs.size()) - 1);
+  });
+  connect(runs_, &RunsPanel::removeRequested, this, [this](int i) {
+    if (session_.runs.size() <= 1 || i < 0 || i == trainingRun_) {
+      showError("Cannot remove this run", i == trainingRun_ ? "It is training; stop it first." : "A session keeps at least one run.");
+      return;
+    }
+    curves_->removeRun(session_.runs[i].name);
+    session_.runs.erase(session_.runs.begin() + i);
+    statuses_.removeAt(i);
+    overlay_.removeAt(i);
+    if (trainingRun_ > i) --trainingRun_;
+    selectRun(std::min<int>(i, static_cast<int>(session_.runs.size()) - 1));
+  });
+  connect(runs_, &RunsPanel::openRunDirectoryRequested, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Open a run directory");
+    if (!dir.isEmpty()) openRunDirectory(dir);
+  });
+  connect(training_, &TrainingPanel::settingsChanged, this, [this] {
+    training_->applyTo(session_.runs[session_.current].config);
+    refreshDesignViews();
+  });
+  connect(roles_, &viz::RoleClusterPlot::kChanged, this, &MainWindow::reclusterRoles);
+}
+
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu("&File");
-  QAction* open = file->addAction("&Open spec…", this, [this] {
-    const QString p = QFileDialog::getOpenFileName(this, "Open spec", {}, "Spec (*.json);;All files (*)");
-    if (!p.isEmpty()) openSpec(p);
+  auto* open = file->addAction("&Open session…", this, [this] {
+    const QString p = QFileDialog::getOpenFileName(this, "Open session", {}, "Tensorscope session (*.json);;All files (*)");
+    if (!p.isEmpty()) openSession(p);
   });
   open->setShortcut(QKeySequence::Open);
-  QAction* save = file->addAction("&Save spec as…", this, [this] {
-    const QString p = QFileDialog::getSaveFileName(this, "Save spec", "spec.json", "Spec (*.json)");
-    if (!p.isEmpty()) saveSpec(p);
+  QMenu* recent = file->addMenu("Open &recent");
+  connect(recent, &QMenu::aboutToShow, this, [this, recent] {
+    recent->clear();
+    const auto list = QSettings().value("recentSessions").toStringList();
+    if (list.isEmpty()) recent->addAction("(none yet)")->setEnabled(false);
+    for (const auto& p : list) recent->addAction(p, this, [this, p] { openSession(p); });
   });
-  save->setShortcut(QKeySequence::SaveAs);
+  QMenu* examples = file->addMenu("Open &example session");
+  for (const auto& p : exampleSessionPaths())
+    examples->addAction(QFileInfo(p).baseName(), this, [this, p] { openSession(p); });
+  auto* save = file->addAction("&Save session", this, [this] {
+    QString p = sessionPath_;
+    if (p.isEmpty()) p = QFileDialog::getSaveFileName(this, "Save session", "session.json", "Tensorscope session (*.json)");
+    if (!p.isEmpty()) saveSession(p);
+  });
+  save->setShortcut(QKeySequence::Save);
+  auto* saveAs = file->addAction("Save session &as…", this, [this] {
+    const QString p = QFileDialog::getSaveFileName(this, "Save session as", "session.json", "Tensorscope session (*.json)");
+    if (!p.isEmpty()) saveSession(p);
+  });
+  saveAs->setShortcut(QKeySequence::SaveAs);
+  file->addAction("Open &run directory…", this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Open a run directory");
+    if (!dir.isEmpty()) openRunDirectory(dir);
+  });
   file->addSeparator();
-  QAction* quit = file->addAction("&Quit", qApp, &QApplication::closeAllWindows);
-  quit->setShortcut(QKeySequence::Quit);
+  auto* figures = file->addAction("Export &figures…", this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Export every view to a folder");
+    if (!dir.isEmpty()) exportFigures(dir);
+  });
+  figures->setShortcut(QKeySequence("Ctrl+E"));
+  file->addAction("Export &data (CSV)…", this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Export the data behind the plots");
+    if (dir.isEmpty()) return;
+    bool ok = curves_->exportCsv(dir + "/curves.csv") && stableRank_->exportCsv(dir + "/stable_rank.csv") &&
+              spectrum_->exportCsv(dir + "/spectrum.csv");
+    if (!ok) showError("Export data", "Could not write every CSV file into " + dir);
+    else statusBar()->showMessage("Wrote curves.csv, stable_rank.csv, spectrum.csv to " + dir, 5000);
+  });
+  file->addAction("Export &model (PyTorch)…", this, [this] {
+    const auto& run = session_.runs[session_.current];
+    if (run.runDir.isEmpty()) {
+      showError("Export model", "Train this run first: it has no checkpoint yet.");
+      return;
+    }
+    const QString dir = QFileDialog::getExistingDirectory(this, "Export model.py, model.safetensors and config.json to");
+    if (dir.isEmpty()) return;
+    try {
+      model_core::exportPyTorch(run.runDir.toStdString(), dir.toStdString());
+      statusBar()->showMessage("Exported the model to " + dir, 5000);
+    } catch (const std::exception& e) {
+      showError("Export model", e.what());
+    }
+  });
+  file->addSeparator();
+  file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* edit = menuBar()->addMenu("&Edit");
+  auto* undo = undo_.createUndoAction(this, "&Undo");
+  undo->setShortcut(QKeySequence::Undo);
+  auto* redo = undo_.createRedoAction(this, "&Redo");
+  redo->setShortcuts({QKeySequence("Ctrl+Shift+Z"), QKeySequence::Redo});
+  edit->addAction(undo);
+  edit->addAction(redo);
+
+  QMenu* train = menuBar()->addMenu("&Training");
+  train->addAction("&Train current run", QKeySequence(Qt::Key_F5), this, [this] { startTraining(); });
+  train->addAction("&Pause / resume", QKeySequence(Qt::Key_F6), this, [this] {
+    if (controller_->paused()) controller_->resume();
+    else controller_->pause();
+    training_->setState(controller_->running(), controller_->paused());
+  });
+  train->addAction("&Single step", QKeySequence(Qt::Key_F7), controller_, &TrainingController::step);
+  train->addAction("&Stop", QKeySequence("Shift+F5"), controller_, &TrainingController::stop);
+  connect(training_, &TrainingPanel::startRequested, this, [this] { startTraining(); });
+  connect(training_, &TrainingPanel::pauseRequested, this, [this] {
+    controller_->pause();
+    training_->setState(true, true);
+  });
+  connect(training_, &TrainingPanel::resumeRequested, this, [this] {
+    controller_->resume();
+    training_->setState(true, false);
+  });
+  connect(training_, &TrainingPanel::stepRequested, controller_, &TrainingController::step);
+  connect(training_, &TrainingPanel::stopRequested, controller_, &TrainingController::stop);
 
   QMenu* view = menuBar()->addMenu("&View");
   for (QDockWidget* d : docks()) view->addAction(d->toggleViewAction());
+  view->addSeparator();
+  auto* dark = view->addAction("&Dark theme");
+  dark->setCheckable(true);
+  dark->setShortcut(QKeySequence("Ctrl+Shift+D"));
+  connect(dark, &QAction::toggled, this, &MainWindow::setDarkTheme);
 
   QMenu* help = menuBar()->addMenu("&Help");
+  help->addAction("&Keyboard shortcuts", QKeySequence::HelpContents, this, [this] {
+    QMessageBox::information(this, "Keyboard shortcuts",
+                             "<table>"
+                             "<tr><td><b>F5</b></td><td>train the current run</td></tr>"
+                             "<tr><td><b>F6</b></td><td>pause / resume</td></tr>"
+                             "<tr><td><b>F7</b></td><td>one step while paused</td></tr>"
+                             "<tr><td><b>Shift+F5</b></td><td>stop (keeps the checkpoint)</td></tr>"
+                             "<tr><td><b>Ctrl+Z / Ctrl+Shift+Z</b></td><td>undo / redo a design edit</td></tr>"
+                             "<tr><td><b>Ctrl+O / Ctrl+S / Ctrl+Shift+S</b></td><td>open / save / save session as</td></tr>"
+                             "<tr><td><b>Ctrl+E</b></td><td>export every view as figures</td></tr>"
+                             "<tr><td><b>Ctrl+Shift+D</b></td><td>dark theme</td></tr>"
+                             "<tr><td><b>Ctrl + wheel, drag</b></td><td>zoom and pan the diagram</td></tr>"
+                             "<tr><td><b>Right click</b></td><td>export a plot (PNG, SVG, PDF, CSV)</td></tr>"
+                             "</table>");
+  });
   help->addAction("&About Tensorscope", this, [this] {
     QMessageBox::about(this, "About Tensorscope",
                        "<b>Tensorscope</b> explores attention mechanisms as tensor networks.<pre>" +
@@ -115,50 +338,148 @@ void MainWindow::buildMenus() {
   });
 }
 
-bool MainWindow::openSpec(const QString& path) {
-  try {
-    const auto s = spec::readSpecFile(path.toStdString());
-    const auto issues = spec::validate(s);
-    if (!issues.empty()) {
-      QMessageBox::warning(this, "Invalid spec",
-                           path + " is not a valid spec:\n\n" + QString::fromStdString(spec::formatIssues(issues)));
-      return false;
+void MainWindow::loadSession(Session s) {
+  if (controller_->running()) controller_->stop(), controller_->waitForFinished();
+  curves_->clear();
+  stableRank_->clear();
+  session_ = std::move(s);
+  statuses_.clear();
+  overlay_.clear();
+  for (const auto& r : session_.runs) {
+    statuses_ << (r.runDir.isEmpty() ? "not trained" : "trained: " + r.runDir);
+    overlay_ << true;
+    if (!r.runDir.isEmpty()) loadMetricsFile(r.name, r.runDir);
+  }
+  undo_.clear();
+  selectRun(session_.current);
+  setDarkTheme(session_.theme == "dark");
+}
+
+void MainWindow::selectRun(int index) {
+  if (index < 0 || index >= static_cast<int>(session_.runs.size())) return;
+  session_.current = index;
+  training_->setConfig(session_.runs[index].config);
+  refreshRuns();
+  refreshDesignViews();
+  core_->setEditable(index != trainingRun_);
+}
+
+void MainWindow::refreshRuns() {
+  QStringList names;
+  for (const auto& r : session_.runs) names << r.name;
+  runs_->setRuns(names, statuses_, overlay_, session_.current);
+}
+
+spec::AttentionSpec MainWindow::currentSpec() const {
+  return session_.runs[session_.current].config.model.attention.front();
+}
+
+void MainWindow::onDesignEdited(const spec::AttentionSpec& s) {
+  const auto before = currentSpec();
+  if (before == s) return;
+  undo_.push(new SpecCommand(this, before, s, "edit design"));
+}
+
+void MainWindow::applySpec(const spec::AttentionSpec& s) {
+  auto& config = session_.runs[session_.current].config;
+  config.model.attention = {s};
+  config.model.d_model = s.sizes.F;
+  refreshDesignViews();
+}
+
+void MainWindow::refreshDesignViews() {
+  const auto s = currentSpec();
+  design_->setSpec(s);
+  if (session_.current != trainingRun_) core_->setSpec(s);
+  specText_->setPlainText(QString::fromStdString(spec::toJson(s)));
+  if (spec::validate(s).empty()) {
+    try {
+      diagram_->setNetwork(spec::buildTensorNetwork(s, std::min(s.sizes.seq_len, 64)));
+    } catch (const std::exception& e) {
+      statusBar()->showMessage(QString("diagram: ") + e.what(), 5000);
     }
-    design_->setSpec(s);
-    onSpecChanged(s);
+  }
+  setWindowTitle(QString("Tensorscope — %1%2").arg(sessionPath_.isEmpty() ? "unsaved session" : QFileInfo(sessionPath_).fileName(),
+                                                   undo_.isClean() ? "" : " *"));
+}
+
+bool MainWindow::openSession(const QString& path) {
+  try {
+    auto s = Session::load(path);
+    sessionPath_ = path;
+    loadSession(std::move(s));
+    auto recent = QSettings().value("recentSessions").toStringList();
+    recent.removeAll(path);
+    recent.prepend(path);
+    QSettings().setValue("recentSessions", recent.mid(0, 8));
     statusBar()->showMessage("Opened " + path, 5000);
     return true;
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, "Cannot open spec", path + ":\n\n" + QString::fromUtf8(e.what()));
+    showError("Cannot open session", QString::fromUtf8(e.what()));
     return false;
   }
 }
 
-bool MainWindow::saveSpec(const QString& path) {
+bool MainWindow::saveSession(const QString& path) {
   try {
-    spec::writeSpecFile(path.toStdString(), design_->spec());
+    session_.windowState = saveState();
+    session_.theme = dark_ ? "dark" : "light";
+    session_.save(path);
+    sessionPath_ = path;
+    undo_.setClean();
+    refreshDesignViews();
     statusBar()->showMessage("Saved " + path, 5000);
     return true;
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, "Cannot save spec", QString::fromUtf8(e.what()));
+    showError("Cannot save session", QString::fromUtf8(e.what()));
     return false;
   }
 }
 
-void MainWindow::onSpecChanged(const spec::AttentionSpec& s) {
-  specText_->setPlainText(QString::fromStdString(spec::toJson(s)));
-  if (!s.core) {
-    core_->clear(QString("%1 has no core matrix C (THSA family only)")
-                     .arg(QString::fromStdString(std::string(spec::toString(s.variant)))));
-    return;
+void MainWindow::autosave() {
+  try {
+    QDir().mkpath(QFileInfo(autosavePath()).path());
+    session_.save(autosavePath());
+  } catch (const std::exception& e) {
+    statusBar()->showMessage(QString("autosave failed: ") + e.what(), 10000);
   }
-  if (!spec::validate(s).empty()) {
-    core_->clear("C is undefined until the design is valid");
-    return;
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (controller_->running()) {
+    controller_->stop();
+    controller_->waitForFinished();  // the run checkpoints before the window goes
   }
-  const auto C = spec::effectiveCore(s);
-  core_->setMatrix(C, s.sizes.R, s.sizes.R,
-                   QString("C (%1, %2x%2)").arg(QString::fromStdString(s.core->preset)).arg(s.sizes.R));
+  QSettings settings;
+  settings.setValue("windowState", saveState());
+  settings.setValue("cleanExit", true);
+  autosave();
+  event->accept();
+}
+
+void MainWindow::showError(const QString& title, const QString& text) {
+  statusBar()->showMessage(title + ": " + text, 10000);
+  if (QApplication::platformName() != "offscreen") QMessageBox::warning(this, title, text);
+}
+
+void MainWindow::setDarkTheme(bool dark) {
+  dark_ = dark;
+  QPalette p = QStyleFactory::create("Fusion")->standardPalette();
+  if (dark) {
+    p.setColor(QPalette::Window, QColor(45, 45, 48));
+    p.setColor(QPalette::WindowText, QColor(230, 230, 230));
+    p.setColor(QPalette::Base, QColor(30, 30, 32));
+    p.setColor(QPalette::AlternateBase, QColor(45, 45, 48));
+    p.setColor(QPalette::Text, QColor(230, 230, 230));
+    p.setColor(QPalette::Button, QColor(55, 55, 58));
+    p.setColor(QPalette::ButtonText, QColor(230, 230, 230));
+    p.setColor(QPalette::Highlight, QColor(66, 133, 244));
+  }
+  QApplication::setStyle(QStyleFactory::create("Fusion"));
+  QApplication::setPalette(p);
+  for (viz::PlotWidget* w : std::initializer_list<viz::PlotWidget*>{curves_, stableRank_, spectrum_, maps_, roles_})
+    w->setDarkTheme(dark);
+  diagram_->setTheme(dark ? diagram_view::Theme::Dark : diagram_view::Theme::Light);
 }
 
 }  // namespace tensorscope::app

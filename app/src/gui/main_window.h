@@ -1,45 +1,123 @@
 #pragma once
-/// The explorer's main window. It wires docks together and delegates; features live in the docks.
+/// The explorer's main window. It wires docks, the session, the undo stack and the training
+/// controller together and delegates; the features live in the docks and controllers.
 
 #include <QMainWindow>
+#include <QUndoStack>
+#include <memory>
 
+#include "gui/session.h"
 #include "spec/attention_spec.h"
 
 class QDockWidget;
 class QPlainTextEdit;
+class QTimer;
 
 namespace tensorscope::viz {
-class MatrixHeatmap;
+class AttentionMapGrid;
+class CurvesPlot;
+class RoleClusterPlot;
+class SpectrumPlot;
+class StableRankPlot;
+}  // namespace tensorscope::viz
+namespace tensorscope::diagram_view {
+class DiagramView;
+}
+namespace tensorscope::model_core {
+struct InspectionSnapshot;
 }
 
 namespace tensorscope::app {
 
+class CoreEditor;
 class DesignPanel;
+class RunsPanel;
+class TrainingController;
+class TrainingPanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  explicit MainWindow(QWidget* parent = nullptr);
+  struct Options {
+    bool restoreLayout = true;   ///< restore dock layout from the last session (off for screenshots)
+    bool offerRecovery = true;   ///< offer to restore an autosave after a crash
+  };
+  explicit MainWindow(const Options& options, QWidget* parent = nullptr);
+  MainWindow() : MainWindow(Options{}) {}
+  ~MainWindow() override;
 
+  // Access for tests, scripts and the demo runner.
   DesignPanel* designPanel() const { return design_; }
-  viz::MatrixHeatmap* coreView() const { return core_; }
-  /// The docks by title, for tests and View-menu toggles.
+  CoreEditor* coreEditor() const { return core_; }
+  TrainingController* controller() const { return controller_; }
+  TrainingPanel* trainingPanel() const { return training_; }
+  viz::CurvesPlot* curves() const { return curves_; }
+  viz::StableRankPlot* stableRankPlot() const { return stableRank_; }
+  viz::AttentionMapGrid* attentionMaps() const { return maps_; }
+  viz::RoleClusterPlot* roleClusters() const { return roles_; }
+  QUndoStack* undoStack() { return &undo_; }
+  const Session& session() const { return session_; }
   QList<QDockWidget*> docks() const;
 
-  /// Loads a spec file into the design; shows the reasons in a message box on failure.
-  bool openSpec(const QString& path);
-  /// Saves the current design atomically; shows the reason on failure.
-  bool saveSpec(const QString& path);
+  /// The current run's attention spec (all layers share it).
+  spec::AttentionSpec currentSpec() const;
+  /// Applies a design change (what undo commands call).
+  void applySpec(const spec::AttentionSpec& spec);
+  /// Selects run `index` of the session.
+  void selectRun(int index);
+  /// Starts training the current run (optionally stopping at `steps`). Returns false on refusal.
+  bool startTraining(qint64 steps = -1);
+
+  bool openSession(const QString& path);
+  bool saveSession(const QString& path);
+  /// Adds a run directory written by `tensorscope train` and shows its curves.
+  bool openRunDirectory(const QString& dir);
+  /// Writes every current view (curves, stable rank, spectrum, maps, roles, core, diagram) to `dir`.
+  bool exportFigures(const QString& dir);
+  void setDarkTheme(bool dark);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
 
  private:
-  void buildMenus();
-  void onSpecChanged(const spec::AttentionSpec& s);
   QDockWidget* addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area);
-  static QWidget* plannedPanel(const QString& what);
+  void buildDocks();
+  void buildMenus();
+  void connectTraining();
+  void loadSession(Session session);
+  void refreshRuns();
+  void refreshDesignViews();
+  void onDesignEdited(const spec::AttentionSpec& spec);
+  void onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap);
+  void reclusterRoles(int k);
+  void loadMetricsFile(const QString& runName, const QString& dir);
+  void autosave();
+  void showError(const QString& title, const QString& text);
+  QString newRunDirectory(const QString& name) const;
+
+  Options options_;
+  Session session_;
+  QString sessionPath_;
+  QUndoStack undo_;
+  TrainingController* controller_ = nullptr;
+  int trainingRun_ = -1;
+  QStringList statuses_;
+  QList<bool> overlay_;
+  std::shared_ptr<const model_core::InspectionSnapshot> lastInspection_;
+  bool dark_ = false;
 
   DesignPanel* design_ = nullptr;
-  viz::MatrixHeatmap* core_ = nullptr;
+  CoreEditor* core_ = nullptr;
+  diagram_view::DiagramView* diagram_ = nullptr;
   QPlainTextEdit* specText_ = nullptr;
+  TrainingPanel* training_ = nullptr;
+  RunsPanel* runs_ = nullptr;
+  viz::CurvesPlot* curves_ = nullptr;
+  viz::StableRankPlot* stableRank_ = nullptr;
+  viz::SpectrumPlot* spectrum_ = nullptr;
+  viz::AttentionMapGrid* maps_ = nullptr;
+  viz::RoleClusterPlot* roles_ = nullptr;
+  QTimer* autosaveTimer_ = nullptr;
 };
 
 }  // namespace tensorscope::app

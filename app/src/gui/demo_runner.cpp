@@ -1,0 +1,124 @@
+#include "gui/demo_runner.h"
+
+#include <QApplication>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QTextStream>
+#include <iostream>
+
+#include "gui/main_window.h"
+#include "gui/training_controller.h"
+#include "spec/attention_spec.h"
+
+namespace tensorscope::app {
+
+DemoRunner::DemoRunner(MainWindow* window, QStringList lines, QObject* parent)
+    : QObject(parent), window_(window), lines_(std::move(lines)) {
+  timer_.setInterval(50);
+  connect(&timer_, &QTimer::timeout, this, &DemoRunner::next);
+  auto* c = window_->controller();
+  connect(c, &TrainingController::metrics, this, [this](const auto& batch) {
+    if (!batch.isEmpty()) lastStep_ = batch.back().step;
+  });
+  connect(c, &TrainingController::finished, this, [this] { trainingEnded_ = true; });
+  connect(c, &TrainingController::failed, this, [this](const QString& why) {
+    trainingEnded_ = true;
+    std::cerr << "demo: training failed: " << why.toStdString() << "\n";
+  });
+}
+
+QStringList DemoRunner::readScript(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly | QIODevice::Text))
+    throw std::runtime_error("cannot read demo script " + path.toStdString() + ": " + f.errorString().toStdString());
+  QStringList lines;
+  QTextStream in(&f);
+  while (!in.atEnd()) lines << in.readLine();
+  return lines;
+}
+
+void DemoRunner::start() { timer_.start(); }
+
+void DemoRunner::fail(const QString& why) {
+  std::cerr << "demo: line " << pc_ << ": " << why.toStdString() << "\n";
+  exitCode_ = 1;
+  timer_.stop();
+  Q_EMIT finished(exitCode_);
+}
+
+void DemoRunner::next() {
+  static QElapsedTimer waitClock;
+  static qint64 waitUntil = -1;
+  while (pc_ < lines_.size()) {
+    QString line = lines_[pc_].section('#', 0, 0).trimmed();
+    if (line.isEmpty()) {
+      ++pc_;
+      continue;
+    }
+    const QString cmd = line.section(' ', 0, 0);
+    const QString arg = line.section(' ', 1).trimmed();
+    if (cmd == "wait-step") {
+      if (!trainingEnded_ && lastStep_ < arg.toLongLong()) return;
+    } else if (cmd == "wait-end") {
+      if (!trainingEnded_) return;
+    } else if (cmd == "wait-ms") {
+      if (waitUntil < 0) {
+        waitClock.start();
+        waitUntil = arg.toLongLong();
+      }
+      if (waitClock.elapsed() < waitUntil) return;
+      waitUntil = -1;
+    } else if (cmd == "preset") {
+      try {
+        const auto before = window_->currentSpec();
+        auto after = spec::makeSpecPreset(arg.toStdString());
+        after.causal = before.causal;
+        after.sizes.seq_len = before.sizes.seq_len;
+        window_->applySpec(after);
+      } catch (const std::exception& e) {
+        return fail(e.what());
+      }
+    } else if (cmd == "run") {
+      window_->selectRun(arg.toInt());
+    } else if (cmd == "session") {
+      if (!window_->openSession(arg)) return fail("cannot open session " + arg);
+    } else if (cmd == "train") {
+      trainingEnded_ = false;
+      lastStep_ = 0;
+      if (!window_->startTraining(arg.isEmpty() ? -1 : arg.toLongLong())) return fail("training refused");
+    } else if (cmd == "stop") {
+      window_->controller()->stop();
+    } else if (cmd == "dock") {
+      bool found = false;
+      for (auto* d : window_->docks())
+        if (d->windowTitle() == arg) {
+          d->show();
+          d->raise();
+          found = true;
+        }
+      if (!found) return fail("no dock titled " + arg);
+    } else if (cmd == "theme") {
+      window_->setDarkTheme(arg == "dark");
+    } else if (cmd == "screenshot") {
+      if (!window_->grab().save(arg, "PNG")) return fail("cannot write " + arg);
+      std::cout << "screenshot " << arg.toStdString() << std::endl;
+    } else if (cmd == "figures") {
+      if (!window_->exportFigures(arg)) return fail("cannot export figures to " + arg);
+    } else if (cmd == "quit") {
+      pc_ = static_cast<int>(lines_.size());
+      break;
+    } else {
+      return fail("unknown command '" + cmd + "'");
+    }
+    ++pc_;
+  }
+  timer_.stop();
+  if (!trainingEnded_) {
+    window_->controller()->stop();
+    window_->controller()->waitForFinished();
+  }
+  Q_EMIT finished(exitCode_);
+}
+
+}  // namespace tensorscope::app

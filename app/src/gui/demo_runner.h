@@ -1,0 +1,51 @@
+#pragma once
+/// Runs a scripted scenario in the window (`tensorscope --demo SCRIPT`), for README screenshots
+/// and end-to-end checks. One command per line; '#' starts a comment:
+///   preset NAME        apply a spec preset to the current run's design (undoable)
+///   run INDEX          select run INDEX of the session
+///   session PATH       open a session file
+///   train [STEPS]      start training the current run (stop at STEPS)
+///   wait-step N        wait until training reached step N (or ended)
+///   wait-end           wait until training ended
+///   wait-ms N          wait N milliseconds (events keep flowing)
+///   dock TITLE         raise a dock (e.g. "Attention maps")
+///   theme light|dark
+///   screenshot PATH    save the window as PNG
+///   figures DIR        export every view to DIR
+///   stop               stop training
+///   quit
+
+#include <QObject>
+#include <QStringList>
+#include <QTimer>
+
+namespace tensorscope::app {
+
+class MainWindow;
+
+class DemoRunner : public QObject {
+  Q_OBJECT
+ public:
+  DemoRunner(MainWindow* window, QStringList lines, QObject* parent = nullptr);
+  /// Reads a script file; throws std::runtime_error when it cannot be read.
+  static QStringList readScript(const QString& path);
+  void start();
+  int exitCode() const { return exitCode_; }
+
+ Q_SIGNALS:
+  void finished(int exitCode);
+
+ private:
+  void next();
+  void fail(const QString& why);
+
+  MainWindow* window_;
+  QStringList lines_;
+  int pc_ = 0;
+  qint64 lastStep_ = 0;
+  bool trainingEnded_ = true;
+  int exitCode_ = 0;
+  QTimer timer_;
+};
+
+}  // namespace tensorscope::app

@@ -1,0 +1,247 @@
+// MainWindow: training runs and the live views fed by the training controller; figure export.
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTextStream>
+#include <nlohmann/json.hpp>
+
+#include "diagram_view/diagram_export.h"
+#include "diagram_view/diagram_view.h"
+#include "gui/core_editor.h"
+#include "gui/main_window.h"
+#include "gui/training_controller.h"
+#include "gui/training_panel.h"
+#include "model_core/analysis.h"
+#include "spec/tensor_network.h"
+#include "viz/attention_map_grid.h"
+#include "viz/curves_plot.h"
+#include "viz/role_cluster_plot.h"
+#include "viz/spectrum_plot.h"
+#include "viz/stable_rank_plot.h"
+
+namespace tensorscope::app {
+
+QString MainWindow::newRunDirectory(const QString& name) const {
+  const QString base = sessionPath_.isEmpty()
+                           ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/runs"
+                           : QFileInfo(sessionPath_).absolutePath() + "/" + QFileInfo(sessionPath_).completeBaseName() + ".runs";
+  QString safe = name;
+  safe.replace(QRegularExpression("[^A-Za-z0-9_.-]+"), "_");
+  return base + "/" + safe + "-" + QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss");
+}
+
+bool MainWindow::startTraining(qint64 steps) {
+  if (controller_->running()) {
+    showError("Training", "A run is already training; stop it first.");
+    return false;
+  }
+  auto& run = session_.runs[session_.current];
+  training_->applyTo(run.config);
+  const auto problems = model_core::validateRunConfig(run.config);
+  if (!problems.empty()) {
+    showError("Cannot train this design", QString::fromStdString(problems.front()));
+    return false;
+  }
+  const QString dir = newRunDirectory(run.name);
+  if (!QDir().mkpath(dir)) {
+    showError("Training", "Cannot create the run directory " + dir);
+    return false;
+  }
+  curves_->removeRun(run.name);
+  stableRank_->clear();
+  trainingRun_ = session_.current;
+  run.runDir = dir;
+  statuses_[trainingRun_] = "training…";
+  refreshRuns();
+  core_->setEditable(false);
+  training_->setState(true, false);
+  return controller_->start(run.config, dir, false, steps);
+}
+
+void MainWindow::connectTraining() {
+  connect(controller_, &TrainingController::started, training_, &TrainingPanel::onStarted);
+  connect(controller_, &TrainingController::metrics, this, [this](const QVector<model_core::MetricsSnapshot>& batch) {
+    if (trainingRun_ < 0 || batch.isEmpty()) return;
+    const QString run = session_.runs[trainingRun_].name;
+    std::vector<double> steps, loss, lr;
+    for (const auto& m : batch) {
+      steps.push_back(double(m.step));
+      loss.push_back(m.loss);
+      lr.push_back(m.lr);
+    }
+    curves_->appendPoints("train loss", steps, loss, run);
+    curves_->appendPoints("lr", steps, lr, run);
+    training_->onMetrics(batch.back());
+  });
+  connect(controller_, &TrainingController::evaluated, this, [this](const model_core::EvalSnapshot& e) {
+    if (trainingRun_ < 0) return;
+    const QString run = session_.runs[trainingRun_].name;
+    const QString split = QString::fromStdString(e.split);
+    curves_->appendPoint("eval loss (" + split + ")", double(e.step), e.loss, run);
+    if (e.exact_match >= 0) curves_->appendPoint("exact match (" + split + ")", double(e.step), e.exact_match, run);
+    else curves_->appendPoint("accuracy (" + split + ")", double(e.step), e.accuracy, run);
+  });
+  connect(controller_, &TrainingController::inspected, this, &MainWindow::onInspection);
+  connect(controller_, &TrainingController::message, this, [this](const QString& m) { statusBar()->showMessage(m, 15000); });
+  connect(controller_, &TrainingController::finished, this, [this](const model_core::TrainResult& r) {
+    if (trainingRun_ >= 0) statuses_[trainingRun_] = QString::fromStdString(r.message);
+    training_->onFinished(QString::fromStdString(r.message));
+    if (r.diverged) showError("Training diverged", QString::fromStdString(r.message));
+    trainingRun_ = -1;
+    training_->setState(false, false);
+    core_->setEditable(true);
+    refreshRuns();
+    refreshDesignViews();
+  });
+  connect(controller_, &TrainingController::failed, this, [this](const QString& reason) {
+    if (trainingRun_ >= 0) statuses_[trainingRun_] = "failed: " + reason;
+    trainingRun_ = -1;
+    training_->setState(false, false);
+    training_->onFinished("Failed: " + reason);
+    core_->setEditable(true);
+    refreshRuns();
+    showError("Training failed", reason);
+  });
+}
+
+void MainWindow::onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap) {
+  if (!snap) return;
+  lastInspection_ = snap;
+  const double step = double(snap->step);
+  if (!snap->stable_ranks.empty()) {
+    stableRank_->appendSnapshot(step, snap->core_layers, snap->stable_ranks);
+    std::vector<viz::CoreSpectrum> spectra;
+    for (size_t i = 0; i < snap->core_layers.size(); ++i)
+      spectra.push_back({snap->core_layers[i], snap->spectra[i], snap->stable_ranks[i]});
+    spectrum_->setSpectra(spectra, step);
+    const auto s = session_.runs[trainingRun_ >= 0 ? trainingRun_ : session_.current].config.model.attention.front();
+    stableRank_->setHeadsReference(s.sizes.H);
+    spectrum_->setHeads(s.sizes.H);
+    if (trainingRun_ == session_.current)
+      core_->showLearnedCore(snap->cores.front().values, snap->cores.front().rows, snap->step);
+  }
+  std::vector<std::vector<viz::MatrixData>> maps;
+  std::vector<int> layers;
+  for (size_t l = 0; l < snap->maps.size(); ++l) {
+    std::vector<viz::MatrixData> row;
+    for (const auto& m : snap->maps[l]) row.push_back({m.rows, m.cols, m.values});
+    maps.push_back(std::move(row));
+    layers.push_back(static_cast<int>(l));
+  }
+  QStringList tokens;
+  for (const auto& t : snap->probe_tokens) tokens << QString::fromStdString(t);
+  const auto s = currentSpec();
+  maps_->setGroupSize(s.core ? std::max(1, s.sizes.D) : 1);
+  maps_->setMaps(maps, tokens, layers, step);
+  if (snap->roles.rows > 0) reclusterRoles(roles_->k());
+}
+
+void MainWindow::reclusterRoles(int k) {
+  if (!lastInspection_ || lastInspection_->roles.rows < 3) {
+    roles_->showMessage("Role vectors appear here while a TP-attention model trains (variant tp).");
+    return;
+  }
+  const auto& r = lastInspection_->roles;
+  const auto p = model_core::pca(r.values, r.rows, r.cols, 2);
+  std::vector<double> xs(r.rows), ys(r.rows);
+  for (int i = 0; i < r.rows; ++i) {
+    xs[i] = p.coordinates[static_cast<size_t>(i) * 2];
+    ys[i] = p.coordinates[static_cast<size_t>(i) * 2 + 1];
+  }
+  QStringList tokens, contexts, labels;
+  for (int i = 0; i < r.rows; ++i) {
+    tokens << QString::fromStdString(lastInspection_->role_tokens[i]);
+    contexts << QString::fromStdString(lastInspection_->role_contexts[i]);
+    labels << QString::fromStdString(lastInspection_->role_labels[i]);
+  }
+  roles_->setPoints(xs, ys, tokens, contexts, labels);
+  model_core::KMeansOptions opt;
+  opt.seed = 1;
+  opt.n_init = 4;
+  const auto km = model_core::kMeans(r.values, r.rows, r.cols, std::min(k, r.rows), opt);
+  roles_->setClusters(km.labels);
+  roles_->setAxisTitles(QString("PC1 (%1%)").arg(100 * p.explained_variance_ratio[0], 0, 'f', 1),
+                        QString("PC2 (%1%)").arg(100 * p.explained_variance_ratio[1], 0, 'f', 1));
+}
+
+void MainWindow::loadMetricsFile(const QString& runName, const QString& dir) {
+  QFile f(dir + "/metrics.jsonl");
+  if (!f.open(QIODevice::ReadOnly)) return;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> series;
+  QTextStream in(&f);
+  while (!in.atEnd()) {
+    const auto line = in.readLine().toStdString();
+    if (line.empty()) continue;
+    try {
+      const auto j = nlohmann::json::parse(line);
+      const double step = j.at("step").get<double>();
+      if (j.value("kind", "") == "train") {
+        series["train loss"].first.push_back(step);
+        series["train loss"].second.push_back(j.at("loss").get<double>());
+        series["lr"].first.push_back(step);
+        series["lr"].second.push_back(j.at("lr").get<double>());
+      } else {
+        const std::string split = j.value("split", "");
+        series["eval loss (" + split + ")"].first.push_back(step);
+        series["eval loss (" + split + ")"].second.push_back(j.at("loss").get<double>());
+        const std::string metric = j.contains("exact_match") ? "exact match" : "accuracy";
+        series[metric + " (" + split + ")"].first.push_back(step);
+        series[metric + " (" + split + ")"].second.push_back(j.value(j.contains("exact_match") ? "exact_match" : "accuracy", 0.0));
+      }
+    } catch (const std::exception&) {
+      statusBar()->showMessage("skipped a damaged line in " + dir + "/metrics.jsonl", 5000);
+    }
+  }
+  for (const auto& [name, xy] : series) curves_->setSeries(QString::fromStdString(name), xy.first, xy.second, runName);
+}
+
+bool MainWindow::openRunDirectory(const QString& dir) {
+  try {
+    auto entry = runEntryFromDirectory(dir);
+    session_.runs.push_back(entry);
+    statuses_ << "opened: " + entry.runDir;
+    overlay_ << true;
+    loadMetricsFile(entry.name, entry.runDir);
+    selectRun(static_cast<int>(session_.runs.size()) - 1);
+    return true;
+  } catch (const std::exception& e) {
+    showError("Cannot open run directory", dir + ": " + QString::fromUtf8(e.what()));
+    return false;
+  }
+}
+
+bool MainWindow::exportFigures(const QString& dir) {
+  if (!QDir().mkpath(dir)) {
+    showError("Export figures", "Cannot create " + dir);
+    return false;
+  }
+  bool ok = true;
+  const std::pair<viz::PlotWidget*, const char*> views[] = {
+      {curves_, "curves"}, {stableRank_, "stable_rank"}, {spectrum_, "spectrum"}, {maps_, "attention_maps"}, {roles_, "role_clusters"}};
+  for (const auto& [w, name] : views) {
+    const QString stem = dir + "/" + name;
+    ok = w->exportPng(stem + ".png", 300) && ok;
+    ok = w->exportSvg(stem + ".svg") && ok;
+    ok = w->exportPdf(stem + ".pdf") && ok;
+  }
+  ok = core_->grab().save(dir + "/core_matrix.png") && ok;
+  try {
+    const auto net = spec::buildTensorNetwork(currentSpec(), std::min(currentSpec().sizes.seq_len, 64));
+    diagram_view::ExportOptions opt;
+    opt.diagram.theme = dark_ ? diagram_view::Theme::Dark : diagram_view::Theme::Light;
+    for (auto f : {diagram_view::ExportFormat::Svg, diagram_view::ExportFormat::Pdf, diagram_view::ExportFormat::Png,
+                   diagram_view::ExportFormat::Tikz, diagram_view::ExportFormat::Dot})
+      diagram_view::exportDiagram(net, f, dir + "/diagram" + diagram_view::exportExtension(f), opt);
+  } catch (const std::exception& e) {
+    ok = false;
+    showError("Export diagram", e.what());
+  }
+  statusBar()->showMessage(ok ? "Exported every view to " + dir : "Some figures could not be written to " + dir, 8000);
+  return ok;
+}
+
+}  // namespace tensorscope::app
