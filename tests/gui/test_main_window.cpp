@@ -14,6 +14,7 @@
 #include "gui/core_editor.h"
 #include "gui/design_panel.h"
 #include "gui/main_window.h"
+#include "gui/session.h"
 #include "gui/training_panel.h"
 #include "gui/training_controller.h"
 #include "viz/attention_map_grid.h"
@@ -143,4 +144,27 @@ TEST(ScreenshotFile, IsARealImageOfTheWindow) {
   int red = 0;  // the C heatmap's largest entries are saturated red
   for (QRgb c : colours) red += qRed(c) > 150 && qGreen(c) < 60 && qBlue(c) < 70;
   EXPECT_GT(red, 0) << "no heatmap colours found";
+}
+
+TEST(Session, EveryExampleSessionLoads) {
+  const auto paths = app::exampleSessionPaths();
+  ASSERT_GE(paths.size(), 4) << "example sessions in resources/sessions";
+  bool tp = false;
+  for (const auto& p : paths) {
+    app::Session s;
+    ASSERT_NO_THROW(s = app::Session::load(p)) << p.toStdString();
+    for (const auto& r : s.runs)
+      tp = tp || r.config.model.attention.front().variant == spec::Variant::Tp;
+  }
+  EXPECT_TRUE(tp) << "one example session trains TP-attention for the role clusters";
+}
+
+TEST(Session, RejectsDamagedFilesWithTheReason) {
+  EXPECT_THROW(app::Session::fromJson("{\"format\": \"tensorscope.session\", \"version\": 7}"), std::invalid_argument);
+  try {
+    app::Session::fromJson("{not json");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos);
+  }
 }
