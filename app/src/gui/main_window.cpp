@@ -146,6 +146,7 @@ void MainWindow::buildDocks() {
   QTimer::singleShot(0, this, [this, designDock, diagramDock, coreDock, curvesDock] {
     resizeDocks({designDock, diagramDock, coreDock}, {330, 560, 520}, Qt::Horizontal);
     resizeDocks({curvesDock}, {320}, Qt::Vertical);
+    diagram_->fitToView();
   });
 
   connect(design_, &DesignPanel::specChanged, this, &MainWindow::onDesignEdited);
