@@ -315,11 +315,11 @@ class Thsa(_ThsaBase):
             Pd = self.dropout(P)
             if P.dim() == 4:  # one map per head, shared by its D channels
                 omega = merge_heads(torch.matmul(Pd, vh))
-                maps = P.unsqueeze(2).expand(B, H, D, N, N).reshape(B, R, N, N)
+                maps = P.unsqueeze(2).expand(B, H, D, N, N).reshape(B, R, N, N) if with_maps else None
             else:
                 vc = vh.transpose(-2, -1).unsqueeze(-1)  # [B, H, D, M, 1]
                 omega = torch.matmul(Pd, vc).squeeze(-1).permute(0, 3, 1, 2).reshape(B, N, R)
-                maps = P.reshape(B, R, N, N)
+                maps = P.reshape(B, R, N, N) if with_maps else None
         y = self.wo(omega)
         return (y, maps) if with_maps else y
 
