@@ -1,0 +1,252 @@
+// Training benchmark: whole training steps (forward, masked cross-entropy, backward, gradient clip,
+// AdamW) of the reference model through Session::trainStep, for MHSA and each THSA core preset.
+// Prints one JSON document on stdout: tokens/s (from the median step time, and the mean) and exact
+// peak CPU tensor memory per run.
+//
+//   train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick]
+//   train_bench --emit DIR [--quick]   writes DIR/model.py (the PyTorch export's model), DIR/corpus.txt
+//                                      and DIR/configs.json (the same runs) for train_bench_pytorch.py
+//
+// Reference config: char LM on the King James text (task char_lm, default corpus), vocabulary from
+// the text, F=128, 4 layers, H=4, D=32 (R=128), N=128, batch 32, learned positions, tied head, FFN 4F.
+// The D=1 presets (heads_only, trainable_heads_only) keep the width R=128 with H=128 heads, as in
+// attention_bench. Peak memory is exact (CpuMemoryTracker installed before the model is built):
+// weights, gradients, AdamW moments and the step's activations.
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model_core/memory_tracker.h"
+#include "model_core/runtime.h"
+#include "model_core/training.h"
+#include "spec/atomic_file.h"
+#include "tasks/data_sources.h"
+#include "training/pytorch_template.h"
+#include "training/session.h"
+
+using namespace tensorscope;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  int steps = 8;
+  int warmup = 2;
+  int threads = 0;
+  bool quick = false;
+  std::vector<std::string> only;
+  std::string emit;
+};
+
+/// Resets the kernel's peak resident set size of this process (Linux >= 4.0); false if it cannot.
+bool resetPeakRss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+/// A "VmHWM:"/"VmRSS:" line of /proc/self/status, in bytes (0 when unknown).
+double procStatusBytes(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  std::string k;
+  double kb = 0;
+  std::string unit;
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0) {
+      std::istringstream(line) >> k >> kb >> unit;
+      return kb * 1024.0;
+    }
+  return 0;
+}
+
+const std::vector<std::string>& runNames() {
+  static const std::vector<std::string> names = {"mhsa",       "core:mhsa",  "thsa",
+                                                 "skip_left",  "skip_right", "trainable_heads_only",
+                                                 "heads_only", "single_head"};
+  return names;
+}
+
+spec::AttentionSpec layerFor(const std::string& name, int F, int H, int D, int N) {
+  const std::string core = name.rfind("core:", 0) == 0 ? name.substr(5) : name;
+  auto s = spec::makeSpecPreset(name == "mhsa" ? "mhsa" : "thsa");
+  if (name != "mhsa" && (core == "heads_only" || core == "trainable_heads_only")) {
+    H *= D;  // D = 1 heads at the same width R
+    D = 1;
+  }
+  s.sizes.F = F;
+  s.sizes.H = H;
+  s.sizes.D = D;
+  s.sizes.R = H * D;
+  s.sizes.seq_len = N;
+  s.causal = true;
+  s.dropout = 0.0;
+  if (name != "mhsa") s.core = spec::makeCorePreset(core, H, D);
+  return s;
+}
+
+model_core::RunConfig referenceConfig(const std::string& name, const Options& o) {
+  model_core::RunConfig c;
+  const int F = o.quick ? 32 : 128, H = 4, D = o.quick ? 8 : 32, N = o.quick ? 32 : 128;
+  c.model.kind = "decoder";
+  c.model.layers = o.quick ? 1 : 4;
+  c.model.d_model = F;
+  c.model.ffn_multiplier = 4;
+  c.model.positions = "learned";
+  c.model.tied_embeddings = true;
+  c.model.attention = {layerFor(name, F, H, D, N)};
+  c.task.name = "char_lm";
+  c.task.seq_len = N;
+  c.train.batch = o.quick ? 4 : 32;
+  c.train.lr = 1e-3;
+  c.train.weight_decay = 0.01;
+  c.train.grad_clip = 1.0;
+  c.train.seed = 1;
+  c.train.threads = o.threads;
+  return c;
+}
+
+nlohmann::json measure(const std::string& name, const Options& o) {
+  const auto config = referenceConfig(name, o);
+  model_core::Session session(config);
+  const double lr = config.train.lr;
+  for (int i = 0; i < o.warmup; ++i) session.trainStep(lr);  // first-touch allocations, thread pool
+  const auto resident = model_core::CpuMemoryTracker::currentBytes();
+  const double residentRss = procStatusBytes("VmRSS:");
+  const bool rssReset = resetPeakRss();
+  model_core::CpuMemoryTracker::resetPeak();
+  double loss = 0;
+  std::vector<double> stepSeconds;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < o.steps; ++i) {
+    const auto s0 = Clock::now();
+    loss = session.trainStep(lr).first;
+    stepSeconds.push_back(std::chrono::duration<double>(Clock::now() - s0).count());
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  // The median step: robust to the odd step another process slows down (2-core machines).
+  std::sort(stepSeconds.begin(), stepSeconds.end());
+  const size_t half = stepSeconds.size() / 2;
+  const double median = stepSeconds.size() % 2 ? stepSeconds[half] : 0.5 * (stepSeconds[half - 1] + stepSeconds[half]);
+  const auto peak = model_core::CpuMemoryTracker::peakBytes();
+  const double peakRss = procStatusBytes("VmHWM:");
+  int64_t params = 0;
+  for (const auto& p : session.model()->parameters(true))
+    if (p.requires_grad()) params += p.numel();
+  const auto& s = config.model.attention.front();
+  const double tokens = double(o.steps) * double(session.tokensPerStep());
+  nlohmann::json row = {{"name", name},
+                        {"variant", std::string(spec::toString(s.variant))},
+                        {"core", s.core ? s.core->preset : std::string("")},
+                        {"H", s.sizes.H},
+                        {"D", s.sizes.D},
+                        {"R", s.sizes.R},
+                        {"vocab", session.task().vocabulary().size()},
+                        {"trainable_parameters", params},
+                        {"steps_timed", o.steps},
+                        {"ms_per_step", median * 1e3},
+                        {"tokens_per_second", double(session.tokensPerStep()) / median},
+                        {"mean_ms_per_step", seconds / o.steps * 1e3},
+                        {"mean_tokens_per_second", tokens / seconds},
+                        {"peak_tensor_mb", double(peak) / 1048576.0},
+                        {"resident_tensor_mb", double(resident) / 1048576.0},
+                        {"peak_rss_mb", rssReset ? nlohmann::json(peakRss / 1048576.0) : nlohmann::json()},
+                        {"resident_rss_mb", residentRss / 1048576.0},
+                        {"final_loss", loss}};
+  std::cerr << "  " << name << ": " << row["tokens_per_second"].get<double>() << " tokens/s, "
+            << row["ms_per_step"].get<double>() << " ms/step, peak " << row["peak_tensor_mb"].get<double>()
+            << " MB\n";
+  return row;
+}
+
+/// Writes what train_bench_pytorch.py needs to run the same configurations.
+void emit(const Options& o) {
+  namespace fs = std::filesystem;
+  fs::create_directories(o.emit);
+  spec::writeFileAtomically(o.emit + "/model.py", model_core::kPyTorchModelPy);
+  spec::writeFileAtomically(o.emit + "/corpus.txt", model_core::tasks::loadKingJamesBible().text);
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& name : runNames()) {
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), name) == o.only.end()) continue;
+    auto config = referenceConfig(name, o);
+    config.task.corpus = o.emit + "/corpus.txt";
+    runs.push_back({{"name", name}, {"config", nlohmann::json::parse(model_core::runConfigToJson(config))}});
+  }
+  spec::writeFileAtomically(o.emit + "/configs.json", nlohmann::json({{"runs", runs}}).dump(1) + "\n");
+}
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  const char* usage =
+      "usage: train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick] [--emit DIR]\n";
+  for (int i = 1; i < argc; ++i) {
+    const bool hasValue = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--quick")) o.quick = true;
+    else if (!std::strcmp(argv[i], "--steps") && hasValue) o.steps = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--warmup") && hasValue) o.warmup = std::max(0, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--threads") && hasValue) o.threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--only") && hasValue) o.only = splitList(argv[++i]);
+    else if (!std::strcmp(argv[i], "--emit") && hasValue) o.emit = argv[++i];
+    else {
+      std::cerr << usage;
+      return 2;
+    }
+  }
+  for (const auto& n : o.only)
+    if (std::find(runNames().begin(), runNames().end(), n) == runNames().end()) {
+      std::cerr << "unknown run '" << n << "'\n" << usage;
+      return 2;
+    }
+  try {
+    if (!o.emit.empty()) {
+      emit(o);
+      return 0;
+    }
+    const int threads = model_core::configureThreads(o.threads);
+    model_core::CpuMemoryTracker::install();
+    const auto info = model_core::runtimeInfo();
+    const auto ref = referenceConfig("mhsa", o);
+    nlohmann::json doc;
+    doc["benchmark"] = "training";
+    doc["framework"] = "tensorscope";
+    doc["quick"] = o.quick;
+    doc["machine"] = {{"torch", info.torch_version}, {"device", "cpu"}, {"threads", threads}, {"blas", info.blas}};
+    doc["config"] = {{"task", "char_lm (King James Bible)"}, {"layers", ref.model.layers},
+                     {"d_model", ref.model.d_model},  {"seq_len", ref.task.seq_len},
+                     {"batch", ref.train.batch},      {"warmup_steps", o.warmup},
+                     {"timed_steps", o.steps},        {"optimizer", "AdamW (decay on dim >= 2), grad clip 1.0"}};
+    nlohmann::json runs = nlohmann::json::array();
+    std::cerr << "training steps (" << threads << " threads):\n";
+    for (const auto& name : runNames())
+      if (o.only.empty() || std::find(o.only.begin(), o.only.end(), name) != o.only.end()) runs.push_back(measure(name, o));
+    doc["runs"] = runs;
+    std::cout << doc.dump(2) << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "train_bench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
