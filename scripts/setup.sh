@@ -15,8 +15,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev
   # GUI tests and screenshots, fonts for legible rendering
   xvfb xauth fonts-dejavu-core
-  # PyTorch (same 1.13) to prove exported files load in Python; poppler for PDF checks
-  python3-torch python3-numpy poppler-utils
+  # PyTorch (same 1.13) to prove exported files load in Python; poppler and xmllint for export checks
+  python3-torch python3-numpy poppler-utils libxml2-utils
   # real data sets used by the training tasks
   dataset-fashion-mnist bible-kjv
 )
