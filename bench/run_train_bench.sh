@@ -7,11 +7,11 @@
 #   bench/run_train_bench.sh [BUILD_DIR] [--steps S] [--heavy-steps S2] [--rounds K] [--warmup W]
 #                            [--threads T] [--only A,B] [--quick] [--wait-idle SECONDS]
 #
-# Timed steps per run: S (default 10) for the MHSA-cost runs (mhsa, core:mhsa, skip_right, single_head),
+# Timed steps per run: S (default 8) for the MHSA-cost runs (mhsa, core:mhsa, skip_right, single_head),
 # S2 (default 3) for the runs that keep one softmax map per channel or per D=1 head (thsa, skip_left,
 # trainable_heads_only, heads_only: 15-50x the work), so the whole run stays near 10 minutes.
 # Each run's throughput comes from its median step time. The MHSA-cost configurations are measured
-# in K rounds (default 3; C++ then PyTorch in each round); the reported throughputs and ratio are the
+# in K rounds (default 5; C++ then PyTorch in each round); the reported throughputs and ratio are the
 # medians over the rounds, since this kind of virtual machine drifts by 10-20% over minutes.
 #
 # --wait-idle: before each pair, wait up to SECONDS for the CPUs to be at least 90% idle over 3
@@ -28,7 +28,7 @@ case "${1:-}" in
   -*|"") ;;
   *) build=$1; shift ;;
 esac
-steps=10 heavy_steps=3 rounds=3 warmup=1 threads=0 only="" quick="" wait_idle=0
+steps=8 heavy_steps=3 rounds=5 warmup=1 threads=0 only="" quick="" wait_idle=0
 usage="usage: $0 [BUILD_DIR] [--steps S] [--heavy-steps S2] [--rounds K] [--warmup W] [--threads T] [--only A,B] [--quick] [--wait-idle S]"
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || [ "$1" = --quick ] || { echo "$usage" >&2; exit 2; }

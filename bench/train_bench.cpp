@@ -12,7 +12,6 @@
 // The D=1 presets (heads_only, trainable_heads_only) keep the width R=128 with H=128 heads, as in
 // attention_bench. Peak memory is exact (CpuMemoryTracker installed before the model is built):
 // weights, gradients, AdamW moments and the step's activations.
-#include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
