@@ -11,6 +11,10 @@ pkg_check_modules(GRAPHVIZ REQUIRED IMPORTED_TARGET libgvc libcgraph)
 # LibTorch: Debian's libtorch-dev, or another build via -DTorch_DIR=/path/to/share/cmake/Torch.
 find_package(Torch REQUIRED)
 
+# The BLAS that LibTorch calls (libblas.so.3; libopenblas0-openmp provides it). The fused CPU
+# attention kernel calls its sgemm_/dgemm_ directly, one product per thread.
+find_library(TS_BLAS_LIBRARY NAMES libblas.so.3 blas REQUIRED)
+
 # CUDA is optional: reported, never required.
 find_package(CUDAToolkit QUIET)
 set(TS_TORCH_HAS_CUDA OFF)

@@ -15,11 +15,17 @@ struct RuntimeInfo {
   int hardware_threads = 1;
   std::string blas;            ///< e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64"
   bool blas_is_openblas = false;
+  std::string allocator;       ///< how CPU memory is kept between steps (see tuneAllocator)
 };
+
+/// Makes glibc keep freed memory for reuse instead of returning it to the kernel after every
+/// tensor (fewer page faults per training step). Idempotent; configureThreads calls it. Returns
+/// whether the settings took effect.
+bool tuneAllocator();
 
 /// Sets LibTorch's intra-op threads. `requested` > 0 wins; otherwise the TENSORSCOPE_THREADS
 /// environment variable; otherwise the number of hardware threads (this LibTorch starts with 1).
-/// Returns the number in effect. Throws std::invalid_argument for a malformed TENSORSCOPE_THREADS.
+/// Also tunes the allocator (tuneAllocator). Returns the number in effect. Throws std::invalid_argument for a malformed TENSORSCOPE_THREADS.
 int configureThreads(int requested = 0);
 
 /// Current runtime facts (cheap; call after configureThreads).

@@ -20,6 +20,14 @@ torch::nn::Linear makeProjection(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
+torch::Tensor projectQkv(const torch::Tensor& x, const torch::nn::Linear& wq, const torch::nn::Linear& wk,
+                         const torch::nn::Linear& wv, int64_t heads) {
+  const auto W = torch::cat({wq->weight, wk->weight, wv->weight});  // [3·H·D, F]
+  const auto b = wq->bias.defined() ? torch::cat({wq->bias, wk->bias, wv->bias}) : torch::Tensor();
+  const auto y = torch::linear(x, W, b);                             // [B, N, 3·H·D]
+  return y.view({x.size(0), x.size(1), 3, heads, W.size(0) / (3 * heads)});
+}
+
 torch::Tensor splitHeads(const torch::Tensor& x, int64_t heads) {
   const auto B = x.size(0), N = x.size(1);
   return x.view({B, N, heads, x.size(2) / heads}).transpose(1, 2);

@@ -16,6 +16,11 @@ torch::Tensor futureMask(int64_t n, int64_t m, const torch::Device& device);
 /// An nn.Linear in -> out (y = x·Wᵀ + b) with PyTorch's default initialisation.
 torch::nn::Linear makeProjection(int64_t in, int64_t out, bool bias);
 
+/// q, k and v of x [B, N, F] from one GEMM with the three projections stacked: [B, N, 3, H, D]
+/// (q, k, v on axis 2). The parameters stay the three modules' own (their names do not change).
+torch::Tensor projectQkv(const torch::Tensor& x, const torch::nn::Linear& wq, const torch::nn::Linear& wk,
+                         const torch::nn::Linear& wv, int64_t heads);
+
 /// [B, N, H*D] -> [B, H, N, D]
 torch::Tensor splitHeads(const torch::Tensor& x, int64_t heads);
 /// [B, H, N, D] -> [B, N, H*D]

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "attention/fused_attention.h"
 #include "attention/kernels.h"
 
 namespace tensorscope::model_core {
@@ -22,6 +23,21 @@ AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   checkInput(x);
   const int64_t H = spec_.sizes.H;
   const double scale = 1.0 / std::sqrt(double(spec_.sizes.D));
+  if (fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+    const int64_t B = x.size(0), N = x.size(1), D = spec_.sizes.D;
+    const auto att = fusedAttention(projectQkv(x, wq_, wk_, wv_, H), scale, spec_.causal);
+    auto o = att.o;  // [B, N, H, D]
+    AttentionOutput out;
+    if (wr_) {
+      const auto r = wr_(x).view({B, N, H, D});  // role vectors
+      o = o * r;                                 // binding: filler ⊙ role
+      if (options.with_roles) out.roles = r.transpose(1, 2);
+    }
+    out.y = wo_(o.reshape({B, N, H * D}));
+    if (options.with_maps) out.maps = att.P;
+    return out;
+  }
+  // The same math with ATen ops: CUDA, other dtypes, and attention dropout while training.
   const auto q = splitHeads(wq_(x), H);  // [B, H, N, D]
   const auto k = splitHeads(wk_(x), H);  // [B, H, N, D]
   const auto v = splitHeads(wv_(x), H);  // [B, H, N, D]

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "attention/fused_attention.h"
 #include "attention/kernels.h"
 
 namespace tensorscope::model_core {
@@ -56,14 +57,24 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   checkInput(x);
   const int64_t B = x.size(0), N = x.size(1), R = spec_.sizes.R, H = spec_.sizes.H, D = spec_.sizes.D;
   const double invSqrtR = 1.0 / std::sqrt(double(R));
-  const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, R]
   AttentionOutput out;
+  if (!core_->isDense() && core_->kindA() == FactorKind::Identity && core_->kindB() == FactorKind::Ones &&
+      fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+    // C = I_H ⊗ 1_D·1_Dᵀ (times its scale) is exactly MHSA: the fused kernel computes it.
+    const auto att = fusedAttention(projectQkv(x, wq_, wk_, wv_, H), core_->scale() * invSqrtR, spec_.causal);
+    out.y = wo_(att.o.view({B, N, R}));
+    if (options.with_maps) out.maps = att.P.unsqueeze(2).expand({B, H, D, N, N}).reshape({B, R, N, N});
+    return out;
+  }
+  const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, R]
   torch::Tensor omega;  // [B, N, R]
 
   if (core_->isDense()) {
     const auto C = core_->effective();                                          // [R, R]
     const auto qt = C.unsqueeze(1) * q.unsqueeze(1);                            // [B, R, N, R]: C[r,s]·q[n,s]
-    const auto logits = torch::matmul(qt, k.transpose(1, 2).unsqueeze(1));      // [B, R, N, M]
+    // One batched product per sequence: [R·N, R]·[R, M]. (matmul with kᵀ broadcast over R would
+    // materialise kᵀ expanded to [B, R, R, M] and reduce its gradient back.)
+    const auto logits = torch::bmm(qt.reshape({B, R * N, R}), k.transpose(1, 2)).view({B, R, N, N});  // [B, R, N, M]
     const auto P = maskedSoftmax(logits * invSqrtR, spec_.causal);              // [B, R, N, M]
     omega = torch::matmul(dropout_(P), v.transpose(1, 2).unsqueeze(-1))         // [B, R, N, 1]
                 .squeeze(-1).transpose(1, 2);                                   // [B, N, R]

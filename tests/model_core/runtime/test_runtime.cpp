@@ -35,6 +35,14 @@ TEST(Runtime, ReportsLibTorchAndBlas) {
   EXPECT_NE(text.find("threads: "), std::string::npos);
 }
 
+TEST(Runtime, AllocatorKeepsFreedMemoryAfterConfiguration) {
+  configureThreads(0);
+  EXPECT_TRUE(tuneAllocator());  // glibc accepted every setting
+  const auto info = runtimeInfo();
+  EXPECT_NE(info.allocator.find("keeping freed memory"), std::string::npos) << info.allocator;
+  EXPECT_NE(describeRuntime(info).find("allocator: "), std::string::npos);
+}
+
 #include <ATen/ATen.h>
 
 #include "model_core/memory_tracker.h"

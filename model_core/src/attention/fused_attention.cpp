@@ -1,0 +1,204 @@
+#include "attention/fused_attention.h"
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+
+// The BLAS that LibTorch itself calls (libblas.so.3: OpenBLAS on a set-up machine). Inside an
+// at::parallel_for region the OpenMP build of OpenBLAS runs each call on the calling thread.
+extern "C" {
+void sgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const float* alpha,
+            const float* a, const int* lda, const float* b, const int* ldb, const float* beta, float* c,
+            const int* ldc);
+void dgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
+            const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
+            const int* ldc);
+}
+
+namespace tensorscope::model_core {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr int64_t kCausalBlock = 32;  // query rows per block of a causal layer
+
+void blasGemm(char ta, char tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+              float beta, float* c, int ldc) {
+  sgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
+}
+void blasGemm(char ta, char tb, int m, int n, int k, double alpha, const double* a, int lda, const double* b,
+              int ldb, double beta, double* c, int ldc) {
+  dgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
+}
+
+/// Row-major C[m×n] = alpha·op(A)[m×k]·op(B)[k×n] + beta·C, with leading dimensions (row strides).
+/// BLAS is column-major: a row-major matrix is its transpose there, so compute Cᵀ = op(B)ᵀ·op(A)ᵀ.
+template <typename T>
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B,
+          int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  blasGemm(transB ? 'T' : 'N', transA ? 'T' : 'N', int(n), int(m), int(k), alpha, B, int(ldb), A, int(lda), beta, C,
+           int(ldc));
+}
+
+/// Shapes and strides of a contiguous qkv [B, N, 3, H, D] and of the per-head matrices in it.
+struct Layout {
+  int64_t B, N, H, D;
+  int64_t HD() const { return H * D; }
+  int64_t rowStride() const { return 3 * H * D; }  // between positions n and n+1 of one head
+  int64_t batchStride() const { return N * rowStride(); }
+  /// Offset of q (which = 0), k (1) or v (2) of pair p = b·H + h.
+  int64_t offset(int64_t p, int which) const { return (p / H) * batchStride() + which * HD() + (p % H) * D; }
+  /// Offset of o / dO [B, N, H, D] of pair p (row stride H·D).
+  int64_t outOffset(int64_t p) const { return (p / H) * N * HD() + (p % H) * D; }
+};
+
+/// Calls f(i0, rows, cols) for each block of query rows: a causal layer's rows [i0, i0+rows) see
+/// the first `cols` = i0+rows keys; a full layer is one block over every key.
+template <typename F>
+void forEachRowBlock(int64_t N, bool causal, F&& f) {
+  const int64_t step = causal ? kCausalBlock : std::max<int64_t>(N, 1);
+  for (int64_t i0 = 0; i0 < N; i0 += step) {
+    const int64_t rows = std::min(step, N - i0);
+    f(i0, rows, causal ? i0 + rows : N);
+  }
+}
+
+/// Row r of a causal [N, N] matrix gets `value` at columns r+1 … N-1 for rows [i0, i0+rows).
+template <typename T>
+void fillFuture(T* m, int64_t N, int64_t i0, int64_t rows, T value) {
+  for (int64_t r = i0; r < i0 + rows; ++r) std::fill(m + r * N + r + 1, m + (r + 1) * N, value);
+}
+
+void parallelPairs(const Layout& L, const std::function<void(int64_t)>& perPair) {
+  at::parallel_for(0, L.B * L.H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) perPair(p);
+  });
+}
+
+template <typename T>
+FusedAttentionOutput forwardImpl(const torch::Tensor& qkv, double scaleD, bool causal) {
+  const Layout L{qkv.size(0), qkv.size(1), qkv.size(3), qkv.size(4)};
+  const int64_t N = L.N, D = L.D, sN = L.rowStride(), HD = L.HD();
+  const T scale = static_cast<T>(scaleD);
+  const T* base = qkv.data_ptr<T>();
+  auto S = torch::empty({L.B, L.H, N, N}, qkv.options());
+  T* s = S.data_ptr<T>();
+  parallelPairs(L, [&](int64_t p) {
+    const T* q = base + L.offset(p, 0);
+    const T* k = base + L.offset(p, 1);
+    T* sp = s + p * N * N;
+    forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
+      gemm<T>(false, true, rows, cols, D, scale, q + i0 * sN, sN, k, sN, T(0), sp + i0 * N, N);
+      if (causal) fillFuture(sp, N, i0, rows, -std::numeric_limits<T>::infinity());
+    });
+  });
+  auto P = torch::softmax(S, -1);
+  S.reset();
+  auto o = torch::empty({L.B, N, L.H, D}, qkv.options());
+  const T* pr = P.data_ptr<T>();
+  T* out = o.data_ptr<T>();
+  parallelPairs(L, [&](int64_t p) {
+    const T* v = base + L.offset(p, 2);
+    forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
+      gemm<T>(false, false, rows, D, cols, T(1), pr + p * N * N + i0 * N, N, v, sN, T(0),
+              out + L.outOffset(p) + i0 * HD, HD);
+    });
+  });
+  return {o, P};
+}
+
+template <typename T>
+torch::Tensor backwardImpl(const torch::Tensor& qkv, const torch::Tensor& P, const torch::Tensor& gradO, double scaleD,
+                           bool causal) {
+  const Layout L{qkv.size(0), qkv.size(1), qkv.size(3), qkv.size(4)};
+  const int64_t N = L.N, D = L.D, sN = L.rowStride(), HD = L.HD();
+  const T scale = static_cast<T>(scaleD);
+  const T* base = qkv.data_ptr<T>();
+  const T* pr = P.data_ptr<T>();
+  const T* dO = gradO.data_ptr<T>();
+  auto dqkv = torch::zeros_like(qkv);
+  T* dbase = dqkv.data_ptr<T>();
+  auto dP = torch::empty_like(P);
+  T* dp = dP.data_ptr<T>();
+  // dP = dO·vᵀ and dv = Pᵀ·dO, block by block.
+  parallelPairs(L, [&](int64_t p) {
+    const T* v = base + L.offset(p, 2);
+    const T* g = dO + L.outOffset(p);
+    T* dv = dbase + L.offset(p, 2);
+    T* dpp = dp + p * N * N;
+    const T* pp = pr + p * N * N;
+    forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
+      gemm<T>(false, true, rows, cols, D, T(1), g + i0 * HD, HD, v, sN, T(0), dpp + i0 * N, N);
+      if (causal) fillFuture(dpp, N, i0, rows, T(0));
+      gemm<T>(true, false, cols, D, rows, T(1), pp + i0 * N, N, g + i0 * HD, HD, T(1), dv, sN);
+    });
+  });
+  // dS = P ⊙ (dP − rowsum(P ⊙ dP)): ATen's vectorised softmax backward.
+  const auto dS = torch::_softmax_backward_data(dP, P, -1, P.scalar_type());
+  dP.reset();
+  const T* ds = dS.data_ptr<T>();
+  // dq = scale·dS·k and dk = scale·dSᵀ·q.
+  parallelPairs(L, [&](int64_t p) {
+    const T* q = base + L.offset(p, 0);
+    const T* k = base + L.offset(p, 1);
+    T* dq = dbase + L.offset(p, 0);
+    T* dk = dbase + L.offset(p, 1);
+    const T* dsp = ds + p * N * N;
+    forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
+      gemm<T>(false, false, rows, D, cols, scale, dsp + i0 * N, N, k, sN, T(0), dq + i0 * sN, sN);
+      gemm<T>(true, false, cols, D, rows, scale, dsp + i0 * N, N, q + i0 * sN, sN, T(1), dk, sN);
+    });
+  });
+  return dqkv;
+}
+
+struct FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFunction> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& qkv, double scale, bool causal) {
+    const auto x = qkv.contiguous();
+    const auto r = x.scalar_type() == torch::kDouble ? forwardImpl<double>(x, scale, causal)
+                                                     : forwardImpl<float>(x, scale, causal);
+    ctx->save_for_backward({x, r.P});
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["causal"] = causal;
+    ctx->mark_non_differentiable({r.P});
+    return {r.o, r.P};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& x = saved[0];
+    const auto& P = saved[1];
+    if (!grads[0].defined()) return {torch::zeros_like(x), torch::Tensor(), torch::Tensor()};
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const bool causal = ctx->saved_data["causal"].toBool();
+    const auto g = grads[0].contiguous();
+    auto d = x.scalar_type() == torch::kDouble ? backwardImpl<double>(x, P, g, scale, causal)
+                                               : backwardImpl<float>(x, P, g, scale, causal);
+    return {d, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool fusedAttentionSupports(const torch::Tensor& x) {
+  return x.device().is_cpu() && (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
+}
+
+FusedAttentionOutput fusedAttention(const torch::Tensor& qkv, double scale, bool causal) {
+  if (qkv.dim() != 5 || qkv.size(2) != 3)
+    throw std::invalid_argument("fusedAttention: qkv must be [B, N, 3, H, D]");
+  if (!fusedAttentionSupports(qkv)) throw std::invalid_argument("fusedAttention: CPU float32/float64 tensors only");
+  const int64_t limit = std::numeric_limits<int>::max();
+  if (qkv.size(1) * qkv.size(1) > limit || qkv.size(1) * qkv.size(3) * qkv.size(4) * 3 > limit)
+    throw std::invalid_argument("fusedAttention: sizes exceed the BLAS integer range");
+  auto out = FusedAttentionFunction::apply(qkv, scale, causal);
+  return {out[0], out[1]};
+}
+
+}  // namespace tensorscope::model_core

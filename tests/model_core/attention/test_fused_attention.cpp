@@ -1,0 +1,134 @@
+// The fused CPU attention kernel (mhsa, fixed_head, tp and THSA cores equal to MHSA run on it)
+// against the same math written with plain ATen ops, in float64: outputs, probabilities and the
+// gradient of q, k, v, for causal and full layers, with sequences that span several causal row
+// blocks (32 rows each) and ones that end inside a block; plus central finite differences.
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "attention/fused_attention.h"
+
+using namespace tensorscope::model_core;
+
+namespace {
+
+struct Naive {
+  torch::Tensor o, P;  // [B, N, H, D], [B, H, N, N]
+};
+
+/// softmax(scale·q·kᵀ, masked)·v with ATen ops, from qkv [B, N, 3, H, D].
+Naive naiveAttention(const torch::Tensor& qkv, double scale, bool causal) {
+  const auto q = qkv.select(2, 0).transpose(1, 2), k = qkv.select(2, 1).transpose(1, 2),
+             v = qkv.select(2, 2).transpose(1, 2);  // [B, H, N, D]
+  auto S = torch::matmul(q, k.transpose(-2, -1)) * scale;
+  if (causal) {
+    const auto n = S.size(-1);
+    S = S.masked_fill(torch::ones({n, n}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
+  }
+  const auto P = torch::softmax(S, -1);
+  return {torch::matmul(P, v).transpose(1, 2), P};
+}
+
+double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+void checkAgainstNaive(int64_t B, int64_t N, int64_t H, int64_t D, bool causal) {
+  SCOPED_TRACE("B=" + std::to_string(B) + " N=" + std::to_string(N) + " H=" + std::to_string(H) +
+               " D=" + std::to_string(D) + (causal ? " causal" : " full"));
+  torch::manual_seed(1000 + N * 7 + H);
+  const auto opts = torch::TensorOptions().dtype(torch::kDouble);
+  const auto base = torch::randn({B, N, 3, H, D}, opts);
+  const auto G = torch::randn({B, N, H, D}, opts);  // weights of the scalar loss Σ o ⊙ G
+  const double scale = 1.0 / std::sqrt(double(D));
+
+  const auto a = base.clone().requires_grad_(true);
+  const auto fused = fusedAttention(a, scale, causal);
+  (fused.o * G).sum().backward();
+
+  const auto b = base.clone().requires_grad_(true);
+  const auto naive = naiveAttention(b, scale, causal);
+  (naive.o * G).sum().backward();
+
+  EXPECT_EQ(fused.o.sizes(), (std::vector<int64_t>{B, N, H, D}));
+  EXPECT_TRUE(fused.o.is_contiguous());
+  EXPECT_FALSE(fused.P.requires_grad());
+  EXPECT_LT(maxAbsDiff(fused.o, naive.o), 1e-12);
+  EXPECT_LT(maxAbsDiff(fused.P, naive.P), 1e-12);
+  EXPECT_LT(maxAbsDiff(a.grad(), b.grad()), 1e-11);
+  if (causal) {
+    // Nothing above the diagonal: the probabilities there are exactly zero.
+    EXPECT_EQ(fused.P.masked_select(torch::ones({N, N}, torch::kBool).triu(1)).abs().sum().item<double>(), 0.0);
+  }
+  // Each row of P is a distribution.
+  EXPECT_LT(maxAbsDiff(fused.P.sum(-1), torch::ones({B, H, N}, opts)), 1e-12);
+}
+
+}  // namespace
+
+TEST(FusedAttention, MatchesAtenAttentionAndItsGradients) {
+  for (bool causal : {true, false})
+    for (int64_t N : {1, 5, 31, 32, 33, 70, 96})
+      checkAgainstNaive(2, N, 3, 4, causal);
+  checkAgainstNaive(3, 40, 1, 7, true);   // one head
+  checkAgainstNaive(1, 65, 4, 32, true);  // the benchmark's head size
+}
+
+TEST(FusedAttention, GradientMatchesFiniteDifferences) {
+  // Independent of any ATen formula: central differences of Σ o ⊙ G in single entries of q, k, v.
+  torch::manual_seed(7);
+  const auto opts = torch::TensorOptions().dtype(torch::kDouble);
+  const int64_t B = 2, N = 45, H = 2, D = 3;
+  const auto x = torch::randn({B, N, 3, H, D}, opts);
+  const auto G = torch::randn({B, N, H, D}, opts);
+  for (bool causal : {true, false}) {
+    const auto a = x.clone().requires_grad_(true);
+    (fusedAttention(a, 0.7, causal).o * G).sum().backward();
+    const auto grad = a.grad().view({-1});
+    const auto loss = [&](const torch::Tensor& t) {
+      torch::NoGradGuard noGrad;
+      return (fusedAttention(t, 0.7, causal).o * G).sum().item<double>();
+    };
+    for (int64_t index : {int64_t(0), int64_t(17), x.numel() / 3 + 5, x.numel() / 2, x.numel() - 1,
+                          int64_t(40 * 3 * H * D + 2)}) {
+      auto plus = x.clone(), minus = x.clone();
+      const double eps = 1e-6;
+      plus.view({-1})[index] += eps;
+      minus.view({-1})[index] -= eps;
+      const double numeric = (loss(plus) - loss(minus)) / (2 * eps);
+      EXPECT_NEAR(grad[index].item<double>(), numeric, 1e-7 * (1 + std::abs(numeric)))
+          << (causal ? "causal" : "full") << " entry " << index;
+    }
+  }
+}
+
+TEST(FusedAttention, Float32AgreesWithFloat64) {
+  torch::manual_seed(3);
+  const auto x = torch::randn({2, 50, 3, 2, 8}, torch::kDouble);
+  for (bool causal : {true, false}) {
+    const auto d = fusedAttention(x, 0.35, causal);
+    const auto f = fusedAttention(x.to(torch::kFloat), 0.35, causal);
+    EXPECT_EQ(f.o.scalar_type(), torch::kFloat);
+    EXPECT_LT(maxAbsDiff(f.o.to(torch::kDouble), d.o), 1e-5);
+  }
+}
+
+TEST(FusedAttention, RejectsWhatItCannotCompute) {
+  EXPECT_THROW(fusedAttention(torch::zeros({2, 4, 2, 2, 3}), 1.0, true), std::invalid_argument);  // not 3 on axis 2
+  EXPECT_THROW(fusedAttention(torch::zeros({4, 3, 2, 3}), 1.0, true), std::invalid_argument);     // not 5-D
+  EXPECT_THROW(fusedAttention(torch::zeros({1, 4, 3, 2, 3}, torch::kLong), 1.0, true), std::invalid_argument);
+  EXPECT_FALSE(fusedAttentionSupports(torch::zeros({1}, torch::kHalf)));
+  EXPECT_TRUE(fusedAttentionSupports(torch::zeros({1}, torch::kFloat)));
+}
+
+TEST(FusedAttention, NonContiguousInputIsAccepted) {
+  // A permuted view (last axis not contiguous) is copied once and gives the same result.
+  torch::manual_seed(11);
+  const auto x = torch::randn({2, 3, 2, 20, 3}, torch::kDouble);  // [B, H, D, N, 3] laid out oddly
+  const auto view = x.permute({0, 3, 4, 1, 2});                    // [B, N, 3, H, D], strided
+  const auto r1 = fusedAttention(view, 0.5, true);
+  const auto r2 = fusedAttention(view.contiguous(), 0.5, true);
+  EXPECT_LT(maxAbsDiff(r1.o, r2.o), 1e-15);
+}
