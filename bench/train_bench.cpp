@@ -3,7 +3,8 @@
 // Prints one JSON document on stdout: tokens/s (from the median step time, and the mean) and exact
 // peak CPU tensor memory per run.
 //
-//   train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick]
+//   train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick] [--profile DIR]
+//                                      (--profile: LibTorch operator traces of the timed steps)
 //   train_bench --emit DIR [--quick]   writes DIR/model.py (the PyTorch export's model), DIR/corpus.txt
 //                                      and DIR/configs.json (the same runs) for train_bench_pytorch.py
 //
@@ -13,9 +14,12 @@
 // attention_bench. Peak memory is exact (CpuMemoryTracker installed before the model is built):
 // weights, gradients, AdamW moments and the step's activations.
 #include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/types.h>
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -46,7 +50,15 @@ struct Options {
   bool quick = false;
   std::vector<std::string> only;
   std::string emit;
+  std::string profile;  ///< directory for operator traces of the timed steps (empty: none)
 };
+
+/// A run name usable as a file name ("core:mhsa" -> "core_mhsa").
+std::string sanitized(std::string name) {
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
+  return name;
+}
 
 /// Resets the kernel's peak resident set size of this process (Linux >= 4.0); false if it cannot.
 bool resetPeakRss() {
@@ -128,6 +140,9 @@ nlohmann::json measure(const std::string& name, const Options& o) {
   model_core::CpuMemoryTracker::resetPeak();
   double loss = 0;
   std::vector<double> stepSeconds;
+  // --profile DIR: LibTorch's operator profiler over the timed steps (chrome://tracing JSON).
+  std::optional<torch::autograd::profiler::RecordProfile> profile;
+  if (!o.profile.empty()) profile.emplace(o.profile + "/" + sanitized(name) + ".trace.json");
   const auto t0 = Clock::now();
   for (int i = 0; i < o.steps; ++i) {
     const auto s0 = Clock::now();
@@ -135,6 +150,7 @@ nlohmann::json measure(const std::string& name, const Options& o) {
     stepSeconds.push_back(std::chrono::duration<double>(Clock::now() - s0).count());
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  profile.reset();
   // The median step: robust to the odd step another process slows down (2-core machines).
   std::sort(stepSeconds.begin(), stepSeconds.end());
   const size_t half = stepSeconds.size() / 2;
@@ -200,7 +216,8 @@ std::vector<std::string> splitList(const std::string& s) {
 int main(int argc, char** argv) {
   Options o;
   const char* usage =
-      "usage: train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick] [--emit DIR]\n";
+      "usage: train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick] [--emit DIR]\n"
+      "                   [--profile DIR]\n";
   for (int i = 1; i < argc; ++i) {
     const bool hasValue = i + 1 < argc;
     if (!std::strcmp(argv[i], "--quick")) o.quick = true;
@@ -209,6 +226,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--threads") && hasValue) o.threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--only") && hasValue) o.only = splitList(argv[++i]);
     else if (!std::strcmp(argv[i], "--emit") && hasValue) o.emit = argv[++i];
+    else if (!std::strcmp(argv[i], "--profile") && hasValue) o.profile = argv[++i];
     else {
       std::cerr << usage;
       return 2;

@@ -6,6 +6,8 @@
 #include <QComboBox>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QSet>
 #include <QSpinBox>
@@ -111,6 +113,62 @@ TEST(MainWindow, TrainingFeedsCurvesMapsAndStableRankThenStops) {
   EXPECT_GT(w.attentionMaps()->layerCount(), 0);
   EXPECT_FALSE(w.session().runs[1].runDir.isEmpty());
   EXPECT_EQ(w.currentSpec(), spec) << "training must not change the design";
+}
+
+TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
+  QTemporaryDir dir;
+  app::MainWindow w(testOptions());
+  w.selectRun(1);  // THSA, dense core
+  auto small = w.session().runs[1].config;
+  small.train.batch = 4;
+  small.model.layers = 1;
+  small.train.checkpoint_interval = 5;
+  w.trainingPanel()->setConfig(small);
+  ASSERT_TRUE(w.startTraining(/*steps=*/400));
+  auto* c = w.controller();
+  ASSERT_TRUE(waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 6; }));
+  EXPECT_FALSE(w.coreEditor()->editable()) << "the learned C of a training run is read-only";
+
+  ASSERT_TRUE(w.forkTrainingRun());
+  ASSERT_TRUE(waitFor([&] { return w.session().runs.size() == 3u; })) << "the fork waits for a checkpoint";
+  c->stop();
+  c->waitForFinished();
+  const auto& runs = w.session().runs;
+  ASSERT_EQ(runs.size(), 3u);
+  const auto& fork = runs.back();
+  EXPECT_TRUE(fork.name.startsWith("THSA fork@")) << fork.name.toStdString();
+  EXPECT_EQ(w.session().current, 2);
+  ASSERT_FALSE(fork.initFrom.isEmpty());
+  EXPECT_TRUE(QFileInfo::exists(fork.initFrom + "/model.safetensors"));
+  EXPECT_TRUE(w.coreEditor()->editable()) << "the fork's C is editable";
+  // The fork's design holds the learned C (same structure and mask, trained values).
+  const auto& learned = *fork.config.model.attention.front().core;
+  const auto& original = *runs[1].config.model.attention.front().core;
+  EXPECT_EQ(learned.preset, "custom");
+  EXPECT_EQ(learned.trainable_mask, original.trainable_mask);
+  EXPECT_NE(learned.dense_values, original.dense_values) << "C was trained for several steps";
+
+  // Edit the fork's C, train it: its weights start from the snapshot, its C from the edit.
+  auto* editor = w.coreEditor();
+  editor->setTool(app::CoreEditor::Tool::SetValue);
+  editor->setPaintValue(0.75);
+  editor->editCell(0, 1);
+  EXPECT_DOUBLE_EQ(w.currentSpec().core->dense_values[1], 0.75);
+  ASSERT_TRUE(w.startTraining(/*steps=*/2));
+  c->waitForFinished();
+  const QString runDir = w.session().runs[2].runDir;
+  ASSERT_FALSE(runDir.isEmpty());
+  QFile init(runDir + "/init.json");
+  ASSERT_TRUE(init.open(QIODevice::ReadOnly)) << runDir.toStdString();
+  const QString text = QString::fromUtf8(init.readAll());
+  EXPECT_TRUE(text.contains("\"tensorscope.warm_start\"")) << text.toStdString();
+  EXPECT_TRUE(text.contains("blocks.0.attn.wq.weight")) << text.toStdString();
+
+  // The fork survives a save and reopen.
+  ASSERT_TRUE(w.saveSession(dir.filePath("fork.json")));
+  app::MainWindow b(testOptions());
+  ASSERT_TRUE(b.openSession(dir.filePath("fork.json")));
+  EXPECT_EQ(b.session().runs.back().initFrom, fork.initFrom);
 }
 
 TEST(MainWindow, SessionSavesAndReopens) {

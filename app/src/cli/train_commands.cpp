@@ -4,6 +4,8 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <stdexcept>
 #include <ostream>
 
 #include "cli/cli.h"
@@ -24,6 +26,7 @@ extern "C" void onInterrupt(int) {
 int runTrainCommand(Args& args, std::ostream& out, std::ostream& err) {
   const std::string usage =
       "tensorscope train --config run.json --out RUN_DIR [--steps N] [--threads T] [--device cpu|cuda]\n"
+      "                  [--init-from RUN_DIR [--init-cores config|checkpoint]]\n"
       "       tensorscope train --resume RUN_DIR [--steps N] [--threads T] [--device cpu|cuda]";
   const auto configPath = args.takeOption("--config");
   const auto outDir = args.takeOption("--out");
@@ -31,12 +34,23 @@ int runTrainCommand(Args& args, std::ostream& out, std::ostream& err) {
   const auto steps = args.takeInt("--steps", 1, 1LL << 40);
   const auto threads = args.takeInt("--threads", 1, 4096);
   const auto device = args.takeOption("--device");
+  const auto initFrom = args.takeOption("--init-from");
+  const auto initCores = args.takeOption("--init-cores");
   const bool jsonLines = args.takeFlag("--json") || !isatty(fileno(stdout));
   args.positionals(0, 0, usage);
   if (resumeDir && (configPath || outDir)) throw UsageError("--resume takes the run's own config; drop --config/--out\nusage: " + usage);
   if (!resumeDir && (!configPath || !outDir)) throw UsageError("train needs --config and --out (or --resume)\nusage: " + usage);
 
+  if (initFrom && resumeDir) throw UsageError("--init-from starts a new run; a resumed run continues its own checkpoint\nusage: " + usage);
+  if (initCores && !initFrom) throw UsageError("--init-cores needs --init-from\nusage: " + usage);
+  if (initCores && *initCores != "config" && *initCores != "checkpoint")
+    throw UsageError("--init-cores takes config or checkpoint, not '" + *initCores + "'\nusage: " + usage);
+  model_core::WarmStart warm;
+  if (initFrom) warm = {*initFrom, !initCores || *initCores == "config"};
+
   const std::string runDir = resumeDir ? *resumeDir : *outDir;
+  if (resumeDir && !std::filesystem::exists(runDir + "/config.json"))
+    throw std::invalid_argument(runDir + " holds no run to resume (no config.json)");
   auto config = model_core::readRunConfig(resumeDir ? runDir + "/config.json" : *configPath);
   if (threads) config.train.threads = static_cast<int>(*threads);
   if (device) config.train.device = *device;
@@ -48,7 +62,7 @@ int runTrainCommand(Args& args, std::ostream& out, std::ostream& err) {
   JsonLinesSink jsonSink(out);
   TerminalSink termSink(out);
   model_core::ProgressSink& sink = jsonLines ? static_cast<model_core::ProgressSink&>(jsonSink) : termSink;
-  const auto result = model_core::train(config, runDir, control, sink, resumeDir.has_value(), steps.value_or(-1));
+  const auto result = model_core::train(config, runDir, control, sink, resumeDir.has_value(), steps.value_or(-1), warm);
   g_control = nullptr;
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);

@@ -156,16 +156,12 @@ void MainWindow::buildDocks() {
           });
   connect(core_, &CoreEditor::forkRequested, this, [this] {
     if (QMessageBox::question(this, "Edit C of a training run?",
-                              "This run's C is being trained. Fork a new run with the same design, so you can edit "
-                              "its C and train it beside this one?") != QMessageBox::Yes)
+                              "This run's C is being trained. Fork a new run from its latest checkpoint?\n\n"
+                              "The fork starts with the learned C, which you can then edit, and with every other "
+                              "learned weight. The original keeps training; start the fork when it is done "
+                              "(one run trains at a time).") != QMessageBox::Yes)
       return;
-    RunEntry copy = session_.runs[session_.current];
-    copy.name += " (fork)";
-    copy.runDir.clear();
-    session_.runs.push_back(copy);
-    statuses_ << "not trained";
-    overlay_ << true;
-    selectRun(static_cast<int>(session_.runs.size()) - 1);
+    forkTrainingRun();
   });
   connect(diagram_, &diagram_view::DiagramView::coreSelected, this, [coreDock](const QString&) {
     coreDock->show();
@@ -178,19 +174,14 @@ void MainWindow::buildDocks() {
     else if (!session_.runs[i].runDir.isEmpty()) loadMetricsFile(session_.runs[i].name, session_.runs[i].runDir);
   });
   connect(runs_, &RunsPanel::newRunRequested, this, [this] {
-    session_.runs.push_back({QString("Run %1").arg(session_.runs.size() + 1), defaultRunConfig(spec::makeSpecPreset("mhsa")), {}});
-    statuses_ << "not trained";
-    overlay_ << true;
-    selectRun(static_cast<int>(session_.runs.size()) - 1);
+    addRun({QString("Run %1").arg(session_.runs.size() + 1), defaultRunConfig(spec::makeSpecPreset("mhsa")), {}, {}},
+           "not trained");
   });
   connect(runs_, &RunsPanel::duplicateRequested, this, [this] {
     RunEntry copy = session_.runs[session_.current];
     copy.name += " copy";
     copy.runDir.clear();
-    session_.runs.push_back(copy);
-    statuses_ << "not trained";
-    overlay_ << true;
-    selectRun(static_cast<int>(session_.runs.size()) - 1);
+    addRun(std::move(copy), "not trained");
   });
   connect(runs_, &RunsPanel::removeRequested, this, [this](int i) {
     if (session_.runs.size() <= 1 || i < 0 || i == trainingRun_) {
@@ -363,6 +354,13 @@ void MainWindow::selectRun(int index) {
   refreshRuns();
   refreshDesignViews();
   core_->setEditable(index != trainingRun_);
+}
+
+void MainWindow::addRun(RunEntry entry, const QString& status) {
+  session_.runs.push_back(std::move(entry));
+  statuses_ << status;
+  overlay_ << true;
+  selectRun(static_cast<int>(session_.runs.size()) - 1);
 }
 
 void MainWindow::refreshRuns() {

@@ -67,6 +67,10 @@ class MainWindow : public QMainWindow {
   void selectRun(int index);
   /// Starts training the current run (optionally stopping at `steps`). Returns false on refusal.
   bool startTraining(qint64 steps = -1);
+  /// Forks the training run from its current state: asks the trainer for a checkpoint; when it
+  /// lands, adds and selects a new run whose design holds the learned C (editable) and whose other
+  /// weights start from a snapshot of that checkpoint. False when no run is training.
+  bool forkTrainingRun();
 
   bool openSession(const QString& path);
   bool saveSession(const QString& path);
@@ -86,6 +90,9 @@ class MainWindow : public QMainWindow {
   void connectTraining();
   void loadSession(Session session);
   void refreshRuns();
+  bool forkFromCheckpoint();
+  /// Appends a run to the session (shown, overlaid) and selects it.
+  void addRun(RunEntry entry, const QString& status);
   void refreshDesignViews();
   void onDesignEdited(const spec::AttentionSpec& spec);
   void onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap);
@@ -104,6 +111,7 @@ class MainWindow : public QMainWindow {
   QStringList statuses_;
   QList<bool> overlay_;
   std::shared_ptr<const model_core::InspectionSnapshot> lastInspection_;
+  int forkParent_ = -1;  ///< run waiting for the checkpoint a fork starts from
   bool dark_ = false;
 
   DesignPanel* design_ = nullptr;

@@ -1,4 +1,6 @@
 // MainWindow: training runs and the live views fed by the training controller; figure export.
+#include <algorithm>
+
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
@@ -59,7 +61,52 @@ bool MainWindow::startTraining(qint64 steps) {
   refreshRuns();
   core_->setEditable(false);
   training_->setState(true, false);
-  return controller_->start(run.config, dir, false, steps);
+  model_core::WarmStart warm;
+  if (!run.initFrom.isEmpty()) warm.checkpoint_dir = run.initFrom.toStdString();  // a fork: cores from its design
+  return controller_->start(run.config, dir, false, steps, warm);
+}
+
+bool MainWindow::forkTrainingRun() {
+  if (trainingRun_ < 0 || !controller_->running()) {
+    showError("Fork", "No run is training; edit the design directly.");
+    return false;
+  }
+  // Fork from the state shown now: the trainer writes a checkpoint at its next step boundary
+  // (also while paused) and the fork is made when it lands (forkFromCheckpoint).
+  forkParent_ = trainingRun_;
+  controller_->requestCheckpoint();
+  statusBar()->showMessage("Writing a checkpoint of " + session_.runs[forkParent_].name + " to fork from…", 10000);
+  return true;
+}
+
+bool MainWindow::forkFromCheckpoint() {
+  const int parentIndex = forkParent_;
+  forkParent_ = -1;
+  if (parentIndex < 0 || parentIndex >= static_cast<int>(session_.runs.size())) return false;
+  const RunEntry& parent = session_.runs[parentIndex];
+  const QString snapshot = newRunDirectory(parent.name + "-fork-start");
+  try {
+    // One consistent copy of the latest checkpoint: the parent keeps training and overwriting it.
+    const auto step = model_core::snapshotCheckpoint(parent.runDir.toStdString(), snapshot.toStdString());
+    RunEntry fork;
+    fork.config = model_core::readRunConfig((snapshot + "/config.json").toStdString());  // what actually trains
+    fork.config.train = parent.config.train;
+    auto& specs = fork.config.model.attention;
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (specs[i].core) specs[i].core = model_core::learnedCoreSpec(snapshot.toStdString(), static_cast<int>(i));
+    fork.initFrom = snapshot;
+    fork.name = QString("%1 fork@%2").arg(parent.name).arg(step);
+    for (int n = 2; std::any_of(session_.runs.begin(), session_.runs.end(), [&](const RunEntry& r) { return r.name == fork.name; }); ++n)
+      fork.name = QString("%1 fork@%2 (%3)").arg(parent.name).arg(step).arg(n);
+    const QString parentName = parent.name;
+    addRun(std::move(fork), QString("fork of %1 at step %2: not trained").arg(parentName).arg(step));
+    statusBar()->showMessage(QString("Forked %1 at step %2: edit C of the fork; its other weights start from that "
+                                     "checkpoint when it trains.").arg(parentName).arg(step), 10000);
+    return true;
+  } catch (const std::exception& e) {
+    showError("Cannot fork the run", e.what());
+    return false;
+  }
 }
 
 void MainWindow::connectTraining() {
@@ -87,7 +134,11 @@ void MainWindow::connectTraining() {
   });
   connect(controller_, &TrainingController::inspected, this, &MainWindow::onInspection);
   connect(controller_, &TrainingController::message, this, [this](const QString& m) { statusBar()->showMessage(m, 15000); });
+  connect(controller_, &TrainingController::checkpointed, this, [this](qint64) {
+    if (forkParent_ >= 0) forkFromCheckpoint();
+  });
   connect(controller_, &TrainingController::finished, this, [this](const model_core::TrainResult& r) {
+    if (forkParent_ >= 0) forkFromCheckpoint();  // e.g. a diverged run: its last good checkpoint
     if (trainingRun_ >= 0) statuses_[trainingRun_] = QString::fromStdString(r.message);
     training_->onFinished(QString::fromStdString(r.message));
     if (r.diverged) showError("Training diverged", QString::fromStdString(r.message));

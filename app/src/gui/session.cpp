@@ -28,10 +28,13 @@ QString Session::toJson() const {
   j["theme"] = theme.toStdString();
   j["window_state"] = windowState.toBase64().toStdString();
   json runsJson = json::array();
-  for (const auto& r : runs)
-    runsJson.push_back({{"name", r.name.toStdString()},
-                        {"run_dir", r.runDir.toStdString()},
-                        {"config", json::parse(model_core::runConfigToJson(r.config))}});
+  for (const auto& r : runs) {
+    json entry = {{"name", r.name.toStdString()},
+                  {"run_dir", r.runDir.toStdString()},
+                  {"config", json::parse(model_core::runConfigToJson(r.config))}};
+    if (!r.initFrom.isEmpty()) entry["init_from"] = r.initFrom.toStdString();
+    runsJson.push_back(entry);
+  }
   j["runs"] = runsJson;
   return QString::fromStdString(j.dump(2));
 }
@@ -58,6 +61,7 @@ Session Session::fromJson(const QString& text) {
       RunEntry e;
       e.name = QString::fromStdString(r.at("name").get<std::string>());
       e.runDir = QString::fromStdString(r.value("run_dir", std::string()));
+      e.initFrom = QString::fromStdString(r.value("init_from", std::string()));
       e.config = model_core::runConfigFromJson(r.at("config").dump());
       s.runs.push_back(std::move(e));
     } catch (const std::exception& e) {

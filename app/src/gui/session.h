@@ -15,6 +15,9 @@ struct RunEntry {
   QString name;                  ///< e.g. "MHSA", "THSA"
   model_core::RunConfig config;  ///< design, task and training settings
   QString runDir;                ///< where it trains (empty until first trained)
+  /// A fork: the checkpoint snapshot its weights start from (THSA cores come from `config`);
+  /// empty for a run trained from a fresh initialisation.
+  QString initFrom;
 };
 
 struct Session {

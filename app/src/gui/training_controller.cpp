@@ -89,7 +89,7 @@ TrainingController::~TrainingController() {
 }
 
 bool TrainingController::start(const model_core::RunConfig& config, const QString& runDir, bool resume,
-                               qint64 stepsOverride) {
+                               qint64 stepsOverride, const model_core::WarmStart& warm) {
   if (worker_.joinable()) {
     Q_EMIT failed("a run is already training; stop it first");
     return false;
@@ -100,9 +100,9 @@ bool TrainingController::start(const model_core::RunConfig& config, const QStrin
   auto sink = sink_;
   auto* control = control_.get();
   const std::string dir = runDir.toStdString();
-  worker_ = std::thread([config, dir, resume, stepsOverride, sink, control] {
+  worker_ = std::thread([config, dir, resume, stepsOverride, warm, sink, control] {
     try {
-      sink->result = model_core::train(config, dir, *control, *sink, resume, stepsOverride);
+      sink->result = model_core::train(config, dir, *control, *sink, resume, stepsOverride, warm);
     } catch (const std::exception& e) {
       sink->error = e.what();
     } catch (...) {
@@ -117,6 +117,10 @@ bool TrainingController::start(const model_core::RunConfig& config, const QStrin
 void TrainingController::pause() {
   if (control_) control_->pause();
 }
+void TrainingController::requestCheckpoint() {
+  if (control_) control_->requestCheckpoint();
+}
+
 void TrainingController::resume() {
   if (control_) control_->resume();
 }

@@ -22,16 +22,18 @@ class TrainingController : public QObject {
   /// Requests stop and joins: a window can close mid-run and the checkpoint stays consistent.
   ~TrainingController() override;
 
-  /// Starts training `config` into `runDir` (resume: continue its checkpoint). Returns false and
-  /// emits failed() when a run is already active.
+  /// Starts training `config` into `runDir` (resume: continue its checkpoint; `warm`: a new run
+  /// starting from another run's weights). Returns false and emits failed() when a run is active.
   bool start(const model_core::RunConfig& config, const QString& runDir, bool resume = false,
-             qint64 stepsOverride = -1);
+             qint64 stepsOverride = -1, const model_core::WarmStart& warm = {});
   void pause();
   void resume();
   /// While paused: exactly one more step.
   void step();
   /// Stops within one step; the run checkpoints and finished() follows.
   void stop();
+  /// Asks for a checkpoint at the next step boundary (also while paused); checkpointed() follows.
+  void requestCheckpoint();
 
   bool running() const { return worker_.joinable(); }
   bool paused() const { return control_ && control_->paused(); }

@@ -126,9 +126,13 @@ class TrainerControl {
   void step();
   bool stopRequested() const { return stop_.load(); }
   bool paused() const;
-  /// Called by the trainer between steps: blocks while paused (until resume, step or stop).
+  /// Asks for a checkpoint at the next step boundary, also while paused (e.g. to fork the run from
+  /// its current state). The sink's onCheckpoint reports it.
+  void requestCheckpoint();
+  /// Called by the trainer between steps: blocks while paused (until resume, step or stop),
+  /// calling `writeCheckpoint` (when given) for each checkpoint request meanwhile.
   /// Returns false when the run must stop.
-  bool waitToProceed();
+  bool waitToProceed(const std::function<void()>& writeCheckpoint = {});
 
   /// Fault injection for testing the divergence guard: the loss of step `step` becomes NaN, so
   /// its gradients are NaN too, exactly as a real blow-up would deliver them.
@@ -140,6 +144,7 @@ class TrainerControl {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool paused_ = false;
+  bool checkpointRequested_ = false;
   int pendingSteps_ = 0;
   std::atomic<std::int64_t> faultStep_{-1};
 };
@@ -152,13 +157,36 @@ struct TrainResult {
   double final_loss = 0;
 };
 
+/// A new run that starts from another run's weights (a fork) instead of a fresh initialisation.
+struct WarmStart {
+  std::string checkpoint_dir;     ///< run directory or snapshot holding model.safetensors; empty: none
+  bool cores_from_config = true;  ///< THSA core tensors come from the config (e.g. an edited C), not the checkpoint
+};
+
 /// Trains `config` into `run_dir` (created; config.json, model.safetensors, optimizer.safetensors,
 /// trainer_state.json, metrics.jsonl, metrics.csv; every write atomic). With `resume`, continues
 /// from the run directory's checkpoint bit-identically on CPU. Throws std::invalid_argument for an
 /// invalid config or one whose memory estimate exceeds the machine (with the estimate), and
 /// std::runtime_error for I/O failures.
+/// With a `warm` start (new runs only), every weight of the checkpoint whose name and shape match
+/// the new model is copied in before the first step (THSA cores from the config unless told
+/// otherwise); the optimizer, schedule and data stream start fresh. What was taken over and what
+/// was not is reported through the sink and recorded in `run_dir/init.json`.
 TrainResult train(const RunConfig& config, const std::string& run_dir, TrainerControl& control,
-                  ProgressSink& sink, bool resume = false, std::int64_t steps_override = -1);
+                  ProgressSink& sink, bool resume = false, std::int64_t steps_override = -1,
+                  const WarmStart& warm = {});
+
+/// Copies a run directory's latest checkpoint (model.safetensors, config.json, trainer_state.json)
+/// into `out_dir` (created), each file atomically, after checking that the weights file reads.
+/// A running trainer may keep writing `run_dir`: the copy is one consistent checkpoint. Returns its
+/// step. Throws std::invalid_argument when `run_dir` holds no readable checkpoint.
+std::int64_t snapshotCheckpoint(const std::string& run_dir, const std::string& out_dir);
+
+/// The THSA core of layer `layer` in a run directory's checkpoint, as a spec: the run's own core
+/// structure, kinds and trainable mask with the learned values (dense entries, trainable factors,
+/// trainable c2/c3). Throws std::invalid_argument when that layer has no core or the weights file
+/// does not match the run's config.
+spec::CoreSpec learnedCoreSpec(const std::string& run_dir, int layer);
 
 /// Estimated peak training memory in bytes (weights, gradients, AdamW state, activations).
 double estimateTrainingMemory(const RunConfig& config);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 // The BLAS that LibTorch itself calls (libblas.so.3: OpenBLAS on a set-up machine). Inside an
 // at::parallel_for region the OpenMP build of OpenBLAS runs each call on the calling thread.
@@ -25,7 +26,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr int64_t kCausalBlock = 32;  // query rows per block of a causal layer
+constexpr int64_t kRowBlock = 32;  // query rows per block
 
 void blasGemm(char ta, char tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
               float beta, float* c, int ldc) {
@@ -58,13 +59,12 @@ struct Layout {
   int64_t outOffset(int64_t p) const { return (p / H) * N * HD() + (p % H) * D; }
 };
 
-/// Calls f(i0, rows, cols) for each block of query rows: a causal layer's rows [i0, i0+rows) see
-/// the first `cols` = i0+rows keys; a full layer is one block over every key.
+/// Calls f(i0, rows, cols) for each block of query rows [i0, i0+rows): a causal layer's rows see
+/// the first `cols` = i0+rows keys, a full layer's every key.
 template <typename F>
 void forEachRowBlock(int64_t N, bool causal, F&& f) {
-  const int64_t step = causal ? kCausalBlock : std::max<int64_t>(N, 1);
-  for (int64_t i0 = 0; i0 < N; i0 += step) {
-    const int64_t rows = std::min(step, N - i0);
+  for (int64_t i0 = 0; i0 < N; i0 += kRowBlock) {
+    const int64_t rows = std::min(kRowBlock, N - i0);
     f(i0, rows, causal ? i0 + rows : N);
   }
 }
@@ -114,46 +114,50 @@ FusedAttentionOutput forwardImpl(const torch::Tensor& qkv, double scaleD, bool c
 }
 
 template <typename T>
-torch::Tensor backwardImpl(const torch::Tensor& qkv, const torch::Tensor& P, const torch::Tensor& gradO, double scaleD,
-                           bool causal) {
+torch::Tensor backwardImpl(const torch::Tensor& qkv, const torch::Tensor& P, const torch::Tensor& o,
+                           const torch::Tensor& gradO, double scaleD, bool causal) {
   const Layout L{qkv.size(0), qkv.size(1), qkv.size(3), qkv.size(4)};
   const int64_t N = L.N, D = L.D, sN = L.rowStride(), HD = L.HD();
   const T scale = static_cast<T>(scaleD);
   const T* base = qkv.data_ptr<T>();
   const T* pr = P.data_ptr<T>();
+  const T* out = o.data_ptr<T>();
   const T* dO = gradO.data_ptr<T>();
   auto dqkv = torch::zeros_like(qkv);
   T* dbase = dqkv.data_ptr<T>();
-  auto dP = torch::empty_like(P);
-  T* dp = dP.data_ptr<T>();
-  // dP = dO·vᵀ and dv = Pᵀ·dO, block by block.
-  parallelPairs(L, [&](int64_t p) {
-    const T* v = base + L.offset(p, 2);
-    const T* g = dO + L.outOffset(p);
-    T* dv = dbase + L.offset(p, 2);
-    T* dpp = dp + p * N * N;
-    const T* pp = pr + p * N * N;
-    forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
-      gemm<T>(false, true, rows, cols, D, T(1), g + i0 * HD, HD, v, sN, T(0), dpp + i0 * N, N);
-      if (causal) fillFuture(dpp, N, i0, rows, T(0));
-      gemm<T>(true, false, cols, D, rows, T(1), pp + i0 * N, N, g + i0 * HD, HD, T(1), dv, sN);
-    });
-  });
-  // dS = P ⊙ (dP − rowsum(P ⊙ dP)): ATen's vectorised softmax backward.
-  const auto dS = torch::_softmax_backward_data(dP, P, -1, P.scalar_type());
-  dP.reset();
-  const T* ds = dS.data_ptr<T>();
-  // dq = scale·dS·k and dk = scale·dSᵀ·q.
-  parallelPairs(L, [&](int64_t p) {
-    const T* q = base + L.offset(p, 0);
-    const T* k = base + L.offset(p, 1);
-    T* dq = dbase + L.offset(p, 0);
-    T* dk = dbase + L.offset(p, 1);
-    const T* dsp = ds + p * N * N;
-    forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
-      gemm<T>(false, false, rows, D, cols, scale, dsp + i0 * N, N, k, sN, T(0), dq + i0 * sN, sN);
-      gemm<T>(true, false, cols, D, rows, scale, dsp + i0 * N, N, q + i0 * sN, sN, T(1), dk, sN);
-    });
+  // One pass per (batch, head), block by block, with one block of scores in a per-thread buffer:
+  //   dP = dO·vᵀ,  dv += Pᵀ·dO,  dS = P ⊙ (dP − δ) with δ_n = Σ_m P_nm dP_nm = dO_n·o_n,
+  //   dq = scale·dS·k,  dk += scale·dSᵀ·q.
+  // Causal blocks stop at the diagonal block; there P is exactly 0 above the diagonal, so dS is too.
+  at::parallel_for(0, L.B * L.H, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> work(size_t(std::min<int64_t>(N, kRowBlock) * N));
+    for (int64_t p = begin; p < end; ++p) {
+      const T* q = base + L.offset(p, 0);
+      const T* k = base + L.offset(p, 1);
+      const T* v = base + L.offset(p, 2);
+      T* dq = dbase + L.offset(p, 0);
+      T* dk = dbase + L.offset(p, 1);
+      T* dv = dbase + L.offset(p, 2);
+      const T* g = dO + L.outOffset(p);
+      const T* op = out + L.outOffset(p);
+      const T* pp = pr + p * N * N;
+      forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
+        T* w = work.data();  // [rows, cols]
+        gemm<T>(false, true, rows, cols, D, T(1), g + i0 * HD, HD, v, sN, T(0), w, cols);
+        gemm<T>(true, false, cols, D, rows, T(1), pp + i0 * N, N, g + i0 * HD, HD, T(1), dv, sN);
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* gr = g + (i0 + r) * HD;
+          const T* orow = op + (i0 + r) * HD;
+          T delta = 0;
+          for (int64_t d = 0; d < D; ++d) delta += gr[d] * orow[d];
+          const T* prow = pp + (i0 + r) * N;
+          T* wr = w + r * cols;
+          for (int64_t j = 0; j < cols; ++j) wr[j] = prow[j] * (wr[j] - delta);
+        }
+        gemm<T>(false, false, rows, D, cols, scale, w, cols, k, sN, T(0), dq + i0 * sN, sN);
+        gemm<T>(true, false, cols, D, rows, scale, w, cols, q + i0 * sN, sN, T(1), dk, sN);
+      });
+    }
   });
   return dqkv;
 }
@@ -163,7 +167,7 @@ struct FusedAttentionFunction : public torch::autograd::Function<FusedAttentionF
     const auto x = qkv.contiguous();
     const auto r = x.scalar_type() == torch::kDouble ? forwardImpl<double>(x, scale, causal)
                                                      : forwardImpl<float>(x, scale, causal);
-    ctx->save_for_backward({x, r.P});
+    ctx->save_for_backward({x, r.P, r.o});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["causal"] = causal;
     ctx->mark_non_differentiable({r.P});
@@ -174,12 +178,13 @@ struct FusedAttentionFunction : public torch::autograd::Function<FusedAttentionF
     const auto saved = ctx->get_saved_variables();
     const auto& x = saved[0];
     const auto& P = saved[1];
+    const auto& o = saved[2];
     if (!grads[0].defined()) return {torch::zeros_like(x), torch::Tensor(), torch::Tensor()};
     const double scale = ctx->saved_data["scale"].toDouble();
     const bool causal = ctx->saved_data["causal"].toBool();
     const auto g = grads[0].contiguous();
-    auto d = x.scalar_type() == torch::kDouble ? backwardImpl<double>(x, P, g, scale, causal)
-                                               : backwardImpl<float>(x, P, g, scale, causal);
+    auto d = x.scalar_type() == torch::kDouble ? backwardImpl<double>(x, P, o, g, scale, causal)
+                                               : backwardImpl<float>(x, P, o, g, scale, causal);
     return {d, torch::Tensor(), torch::Tensor()};
   }
 };

@@ -8,10 +8,12 @@
 // again in backward), the causal half of every product is computed and then thrown away, and each
 // 128×128×32 product runs on all threads, which is slower per core than one product per thread.
 // This kernel reads q, k, v in place from the fused projection [B, N, 3, H, D], gives every
-// (batch, head) pair to one thread with a single-threaded BLAS call, folds the scale into the GEMM,
+// (batch, head) pair to one thread with single-threaded BLAS calls, folds the scale into the GEMM,
 // skips the masked blocks of a causal layer (row blocks of 32: 62% of the work at N = 128) and
-// writes o directly as [B, N, H, D], so merging the heads is a free view. Softmax and its
-// backward are ATen's vectorised kernels. Gradients are exact (see tests/model_core/attention).
+// writes o directly as [B, N, H, D], so merging the heads is a free view. The forward softmax is
+// ATen's vectorised kernel; the backward pass never materialises a [B,H,N,N] gradient: each block
+// of dP = dO·vᵀ lives in a per-thread buffer, becomes dS = P ⊙ (dP − dO·o) in place and is used
+// at once for dq and dk. Gradients are exact (tests/model_core/attention/test_fused_attention.cpp).
 
 #include <torch/types.h>
 

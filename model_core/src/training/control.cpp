@@ -33,9 +33,29 @@ bool TrainerControl::paused() const {
   return paused_;
 }
 
-bool TrainerControl::waitToProceed() {
+void TrainerControl::requestCheckpoint() {
+  {
+    std::lock_guard lock(mutex_);
+    checkpointRequested_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool TrainerControl::waitToProceed(const std::function<void()>& writeCheckpoint) {
   std::unique_lock lock(mutex_);
-  cv_.wait(lock, [this] { return stop_.load() || !paused_ || pendingSteps_ > 0; });
+  for (;;) {
+    cv_.wait(lock, [&] {
+      return stop_.load() || !paused_ || pendingSteps_ > 0 || (checkpointRequested_ && writeCheckpoint);
+    });
+    if (checkpointRequested_ && writeCheckpoint) {
+      checkpointRequested_ = false;
+      lock.unlock();
+      writeCheckpoint();
+      lock.lock();
+      continue;
+    }
+    break;
+  }
   if (stop_.load()) return false;
   if (paused_ && pendingSteps_ > 0) --pendingSteps_;
   return true;

@@ -229,6 +229,45 @@ void Session::loadWeights(const std::string& dir) {
   }
 }
 
+namespace {
+
+/// A THSA core tensor of a layer: "<...>.attn.core" or "<...>.attn.core.<factor>".
+bool isCoreTensor(const std::string& name) {
+  const auto pos = name.find(".attn.core");
+  if (pos == std::string::npos) return false;
+  const auto after = pos + std::string(".attn.core").size();
+  return after == name.size() || name[after] == '.';
+}
+
+}  // namespace
+
+Session::WarmStartReport Session::warmStart(const std::string& dir, bool coresFromConfig) {
+  const auto given = readTensorMap(dir + "/model.safetensors");
+  WarmStartReport report;
+  try {
+    const auto state = nlohmann::json::parse(spec::readWholeFile(dir + "/trainer_state.json"));
+    report.source_step = state.value("step", int64_t(-1));
+  } catch (const std::exception&) {
+    // A bare weights file (no trainer state) is a valid source; its step is unknown.
+  }
+  torch::NoGradGuard noGrad;
+  for (const auto& w : model_->namedWeights()) {
+    if (w.derived()) continue;
+    if (coresFromConfig && isCoreTensor(w.name)) {
+      report.from_config.push_back(w.name);
+      continue;
+    }
+    const auto it = given.find(w.name);
+    if (it == given.end() || !it->second.sizes().equals(w.target.sizes())) {
+      report.unmatched.push_back(w.name);
+      continue;
+    }
+    w.target.copy_(it->second.to(w.target.device(), w.target.scalar_type()));
+    report.loaded.push_back(w.name);
+  }
+  return report;
+}
+
 void Session::loadCheckpoint(const std::string& dir) {
   loadWeights(dir);
   nlohmann::json state;

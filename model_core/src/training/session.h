@@ -47,6 +47,17 @@ class Session {
   /// Loads only the model weights (evaluation, inference).
   void loadWeights(const std::string& dir);
 
+  /// What warmStart took over.
+  struct WarmStartReport {
+    std::int64_t source_step = -1;        ///< step of the checkpoint (-1 when it does not say)
+    std::vector<std::string> loaded;       ///< copied from the checkpoint
+    std::vector<std::string> from_config;  ///< THSA core tensors kept as the config defines them
+    std::vector<std::string> unmatched;    ///< absent from the checkpoint or of another shape: fresh
+  };
+  /// Copies every weight of `dir`'s model.safetensors whose name and shape match this model
+  /// (skipping THSA core tensors when `coresFromConfig`). The optimizer and step stay fresh.
+  WarmStartReport warmStart(const std::string& dir, bool coresFromConfig);
+
  private:
   torch::Tensor sequenceLoss(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& mask);
   double exactMatch(const TokenBatch& batch);

@@ -97,7 +97,11 @@ double estimateTrainingMemory(const RunConfig& c) {
 }
 
 TrainResult train(const RunConfig& config, const std::string& runDir, TrainerControl& control, ProgressSink& sink,
-                  bool resume, int64_t stepsOverride) {
+                  bool resume, int64_t stepsOverride, const WarmStart& warm) {
+  if (resume && !warm.checkpoint_dir.empty())
+    throw std::invalid_argument("a resumed run continues its own checkpoint; a warm start is for new runs only");
+  if (!warm.checkpoint_dir.empty() && !fs::exists(warm.checkpoint_dir + "/model.safetensors"))
+    throw std::invalid_argument(warm.checkpoint_dir + " holds no checkpoint (model.safetensors) to start from");
   if (const auto problems = validateRunConfig(config); !problems.empty()) {
     std::string m = "invalid run config:";
     for (const auto& p : problems) m += "\n  " + p;
@@ -123,6 +127,28 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
     metrics.load();
     metrics.truncateAfter(session.step());
   }
+  if (!resume && !warm.checkpoint_dir.empty()) {
+    const auto report = session.warmStart(warm.checkpoint_dir, warm.cores_from_config);
+    nlohmann::json init = {{"format", "tensorscope.warm_start"},
+                           {"version", 1},
+                           {"source", fs::absolute(warm.checkpoint_dir).string()},
+                           {"source_step", report.source_step},
+                           {"loaded", report.loaded},
+                           {"from_config", report.from_config},
+                           {"fresh", report.unmatched}};
+    spec::writeFileAtomically(runDir + "/init.json", init.dump(2) + "\n");
+    std::string m = "started from " + warm.checkpoint_dir +
+                    (report.source_step >= 0 ? " (step " + std::to_string(report.source_step) + ")" : "") + ": " +
+                    std::to_string(report.loaded.size()) + " weight tensors taken over";
+    if (!report.from_config.empty())
+      m += ", " + std::to_string(report.from_config.size()) + " core tensors from this design";
+    if (!report.unmatched.empty()) {
+      m += ", " + std::to_string(report.unmatched.size()) + " freshly initialised (not in the checkpoint or of another shape:";
+      for (size_t i = 0; i < report.unmatched.size() && i < 4; ++i) m += " " + report.unmatched[i];
+      m += report.unmatched.size() > 4 ? " …)" : ")";
+    }
+    sink.onMessage(m);
+  }
   spec::writeFileAtomically(runDir + "/config.json", configWithVersions(config));
   // `stepsOverride` says where to stop; the schedule always spans the configured run (extended
   // when the override goes past it), so stopping early and resuming reproduces a straight run.
@@ -138,12 +164,19 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   auto last = start;
   int64_t lastStep = session.step();
   std::string status = "finished";
+  const auto checkpointNow = [&] {
+    session.saveCheckpoint(runDir, "running", "");
+    lastCheckpoint = session.step();
+    metrics.flush();
+    sink.onCheckpoint(session.step(), runDir);
+  };
   while (session.step() < total) {
-    if (!control.waitToProceed()) {
+    if (!control.waitToProceed(checkpointNow)) {
       result.stopped_early = true;
       status = "stopped";
       break;
     }
+    last = Clock::now();  // time spent paused or checkpointing is not training throughput
     const int64_t step = session.step() + 1;
     const double lr = scheduledLr(step, scheduleSteps, t.warmup, t.lr, t.min_lr_ratio);
     const auto [loss, norm] = session.trainStep(lr, control.faultInjectedAt(step));
@@ -178,12 +211,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
       }
     }
     if (step % t.inspect_interval == 0 || step == total) sink.onInspection(session.inspect());
-    if (step % t.checkpoint_interval == 0) {
-      session.saveCheckpoint(runDir, "running", "");
-      lastCheckpoint = step;
-      metrics.flush();
-      sink.onCheckpoint(step, runDir);
-    }
+    if (step % t.checkpoint_interval == 0) checkpointNow();
     last = Clock::now();  // evaluation time is not training throughput
   }
   result.steps_done = session.step();

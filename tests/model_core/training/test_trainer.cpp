@@ -136,6 +136,27 @@ TEST(Trainer, PauseSingleStepResume) {
   EXPECT_EQ(rec.metrics.size(), 6u);
 }
 
+TEST(Trainer, WritesACheckpointOnRequestEvenWhilePaused) {
+  TempDir dir("train_ckpt_request");
+  auto c = tinyRun("mhsa", 6);
+  c.train.checkpoint_interval = 100;  // no scheduled checkpoint before the end
+  TrainerControl control;
+  control.pause();
+  Recorder rec;
+  std::thread worker([&] { train(c, dir.path("run"), control, rec); });
+  control.step();
+  for (int i = 0; i < 200 && rec.metrics.size() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  control.requestCheckpoint();
+  for (int i = 0; i < 200 && rec.checkpoints.empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(rec.checkpoints.size(), 1u);
+  EXPECT_EQ(rec.checkpoints.front(), 1);
+  EXPECT_EQ(rec.metrics.size(), 1u) << "serving the request must not take a step";
+  EXPECT_NE(fileBytes(dir.path("run/trainer_state.json")).find("\"step\": 1"), std::string::npos);
+  control.resume();
+  worker.join();
+  EXPECT_EQ(rec.metrics.size(), 6u);
+}
+
 TEST(Trainer, RefusesAConfigurationThatDoesNotFitInMemory) {
   TempDir dir("train_mem");
   auto c = tinyRun("multilinear", 1);

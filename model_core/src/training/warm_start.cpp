@@ -1,0 +1,92 @@
+// Forking a run: snapshots of a (possibly still training) run's checkpoint and the learned THSA core
+// of a layer as an editable spec.
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "io/tensor_convert.h"
+#include "model_core/training.h"
+#include "spec/atomic_file.h"
+
+namespace tensorscope::model_core {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<double> valuesOf(const at::Tensor& t) {
+  const auto c = t.to(at::kDouble).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+}  // namespace
+
+std::int64_t snapshotCheckpoint(const std::string& runDir, const std::string& outDir) {
+  const std::string model = runDir + "/model.safetensors";
+  if (!fs::exists(model)) throw std::invalid_argument(runDir + " holds no checkpoint (model.safetensors) yet");
+  fs::create_directories(outDir);
+  // The trainer replaces each file by an atomic rename, so every read sees one whole file; a
+  // checkpoint landing between two reads is caught by comparing the steps, and read again.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const std::string state = spec::readWholeFile(runDir + "/trainer_state.json");
+    spec::writeFileAtomically(outDir + "/model.safetensors", spec::readWholeFile(model));
+    spec::writeFileAtomically(outDir + "/config.json", spec::readWholeFile(runDir + "/config.json"));
+    std::map<std::string, std::string> meta;
+    readTensors(outDir + "/model.safetensors", &meta);  // rejects a damaged file with the reason
+    std::int64_t step = -1;
+    try {
+      step = nlohmann::json::parse(state).at("step").get<std::int64_t>();
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument(runDir + "/trainer_state.json is damaged: " + e.what());
+    }
+    const auto m = meta.find("step");
+    if (m == meta.end() || m->second == std::to_string(step)) {
+      spec::writeFileAtomically(outDir + "/trainer_state.json", state);
+      return step;
+    }
+  }
+  throw std::runtime_error("could not take a consistent snapshot of " + runDir +
+                           ": its checkpoint kept changing while it was copied");
+}
+
+spec::CoreSpec learnedCoreSpec(const std::string& runDir, int layer) {
+  const RunConfig config = readRunConfig(runDir + "/config.json");
+  if (layer < 0 || layer >= config.model.layers)
+    throw std::invalid_argument("layer " + std::to_string(layer) + " does not exist; the run has " +
+                                std::to_string(config.model.layers) + " layers");
+  const spec::AttentionSpec s = layerSpec(config.model, layer);
+  if (!s.core) throw std::invalid_argument("layer " + std::to_string(layer) + " of " + runDir + " has no THSA core");
+  const auto tensors = readTensorMap(runDir + "/model.safetensors");
+  const std::string prefix = "blocks." + std::to_string(layer) + ".attn.";
+  auto get = [&](const std::string& name, std::int64_t numel) {
+    const auto it = tensors.find(prefix + name);
+    if (it == tensors.end())
+      throw std::invalid_argument(runDir + "/model.safetensors lacks " + prefix + name + " that its config implies");
+    if (it->second.numel() != numel)
+      throw std::invalid_argument(runDir + "/model.safetensors: " + prefix + name + " has " +
+                                  std::to_string(it->second.numel()) + " values, the config implies " +
+                                  std::to_string(numel));
+    return valuesOf(it->second);
+  };
+  spec::CoreSpec core = *s.core;
+  const int H = s.sizes.H, D = s.sizes.D, R = s.sizes.R;
+  using spec::FactorKind;
+  if (core.structure == spec::CoreStructure::Dense) {
+    core.dense_values = get("core", std::int64_t(R) * R);
+  } else {
+    if (core.a.kind == FactorKind::Trainable) core.a.values = get("core.A", std::int64_t(H) * H);
+    if (core.b.kind == FactorKind::Trainable) core.b.values = get("core.B", std::int64_t(D) * D);
+    if (core.b.kind == FactorKind::Rank1 && core.b.trainable_rank1) {
+      auto c2 = get("core.c2", D), c3 = get("core.c3", D);
+      core.b.values = c2;
+      core.b.values.insert(core.b.values.end(), c3.begin(), c3.end());
+    }
+  }
+  if (!(core == *s.core)) core.preset = "custom";  // learned values are no longer the preset's
+  return core;
+}
+
+}  // namespace tensorscope::model_core
