@@ -9,14 +9,19 @@
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "attention/attention_module.h"
+#include "attention/fused_attention.h"
 #include "model_core/memory_tracker.h"
 #include "model_core/runtime.h"
 #include "spec/cost_model.h"
@@ -30,6 +35,11 @@ struct Config {
   bool quick = false;
   double minSeconds = 1.0;
   int threads = 0;
+  bool causal = false;             ///< causal layers (decoder-style masks) instead of full ones
+  std::vector<std::string> only;   ///< layer names to run; "scaling" selects the N-scaling part
+  bool wants(const std::string& name) const {
+    return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+  }
 };
 
 struct Measure {
@@ -95,8 +105,10 @@ nlohmann::json runVariants(const Config& cfg) {
                                             "thsa_linear", "multilinear", "dimwise"};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& p : presets) {
+    if (!cfg.wants(p)) continue;
     const int64_t n = p == "multilinear" ? Nml : N;
     auto s = layer(p, F, H, D, R, int(n));
+    s.causal = cfg.causal;
     if (p == "fixed_head") s.sizes.D = 2 * D;  // d_p twice the prevalent F/H
     torch::manual_seed(0);
     auto module = model_core::makeAttentionModule(s);
@@ -125,6 +137,63 @@ nlohmann::json runVariants(const Config& cfg) {
     rows.push_back(row);
     std::cerr << "  " << p << ": " << row["fwd_bwd_ms"].get<double>() << " ms, "
               << row["peak_tensor_mb"].get<double>() << " MB\n";
+  }
+  return rows;
+}
+
+/// Median seconds of `f` over at least `minSeconds` (>= 5 runs) after one warm-up run.
+template <typename F>
+double medianSeconds(F&& f, double minSeconds) {
+  f();
+  std::vector<double> times;
+  const auto t0 = Clock::now();
+  while (times.size() < 5 || std::chrono::duration<double>(Clock::now() - t0).count() < minSeconds) {
+    const auto s = Clock::now();
+    f();
+    times.push_back(std::chrono::duration<double>(Clock::now() - s).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+/// The attention core alone (no projections), q, k, v given: Tensorscope's fused CPU kernel against
+/// the same math in ATen operations, written as the PyTorch export (and a PyTorch user) writes it:
+/// matmul(q, kᵀ)·scale, masked_fill of the future, softmax, matmul(P, v), heads split and merged.
+nlohmann::json runKernel(const Config& cfg) {
+  const int64_t B = cfg.quick ? 2 : 32, N = cfg.quick ? 16 : 128, H = 4, D = cfg.quick ? 8 : 32;
+  const double scale = 1.0 / std::sqrt(double(D));
+  nlohmann::json rows = nlohmann::json::array();
+  for (bool causal : {true, false}) {
+    torch::manual_seed(1);
+    const auto base = torch::randn({B, N, 3, H, D});
+    const auto G = torch::randn({B, N, H, D});
+    const auto future = torch::ones({N, N}, torch::kBool).triu(1);
+    auto fused = [&](bool backward) {
+      const auto qkv = base.detach().requires_grad_(backward);
+      const auto o = model_core::fusedAttention(qkv, scale, causal).o;
+      if (backward) (o * G).sum().backward();
+    };
+    auto aten = [&](bool backward) {
+      const auto qkv = base.detach().requires_grad_(backward);
+      const auto q = qkv.select(2, 0).transpose(1, 2), k = qkv.select(2, 1).transpose(1, 2),
+                 v = qkv.select(2, 2).transpose(1, 2);  // [B, H, N, D]
+      auto s = torch::matmul(q, k.transpose(-2, -1)) * scale;
+      if (causal) s = s.masked_fill(future, -std::numeric_limits<float>::infinity());
+      const auto o = torch::matmul(torch::softmax(s, -1), v).transpose(1, 2).reshape({B, N, H * D});
+      if (backward) (o.view({B, N, H, D}) * G).sum().backward();
+    };
+    nlohmann::json row = {{"B", B}, {"N", N}, {"H", H}, {"D", D}, {"causal", causal}};
+    for (bool backward : {false, true}) {
+      const std::string what = backward ? "fwd_bwd_ms" : "fwd_ms";
+      const double f = medianSeconds([&] { fused(backward); }, cfg.minSeconds) * 1e3;
+      const double a = medianSeconds([&] { aten(backward); }, cfg.minSeconds) * 1e3;
+      row["fused_" + what] = f;
+      row["aten_" + what] = a;
+      row[std::string("aten_over_fused_") + (backward ? "fwd_bwd" : "fwd")] = a / f;
+    }
+    std::cerr << "  kernel " << (causal ? "causal" : "full") << ": fused " << row["fused_fwd_bwd_ms"].get<double>()
+              << " ms, ATen " << row["aten_fwd_bwd_ms"].get<double>() << " ms (fwd+bwd)\n";
+    rows.push_back(row);
   }
   return rows;
 }
@@ -170,8 +239,15 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--quick")) cfg.quick = true;
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) cfg.threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--min-seconds") && i + 1 < argc) cfg.minSeconds = std::atof(argv[++i]);
-    else {
-      std::cerr << "usage: attention_bench [--quick] [--threads T] [--min-seconds S]\n";
+    else if (!std::strcmp(argv[i], "--causal")) cfg.causal = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      std::stringstream list(argv[++i]);
+      for (std::string name; std::getline(list, name, ',');)
+        if (!name.empty()) cfg.only.push_back(name);
+    } else {
+      std::cerr << "usage: attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]\n"
+                   "       (names: the layer presets, kernel for the attention kernel alone, scaling for\n"
+                   "        the N-scaling part)\n";
       return 2;
     }
   }
@@ -185,8 +261,15 @@ int main(int argc, char** argv) {
   doc["machine"] = {{"torch", info.torch_version}, {"device", "cpu"}, {"threads", info.intra_op_threads}, {"blas", info.blas}};
   std::cerr << "layers:\n";
   doc["layers"] = runVariants(cfg);
-  std::cerr << "N scaling:\n";
-  doc["scaling"] = runScaling(cfg);
+  doc["causal"] = cfg.causal;
+  if (cfg.wants("kernel")) {
+    std::cerr << "attention kernel:\n";
+    doc["kernel"] = runKernel(cfg);
+  }
+  if (cfg.wants("scaling")) {
+    std::cerr << "N scaling:\n";
+    doc["scaling"] = runScaling(cfg);
+  }
   std::cout << doc.dump(2) << std::endl;
   return 0;
 }

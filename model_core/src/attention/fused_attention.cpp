@@ -60,10 +60,13 @@ struct Layout {
 };
 
 /// Calls f(i0, rows, cols) for each block of query rows [i0, i0+rows): a causal layer's rows see
-/// the first `cols` = i0+rows keys, a full layer's every key.
+/// the first `cols` = i0+rows keys, a full layer's every key. `lastFirst` visits the blocks from
+/// the bottom up, so the first block visited spans every key.
 template <typename F>
-void forEachRowBlock(int64_t N, bool causal, F&& f) {
-  for (int64_t i0 = 0; i0 < N; i0 += kRowBlock) {
+void forEachRowBlock(int64_t N, bool causal, F&& f, bool lastFirst = false) {
+  const int64_t blocks = (N + kRowBlock - 1) / kRowBlock;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t i0 = (lastFirst ? blocks - 1 - b : b) * kRowBlock;
     const int64_t rows = std::min(kRowBlock, N - i0);
     f(i0, rows, causal ? i0 + rows : N);
   }
@@ -123,7 +126,7 @@ torch::Tensor backwardImpl(const torch::Tensor& qkv, const torch::Tensor& P, con
   const T* pr = P.data_ptr<T>();
   const T* out = o.data_ptr<T>();
   const T* dO = gradO.data_ptr<T>();
-  auto dqkv = torch::zeros_like(qkv);
+  auto dqkv = torch::empty_like(qkv);  // every entry is written: dq once per row, dk and dv first with beta = 0
   T* dbase = dqkv.data_ptr<T>();
   // One pass per (batch, head), block by block, with one block of scores in a per-thread buffer:
   //   dP = dO·vᵀ,  dv += Pᵀ·dO,  dS = P ⊙ (dP − δ) with δ_n = Σ_m P_nm dP_nm = dO_n·o_n,
@@ -141,10 +144,11 @@ torch::Tensor backwardImpl(const torch::Tensor& qkv, const torch::Tensor& P, con
       const T* g = dO + L.outOffset(p);
       const T* op = out + L.outOffset(p);
       const T* pp = pr + p * N * N;
+      T beta = 0;  // the first block visited covers every key and initialises dk, dv
       forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
         T* w = work.data();  // [rows, cols]
         gemm<T>(false, true, rows, cols, D, T(1), g + i0 * HD, HD, v, sN, T(0), w, cols);
-        gemm<T>(true, false, cols, D, rows, T(1), pp + i0 * N, N, g + i0 * HD, HD, T(1), dv, sN);
+        gemm<T>(true, false, cols, D, rows, T(1), pp + i0 * N, N, g + i0 * HD, HD, beta, dv, sN);
         for (int64_t r = 0; r < rows; ++r) {
           const T* gr = g + (i0 + r) * HD;
           const T* orow = op + (i0 + r) * HD;
@@ -155,8 +159,9 @@ torch::Tensor backwardImpl(const torch::Tensor& qkv, const torch::Tensor& P, con
           for (int64_t j = 0; j < cols; ++j) wr[j] = prow[j] * (wr[j] - delta);
         }
         gemm<T>(false, false, rows, D, cols, scale, w, cols, k, sN, T(0), dq + i0 * sN, sN);
-        gemm<T>(true, false, cols, D, rows, scale, w, cols, q + i0 * sN, sN, T(1), dk, sN);
-      });
+        gemm<T>(true, false, cols, D, rows, scale, w, cols, q + i0 * sN, sN, beta, dk, sN);
+        beta = 1;
+      }, /*lastFirst=*/true);
     }
   });
   return dqkv;
@@ -171,6 +176,7 @@ struct FusedAttentionFunction : public torch::autograd::Function<FusedAttentionF
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["causal"] = causal;
     ctx->mark_non_differentiable({r.P});
+    ctx->set_materialize_grads(false);  // P has no gradient: do not allocate a [B,H,N,N] of zeros for it
     return {r.o, r.P};
   }
 
