@@ -188,6 +188,39 @@ TEST(MainWindow, SessionSavesAndReopens) {
   EXPECT_FALSE(b.openSession(dir.filePath("missing.json")));
 }
 
+TEST(MainWindow, AutosaveIsOfferedBackAfterACrashOnly) {
+  spec::AttentionSpec edited;
+  {
+    // A window that edits C, autosaves and then "crashes": destroyed without a clean close.
+    app::MainWindow a(testOptions());
+    a.selectRun(1);
+    a.coreEditor()->setTool(app::CoreEditor::Tool::SetValue);
+    a.coreEditor()->setPaintValue(-0.5);
+    a.coreEditor()->editCell(3, 4);
+    edited = a.currentSpec();
+    a.autosave();
+  }
+  int asked = 0;
+  auto recovering = testOptions();
+  recovering.offerRecovery = true;
+  recovering.askToRecover = [&] {
+    ++asked;
+    return true;
+  };
+  {
+    app::MainWindow b(recovering);
+    EXPECT_EQ(asked, 1) << "a crash must offer the autosave";
+    b.selectRun(1);
+    EXPECT_EQ(b.currentSpec(), edited) << "the restored session holds the edit";
+    b.close();  // a clean exit this time
+  }
+  {
+    app::MainWindow c(recovering);
+    EXPECT_EQ(asked, 1) << "after a clean exit nothing is offered";
+    c.close();
+  }
+}
+
 // Run by ctest on the PNG that `tensorscope --screenshot` wrote.
 TEST(ScreenshotFile, IsARealImageOfTheWindow) {
   if (g_screenshotPath.empty()) GTEST_SKIP() << "no screenshot path given";

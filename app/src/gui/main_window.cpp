@@ -64,10 +64,13 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   Session start = defaultSession();
   if (options_.offerRecovery && QFileInfo::exists(autosavePath())) {
     QSettings settings;
-    if (!settings.value("cleanExit", true).toBool() &&
-        QMessageBox::question(this, "Restore session?",
-                              "Tensorscope did not close cleanly last time. Restore the autosaved session?") ==
-            QMessageBox::Yes) {
+    const auto ask = [this] {
+      if (options_.askToRecover) return options_.askToRecover();
+      return QMessageBox::question(this, "Restore session?",
+                                   "Tensorscope did not close cleanly last time. Restore the autosaved session?") ==
+             QMessageBox::Yes;
+    };
+    if (!settings.value("cleanExit", true).toBool() && ask()) {
       try {
         start = Session::load(autosavePath());
       } catch (const std::exception& e) {

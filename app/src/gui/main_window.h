@@ -3,6 +3,7 @@
 /// controller together and delegates; the features live in the docks and controllers.
 
 #include <QMainWindow>
+#include <functional>
 #include <QUndoStack>
 #include <memory>
 
@@ -41,6 +42,8 @@ class MainWindow : public QMainWindow {
   struct Options {
     bool restoreLayout = true;   ///< restore dock layout from the last session (off for screenshots)
     bool offerRecovery = true;   ///< offer to restore an autosave after a crash
+    /// Answers "restore the autosaved session?"; empty: ask the user in a dialog.
+    std::function<bool()> askToRecover;
   };
   explicit MainWindow(const Options& options, QWidget* parent = nullptr);
   MainWindow() : MainWindow(Options{}) {}
@@ -67,6 +70,9 @@ class MainWindow : public QMainWindow {
   void selectRun(int index);
   /// Starts training the current run (optionally stopping at `steps`). Returns false on refusal.
   bool startTraining(qint64 steps = -1);
+  /// Writes the session to the autosave file (also every minute and on close). After a crash
+  /// (no clean close), the next start offers to restore it.
+  void autosave();
   /// Forks the training run from its current state: asks the trainer for a checkpoint; when it
   /// lands, adds and selects a new run whose design holds the learned C (editable) and whose other
   /// weights start from a snapshot of that checkpoint. False when no run is training.
@@ -98,7 +104,6 @@ class MainWindow : public QMainWindow {
   void onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap);
   void reclusterRoles(int k);
   void loadMetricsFile(const QString& runName, const QString& dir);
-  void autosave();
   void showError(const QString& title, const QString& text);
   QString newRunDirectory(const QString& name) const;
 

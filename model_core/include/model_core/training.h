@@ -63,6 +63,8 @@ RunConfig readRunConfig(const std::string& path);
 std::vector<std::string> validateRunConfig(const RunConfig& config);
 /// The attention spec of layer i (expanding a single shared spec).
 spec::AttentionSpec layerSpec(const ModelConfig& model, int layer);
+/// Tokens the model sees per example: task.seq_len, or for fashion_mnist the (28/patch)² patches.
+std::int64_t modelSequenceLength(const RunConfig& config);
 
 /// Per-step scalars.
 struct MetricsSnapshot {

@@ -199,6 +199,12 @@ RunConfig readRunConfig(const std::string& path) {
   }
 }
 
+std::int64_t modelSequenceLength(const RunConfig& c) {
+  const int p = c.task.patch;
+  if (c.task.name == "fashion_mnist" && p > 0 && 28 % p == 0) return int64_t(28 / p) * (28 / p);
+  return c.task.seq_len;
+}
+
 std::vector<std::string> validateRunConfig(const RunConfig& c) {
   std::vector<std::string> out;
   auto add = [&](const std::string& f, const std::string& m) { out.push_back(f + ": " + m); };
@@ -221,8 +227,15 @@ std::vector<std::string> validateRunConfig(const RunConfig& c) {
     for (const auto& issue : spec::validate(s)) add(f + "." + issue.field, issue.message);
     if (s.sizes.F != m.d_model)
       add(f + ".sizes.F", "must equal model.d_model = " + std::to_string(m.d_model) + "; got " + std::to_string(s.sizes.F));
-    if (s.variant == spec::Variant::Multilinear && s.sizes.seq_len != c.task.seq_len)
-      add(f + ".sizes.seq_len", "multilinear fixes N when built: must equal task.seq_len = " + std::to_string(c.task.seq_len));
+    if (s.variant == spec::Variant::Multilinear && s.sizes.seq_len != modelSequenceLength(c)) {
+      if (c.task.name == "fashion_mnist")
+        add(f + ".sizes.seq_len", "multilinear fixes N when built: must equal the number of patch tokens (28/" +
+                                      std::to_string(c.task.patch) + ")² = " + std::to_string(modelSequenceLength(c)) +
+                                      "; got " + std::to_string(s.sizes.seq_len));
+      else
+        add(f + ".sizes.seq_len", "multilinear fixes N when built: must equal task.seq_len = " +
+                                      std::to_string(c.task.seq_len) + "; got " + std::to_string(s.sizes.seq_len));
+    }
     if (m.kind == "decoder" && !s.causal)
       add(f + ".causal", "a decoder needs causal attention (position i may only see positions <= i); set \"causal\": true");
   }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -28,9 +29,7 @@ torch::Tensor floatTensor(const std::vector<float>& v, std::vector<int64_t> shap
 ModelShape modelShapeFor(const Task& task, const TaskConfig& config) {
   ModelShape s;
   if (task.isImage()) {
-    std::uint64_t rng = 0;
     const auto probe = task.imageEvalSet(Split::Validation, 1);
-    (void)rng;
     s.seq_len = probe.tokens;
     s.patch_dim = probe.patch_dim;
     s.classes = task.numClasses();
@@ -130,8 +129,14 @@ double Session::exactMatch(const TokenBatch& b) {
     for (int64_t i = 0; i < len[r]; ++i) seq[r * N + i] = b.inputs[r * N + i];
   }
   std::vector<bool> ok(B, true);
+  // The model is causal: the logits at position i see tokens <= i only, so a forward pass needs
+  // just the longest prefix decoded so far, not all N positions (multilinear layers fix N).
+  bool fixedLength = false;
+  for (int i = 0; i < config_.model.layers; ++i)
+    fixedLength = fixedLength || layerSpec(config_.model, i).variant == spec::Variant::Multilinear;
   for (int64_t t = 0; t < steps; ++t) {
-    const auto logits = model_->forward(longTensor(seq, B, N, device_)).to(torch::kCPU);  // [B, N, V]
+    const int64_t prefix = fixedLength ? N : std::max<int64_t>(1, *std::max_element(len.begin(), len.end()));
+    const auto logits = model_->forward(longTensor(seq, B, N, device_).narrow(1, 0, prefix)).to(torch::kCPU);
     const auto next = logits.argmax(-1);
     for (int64_t r = 0; r < B; ++r) {
       if (t >= static_cast<int64_t>(want[r].size()) || !ok[r]) continue;

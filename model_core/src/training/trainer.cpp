@@ -81,11 +81,12 @@ std::string configWithVersions(const RunConfig& config) {
 }  // namespace
 
 double estimateTrainingMemory(const RunConfig& c) {
-  const double B = double(c.train.batch), N = double(c.task.seq_len), F = double(c.model.d_model);
+  const int64_t tokens = modelSequenceLength(c);
+  const double B = double(c.train.batch), N = double(tokens), F = double(c.model.d_model);
   double params = 0, activations = 0;
   for (int i = 0; i < c.model.layers; ++i) {
     const auto s = layerSpec(c.model, i);
-    const auto cost = spec::estimateCost(s, c.train.batch, c.task.seq_len);
+    const auto cost = spec::estimateCost(s, c.train.batch, tokens);
     params += double(cost.parameters + cost.frozen_parameters) + 2.0 * c.model.ffn_multiplier * F * F;
     // attention activations, plus LN, FFN (two of width mult·F) and residual tensors
     activations += cost.activation_bytes + 4.0 * B * N * F * (4.0 + 2.0 * c.model.ffn_multiplier);

@@ -193,6 +193,27 @@ TEST(RunConfig, RoundTripAndPreciseErrors) {
   EXPECT_THROW(runConfigFromJson(R"({"format":"tensorscope.run_config","version":1,"trian":{}})"), std::invalid_argument);
 }
 
+TEST(RunConfig, ImageTasksCountPatchTokensNotSeqLen) {
+  // A Fashion-MNIST classifier sees (28/patch)² tokens whatever task.seq_len says: multilinear,
+  // which fixes N when built, is checked against that, and so is the memory estimate.
+  auto c = tinyRun("multilinear", 5);
+  c.task.name = "fashion_mnist";
+  c.task.patch = 7;
+  c.task.seq_len = 24;
+  c.model.kind = "encoder_classifier";
+  c.model.attention[0].causal = false;
+  EXPECT_EQ(modelSequenceLength(c), 16);
+  c.model.attention[0].sizes.seq_len = 24;
+  const auto problems = validateRunConfig(c);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems.front().find("number of patch tokens (28/7)² = 16; got 24"), std::string::npos) << problems.front();
+  c.model.attention[0].sizes.seq_len = 16;
+  EXPECT_TRUE(validateRunConfig(c).empty());
+  auto longer = c;
+  longer.task.seq_len = 4096;  // ignored by the image model
+  EXPECT_DOUBLE_EQ(estimateTrainingMemory(longer), estimateTrainingMemory(c));
+}
+
 TEST(RunConfig, EveryShippedExampleIsValid) {
   const std::filesystem::path dir = std::filesystem::path(TS_TEST_DATA) / ".." / ".." / "resources" / "examples";
   int n = 0;
