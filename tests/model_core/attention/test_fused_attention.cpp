@@ -4,6 +4,7 @@
 // blocks (32 rows each) and ones that end inside a block; plus central finite differences.
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -69,11 +70,19 @@ void checkAgainstNaive(int64_t B, int64_t N, int64_t H, int64_t D, bool causal) 
 }  // namespace
 
 TEST(FusedAttention, MatchesAtenAttentionAndItsGradients) {
-  for (bool causal : {true, false})
-    for (int64_t N : {1, 5, 31, 32, 33, 70, 96})
-      checkAgainstNaive(2, N, 3, 4, causal);
-  checkAgainstNaive(3, 40, 1, 7, true);   // one head
-  checkAgainstNaive(1, 65, 4, 32, true);  // the benchmark's head size
+  // With one thread and with several (pairs of heads then run concurrently, each calling BLAS).
+  const int before = at::get_num_threads();
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    at::set_num_threads(threads);
+    for (bool causal : {true, false})
+      for (int64_t N : {1, 5, 31, 32, 33, 70, 96})
+        checkAgainstNaive(2, N, 3, 4, causal);
+    checkAgainstNaive(3, 40, 1, 7, true);   // one head
+    checkAgainstNaive(1, 65, 4, 32, true);  // the benchmark's head size
+    checkAgainstNaive(8, 64, 4, 16, true);  // many pairs per thread
+  }
+  at::set_num_threads(before);
 }
 
 TEST(FusedAttention, GradientMatchesFiniteDifferences) {
