@@ -89,6 +89,8 @@ void DemoRunner::next() {
       if (!window_->startTraining(arg.isEmpty() ? -1 : arg.toLongLong())) return fail("training refused");
     } else if (cmd == "stop") {
       window_->controller()->stop();
+    } else if (cmd == "fork") {
+      if (!window_->forkTrainingRun()) return fail("no run is training to fork");
     } else if (cmd == "dock") {
       bool found = false;
       for (auto* d : window_->docks())

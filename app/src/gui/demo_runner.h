@@ -7,6 +7,7 @@
 ///   train [STEPS]      start training the current run (stop at STEPS)
 ///   wait-step N        wait until training reached step N (or ended)
 ///   wait-end           wait until training ended
+///   fork               fork the training run from its current state (as editing its C does)
 ///   wait-ms N          wait N milliseconds (events keep flowing)
 ///   dock TITLE         raise a dock (e.g. "Attention maps")
 ///   theme light|dark
