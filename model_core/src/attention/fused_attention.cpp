@@ -26,7 +26,12 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr int64_t kRowBlock = 32;  // query rows per block
+/// Query rows per block: 32 for a causal layer (finer blocks skip more of the masked triangle);
+/// a full layer takes as many rows as keep a block of scores within 64 Ki values (fewer, larger
+/// products; the whole head at N = 128).
+int64_t rowBlock(int64_t N, bool causal) {
+  return causal ? 32 : std::max<int64_t>(32, (int64_t(1) << 16) / std::max<int64_t>(N, 1));
+}
 
 void blasGemm(char ta, char tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
               float beta, float* c, int ldc) {
@@ -64,10 +69,11 @@ struct Layout {
 /// the bottom up, so the first block visited spans every key.
 template <typename F>
 void forEachRowBlock(int64_t N, bool causal, F&& f, bool lastFirst = false) {
-  const int64_t blocks = (N + kRowBlock - 1) / kRowBlock;
+  const int64_t step = rowBlock(N, causal);
+  const int64_t blocks = (N + step - 1) / step;
   for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t i0 = (lastFirst ? blocks - 1 - b : b) * kRowBlock;
-    const int64_t rows = std::min(kRowBlock, N - i0);
+    const int64_t i0 = (lastFirst ? blocks - 1 - b : b) * step;
+    const int64_t rows = std::min(step, N - i0);
     f(i0, rows, causal ? i0 + rows : N);
   }
 }
@@ -133,7 +139,7 @@ torch::Tensor backwardImpl(const torch::Tensor& qkv, const torch::Tensor& P, con
   //   dq = scale·dS·k,  dk += scale·dSᵀ·q.
   // Causal blocks stop at the diagonal block; there P is exactly 0 above the diagonal, so dS is too.
   at::parallel_for(0, L.B * L.H, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> work(size_t(std::min<int64_t>(N, kRowBlock) * N));
+    std::vector<T> work(size_t(std::min(N, rowBlock(N, causal)) * N));
     for (int64_t p = begin; p < end; ++p) {
       const T* q = base + L.offset(p, 0);
       const T* k = base + L.offset(p, 1);
