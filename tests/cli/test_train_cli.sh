@@ -41,6 +41,7 @@ cfg = {"format": "tensorscope.run_config", "version": 1,
 json.dump(cfg, open(f"{tmp}/run.json", "w"), indent=2)
 PY
 
+check help-lists-init-from 0 'train --config run.json --out RUN_DIR --init-from RUN_DIR' -- "$BIN" --help
 check train-parent 0 '"event": "end", "steps": 4' -- "$BIN" train --config "$TMP/run.json" --out "$TMP/parent" --json
 check train-fork 0 'started from .*parent \(step 4\): [0-9]+ weight tensors taken over, 2 core tensors from this design' -- \
   "$BIN" train --config "$TMP/run.json" --out "$TMP/fork" --init-from "$TMP/parent" --steps 2 --json

@@ -126,7 +126,9 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   w.trainingPanel()->setConfig(small);
   ASSERT_TRUE(w.startTraining(/*steps=*/400));
   auto* c = w.controller();
-  ASSERT_TRUE(waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 6; }));
+  waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 6 || !c->running(); });
+  ASSERT_TRUE(c->running()) << "training ended early: " << w.session().runs[1].runDir.toStdString();
+  ASSERT_GE(w.curves()->pointCount("train loss", "THSA"), 6);
   EXPECT_FALSE(w.coreEditor()->editable()) << "the learned C of a training run is read-only";
 
   ASSERT_TRUE(w.forkTrainingRun());
@@ -169,6 +171,25 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   app::MainWindow b(testOptions());
   ASSERT_TRUE(b.openSession(dir.filePath("fork.json")));
   EXPECT_EQ(b.session().runs.back().initFrom, fork.initFrom);
+}
+
+TEST(MainWindow, RunsStartedTogetherGetTheirOwnDirectories) {
+  // Two windows starting the same run within one second (run directories are named by the second).
+  app::MainWindow a(testOptions()), b(testOptions());
+  for (auto* w : {&a, &b}) {
+    w->selectRun(0);
+    auto tiny = w->session().runs[0].config;
+    tiny.train.batch = 2;
+    tiny.model.layers = 1;
+    w->trainingPanel()->setConfig(tiny);
+  }
+  ASSERT_TRUE(a.startTraining(2));
+  ASSERT_TRUE(b.startTraining(2));
+  a.controller()->waitForFinished();
+  b.controller()->waitForFinished();
+  const QString da = a.session().runs[0].runDir, db = b.session().runs[0].runDir;
+  EXPECT_NE(da, db);
+  for (const QString& d : {da, db}) EXPECT_TRUE(QFileInfo::exists(d + "/model.safetensors")) << d.toStdString();
 }
 
 TEST(MainWindow, SessionSavesAndReopens) {

@@ -45,6 +45,8 @@ usage:
   tensorscope diagram --spec S.json|--preset NAME --check [--batch B] [--seq N] [--seed S]
                                                    check that the diagram computes the layer (exit 0/1)
   tensorscope train --config run.json --out RUN_DIR [--steps N] [--threads T] [--device cpu|cuda]
+  tensorscope train --config run.json --out RUN_DIR --init-from RUN_DIR [--init-cores config|checkpoint]
+                                                   a new run starting from another run's weights
   tensorscope train --resume RUN_DIR [--steps N]   continue a run bit-identically (CPU)
                                                    progress bar on a terminal, JSON lines otherwise;
                                                    Ctrl-C stops after the current step and checkpoints

@@ -33,7 +33,15 @@ QString MainWindow::newRunDirectory(const QString& name) const {
                            : QFileInfo(sessionPath_).absolutePath() + "/" + QFileInfo(sessionPath_).completeBaseName() + ".runs";
   QString safe = name;
   safe.replace(QRegularExpression("[^A-Za-z0-9_.-]+"), "_");
-  return base + "/" + safe + "-" + QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss");
+  const QString stem = safe + "-" + QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss");
+  // mkdir fails when the directory exists, so two runs started within the same second (two
+  // windows, a quick restart) never share a directory.
+  if (!QDir().mkpath(base)) return {};
+  for (int n = 1; n < 1000; ++n) {
+    const QString leaf = n == 1 ? stem : stem + "-" + QString::number(n);
+    if (QDir(base).mkdir(leaf)) return base + "/" + leaf;
+  }
+  return {};
 }
 
 bool MainWindow::startTraining(qint64 steps) {
@@ -49,8 +57,8 @@ bool MainWindow::startTraining(qint64 steps) {
     return false;
   }
   const QString dir = newRunDirectory(run.name);
-  if (!QDir().mkpath(dir)) {
-    showError("Training", "Cannot create the run directory " + dir);
+  if (dir.isEmpty()) {
+    showError("Training", "Cannot create a run directory for " + run.name + " (check that the session's folder is writable)");
     return false;
   }
   curves_->removeRun(run.name);
@@ -85,6 +93,10 @@ bool MainWindow::forkFromCheckpoint() {
   if (parentIndex < 0 || parentIndex >= static_cast<int>(session_.runs.size())) return false;
   const RunEntry& parent = session_.runs[parentIndex];
   const QString snapshot = newRunDirectory(parent.name + "-fork-start");
+  if (snapshot.isEmpty()) {
+    showError("Cannot fork the run", "cannot create a directory for the fork's starting checkpoint");
+    return false;
+  }
   try {
     // One consistent copy of the latest checkpoint: the parent keeps training and overwriting it.
     const auto step = model_core::snapshotCheckpoint(parent.runDir.toStdString(), snapshot.toStdString());

@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <limits>
 #include <stdexcept>
@@ -201,16 +202,22 @@ struct FusedAttentionFunction : public torch::autograd::Function<FusedAttentionF
   }
 };
 
+std::atomic<bool> g_fusedEnabled{true};
+
 }  // namespace
 
+void setFusedAttentionEnabled(bool enabled) { g_fusedEnabled.store(enabled); }
+
 bool fusedAttentionSupports(const torch::Tensor& x) {
-  return x.device().is_cpu() && (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
+  return g_fusedEnabled.load() && x.device().is_cpu() &&
+         (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
 }
 
 FusedAttentionOutput fusedAttention(const torch::Tensor& qkv, double scale, bool causal) {
   if (qkv.dim() != 5 || qkv.size(2) != 3)
     throw std::invalid_argument("fusedAttention: qkv must be [B, N, 3, H, D]");
-  if (!fusedAttentionSupports(qkv)) throw std::invalid_argument("fusedAttention: CPU float32/float64 tensors only");
+  if (!qkv.device().is_cpu() || (qkv.scalar_type() != torch::kFloat && qkv.scalar_type() != torch::kDouble))
+    throw std::invalid_argument("fusedAttention: CPU float32/float64 tensors only");
   const int64_t limit = std::numeric_limits<int>::max();
   if (qkv.size(1) * qkv.size(1) > limit || qkv.size(1) * qkv.size(3) * qkv.size(4) * 3 > limit)
     throw std::invalid_argument("fusedAttention: sizes exceed the BLAS integer range");

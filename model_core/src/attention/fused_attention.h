@@ -24,8 +24,12 @@ struct FusedAttentionOutput {
   torch::Tensor P;  ///< [B, H, N, N] attention probabilities (zero above the diagonal when causal); no gradient
 };
 
-/// Whether the fused kernel serves tensors like `x`: CPU, float32 or float64.
+/// Whether the fused kernel serves tensors like `x`: CPU, float32 or float64, and not disabled.
 bool fusedAttentionSupports(const torch::Tensor& x);
+
+/// Switches the fused kernel off (process-wide) so the modules take the ATen formulation they use
+/// on CUDA: for tests that compare the two paths, and benchmarks. On by default.
+void setFusedAttentionEnabled(bool enabled);
 
 /// softmax(scale·q·kᵀ [+ causal mask])·v for every head. `qkv` is [B, N, 3, H, D] (q, k, v stacked
 /// on axis 2; last axis contiguous). Differentiable in `qkv` (first order).

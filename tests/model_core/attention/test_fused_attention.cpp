@@ -11,7 +11,9 @@
 #include <limits>
 #include <string>
 
+#include "attention/attention_module.h"
 #include "attention/fused_attention.h"
+#include "spec/attention_spec.h"
 
 using namespace tensorscope::model_core;
 
@@ -140,4 +142,49 @@ TEST(FusedAttention, NonContiguousInputIsAccepted) {
   const auto r1 = fusedAttention(view, 0.5, true);
   const auto r2 = fusedAttention(view.contiguous(), 0.5, true);
   EXPECT_LT(maxAbsDiff(r1.o, r2.o), 1e-15);
+}
+
+TEST(FusedAttention, ModulesMatchTheirAtenFormulation) {
+  // The layers that run on the kernel give the same outputs, maps, roles and gradients (input and
+  // every parameter) as the ATen formulation they use on CUDA, for causal and full attention.
+  for (const char* preset : {"mhsa", "fixed_head", "tp", "core:mhsa", "heads_only"})
+    for (bool causal : {true, false}) {
+      SCOPED_TRACE(std::string(preset) + (causal ? " causal" : " full"));
+      auto s = tensorscope::spec::makeSpecPreset(preset);
+      s.causal = causal;
+      s.sizes.seq_len = 40;
+      torch::manual_seed(3);
+      auto m = makeAttentionModule(s);
+      m->to(torch::kDouble);
+      const auto x0 = torch::randn({2, 40, s.sizes.F}, torch::kDouble);
+      const auto G = torch::randn({2, 40, s.sizes.F}, torch::kDouble);
+      struct Run {
+        AttentionOutput out;
+        std::vector<torch::Tensor> grads;
+      };
+      auto run = [&](bool fused) {
+        setFusedAttentionEnabled(fused);
+        m->zero_grad();
+        const auto x = x0.clone().requires_grad_(true);
+        Run r;
+        r.out = m->forward(x, {true, true});
+        (r.out.y * G).sum().backward();
+        r.grads.push_back(x.grad().clone());
+        for (const auto& p : m->parameters()) r.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+        setFusedAttentionEnabled(true);
+        return r;
+      };
+      const Run a = run(true), b = run(false);
+      EXPECT_LT(maxAbsDiff(a.out.y, b.out.y), 1e-12);
+      ASSERT_TRUE(a.out.maps.defined() && b.out.maps.defined());
+      EXPECT_EQ(a.out.maps.sizes(), b.out.maps.sizes());
+      EXPECT_LT(maxAbsDiff(a.out.maps, b.out.maps), 1e-12);
+      EXPECT_EQ(a.out.roles.defined(), b.out.roles.defined());
+      if (a.out.roles.defined()) EXPECT_LT(maxAbsDiff(a.out.roles, b.out.roles), 1e-15);
+      ASSERT_EQ(a.grads.size(), b.grads.size());
+      for (size_t i = 0; i < a.grads.size(); ++i) {
+        ASSERT_EQ(a.grads[i].defined(), b.grads[i].defined()) << "gradient " << i;
+        if (a.grads[i].defined()) EXPECT_LT(maxAbsDiff(a.grads[i], b.grads[i]), 1e-11) << "gradient " << i;
+      }
+    }
 }
