@@ -8,12 +8,12 @@ torch::Tensor futureMask(int64_t n, int64_t m, const torch::Device& device) {
   return torch::ones({n, m}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(1);
 }
 
-torch::Tensor maskedSoftmax(const torch::Tensor& logits, bool causal) {
-  if (!causal) return torch::softmax(logits, -1);
+torch::Tensor scaledMaskedSoftmax(const torch::Tensor& logits, double scale, bool causal) {
+  if (!causal) return torch::softmax(scale == 1.0 ? logits : logits * scale, -1);
   const auto n = logits.size(-2), m = logits.size(-1);
-  return torch::softmax(logits.masked_fill(futureMask(n, m, logits.device()),
-                                           -std::numeric_limits<double>::infinity()),
-                        -1);
+  const auto mask = torch::zeros({n, m}, logits.options().requires_grad(false))
+                        .masked_fill_(futureMask(n, m, logits.device()), -std::numeric_limits<double>::infinity());
+  return torch::softmax(torch::add(mask, logits, scale), -1);  // mask + scale·logits
 }
 
 torch::nn::Linear makeProjection(int64_t in, int64_t out, bool bias) {

@@ -6,9 +6,10 @@
 
 namespace tensorscope::model_core {
 
-/// Softmax over the last axis of `logits` [..., N, M]. With `causal`, entries with m > n get
-/// -inf before the softmax (position n sees only m <= n).
-torch::Tensor maskedSoftmax(const torch::Tensor& logits, bool causal);
+/// softmax(scale·logits) over the last axis of `logits` [..., N, M]. With `causal`, entries with
+/// m > n get -inf before the softmax (position n sees only m <= n). The scale and the mask are one
+/// pass (scale·logits + a 0/−∞ [N, M] mask), with a gradient that is one multiplication.
+torch::Tensor scaledMaskedSoftmax(const torch::Tensor& logits, double scale, bool causal);
 
 /// [N, M] boolean mask, true where m > n (the entries a causal layer must not see).
 torch::Tensor futureMask(int64_t n, int64_t m, const torch::Device& device);

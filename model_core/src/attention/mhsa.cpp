@@ -41,7 +41,7 @@ AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   const auto q = splitHeads(wq_(x), H);  // [B, H, N, D]
   const auto k = splitHeads(wk_(x), H);  // [B, H, N, D]
   const auto v = splitHeads(wv_(x), H);  // [B, H, N, D]
-  const auto P = maskedSoftmax(torch::matmul(q, k.transpose(-2, -1)) * scale, spec_.causal);  // [B, H, N, N]
+  const auto P = scaledMaskedSoftmax(torch::matmul(q, k.transpose(-2, -1)), scale, spec_.causal);  // [B, H, N, N]
   auto o = torch::matmul(dropout_(P), v);  // [B, H, N, D]
   AttentionOutput out;
   if (wr_) {

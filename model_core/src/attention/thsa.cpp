@@ -75,7 +75,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     // One batched product per sequence: [R·N, R]·[R, M]. (matmul with kᵀ broadcast over R would
     // materialise kᵀ expanded to [B, R, R, M] and reduce its gradient back.)
     const auto logits = torch::bmm(qt.reshape({B, R * N, R}), k.transpose(1, 2)).view({B, R, N, N});  // [B, R, N, M]
-    const auto P = maskedSoftmax(logits * invSqrtR, spec_.causal);              // [B, R, N, M]
+    const auto P = scaledMaskedSoftmax(logits, invSqrtR, spec_.causal);         // [B, R, N, M]
     omega = torch::matmul(dropout_(P), v.transpose(1, 2).unsqueeze(-1))         // [B, R, N, 1]
                 .squeeze(-1).transpose(1, 2);                                   // [B, N, R]
     if (options.with_maps) out.maps = P;
@@ -99,7 +99,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     }
     if (core_->kindA() != FactorKind::Identity) L = mixHeads(core_->a(), L);
     if (kb == FactorKind::Rank1) L = L.unsqueeze(2) * core_->c2().view({1, 1, D, 1, 1});  // [B, H, D, N, M]
-    const auto P = maskedSoftmax(L * (core_->scale() * invSqrtR), spec_.causal);
+    const auto P = scaledMaskedSoftmax(L, core_->scale() * invSqrtR, spec_.causal);
     const auto Pd = dropout_(P);
     if (P.dim() == 4) {  // shared by the D channels of each head: exactly MHSA's P·v
       omega = mergeHeads(torch::matmul(Pd, vh));
