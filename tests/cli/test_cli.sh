@@ -6,24 +6,8 @@ BIN=$1
 DATA=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-
-check() {  # check NAME EXPECTED_RC PATTERN -- command...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; fail=$((fail + 1)); return
-  fi
-  if ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -20; fail=$((fail + 1)); return
-  fi
-  echo "ok   $name"
-  pass=$((pass + 1))
-}
+# shellcheck source=check_lib.sh
+source "$(dirname "$0")/check_lib.sh"
 
 check help 0 "spec validate FILE" -- "$BIN" --help
 check version-names-all 0 "^Tensorscope [0-9]" -- "$BIN" --version
@@ -63,5 +47,4 @@ check attention-missing-x 1 "no tensor named 'x' \(found: core, core.c2" -- "$BI
 check attention-needs-work 2 "nothing to do" -- "$BIN" attention --spec "$TMP/skip_left.json"
 check attention-corrupt-weights 1 "w.json" -- "$BIN" attention --spec "$TMP/skip_left.json" --weights "$TMP/w.json" --save-weights "$TMP/w3.safetensors"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

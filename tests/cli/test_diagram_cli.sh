@@ -8,22 +8,8 @@ CHECK=${2:-}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 unset DISPLAY  # the command must render without a display
-pass=0
-fail=0
-
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; [ -n "${2:-}" ] && echo "$2" | head -20; fail=$((fail + 1)); }
-
-check() {  # check NAME EXPECTED_RC PATTERN -- command...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want" ]; then bad "$name: exit $rc, expected $want" "$out"; return; fi
-  if ! grep -qE -- "$pattern" <<<"$out"; then bad "$name: output lacks /$pattern/" "$out"; return; fi
-  ok "$name"
-}
+# shellcheck source=check_lib.sh
+source "$(dirname "$0")/check_lib.sh"
 
 png_size() { python3 -c "import struct,sys; d=open(sys.argv[1],'rb').read(24); print(*struct.unpack('>II', d[16:24]))" "$1"; }
 
@@ -95,5 +81,4 @@ if [ "$CHECK" != "--no-check" ]; then
   done
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

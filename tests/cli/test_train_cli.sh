@@ -6,24 +6,8 @@ set -u
 BIN=$1
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-
-check() {  # check NAME EXPECTED_RC PATTERN -- command...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; fail=$((fail + 1)); return
-  fi
-  if ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -20; fail=$((fail + 1)); return
-  fi
-  echo "ok   $name"
-  pass=$((pass + 1))
-}
+# shellcheck source=check_lib.sh
+source "$(dirname "$0")/check_lib.sh"
 
 # A two-layer copy-task decoder with a trainable head-mixing core (skip_right).
 "$BIN" spec preset skip_right > "$TMP/spec.json" || { echo "FAIL spec preset"; exit 1; }
@@ -56,5 +40,4 @@ check init-cores-bad 2 "--init-cores takes config or checkpoint, not 'both'" -- 
   "$BIN" train --config "$TMP/run.json" --out "$TMP/x" --init-from "$TMP/parent" --init-cores both
 check resume-needs-a-run 1 'empty-run holds no run to resume \(no config.json\)' -- "$BIN" train --resume "$TMP/empty-run"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
