@@ -219,10 +219,19 @@ class DotWriter {
 
   // u -- v, oriented from the lower flow level. Edges within one level do not constrain ranks, so
   // e.g. X^K and X^V (both inputs) stay in one column joined by their M leg.
+  //
+  // Such an edge usually ends up flat (both ends on one rank). A flat edge with a `label` is laid
+  // out by `dot` with an extra label rank, and with newrank=true and a cluster on one end Graphviz
+  // 2.42 (Debian 12) then frees a rank array twice in gvFreeLayout: heap corruption in our process
+  // on every layout (minimal reproducer: tests/data/graphviz/newrank_flat_label.dot, checked by
+  // tests/diagram_view/graphviz_asan_check.c). A flat edge therefore carries its index as an
+  // `xlabel`, which Graphviz places after layout without touching the ranks; layoutNetwork reads
+  // either kind of label back.
   void edge(const std::string& u, int lu, const std::string& v, int lv, const std::string& id,
-            const std::string& attrs) {
+            const std::string& attrs, const std::string& labelHtml = {}) {
     const bool swap = lv < lu;
     out_ << "  " << (swap ? v : u) << " -- " << (swap ? u : v) << " [id=\"" << id << "\"" << attrs;
+    if (!labelHtml.empty()) out_ << (lu == lv ? ", xlabel=" : ", label=") << labelHtml;
     if (lu == lv) out_ << ", constraint=false";
     out_ << "];\n";
   }
@@ -232,7 +241,7 @@ class DotWriter {
     auto isInput = [&](const std::string& id) { return p_.net.nodes[p_.position.at(id)].kind == spec::NodeKind::Input; };
     for (size_t k = 0; k < p_.indices.size(); ++k) {
       const auto& d = p_.indices[k];
-      const std::string label = ", label=" + legLabelHtml(d);
+      const std::string label = legLabelHtml(d);
       if (d.hyperedge()) {
         // An output index joining only inputs (TP's X^Q and X^R along N) dangles to the left,
         // like the inputs' own output legs.
@@ -244,17 +253,17 @@ class DotWriter {
         }
         if (d.output) {
           out_ << "  " << name("e", k) << " [shape=point, style=invis, width=0.02];\n";
-          edge(name("h", k), dotLevel, name("e", k), left ? dotLevel - 1 : dotLevel + 1, name("d", k), label);
+          edge(name("h", k), dotLevel, name("e", k), left ? dotLevel - 1 : dotLevel + 1, name("d", k), "", label);
         }
       } else if (d.ends.size() == 2) {
         const int a = p_.position.at(d.ends[0].first), b = p_.position.at(d.ends[1].first);
-        edge(name("t", a), p_.level[a], name("t", b), p_.level[b], name("c", k), label);
+        edge(name("t", a), p_.level[a], name("t", b), p_.level[b], name("c", k), "", label);
       } else if (d.ends.size() == 1) {
         // Output legs of inputs (X^Q's N) dangle to the left, all others to the right.
         const int t = p_.position.at(d.ends[0].first);
         const bool left = p_.net.nodes[t].kind == spec::NodeKind::Input;
         out_ << "  " << name("e", k) << " [shape=point, style=invis, width=0.02];\n";
-        edge(name("t", t), p_.level[t], name("e", k), p_.level[t] + (left ? -1 : 1), name("d", k), label);
+        edge(name("t", t), p_.level[t], name("e", k), p_.level[t] + (left ? -1 : 1), name("d", k), "", label);
       }
     }
     for (int i = 0; i < T; ++i) {

@@ -57,7 +57,10 @@ LaidOutEdge edgeOf(Agedge_t* e) {
         out.spline.push_back({bz.list[i].x, bz.list[i].y});
     }
   }
-  if (const textlabel_t* lab = ED_label(e); lab && lab->set) {
+  // A flat edge carries its label as an xlabel (see diagram_dot.cpp); either kind is read back.
+  const textlabel_t* lab = ED_label(e);
+  if (!lab || !lab->set) lab = ED_xlabel(e);
+  if (lab && lab->set) {
     out.has_label = true;
     out.label = {lab->pos.x, lab->pos.y};
     out.label_width = lab->dimen.x;
