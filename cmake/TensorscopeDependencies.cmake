@@ -5,6 +5,8 @@ find_package(QCustomPlotQt6 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(Threads REQUIRED)
+# LibTorch's intra-op parallelism is OpenMP (Debian's build, and PyTorch's official ones on Linux).
+find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(GRAPHVIZ REQUIRED IMPORTED_TARGET libgvc libcgraph)
 

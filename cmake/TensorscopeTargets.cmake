@@ -23,6 +23,12 @@ endfunction()
 
 function(ts_apply_torch target)
   target_link_libraries(${target} PRIVATE ${TORCH_LIBRARIES})
+  # at::parallel_for is a header template: with LibTorch's OpenMP backend its `#pragma omp parallel`
+  # only exists in translation units compiled with -fopenmp. Without it every parallel_for of our
+  # own kernels ran on one thread (and the BLAS inside then spawned its own team).
+  if(TARGET OpenMP::OpenMP_CXX)
+    target_link_libraries(${target} PRIVATE OpenMP::OpenMP_CXX)
+  endif()
   # LibTorch 1.13's headers trip -Wpedantic/-Wextra in ways we cannot fix; keep our own clean.
   target_compile_options(${target} PRIVATE -Wno-pedantic)
   set_property(TARGET ${target} PROPERTY TS_USES_TORCH ON)

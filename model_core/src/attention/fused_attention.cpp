@@ -10,16 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-// The BLAS that LibTorch itself calls (libblas.so.3: OpenBLAS on a set-up machine). Inside an
-// at::parallel_for region the OpenMP build of OpenBLAS runs each call on the calling thread.
-extern "C" {
-void sgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const float* alpha,
-            const float* a, const int* lda, const float* b, const int* ldb, const float* beta, float* c,
-            const int* ldc);
-void dgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
-            const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
-            const int* ldc);
-}
+#include "kernels/gemm.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -34,24 +25,7 @@ int64_t rowBlock(int64_t N, bool causal) {
   return causal ? 32 : std::max<int64_t>(32, (int64_t(1) << 16) / std::max<int64_t>(N, 1));
 }
 
-void blasGemm(char ta, char tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
-              float beta, float* c, int ldc) {
-  sgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
-}
-void blasGemm(char ta, char tb, int m, int n, int k, double alpha, const double* a, int lda, const double* b,
-              int ldb, double beta, double* c, int ldc) {
-  dgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
-}
-
-/// Row-major C[m×n] = alpha·op(A)[m×k]·op(B)[k×n] + beta·C, with leading dimensions (row strides).
-/// BLAS is column-major: a row-major matrix is its transpose there, so compute Cᵀ = op(B)ᵀ·op(A)ᵀ.
-template <typename T>
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B,
-          int64_t ldb, T beta, T* C, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  blasGemm(transB ? 'T' : 'N', transA ? 'T' : 'N', int(n), int(m), int(k), alpha, B, int(ldb), A, int(lda), beta, C,
-           int(ldc));
-}
+using kernels::gemm;
 
 /// Shapes and strides of a contiguous qkv [B, N, 3, H, D] and of the per-head matrices in it.
 struct Layout {

@@ -4,6 +4,7 @@
 
 #include "attention/fused_attention.h"
 #include "attention/kernels.h"
+#include "attention/thsa_fused.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -12,6 +13,23 @@ namespace {
 torch::Tensor mixHeads(const torch::Tensor& A, const torch::Tensor& L) {
   const auto shape = L.sizes().vec();
   return torch::matmul(A, L.reshape({shape[0], shape[1], -1})).reshape(shape);
+}
+
+struct DenseResult {
+  torch::Tensor omega, P;  // [B, N, R], [B, R, N, M]
+};
+
+/// Dense THSA with ATen ops (the CUDA path, the oracle of the fused kernel and the display maps).
+DenseResult denseThsaAten(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& C, double scale, bool causal, torch::nn::Dropout& dropout) {
+  const int64_t B = q.size(0), N = q.size(1), R = q.size(2);
+  const auto qt = C.unsqueeze(1) * q.unsqueeze(1);  // [B, R, N, R]: C[r,s]·q[n,s]
+  // One batched product per sequence: [R·N, R]·[R, M]. (matmul with kᵀ broadcast over R would
+  // materialise kᵀ expanded to [B, R, R, M] and reduce its gradient back.)
+  const auto logits = torch::bmm(qt.reshape({B, R * N, R}), k.transpose(1, 2)).view({B, R, N, N});
+  const auto P = scaledMaskedSoftmax(logits, scale, causal);
+  const auto omega = torch::matmul(dropout(P), v.transpose(1, 2).unsqueeze(-1)).squeeze(-1).transpose(1, 2);
+  return {omega, P};
 }
 
 }  // namespace
@@ -52,6 +70,13 @@ ThsaImpl::ThsaImpl(const spec::AttentionSpec& s) : ThsaBaseImpl(s) {
   dropout_ = register_module("dropout", torch::nn::Dropout(s.dropout));
 }
 
+bool ThsaImpl::denseKernelServes() const {
+  using spec::FactorKind;
+  if (core_->isDense() || spec_.sizes.D == 1) return true;
+  // A full D×D factor B has no cheaper structure to exploit than C itself (R² per logit row).
+  return core_->kindB() == FactorKind::Fixed || core_->kindB() == FactorKind::Trainable;
+}
+
 AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
   using spec::FactorKind;
   checkInput(x);
@@ -66,19 +91,26 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     if (options.with_maps) out.maps = att.P.unsqueeze(2).expand({B, H, D, N, N}).reshape({B, R, N, N});
     return out;
   }
+  if (denseKernelServes() && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+    // Dense C, a D = 1 core (C = s·A) or a full D×D factor B: the fused dense kernel, which keeps
+    // O(B·R·N) for backward. Maps only when asked, through the ATen formulation without gradient.
+    const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});
+    const auto C = core_->effective().to(qkv.scalar_type());
+    out.y = wo_(denseThsaAttention(qkv, C, invSqrtR, spec_.causal));
+    if (options.with_maps) {
+      torch::NoGradGuard noGrad;
+      out.maps = denseThsaAten(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), C, invSqrtR, spec_.causal,
+                               dropout_).P;
+    }
+    return out;
+  }
   const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, R]
   torch::Tensor omega;  // [B, N, R]
 
   if (core_->isDense()) {
-    const auto C = core_->effective();                                          // [R, R]
-    const auto qt = C.unsqueeze(1) * q.unsqueeze(1);                            // [B, R, N, R]: C[r,s]·q[n,s]
-    // One batched product per sequence: [R·N, R]·[R, M]. (matmul with kᵀ broadcast over R would
-    // materialise kᵀ expanded to [B, R, R, M] and reduce its gradient back.)
-    const auto logits = torch::bmm(qt.reshape({B, R * N, R}), k.transpose(1, 2)).view({B, R, N, N});  // [B, R, N, M]
-    const auto P = scaledMaskedSoftmax(logits, invSqrtR, spec_.causal);         // [B, R, N, M]
-    omega = torch::matmul(dropout_(P), v.transpose(1, 2).unsqueeze(-1))         // [B, R, N, 1]
-                .squeeze(-1).transpose(1, 2);                                   // [B, N, R]
-    if (options.with_maps) out.maps = P;
+    const auto r = denseThsaAten(q, k, v, core_->effective(), invSqrtR, spec_.causal, dropout_);
+    omega = r.omega;
+    if (options.with_maps) out.maps = r.P;
   } else {
     const auto qh = splitHeads(q, H), kh = splitHeads(k, H), vh = splitHeads(v, H);  // [B, H, N, D]
     const auto kT = kh.transpose(-2, -1);                                             // [B, H, D, M]

@@ -35,6 +35,9 @@ class ThsaImpl : public ThsaBaseImpl {
   AttentionOutput forward(const torch::Tensor& x, const ForwardOptions& options) override;
 
  private:
+  /// Whether the fused dense kernel computes this core on the CPU (thsa_fused.h).
+  bool denseKernelServes() const;
+
   torch::nn::Dropout dropout_{nullptr};
 };
 

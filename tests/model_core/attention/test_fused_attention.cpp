@@ -147,7 +147,8 @@ TEST(FusedAttention, NonContiguousInputIsAccepted) {
 TEST(FusedAttention, ModulesMatchTheirAtenFormulation) {
   // The layers that run on the kernel give the same outputs, maps, roles and gradients (input and
   // every parameter) as the ATen formulation they use on CUDA, for causal and full attention.
-  for (const char* preset : {"mhsa", "fixed_head", "tp", "core:mhsa", "heads_only"})
+  for (const char* preset : {"mhsa", "fixed_head", "tp", "core:mhsa", "heads_only", "thsa", "core:thsa",
+                             "trainable_heads_only", "core:trainable_heads_only"})
     for (bool causal : {true, false}) {
       SCOPED_TRACE(std::string(preset) + (causal ? " causal" : " full"));
       auto s = tensorscope::spec::makeSpecPreset(preset);
@@ -180,11 +181,15 @@ TEST(FusedAttention, ModulesMatchTheirAtenFormulation) {
       EXPECT_EQ(a.out.maps.sizes(), b.out.maps.sizes());
       EXPECT_LT(maxAbsDiff(a.out.maps, b.out.maps), 1e-12);
       EXPECT_EQ(a.out.roles.defined(), b.out.roles.defined());
-      if (a.out.roles.defined()) EXPECT_LT(maxAbsDiff(a.out.roles, b.out.roles), 1e-15);
+      if (a.out.roles.defined()) {
+        EXPECT_LT(maxAbsDiff(a.out.roles, b.out.roles), 1e-15);
+      }
       ASSERT_EQ(a.grads.size(), b.grads.size());
       for (size_t i = 0; i < a.grads.size(); ++i) {
         ASSERT_EQ(a.grads[i].defined(), b.grads[i].defined()) << "gradient " << i;
-        if (a.grads[i].defined()) EXPECT_LT(maxAbsDiff(a.grads[i], b.grads[i]), 1e-11) << "gradient " << i;
+        if (a.grads[i].defined()) {
+          EXPECT_LT(maxAbsDiff(a.grads[i], b.grads[i]), 1e-11) << "gradient " << i;
+        }
       }
     }
 }

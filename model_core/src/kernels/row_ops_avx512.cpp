@@ -1,0 +1,13 @@
+// The row operations built for avx512 (see row_ops.h; flags set in model_core/CMakeLists.txt).
+#define TS_VEC_BYTES 64
+#define TS_ROW_OPS_NS avx512
+#include "kernels/row_ops_impl.h"
+
+namespace tensorscope::model_core::kernels {
+
+RowOps<float> rowOpsFloat_avx512() {
+  using namespace avx512;
+  return {minMaxF, expSumDotF, expWriteF, softmaxColumnBackwardF, softmaxRowBackwardF, axpyF, dotF, mul3F};
+}
+
+}  // namespace tensorscope::model_core::kernels
