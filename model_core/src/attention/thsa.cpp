@@ -91,7 +91,31 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     if (options.with_maps) out.maps = att.P.unsqueeze(2).expand({B, H, D, N, N}).reshape({B, R, N, N});
     return out;
   }
-  if (denseKernelServes() && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+  const bool fusedOk = fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0);
+  if (!core_->isDense() && D > 1 && core_->kindA() == FactorKind::Ones && core_->kindB() == FactorKind::Ones &&
+      fusedOk) {
+    // C = s·1_R·1_Rᵀ (single_head): every channel shares one map, MHSA with one head of size R.
+    const auto att = fusedAttention(projectQkv(x, wq_, wk_, wv_, 1), core_->scale() * invSqrtR, spec_.causal);
+    out.y = wo_(att.o.view({B, N, R}));
+    if (options.with_maps) out.maps = att.P.expand({B, R, N, N});
+    return out;
+  }
+  if (!core_->isDense() && D > 1 && (core_->kindB() == FactorKind::Ones || core_->kindB() == FactorKind::Rank1) &&
+      fusedOk) {
+    // s·(A ⊗ 1·1ᵀ) and s·(A ⊗ c₂c₃ᵀ) (skip_right, skip_left, ...): H base maps, mixed by A.
+    const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});
+    const bool rank1 = core_->kindB() == FactorKind::Rank1;
+    const auto A = core_->kindA() == FactorKind::Identity ? torch::Tensor() : core_->a().to(qkv.scalar_type());
+    out.y = wo_(headMapThsaAttention(qkv, H, A, rank1 ? core_->c2() : torch::Tensor(),
+                                     rank1 ? core_->c3() : torch::Tensor(), core_->scale() * invSqrtR, spec_.causal));
+    if (options.with_maps) {
+      torch::NoGradGuard noGrad;
+      out.maps = denseThsaAten(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), core_->effective(), invSqrtR,
+                               spec_.causal, dropout_).P;
+    }
+    return out;
+  }
+  if (denseKernelServes() && fusedOk) {
     // Dense C, a D = 1 core (C = s·A) or a full D×D factor B: the fused dense kernel, which keeps
     // O(B·R·N) for backward. Maps only when asked, through the ATen formulation without gradient.
     const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/thsa_dense.h"
+#include "kernels/thsa_heads.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -65,6 +66,71 @@ struct DenseThsaFunction : public torch::autograd::Function<DenseThsaFunction> {
   }
 };
 
+template <typename T>
+kernels::HeadMapThsaProblem<T> headProblem(const torch::Tensor& qkv, int64_t H, const torch::Tensor& A,
+                                           const torch::Tensor& c2, const torch::Tensor& c3, double scale,
+                                           bool causal) {
+  kernels::HeadMapThsaProblem<T> p;
+  p.B = qkv.size(0);
+  p.N = qkv.size(1);
+  p.H = H;
+  p.D = qkv.size(3) / H;
+  p.qkv = qkv.data_ptr<T>();
+  p.identityA = A.numel() == 0;
+  p.A = p.identityA ? nullptr : A.data_ptr<T>();
+  p.rank1 = c2.numel() > 0;
+  p.c2 = p.rank1 ? c2.data_ptr<T>() : nullptr;
+  p.c3 = p.rank1 ? c3.data_ptr<T>() : nullptr;
+  p.scale = static_cast<T>(scale);
+  p.causal = causal;
+  return p;
+}
+
+struct HeadMapThsaFunction : public torch::autograd::Function<HeadMapThsaFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& qkvIn, int64_t H, const torch::Tensor& AIn,
+                               const torch::Tensor& c2In, const torch::Tensor& c3In, double scale, bool causal) {
+    // An absent factor arrives as an empty tensor (autograd inputs must be defined tensors).
+    const auto qkv = qkvIn.contiguous();
+    const auto A = AIn.contiguous(), c2 = c2In.contiguous(), c3 = c3In.contiguous();
+    const int64_t B = qkv.size(0), N = qkv.size(1), R = qkv.size(3);
+    auto omega = torch::empty({B, N, R}, qkv.options());
+    auto lse = torch::empty({B, c2.numel() > 0 ? R : H, N}, qkv.options());
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "headMapThsaForward", [&] {
+      kernels::headMapThsaForward<scalar_t>(headProblem<scalar_t>(qkv, H, A, c2, c3, scale, causal),
+                                            omega.data_ptr<scalar_t>(), lse.data_ptr<scalar_t>(), atenParallel());
+    });
+    ctx->save_for_backward({qkv, A, c2, c3, omega, lse});
+    ctx->saved_data["H"] = H;
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["causal"] = causal;
+    return omega;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &qkv = saved[0], &A = saved[1], &c2 = saved[2], &c3 = saved[3], &omega = saved[4], &lse = saved[5];
+    const int64_t H = ctx->saved_data["H"].toInt();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const bool causal = ctx->saved_data["causal"].toBool();
+    const auto g = grads[0].contiguous();
+    auto dqkv = torch::empty_like(qkv);
+    // needs_input_grad counts tensor arguments only: qkv 0, A 1, c2 2, c3 3.
+    const bool wantA = A.numel() > 0 && ctx->needs_input_grad(1);
+    const bool wantC2 = c2.numel() > 0 && ctx->needs_input_grad(2), wantC3 = c3.numel() > 0 && ctx->needs_input_grad(3);
+    auto dA = wantA ? torch::empty_like(A) : torch::Tensor();
+    auto dc2 = wantC2 ? torch::empty_like(c2) : torch::Tensor();
+    auto dc3 = wantC3 ? torch::empty_like(c3) : torch::Tensor();
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "headMapThsaBackward", [&] {
+      kernels::headMapThsaBackward<scalar_t>(
+          headProblem<scalar_t>(qkv, H, A, c2, c3, scale, causal), omega.data_ptr<scalar_t>(),
+          lse.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), dqkv.data_ptr<scalar_t>(),
+          wantA ? dA.data_ptr<scalar_t>() : nullptr, wantC2 ? dc2.data_ptr<scalar_t>() : nullptr,
+          wantC3 ? dc3.data_ptr<scalar_t>() : nullptr, atenParallel());
+    });
+    return {dqkv, torch::Tensor(), dA, dc2, dc3, torch::Tensor(), torch::Tensor()};
+  }
+};
+
 void checkBlasRange(int64_t a, int64_t b, const char* what) {
   if (a * b > std::numeric_limits<int>::max())
     throw std::invalid_argument(std::string(what) + ": sizes exceed the BLAS integer range");
@@ -89,6 +155,32 @@ torch::Tensor denseThsaAttention(const torch::Tensor& qkv, const torch::Tensor& 
   checkBlasRange(qkv.size(1), 3 * R, "denseThsaAttention");
   checkBlasRange(qkv.size(1), qkv.size(1), "denseThsaAttention");
   return DenseThsaFunction::apply(qkv, C, scale, causal);
+}
+
+torch::Tensor headMapThsaAttention(const torch::Tensor& qkv, int64_t heads, const torch::Tensor& A,
+                                   const torch::Tensor& c2, const torch::Tensor& c3, double scale, bool causal) {
+  const char* what = "headMapThsaAttention";
+  if (qkv.dim() != 4 || qkv.size(2) != 3) throw std::invalid_argument("headMapThsaAttention: qkv must be [B, N, 3, R]");
+  const int64_t R = qkv.size(3);
+  if (heads < 1 || R % heads != 0)
+    throw std::invalid_argument("headMapThsaAttention: R = qkv.size(3) must be a multiple of the heads");
+  const int64_t D = R / heads;
+  if (!qkv.device().is_cpu() || (qkv.scalar_type() != torch::kFloat && qkv.scalar_type() != torch::kDouble))
+    throw std::invalid_argument("headMapThsaAttention: CPU float32/float64 tensors only");
+  auto sameKind = [&](const torch::Tensor& t, std::vector<int64_t> shape, const char* name) {
+    if (!t.defined()) return;
+    if (t.sizes() != c10::IntArrayRef(shape) || t.scalar_type() != qkv.scalar_type() || !t.device().is_cpu())
+      throw std::invalid_argument(std::string("headMapThsaAttention: ") + name +
+                                  " must be a CPU tensor of qkv's dtype with the core's shape");
+  };
+  sameKind(A, {heads, heads}, "A");
+  sameKind(c2, {D}, "c2");
+  sameKind(c3, {D}, "c3");
+  if (c2.defined() != c3.defined()) throw std::invalid_argument("headMapThsaAttention: give both c2 and c3, or neither");
+  checkBlasRange(qkv.size(1), 3 * R, what);
+  checkBlasRange(qkv.size(1), qkv.size(1), what);
+  auto orEmpty = [&](const torch::Tensor& t) { return t.defined() ? t : torch::empty({0}, qkv.options()); };
+  return HeadMapThsaFunction::apply(qkv, heads, orEmpty(A), orEmpty(c2), orEmpty(c3), scale, causal);
 }
 
 }  // namespace tensorscope::model_core

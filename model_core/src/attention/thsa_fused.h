@@ -16,4 +16,11 @@ kernels::Parallel atenParallel();
 /// CPU float32/float64 (see fusedAttentionSupports).
 torch::Tensor denseThsaAttention(const torch::Tensor& qkv, const torch::Tensor& C, double scale, bool causal);
 
+/// THSA with a core s·(A ⊗ B), B = 1·1ᵀ or c₂c₃ᵀ, through its H head maps (kernels/thsa_heads.h):
+/// Ω [B, N, H·D] from qkv [B, N, 3, H·D]. `A` [H, H] undefined means the identity (no mixing);
+/// `c2`, `c3` [D] undefined means B = 1·1ᵀ (both defined: rank one). `scale` = s/√R.
+/// Differentiable in qkv, A, c2 and c3 (first order). CPU float32/float64.
+torch::Tensor headMapThsaAttention(const torch::Tensor& qkv, int64_t heads, const torch::Tensor& A,
+                                   const torch::Tensor& c2, const torch::Tensor& c3, double scale, bool causal);
+
 }  // namespace tensorscope::model_core

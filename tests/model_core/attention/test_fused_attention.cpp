@@ -147,8 +147,10 @@ TEST(FusedAttention, NonContiguousInputIsAccepted) {
 TEST(FusedAttention, ModulesMatchTheirAtenFormulation) {
   // The layers that run on the kernel give the same outputs, maps, roles and gradients (input and
   // every parameter) as the ATen formulation they use on CUDA, for causal and full attention.
+  // Every parameter is perturbed first, so THSA cores are general matrices, not their presets.
   for (const char* preset : {"mhsa", "fixed_head", "tp", "core:mhsa", "heads_only", "thsa", "core:thsa",
-                             "trainable_heads_only", "core:trainable_heads_only"})
+                             "trainable_heads_only", "core:trainable_heads_only", "skip_left", "core:skip_left",
+                             "skip_right", "core:skip_right", "single_head", "core:single_head"})
     for (bool causal : {true, false}) {
       SCOPED_TRACE(std::string(preset) + (causal ? " causal" : " full"));
       auto s = tensorscope::spec::makeSpecPreset(preset);
@@ -157,6 +159,10 @@ TEST(FusedAttention, ModulesMatchTheirAtenFormulation) {
       torch::manual_seed(3);
       auto m = makeAttentionModule(s);
       m->to(torch::kDouble);
+      {
+        torch::NoGradGuard noGrad;
+        for (auto& p : m->parameters()) p.add_(torch::randn_like(p) * 0.3);
+      }
       const auto x0 = torch::randn({2, 40, s.sizes.F}, torch::kDouble);
       const auto G = torch::randn({2, 40, s.sizes.F}, torch::kDouble);
       struct Run {
