@@ -72,7 +72,9 @@ ThsaImpl::ThsaImpl(const spec::AttentionSpec& s) : ThsaBaseImpl(s) {
 
 bool ThsaImpl::denseKernelServes() const {
   using spec::FactorKind;
-  if (core_->isDense() || spec_.sizes.D == 1) return true;
+  if (core_->isDense()) return true;
+  // D = 1: C = s·b·A is a dense H×H core (with A = I the head-map kernel takes it first).
+  if (spec_.sizes.D == 1) return true;
   // A full D×D factor B has no cheaper structure to exploit than C itself (R² per logit row).
   return core_->kindB() == FactorKind::Fixed || core_->kindB() == FactorKind::Trainable;
 }
@@ -83,15 +85,20 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   const int64_t B = x.size(0), N = x.size(1), R = spec_.sizes.R, H = spec_.sizes.H, D = spec_.sizes.D;
   const double invSqrtR = 1.0 / std::sqrt(double(R));
   AttentionOutput out;
-  if (!core_->isDense() && core_->kindA() == FactorKind::Identity && core_->kindB() == FactorKind::Ones &&
-      fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+  // CPU routing (the ATen formulation below serves CUDA, dropout in training, B = I, and tests):
+  //   A = I, B = 1·1ᵀ, D > 1    MHSA exactly: the fused MHSA kernel (fused_attention.h)
+  //   A = 1·1ᵀ, B = 1·1ᵀ        one map for every channel: MHSA with one head of size R
+  //   B = 1·1ᵀ or c₂c₃ᵀ         H head maps mixed by A (thsa_heads.h); D = 1 only with A = I
+  //   dense C, D = 1, full B     the dense kernel (thsa_dense.h)
+  const bool fusedOk = fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0);
+  if (!core_->isDense() && D > 1 && core_->kindA() == FactorKind::Identity && core_->kindB() == FactorKind::Ones &&
+      fusedOk) {
     // C = I_H ⊗ 1_D·1_Dᵀ (times its scale) is exactly MHSA: the fused kernel computes it.
     const auto att = fusedAttention(projectQkv(x, wq_, wk_, wv_, H), core_->scale() * invSqrtR, spec_.causal);
     out.y = wo_(att.o.view({B, N, R}));
     if (options.with_maps) out.maps = att.P.unsqueeze(2).expand({B, H, D, N, N}).reshape({B, R, N, N});
     return out;
   }
-  const bool fusedOk = fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0);
   if (!core_->isDense() && D > 1 && core_->kindA() == FactorKind::Ones && core_->kindB() == FactorKind::Ones &&
       fusedOk) {
     // C = s·1_R·1_Rᵀ (single_head): every channel shares one map, MHSA with one head of size R.
@@ -100,8 +107,8 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     if (options.with_maps) out.maps = att.P.expand({B, R, N, N});
     return out;
   }
-  if (!core_->isDense() && D > 1 && (core_->kindB() == FactorKind::Ones || core_->kindB() == FactorKind::Rank1) &&
-      fusedOk) {
+  if (!core_->isDense() && (core_->kindB() == FactorKind::Ones || core_->kindB() == FactorKind::Rank1) &&
+      (D > 1 || core_->kindA() == FactorKind::Identity) && fusedOk) {
     // s·(A ⊗ 1·1ᵀ) and s·(A ⊗ c₂c₃ᵀ) (skip_right, skip_left, ...): H base maps, mixed by A.
     const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});
     const bool rank1 = core_->kindB() == FactorKind::Rank1;
@@ -173,9 +180,32 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
 
 ThsaLinearImpl::ThsaLinearImpl(const spec::AttentionSpec& s) : ThsaBaseImpl(s) {}
 
+torch::Tensor ThsaLinearImpl::linearMaps(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& C,
+                                         bool causal) {
+  // sim_r(n, m) = φ(C_r ⊙ q_n)·φ(k_m), normalised over m: [B, R, N, M] (display only).
+  const int64_t N = q.size(1);
+  const auto phi = torch::elu(C * q.unsqueeze(2)) + 1.0;  // [B, N, R, S]
+  const auto K = torch::elu(k) + 1.0;                      // [B, M, S]
+  auto sim = torch::matmul(phi.transpose(1, 2), K.transpose(1, 2).unsqueeze(1));
+  if (causal) sim = sim.masked_fill(futureMask(N, N, q.device()), 0.0);
+  return sim / sim.sum(-1, true);
+}
+
 AttentionOutput ThsaLinearImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
   checkInput(x);
   const int64_t N = x.size(1);
+  if (fusedAttentionSupports(x)) {
+    // The fused kernel: O(N·R²) time, O(B·N·R) memory (thsa_fused.h). Maps below only when asked.
+    const int64_t B = x.size(0), R = spec_.sizes.R;
+    const auto qkv = projectQkv(x, wq_, wk_, wv_, 1).view({B, N, 3, R});
+    AttentionOutput out;
+    out.y = wo_(linearThsaAttention(qkv, core_->effective().to(qkv.scalar_type()), spec_.causal));
+    if (options.with_maps) {
+      torch::NoGradGuard noGrad;
+      out.maps = linearMaps(qkv.select(2, 0), qkv.select(2, 1), core_->effective(), spec_.causal);
+    }
+    return out;
+  }
   const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, R]
   const auto C = core_->effective();               // [R, R]
   const auto phi = torch::elu(C * q.unsqueeze(2)) + 1.0;  // [B, N, R, S]: φ(C_r ⊙ q_n)
@@ -194,11 +224,7 @@ AttentionOutput ThsaLinearImpl::forward(const torch::Tensor& x, const ForwardOpt
   }
   AttentionOutput out;
   out.y = wo_(num / den);
-  if (options.with_maps) {
-    auto sim = torch::matmul(phi.transpose(1, 2), K.transpose(1, 2).unsqueeze(1));  // [B, R, N, M]
-    if (spec_.causal) sim = sim.masked_fill(futureMask(N, N, x.device()), 0.0);
-    out.maps = sim / sim.sum(-1, true);
-  }
+  if (options.with_maps) out.maps = linearMaps(q, k, C, spec_.causal);
   return out;
 }
 

@@ -49,6 +49,10 @@ class ThsaLinearImpl : public ThsaBaseImpl {
  public:
   explicit ThsaLinearImpl(const spec::AttentionSpec& spec);
   AttentionOutput forward(const torch::Tensor& x, const ForwardOptions& options) override;
+
+ private:
+  /// The display maps from q, k [B, N, R] (materialises [B, N, R, R]: probes only).
+  static torch::Tensor linearMaps(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& C, bool causal);
 };
 
 }  // namespace tensorscope::model_core

@@ -8,6 +8,7 @@
 
 #include "kernels/thsa_dense.h"
 #include "kernels/thsa_heads.h"
+#include "kernels/thsa_linear.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -63,6 +64,53 @@ struct DenseThsaFunction : public torch::autograd::Function<DenseThsaFunction> {
                                            atenParallel());
     });
     return {dqkv, dC, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+template <typename T>
+kernels::LinearThsaProblem<T> linearProblem(const torch::Tensor& qkv, const torch::Tensor& C, bool causal) {
+  kernels::LinearThsaProblem<T> p;
+  p.B = qkv.size(0);
+  p.N = qkv.size(1);
+  p.R = qkv.size(3);
+  p.qkv = qkv.data_ptr<T>();
+  p.C = C.data_ptr<T>();
+  p.causal = causal;
+  return p;
+}
+
+struct LinearThsaFunction : public torch::autograd::Function<LinearThsaFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& qkvIn, const torch::Tensor& CIn,
+                               bool causal) {
+    const auto qkv = qkvIn.contiguous();
+    const auto C = CIn.contiguous();
+    const int64_t B = qkv.size(0), N = qkv.size(1), R = qkv.size(3);
+    auto omega = torch::empty({B, N, R}, qkv.options());
+    auto den = torch::empty({B, N, R}, qkv.options());
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "linearThsaForward", [&] {
+      kernels::linearThsaForward<scalar_t>(linearProblem<scalar_t>(qkv, C, causal), omega.data_ptr<scalar_t>(),
+                                           den.data_ptr<scalar_t>(), atenParallel());
+    });
+    ctx->save_for_backward({qkv, C, omega, den});
+    ctx->saved_data["causal"] = causal;
+    return omega;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &qkv = saved[0], &C = saved[1], &omega = saved[2], &den = saved[3];
+    const bool causal = ctx->saved_data["causal"].toBool();
+    const auto g = grads[0].contiguous();
+    auto dqkv = torch::empty_like(qkv);
+    const bool wantC = ctx->needs_input_grad(1);
+    auto dC = wantC ? torch::empty_like(C) : torch::Tensor();
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "linearThsaBackward", [&] {
+      kernels::linearThsaBackward<scalar_t>(linearProblem<scalar_t>(qkv, C, causal), omega.data_ptr<scalar_t>(),
+                                            den.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
+                                            dqkv.data_ptr<scalar_t>(), wantC ? dC.data_ptr<scalar_t>() : nullptr,
+                                            atenParallel());
+    });
+    return {dqkv, dC, torch::Tensor()};
   }
 };
 
@@ -155,6 +203,19 @@ torch::Tensor denseThsaAttention(const torch::Tensor& qkv, const torch::Tensor& 
   checkBlasRange(qkv.size(1), 3 * R, "denseThsaAttention");
   checkBlasRange(qkv.size(1), qkv.size(1), "denseThsaAttention");
   return DenseThsaFunction::apply(qkv, C, scale, causal);
+}
+
+torch::Tensor linearThsaAttention(const torch::Tensor& qkv, const torch::Tensor& C, bool causal) {
+  if (qkv.dim() != 4 || qkv.size(2) != 3) throw std::invalid_argument("linearThsaAttention: qkv must be [B, N, 3, R]");
+  const int64_t R = qkv.size(3);
+  if (C.dim() != 2 || C.size(0) != R || C.size(1) != R)
+    throw std::invalid_argument("linearThsaAttention: C must be [R, R] with R = qkv.size(3)");
+  if (!qkv.device().is_cpu() || (qkv.scalar_type() != torch::kFloat && qkv.scalar_type() != torch::kDouble))
+    throw std::invalid_argument("linearThsaAttention: CPU float32/float64 tensors only");
+  if (C.scalar_type() != qkv.scalar_type() || !C.device().is_cpu())
+    throw std::invalid_argument("linearThsaAttention: C must be a CPU tensor of qkv's dtype");
+  checkBlasRange(qkv.size(1), 3 * R, "linearThsaAttention");
+  return LinearThsaFunction::apply(qkv, C, causal);
 }
 
 torch::Tensor headMapThsaAttention(const torch::Tensor& qkv, int64_t heads, const torch::Tensor& A,

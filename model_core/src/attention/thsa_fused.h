@@ -16,6 +16,11 @@ kernels::Parallel atenParallel();
 /// CPU float32/float64 (see fusedAttentionSupports).
 torch::Tensor denseThsaAttention(const torch::Tensor& qkv, const torch::Tensor& C, double scale, bool causal);
 
+/// Linear THSA (thsa_linear, contract section 4): Ω [B, N, R] from qkv [B, N, 3, R] and C [R, R]
+/// with φ = elu + 1, in O(N·R²) time and O(B·N·R) memory (kernels/thsa_linear.h).
+/// Differentiable in qkv and C (first order). CPU float32/float64.
+torch::Tensor linearThsaAttention(const torch::Tensor& qkv, const torch::Tensor& C, bool causal);
+
 /// THSA with a core s·(A ⊗ B), B = 1·1ᵀ or c₂c₃ᵀ, through its H head maps (kernels/thsa_heads.h):
 /// Ω [B, N, H·D] from qkv [B, N, 3, H·D]. `A` [H, H] undefined means the identity (no mixing);
 /// `c2`, `c3` [D] undefined means B = 1·1ᵀ (both defined: rank one). `scale` = s/√R.

@@ -88,13 +88,43 @@ void mul3D(int64_t n, double a, const double* x, const double* z, double* y, boo
   for (int64_t i = 0; i < n; ++i) y[i] = (accumulate ? y[i] : 0.0) + a * x[i] * z[i];
 }
 
+void phiD(double u, double& f, double& df) {
+  const double e = std::exp(std::min(u, 0.0));
+  f = u > 0 ? u + 1 : e;
+  df = u > 0 ? 1.0 : e;
+}
+void phiDot2D(const double* c, const double* q, const double* s, const double* z, int64_t n, double* num,
+              double* den) {
+  double a = 0, b = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double f, df;
+    phiD(c[i] * q[i], f, df);
+    a += f * s[i];
+    b += f * z[i];
+  }
+  *num = a;
+  *den = b;
+}
+void phiBackwardD(const double* c, const double* q, const double* s, const double* z, int64_t n, double a, double b,
+                  double* dq, double* dc, double* ds, double* dz) {
+  for (int64_t i = 0; i < n; ++i) {
+    double f, df;
+    phiD(c[i] * q[i], f, df);
+    const double du = (s[i] * a + z[i] * b) * df;
+    dq[i] += du * c[i];
+    dc[i] += du * q[i];
+    ds[i] += f * a;
+    dz[i] += f * b;
+  }
+}
+
 }  // namespace
 
 const RowOps<float>& rowOpsFloat() { return current().ops; }
 
 const RowOps<double>& rowOpsDouble() {
-  static const RowOps<double> ops{minMaxD,   expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
-                                  axpyD,     dotD,       mul3D};
+  static const RowOps<double> ops{minMaxD, expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
+                                  axpyD,   dotD,       mul3D,     phiDot2D,               phiBackwardD};
   return ops;
 }
 

@@ -33,6 +33,13 @@ struct RowOps {
   T (*dot)(int64_t n, const T* x, const T* y);
   /// y_i = a·x_i·z_i, or y_i += a·x_i·z_i with accumulate.
   void (*mul3)(int64_t n, T a, const T* x, const T* z, T* y, bool accumulate);
+  /// One channel of linear THSA at one position (contract section 4), φ(u) = elu(u) + 1:
+  ///   u_i = c_i·q_i,  num = Σ φ(u_i)·s_i,  den = Σ φ(u_i)·z_i.
+  void (*phiDot2)(const T* c, const T* q, const T* s, const T* z, int64_t n, T* num, T* den);
+  /// Its backward with ∂num = a, ∂den = b: ∂φ_i = a·s_i + b·z_i, ∂u_i = ∂φ_i·φ'(u_i), then
+  ///   dq_i += ∂u_i·c_i,  dc_i += ∂u_i·q_i,  ds_i += a·φ(u_i),  dz_i += b·φ(u_i).
+  void (*phiBackward)(const T* c, const T* q, const T* s, const T* z, int64_t n, T a, T b, T* dq, T* dc, T* ds,
+                      T* dz);
 };
 
 /// The operations for this CPU (picked on first use; thread-safe).

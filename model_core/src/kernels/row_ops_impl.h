@@ -169,5 +169,61 @@ void mul3F(int64_t n, float a, const float* x, const float* z, float* y, bool ac
   }
 }
 
+/// φ(u) = elu(u) + 1 and φ'(u): u + 1 and 1 above zero, e^u for both below.
+inline void phi(vfloat u, vfloat& f, vfloat& df) {
+  const vfloat e = expPoly(u < 0.0f ? u : splat(0.0f));
+  f = u > 0.0f ? u + 1.0f : e;
+  df = u > 0.0f ? splat(1.0f) : e;
+}
+inline void phi(float u, float& f, float& df) {
+  const float e = expPoly(u < 0.0f ? u : 0.0f);
+  f = u > 0.0f ? u + 1.0f : e;
+  df = u > 0.0f ? 1.0f : e;
+}
+
+void phiDot2F(const float* c, const float* q, const float* s, const float* z, int64_t n, float* num, float* den) {
+  vfloat a{}, b{};
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    vfloat f, df;
+    phi(load(c + i) * load(q + i), f, df);
+    a += f * load(s + i);
+    b += f * load(z + i);
+  }
+  float sa = hsum(a), sb = hsum(b);
+  for (; i < n; ++i) {
+    float f, df;
+    phi(c[i] * q[i], f, df);
+    sa += f * s[i];
+    sb += f * z[i];
+  }
+  *num = sa;
+  *den = sb;
+}
+
+void phiBackwardF(const float* c, const float* q, const float* s, const float* z, int64_t n, float a, float b,
+                  float* dq, float* dc, float* ds, float* dz) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const vfloat ci = load(c + i), qi = load(q + i);
+    vfloat f, df;
+    phi(ci * qi, f, df);
+    const vfloat du = (load(s + i) * a + load(z + i) * b) * df;
+    store(dq + i, load(dq + i) + du * ci);
+    store(dc + i, load(dc + i) + du * qi);
+    store(ds + i, load(ds + i) + f * a);
+    store(dz + i, load(dz + i) + f * b);
+  }
+  for (; i < n; ++i) {
+    float f, df;
+    phi(c[i] * q[i], f, df);
+    const float du = (s[i] * a + z[i] * b) * df;
+    dq[i] += du * c[i];
+    dc[i] += du * q[i];
+    ds[i] += f * a;
+    dz[i] += f * b;
+  }
+}
+
 }  // namespace TS_ROW_OPS_NS
 }  // namespace tensorscope::model_core::kernels

@@ -1,0 +1,38 @@
+#pragma once
+// Linear THSA (contract section 4) without any tensor of size N·R²: a fused CPU kernel, causal and
+// full, float32 and float64.
+//
+// With φ(u) = elu(u) + 1, K_m = φ(k_m), channel r at position n reads
+//     Ω[n,r] = Σ_s φ(C[r,s]·q[n,s])·S[s,r] / Σ_s φ(C[r,s]·q[n,s])·z[s],
+// S = Σ_m K_m·v[m,:]ᵀ and z = Σ_m K_m (prefix sums over m ≤ n when causal). Row r of the state,
+// Sᵀ[r,:] = Σ_m v[m,r]·K_m, depends only on channel r, so items are (sequence, block of channels)
+// and a block's state rows stay in L1/L2 while the item walks the positions: a rank-one update
+// per position (causal) and one vectorised pass of φ, ·S and ·z per channel. Only Ω and the
+// denominators [B, N, R] are kept. Backward walks the positions in reverse with the running suffix
+// ∂S̄ (and ∂z̄); a causal layer recomputes its prefix states chunk by chunk from checkpoints taken
+// every 32 positions (memory (N/32)·block·R per thread), never storing all N states.
+
+#include <cstdint>
+
+#include "kernels/parallel.h"
+
+namespace tensorscope::model_core::kernels {
+
+template <typename T>
+struct LinearThsaProblem {
+  int64_t B = 0, N = 0, R = 0;
+  const T* qkv = nullptr;  ///< [B, N, 3, R], contiguous
+  const T* C = nullptr;    ///< [R, R]
+  bool causal = false;
+};
+
+/// Ω [B, N, R] and the denominators den [B, N, R] (kept for backward).
+template <typename T>
+void linearThsaForward(const LinearThsaProblem<T>& p, T* omega, T* den, const Parallel& par);
+
+/// From ∂Ω: dqkv [B, N, 3, R] (overwritten) and dC [R, R] (overwritten; may be null).
+template <typename T>
+void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* den, const T* dOmega, T* dqkv, T* dC,
+                        const Parallel& par);
+
+}  // namespace tensorscope::model_core::kernels
