@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "attention/attention_module.h"
+#include "gemm_rate.h"
 #include "attention/fused_attention.h"
 #include "model_core/memory_tracker.h"
 #include "model_core/runtime.h"
@@ -37,6 +38,7 @@ struct Config {
   int threads = 0;
   bool causal = false;             ///< causal layers (decoder-style masks) instead of full ones
   std::vector<std::string> only;   ///< layer names to run; "scaling" selects the N-scaling part
+  double gemmGflops = 0;           ///< measured at start-up, in this process
   bool wants(const std::string& name) const {
     return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
   }
@@ -128,6 +130,14 @@ nlohmann::json runVariants(const Config& cfg) {
                           {"peak_tensor_mb", m.peak_bytes / 1048576.0},
                           {"model_forward_gflop", cost.forward_flops / 1e9},
                           {"model_activation_mb", cost.activation_bytes / 1048576.0}};
+    if (!cfg.causal) {
+      // Rate on the cost model's forward FLOPs (backward counted as twice the forward; exp and
+      // recomputation not counted), against the GEMM rate measured in this run. Full layers only:
+      // the cost model counts every query-key pair, which a causal layer does not need.
+      const double gflops = 3.0 * cost.forward_flops / m.seconds_per_step / 1e9;
+      row["achieved_gflops"] = gflops;
+      row["fraction_of_gemm"] = gflops / cfg.gemmGflops;
+    }
     if (p == "thsa") {
       // The naive dense THSA keeps B·R·N·M logits and B·R·N·M probabilities per layer (float32).
       const double naive = 2.0 * double(B) * s.sizes.R * double(n) * double(n) * 4.0;
@@ -198,6 +208,52 @@ nlohmann::json runKernel(const Config& cfg) {
   return rows;
 }
 
+/// Time and peak memory against N for one layer preset at batch B (forward + backward).
+nlohmann::json scalingSeries(const Config& cfg, const std::string& p, const std::vector<int64_t>& Ns, int64_t B,
+                             bool causal) {
+  const int F = cfg.quick ? 32 : 128, H = 4, D = cfg.quick ? 8 : 32;
+  nlohmann::json pts = nlohmann::json::array();
+  for (int64_t n : Ns) {
+    auto s = layer(p, F, H, D, H * D, int(n));
+    s.causal = causal;
+    torch::manual_seed(0);
+    auto module = model_core::makeAttentionModule(s);
+    const auto m = measure(module, B, n, cfg.minSeconds);
+    pts.push_back({{"N", n}, {"fwd_bwd_ms", m.seconds_per_step * 1e3}, {"peak_tensor_mb", m.peak_bytes / 1048576.0}});
+    std::cerr << "  scaling " << p << (causal ? " causal" : " full") << " N=" << n << ": " << m.seconds_per_step * 1e3
+              << " ms, " << m.peak_bytes / 1048576.0 << " MB\n";
+  }
+  return pts;
+}
+
+/// Ratio of the last point's field to the first's, and the same for N (linear: equal ratios).
+nlohmann::json growth(const nlohmann::json& pts, const char* field) {
+  const auto& a = pts.front();
+  const auto& b = pts.back();
+  return {{"N_ratio", b["N"].get<double>() / a["N"].get<double>()},
+          {std::string(field) + "_ratio", b[field].get<double>() / a[field].get<double>()}};
+}
+
+/// Dense THSA against N (memory must grow linearly: no [B, R, N, N] tensor) and linear THSA up to
+/// N = 4096, causal and full (time and memory linear), beside MHSA at the same sizes.
+nlohmann::json runThsaScaling(const Config& cfg) {
+  nlohmann::json out = nlohmann::json::object();
+  const int64_t B = cfg.quick ? 1 : 4;
+  const std::vector<int64_t> dense = cfg.quick ? std::vector<int64_t>{32, 64} : std::vector<int64_t>{128, 256, 512, 1024};
+  const std::vector<int64_t> linear =
+      cfg.quick ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{256, 512, 1024, 2048, 4096};
+  out["B"] = B;
+  out["thsa_causal"] = scalingSeries(cfg, "thsa", dense, B, true);
+  out["thsa_causal_memory_growth"] = growth(out["thsa_causal"], "peak_tensor_mb");
+  for (bool causal : {true, false}) {
+    const std::string tag = causal ? "causal" : "full";
+    out["thsa_linear_" + tag] = scalingSeries(cfg, "thsa_linear", linear, B, causal);
+    out["thsa_linear_" + tag + "_time_growth"] = growth(out["thsa_linear_" + tag], "fwd_bwd_ms");
+    out["thsa_linear_" + tag + "_memory_growth"] = growth(out["thsa_linear_" + tag], "peak_tensor_mb");
+  }
+  return out;
+}
+
 nlohmann::json runScaling(const Config& cfg) {
   const int64_t B = cfg.quick ? 1 : 4;
   const std::vector<int64_t> Ns = cfg.quick ? std::vector<int64_t>{64, 128, 256} : std::vector<int64_t>{256, 512, 1024, 2048, 4096};
@@ -247,7 +303,7 @@ int main(int argc, char** argv) {
     } else {
       std::cerr << "usage: attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]\n"
                    "       (names: the layer presets, kernel for the attention kernel alone, scaling for\n"
-                   "        the N-scaling part)\n";
+                   "        the dimwise/mhsa N-scaling part, thsa_scaling for dense and linear THSA against N)\n";
       return 2;
     }
   }
@@ -259,7 +315,9 @@ int main(int argc, char** argv) {
   doc["benchmark"] = "attention_layers";
   doc["quick"] = cfg.quick;
   doc["machine"] = {{"torch", info.torch_version}, {"device", "cpu"}, {"threads", info.intra_op_threads}, {"blas", info.blas}};
-  std::cerr << "layers:\n";
+  cfg.gemmGflops = bench::measureGemmGflops();
+  doc["gemm_gflops"] = cfg.gemmGflops;
+  std::cerr << "GEMM (1024^3, float32, this process): " << cfg.gemmGflops << " GFLOP/s\nlayers:\n";
   doc["layers"] = runVariants(cfg);
   doc["causal"] = cfg.causal;
   if (cfg.wants("kernel")) {
@@ -270,6 +328,11 @@ int main(int argc, char** argv) {
     std::cerr << "N scaling:\n";
     doc["scaling"] = runScaling(cfg);
   }
+  if (cfg.wants("thsa_scaling")) {
+    std::cerr << "THSA N scaling:\n";
+    doc["thsa_scaling"] = runThsaScaling(cfg);
+  }
+  doc["gemm_gflops_end"] = bench::measureGemmGflops();
   std::cout << doc.dump(2) << std::endl;
   return 0;
 }

@@ -125,6 +125,10 @@ for name in names:
         "tensorscope_peak_rss_mb": ts0["peak_rss_mb"] and round(ts0["peak_rss_mb"], 1),
         "pytorch_peak_rss_mb": pt0["peak_rss_mb"] and round(pt0["peak_rss_mb"], 1),
         "tensorscope_final_loss": round(ts0["final_loss"], 4), "pytorch_final_loss": round(pt0["final_loss"], 4),
+        "gemm_gflops": round(med(ts_runs, "gemm_gflops"), 1),
+        "useful_gflop_per_step": ts0.get("useful_gflop_per_step") and round(ts0["useful_gflop_per_step"], 2),
+        "tensorscope_achieved_gflops": ts0.get("achieved_gflops") and round(med(ts_runs, "achieved_gflops"), 1),
+        "tensorscope_fraction_of_gemm": ts0.get("fraction_of_gemm") and round(med(ts_runs, "fraction_of_gemm"), 3),
         "cpu_idle_before": idle})
 doc = {"benchmark": "training_side_by_side",
        "machine": {"tensorscope": first_ts["machine"], "pytorch": first_pt["machine"], "cpus": os.cpu_count()},
@@ -132,6 +136,14 @@ doc = {"benchmark": "training_side_by_side",
        "runs": rows}
 mhsa = next((r for r in rows if r["name"] == "mhsa"), None)
 if mhsa:
+    # Each core's step against MHSA's, Tensorscope side, in this run (issue targets: skip_left <= 3x,
+    # skip_right and single_head <= 1.3x; trainable_heads_only within 1.2x of dense thsa).
+    doc["tensorscope_step_over_mhsa"] = {r["name"]: round(r["tensorscope_ms_per_step"] / mhsa["tensorscope_ms_per_step"], 3)
+                                         for r in rows}
+    dense = next((r for r in rows if r["name"] == "thsa"), None)
+    tho = next((r for r in rows if r["name"] == "trainable_heads_only"), None)
+    if dense and tho:
+        doc["trainable_heads_only_over_thsa"] = round(tho["tensorscope_ms_per_step"] / dense["tensorscope_ms_per_step"], 3)
     doc["mhsa_ratio"] = mhsa["ratio_tensorscope_over_pytorch"]
     doc["mhsa_target_1_2x_met"] = mhsa["ratio_tensorscope_over_pytorch"] >= 1.2
 print(json.dumps(doc, indent=2))

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_rate.h"
 #include "model_core/memory_tracker.h"
 #include "model_core/runtime.h"
 #include "model_core/training.h"
@@ -129,11 +130,41 @@ model_core::RunConfig referenceConfig(const std::string& name, const Options& o)
   return c;
 }
 
+/// Useful FLOPs of one training step (forward + backward = 3 × forward; recomputation in backward
+/// not counted; softmax exponentials not counted). Per layer: the four projections, the FFN and
+/// the attention core in its cheapest contraction over the query-key pairs it needs (the causal
+/// triangle, N(N+1)/2 per sequence): a dense or D = 1 core 2R² per pair for the logits (qt·kᵀ per
+/// channel), an MHSA-shaped one 2R; head mixing 2H² per pair; P·v 2R per pair. Plus the tied
+/// output head. Returns 0 for cores without a formula here.
+double usefulStepFlops(const model_core::RunConfig& c, int64_t vocab) {
+  const auto& s = c.model.attention.front();
+  const double B = c.train.batch, N = c.task.seq_len, F = c.model.d_model, R = s.sizes.R, H = s.sizes.H;
+  const double pairs = B * (s.causal ? N * (N + 1) / 2 : N * N);
+  double core = 0;
+  using spec::FactorKind;
+  if (!s.core) {
+    core = 2 * R * pairs + 2 * R * pairs;  // mhsa: q·kᵀ over D per head, P·v
+  } else if (s.core->structure == spec::CoreStructure::Dense || s.sizes.D == 1) {
+    core = 2 * R * R * pairs + 2 * R * pairs;
+  } else if (s.core->b.kind == FactorKind::Ones || s.core->b.kind == FactorKind::Rank1) {
+    const bool mix = s.core->a.kind != FactorKind::Identity && s.core->a.kind != FactorKind::Ones;
+    core = 2 * R * pairs + (mix ? 2 * H * H * pairs : 0) + 2 * R * pairs;
+  } else {
+    return 0;
+  }
+  const double projections = 4 * 2 * B * N * F * R;
+  const double ffn = 2 * 2 * B * N * F * (c.model.ffn_multiplier * F);
+  const double head = 2 * B * N * F * double(vocab);
+  return 3 * (c.model.layers * (core + projections + ffn) + head);
+}
+
 nlohmann::json measure(const std::string& name, const Options& o) {
   const auto config = referenceConfig(name, o);
   model_core::Session session(config);
   const double lr = config.train.lr;
   for (int i = 0; i < o.warmup; ++i) session.trainStep(lr);  // first-touch allocations, thread pool
+  // The BLAS rate in this process, with these threads, just before the timed steps.
+  const double gemmGflops = bench::measureGemmGflops();
   const auto resident = model_core::CpuMemoryTracker::currentBytes();
   const double residentRss = procStatusBytes("VmRSS:");
   const bool rssReset = resetPeakRss();
@@ -179,7 +210,13 @@ nlohmann::json measure(const std::string& name, const Options& o) {
                         {"resident_tensor_mb", double(resident) / 1048576.0},
                         {"peak_rss_mb", rssReset ? nlohmann::json(peakRss / 1048576.0) : nlohmann::json()},
                         {"resident_rss_mb", residentRss / 1048576.0},
-                        {"final_loss", loss}};
+                        {"final_loss", loss},
+                        {"gemm_gflops", gemmGflops}};
+  if (const double useful = usefulStepFlops(config, int64_t(session.task().vocabulary().size())); useful > 0) {
+    row["useful_gflop_per_step"] = useful / 1e9;
+    row["achieved_gflops"] = useful / median / 1e9;
+    row["fraction_of_gemm"] = useful / median / 1e9 / gemmGflops;
+  }
   std::cerr << "  " << name << ": " << row["tokens_per_second"].get<double>() << " tokens/s, "
             << row["ms_per_step"].get<double>() << " ms/step, peak " << row["peak_tensor_mb"].get<double>()
             << " MB\n";

@@ -61,7 +61,7 @@ TEST(MainWindow, HasTheDocksOfTheExplorer) {
 TEST(MainWindow, DefaultSessionComparesThsaWithMhsaAtEqualParameters) {
   app::MainWindow w(testOptions());
   const auto& s = w.session();
-  ASSERT_EQ(s.runs.size(), 2u);
+  ASSERT_EQ(s.runs.size(), 3u);
   const auto& m = s.runs[0].config.model.attention.front();
   const auto& t = s.runs[1].config.model.attention.front();
   EXPECT_EQ(m.variant, spec::Variant::Mhsa);
@@ -69,6 +69,38 @@ TEST(MainWindow, DefaultSessionComparesThsaWithMhsaAtEqualParameters) {
   const double ratio = double(spec::parameterCount(t)) / double(spec::parameterCount(m));
   EXPECT_NEAR(ratio, 1.0, 0.03) << "THSA and MHSA should have (nearly) equal parameter counts";
   EXPECT_EQ(s.runs[0].config.task.name, "arithmetic");
+}
+
+TEST(MainWindow, DenseThsaTrainsAtTheReferenceSizeShowingStepsPerSecond) {
+  // The default session holds dense THSA at bench/train_bench's reference size; the fused kernel
+  // trains it live (the design-space example session has the same run).
+  app::MainWindow w(testOptions());
+  const auto& runs = w.session().runs;
+  ASSERT_EQ(runs.size(), 3u);
+  const auto& config = runs[2].config;
+  const auto& t = config.model.attention.front();
+  EXPECT_EQ(t.variant, spec::Variant::Thsa);
+  ASSERT_TRUE(t.core);
+  EXPECT_EQ(t.core->structure, spec::CoreStructure::Dense);
+  EXPECT_EQ(t.sizes.F, 128);
+  EXPECT_EQ(t.sizes.R, 128);
+  EXPECT_EQ(t.sizes.H, 4);
+  EXPECT_EQ(config.model.layers, 4);
+  EXPECT_EQ(config.task.name, "char_lm");
+  EXPECT_EQ(config.task.seq_len, 128);
+  EXPECT_EQ(config.train.batch, 32);
+  w.selectRun(2);
+  ASSERT_TRUE(w.startTraining(/*steps=*/4));
+  QString seen;
+  ASSERT_TRUE(waitFor([&] {
+    const QString text = w.trainingPanel()->statusText();
+    if (text.contains("steps/s")) seen = text;
+    return !seen.isEmpty() || !w.controller()->running();
+  }));
+  w.controller()->waitForFinished();
+  EXPECT_TRUE(seen.contains("steps/s")) << seen.toStdString();
+  EXPECT_TRUE(seen.contains("tokens/s")) << seen.toStdString();
+  EXPECT_GE(w.curves()->pointCount("train loss", runs[2].name), 1);
 }
 
 TEST(MainWindow, EditingCIsUndoable) {
@@ -131,15 +163,17 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   ASSERT_GE(w.curves()->pointCount("train loss", "THSA"), 6);
   EXPECT_FALSE(w.coreEditor()->editable()) << "the learned C of a training run is read-only";
 
+  const size_t before = w.session().runs.size();
   ASSERT_TRUE(w.forkTrainingRun());
-  ASSERT_TRUE(waitFor([&] { return w.session().runs.size() == 3u; })) << "the fork waits for a checkpoint";
+  ASSERT_TRUE(waitFor([&] { return w.session().runs.size() == before + 1; })) << "the fork waits for a checkpoint";
   c->stop();
   c->waitForFinished();
   const auto& runs = w.session().runs;
-  ASSERT_EQ(runs.size(), 3u);
+  ASSERT_EQ(runs.size(), before + 1);
   const auto& fork = runs.back();
+  const int forkIndex = static_cast<int>(runs.size()) - 1;
   EXPECT_TRUE(fork.name.startsWith("THSA fork@")) << fork.name.toStdString();
-  EXPECT_EQ(w.session().current, 2);
+  EXPECT_EQ(w.session().current, forkIndex);
   ASSERT_FALSE(fork.initFrom.isEmpty());
   EXPECT_TRUE(QFileInfo::exists(fork.initFrom + "/model.safetensors"));
   EXPECT_TRUE(w.coreEditor()->editable()) << "the fork's C is editable";
@@ -158,7 +192,7 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   EXPECT_DOUBLE_EQ(w.currentSpec().core->dense_values[1], 0.75);
   ASSERT_TRUE(w.startTraining(/*steps=*/2));
   c->waitForFinished();
-  const QString runDir = w.session().runs[2].runDir;
+  const QString runDir = w.session().runs[forkIndex].runDir;
   ASSERT_FALSE(runDir.isEmpty());
   QFile init(runDir + "/init.json");
   ASSERT_TRUE(init.open(QIODevice::ReadOnly)) << runDir.toStdString();

@@ -135,10 +135,30 @@ Session defaultSession() {
     }
   }
   Session s;
-  s.runs.push_back({"MHSA", defaultRunConfig(mhsa), {}});
-  s.runs.push_back({"THSA", defaultRunConfig(best), {}});
+  s.runs.push_back({"MHSA", defaultRunConfig(mhsa), {}, {}});
+  s.runs.push_back({"THSA", defaultRunConfig(best), {}, {}});
+  s.runs.push_back(referenceDenseThsaRun());
   s.current = 1;
   return s;
+}
+
+RunEntry referenceDenseThsaRun() {
+  auto t = spec::makeSpecPreset("thsa");
+  t.sizes.F = 128;
+  t.sizes.H = 4;
+  t.sizes.D = 32;
+  t.sizes.R = 128;
+  t.core = spec::makeCorePreset("thsa", 4, 32);
+  auto c = defaultRunConfig(t, "char_lm");
+  c.task.seq_len = 128;
+  c.model.attention.front().sizes.seq_len = 128;
+  c.model.layers = 4;
+  c.model.positions = "learned";
+  c.model.tied_embeddings = true;
+  c.train.lr = 1e-3;
+  c.train.weight_decay = 0.01;
+  c.train.grad_clip = 1.0;
+  return {"THSA dense · reference size", c, {}, {}};
 }
 
 RunEntry runEntryFromDirectory(const QString& dir) {

@@ -35,8 +35,13 @@ struct Session {
   void save(const QString& path) const;
 };
 
-/// The default session: THSA against MHSA at (nearly) equal parameter count on arithmetic.
+/// The default session: THSA against MHSA at (nearly) equal parameter count on arithmetic, and
+/// dense THSA at the benchmark's reference size (referenceDenseThsaRun).
 Session defaultSession();
+
+/// Dense THSA at the reference size of bench/train_bench (KJV char LM, F = 128, 4 layers, H = 4,
+/// D = 32, R = 128, N = 128, batch 32): what the fused dense kernel makes trainable live.
+RunEntry referenceDenseThsaRun();
 
 /// A run config for `spec` with the default model, task and training settings of the explorer.
 model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& spec, const QString& task = "arithmetic");

@@ -141,15 +141,19 @@ void TrainingPanel::onMetrics(const model_core::MetricsSnapshot& m) {
   const double done = double(m.step - first_);
   const double secs = clock_.isValid() ? clock_.elapsed() / 1000.0 : 0;
   const double eta = done > 0 ? secs / done * double(total_ - m.step) : 0;
-  status_->setText(QString("step %1 / %2 · loss %3 · %4 tokens/s · ETA %5:%6")
+  const double stepsPerSecond = secs > 0 ? done / secs : 0;
+  status_->setText(QString("step %1 / %2 · loss %3 · %4 steps/s · %5 tokens/s · ETA %6:%7")
                        .arg(m.step)
                        .arg(total_)
                        .arg(m.loss, 0, 'f', 4)
+                       .arg(stepsPerSecond, 0, 'f', stepsPerSecond < 10 ? 2 : 1)
                        .arg(m.tokens_per_second, 0, 'f', 0)
                        .arg(int(eta) / 60, 2, 10, QChar('0'))
                        .arg(int(eta) % 60, 2, 10, QChar('0')));
 }
 
 void TrainingPanel::onFinished(const QString& summary) { status_->setText(summary); }
+
+QString TrainingPanel::statusText() const { return status_->text(); }
 
 }  // namespace tensorscope::app

@@ -19,6 +19,8 @@ namespace tensorscope::app {
 class TrainingPanel : public QWidget {
   Q_OBJECT
  public:
+  /// The status line (step, loss, steps/s, tokens/s, ETA while training; the summary after).
+  QString statusText() const;
   explicit TrainingPanel(QWidget* parent = nullptr);
 
   /// Shows the task/training settings of `config` (without emitting settingsChanged).
