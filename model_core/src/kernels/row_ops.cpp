@@ -118,13 +118,31 @@ void phiBackwardD(const double* c, const double* q, const double* s, const doubl
   }
 }
 
+void advancePhiDot2D(const double* c, const double* q, double* s, const double* k, double w, const double* z,
+                     int64_t n, double* num, double* den) {
+  for (int64_t i = 0; i < n; ++i) s[i] += w * k[i];
+  phiDot2D(c, q, s, z, n, num, den);
+}
+double phiBackwardCausalD(const double* c, const double* q, const double* s, const double* z, int64_t n, double a,
+                          double b, double* dq, double* dc, double* ds, double* dz, const double* k, double w,
+                          double* dk) {
+  phiBackwardD(c, q, s, z, n, a, b, dq, dc, ds, dz);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    sum += ds[i] * k[i];
+    dk[i] += ds[i] * w;
+  }
+  return sum;
+}
+
 }  // namespace
 
 const RowOps<float>& rowOpsFloat() { return current().ops; }
 
 const RowOps<double>& rowOpsDouble() {
   static const RowOps<double> ops{minMaxD, expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
-                                  axpyD,   dotD,       mul3D,     phiDot2D,               phiBackwardD};
+                                  axpyD,   dotD,       mul3D,     phiDot2D,               phiBackwardD,
+                                  advancePhiDot2D, phiBackwardCausalD};
   return ops;
 }
 

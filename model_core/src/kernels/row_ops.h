@@ -40,6 +40,12 @@ struct RowOps {
   ///   dq_i += ∂u_i·c_i,  dc_i += ∂u_i·q_i,  ds_i += a·φ(u_i),  dz_i += b·φ(u_i).
   void (*phiBackward)(const T* c, const T* q, const T* s, const T* z, int64_t n, T a, T b, T* dq, T* dc, T* ds,
                       T* dz);
+  /// phiDot2 after a causal state update of the same row: s_i += w·k_i (stored), then as phiDot2.
+  void (*advancePhiDot2)(const T* c, const T* q, T* s, const T* k, T w, const T* z, int64_t n, T* num, T* den);
+  /// phiBackward, then with the updated suffix row ds (causal layers): returns Σ ds_i·k_i and adds
+  /// w·ds_i to dk_i (the gradients of the value and the key features at this position).
+  T (*phiBackwardCausal)(const T* c, const T* q, const T* s, const T* z, int64_t n, T a, T b, T* dq, T* dc, T* ds,
+                         T* dz, const T* k, T w, T* dk);
 };
 
 /// The operations for this CPU (picked on first use; thread-safe).

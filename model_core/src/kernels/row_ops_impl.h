@@ -225,5 +225,61 @@ void phiBackwardF(const float* c, const float* q, const float* s, const float* z
   }
 }
 
+void advancePhiDot2F(const float* c, const float* q, float* s, const float* k, float w, const float* z, int64_t n,
+                     float* num, float* den) {
+  vfloat a{}, b{};
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const vfloat si = load(s + i) + load(k + i) * w;
+    store(s + i, si);
+    vfloat f, df;
+    phi(load(c + i) * load(q + i), f, df);
+    a += f * si;
+    b += f * load(z + i);
+  }
+  float sa = hsum(a), sb = hsum(b);
+  for (; i < n; ++i) {
+    s[i] += w * k[i];
+    float f, df;
+    phi(c[i] * q[i], f, df);
+    sa += f * s[i];
+    sb += f * z[i];
+  }
+  *num = sa;
+  *den = sb;
+}
+
+float phiBackwardCausalF(const float* c, const float* q, const float* s, const float* z, int64_t n, float a, float b,
+                         float* dq, float* dc, float* ds, float* dz, const float* k, float w, float* dk) {
+  vfloat acc{};
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const vfloat ci = load(c + i), qi = load(q + i);
+    vfloat f, df;
+    phi(ci * qi, f, df);
+    const vfloat du = (load(s + i) * a + load(z + i) * b) * df;
+    store(dq + i, load(dq + i) + du * ci);
+    store(dc + i, load(dc + i) + du * qi);
+    const vfloat dsi = load(ds + i) + f * a;
+    store(ds + i, dsi);
+    store(dz + i, load(dz + i) + f * b);
+    acc += dsi * load(k + i);
+    store(dk + i, load(dk + i) + dsi * w);
+  }
+  float sum = hsum(acc);
+  for (; i < n; ++i) {
+    float f, df;
+    phi(c[i] * q[i], f, df);
+    const float du = (s[i] * a + z[i] * b) * df;
+    dq[i] += du * c[i];
+    dc[i] += du * q[i];
+    ds[i] += f * a;
+    dz[i] += f * b;
+    sum += ds[i] * k[i];
+    dk[i] += ds[i] * w;
+  }
+  return sum;
+}
+
 }  // namespace TS_ROW_OPS_NS
 }  // namespace tensorscope::model_core::kernels

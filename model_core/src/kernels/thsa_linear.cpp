@@ -83,12 +83,15 @@ void linearThsaForward(const LinearThsaProblem<T>& p, T* omega, T* den, const Pa
       if (p.causal) std::fill(St.begin(), St.end(), T(0));
       else fullState(g, b, K.data(), r0, nr, St.data());
       for (int64_t n = 0; n < N; ++n) {
-        if (p.causal) advance(g, b, n, K.data(), r0, nr, St.data());
         const T* z = p.causal ? Z.data() + n * R : Z.data();
         const T* q = g.q(b, n);
+        const T* v = g.v(b, n);
         for (int64_t r = 0; r < nr; ++r) {
           T num, d;
-          ops.phiDot2(p.C + (r0 + r) * R, q, St.data() + r * R, z, R, &num, &d);
+          if (p.causal)  // the state row takes position n, then serves it
+            ops.advancePhiDot2(p.C + (r0 + r) * R, q, St.data() + r * R, K.data() + n * R, v[r0 + r], z, R, &num, &d);
+          else
+            ops.phiDot2(p.C + (r0 + r) * R, q, St.data() + r * R, z, R, &num, &d);
           omega[(b * N + n) * R + r0 + r] = num / d;
           den[(b * N + n) * R + r0 + r] = d;
         }
@@ -150,24 +153,24 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
             const T* q = g.q(b, n);
             T* dq = slab + n * 2 * R;
             std::fill(dzPos.begin(), dzPos.end(), T(0));
+            // S_n holds K_n·v_nᵀ (causal): with the suffix row ∂S̄ updated by position n,
+            // ∂v[n,r] = ∂S̄[r,:]·K_n and ∂K_n += Σ_r v[n,r]·∂S̄[r,:] (+ ∂z̄ below), in the same pass.
+            T* dv = dqkv + (b * N + n) * ld + 2 * R;
+            const T* v = g.v(b, n);
+            T* dK = slab + n * 2 * R + R;
             for (int64_t r = 0; r < nr; ++r) {
               const int64_t at = (b * N + n) * R + r0 + r;
               const T dNum = dOmega[at] / den[at], dDen = -dOmega[at] * omega[at] / den[at];
-              ops.phiBackward(p.C + (r0 + r) * R, q, S + r * R, z, R, dNum, dDen, dq, dCloc.data() + (r0 + r) * R,
-                              dS.data() + r * R, dzPos.data());
+              T* dc = dCloc.data() + (r0 + r) * R;
+              if (p.causal)
+                dv[r0 + r] = ops.phiBackwardCausal(p.C + (r0 + r) * R, q, S + r * R, z, R, dNum, dDen, dq, dc,
+                                                   dS.data() + r * R, dzPos.data(), K.data() + n * R, v[r0 + r], dK);
+              else
+                ops.phiBackward(p.C + (r0 + r) * R, q, S + r * R, z, R, dNum, dDen, dq, dc, dS.data() + r * R,
+                                dzPos.data());
             }
             ops.axpy(R, T(1), dzPos.data(), dzBar.data());
-            if (p.causal) {
-              // S_n holds K_n·v_nᵀ: ∂v[n,r] = ∂S̄[r,:]·K_n, ∂K_n += Σ_r v[n,r]·∂S̄[r,:] + ∂z̄.
-              T* dv = dqkv + (b * N + n) * ld + 2 * R;
-              const T* v = g.v(b, n);
-              T* dK = slab + n * 2 * R + R;
-              for (int64_t r = 0; r < nr; ++r) {
-                dv[r0 + r] = ops.dot(R, dS.data() + r * R, K.data() + n * R);
-                ops.axpy(R, v[r0 + r], dS.data() + r * R, dK);
-              }
-              ops.axpy(R, T(1), dzBar.data(), dK);
-            }
+            if (p.causal) ops.axpy(R, T(1), dzBar.data(), dK);
           }
         }
         if (!p.causal) {
