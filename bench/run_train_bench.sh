@@ -9,7 +9,9 @@
 #
 # Timed steps per run: S (default 8) for the MHSA-cost runs (mhsa, core:mhsa, skip_right, single_head),
 # S2 (default 3) for the runs that keep one softmax map per channel or per D=1 head (thsa, skip_left,
-# trainable_heads_only, heads_only: 15-50x the work), so the whole run stays near 10 minutes.
+# trainable_heads_only, heads_only, low_rank: 15-50x the work in PyTorch), so the whole run stays
+# near 10 minutes. Ratios between cores on the Tensorscope side come from `train_bench --rounds K`,
+# which alternates the runs within one process (see bench/README.md).
 # Each run's throughput comes from its median step time. The MHSA-cost configurations are measured
 # in K rounds (default 5; C++ then PyTorch in each round); the reported throughputs and ratio are the
 # medians over the rounds, since this kind of virtual machine drifts by 10-20% over minutes.
@@ -67,7 +69,7 @@ names=$("$python" -c 'import json,sys; print(" ".join(r["name"] for r in json.lo
 
 for name in $names; do
   case "$name" in
-    thsa|skip_left|trainable_heads_only|heads_only) n=$heavy_steps k=1 ;;
+    thsa|skip_left|trainable_heads_only|heads_only|low_rank) n=$heavy_steps k=1 ;;
     *) n=$steps k=$rounds ;;
   esac
   tag=$(echo "$name" | tr ':' '_')

@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,6 +53,7 @@ struct Options {
   std::vector<std::string> only;
   std::string emit;
   std::string profile;  ///< directory for operator traces of the timed steps (empty: none)
+  int rounds = 1;       ///< repetitions of the whole list, alternating the runs within each round
 };
 
 /// A run name usable as a file name ("core:mhsa" -> "core_mhsa").
@@ -85,9 +87,9 @@ double procStatusBytes(const std::string& key) {
 }
 
 const std::vector<std::string>& runNames() {
-  static const std::vector<std::string> names = {"mhsa",       "core:mhsa",  "thsa",
-                                                 "skip_left",  "skip_right", "trainable_heads_only",
-                                                 "heads_only", "single_head"};
+  static const std::vector<std::string> names = {"mhsa",       "core:mhsa",   "thsa",
+                                                 "skip_left",  "skip_right",  "trainable_heads_only",
+                                                 "heads_only", "single_head", "low_rank"};
   return names;
 }
 
@@ -142,10 +144,13 @@ double usefulStepFlops(const model_core::RunConfig& c, int64_t vocab) {
   const double pairs = B * (s.causal ? N * (N + 1) / 2 : N * N);
   double core = 0;
   using spec::FactorKind;
+  const bool identityA = s.core && s.core->a.kind == FactorKind::Identity;
   if (!s.core) {
     core = 2 * R * pairs + 2 * R * pairs;  // mhsa: q·kᵀ over D per head, P·v
-  } else if (s.core->structure == spec::CoreStructure::Dense || s.sizes.D == 1) {
-    core = 2 * R * R * pairs + 2 * R * pairs;
+  } else if (s.core->structure == spec::CoreStructure::Dense || (s.sizes.D == 1 && !identityA)) {
+    core = 2 * R * R * pairs + 2 * R * pairs;  // per channel (q ⊙ C_r)·kᵀ; D = 1 mixes all H = R heads
+  } else if (s.core->structure == spec::CoreStructure::LowRank) {
+    core = 4 * R * s.core->rank * pairs + 2 * R * pairs;
   } else if (s.core->b.kind == FactorKind::Ones || s.core->b.kind == FactorKind::Rank1) {
     const bool mix = s.core->a.kind != FactorKind::Identity && s.core->a.kind != FactorKind::Ones;
     core = 2 * R * pairs + (mix ? 2 * H * H * pairs : 0) + 2 * R * pairs;
@@ -254,7 +259,7 @@ int main(int argc, char** argv) {
   Options o;
   const char* usage =
       "usage: train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick] [--emit DIR]\n"
-      "                   [--profile DIR]\n";
+      "                   [--profile DIR] [--rounds K]\n";
   for (int i = 1; i < argc; ++i) {
     const bool hasValue = i + 1 < argc;
     if (!std::strcmp(argv[i], "--quick")) o.quick = true;
@@ -264,6 +269,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--only") && hasValue) o.only = splitList(argv[++i]);
     else if (!std::strcmp(argv[i], "--emit") && hasValue) o.emit = argv[++i];
     else if (!std::strcmp(argv[i], "--profile") && hasValue) o.profile = argv[++i];
+    else if (!std::strcmp(argv[i], "--rounds") && hasValue) o.rounds = std::max(1, std::atoi(argv[++i]));
     else {
       std::cerr << usage;
       return 2;
@@ -294,9 +300,38 @@ int main(int argc, char** argv) {
                      {"timed_steps", o.steps},        {"optimizer", "AdamW (decay on dim >= 2), grad clip 1.0"}};
     nlohmann::json runs = nlohmann::json::array();
     std::cerr << "training steps (" << threads << " threads):\n";
-    for (const auto& name : runNames())
-      if (o.only.empty() || std::find(o.only.begin(), o.only.end(), name) != o.only.end()) runs.push_back(measure(name, o));
+    // --rounds K: the selected runs measured K times, alternating within each round, so that
+    // ratios between runs (a core's step against MHSA's) come from steps taken minutes apart at
+    // most; per run the median over rounds, per ratio the median of the per-round ratios.
+    std::map<std::string, std::vector<double>> perRound;
+    std::vector<std::string> order;
+    for (int round = 0; round < o.rounds; ++round)
+      for (const auto& name : runNames())
+        if (o.only.empty() || std::find(o.only.begin(), o.only.end(), name) != o.only.end()) {
+          auto row = measure(name, o);
+          if (round == 0) order.push_back(name), runs.push_back(row);
+          perRound[name].push_back(row["ms_per_step"].get<double>());
+        }
     doc["runs"] = runs;
+    if (o.rounds > 1) {
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+      };
+      nlohmann::json rounds = nlohmann::json::object();
+      for (const auto& name : order) {
+        nlohmann::json r = {{"ms_per_step_per_round", perRound[name]}, {"median_ms_per_step", median(perRound[name])}};
+        if (perRound.count("mhsa")) {
+          std::vector<double> ratios;
+          for (int i = 0; i < o.rounds; ++i) ratios.push_back(perRound[name][i] / perRound["mhsa"][i]);
+          r["step_over_mhsa_per_round"] = ratios;
+          r["step_over_mhsa"] = median(ratios);
+        }
+        rounds[name] = r;
+      }
+      doc["rounds"] = rounds;
+      doc["round_count"] = o.rounds;
+    }
     std::cout << doc.dump(2) << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "train_bench: " << e.what() << "\n";

@@ -99,3 +99,37 @@ TEST(SpecPreset, EveryNameBuilds) {
   EXPECT_EQ(makeSpecPreset("heads_only").sizes.R, 4);
   EXPECT_THROW(makeSpecPreset("nope"), std::invalid_argument);
 }
+
+TEST(CorePreset, LowRankIsMhsaWrittenAsUVTransposed) {
+  const int H = 4, D = 3, R = 12;
+  const auto c = makeCorePreset("low_rank", H, D);
+  EXPECT_EQ(c.structure, CoreStructure::LowRank);
+  EXPECT_EQ(c.rank, H);
+  // U·Vᵀ = H^¼·H^¼·(I ⊗ 11ᵀ): √H up to rounding of the fourth root.
+  const auto C = materializeCore(c, H, D, R), M = materializeCore(makeCorePreset("mhsa", H, D), H, D, R);
+  for (size_t i = 0; i < C.size(); ++i) EXPECT_NEAR(C[i], M[i], 1e-15) << i;
+  EXPECT_EQ(c.trainableCount(H, D, R), 2 * R * H);
+  EXPECT_FALSE(c.isFrozen());
+  for (auto m : coreTrainableEntries(c, H, D, R)) EXPECT_EQ(m, 1);
+}
+
+TEST(CorePreset, LowRankAboveHStartsAtMhsaWithMovableExtraColumns) {
+  // Extra columns: zero in U (C unchanged at init), nonzero in V (so ∂U ≠ 0 and they can learn).
+  const int H = 2, D = 3, R = 6, rank = 4;
+  const auto c = makeLowRankCore(H, D, rank);
+  EXPECT_EQ(c.preset, "custom");
+  const auto C0 = materializeCore(c, H, D, R), M = materializeCore(makeCorePreset("mhsa", H, D), H, D, R);
+  for (size_t i = 0; i < C0.size(); ++i) EXPECT_NEAR(C0[i], M[i], 1e-15) << i;
+  double vExtra = 0;
+  for (int r = 0; r < R; ++r)
+    for (int j = H; j < rank; ++j) {
+      EXPECT_EQ(c.u_values[static_cast<size_t>(r) * rank + j], 0.0);
+      vExtra += std::abs(c.v_values[static_cast<size_t>(r) * rank + j]);
+    }
+  EXPECT_GT(vExtra, 0.0);
+  // Below H the core keeps the first heads' blocks: C has stable-rank-sized support.
+  const auto low = makeLowRankCore(4, 2, 1);
+  const auto C = materializeCore(low, 4, 2, 8);
+  EXPECT_NEAR(at(C, 8, 0, 1), 2.0, 1e-15);  // √H on head 0's block
+  EXPECT_DOUBLE_EQ(at(C, 8, 2, 2), 0.0);  // head 1 has no column
+}

@@ -53,6 +53,22 @@ TEST(CostModel, DenseThsaHandCount) {
   EXPECT_DOUBLE_EQ(c.largest_intermediate_bytes, 192 * 4);
 }
 
+TEST(CostModel, LowRankCostFollowsTheRank) {
+  // C = U·Vᵀ through its factors: ρ base maps (2·B·ρ·N²·R) and the mixing U·G (2·B·R·ρ·N²), so the
+  // logits cost 4·B·N²·R·ρ against the dense core's 2·B·N²·R².
+  auto s = tiny("low_rank");
+  const int R = s.sizes.R, N = 3, rank = s.core->rank;
+  const auto c = estimateCost(s, 1, N);
+  const auto d = estimateCost(tiny("thsa"), 1, N);
+  const double denseLogits = 2.0 * R * N * N * R + double(R) * N * R;      // q̃ and q̃·kᵀ
+  const double lowLogits = double(rank) * N * R + 4.0 * N * N * R * rank;  // q ⊙ V_j, G_j, U·G
+  EXPECT_DOUBLE_EQ(c.forward_flops - d.forward_flops, lowLogits - denseLogits);
+  EXPECT_EQ(c.parameters, d.parameters - R * R + 2 * R * rank);
+  s.core->factors_trainable = false;
+  EXPECT_EQ(estimateCost(s, 1, N).parameters, d.parameters - R * R);
+  EXPECT_EQ(estimateCost(s, 1, N).frozen_parameters, 2 * R * rank);
+}
+
 TEST(CostModel, FrozenDenseEntriesAreCountedSeparately) {
   auto s = tiny("thsa");
   s.core->trainable_mask.assign(64, 0);

@@ -5,6 +5,7 @@
 
 #include "spec/atomic_file.h"
 #include "spec/spec_json.h"
+#include "spec/validation.h"
 
 using namespace tensorscope::spec;
 
@@ -119,4 +120,26 @@ TEST(SpecFile, MissingFileSaysWhy) {
 
 TEST(SpecFile, FailedWriteLeavesTargetIntact) {
   EXPECT_THROW(writeFileAtomically("/nonexistent/dir/x.json", "{}"), std::runtime_error);
+}
+
+TEST(SpecJson, LowRankCoreRoundTripsAndIsChecked) {
+  auto s = makeSpecPreset("low_rank");
+  s.core = makeLowRankCore(s.sizes.H, s.sizes.D, 6);
+  s.core->u_values[3] = -0.75;
+  s.core->factors_trainable = false;
+  EXPECT_EQ(fromJson(toJson(s)), s);
+  const std::string head = R"({"format":"tensorscope.attention_spec","version":1,"variant":"thsa",
+    "sizes":{"F":16,"H":2,"D":2,"R":4},"core":)";
+  EXPECT_TRUE(mentions(issuesOf(head + R"({"structure":"low_rank","U":[[1],[1],[1],[1]],"V":[[1],[1],[1],[1]]}})"),
+                       "core.rank", "needs \"rank\""));
+  // Sizes are the validator's (the reader checks form, validate() the shapes against R).
+  const auto wrongU = fromJson(head + R"({"structure":"low_rank","rank":2,"U":[[1],[1],[1],[1]],"V":[[1,0],[1,0],[1,0],[1,0]]}})");
+  EXPECT_TRUE(mentions(validate(wrongU), "core.U", "R*rank = 8 values"));
+  EXPECT_TRUE(validate(wrongU).size() == 1u) << formatIssues(validate(wrongU));
+  EXPECT_TRUE(mentions(validate(fromJson(head + R"({"structure":"low_rank","rank":9,"U":[[1]],"V":[[1]]}})")),
+                       "core.rank", "rank must be in [1, R]"));
+  EXPECT_TRUE(mentions(issuesOf(head + R"({"structure":"low_rank","rank":1,"U":[[1],[1],[1],[1]],"V":[[1],[1],[1],[1]],"scale":2}})"),
+                       "core", "not A, B, scale or values"));
+  EXPECT_TRUE(mentions(issuesOf(head + R"({"structure":"dense","rank":1,"values":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]}})"),
+                       "core", "belong to structure low_rank"));
 }

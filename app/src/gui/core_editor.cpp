@@ -7,6 +7,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QRadioButton>
 #include <QVBoxLayout>
 #include <cmath>
@@ -61,7 +62,7 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
   preset_->addItem("(choose a preset)");
   for (const auto& n : spec::corePresetNames()) preset_->addItem(QString::fromStdString(n));
   structure_ = new QComboBox;
-  structure_->addItems({"dense", "kronecker"});
+  structure_->addItems({"dense", "kronecker", "low_rank"});
   kindA_ = new QComboBox;
   kindA_->addItems({"identity", "ones", "fixed", "trainable"});
   kindB_ = new QComboBox;
@@ -80,6 +81,10 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
   kinds->addWidget(new QLabel("s"));
   kinds->addWidget(scale_);
   form->addRow("Factors", kinds);
+  rank_ = new QSpinBox;
+  rank_->setRange(1, 4096);
+  rank_->setToolTip("ρ of a low-rank core C = U·Vᵀ (U, V: R×ρ): its cost and its stable rank both follow ρ");
+  form->addRow("Rank ρ", rank_);
   layout->addLayout(form);
 
   auto* toolsRow = new QHBoxLayout;
@@ -141,6 +146,25 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
     s.core->preset = "custom";
     emitEdit(s, "set scale s");
   });
+  connect(rank_, &QSpinBox::editingFinished, this, [this] {
+    if (loading_ || !spec_.core || spec_.core->structure != CoreStructure::LowRank) return;
+    const int rank = rank_->value();
+    const spec::CoreSpec& old = *spec_.core;
+    const auto& z = spec_.sizes;
+    if (rank == old.rank || rank < 1 || rank > z.R || z.H * z.D != z.R) return;
+    // Keep the learned columns; new ones start as makeLowRankCore starts them.
+    auto fresh = spec::makeLowRankCore(z.H, z.D, rank);
+    for (int r = 0; r < z.R; ++r)
+      for (int j = 0; j < std::min(rank, old.rank); ++j) {
+        fresh.u_values[static_cast<size_t>(r) * rank + j] = old.u_values[static_cast<size_t>(r) * old.rank + j];
+        fresh.v_values[static_cast<size_t>(r) * rank + j] = old.v_values[static_cast<size_t>(r) * old.rank + j];
+      }
+    fresh.factors_trainable = old.factors_trainable;
+    fresh.preset = "custom";
+    auto s = spec_;
+    s.core = std::move(fresh);
+    emitEdit(s, QString("set rank ρ = %1").arg(rank));
+  });
   connect(toDense_, &QPushButton::clicked, this, [this] {
     if (!spec_.core || spec_.core->structure == CoreStructure::Dense) return;
     auto s = spec_;
@@ -157,12 +181,21 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
           [this](int r, int c, Qt::MouseButtons) { editCell(r, c, false); });
   connect(heatmap_, &viz::MatrixHeatmap::cellDragged, this, [this](int r, int c) { editCell(r, c, true); });
   auto factorEdit = [this](bool isA, int r, int c) {
-    if (!spec_.core || spec_.core->structure != CoreStructure::Kronecker) return;
+    if (!spec_.core || spec_.core->structure == CoreStructure::Dense) return;
     if (!editable_) {
       Q_EMIT forkRequested();
       return;
     }
     auto s = spec_;
+    if (s.core->structure == CoreStructure::LowRank) {  // a click on U or V sets that entry
+      auto& values = isA ? s.core->u_values : s.core->v_values;
+      const size_t k = static_cast<size_t>(r) * s.core->rank + c;
+      if (k >= values.size() || values[k] == value_->value()) return;
+      values[k] = value_->value();
+      s.core->preset = "custom";
+      emitEdit(s, QString("set %1[%2,%3]").arg(isA ? "U" : "V").arg(r).arg(c));
+      return;
+    }
     auto& f = isA ? s.core->a : s.core->b;
     const int n = isA ? s.sizes.H : s.sizes.D;
     if (f.kind != FactorKind::Fixed && f.kind != FactorKind::Trainable) {
@@ -223,18 +256,25 @@ void CoreEditor::onStructureChanged() {
   auto& core = *s.core;
   const auto& z = s.sizes;
   const bool dense = structure_->currentText() == "dense";
+  const bool lowRank = structure_->currentText() == "low_rank";
   if (dense && core.structure != CoreStructure::Dense) {
     toDense_->click();
     return;
   }
-  if (!dense && core.structure == CoreStructure::Dense) {
-    if (z.H * z.D != z.R) {
-      banner_->setText(QString("A Kronecker core needs R = H·D (R=%1, H=%2, D=%3); change the sizes in the Design dock.")
-                           .arg(z.R).arg(z.H).arg(z.D));
-      banner_->show();
-      refresh();
-      return;
-    }
+  if (lowRank != (core.structure == CoreStructure::LowRank) && z.H * z.D != z.R) {
+    banner_->setText(QString("This structure starts from the MHSA preset, which needs R = H·D (R=%1, H=%2, D=%3); change "
+                             "the sizes in the Design dock.")
+                         .arg(z.R).arg(z.H).arg(z.D));
+    banner_->show();
+    refresh();
+    return;
+  }
+  if (lowRank && core.structure != CoreStructure::LowRank) {
+    core = spec::makeLowRankCore(z.H, z.D, z.H);  // rank H: C starts as the mhsa preset
+    emitEdit(s, "make C low rank (ρ = H)");
+    return;
+  }
+  if (!dense && !lowRank && core.structure != CoreStructure::Kronecker) {
     core = spec::makeCorePreset("mhsa", z.H, z.D);
   }
   FactorKind ka, kb;
@@ -269,6 +309,11 @@ void CoreEditor::editCell(int row, int col, bool continuingStroke) {
   auto& core = *s.core;
   const int R = s.sizes.R;
   if (row < 0 || col < 0 || row >= R || col >= R) return;
+  if (core.structure == CoreStructure::LowRank) {
+    banner_->setText("C = U·Vᵀ is low rank: change its rank ρ, or press \"Make dense\" to edit C entry by entry.");
+    banner_->show();
+    return;
+  }
   if (core.structure != CoreStructure::Dense) {
     banner_->setText("C is a Kronecker product: edit its factors A and B below, or press \"Make dense\" to edit C entry by entry.");
     banner_->show();
@@ -299,7 +344,7 @@ void CoreEditor::editCell(int row, int col, bool continuingStroke) {
 void CoreEditor::refresh() {
   loading_ = true;
   const bool hasCore = spec_.core.has_value();
-  for (QWidget* w : std::initializer_list<QWidget*>{preset_, structure_, kindA_, kindB_, scale_, value_, toDense_})
+  for (QWidget* w : std::initializer_list<QWidget*>{preset_, structure_, kindA_, kindB_, scale_, value_, toDense_, rank_})
     w->setEnabled(hasCore && editable_);
   if (!hasCore) {
     heatmap_->clear(QString("%1 has no core matrix C. Choose thsa or thsa_linear in the Design dock to edit C.")
@@ -319,7 +364,10 @@ void CoreEditor::refresh() {
   kindA_->setEnabled(kron && editable_);
   kindB_->setEnabled(kron && editable_);
   scale_->setEnabled(kron && editable_);
-  toDense_->setEnabled(kron && editable_);
+  const bool lowRank = core.structure == CoreStructure::LowRank;
+  toDense_->setEnabled((kron || lowRank) && editable_);
+  rank_->setEnabled(lowRank && editable_);
+  if (lowRank) rank_->setValue(core.rank);
   if (kron) {
     kindA_->setCurrentText(QString::fromStdString(std::string(spec::toString(core.a.kind))));
     kindB_->setCurrentText(QString::fromStdString(std::string(spec::toString(core.b.kind))));
@@ -340,6 +388,9 @@ void CoreEditor::refresh() {
   if (kron) {
     factorA_->setMatrix(currentFactorValues(core.a, z.H), z.H, z.H, "A (" + QString::fromStdString(std::string(spec::toString(core.a.kind))) + ")");
     factorB_->setMatrix(currentFactorValues(core.b, z.D), z.D, z.D, "B (" + QString::fromStdString(std::string(spec::toString(core.b.kind))) + ")");
+  } else if (lowRank) {
+    factorA_->setMatrix(core.u_values, z.R, core.rank, QString("U (R×ρ, ρ = %1)").arg(core.rank));
+    factorB_->setMatrix(core.v_values, z.R, core.rank, QString("V (R×ρ)"));
   } else {
     factorA_->clear("dense C: no factors");
     factorB_->clear("");

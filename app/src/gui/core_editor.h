@@ -12,6 +12,7 @@
 class QButtonGroup;
 class QComboBox;
 class QDoubleSpinBox;
+class QSpinBox;
 class QLabel;
 class QPushButton;
 
@@ -67,6 +68,7 @@ class CoreEditor : public QWidget {
   viz::MatrixHeatmap* factorB_ = nullptr;
   QComboBox *preset_ = nullptr, *structure_ = nullptr, *kindA_ = nullptr, *kindB_ = nullptr;
   QDoubleSpinBox *value_ = nullptr, *scale_ = nullptr;
+  QSpinBox* rank_ = nullptr;  ///< ρ of a low-rank core C = U·Vᵀ
   QButtonGroup* tools_ = nullptr;
   QPushButton* toDense_ = nullptr;
   QLabel* readout_ = nullptr;

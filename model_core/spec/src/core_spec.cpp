@@ -38,6 +38,7 @@ std::vector<double> scaledIdentity(int n, double s) {
 }  // namespace
 
 bool CoreSpec::isFrozen() const {
+  if (structure == CoreStructure::LowRank) return !factors_trainable;
   if (structure == CoreStructure::Dense) {
     for (unsigned char m : trainable_mask)
       if (m) return false;
@@ -47,6 +48,7 @@ bool CoreSpec::isFrozen() const {
 }
 
 long long CoreSpec::trainableCount(int H, int D, int R) const {
+  if (structure == CoreStructure::LowRank) return factors_trainable ? 2LL * R * rank : 0;
   if (structure == CoreStructure::Dense) {
     long long n = 0;
     for (unsigned char m : trainable_mask) n += m ? 1 : 0;
@@ -58,7 +60,7 @@ long long CoreSpec::trainableCount(int H, int D, int R) const {
 
 const std::vector<std::string>& corePresetNames() {
   static const std::vector<std::string> names = {
-      "mhsa", "thsa", "skip_left", "skip_right", "trainable_heads_only", "heads_only", "single_head"};
+      "mhsa", "thsa", "skip_left", "skip_right", "trainable_heads_only", "heads_only", "single_head", "low_rank"};
   return names;
 }
 
@@ -98,6 +100,8 @@ CoreSpec makeCorePreset(std::string_view name, int H, int D) {
   } else if (name == "single_head") {
     c.a.kind = FactorKind::Ones;
     c.b.kind = FactorKind::Ones;
+  } else if (name == "low_rank") {
+    return makeLowRankCore(H, D, H);
   } else {
     std::string list;
     for (const auto& n : corePresetNames()) list += (list.empty() ? "" : ", ") + n;
@@ -106,8 +110,40 @@ CoreSpec makeCorePreset(std::string_view name, int H, int D) {
   return c;
 }
 
+CoreSpec makeLowRankCore(int H, int D, int rank) {
+  CoreSpec c;
+  c.preset = rank == H ? "low_rank" : "custom";
+  c.structure = CoreStructure::LowRank;
+  c.rank = rank;
+  const int R = H * D;
+  c.u_values.assign(static_cast<size_t>(R) * rank, 0.0);
+  c.v_values.assign(static_cast<size_t>(R) * rank, 0.0);
+  const double q = std::pow(static_cast<double>(H), 0.25);
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < rank; ++j) {
+      const size_t k = static_cast<size_t>(r) * rank + j;
+      if (j < H) {
+        if (r / D == j) c.u_values[k] = c.v_values[k] = q;
+      } else {
+        c.v_values[k] = ((r * 7 + j * 13) % 5 - 2) * 0.005;  // in {-0.01, ..., 0.01}
+      }
+    }
+  return c;
+}
+
 std::vector<double> materializeCore(const CoreSpec& core, int H, int D, int R) {
   if (core.structure == CoreStructure::Dense) return core.dense_values;
+  if (core.structure == CoreStructure::LowRank) {
+    std::vector<double> out(static_cast<size_t>(R) * R, 0.0);
+    const int k = core.rank;
+    for (int r = 0; r < R; ++r)
+      for (int s = 0; s < R; ++s) {
+        double sum = 0;
+        for (int j = 0; j < k; ++j) sum += core.u_values[static_cast<size_t>(r) * k + j] * core.v_values[static_cast<size_t>(s) * k + j];
+        out[static_cast<size_t>(r) * R + s] = sum;
+      }
+    return out;
+  }
   std::vector<double> out(static_cast<size_t>(R) * R, 0.0);
   // C[(h,d), (h',d')] = s * A[h,h'] * B[d,d'], channel index r = h*D + d.
   for (int h = 0; h < H; ++h)
@@ -123,6 +159,8 @@ std::vector<double> materializeCore(const CoreSpec& core, int H, int D, int R) {
 
 std::vector<unsigned char> coreTrainableEntries(const CoreSpec& core, int H, int D, int R) {
   if (core.structure == CoreStructure::Dense) return core.trainable_mask;
+  if (core.structure == CoreStructure::LowRank)
+    return std::vector<unsigned char>(static_cast<size_t>(R) * R, core.factors_trainable ? 1 : 0);
   std::vector<unsigned char> out(static_cast<size_t>(R) * R, 0);
   const bool ta = factorTrainable(core.a), tb = factorTrainable(core.b);
   if (!ta && !tb) return out;
@@ -141,7 +179,7 @@ std::vector<unsigned char> coreTrainableEntries(const CoreSpec& core, int H, int
 }
 
 namespace {
-constexpr std::array<std::string_view, 2> kStructureNames = {"dense", "kronecker"};
+constexpr std::array<std::string_view, 3> kStructureNames = {"dense", "kronecker", "low_rank"};
 constexpr std::array<std::string_view, 5> kFactorNames = {"identity", "ones", "fixed", "trainable",
                                                           "rank1"};
 }  // namespace

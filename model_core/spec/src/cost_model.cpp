@@ -75,6 +75,11 @@ void thsaSoftmax(CostBuilder& c, const AttentionSpec& s, double B, double N) {
   if (core.structure == CoreStructure::Dense) {
     c.term("q̃[r,n,s] = C[r,s]·q[n,s]", B * R * N * R, B * R * N * R);
     c.term("logits q̃·kᵀ (batched over r)", 2 * B * R * N * N * R, B * R * N * N);
+  } else if (core.structure == CoreStructure::LowRank) {
+    const double k = core.rank;
+    c.term("q ⊙ V_j", B * k * N * R, B * k * N * R);
+    c.term("base maps G_j = (q ⊙ V_j)·kᵀ", 2 * B * k * N * N * R, B * k * N * N);
+    c.term("logits_r = Σ_j U[r,j]·G_j", 2 * B * R * k * N * N, B * R * N * N);
   } else {
     switch (core.b.kind) {
       case FactorKind::Ones:
@@ -186,6 +191,8 @@ LayerCost estimateCost(const AttentionSpec& s, std::int64_t batch, std::int64_t 
         c.addParams(trainable);
         if (s.core->structure == CoreStructure::Dense)
           c.addFrozen(static_cast<std::int64_t>(z.R) * z.R - trainable);
+        if (s.core->structure == CoreStructure::LowRank && !s.core->factors_trainable)
+          c.addFrozen(2LL * z.R * s.core->rank);
       }
       break;
     case Variant::Multilinear: multilinear(c, s, B); break;

@@ -168,12 +168,13 @@ void factorFromJson(Reader& r, const json& j, const std::string& field, CoreFact
 
 void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<CoreSpec>& out) {
   if (!j.is_object()) return r.fail("core", "must be an object; got " + kindName(j));
-  r.rejectUnknown(j, "core.", {"preset", "structure", "scale", "A", "B", "values", "trainable"});
+  r.rejectUnknown(j, "core.", {"preset", "structure", "scale", "A", "B", "values", "trainable", "rank", "U", "V"});
   CoreSpec c;
   std::string preset = "custom";
   r.readString(j, "preset", "core.preset", preset);
-  const bool explicitForm = j.contains("structure") || j.contains("A") || j.contains("B") ||
-                            j.contains("values") || j.contains("trainable") || j.contains("scale");
+  const bool explicitForm = j.contains("structure") || j.contains("A") || j.contains("B") || j.contains("values") ||
+                            j.contains("trainable") || j.contains("scale") || j.contains("rank") || j.contains("U") ||
+                            j.contains("V");
   if (!explicitForm) {
     // Preset only: expand it for the spec's sizes.
     if (!isCorePreset(preset))
@@ -184,10 +185,25 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
   c.preset = preset;
   std::string structure;
   if (!r.readString(j, "structure", "core.structure", structure))
-    return r.fail("core.structure", "missing; dense or kronecker");
+    return r.fail("core.structure", "missing; dense, kronecker or low_rank");
   if (!parseCoreStructure(structure, c.structure))
-    return r.fail("core.structure", "unknown structure '" + structure + "'; dense or kronecker");
-  if (c.structure == CoreStructure::Kronecker) {
+    return r.fail("core.structure", "unknown structure '" + structure + "'; dense, kronecker or low_rank");
+  if (c.structure != CoreStructure::LowRank && (j.contains("rank") || j.contains("U") || j.contains("V")))
+    r.fail("core", "\"rank\", \"U\" and \"V\" belong to structure low_rank");
+  if (c.structure == CoreStructure::LowRank) {
+    if (j.contains("A") || j.contains("B") || j.contains("scale") || j.contains("values"))
+      r.fail("core", "structure low_rank takes \"rank\", \"U\", \"V\" and \"trainable\", not A, B, scale or values");
+    r.readInt(j, "rank", "core.rank", c.rank);
+    if (!j.contains("rank")) r.fail("core.rank", "structure low_rank needs \"rank\" (the number of columns of U and V)");
+    for (const char* key : {"U", "V"}) {
+      if (!j.contains(key)) {
+        r.fail(std::string("core.") + key, std::string("structure low_rank needs \"") + key + "\" (R x rank)");
+        continue;
+      }
+      r.readNumbers(j[key], std::string("core.") + key, *key == 'U' ? c.u_values : c.v_values);
+    }
+    r.readBool(j, "trainable", "core.trainable", c.factors_trainable);
+  } else if (c.structure == CoreStructure::Kronecker) {
     r.readNumber(j, "scale", "core.scale", c.scale);
     if (!j.contains("A") || !j.contains("B"))
       r.fail("core", "structure kronecker needs factors \"A\" (H x H) and \"B\" (D x D)");
@@ -282,7 +298,12 @@ std::string toJson(const AttentionSpec& s, int indent) {
     json cj;
     cj["preset"] = c.preset;
     cj["structure"] = std::string(toString(c.structure));
-    if (c.structure == CoreStructure::Kronecker) {
+    if (c.structure == CoreStructure::LowRank) {
+      cj["rank"] = c.rank;
+      cj["U"] = matrix(c.u_values, s.sizes.R, c.rank);
+      cj["V"] = matrix(c.v_values, s.sizes.R, c.rank);
+      cj["trainable"] = c.factors_trainable;
+    } else if (c.structure == CoreStructure::Kronecker) {
       cj["scale"] = c.scale;
       cj["A"] = factorToJson(c.a, s.sizes.H);
       cj["B"] = factorToJson(c.b, s.sizes.D);

@@ -23,6 +23,8 @@ std::string coreTitle(const AttentionSpec& s) {
   const CoreSpec& c = *s.core;
   const std::string name = c.preset == "custom" ? "custom" : c.preset;
   if (c.structure == CoreStructure::Dense) return "THSA, " + name + " core: dense C [R, R]";
+  if (c.structure == CoreStructure::LowRank)
+    return "THSA, " + name + " core: low rank C = U·Vᵀ, ρ = " + std::to_string(c.rank);
   const double sqrtH = std::sqrt(static_cast<double>(s.sizes.H));
   std::string scale = c.scale == 1.0 ? "" : std::abs(c.scale - sqrtH) <= 1e-12 * sqrtH ? "√H·" : formatNumber(c.scale) + "·";
   const std::string kron = factorText(c.a.kind, "H") + " ⊗ " + factorText(c.b.kind, "D");
@@ -93,6 +95,34 @@ TensorNetwork buildThsaNetwork(const AttentionSpec& s, std::int64_t N) {
     b.step({"qt", {"C", "q"}, "rs,bns->brns", PlanStep::Op::None, "", 1.0, {}, 0, "q̃[r,n,s] = C[r,s]·Q[n,s]"});
     b.step({"P", {"qt", "k"}, "brns,bms->brnm", PlanStep::Op::Softmax, "attn", 1.0, {}, 0,
             "attention weights P_r = softmax(Σ_s q̃_r·K_sᵀ/√R) [R, N, M]"});
+    b.step({"omega", {"P", "v"}, "brnm,bmr->bnr", PlanStep::Op::None, "", 1.0, {}, 0, "Ω_r = P_r·V_r [N, R]"});
+    b.outputProjection("omega", leg('n', "N", N), {r}, fo, "Ω·W^O (eq. 3c)");
+    return b.take("P", {z.R, N, N});
+  }
+
+  if (core.structure == CoreStructure::LowRank) {
+    // C = U·Vᵀ contracted through its factors (contract §3, wave 2): ρ base maps G_j, mixed by U.
+    const Leg r = leg('r', "R", z.R), sq = leg('s', "R", z.R), j = leg('j', "ρ", core.rank);
+    thsaProjections(b, N, {sq}, {r});
+    const std::int64_t p = core.factors_trainable ? std::int64_t(z.R) * core.rank : 0;
+    const std::string low = "Factor of the low-rank core C = U·Vᵀ (ρ = " + std::to_string(core.rank) + "); ";
+    b.weight("U", "U", NodeKind::Core, "core.U",
+             low + "U (core.U [R, ρ]) mixes the ρ base maps into channel r's logits: Σ_j U[r,j]·G_j" +
+                 (core.factors_trainable ? "; trained." : "; fixed."),
+             {r, j}, p);
+    b.weight("V", "V", NodeKind::Core, "core.V",
+             low + "V (core.V [R, ρ]) weights the query-key contraction of base map j: G_j = Σ_s V[s,j]·Q_s·K_sᵀ" +
+                 (core.factors_trainable ? "; trained." : "; fixed."),
+             {sq, j}, p);
+    box.nodes = withBiases(b, {"x_q", "Wq", "x_k", "Wk", "V", "U"});
+    box.scale = invSqrtR;
+    box.scale_label = "1/√R";
+    b.box(box);
+    b.step({"qv", {"V", "q"}, "sj,bns->bjns", PlanStep::Op::None, "", 1.0, {}, 0, "Q ⊙ V_j for each base map j"});
+    b.step({"G", {"qv", "k"}, "bjns,bms->bjnm", PlanStep::Op::None, "", 1.0, {}, 0,
+            "base maps G_j = Σ_s V[s,j]·Q_s·K_sᵀ [ρ, N, M]"});
+    b.step({"P", {"U", "G"}, "rj,bjnm->brnm", PlanStep::Op::Softmax, "attn", 1.0, {}, 0,
+            "attention weights P_r = softmax(Σ_j U[r,j]·G_j/√R) [R, N, M]"});
     b.step({"omega", {"P", "v"}, "brnm,bmr->bnr", PlanStep::Op::None, "", 1.0, {}, 0, "Ω_r = P_r·V_r [N, R]"});
     b.outputProjection("omega", leg('n', "N", N), {r}, fo, "Ω·W^O (eq. 3c)");
     return b.take("P", {z.R, N, N});

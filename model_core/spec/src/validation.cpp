@@ -73,7 +73,22 @@ void checkFactor(Collector& c, const std::string& field, const CoreFactor& f, in
 void checkCore(Collector& c, const AttentionSpec& s) {
   const CoreSpec& core = *s.core;
   const int H = s.sizes.H, D = s.sizes.D, R = s.sizes.R;
-  if (core.structure == CoreStructure::Kronecker) {
+  if (core.structure == CoreStructure::LowRank) {
+    if (core.rank < 1 || core.rank > R) {
+      c.add("core.rank", "rank must be in [1, R] (R=" + to_string(R) + "); got " + to_string(core.rank));
+    } else {
+      const size_t need = static_cast<size_t>(R) * core.rank;
+      for (const auto& [name, values] : {std::pair{"core.U", &core.u_values}, std::pair{"core.V", &core.v_values}}) {
+        if (values->size() != need)
+          c.add(name, std::string("structure low_rank needs R*rank = ") + to_string(need) + " values (R=" +
+                          to_string(R) + ", rank=" + to_string(core.rank) + "); got " + to_string(values->size()));
+        else if (!allFinite(*values))
+          c.add(name, "values must be finite numbers (no NaN or Inf)");
+      }
+    }
+    if (!core.dense_values.empty() || !core.trainable_mask.empty())
+      c.add("core.values", "a low_rank core takes its values from U and V; remove 'values'");
+  } else if (core.structure == CoreStructure::Kronecker) {
     if (static_cast<long long>(H) * D != R)
       c.add("sizes.R", "core structure kronecker needs R = H*D; got R=" + to_string(R) +
                            ", H=" + to_string(H) + ", D=" + to_string(D));
@@ -100,6 +115,9 @@ void checkCore(Collector& c, const AttentionSpec& s) {
   const std::string& p = core.preset;
   if (p != "custom" && !isCorePreset(p))
     c.add("core.preset", "unknown core preset '" + p + "'; use a preset name or \"custom\"");
+  if (p == "low_rank" && core.structure == CoreStructure::LowRank && core.rank != H)
+    c.add("core.rank", "core preset low_rank has rank H=" + to_string(H) + "; got " + to_string(core.rank) +
+                           " (a different rank is preset \"custom\")");
   if ((p == "heads_only" || p == "trainable_heads_only") && D != 1)
     c.add("sizes.D", "core preset " + p + " needs D = 1 (one latent dimension per head); got D=" +
                          to_string(D));

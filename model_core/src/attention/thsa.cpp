@@ -32,6 +32,19 @@ DenseResult denseThsaAten(const torch::Tensor& q, const torch::Tensor& k, const 
   return {omega, P};
 }
 
+/// Low-rank THSA with ATen ops, through the factors: ρ base maps G_j = (q ⊙ V_j)·kᵀ, logits U·G.
+DenseResult lowRankThsaAten(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const torch::Tensor& U, const torch::Tensor& V, double scale, bool causal,
+                            torch::nn::Dropout& dropout) {
+  const int64_t B = q.size(0), N = q.size(1), R = q.size(2), rank = U.size(1);
+  const auto qv = V.t().unsqueeze(1) * q.unsqueeze(1);                             // [B, ρ, N, R]
+  const auto G = torch::matmul(qv, k.transpose(1, 2).unsqueeze(1));               // [B, ρ, N, M]
+  const auto logits = torch::matmul(U, G.reshape({B, rank, N * N})).view({B, R, N, N});
+  const auto P = scaledMaskedSoftmax(logits, scale, causal);
+  const auto omega = torch::matmul(dropout(P), v.transpose(1, 2).unsqueeze(-1)).squeeze(-1).transpose(1, 2);
+  return {omega, P};
+}
+
 }  // namespace
 
 ThsaBaseImpl::ThsaBaseImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) {
@@ -73,6 +86,7 @@ ThsaImpl::ThsaImpl(const spec::AttentionSpec& s) : ThsaBaseImpl(s) {
 bool ThsaImpl::denseKernelServes() const {
   using spec::FactorKind;
   if (core_->isDense()) return true;
+  if (core_->isLowRank()) return false;
   // D = 1: C = s·b·A is a dense H×H core (with A = I the head-map kernel takes it first).
   if (spec_.sizes.D == 1) return true;
   // A full D×D factor B has no cheaper structure to exploit than C itself (R² per logit row).
@@ -91,7 +105,8 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   //   B = 1·1ᵀ or c₂c₃ᵀ         H head maps mixed by A (thsa_heads.h); D = 1 only with A = I
   //   dense C, D = 1, full B     the dense kernel (thsa_dense.h)
   const bool fusedOk = fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0);
-  if (!core_->isDense() && D > 1 && core_->kindA() == FactorKind::Identity && core_->kindB() == FactorKind::Ones &&
+  const bool kron = !core_->isDense() && !core_->isLowRank();
+  if (kron && D > 1 && core_->kindA() == FactorKind::Identity && core_->kindB() == FactorKind::Ones &&
       fusedOk) {
     // C = I_H ⊗ 1_D·1_Dᵀ (times its scale) is exactly MHSA: the fused kernel computes it.
     const auto att = fusedAttention(projectQkv(x, wq_, wk_, wv_, H), core_->scale() * invSqrtR, spec_.causal);
@@ -99,7 +114,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     if (options.with_maps) out.maps = att.P.unsqueeze(2).expand({B, H, D, N, N}).reshape({B, R, N, N});
     return out;
   }
-  if (!core_->isDense() && D > 1 && core_->kindA() == FactorKind::Ones && core_->kindB() == FactorKind::Ones &&
+  if (kron && D > 1 && core_->kindA() == FactorKind::Ones && core_->kindB() == FactorKind::Ones &&
       fusedOk) {
     // C = s·1_R·1_Rᵀ (single_head): every channel shares one map, MHSA with one head of size R.
     const auto att = fusedAttention(projectQkv(x, wq_, wk_, wv_, 1), core_->scale() * invSqrtR, spec_.causal);
@@ -107,7 +122,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     if (options.with_maps) out.maps = att.P.expand({B, R, N, N});
     return out;
   }
-  if (!core_->isDense() && (core_->kindB() == FactorKind::Ones || core_->kindB() == FactorKind::Rank1) &&
+  if (kron && (core_->kindB() == FactorKind::Ones || core_->kindB() == FactorKind::Rank1) &&
       (D > 1 || core_->kindA() == FactorKind::Identity) && fusedOk) {
     // s·(A ⊗ 1·1ᵀ) and s·(A ⊗ c₂c₃ᵀ) (skip_right, skip_left, ...): H base maps, mixed by A.
     const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});
@@ -119,6 +134,17 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
       torch::NoGradGuard noGrad;
       out.maps = denseThsaAten(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), core_->effective(), invSqrtR,
                                spec_.causal, dropout_).P;
+    }
+    return out;
+  }
+  if (core_->isLowRank() && fusedOk) {
+    // C = U·Vᵀ through its factors: ρ base maps mixed by U (thsa_lowrank.h).
+    const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});
+    out.y = wo_(lowRankThsaAttention(qkv, core_->u(), core_->v(), invSqrtR, spec_.causal));
+    if (options.with_maps) {
+      torch::NoGradGuard noGrad;
+      out.maps = lowRankThsaAten(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), core_->u(), core_->v(),
+                                 invSqrtR, spec_.causal, dropout_).P;
     }
     return out;
   }
@@ -140,6 +166,10 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
 
   if (core_->isDense()) {
     const auto r = denseThsaAten(q, k, v, core_->effective(), invSqrtR, spec_.causal, dropout_);
+    omega = r.omega;
+    if (options.with_maps) out.maps = r.P;
+  } else if (core_->isLowRank()) {
+    const auto r = lowRankThsaAten(q, k, v, core_->u(), core_->v(), invSqrtR, spec_.causal, dropout_);
     omega = r.omega;
     if (options.with_maps) out.maps = r.P;
   } else {

@@ -22,6 +22,17 @@ ThsaCoreImpl::ThsaCoreImpl(const spec::CoreSpec& core, int H, int D, int R) : sp
     }
     return;
   }
+  if (isLowRank()) {
+    auto U = fromValues(core.u_values, {R, core.rank}), V = fromValues(core.v_values, {R, core.rank});
+    if (core.factors_trainable) {
+      u_ = register_parameter("U", U);
+      v_ = register_parameter("V", V);
+    } else {
+      u_ = register_buffer("U", U);
+      v_ = register_buffer("V", V);
+    }
+    return;
+  }
   a_ = factor("A", core.a, H);
   if (core.b.kind == FactorKind::Rank1) {
     const auto& v = core.b.values;
@@ -54,6 +65,7 @@ torch::Tensor ThsaCoreImpl::factor(const char* name, const spec::CoreFactor& f, 
 torch::Tensor ThsaCoreImpl::effective() const {
   // Module::to(dtype) also converts bool buffers, so the mask is read back as bool here.
   if (isDense()) return mask_.defined() ? torch::where(mask_.to(torch::kBool), values_, frozen_) : values_;
+  if (isLowRank()) return torch::matmul(u_, v_.t());
   const auto B = c2_.defined() ? torch::outer(c2_, c3_) : b_;
   return torch::kron(a_, B) * spec_.scale;  // C[(h,d),(h',d')] = s·A[h,h']·B[d,d']
 }
@@ -67,6 +79,11 @@ std::vector<NamedWeight> ThsaCoreImpl::namedWeights() const {
     return out;
   }
   out.push_back({"core", effective(), {}});
+  if (isLowRank()) {
+    out.push_back({"core.U", u_, spec_.factors_trainable ? u_ : torch::Tensor()});
+    out.push_back({"core.V", v_, spec_.factors_trainable ? v_ : torch::Tensor()});
+    return out;
+  }
   auto add = [&](const char* name, const torch::Tensor& t, FactorKind kind, bool trainable) {
     if (kind == FactorKind::Identity || kind == FactorKind::Ones) return;
     out.push_back({name, t, trainable ? t : torch::Tensor()});

@@ -1,8 +1,8 @@
 #pragma once
-// The THSA core matrix C as a module (contract section 3): dense with a trainable mask, or
-// s·(A ⊗ B) with each factor identity / ones / fixed / trainable (and B also rank-1 c₂c₃ᵀ).
-// Parameter names follow the contract: `core.A`, `core.B`, `core.c2`, `core.c3`; a dense core
-// is saved as `core` itself.
+// The THSA core matrix C as a module (contract section 3): dense with a trainable mask,
+// s·(A ⊗ B) with each factor identity / ones / fixed / trainable (and B also rank-1 c₂c₃ᵀ), or
+// low rank U·Vᵀ. Parameter names follow the contract: `core.A`, `core.B`, `core.c2`, `core.c3`,
+// `core.U`, `core.V`; a dense core is saved as `core` itself.
 
 #include <torch/nn/module.h>
 #include <torch/types.h>
@@ -23,6 +23,10 @@ class ThsaCoreImpl : public torch::nn::Module {
 
   const spec::CoreSpec& spec() const { return spec_; }
   bool isDense() const { return spec_.structure == spec::CoreStructure::Dense; }
+  bool isLowRank() const { return spec_.structure == spec::CoreStructure::LowRank; }
+  /// Low-rank factors U, V [R, rank].
+  torch::Tensor u() const { return u_; }
+  torch::Tensor v() const { return v_; }
   double scale() const { return spec_.scale; }
   spec::FactorKind kindA() const { return spec_.a.kind; }
   spec::FactorKind kindB() const { return spec_.b.kind; }
@@ -44,6 +48,7 @@ class ThsaCoreImpl : public torch::nn::Module {
   int H_, D_, R_;
   torch::Tensor a_, b_, c2_, c3_;              // Kronecker
   torch::Tensor values_, frozen_, mask_;       // Dense
+  torch::Tensor u_, v_;                        // LowRank
 };
 
 TORCH_MODULE(ThsaCore);

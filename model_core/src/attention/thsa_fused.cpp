@@ -9,6 +9,7 @@
 #include "kernels/thsa_dense.h"
 #include "kernels/thsa_heads.h"
 #include "kernels/thsa_linear.h"
+#include "kernels/thsa_lowrank.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -115,6 +116,60 @@ struct LinearThsaFunction : public torch::autograd::Function<LinearThsaFunction>
 };
 
 template <typename T>
+kernels::LowRankThsaProblem<T> lowRankProblem(const torch::Tensor& qkv, const torch::Tensor& U, const torch::Tensor& V,
+                                              double scale, bool causal) {
+  kernels::LowRankThsaProblem<T> p;
+  p.B = qkv.size(0);
+  p.N = qkv.size(1);
+  p.R = qkv.size(3);
+  p.rank = U.size(1);
+  p.qkv = qkv.data_ptr<T>();
+  p.U = U.data_ptr<T>();
+  p.V = V.data_ptr<T>();
+  p.scale = static_cast<T>(scale);
+  p.causal = causal;
+  return p;
+}
+
+struct LowRankThsaFunction : public torch::autograd::Function<LowRankThsaFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& qkvIn, const torch::Tensor& UIn,
+                               const torch::Tensor& VIn, double scale, bool causal) {
+    const auto qkv = qkvIn.contiguous(), U = UIn.contiguous(), V = VIn.contiguous();
+    const int64_t B = qkv.size(0), N = qkv.size(1), R = qkv.size(3);
+    auto omega = torch::empty({B, N, R}, qkv.options());
+    auto lse = torch::empty({B, R, N}, qkv.options());
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "lowRankThsaForward", [&] {
+      kernels::lowRankThsaForward<scalar_t>(lowRankProblem<scalar_t>(qkv, U, V, scale, causal),
+                                            omega.data_ptr<scalar_t>(), lse.data_ptr<scalar_t>(), atenParallel());
+    });
+    ctx->save_for_backward({qkv, U, V, omega, lse});
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["causal"] = causal;
+    return omega;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &qkv = saved[0], &U = saved[1], &V = saved[2], &omega = saved[3], &lse = saved[4];
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const bool causal = ctx->saved_data["causal"].toBool();
+    const auto g = grads[0].contiguous();
+    auto dqkv = torch::empty_like(qkv);
+    const bool wantU = ctx->needs_input_grad(1), wantV = ctx->needs_input_grad(2);
+    auto dU = wantU ? torch::empty_like(U) : torch::Tensor();
+    auto dV = wantV ? torch::empty_like(V) : torch::Tensor();
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "lowRankThsaBackward", [&] {
+      kernels::lowRankThsaBackward<scalar_t>(lowRankProblem<scalar_t>(qkv, U, V, scale, causal),
+                                             omega.data_ptr<scalar_t>(), lse.data_ptr<scalar_t>(),
+                                             g.data_ptr<scalar_t>(), dqkv.data_ptr<scalar_t>(),
+                                             wantU ? dU.data_ptr<scalar_t>() : nullptr,
+                                             wantV ? dV.data_ptr<scalar_t>() : nullptr, atenParallel());
+    });
+    return {dqkv, dU, dV, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+template <typename T>
 kernels::HeadMapThsaProblem<T> headProblem(const torch::Tensor& qkv, int64_t H, const torch::Tensor& A,
                                            const torch::Tensor& c2, const torch::Tensor& c3, double scale,
                                            bool causal) {
@@ -216,6 +271,22 @@ torch::Tensor linearThsaAttention(const torch::Tensor& qkv, const torch::Tensor&
     throw std::invalid_argument("linearThsaAttention: C must be a CPU tensor of qkv's dtype");
   checkBlasRange(qkv.size(1), 3 * R, "linearThsaAttention");
   return LinearThsaFunction::apply(qkv, C, causal);
+}
+
+torch::Tensor lowRankThsaAttention(const torch::Tensor& qkv, const torch::Tensor& U, const torch::Tensor& V,
+                                   double scale, bool causal) {
+  if (qkv.dim() != 4 || qkv.size(2) != 3) throw std::invalid_argument("lowRankThsaAttention: qkv must be [B, N, 3, R]");
+  const int64_t R = qkv.size(3);
+  if (U.dim() != 2 || V.dim() != 2 || U.size(0) != R || V.size(0) != R || U.size(1) != V.size(1) || U.size(1) < 1)
+    throw std::invalid_argument("lowRankThsaAttention: U and V must both be [R, rank] with R = qkv.size(3)");
+  if (!qkv.device().is_cpu() || (qkv.scalar_type() != torch::kFloat && qkv.scalar_type() != torch::kDouble))
+    throw std::invalid_argument("lowRankThsaAttention: CPU float32/float64 tensors only");
+  for (const auto* t : {&U, &V})
+    if (t->scalar_type() != qkv.scalar_type() || !t->device().is_cpu())
+      throw std::invalid_argument("lowRankThsaAttention: U and V must be CPU tensors of qkv's dtype");
+  checkBlasRange(qkv.size(1), 3 * R, "lowRankThsaAttention");
+  checkBlasRange(qkv.size(1), qkv.size(1), "lowRankThsaAttention");
+  return LowRankThsaFunction::apply(qkv, U, V, scale, causal);
 }
 
 torch::Tensor headMapThsaAttention(const torch::Tensor& qkv, int64_t heads, const torch::Tensor& A,

@@ -21,6 +21,11 @@ torch::Tensor denseThsaAttention(const torch::Tensor& qkv, const torch::Tensor& 
 /// Differentiable in qkv and C (first order). CPU float32/float64.
 torch::Tensor linearThsaAttention(const torch::Tensor& qkv, const torch::Tensor& C, bool causal);
 
+/// THSA with a low-rank core C = U·Vᵀ through its factors (kernels/thsa_lowrank.h): Ω [B, N, R]
+/// from qkv [B, N, 3, R], U and V [R, ρ]; `scale` = 1/√R. Differentiable in qkv, U and V.
+torch::Tensor lowRankThsaAttention(const torch::Tensor& qkv, const torch::Tensor& U, const torch::Tensor& V,
+                                   double scale, bool causal);
+
 /// THSA with a core s·(A ⊗ B), B = 1·1ᵀ or c₂c₃ᵀ, through its H head maps (kernels/thsa_heads.h):
 /// Ω [B, N, H·D] from qkv [B, N, 3, H·D]. `A` [H, H] undefined means the identity (no mixing);
 /// `c2`, `c3` [D] undefined means B = 1·1ᵀ (both defined: rank one). `scale` = s/√R.

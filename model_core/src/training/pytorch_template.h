@@ -51,7 +51,8 @@ import torch.nn.functional as F
 
 RUN_CONFIG_FORMAT = "tensorscope.run_config"
 VARIANTS = ("mhsa", "fixed_head", "thsa", "thsa_linear", "tp", "multilinear", "dimwise")
-CORE_PRESETS = ("mhsa", "thsa", "skip_left", "skip_right", "trainable_heads_only", "heads_only", "single_head")
+CORE_PRESETS = ("mhsa", "thsa", "skip_left", "skip_right", "trainable_heads_only", "heads_only", "single_head",
+                "low_rank")
 
 # ---------------------------------------------------------------------------------------------
 # safetensors (written from the format description; no `safetensors` package needed)
@@ -189,8 +190,9 @@ class Mhsa(nn.Module):
 
 
 class ThsaCore(nn.Module):
-    """The THSA core C [R, R]: dense (`dense`, with frozen entries where the spec's mask is 0) or
-    s·(A ⊗ B) with A [H, H] and B [D, D] (or B = c2 c3ᵀ). Identity/ones factors are not saved."""
+    """The THSA core C [R, R]: dense (`dense`, with frozen entries where the spec's mask is 0),
+    s·(A ⊗ B) with A [H, H] and B [D, D] (or B = c2 c3ᵀ), or low rank U·Vᵀ (U, V [R, rank]).
+    Identity/ones factors are not saved."""
 
     def __init__(self, core, H, D, R):
         super().__init__()
@@ -209,8 +211,18 @@ class ThsaCore(nn.Module):
                 self.frozen, self.mask = None, None
             self.kind_a = self.kind_b = None
             return
+        if self.structure == "low_rank":  # C = U·Vᵀ, computed through U and V
+            rank = int(core["rank"])
+            U, V = _matrix(core["U"], R, rank, "core.U"), _matrix(core["V"], R, rank, "core.V")
+            if core.get("trainable", True):
+                self.U, self.V = nn.Parameter(U), nn.Parameter(V)
+            else:
+                self.register_buffer("U", U)
+                self.register_buffer("V", V)
+            self.kind_a = self.kind_b = None
+            return
         if self.structure != "kronecker":
-            raise ValueError("unknown core structure '%s' (dense or kronecker)" % self.structure)
+            raise ValueError("unknown core structure '%s' (dense, kronecker or low_rank)" % self.structure)
         self.scale = float(core.get("scale", 1.0))
         a, b = core["A"], core["B"]
         self.kind_a, self.kind_b = a["kind"], b["kind"]
@@ -246,9 +258,14 @@ class ThsaCore(nn.Module):
     def is_dense(self):
         return self.structure == "dense"
 
+    def is_low_rank(self):
+        return self.structure == "low_rank"
+
     def effective(self):
         if self.is_dense():
             return torch.where(self.mask, self.dense, self.frozen) if self.mask is not None else self.dense
+        if self.is_low_rank():
+            return self.U @ self.V.t()
         B = torch.outer(self.c2, self.c3) if self.c2 is not None else self.B
         return torch.kron(self.A, B) * self.scale
 
@@ -290,6 +307,14 @@ class Thsa(_ThsaBase):
             C = core.effective()
             qt = C.unsqueeze(1) * q.unsqueeze(1)  # [B, R, N, R]: C[r,s]·q[n,s]
             logits = torch.matmul(qt, k.transpose(1, 2).unsqueeze(1))  # [B, R, N, M]
+            P = masked_softmax(logits * inv_sqrt_r, self.causal)
+            omega = torch.matmul(self.dropout(P), v.transpose(1, 2).unsqueeze(-1)).squeeze(-1).transpose(1, 2)
+            maps = P
+        elif core.is_low_rank():  # ρ base maps G_j = (q ⊙ V_j)·kᵀ, logits_r = Σ_j U[r,j]·G_j
+            rank = core.U.shape[1]
+            qv = core.V.t().unsqueeze(1) * q.unsqueeze(1)  # [B, ρ, N, R]
+            G = torch.matmul(qv, k.transpose(1, 2).unsqueeze(1))  # [B, ρ, N, M]
+            logits = torch.matmul(core.U, G.reshape(B, rank, N * N)).view(B, R, N, N)
             P = masked_softmax(logits * inv_sqrt_r, self.causal)
             omega = torch.matmul(self.dropout(P), v.transpose(1, 2).unsqueeze(-1)).squeeze(-1).transpose(1, 2)
             maps = P
@@ -641,6 +666,10 @@ def expand_core_preset(name, H, D):
                 "B": {"kind": "ones"}}
     if name == "single_head":
         return {"structure": "kronecker", "scale": 1.0, "A": {"kind": "ones"}, "B": {"kind": "ones"}}
+    if name == "low_rank":  # rank H: U = V = H^(1/4)·(I_H ⊗ 1_D), so U·Vᵀ is the mhsa preset
+        R, q = H * D, H ** 0.25
+        u = [[q if r // D == j else 0.0 for j in range(H)] for r in range(R)]
+        return {"structure": "low_rank", "rank": H, "U": u, "V": [list(row) for row in u], "trainable": True}
     raise ValueError("unknown core preset %r (known: %s)" % (name, ", ".join(CORE_PRESETS)))
 
 

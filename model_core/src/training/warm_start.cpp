@@ -76,6 +76,11 @@ spec::CoreSpec learnedCoreSpec(const std::string& runDir, int layer) {
   using spec::FactorKind;
   if (core.structure == spec::CoreStructure::Dense) {
     core.dense_values = get("core", std::int64_t(R) * R);
+  } else if (core.structure == spec::CoreStructure::LowRank) {
+    if (core.factors_trainable) {
+      core.u_values = get("core.U", std::int64_t(R) * core.rank);
+      core.v_values = get("core.V", std::int64_t(R) * core.rank);
+    }
   } else {
     if (core.a.kind == FactorKind::Trainable) core.a.values = get("core.A", std::int64_t(H) * H);
     if (core.b.kind == FactorKind::Trainable) core.b.values = get("core.B", std::int64_t(D) * D);

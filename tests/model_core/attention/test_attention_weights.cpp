@@ -73,6 +73,13 @@ Expected expectedWeights(const spec::AttentionSpec& s) {
         break;
       }
       e.derived["core"] = true;  // structured: C follows from the factors
+      if (core.structure == spec::CoreStructure::LowRank) {  // C = U·Vᵀ: core.U and core.V [R, ρ]
+        for (const char* name : {"core.U", "core.V"}) {
+          e.required[name] = {R, core.rank};
+          if (core.factors_trainable) e.derived[name] = false;
+        }
+        break;
+      }
       auto factor = [&](const std::string& name, spec::FactorKind kind, std::int64_t n) {
         switch (kind) {
           case spec::FactorKind::Trainable:
@@ -153,6 +160,8 @@ std::int64_t analyticCount(const spec::AttentionSpec& s) {
       const spec::CoreSpec& c = *s.core;
       if (c.structure == spec::CoreStructure::Dense) {
         for (unsigned char t : c.trainable_mask) core += t ? 1 : 0;
+      } else if (c.structure == spec::CoreStructure::LowRank) {
+        core = c.factors_trainable ? 2 * R * c.rank : 0;
       } else {
         if (c.a.kind == spec::FactorKind::Trainable) core += H * H;
         if (c.b.kind == spec::FactorKind::Trainable) core += D * D;

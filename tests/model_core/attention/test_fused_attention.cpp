@@ -150,7 +150,7 @@ TEST(FusedAttention, ModulesMatchTheirAtenFormulation) {
   // Every parameter is perturbed first, so THSA cores are general matrices, not their presets.
   for (const char* preset : {"mhsa", "fixed_head", "tp", "core:mhsa", "heads_only", "thsa", "core:thsa",
                              "trainable_heads_only", "core:trainable_heads_only", "skip_left", "core:skip_left",
-                             "skip_right", "core:skip_right", "single_head", "core:single_head", "thsa_linear"})
+                             "skip_right", "core:skip_right", "single_head", "core:single_head", "thsa_linear", "core:low_rank"})
     for (bool causal : {true, false}) {
       SCOPED_TRACE(std::string(preset) + (causal ? " causal" : " full"));
       auto s = tensorscope::spec::makeSpecPreset(preset);

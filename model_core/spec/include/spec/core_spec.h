@@ -2,8 +2,9 @@
 /// The THSA core matrix C: its structure, trainable parts and values (plain C++, no Qt, no torch).
 ///
 /// C is R x R. It is either dense (values plus a per-entry trainable mask; frozen entries keep
-/// their value) or a scaled Kronecker product C = s * (A (x) B) with A (H x H) and B (D x D),
-/// each factor of a kind below. Presets from the layer contract expand to one of these forms.
+/// their value), a scaled Kronecker product C = s * (A (x) B) with A (H x H) and B (D x D), each
+/// factor of a kind below, or low rank C = U * V^T with U, V (R x rank) (wave 2: its cost and its
+/// number of heads both follow the rank). Presets from the layer contract expand to one of these.
 
 #include <string>
 #include <string_view>
@@ -11,7 +12,7 @@
 
 namespace tensorscope::spec {
 
-enum class CoreStructure { Dense, Kronecker };
+enum class CoreStructure { Dense, Kronecker, LowRank };
 
 /// What a Kronecker factor is. `Rank1` (c2 c3^T) is only meaningful for B.
 enum class FactorKind { Identity, Ones, Fixed, Trainable, Rank1 };
@@ -35,6 +36,9 @@ struct CoreSpec {
   CoreFactor b;        ///< D x D
   std::vector<double> dense_values;         ///< R*R row-major (Dense)
   std::vector<unsigned char> trainable_mask;  ///< R*R, 1 = trainable (Dense)
+  int rank = 0;                               ///< rho (LowRank)
+  std::vector<double> u_values, v_values;     ///< U and V, each R*rank row-major (LowRank)
+  bool factors_trainable = true;              ///< whether U and V are trained (LowRank)
 
   bool operator==(const CoreSpec&) const = default;
 
@@ -49,7 +53,15 @@ const std::vector<std::string>& corePresetNames();
 bool isCorePreset(std::string_view name);
 
 /// Expands a preset for sizes H, D (R = H*D). Throws std::invalid_argument for an unknown name.
+/// `low_rank` is makeLowRankCore(H, D, H): the mhsa preset written as U·Vᵀ.
 CoreSpec makeCorePreset(std::string_view name, int H, int D);
+
+/// A low-rank core of rank `rank` (1 <= rank <= R = H*D) that starts as close to the mhsa preset as
+/// its rank allows: the first min(rank, H) columns of U and V are H^(1/4)·(I_H (x) 1_D) (so with
+/// rank >= H, U·Vᵀ = sqrt(H)·(I_H (x) 1_D 1_Dᵀ) exactly); further columns are zero in U and a small
+/// fixed pattern (+-0.01) in V, so they start silent yet receive gradient (zero in both would
+/// never move).
+CoreSpec makeLowRankCore(int H, int D, int rank);
 
 /// The effective R x R matrix C (row-major), materialised from the structure.
 std::vector<double> materializeCore(const CoreSpec& core, int H, int D, int R);
