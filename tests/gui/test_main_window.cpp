@@ -19,6 +19,7 @@
 #include "gui/session.h"
 #include "gui/training_panel.h"
 #include "gui/training_controller.h"
+#include "spec/validation.h"
 #include "viz/attention_map_grid.h"
 #include "viz/curves_plot.h"
 #include "viz/matrix_heatmap.h"
@@ -123,6 +124,32 @@ TEST(MainWindow, EditingCIsUndoable) {
   EXPECT_EQ(w.currentSpec(), before);
   w.undoStack()->redo();
   EXPECT_DOUBLE_EQ(w.currentSpec().core->dense_values[5], -1.5);
+}
+
+TEST(MainWindow, LowRankCoreIsEditableAndItsRankIsItsNumberOfHeads) {
+  app::MainWindow w(testOptions());
+  w.selectRun(1);  // THSA, dense core initialised at the mhsa preset
+  const auto before = w.currentSpec();
+  const int H = before.sizes.H;
+  auto* editor = w.coreEditor();
+  editor->setStructure("low_rank");
+  auto s = w.currentSpec();
+  ASSERT_TRUE(s.core);
+  EXPECT_EQ(s.core->structure, spec::CoreStructure::LowRank);
+  EXPECT_EQ(s.core->rank, H);
+  EXPECT_NEAR(editor->stableRank(), double(H), 1e-9) << "U·Vᵀ starts as the mhsa preset: H heads";
+  editor->setRank(2);
+  s = w.currentSpec();
+  EXPECT_EQ(s.core->rank, 2);
+  EXPECT_NEAR(editor->stableRank(), 2.0, 1e-9) << "rank 2 keeps two heads' blocks";
+  EXPECT_TRUE(spec::validate(s).empty()) << spec::formatIssues(spec::validate(s));
+  editor->editCell(0, 0);  // C itself is not editable entry by entry: nothing changes
+  EXPECT_EQ(w.currentSpec(), s);
+  ASSERT_EQ(w.undoStack()->count(), 2);
+  w.undoStack()->undo();
+  EXPECT_EQ(w.currentSpec().core->rank, H);
+  w.undoStack()->undo();
+  EXPECT_EQ(w.currentSpec(), before);
 }
 
 TEST(MainWindow, TrainingFeedsCurvesMapsAndStableRankThenStops) {

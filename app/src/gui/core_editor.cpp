@@ -146,25 +146,7 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
     s.core->preset = "custom";
     emitEdit(s, "set scale s");
   });
-  connect(rank_, &QSpinBox::editingFinished, this, [this] {
-    if (loading_ || !spec_.core || spec_.core->structure != CoreStructure::LowRank) return;
-    const int rank = rank_->value();
-    const spec::CoreSpec& old = *spec_.core;
-    const auto& z = spec_.sizes;
-    if (rank == old.rank || rank < 1 || rank > z.R || z.H * z.D != z.R) return;
-    // Keep the learned columns; new ones start as makeLowRankCore starts them.
-    auto fresh = spec::makeLowRankCore(z.H, z.D, rank);
-    for (int r = 0; r < z.R; ++r)
-      for (int j = 0; j < std::min(rank, old.rank); ++j) {
-        fresh.u_values[static_cast<size_t>(r) * rank + j] = old.u_values[static_cast<size_t>(r) * old.rank + j];
-        fresh.v_values[static_cast<size_t>(r) * rank + j] = old.v_values[static_cast<size_t>(r) * old.rank + j];
-      }
-    fresh.factors_trainable = old.factors_trainable;
-    fresh.preset = "custom";
-    auto s = spec_;
-    s.core = std::move(fresh);
-    emitEdit(s, QString("set rank ρ = %1").arg(rank));
-  });
+  connect(rank_, &QSpinBox::editingFinished, this, [this] { setRank(rank_->value()); });
   connect(toDense_, &QPushButton::clicked, this, [this] {
     if (!spec_.core || spec_.core->structure == CoreStructure::Dense) return;
     auto s = spec_;
@@ -248,6 +230,31 @@ void CoreEditor::emitEdit(const spec::AttentionSpec& after, const QString& what,
   spec_ = after;
   refresh();
   Q_EMIT coreEdited(before, after, what, stroke);
+}
+
+void CoreEditor::setStructure(const QString& name) { structure_->setCurrentText(name); }
+
+void CoreEditor::setRank(int rank) {
+  if (loading_ || !spec_.core || spec_.core->structure != CoreStructure::LowRank) return;
+  if (!editable_) {
+    Q_EMIT forkRequested();
+    return;
+  }
+  const spec::CoreSpec& old = *spec_.core;
+  const auto& z = spec_.sizes;
+  if (rank == old.rank || rank < 1 || rank > z.R || z.H * z.D != z.R) return;
+  // Keep the learned columns; new ones start as makeLowRankCore starts them.
+  auto fresh = spec::makeLowRankCore(z.H, z.D, rank);
+  for (int r = 0; r < z.R; ++r)
+    for (int j = 0; j < std::min(rank, old.rank); ++j) {
+      fresh.u_values[static_cast<size_t>(r) * rank + j] = old.u_values[static_cast<size_t>(r) * old.rank + j];
+      fresh.v_values[static_cast<size_t>(r) * rank + j] = old.v_values[static_cast<size_t>(r) * old.rank + j];
+    }
+  fresh.factors_trainable = old.factors_trainable;
+  fresh.preset = "custom";
+  auto s = spec_;
+  s.core = std::move(fresh);
+  emitEdit(s, QString("set rank ρ = %1").arg(rank));
 }
 
 void CoreEditor::onStructureChanged() {
@@ -388,9 +395,13 @@ void CoreEditor::refresh() {
   if (kron) {
     factorA_->setMatrix(currentFactorValues(core.a, z.H), z.H, z.H, "A (" + QString::fromStdString(std::string(spec::toString(core.a.kind))) + ")");
     factorB_->setMatrix(currentFactorValues(core.b, z.D), z.D, z.D, "B (" + QString::fromStdString(std::string(spec::toString(core.b.kind))) + ")");
+    factorA_->setAxisTitles("h' (head)", "h (head)");
+    factorB_->setAxisTitles("d' (latent)", "d (channel of a head)");
   } else if (lowRank) {
     factorA_->setMatrix(core.u_values, z.R, core.rank, QString("U (R×ρ, ρ = %1)").arg(core.rank));
     factorB_->setMatrix(core.v_values, z.R, core.rank, QString("V (R×ρ)"));
+    factorA_->setAxisTitles("j (base map)", "r (channel)");
+    factorB_->setAxisTitles("j (base map)", "s (query/key channel)");
   } else {
     factorA_->clear("dense C: no factors");
     factorB_->clear("");

@@ -42,6 +42,11 @@ class CoreEditor : public QWidget {
   /// Applies the current tool at C[row, col] (what a click does; public for tests and scripts).
   void editCell(int row, int col, bool continuingStroke = false);
 
+  /// Chooses the core's structure ("dense", "kronecker", "low_rank"), as the Structure box does.
+  void setStructure(const QString& name);
+  /// Sets the rank ρ of a low-rank core (keeps the learned columns), as the Rank box does.
+  void setRank(int rank);
+
   viz::MatrixHeatmap* heatmap() const { return heatmap_; }
   double stableRank() const { return stableRank_; }
 

@@ -137,8 +137,17 @@ def cases(corpus):
             "structure": "dense",
             "values": [[(1.0 if i // 4 == j // 4 else 0.0) * 2 ** 0.5 for j in range(8)] for i in range(8)],
             "trainable": [[1 if (i + j) % 2 == 0 else 0 for j in range(8)] for i in range(8)]}))),
+        ("core_low_rank_3", run_config(attention("thsa", core={
+            "structure": "low_rank", "rank": 3,
+            "U": [[0.3 * ((i + 2 * j) % 5 - 2) for j in range(3)] for i in range(16)],
+            "V": [[0.25 * ((3 * i + j) % 4 - 1.5) for j in range(3)] for i in range(16)]}))),
+        ("thsa_linear_low_rank_frozen", run_config(attention("thsa_linear", core={
+            "structure": "low_rank", "rank": 2, "trainable": False,
+            "U": [[0.5 if i % 2 == j else 0.1 for j in range(2)] for i in range(16)],
+            "V": [[0.4 if i < 8 else -0.2 for j in range(2)] for i in range(16)]}))),
     ]
-    for name in ("mhsa", "thsa", "skip_left", "skip_right", "trainable_heads_only", "heads_only", "single_head"):
+    for name in ("mhsa", "thsa", "skip_left", "skip_right", "trainable_heads_only", "heads_only", "single_head",
+                 "low_rank"):
         out.append(("preset_" + name, run_config(preset(name))))
     out.append(("preset_skip_left_H4", run_config(preset("skip_left", H=4, D=4), task="reverse")))
     if os.path.isdir(FASHION_MNIST):
