@@ -201,30 +201,6 @@ void phiDot2F(const float* c, const float* q, const float* s, const float* z, in
   *den = sb;
 }
 
-void phiBackwardF(const float* c, const float* q, const float* s, const float* z, int64_t n, float a, float b,
-                  float* dq, float* dc, float* ds, float* dz) {
-  int64_t i = 0;
-  for (; i + W <= n; i += W) {
-    const vfloat ci = load(c + i), qi = load(q + i);
-    vfloat f, df;
-    phi(ci * qi, f, df);
-    const vfloat du = (load(s + i) * a + load(z + i) * b) * df;
-    store(dq + i, load(dq + i) + du * ci);
-    store(dc + i, load(dc + i) + du * qi);
-    store(ds + i, load(ds + i) + f * a);
-    store(dz + i, load(dz + i) + f * b);
-  }
-  for (; i < n; ++i) {
-    float f, df;
-    phi(c[i] * q[i], f, df);
-    const float du = (s[i] * a + z[i] * b) * df;
-    dq[i] += du * c[i];
-    dc[i] += du * q[i];
-    ds[i] += f * a;
-    dz[i] += f * b;
-  }
-}
-
 void advancePhiDot2F(const float* c, const float* q, float* s, const float* k, float w, const float* z, int64_t n,
                      float* num, float* den) {
   vfloat a{}, b{};
@@ -249,8 +225,10 @@ void advancePhiDot2F(const float* c, const float* q, float* s, const float* k, f
   *den = sb;
 }
 
-float phiBackwardCausalF(const float* c, const float* q, const float* s, const float* z, int64_t n, float a, float b,
-                         float* dq, float* dc, float* ds, float* dz, const float* k, float w, float* dk) {
+/// phiBackward; with Causal also the value/key-feature terms of the updated suffix row (see row_ops.h).
+template <bool Causal>
+float phiBackwardImpl(const float* c, const float* q, const float* s, const float* z, int64_t n, float a, float b,
+                      float* dq, float* dc, float* ds, float* dz, const float* k, float w, float* dk) {
   vfloat acc{};
   int64_t i = 0;
   for (; i + W <= n; i += W) {
@@ -263,8 +241,10 @@ float phiBackwardCausalF(const float* c, const float* q, const float* s, const f
     const vfloat dsi = load(ds + i) + f * a;
     store(ds + i, dsi);
     store(dz + i, load(dz + i) + f * b);
-    acc += dsi * load(k + i);
-    store(dk + i, load(dk + i) + dsi * w);
+    if constexpr (Causal) {
+      acc += dsi * load(k + i);
+      store(dk + i, load(dk + i) + dsi * w);
+    }
   }
   float sum = hsum(acc);
   for (; i < n; ++i) {
@@ -275,10 +255,22 @@ float phiBackwardCausalF(const float* c, const float* q, const float* s, const f
     dc[i] += du * q[i];
     ds[i] += f * a;
     dz[i] += f * b;
-    sum += ds[i] * k[i];
-    dk[i] += ds[i] * w;
+    if constexpr (Causal) {
+      sum += ds[i] * k[i];
+      dk[i] += ds[i] * w;
+    }
   }
   return sum;
+}
+
+void phiBackwardF(const float* c, const float* q, const float* s, const float* z, int64_t n, float a, float b,
+                  float* dq, float* dc, float* ds, float* dz) {
+  phiBackwardImpl<false>(c, q, s, z, n, a, b, dq, dc, ds, dz, nullptr, 0.0f, nullptr);
+}
+
+float phiBackwardCausalF(const float* c, const float* q, const float* s, const float* z, int64_t n, float a, float b,
+                         float* dq, float* dc, float* ds, float* dz, const float* k, float w, float* dk) {
+  return phiBackwardImpl<true>(c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk);
 }
 
 }  // namespace TS_ROW_OPS_NS

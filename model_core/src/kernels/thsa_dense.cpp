@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/partials.h"
 #include "kernels/row_ops.h"
 
 namespace tensorscope::model_core::kernels {
@@ -93,17 +92,13 @@ void denseThsaBackward(const DenseThsaProblem<T>& p, const T* omega, const T* ls
   const Geometry<T> g{p, channelBlock(p.N, p.R)};
   const int64_t B = p.B, N = p.N, R = p.R, cb = g.cb, ld = g.ld();
   const int64_t blocks = g.channelBlocks();
-  // dq and dk of a sequence sum over its channels. Items are (sequence, group of channel blocks);
-  // with enough sequences for the threads there is one group and items write dqkv directly,
-  // otherwise each group accumulates into its own slab, summed at the end.
-  const int64_t groups = std::clamp<int64_t>((4 * int64_t(par.threads) + B - 1) / B, 1, blocks);
-  const int64_t blocksPerGroup = (blocks + groups - 1) / groups;
+  // dq and dk of a sequence sum over its channels: items are (sequence, group of channel blocks),
+  // writing dqkv directly with one group, else each group's slab [N, 2, R] (partials.h).
+  const ItemGroups split(B, blocks, par.threads);
+  const int64_t groups = split.groups;
   std::fill(dqkv, dqkv + B * N * ld, T(0));
   std::vector<T> partial(groups > 1 ? size_t(groups * B * N * 2 * R) : 0, T(0));  // [G, B, N, 2, R]: dq, dk
-  // Each range accumulates its own [R, R] for dC; they are summed in range order afterwards, so
-  // the result does not depend on which thread finished first (bit-identical resumed runs).
-  std::mutex dCMutex;
-  std::map<int64_t, std::vector<T>> dCRanges;
+  RangeSums<T> dCRanges;  // each range's own [R, R]
   par.run(B * groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
     std::vector<T> QT(size_t(cb * kRowBlock * R)), dQT(size_t(cb * kRowBlock * R)), S(size_t(cb * kRowBlock * N));
@@ -111,11 +106,10 @@ void denseThsaBackward(const DenseThsaProblem<T>& p, const T* omega, const T* ls
     std::vector<T> dCloc(dC ? size_t(R * R) : 0, T(0));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / groups, grp = item % groups;
-      T* dq = groups > 1 ? partial.data() + (grp * B + b) * N * 2 * R : dqkv + b * N * ld;
+      const auto [dq, ldAcc] = split.target(partial, dqkv, b, grp, B, N, R, 0);  // dq, then dk at + R
       T* dk = dq + R;
-      const int64_t ldAcc = groups > 1 ? 2 * R : ld;
       const T* q = g.q(b);
-      for (int64_t blk = grp * blocksPerGroup; blk < std::min(blocks, (grp + 1) * blocksPerGroup); ++blk) {
+      for (int64_t blk = split.firstBlock(grp); blk < split.endBlock(grp); ++blk) {
         const int64_t r0 = blk * cb, nc = std::min(cb, R - r0);
         for (int64_t c = 0; c < nc; ++c) {
           gatherColumn(g.v(b) + r0 + c, ld, N, vcol.data() + c * N);
@@ -153,25 +147,10 @@ void denseThsaBackward(const DenseThsaProblem<T>& p, const T* omega, const T* ls
           for (int64_t m = 0; m < N; ++m) dqkv[(b * N + m) * ld + 2 * R + r0 + c] = dv[c * N + m];
       }
     }
-    if (dC) {
-      std::lock_guard lock(dCMutex);
-      dCRanges.emplace(begin, std::move(dCloc));
-    }
+    if (dC) dCRanges.add(begin, std::move(dCloc));
   });
-  if (dC) {
-    std::fill(dC, dC + R * R, T(0));
-    for (const auto& [first, part] : dCRanges)
-      for (int64_t i = 0; i < R * R; ++i) dC[i] += part[i];
-  }
-  if (groups > 1) {
-    for (int64_t grp = 0; grp < groups; ++grp)
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t n = 0; n < N; ++n) {
-          const T* src = partial.data() + ((grp * B + b) * N + n) * 2 * R;
-          T* dst = dqkv + (b * N + n) * ld;
-          for (int64_t s = 0; s < 2 * R; ++s) dst[s] += src[s];
-        }
-  }
+  if (groups > 1) addSlabs(partial, groups, B, N, 2 * R, dqkv, ld, 0);
+  if (dC) dCRanges.sumInto(dC, size_t(R * R));
 }
 
 template void denseThsaForward<float>(const DenseThsaProblem<float>&, float*, float*, const Parallel&);

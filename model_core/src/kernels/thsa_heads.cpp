@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/partials.h"
 #include "kernels/row_ops.h"
 
 namespace tensorscope::model_core::kernels {
@@ -108,22 +107,6 @@ void gatherValues(const Geometry<T>& g, int64_t b, int64_t cols, Scratch<T>& s) 
     for (int64_t c = 0; c < g.R(); ++c) s.vcol[c * cols + m] = v[m * g.ld() + c];
 }
 
-/// Sums per-range accumulators in range order (deterministic whatever thread finished first).
-template <typename T>
-struct RangeSums {
-  std::mutex mutex;
-  std::map<int64_t, std::vector<T>> parts;
-  void add(int64_t begin, std::vector<T>&& v) {
-    std::lock_guard lock(mutex);
-    parts.emplace(begin, std::move(v));
-  }
-  void sumInto(T* out, size_t n) const {
-    std::fill(out, out + n, T(0));
-    for (const auto& [first, v] : parts)
-      for (size_t i = 0; i < n; ++i) out[i] += v[i];
-  }
-};
-
 }  // namespace
 
 template <typename T>
@@ -180,11 +163,10 @@ void headMapThsaBackward(const HeadMapThsaProblem<T>& p, const T* omega, const T
   const Geometry<T> g{p};
   const int64_t B = p.B, N = p.N, H = p.H, D = p.D, R = p.R(), S = p.softmaxes(), ld = g.ld();
   const int64_t blocks = g.rowBlocks();
-  // dk and dv of a sequence sum over its rows: with enough sequences for the threads, an item is a
-  // whole sequence and writes dqkv directly; otherwise items are groups of row blocks, each with
-  // its own slab [N, 2R] (dk, dv) summed at the end. dq rows belong to one item either way.
-  const int64_t groups = std::clamp<int64_t>((4 * int64_t(par.threads) + B - 1) / B, 1, blocks);
-  const int64_t blocksPerGroup = (blocks + groups - 1) / groups;
+  // dk and dv of a sequence sum over its rows: items are (sequence, group of row blocks), each group
+  // with its own slab [N, 2R] (dk, dv) unless one group serves (partials.h). dq rows belong to one item.
+  const ItemGroups split(B, blocks, par.threads);
+  const int64_t groups = split.groups;
   std::fill(dqkv, dqkv + B * N * ld, T(0));
   std::vector<T> slabs(groups > 1 ? size_t(groups * B * N * 2 * R) : 0, T(0));
   const size_t nParams = size_t(H * H + 2 * D);  // dA, dc2, dc3 per range
@@ -198,12 +180,11 @@ void headMapThsaBackward(const HeadMapThsaProblem<T>& p, const T* omega, const T
     T* accC3 = accC2 + D;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / groups, grp = item % groups;
-      T* dk = groups > 1 ? slabs.data() + (grp * B + b) * N * 2 * R : dqkv + b * N * ld + R;
+      const auto [dk, ldAcc] = split.target(slabs, dqkv, b, grp, B, N, R, R);  // dk, then dv at + R
       T* dv = dk + R;
-      const int64_t ldAcc = groups > 1 ? 2 * R : ld;
       const T* dO = dOmega + b * N * R;
       const T* O = omega + b * N * R;
-      for (int64_t blk = grp * blocksPerGroup; blk < std::min(blocks, (grp + 1) * blocksPerGroup); ++blk) {
+      for (int64_t blk = split.firstBlock(grp); blk < split.endBlock(grp); ++blk) {
         const int64_t i0 = blk * kRowBlock, rows = std::min(kRowBlock, N - i0), cols = g.cols(i0, rows);
         const int64_t area = rows * cols;
         const auto qp = queryPanel(g, b, i0, rows, s);
@@ -283,14 +264,7 @@ void headMapThsaBackward(const HeadMapThsaProblem<T>& p, const T* omega, const T
     }
     params.add(begin, std::move(acc));
   });
-  if (groups > 1)
-    for (int64_t grp = 0; grp < groups; ++grp)
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t n = 0; n < N; ++n) {
-          const T* src = slabs.data() + ((grp * B + b) * N + n) * 2 * R;
-          T* dst = dqkv + (b * N + n) * ld + R;
-          for (int64_t c = 0; c < 2 * R; ++c) dst[c] += src[c];
-        }
+  if (groups > 1) addSlabs(slabs, groups, B, N, 2 * R, dqkv, ld, R);
   std::vector<T> total(nParams);
   params.sumInto(total.data(), nParams);
   if (dA) std::copy(total.begin(), total.begin() + H * H, dA);

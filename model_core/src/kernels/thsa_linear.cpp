@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/partials.h"
 #include "kernels/row_ops.h"
 
 namespace tensorscope::model_core::kernels {
@@ -107,12 +106,11 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
   const int64_t B = p.B, N = p.N, R = p.R, ld = g.ld(), cb = channelBlock(R), blocks = g.blocks();
   // dq and ∂K of a sequence sum over its channels: items are (sequence, group of channel blocks),
   // one group when the sequences alone keep the threads busy, else one slab [N, 2, R] per group.
-  const int64_t groups = std::clamp<int64_t>((4 * int64_t(par.threads) + B - 1) / B, 1, blocks);
-  const int64_t blocksPerGroup = (blocks + groups - 1) / groups;
+  const ItemGroups split(B, blocks, par.threads);  // see partials.h
+  const int64_t groups = split.groups;
   std::vector<T> slabs(size_t(groups * B * N * 2 * R), T(0));  // dq, ∂K
   std::fill(dqkv, dqkv + B * N * ld, T(0));
-  std::mutex mutex;
-  std::map<int64_t, std::vector<T>> dCRanges;
+  RangeSums<T> dCRanges;
   const int64_t chunks = (N + kChunk - 1) / kChunk;
   par.run(B * groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
@@ -125,7 +123,7 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
       const int64_t b = item / groups, grp = item % groups;
       if (featuresOf != b) keyFeatures(g, b, K.data(), Z.data()), featuresOf = b;
       T* slab = slabs.data() + (grp * B + b) * N * 2 * R;  // row n: dq at 0, ∂K at R
-      for (int64_t blk = grp * blocksPerGroup; blk < std::min(blocks, (grp + 1) * blocksPerGroup); ++blk) {
+      for (int64_t blk = split.firstBlock(grp); blk < split.endBlock(grp); ++blk) {
         const int64_t r0 = blk * cb, nr = std::min(cb, R - r0), area = nr * R;
         if (p.causal) {
           std::fill(St.begin(), St.end(), T(0));
@@ -181,28 +179,17 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
         }
       }
     }
-    if (dC) {
-      std::lock_guard lock(mutex);
-      dCRanges.emplace(begin, std::move(dCloc));
-    }
+    if (dC) dCRanges.add(begin, std::move(dCloc));
   });
-  // Sum the groups' slabs; dk = ∂K ⊙ φ'(k).
+  // Sum the groups' slabs (dq, ∂K); dk = ∂K ⊙ φ'(k).
+  addSlabs(slabs, groups, B, N, 2 * R, dqkv, ld, 0);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t n = 0; n < N; ++n) {
-      T* dq = dqkv + (b * N + n) * ld;
-      T* dk = dq + R;
+      T* dk = dqkv + (b * N + n) * ld + R;
       const T* k = g.k(b, n);
-      for (int64_t grp = 0; grp < groups; ++grp) {
-        const T* src = slabs.data() + ((grp * B + b) * N + n) * 2 * R;
-        for (int64_t s = 0; s < R; ++s) dq[s] += src[s], dk[s] += src[R + s];
-      }
       for (int64_t s = 0; s < R; ++s) dk[s] *= phiPrime(k[s]);
     }
-  if (dC) {
-    std::fill(dC, dC + R * R, T(0));
-    for (const auto& [first, part] : dCRanges)
-      for (int64_t i = 0; i < R * R; ++i) dC[i] += part[i];
-  }
+  if (dC) dCRanges.sumInto(dC, size_t(R * R));
 }
 
 template void linearThsaForward<float>(const LinearThsaProblem<float>&, float*, float*, const Parallel&);

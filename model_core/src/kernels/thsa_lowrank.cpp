@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/partials.h"
 #include "kernels/row_ops.h"
 
 namespace tensorscope::model_core::kernels {
@@ -114,12 +113,11 @@ void lowRankThsaBackward(const LowRankThsaProblem<T>& p, const T* omega, const T
                          T* dV, const Parallel& par) {
   const Geometry<T> g{p};
   const int64_t B = p.B, N = p.N, R = p.R, rank = p.rank, ld = g.ld(), blocks = g.rowBlocks(), chunk = g.chunk();
-  const int64_t groups = std::clamp<int64_t>((4 * int64_t(par.threads) + B - 1) / B, 1, blocks);
-  const int64_t blocksPerGroup = (blocks + groups - 1) / groups;
+  const ItemGroups split(B, blocks, par.threads);  // see partials.h
+  const int64_t groups = split.groups;
   std::fill(dqkv, dqkv + B * N * ld, T(0));
   std::vector<T> slabs(groups > 1 ? size_t(groups * B * N * 2 * R) : 0, T(0));  // dk, dv per group
-  std::mutex mutex;
-  std::map<int64_t, std::vector<T>> ranges;  // per-range [dU (R·rank), dVt (rank·R)], summed in order
+  RangeSums<T> ranges;  // per range [dU (R·rank), dVt (rank·R)]
   par.run(B * groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
     Scratch<T> s(g, true);
@@ -128,12 +126,11 @@ void lowRankThsaBackward(const LowRankThsaProblem<T>& p, const T* omega, const T
     T* dVt = dUloc + R * rank;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / groups, grp = item % groups;
-      T* dk = groups > 1 ? slabs.data() + (grp * B + b) * N * 2 * R : dqkv + b * N * ld + R;
+      const auto [dk, ldAcc] = split.target(slabs, dqkv, b, grp, B, N, R, R);  // dk, then dv at + R
       T* dv = dk + R;
-      const int64_t ldAcc = groups > 1 ? 2 * R : ld;
       const T* dO = dOmega + b * N * R;
       const T* O = omega + b * N * R;
-      for (int64_t blk = grp * blocksPerGroup; blk < std::min(blocks, (grp + 1) * blocksPerGroup); ++blk) {
+      for (int64_t blk = split.firstBlock(grp); blk < split.endBlock(grp); ++blk) {
         const int64_t i0 = blk * kRowBlock, rows = std::min(kRowBlock, N - i0), cols = g.cols(i0, rows);
         const int64_t area = rows * cols;
         baseMaps(g, b, i0, rows, cols, s);
@@ -172,20 +169,11 @@ void lowRankThsaBackward(const LowRankThsaProblem<T>& p, const T* omega, const T
         }
       }
     }
-    std::lock_guard lock(mutex);
-    ranges.emplace(begin, std::move(acc));
+    ranges.add(begin, std::move(acc));
   });
-  if (groups > 1)
-    for (int64_t grp = 0; grp < groups; ++grp)
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t n = 0; n < N; ++n) {
-          const T* src = slabs.data() + ((grp * B + b) * N + n) * 2 * R;
-          T* dst = dqkv + (b * N + n) * ld + R;
-          for (int64_t c = 0; c < 2 * R; ++c) dst[c] += src[c];
-        }
-  std::vector<T> total(size_t(2 * R * rank), T(0));
-  for (const auto& [first, part] : ranges)
-    for (size_t i = 0; i < total.size(); ++i) total[i] += part[i];
+  if (groups > 1) addSlabs(slabs, groups, B, N, 2 * R, dqkv, ld, R);
+  std::vector<T> total(size_t(2 * R * rank));
+  ranges.sumInto(total.data(), total.size());
   if (dU) std::copy(total.begin(), total.begin() + R * rank, dU);
   if (dV)
     for (int64_t r = 0; r < R; ++r)

@@ -12,23 +12,12 @@
 #include <string>
 
 #include "attention/thsa_fused.h"
+#include "thsa_kernel_checks.h"
 
 using namespace tensorscope::model_core;
+using namespace tensorscope::model_core::testing;
 
 namespace {
-
-double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
-
-/// Ω[b,n,r] = Σ_m softmax_m(scale·Σ_s C[r,s] q[b,n,s] k[b,m,s])·v[b,m,r] (contract section 3).
-torch::Tensor einsumThsa(const torch::Tensor& qkv, const torch::Tensor& C, double scale, bool causal) {
-  const auto q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);  // [B, N, R]
-  auto logits = torch::einsum("rs,bns,bms->brnm", {C, q, k}) * scale;
-  if (causal) {
-    const auto N = q.size(1);
-    logits = logits.masked_fill(torch::ones({N, N}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
-  }
-  return torch::einsum("brnm,bmr->bnr", {torch::softmax(logits, -1), v});
-}
 
 void checkAgainstEinsum(int64_t B, int64_t N, int64_t R, bool causal) {
   SCOPED_TRACE("B=" + std::to_string(B) + " N=" + std::to_string(N) + " R=" + std::to_string(R) +
@@ -74,48 +63,24 @@ TEST(DenseThsaKernel, MatchesTheEquationsAndTheirGradients) {
 TEST(DenseThsaKernel, GradientMatchesFiniteDifferences) {
   torch::manual_seed(9);
   const auto opts = torch::TensorOptions().dtype(torch::kDouble);
-  const int64_t B = 2, N = 37, R = 5;
-  const auto x = torch::randn({B, N, 3, R}, opts);
-  const auto C = torch::randn({R, R}, opts);
-  const auto G = torch::randn({B, N, R}, opts);
+  const auto x = torch::randn({2, 37, 3, 5}, opts), C = torch::randn({5, 5}, opts);
+  const auto G = torch::randn({2, 37, 5}, opts);
   for (bool causal : {true, false}) {
     const auto a = x.clone().requires_grad_(true), Ca = C.clone().requires_grad_(true);
     (denseThsaAttention(a, Ca, 0.6, causal) * G).sum().backward();
-    const auto loss = [&](const torch::Tensor& t, const torch::Tensor& c) {
+    expectFiniteDifferences({x, C}, {a.grad(), Ca.grad()}, [&](const std::vector<torch::Tensor>& in) {
       torch::NoGradGuard noGrad;
-      return (denseThsaAttention(t, c, 0.6, causal) * G).sum().item<double>();
-    };
-    const double eps = 1e-6;
-    for (int64_t index : {int64_t(0), int64_t(7), x.numel() / 3 + 4, x.numel() / 2 + 1, x.numel() - 1}) {
-      auto plus = x.clone(), minus = x.clone();
-      plus.view({-1})[index] += eps;
-      minus.view({-1})[index] -= eps;
-      const double numeric = (loss(plus, C) - loss(minus, C)) / (2 * eps);
-      EXPECT_NEAR(a.grad().view({-1})[index].item<double>(), numeric, 1e-7 * (1 + std::abs(numeric)))
-          << (causal ? "causal" : "full") << " qkv entry " << index;
-    }
-    for (int64_t index : {int64_t(0), int64_t(6), int64_t(13), R * R - 1}) {
-      auto plus = C.clone(), minus = C.clone();
-      plus.view({-1})[index] += eps;
-      minus.view({-1})[index] -= eps;
-      const double numeric = (loss(x, plus) - loss(x, minus)) / (2 * eps);
-      EXPECT_NEAR(Ca.grad().view({-1})[index].item<double>(), numeric, 1e-7 * (1 + std::abs(numeric)))
-          << (causal ? "causal" : "full") << " C entry " << index;
-    }
+      return (denseThsaAttention(in[0], in[1], 0.6, causal) * G).sum().item<double>();
+    }, causal ? "causal" : "full");
   }
 }
 
 TEST(DenseThsaKernel, CausalOutputsIgnoreLaterTokens) {
   torch::manual_seed(4);
-  const auto x = torch::randn({2, 50, 3, 7}, torch::kDouble);
   const auto C = torch::randn({7, 7}, torch::kDouble);
-  const auto before = denseThsaAttention(x, C, 0.4, true);
-  for (int64_t i : {0, 31, 32, 48}) {
-    auto changed = x.clone();
-    changed.narrow(1, i + 1, 50 - i - 1).normal_();
-    const auto after = denseThsaAttention(changed, C, 0.4, true);
-    EXPECT_EQ(maxAbsDiff(after.narrow(1, 0, i + 1), before.narrow(1, 0, i + 1)), 0.0) << "position " << i;
-  }
+  expectCausalNoLeak(torch::randn({2, 50, 3, 7}, torch::kDouble),
+                     [&](const torch::Tensor& in) { return denseThsaAttention(in, C, 0.4, true); }, {0, 31, 32, 48},
+                     "dense");
 }
 
 TEST(DenseThsaKernel, Float32AgreesWithFloat64) {

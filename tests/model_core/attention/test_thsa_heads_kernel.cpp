@@ -12,22 +12,12 @@
 #include <string>
 
 #include "attention/thsa_fused.h"
+#include "thsa_kernel_checks.h"
 
 using namespace tensorscope::model_core;
+using namespace tensorscope::model_core::testing;
 
 namespace {
-
-double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
-
-torch::Tensor einsumThsa(const torch::Tensor& qkv, const torch::Tensor& C, double scale, bool causal) {
-  const auto q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);
-  auto logits = torch::einsum("rs,bns,bms->brnm", {C, q, k}) * scale;
-  if (causal) {
-    const auto N = q.size(1);
-    logits = logits.masked_fill(torch::ones({N, N}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
-  }
-  return torch::einsum("brnm,bmr->bnr", {torch::softmax(logits, -1), v});
-}
 
 struct Core {
   bool mixA = false, rank1 = false;
@@ -93,32 +83,19 @@ TEST(HeadMapThsaKernel, MatchesTheEquationsAndTheirGradients) {
 TEST(HeadMapThsaKernel, GradientMatchesFiniteDifferences) {
   torch::manual_seed(12);
   const auto opts = torch::TensorOptions().dtype(torch::kDouble);
-  const int64_t B = 2, N = 35, H = 2, D = 3, R = H * D;
-  const auto x = torch::randn({B, N, 3, R}, opts);
-  const auto G = torch::randn({B, N, R}, opts);
+  const int64_t H = 2, D = 3, R = H * D;
+  const auto x = torch::randn({2, 35, 3, R}, opts), G = torch::randn({2, 35, R}, opts);
   const auto A = torch::randn({H, H}, opts), c2 = torch::randn({D}, opts), c3 = torch::randn({D}, opts);
   for (bool causal : {true, false}) {
     std::vector<torch::Tensor> leaves = {x.clone(), A.clone(), c2.clone(), c3.clone()};
     for (auto& t : leaves) t.requires_grad_(true);
     (headMapThsaAttention(leaves[0], H, leaves[1], leaves[2], leaves[3], 0.5, causal) * G).sum().backward();
-    auto loss = [&](std::vector<torch::Tensor> in) {
+    std::vector<torch::Tensor> grads;
+    for (const auto& t : leaves) grads.push_back(t.grad());
+    expectFiniteDifferences({x, A, c2, c3}, grads, [&](const std::vector<torch::Tensor>& in) {
       torch::NoGradGuard noGrad;
       return (headMapThsaAttention(in[0], H, in[1], in[2], in[3], 0.5, causal) * G).sum().item<double>();
-    };
-    const double eps = 1e-6;
-    for (size_t which = 0; which < leaves.size(); ++which) {
-      const auto n = leaves[which].numel();
-      for (int64_t index : {int64_t(0), n / 2, n - 1}) {
-        std::vector<torch::Tensor> plus = {x, A, c2, c3}, minus = {x, A, c2, c3};
-        plus[which] = plus[which].clone();
-        minus[which] = minus[which].clone();
-        plus[which].view({-1})[index] += eps;
-        minus[which].view({-1})[index] -= eps;
-        const double numeric = (loss(plus) - loss(minus)) / (2 * eps);
-        EXPECT_NEAR(leaves[which].grad().view({-1})[index].item<double>(), numeric, 1e-7 * (1 + std::abs(numeric)))
-            << (causal ? "causal" : "full") << " input " << which << " entry " << index;
-      }
-    }
+    }, causal ? "causal" : "full");
   }
 }
 
@@ -127,19 +104,11 @@ TEST(HeadMapThsaKernel, CausalOutputsIgnoreLaterTokens) {
   const auto x = torch::randn({2, 45, 3, 8}, torch::kDouble);
   const auto A = torch::randn({2, 2}, torch::kDouble);
   const auto c2 = torch::randn({4}, torch::kDouble), c3 = torch::randn({4}, torch::kDouble);
-  for (const Core& core : kCores) {
-    auto run = [&](const torch::Tensor& in) {
+  for (const Core& core : kCores)
+    expectCausalNoLeak(x, [&](const torch::Tensor& in) {
       return headMapThsaAttention(in, 2, core.mixA ? A : torch::Tensor(), core.rank1 ? c2 : torch::Tensor(),
                                   core.rank1 ? c3 : torch::Tensor(), 0.4, true);
-    };
-    const auto before = run(x);
-    for (int64_t i : {0, 31, 40}) {
-      auto changed = x.clone();
-      changed.narrow(1, i + 1, 45 - i - 1).normal_();
-      EXPECT_EQ(maxAbsDiff(run(changed).narrow(1, 0, i + 1), before.narrow(1, 0, i + 1)), 0.0)
-          << name(core) << " position " << i;
-    }
-  }
+    }, {0, 31, 40}, name(core));
 }
 
 TEST(HeadMapThsaKernel, Float32AgreesWithFloat64) {

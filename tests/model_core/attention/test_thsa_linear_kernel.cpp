@@ -11,12 +11,12 @@
 #include <string>
 
 #include "attention/thsa_fused.h"
+#include "thsa_kernel_checks.h"
 
 using namespace tensorscope::model_core;
+using namespace tensorscope::model_core::testing;
 
 namespace {
-
-double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 torch::Tensor referenceLinear(const torch::Tensor& qkv, const torch::Tensor& C, bool causal) {
   const auto q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);  // [B, N, R]
@@ -75,47 +75,24 @@ TEST(LinearThsaKernel, MatchesTheEquationsAndTheirGradients) {
 TEST(LinearThsaKernel, GradientMatchesFiniteDifferences) {
   torch::manual_seed(21);
   const auto opts = torch::TensorOptions().dtype(torch::kDouble);
-  const auto x = torch::randn({2, 41, 3, 5}, opts);
-  const auto C = torch::randn({5, 5}, opts);
+  const auto x = torch::randn({2, 41, 3, 5}, opts), C = torch::randn({5, 5}, opts);
   const auto G = torch::randn({2, 41, 5}, opts);
   for (bool causal : {true, false}) {
     const auto a = x.clone().requires_grad_(true), Ca = C.clone().requires_grad_(true);
     (linearThsaAttention(a, Ca, causal) * G).sum().backward();
-    auto loss = [&](const torch::Tensor& t, const torch::Tensor& c) {
+    expectFiniteDifferences({x, C}, {a.grad(), Ca.grad()}, [&](const std::vector<torch::Tensor>& in) {
       torch::NoGradGuard noGrad;
-      return (linearThsaAttention(t, c, causal) * G).sum().item<double>();
-    };
-    const double eps = 1e-6;
-    for (int64_t index : {int64_t(0), int64_t(9), x.numel() / 3 + 2, x.numel() / 2, x.numel() - 1}) {
-      auto plus = x.clone(), minus = x.clone();
-      plus.view({-1})[index] += eps;
-      minus.view({-1})[index] -= eps;
-      const double numeric = (loss(plus, C) - loss(minus, C)) / (2 * eps);
-      EXPECT_NEAR(a.grad().view({-1})[index].item<double>(), numeric, 1e-7 * (1 + std::abs(numeric)))
-          << (causal ? "causal" : "full") << " qkv entry " << index;
-    }
-    for (int64_t index : {int64_t(0), int64_t(12), int64_t(24)}) {
-      auto plus = C.clone(), minus = C.clone();
-      plus.view({-1})[index] += eps;
-      minus.view({-1})[index] -= eps;
-      const double numeric = (loss(x, plus) - loss(x, minus)) / (2 * eps);
-      EXPECT_NEAR(Ca.grad().view({-1})[index].item<double>(), numeric, 1e-7 * (1 + std::abs(numeric)))
-          << (causal ? "causal" : "full") << " C entry " << index;
-    }
+      return (linearThsaAttention(in[0], in[1], causal) * G).sum().item<double>();
+    }, causal ? "causal" : "full");
   }
 }
 
 TEST(LinearThsaKernel, CausalOutputsIgnoreLaterTokens) {
   torch::manual_seed(22);
-  const auto x = torch::randn({2, 70, 3, 6}, torch::kDouble);
   const auto C = torch::randn({6, 6}, torch::kDouble);
-  const auto before = linearThsaAttention(x, C, true);
-  for (int64_t i : {0, 31, 32, 65}) {
-    auto changed = x.clone();
-    changed.narrow(1, i + 1, 70 - i - 1).normal_();
-    EXPECT_EQ(maxAbsDiff(linearThsaAttention(changed, C, true).narrow(1, 0, i + 1), before.narrow(1, 0, i + 1)), 0.0)
-        << "position " << i;
-  }
+  expectCausalNoLeak(torch::randn({2, 70, 3, 6}, torch::kDouble),
+                     [&](const torch::Tensor& in) { return linearThsaAttention(in, C, true); }, {0, 31, 32, 65},
+                     "linear");
 }
 
 TEST(LinearThsaKernel, Float32AgreesWithFloat64) {

@@ -13,23 +13,13 @@
 
 #include "attention/attention_module.h"
 #include "attention/thsa_fused.h"
+#include "thsa_kernel_checks.h"
 #include "spec/attention_spec.h"
 
 using namespace tensorscope::model_core;
+using namespace tensorscope::model_core::testing;
 
 namespace {
-
-double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
-
-torch::Tensor einsumThsa(const torch::Tensor& qkv, const torch::Tensor& C, double scale, bool causal) {
-  const auto q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);
-  auto logits = torch::einsum("rs,bns,bms->brnm", {C, q, k}) * scale;
-  if (causal) {
-    const auto N = q.size(1);
-    logits = logits.masked_fill(torch::ones({N, N}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
-  }
-  return torch::einsum("brnm,bmr->bnr", {torch::softmax(logits, -1), v});
-}
 
 void checkAgainstEinsum(int64_t B, int64_t N, int64_t R, int64_t rank, bool causal) {
   SCOPED_TRACE("B=" + std::to_string(B) + " N=" + std::to_string(N) + " R=" + std::to_string(R) +
@@ -74,46 +64,27 @@ TEST(LowRankThsaKernel, MatchesTheEquationsAndTheirGradients) {
 TEST(LowRankThsaKernel, GradientMatchesFiniteDifferences) {
   torch::manual_seed(31);
   const auto opts = torch::TensorOptions().dtype(torch::kDouble);
-  const auto x = torch::randn({2, 37, 3, 6}, opts);
+  const auto x = torch::randn({2, 37, 3, 6}, opts), G = torch::randn({2, 37, 6}, opts);
   const auto U = torch::randn({6, 2}, opts), V = torch::randn({6, 2}, opts);
-  const auto G = torch::randn({2, 37, 6}, opts);
   for (bool causal : {true, false}) {
     std::vector<torch::Tensor> leaves = {x.clone(), U.clone(), V.clone()};
     for (auto& t : leaves) t.requires_grad_(true);
     (lowRankThsaAttention(leaves[0], leaves[1], leaves[2], 0.45, causal) * G).sum().backward();
-    auto loss = [&](const std::vector<torch::Tensor>& in) {
-      torch::NoGradGuard noGrad;
-      return (lowRankThsaAttention(in[0], in[1], in[2], 0.45, causal) * G).sum().item<double>();
-    };
-    const double eps = 1e-6;
-    for (size_t which = 0; which < leaves.size(); ++which) {
-      const auto n = leaves[which].numel();
-      for (int64_t index : {int64_t(0), n / 2 + 1, n - 1}) {
-        std::vector<torch::Tensor> plus = {x, U, V}, minus = {x, U, V};
-        plus[which] = plus[which].clone();
-        minus[which] = minus[which].clone();
-        plus[which].view({-1})[index] += eps;
-        minus[which].view({-1})[index] -= eps;
-        const double numeric = (loss(plus) - loss(minus)) / (2 * eps);
-        EXPECT_NEAR(leaves[which].grad().view({-1})[index].item<double>(), numeric, 1e-7 * (1 + std::abs(numeric)))
-            << (causal ? "causal" : "full") << " input " << which << " entry " << index;
-      }
-    }
+    expectFiniteDifferences({x, U, V}, {leaves[0].grad(), leaves[1].grad(), leaves[2].grad()},
+                            [&](const std::vector<torch::Tensor>& in) {
+                              torch::NoGradGuard noGrad;
+                              return (lowRankThsaAttention(in[0], in[1], in[2], 0.45, causal) * G).sum().item<double>();
+                            },
+                            causal ? "causal" : "full");
   }
 }
 
 TEST(LowRankThsaKernel, CausalOutputsIgnoreLaterTokens) {
   torch::manual_seed(32);
-  const auto x = torch::randn({2, 50, 3, 6}, torch::kDouble);
   const auto U = torch::randn({6, 3}, torch::kDouble), V = torch::randn({6, 3}, torch::kDouble);
-  const auto before = lowRankThsaAttention(x, U, V, 0.4, true);
-  for (int64_t i : {0, 31, 45}) {
-    auto changed = x.clone();
-    changed.narrow(1, i + 1, 50 - i - 1).normal_();
-    EXPECT_EQ(maxAbsDiff(lowRankThsaAttention(changed, U, V, 0.4, true).narrow(1, 0, i + 1), before.narrow(1, 0, i + 1)),
-              0.0)
-        << "position " << i;
-  }
+  expectCausalNoLeak(torch::randn({2, 50, 3, 6}, torch::kDouble),
+                     [&](const torch::Tensor& in) { return lowRankThsaAttention(in, U, V, 0.4, true); }, {0, 31, 45},
+                     "low rank");
 }
 
 TEST(LowRankThsaKernel, Float32AgreesWithFloat64) {
