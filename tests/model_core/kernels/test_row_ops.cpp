@@ -1,0 +1,176 @@
+// The vectorised row operations of the fused kernels (model_core/src/kernels/row_ops.h), every
+// instruction-set build this CPU runs (SSE2 always; AVX2 and AVX-512 where present), against
+// float64 formulas written here: the polynomial exp over its whole range, softmax rows and their
+// gradients, the φ = elu + 1 passes of linear THSA; lengths that are not multiples of any vector
+// width (the scalar tails). Torch-free: this runs in the sanitizer build too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/row_ops.h"
+
+using namespace tensorscope::model_core::kernels;
+
+namespace {
+
+std::vector<const char*> buildsHere() {
+  std::vector<const char*> out;
+  for (const char* isa : {"sse2", "avx2", "avx512"})
+    if (forceRowOpsIsa(isa)) out.push_back(isa);
+  return out;
+}
+
+/// Restores the build chosen at start-up when a test ends.
+struct IsaGuard {
+  std::string original = rowOpsIsa();
+  ~IsaGuard() { forceRowOpsIsa(original.c_str()); }
+};
+
+std::vector<float> randomRow(std::mt19937& rng, int64_t n, float scale) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+double phi(double u) { return u > 0 ? u + 1 : std::exp(u); }
+double phiPrime(double u) { return u > 0 ? 1.0 : std::exp(u); }
+
+}  // namespace
+
+TEST(RowOps, EveryBuildHereIsChosenAndSse2AlwaysRuns) {
+  IsaGuard guard;
+  const auto builds = buildsHere();
+  ASSERT_FALSE(builds.empty());
+  EXPECT_STREQ(builds.front(), "sse2");
+  EXPECT_FALSE(forceRowOpsIsa("no-such-isa"));
+  for (const char* isa : builds) {
+    ASSERT_TRUE(forceRowOpsIsa(isa));
+    EXPECT_STREQ(rowOpsIsa(), isa);
+  }
+}
+
+TEST(RowOps, ExpIsAccurateOverItsRange) {
+  IsaGuard guard;
+  for (const char* isa : buildsHere()) {
+    forceRowOpsIsa(isa);
+    // expWrite with t = 1, c = 0 is the bare exp; a dense sweep of [-87, 88].
+    std::vector<float> x;
+    for (double a = -87.0; a <= 88.0; a += 0.01) x.push_back(float(a));
+    std::vector<float> e(x.size());
+    rowOpsFloat().expWrite(x.data(), int64_t(x.size()), 1.0f, 0.0f, e.data());
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(e[i] - std::exp(double(x[i]))) / std::exp(double(x[i])));
+    EXPECT_LT(worst, 2e-7) << isa;
+  }
+}
+
+TEST(RowOps, SoftmaxRowsAndTheirGradientsMatchFloat64) {
+  IsaGuard guard;
+  std::mt19937 rng(5);
+  for (const char* isa : buildsHere()) {
+    forceRowOpsIsa(isa);
+    const auto& ops = rowOpsFloat();
+    for (int64_t n : {1, 3, 7, 16, 17, 31, 64, 129}) {
+      SCOPED_TRACE(std::string(isa) + " n=" + std::to_string(n));
+      const auto x = randomRow(rng, n, 3.0f), v = randomRow(rng, n, 1.0f);
+      const float t = -0.7f;  // a negative temperature: the row's largest logit comes from its smallest x
+      float mn, mx;
+      ops.minMax(x.data(), n, &mn, &mx);
+      double rmn = x[0], rmx = x[0];
+      for (float xi : x) rmn = std::min<double>(rmn, xi), rmx = std::max<double>(rmx, xi);
+      EXPECT_EQ(mn, rmn);
+      EXPECT_EQ(mx, rmx);
+      const float shift = t * mn;
+      float sum, dot;
+      ops.expSumDot(x.data(), v.data(), n, t, shift, &sum, &dot);
+      double rs = 0, rd = 0;
+      for (int64_t i = 0; i < n; ++i) rs += std::exp(double(t) * x[i] - shift), rd += std::exp(double(t) * x[i] - shift) * v[i];
+      EXPECT_NEAR(sum, rs, 1e-6 * rs);
+      EXPECT_NEAR(dot, rd, 1e-6 * (std::abs(rd) + rs));
+      // The backward of one softmax column: p = e^(t·x − lse), dv += g·p, dl = g·p·(v − o), dx = t·dl.
+      const double lse = shift + std::log(rs), o = rd / rs, g = 0.8;
+      std::vector<float> dv(static_cast<size_t>(n), 0.5f), dx(static_cast<size_t>(n), 0.25f);
+      const float acc = ops.softmaxColumnBackward(x.data(), v.data(), n, t, float(lse), float(g), float(o), dv.data(),
+                                                  dx.data(), true);
+      double racc = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double p = std::exp(double(t) * x[i] - lse), dl = g * p * (v[i] - o);
+        racc += dl * x[i];
+        EXPECT_NEAR(dv[i], 0.5 + g * p, 2e-6);
+        EXPECT_NEAR(dx[i], 0.25 + t * dl, 2e-6);
+      }
+      EXPECT_NEAR(acc, racc, 1e-5 * (1 + std::abs(racc)));
+      // softmaxRowBackward: dx = t·p·(dp − δ).
+      std::vector<float> p(static_cast<size_t>(n)), dp = randomRow(rng, n, 1.0f), out(static_cast<size_t>(n));
+      ops.expWrite(x.data(), n, 1.0f, mx, p.data());
+      ops.softmaxRowBackward(p.data(), dp.data(), n, 1.5f, 0.3f, out.data());
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(out[i], 1.5 * p[i] * (dp[i] - 0.3), 1e-6);
+      // axpy, dot, mul3.
+      std::vector<float> y(static_cast<size_t>(n), 1.0f);
+      ops.axpy(n, 2.0f, v.data(), y.data());
+      double rdot = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_NEAR(y[i], 1.0 + 2.0 * v[i], 1e-6);
+        rdot += double(x[i]) * v[i];
+      }
+      EXPECT_NEAR(ops.dot(n, x.data(), v.data()), rdot, 1e-5 * (1 + std::abs(rdot)));
+      ops.mul3(n, 0.5f, x.data(), v.data(), y.data(), false);
+      for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(y[i], 0.5f * x[i] * v[i]);
+    }
+  }
+}
+
+TEST(RowOps, PhiPassesOfLinearThsaMatchFloat64) {
+  IsaGuard guard;
+  std::mt19937 rng(9);
+  for (const char* isa : buildsHere()) {
+    forceRowOpsIsa(isa);
+    const auto& ops = rowOpsFloat();
+    for (int64_t n : {1, 5, 16, 23, 128}) {
+      SCOPED_TRACE(std::string(isa) + " n=" + std::to_string(n));
+      const auto c = randomRow(rng, n, 1.0f), q = randomRow(rng, n, 1.5f), z = randomRow(rng, n, 1.0f),
+                 k = randomRow(rng, n, 1.0f);
+      auto s = randomRow(rng, n, 1.0f);
+      float num, den;
+      ops.phiDot2(c.data(), q.data(), s.data(), z.data(), n, &num, &den);
+      double rn = 0, rd = 0;
+      for (int64_t i = 0; i < n; ++i) rn += phi(double(c[i]) * q[i]) * s[i], rd += phi(double(c[i]) * q[i]) * z[i];
+      EXPECT_NEAR(num, rn, 1e-5 * (1 + std::abs(rn)));
+      EXPECT_NEAR(den, rd, 1e-5 * (1 + std::abs(rd)));
+      // The causal form updates the state row first: s += w·k.
+      auto s2 = s;
+      ops.advancePhiDot2(c.data(), q.data(), s2.data(), k.data(), 0.6f, z.data(), n, &num, &den);
+      rn = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_NEAR(s2[i], double(s[i]) + 0.6 * k[i], 1e-6);  // FMA rounds once
+        rn += phi(double(c[i]) * q[i]) * (double(s[i]) + 0.6 * k[i]);
+      }
+      EXPECT_NEAR(num, rn, 1e-5 * (1 + std::abs(rn)));
+      // Backward, plain and causal.
+      const float a = 0.7f, b = -0.4f, w = 1.3f;
+      const auto len = static_cast<size_t>(n);
+      std::vector<float> dq(len, 0.1f), dc(len, 0.2f), ds(len, 0.3f), dz(len, 0.4f), dk(len, 0.5f);
+      auto dq2 = dq, dc2 = dc, ds2 = ds, dz2 = dz;
+      ops.phiBackward(c.data(), q.data(), s.data(), z.data(), n, a, b, dq.data(), dc.data(), ds.data(), dz.data());
+      const float sum = ops.phiBackwardCausal(c.data(), q.data(), s.data(), z.data(), n, a, b, dq2.data(), dc2.data(),
+                                              ds2.data(), dz2.data(), k.data(), w, dk.data());
+      double rsum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double u = double(c[i]) * q[i], du = (double(s[i]) * a + double(z[i]) * b) * phiPrime(u);
+        EXPECT_NEAR(dq[i], 0.1 + du * c[i], 1e-5);
+        EXPECT_NEAR(dc[i], 0.2 + du * q[i], 1e-5);
+        EXPECT_NEAR(ds[i], 0.3 + phi(u) * a, 1e-5);
+        EXPECT_NEAR(dz[i], 0.4 + phi(u) * b, 1e-5);
+        EXPECT_EQ(dq2[i], dq[i]);
+        EXPECT_EQ(ds2[i], ds[i]);
+        rsum += (0.3 + phi(u) * a) * k[i];
+        EXPECT_NEAR(dk[i], 0.5 + (0.3 + phi(u) * a) * w, 1e-5);
+      }
+      EXPECT_NEAR(sum, rsum, 1e-5 * (1 + std::abs(rsum)));
+    }
+  }
+}
