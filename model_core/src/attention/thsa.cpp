@@ -104,6 +104,8 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   //   A = 1·1ᵀ, B = 1·1ᵀ        one map for every channel: MHSA with one head of size R
   //   B = 1·1ᵀ or c₂c₃ᵀ         H head maps mixed by A (thsa_heads.h); D = 1 only with A = I
   //   dense C, D = 1, full B     the dense kernel (thsa_dense.h)
+  //   B = I, D > 1               D dense kernels of width H with core s·A (one per latent d)
+  //   low rank U·Vᵀ              ρ base maps mixed by U (thsa_lowrank.h)
   const bool fusedOk = fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0);
   const bool kron = !core_->isDense() && !core_->isLowRank();
   if (kron && D > 1 && core_->kindA() == FactorKind::Identity && core_->kindB() == FactorKind::Ones &&
@@ -145,6 +147,23 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
       torch::NoGradGuard noGrad;
       out.maps = lowRankThsaAten(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), core_->u(), core_->v(),
                                  invSqrtR, spec_.causal, dropout_).P;
+    }
+    return out;
+  }
+  if (kron && D > 1 && core_->kindB() == FactorKind::Identity && fusedOk) {
+    // s·(A ⊗ I): channel (h, d) mixes only the d-th latent of every head, so the layer is D
+    // independent dense THSA layers of width H with core s·A, one per d. The dense kernel runs them
+    // as B·D sequences of [N, 3, H] (one copy of q, k, v), at cost 2·N·M·H² per (sequence, d).
+    const auto qkv = projectQkv(x, wq_, wk_, wv_, H)                        // [B, N, 3, H, D]
+                         .permute({0, 4, 1, 2, 3}).reshape({B * D, N, 3, H});  // [B·D, N, 3, H]
+    const auto A = core_->a().to(qkv.scalar_type()) * core_->scale();
+    const auto omega = denseThsaAttention(qkv, A, invSqrtR, spec_.causal)      // [B·D, N, H]
+                           .view({B, D, N, H}).permute({0, 2, 3, 1}).reshape({B, N, R});
+    out.y = wo_(omega);
+    if (options.with_maps) {
+      torch::NoGradGuard noGrad;
+      const auto q = wq_(x), k = wk_(x), v = wv_(x);
+      out.maps = denseThsaAten(q, k, v, core_->effective(), invSqrtR, spec_.causal, dropout_).P;
     }
     return out;
   }

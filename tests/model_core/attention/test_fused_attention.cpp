@@ -126,6 +126,44 @@ TEST(FusedAttention, Float32AgreesWithFloat64) {
   }
 }
 
+TEST(FusedAttention, KroneckerCoresWithIdentityBMatchTheirAtenFormulation) {
+  // s·(A ⊗ I) runs as D dense kernels of width H (one per latent d); A trainable, fixed or I.
+  using tensorscope::spec::FactorKind;
+  for (FactorKind ka : {FactorKind::Trainable, FactorKind::Fixed, FactorKind::Identity})
+    for (bool causal : {true, false}) {
+      SCOPED_TRACE(std::string(tensorscope::spec::toString(ka)) + (causal ? " causal" : " full"));
+      auto s = tensorscope::spec::makeSpecPreset("skip_right");
+      s.causal = causal;
+      s.sizes.seq_len = 37;
+      s.core->preset = "custom";
+      s.core->scale = 0.7;
+      s.core->a.kind = ka;
+      s.core->a.values.clear();
+      if (ka != FactorKind::Identity)
+        for (int i = 0; i < s.sizes.H * s.sizes.H; ++i) s.core->a.values.push_back(0.3 * ((i * 7) % 5) - 0.4);
+      s.core->b = {FactorKind::Identity, {}, true};
+      torch::manual_seed(4);
+      auto m = makeAttentionModule(s);
+      m->to(torch::kDouble);
+      const auto x0 = torch::randn({3, 37, s.sizes.F}, torch::kDouble);
+      const auto G = torch::randn({3, 37, s.sizes.F}, torch::kDouble);
+      auto run = [&](bool fused) {
+        setFusedAttentionEnabled(fused);
+        m->zero_grad();
+        const auto x = x0.clone().requires_grad_(true);
+        const auto out = m->forward(x, {true, true});
+        (out.y * G).sum().backward();
+        std::vector<torch::Tensor> r = {out.y.detach(), out.maps, x.grad().clone()};
+        for (const auto& p : m->parameters()) r.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros({1}));
+        setFusedAttentionEnabled(true);
+        return r;
+      };
+      const auto a = run(true), b = run(false);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(maxAbsDiff(a[i], b[i]), 1e-11) << "item " << i;
+    }
+}
+
 TEST(FusedAttention, RejectsWhatItCannotCompute) {
   EXPECT_THROW(fusedAttention(torch::zeros({2, 4, 2, 2, 3}), 1.0, true), std::invalid_argument);  // not 3 on axis 2
   EXPECT_THROW(fusedAttention(torch::zeros({4, 3, 2, 3}), 1.0, true), std::invalid_argument);     // not 5-D
