@@ -99,7 +99,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   const int64_t B = x.size(0), N = x.size(1), R = spec_.sizes.R, H = spec_.sizes.H, D = spec_.sizes.D;
   const double invSqrtR = 1.0 / std::sqrt(double(R));
   AttentionOutput out;
-  // CPU routing (the ATen formulation below serves CUDA, dropout in training, B = I, and tests):
+  // CPU routing (the ATen formulation below serves CUDA, dropout in training, and tests):
   //   A = I, B = 1·1ᵀ, D > 1    MHSA exactly: the fused MHSA kernel (fused_attention.h)
   //   A = 1·1ᵀ, B = 1·1ᵀ        one map for every channel: MHSA with one head of size R
   //   B = 1·1ᵀ or c₂c₃ᵀ         H head maps mixed by A (thsa_heads.h); D = 1 only with A = I
