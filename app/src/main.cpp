@@ -1,18 +1,22 @@
 // tensorscope: headless sub-commands, or the explorer window when none is given.
-#include <QApplication>
-#include <QTimer>
 #include <iostream>
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "model_core/runtime.h"
+#if TENSORSCOPE_WITH_GUI
+#include <QApplication>
+#include <QTimer>
+
 #include "gui/demo_runner.h"
 #include "gui/main_window.h"
-#include "model_core/runtime.h"
+#endif
 
 using namespace tensorscope;
 
 namespace {
 
+#if TENSORSCOPE_WITH_GUI
 int runGui(int argc, char** argv, std::vector<std::string> words) {
   app::Args args(std::move(words));
   std::optional<std::string> screenshot, demo;
@@ -74,6 +78,24 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
   const int loop = qapp.exec();
   return rc != app::kExitOk ? rc : loop;
 }
+#else
+int runGui(int, char**, std::vector<std::string> words) {
+  app::Args args(std::move(words));
+  try {
+    args.takeOption("--screenshot");
+    args.takeOption("--demo");
+    args.takeInt("--threads", 1, 4096);
+    if (const auto cmd = args.takeCommand())
+      throw app::UsageError("unknown command '" + *cmd + "'; see tensorscope --help");
+  } catch (const std::exception& e) {
+    std::cerr << "tensorscope: " << e.what() << "\n";
+    return app::kExitUsage;
+  }
+  std::cerr << "tensorscope: this is a headless build (TENSORSCOPE_BUILD_GUI=OFF) without the explorer window; "
+               "see tensorscope --help for the commands\n";
+  return app::kExitUsage;
+}
+#endif
 
 }  // namespace
 

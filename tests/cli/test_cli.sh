@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CLI behaviour as a user sees it: output, messages and exit codes.
-# usage: test_cli.sh TENSORSCOPE_BINARY TEST_DATA_DIR
+# usage: test_cli.sh TENSORSCOPE_BINARY TEST_DATA_DIR [gui|headless]
 set -u
 BIN=$1
 DATA=$2
+MODE=${3:-gui}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 # shellcheck source=check_lib.sh
@@ -11,7 +12,15 @@ source "$(dirname "$0")/check_lib.sh"
 
 check help 0 "spec validate FILE" -- "$BIN" --help
 check version-names-all 0 "^Tensorscope [0-9]" -- "$BIN" --version
-check version-qt 0 "^Qt 6\." -- "$BIN" --version
+if [ "$MODE" = gui ]; then
+  check version-qt 0 "^Qt 6\." -- "$BIN" --version
+else
+  # A headless build (TENSORSCOPE_BUILD_GUI=OFF) says so, checks diagrams and refuses to draw them.
+  check version-headless 0 "^headless build" -- "$BIN" --version
+  check diagram-check-headless 0 "diagram check core:low_rank: ok" -- "$BIN" diagram --preset core:low_rank --check
+  check diagram-draw-headless 1 "headless build .*--check" -- "$BIN" diagram --preset mhsa --format dot --out "$TMP/x.dot"
+  check window-headless 2 "headless build" -- "$BIN"
+fi
 check version-threads 0 "threads: $(nproc) intra-op" -- "$BIN" --version
 check version-blas 0 "^BLAS: OpenBLAS" -- "$BIN" --version
 check version-threads-flag 0 "threads: 1 intra-op" -- "$BIN" --threads 1 --version

@@ -1,6 +1,5 @@
 #include "cli/cli.h"
 
-#include <QtGlobal>
 #include <ostream>
 #include <set>
 
@@ -9,8 +8,12 @@
 #include "cli/diagram_command.h"
 #include "cli/spec_commands.h"
 #include "cli/train_commands.h"
-#include "diagram_view/graphviz.h"
 #include "model_core/runtime.h"
+#if TENSORSCOPE_WITH_GUI
+#include <QtGlobal>
+
+#include "diagram_view/graphviz.h"
+#endif
 
 namespace tensorscope::app {
 namespace {
@@ -72,9 +75,15 @@ docs: README.md, docs/spec-format.md, docs/cost-model.md
 std::string versionText() {
   const auto info = model_core::runtimeInfo();
   std::string s = "Tensorscope " TENSORSCOPE_VERSION "\n";
+#if TENSORSCOPE_WITH_GUI
   s += std::string("Qt ") + qVersion() + "\n";
+#else
+  s += "headless build: no explorer window, diagrams can be checked (--check) but not drawn\n";
+#endif
   s += model_core::describeRuntime(info) + "\n";
+#if TENSORSCOPE_WITH_GUI
   s += "Graphviz " + diagram_view::GraphvizEngine::version() + "\n";
+#endif
   return s;
 }
 

@@ -1,16 +1,19 @@
 #include "cli/diagram_command.h"
 
-#include <QApplication>
-#include <QFileInfo>
 #include <memory>
 #include <ostream>
 
 #include "cli/cli.h"
-#include "diagram_view/diagram_export.h"
 #include "model_core/diagram_check.h"
 #include "spec/spec_json.h"
 #include "spec/tensor_network.h"
 #include "spec/validation.h"
+#if TENSORSCOPE_WITH_GUI
+#include <QApplication>
+#include <QFileInfo>
+
+#include "diagram_view/diagram_export.h"
+#endif
 
 namespace tensorscope::app {
 namespace {
@@ -43,6 +46,7 @@ bool loadSpec(const std::optional<std::string>& path, const std::optional<std::s
   return false;
 }
 
+#if TENSORSCOPE_WITH_GUI
 /// Rendering needs a QApplication; a headless command makes an offscreen one for its duration.
 std::unique_ptr<QApplication> ensureApplication() {
   if (QCoreApplication::instance()) return nullptr;
@@ -52,6 +56,7 @@ std::unique_ptr<QApplication> ensureApplication() {
   static char* argv[] = {name, nullptr};
   return std::make_unique<QApplication>(argc, argv);
 }
+#endif
 
 int check(const spec::AttentionSpec& s, Args& args, std::int64_t seq, const std::string& what, std::ostream& out,
           std::ostream& err) {
@@ -83,6 +88,11 @@ int runDiagramCommand(Args& args, std::ostream& out, std::ostream& err) {
   const std::string what = preset ? *preset : *specPath;
   if (checkOnly) return check(s, args, seq, what, out, err);
 
+#if !TENSORSCOPE_WITH_GUI
+  err << "tensorscope: this is a headless build (TENSORSCOPE_BUILD_GUI=OFF): diagrams can be checked with --check "
+         "but not drawn; build with the GUI (Qt, Graphviz) to export them\n";
+  return kExitFailure;
+#else
   const auto formatText = args.takeOption("--format");
   const auto outPath = args.takeOption("--out");
   const auto dpi = args.takeInt("--dpi", 10, 2400);
@@ -114,6 +124,7 @@ int runDiagramCommand(Args& args, std::ostream& out, std::ostream& err) {
       << network.boxes.size() << " box" << (network.boxes.size() == 1 ? "" : "es") << ", "
       << QFileInfo(path).size() << " bytes)\n";
   return kExitOk;
+#endif
 }
 
 }  // namespace tensorscope::app
