@@ -17,9 +17,7 @@ endif()
 # LibTorch: Debian's libtorch-dev, or another build via -DTorch_DIR=/path/to/share/cmake/Torch.
 find_package(Torch REQUIRED)
 
-# The BLAS that LibTorch calls (libblas.so.3; libopenblas0-openmp provides it). The fused CPU
-# attention kernel calls its sgemm_/dgemm_ directly, one product per thread.
-find_library(TS_BLAS_LIBRARY NAMES libblas.so.3 blas REQUIRED)
+# The fused CPU kernels find their BLAS (sgemm_/dgemm_) at run time: model_core/src/kernels/gemm.h.
 
 # CUDA is optional: reported, never required.
 find_package(CUDAToolkit QUIET)

@@ -16,6 +16,8 @@ struct RuntimeInfo {
   std::string blas;            ///< e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64"
   bool blas_is_openblas = false;
   std::string allocator;       ///< how CPU memory is kept between steps (see tuneAllocator)
+  bool fused_kernels = false;  ///< the fused CPU attention kernels have a BLAS (else: ATen formulation)
+  std::string fused_kernels_detail;  ///< their BLAS and row-operation build, or why they are off
 };
 
 /// Makes glibc keep freed memory for reuse instead of returning it to the kernel after every

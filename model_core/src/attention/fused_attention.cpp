@@ -183,7 +183,7 @@ std::atomic<bool> g_fusedEnabled{true};
 void setFusedAttentionEnabled(bool enabled) { g_fusedEnabled.store(enabled); }
 
 bool fusedAttentionSupports(const torch::Tensor& x) {
-  return g_fusedEnabled.load() && x.device().is_cpu() &&
+  return g_fusedEnabled.load() && kernels::blas().available() && x.device().is_cpu() &&
          (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
 }
 
@@ -192,6 +192,8 @@ FusedAttentionOutput fusedAttention(const torch::Tensor& qkv, double scale, bool
     throw std::invalid_argument("fusedAttention: qkv must be [B, N, 3, H, D]");
   if (!qkv.device().is_cpu() || (qkv.scalar_type() != torch::kFloat && qkv.scalar_type() != torch::kDouble))
     throw std::invalid_argument("fusedAttention: CPU float32/float64 tensors only");
+  if (!kernels::blas().available())
+    throw std::runtime_error("fusedAttention: the fused kernels have no BLAS (" + kernels::blas().source + ")");
   const int64_t limit = std::numeric_limits<int>::max();
   if (qkv.size(1) * qkv.size(1) > limit || qkv.size(1) * qkv.size(3) * qkv.size(4) * 3 > limit)
     throw std::invalid_argument("fusedAttention: sizes exceed the BLAS integer range");

@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "kernels/gemm.h"
 #include "kernels/thsa_dense.h"
 #include "kernels/thsa_heads.h"
 #include "kernels/thsa_linear.h"
@@ -235,6 +236,8 @@ struct HeadMapThsaFunction : public torch::autograd::Function<HeadMapThsaFunctio
 };
 
 void checkBlasRange(int64_t a, int64_t b, const char* what) {
+  if (!kernels::blas().available())
+    throw std::runtime_error(std::string(what) + ": the fused kernels have no BLAS (" + kernels::blas().source + ")");
   if (a * b > std::numeric_limits<int>::max())
     throw std::invalid_argument(std::string(what) + ": sizes exceed the BLAS integer range");
 }

@@ -1,33 +1,45 @@
 #pragma once
-// Row-major GEMM on the BLAS that LibTorch itself calls (libblas.so.3: OpenBLAS on a set-up
-// machine). Inside an at::parallel_for region the OpenMP build of OpenBLAS runs each call on the
-// calling thread, which is how the fused kernels give one (batch, block) to one thread.
+// Row-major GEMM for the fused kernels, on a BLAS found at run time: the `sgemm_`/`dgemm_` the
+// process already has (Debian's LibTorch links libblas.so.3, OpenBLAS on a set-up machine), else
+// the first of libblas.so.3, libopenblas.so.0, libmkl_rt.so that loads; `TENSORSCOPE_BLAS` names a
+// library to use instead, or `none`. A LibTorch that bundles its BLAS without exporting it (some
+// official builds) and a machine without one then simply have no fused kernels: the modules take
+// their ATen formulation, and `--version` says so. Inside an at::parallel_for region the OpenMP
+// build of OpenBLAS runs each call on the calling thread, which is how the kernels give one
+// (batch, block) to one thread.
 
 #include <cstdint>
-
-extern "C" {
-void sgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const float* alpha,
-            const float* a, const int* lda, const float* b, const int* ldb, const float* beta, float* c,
-            const int* ldc);
-void dgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
-            const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
-            const int* ldc);
-}
+#include <string>
 
 namespace tensorscope::model_core::kernels {
 
+using SgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
+                         const int*, const float*, const int*, const float*, float*, const int*);
+using DgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const double*, const double*,
+                         const int*, const double*, const int*, const double*, double*, const int*);
+
+struct Blas {
+  SgemmFn sgemm = nullptr;
+  DgemmFn dgemm = nullptr;
+  std::string source;  ///< the library the functions come from, or why there are none
+  bool available() const { return sgemm && dgemm; }
+};
+
+/// The BLAS of the fused kernels, resolved on first use (thread-safe).
+const Blas& blas();
+
 inline void blasGemm(char ta, char tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
                      int ldb, float beta, float* c, int ldc) {
-  sgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
+  blas().sgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
 }
 inline void blasGemm(char ta, char tb, int m, int n, int k, double alpha, const double* a, int lda, const double* b,
                      int ldb, double beta, double* c, int ldc) {
-  dgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
+  blas().dgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
 }
 
 /// Row-major C[m×n] = alpha·op(A)[m×k]·op(B)[k×n] + beta·C, with leading dimensions (row strides).
 /// BLAS is column-major: a row-major matrix is its transpose there, so compute Cᵀ = op(B)ᵀ·op(A)ᵀ.
-/// k = 0 scales C by beta (BLAS semantics).
+/// k = 0 scales C by beta (BLAS semantics). Callers check blas().available() first.
 template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B,
           int64_t ldb, T beta, T* C, int64_t ldc) {

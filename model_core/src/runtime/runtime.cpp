@@ -1,5 +1,8 @@
 #include "model_core/runtime.h"
 
+#include "kernels/gemm.h"
+#include "kernels/row_ops.h"
+
 #include "build_config.h"
 
 #include <ATen/Parallel.h>
@@ -98,6 +101,11 @@ RuntimeInfo runtimeInfo() {
   info.blas = detectBlas(info.blas_is_openblas);
   info.allocator = allocatorTuned() ? "glibc malloc keeping freed memory (blocks < 32 MiB reused, trim above 1 GiB)"
                                     : "glibc malloc defaults";
+  const auto& blas = kernels::blas();
+  info.fused_kernels = blas.available();
+  info.fused_kernels_detail = blas.available()
+                                  ? "on (sgemm_ from " + blas.source + ", row operations " + kernels::rowOpsIsa() + ")"
+                                  : "off, ATen formulation instead: BLAS " + blas.source;
   return info;
 }
 
@@ -110,6 +118,7 @@ std::string describeRuntime(const RuntimeInfo& i) {
   s += "\nthreads: " + std::to_string(i.intra_op_threads) + " intra-op (" +
        std::to_string(i.hardware_threads) + " hardware)\n";
   s += "BLAS: " + i.blas + "\n";
+  s += "fused CPU kernels: " + i.fused_kernels_detail + "\n";
   s += "allocator: " + i.allocator;
   return s;
 }
