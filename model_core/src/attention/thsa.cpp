@@ -15,6 +15,11 @@ torch::Tensor mixHeads(const torch::Tensor& A, const torch::Tensor& L) {
   return torch::matmul(A, L.reshape({shape[0], shape[1], -1})).reshape(shape);
 }
 
+/// Ω[b, n, r] = Σ_m P[b, r, n, m]·v[b, m, r] from per-channel maps P [B, R, N, M] and v [B, M, R].
+torch::Tensor channelOutputs(const torch::Tensor& P, const torch::Tensor& v, torch::nn::Dropout& dropout) {
+  return torch::matmul(dropout(P), v.transpose(1, 2).unsqueeze(-1)).squeeze(-1).transpose(1, 2);
+}
+
 struct DenseResult {
   torch::Tensor omega, P;  // [B, N, R], [B, R, N, M]
 };
@@ -28,8 +33,7 @@ DenseResult denseThsaAten(const torch::Tensor& q, const torch::Tensor& k, const 
   // materialise kᵀ expanded to [B, R, R, M] and reduce its gradient back.)
   const auto logits = torch::bmm(qt.reshape({B, R * N, R}), k.transpose(1, 2)).view({B, R, N, N});
   const auto P = scaledMaskedSoftmax(logits, scale, causal);
-  const auto omega = torch::matmul(dropout(P), v.transpose(1, 2).unsqueeze(-1)).squeeze(-1).transpose(1, 2);
-  return {omega, P};
+  return {channelOutputs(P, v, dropout), P};
 }
 
 /// Low-rank THSA with ATen ops, through the factors: ρ base maps G_j = (q ⊙ V_j)·kᵀ, logits U·G.
@@ -41,8 +45,7 @@ DenseResult lowRankThsaAten(const torch::Tensor& q, const torch::Tensor& k, cons
   const auto G = torch::matmul(qv, k.transpose(1, 2).unsqueeze(1));               // [B, ρ, N, M]
   const auto logits = torch::matmul(U, G.reshape({B, rank, N * N})).view({B, R, N, N});
   const auto P = scaledMaskedSoftmax(logits, scale, causal);
-  const auto omega = torch::matmul(dropout(P), v.transpose(1, 2).unsqueeze(-1)).squeeze(-1).transpose(1, 2);
-  return {omega, P};
+  return {channelOutputs(P, v, dropout), P};
 }
 
 }  // namespace

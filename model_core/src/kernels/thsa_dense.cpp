@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/columns.h"
 #include "kernels/gemm.h"
 #include "kernels/partials.h"
 #include "kernels/row_ops.h"
@@ -48,12 +49,6 @@ void buildPanel(const Geometry<T>& g, int64_t b, int64_t r0, int64_t nc, int64_t
       ops.mul3(R, g.p.scale, g.p.C + (r0 + c) * R, g.q(b) + (i0 + i) * g.ld(), QT + (c * rows + i) * R, false);
 }
 
-/// Gathers column r of a [N, ld] matrix into a contiguous vector.
-template <typename T>
-void gatherColumn(const T* m, int64_t ld, int64_t N, T* out) {
-  for (int64_t n = 0; n < N; ++n) out[n] = m[n * ld];
-}
-
 }  // namespace
 
 template <typename T>
@@ -66,7 +61,7 @@ void denseThsaForward(const DenseThsaProblem<T>& p, T* omega, T* lse, const Para
     std::vector<T> QT(size_t(cb * kRowBlock * R)), S(size_t(cb * kRowBlock * N)), vcol(size_t(cb * N));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / blocks, r0 = (item % blocks) * cb, nc = std::min(cb, R - r0);
-      for (int64_t c = 0; c < nc; ++c) gatherColumn(g.v(b) + r0 + c, g.ld(), N, vcol.data() + c * N);
+      gatherColumns(g.v(b) + r0, g.ld(), N, nc, vcol.data());
       for (int64_t i0 = 0; i0 < N; i0 += kRowBlock) {
         const int64_t rows = std::min(kRowBlock, N - i0), cols = g.cols(i0, rows);
         buildPanel(g, b, r0, nc, i0, rows, QT.data());
@@ -111,11 +106,9 @@ void denseThsaBackward(const DenseThsaProblem<T>& p, const T* omega, const T* ls
       const T* q = g.q(b);
       for (int64_t blk = split.firstBlock(grp); blk < split.endBlock(grp); ++blk) {
         const int64_t r0 = blk * cb, nc = std::min(cb, R - r0);
-        for (int64_t c = 0; c < nc; ++c) {
-          gatherColumn(g.v(b) + r0 + c, ld, N, vcol.data() + c * N);
-          gatherColumn(dOmega + b * N * R + r0 + c, R, N, gcol.data() + c * N);
-          gatherColumn(omega + b * N * R + r0 + c, R, N, ocol.data() + c * N);
-        }
+        gatherColumns(g.v(b) + r0, ld, N, nc, vcol.data());
+        gatherColumns(dOmega + b * N * R + r0, R, N, nc, gcol.data());
+        gatherColumns(omega + b * N * R + r0, R, N, nc, ocol.data());
         std::fill(dv.begin(), dv.end(), T(0));
         for (int64_t i0 = 0; i0 < N; i0 += kRowBlock) {
           const int64_t rows = std::min(kRowBlock, N - i0), cols = g.cols(i0, rows);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/columns.h"
 #include "kernels/gemm.h"
 #include "kernels/partials.h"
 #include "kernels/row_ops.h"
@@ -100,12 +101,6 @@ void rowExtremes(const Geometry<T>& g, const T* G, int64_t i0, int64_t rows, int
 }
 
 /// Value columns [R, cols] of sequence b (rank one: each channel reads its own column).
-template <typename T>
-void gatherValues(const Geometry<T>& g, int64_t b, int64_t cols, Scratch<T>& s) {
-  const T* v = g.v(b);
-  for (int64_t m = 0; m < cols; ++m)
-    for (int64_t c = 0; c < g.R(); ++c) s.vcol[c * cols + m] = v[m * g.ld() + c];
-}
 
 }  // namespace
 
@@ -138,7 +133,7 @@ void headMapThsaForward(const HeadMapThsaProblem<T>& p, T* omega, T* lse, const 
                   omega + (b * N + i0) * R + h * D, R);
         }
       } else {
-        gatherValues(g, b, cols, s);
+        gatherColumns(g.v(b), g.ld(), cols, g.R(), s.vcol.data());
         for (int64_t h = 0; h < H; ++h)
           for (int64_t d = 0; d < D; ++d) {
             const T tau = p.scale * p.c2[d];
@@ -209,7 +204,7 @@ void headMapThsaBackward(const HeadMapThsaProblem<T>& p, const T* omega, const T
             }
           }
         } else {
-          gatherValues(g, b, cols, s);
+          gatherColumns(g.v(b), g.ld(), cols, g.R(), s.vcol.data());
           std::fill(s.dvcol.begin(), s.dvcol.begin() + R * cols, T(0));
           for (int64_t h = 0; h < H; ++h)
             for (int64_t d = 0; d < D; ++d) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/columns.h"
 #include "kernels/gemm.h"
 #include "kernels/partials.h"
 #include "kernels/row_ops.h"
@@ -70,11 +71,6 @@ void baseMaps(const Geometry<T>& g, int64_t b, int64_t i0, int64_t rows, int64_t
   }
 }
 
-template <typename T>
-void gatherValues(const Geometry<T>& g, int64_t b, int64_t cols, Scratch<T>& s) {
-  for (int64_t m = 0; m < cols; ++m)
-    for (int64_t c = 0; c < g.p.R; ++c) s.vcol[c * cols + m] = g.v(b)[m * g.ld() + c];
-}
 
 }  // namespace
 
@@ -89,7 +85,7 @@ void lowRankThsaForward(const LowRankThsaProblem<T>& p, T* omega, T* lse, const 
       const int64_t b = item / blocks, i0 = (item % blocks) * kRowBlock;
       const int64_t rows = std::min(kRowBlock, N - i0), cols = g.cols(i0, rows), area = rows * cols;
       baseMaps(g, b, i0, rows, cols, s);
-      gatherValues(g, b, cols, s);
+      gatherColumns(g.v(b), g.ld(), cols, g.p.R, s.vcol.data());
       for (int64_t r0 = 0; r0 < R; r0 += chunk) {
         const int64_t cr = std::min(chunk, R - r0);
         gemm<T>(false, false, cr, area, rank, p.scale, p.U + r0 * rank, rank, s.G.data(), area, T(0), s.L.data(), area);
@@ -134,7 +130,7 @@ void lowRankThsaBackward(const LowRankThsaProblem<T>& p, const T* omega, const T
         const int64_t i0 = blk * kRowBlock, rows = std::min(kRowBlock, N - i0), cols = g.cols(i0, rows);
         const int64_t area = rows * cols;
         baseMaps(g, b, i0, rows, cols, s);
-        gatherValues(g, b, cols, s);
+        gatherColumns(g.v(b), g.ld(), cols, g.p.R, s.vcol.data());
         std::fill(s.dG.begin(), s.dG.begin() + rank * area, T(0));
         std::fill(s.dvcol.begin(), s.dvcol.begin() + R * cols, T(0));
         for (int64_t r0 = 0; r0 < R; r0 += chunk) {
