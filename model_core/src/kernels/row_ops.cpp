@@ -79,6 +79,9 @@ void softmaxRowBackwardD(const double* p, const double* dp, int64_t n, double t,
 void axpyD(int64_t n, double a, const double* x, double* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
+void axpyIntoD(int64_t n, double a, const double* x, const double* y, double* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = y[i] + a * x[i];
+}
 double dotD(int64_t n, const double* x, const double* y) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i) s += x[i] * y[i];
@@ -88,51 +91,52 @@ void mul3D(int64_t n, double a, const double* x, const double* z, double* y, boo
   for (int64_t i = 0; i < n; ++i) y[i] = (accumulate ? y[i] : 0.0) + a * x[i] * z[i];
 }
 
-void phiD(double u, double& f, double& df) {
-  const double e = std::exp(std::min(u, 0.0));
-  f = u > 0 ? u + 1 : e;
-  df = u > 0 ? 1.0 : e;
+double phiD(double u, double& df) {
+  df = std::exp(std::min(u, 0.0));
+  return std::max(u, 0.0) + df;
 }
-void phiDot2D(const double* c, const double* q, const double* s, const double* z, int64_t n, double* num,
-              double* den) {
-  double a = 0, b = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double f, df;
-    phiD(c[i] * q[i], f, df);
-    a += f * s[i];
-    b += f * z[i];
+void phiRowD(const double* x, int64_t n, double* f) {
+  double df;
+  for (int64_t i = 0; i < n; ++i) f[i] = phiD(x[i], df);
+}
+void phiPrimeScaleD(const double* x, int64_t n, double* y) {
+  double df;
+  for (int64_t i = 0; i < n; ++i) phiD(x[i], df), y[i] *= df;
+}
+void phiPanelD(const double* ct, int64_t ldc, double* S, int64_t lds, const double* q, const double* z, int64_t R,
+               int64_t width, const double* k, const double* v, double* num, double* den) {
+  std::fill(num, num + width, 0.0);
+  std::fill(den, den + width, 0.0);
+  for (int64_t s = 0; s < R; ++s)
+    for (int64_t j = 0; j < width; ++j) {
+      if (k) S[s * lds + j] += k[s] * v[j];
+      double df;
+      const double f = phiD(ct[s * ldc + j] * q[s], df);
+      num[j] += f * S[s * lds + j];
+      den[j] += f * z[s];
+    }
+}
+void phiBackwardRowsD(int64_t rows, const double* c, const double* q, const double* s, const double* z, int64_t n,
+                      const double* a, const double* b, double* dq, double* dc, double* ds, double* dz,
+                      const double* k, const double* w, double* dk, double* sums) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t o = r * n;
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double df;
+      const double f = phiD(c[o + i] * q[i], df);
+      const double du = (s[o + i] * a[r] + z[i] * b[r]) * df;
+      dq[i] += du * c[o + i];
+      dc[o + i] += du * q[i];
+      ds[o + i] += f * a[r];
+      dz[i] += f * b[r];
+      if (k) {
+        sum += ds[o + i] * k[i];
+        dk[i] += ds[o + i] * w[r];
+      }
+    }
+    if (k) sums[r] = sum;
   }
-  *num = a;
-  *den = b;
-}
-void phiBackwardD(const double* c, const double* q, const double* s, const double* z, int64_t n, double a, double b,
-                  double* dq, double* dc, double* ds, double* dz) {
-  for (int64_t i = 0; i < n; ++i) {
-    double f, df;
-    phiD(c[i] * q[i], f, df);
-    const double du = (s[i] * a + z[i] * b) * df;
-    dq[i] += du * c[i];
-    dc[i] += du * q[i];
-    ds[i] += f * a;
-    dz[i] += f * b;
-  }
-}
-
-void advancePhiDot2D(const double* c, const double* q, double* s, const double* k, double w, const double* z,
-                     int64_t n, double* num, double* den) {
-  for (int64_t i = 0; i < n; ++i) s[i] += w * k[i];
-  phiDot2D(c, q, s, z, n, num, den);
-}
-double phiBackwardCausalD(const double* c, const double* q, const double* s, const double* z, int64_t n, double a,
-                          double b, double* dq, double* dc, double* ds, double* dz, const double* k, double w,
-                          double* dk) {
-  phiBackwardD(c, q, s, z, n, a, b, dq, dc, ds, dz);
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    sum += ds[i] * k[i];
-    dk[i] += ds[i] * w;
-  }
-  return sum;
 }
 
 }  // namespace
@@ -141,8 +145,8 @@ const RowOps<float>& rowOpsFloat() { return current().ops; }
 
 const RowOps<double>& rowOpsDouble() {
   static const RowOps<double> ops{minMaxD, expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
-                                  axpyD,   dotD,       mul3D,     phiDot2D,               phiBackwardD,
-                                  advancePhiDot2D, phiBackwardCausalD};
+                                  axpyD,   axpyIntoD, dotD,       mul3D,     phiRowD,                phiPrimeScaleD,
+                                  phiPanelD, phiBackwardRowsD};
   return ops;
 }
 

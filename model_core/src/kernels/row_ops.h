@@ -12,6 +12,9 @@
 
 namespace tensorscope::model_core::kernels {
 
+/// phiPanel's widths and row paddings are multiples of this (a multiple of every vector width).
+constexpr int64_t kPhiPanelAlign = 16;
+
 template <typename T>
 struct RowOps {
   /// Smallest and largest of x[0, n), n >= 1.
@@ -29,23 +32,31 @@ struct RowOps {
   void (*softmaxRowBackward)(const T* p, const T* dp, int64_t n, T t, T delta, T* dx);
   /// y_i += a·x_i
   void (*axpy)(int64_t n, T a, const T* x, T* y);
+  /// out_i = y_i + a·x_i (out may be y).
+  void (*axpyInto)(int64_t n, T a, const T* x, const T* y, T* out);
   /// Σ x_i·y_i
   T (*dot)(int64_t n, const T* x, const T* y);
   /// y_i = a·x_i·z_i, or y_i += a·x_i·z_i with accumulate.
   void (*mul3)(int64_t n, T a, const T* x, const T* z, T* y, bool accumulate);
-  /// One channel of linear THSA at one position (contract section 4), φ(u) = elu(u) + 1:
-  ///   u_i = c_i·q_i,  num = Σ φ(u_i)·s_i,  den = Σ φ(u_i)·z_i.
-  void (*phiDot2)(const T* c, const T* q, const T* s, const T* z, int64_t n, T* num, T* den);
-  /// Its backward with ∂num = a, ∂den = b: ∂φ_i = a·s_i + b·z_i, ∂u_i = ∂φ_i·φ'(u_i), then
-  ///   dq_i += ∂u_i·c_i,  dc_i += ∂u_i·q_i,  ds_i += a·φ(u_i),  dz_i += b·φ(u_i).
-  void (*phiBackward)(const T* c, const T* q, const T* s, const T* z, int64_t n, T a, T b, T* dq, T* dc, T* ds,
-                      T* dz);
-  /// phiDot2 after a causal state update of the same row: s_i += w·k_i (stored), then as phiDot2.
-  void (*advancePhiDot2)(const T* c, const T* q, T* s, const T* k, T w, const T* z, int64_t n, T* num, T* den);
-  /// phiBackward, then with the updated suffix row ds (causal layers): returns Σ ds_i·k_i and adds
-  /// w·ds_i to dk_i (the gradients of the value and the key features at this position).
-  T (*phiBackwardCausal)(const T* c, const T* q, const T* s, const T* z, int64_t n, T a, T b, T* dq, T* dc, T* ds,
-                         T* dz, const T* k, T w, T* dk);
+  /// φ(x_i) = elu(x_i) + 1 into f (f may be x): the key features of linear THSA.
+  void (*phiRow)(const T* x, int64_t n, T* f);
+  /// y_i *= φ'(x_i).
+  void (*phiPrimeScale)(const T* x, int64_t n, T* y);
+  /// A panel of linear THSA channels j < width at one position (contract section 4), vectorised
+  /// across channels so that no horizontal sum is needed: ct = Cᵀ (row s holds C[j, s]), S the
+  /// state (row s holds S[s, j]); width is a multiple of kPhiPanelAlign and the rows are padded to it.
+  /// With u = ct[s·ldc + j]·q_s:   num_j = Σ_s φ(u)·S[s·lds + j],   den_j = Σ_s φ(u)·z_s.
+  /// With k (causal layers) every state row first takes the position's own update
+  /// S[s·lds + j] += k_s·v_j (stored); v is then read for j < width.
+  void (*phiPanel)(const T* ct, int64_t ldc, T* S, int64_t lds, const T* q, const T* z, int64_t R, int64_t width,
+                   const T* k, const T* v, T* num, T* den);
+  /// The backward of `rows` (1 to 4) consecutive channels at one position, vectorised across
+  /// i < n; the row arrays c, s, dc and ds have stride n. With ∂num_r = a_r, ∂den_r = b_r and
+  /// u = c_r,i·q_i:  ∂u = (a_r·s_r,i + b_r·z_i)·φ'(u),  dq_i += Σ_r ∂u·c_r,i,  dc_r,i += ∂u·q_i,
+  /// ds_r,i += a_r·φ(u),  dz_i += Σ_r b_r·φ(u). With k (causal layers), from the updated ds:
+  /// sums_r = Σ_i ds_r,i·k_i and dk_i += Σ_r w_r·ds_r,i (the value and key-feature gradients).
+  void (*phiBackwardRows)(int64_t rows, const T* c, const T* q, const T* s, const T* z, int64_t n, const T* a,
+                          const T* b, T* dq, T* dc, T* ds, T* dz, const T* k, const T* w, T* dk, T* sums);
 };
 
 /// The operations for this CPU (picked on first use; thread-safe).

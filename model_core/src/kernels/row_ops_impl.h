@@ -3,8 +3,12 @@
 // row_ops_{sse2,avx2,avx512}.cpp with TS_VEC_BYTES set to that set's register width. GCC's vector
 // extensions give one source for every width; the compiler flags of each file pick the instructions.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#if TS_VEC_BYTES == 64
+#include <immintrin.h>
+#endif
 
 #include "kernels/row_ops.h"
 
@@ -149,6 +153,12 @@ void axpyF(int64_t n, float a, const float* x, float* y) {
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
+void axpyIntoF(int64_t n, float a, const float* x, const float* y, float* out) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) store(out + i, load(y + i) + load(x + i) * a);
+  for (; i < n; ++i) out[i] = y[i] + a * x[i];
+}
+
 float dotF(int64_t n, const float* x, const float* y) {
   vfloat s{};
   int64_t i = 0;
@@ -169,108 +179,197 @@ void mul3F(int64_t n, float a, const float* x, const float* z, float* y, bool ac
   }
 }
 
-/// φ(u) = elu(u) + 1 and φ'(u): u + 1 and 1 above zero, e^u for both below.
-inline void phi(vfloat u, vfloat& f, vfloat& df) {
-  const vfloat e = expPoly(u < 0.0f ? u : splat(0.0f));
-  f = u > 0.0f ? u + 1.0f : e;
-  df = u > 0.0f ? splat(1.0f) : e;
+/// e^x for x <= 0 (linear THSA's φ): as expPoly, without the upper clamp. With AVX-512 the
+/// reduction rounds with vrndscaleps and vscalefps applies 2^n (the scheme of llama.cpp's
+/// ggml_v_expf for AVX-512): two instructions where the exponent-bit build takes four.
+inline vfloat expNonPositive(vfloat x) {
+#if TS_VEC_BYTES == 64
+  x = clampLow(x, -87.0f);
+  // (the maskz forms: GCC 12's unmasked intrinsics read an undefined register and warn)
+  const __m512 fx = _mm512_maskz_roundscale_ps(__mmask16(0xFFFF), (__m512)(x * 1.44269504088896341f),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const vfloat n = (vfloat)fx;
+  vfloat r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  vfloat y = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  return (vfloat)_mm512_maskz_scalef_ps(__mmask16(0xFFFF), (__m512)y, fx);
+#else
+  return expPoly(x);
+#endif
 }
-inline void phi(float u, float& f, float& df) {
-  const float e = expPoly(u < 0.0f ? u : 0.0f);
-  f = u > 0.0f ? u + 1.0f : e;
-  df = u > 0.0f ? 1.0f : e;
+inline float expNonPositive(float x) { return expPoly(x); }
+
+inline vfloat vmin(vfloat a, vfloat b) { return a < b ? a : b; }
+inline vfloat vmax(vfloat a, vfloat b) { return a > b ? a : b; }
+inline float vmin(float a, float b) { return a < b ? a : b; }
+inline float vmax(float a, float b) { return a > b ? a : b; }
+
+/// φ(u) = elu(u) + 1 = max(u, 0) + e^min(u, 0), and φ'(u) = e^min(u, 0) (1 above zero: e^0 is exactly 1).
+template <typename V>
+inline V phi(V u, V& df) {
+  df = expNonPositive(vmin(u, V{} + 0.0f));
+  return vmax(u, V{} + 0.0f) + df;
 }
 
-void phiDot2F(const float* c, const float* q, const float* s, const float* z, int64_t n, float* num, float* den) {
-  vfloat a{}, b{};
+inline float hsumFast(vfloat v) {  // halves added first: 8 dependent adds instead of 16 with AVX-512
+#if TS_VEC_BYTES == 64
+  typedef float vhalf __attribute__((vector_size(32)));
+  vhalf lo, hi;
+  std::memcpy(&lo, &v, sizeof lo);
+  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+  lo += hi;
+  float s = 0;
+  for (int k = 0; k < 8; ++k) s += lo[k];
+  return s;
+#else
+  return hsum(v);
+#endif
+}
+
+void phiRowF(const float* x, int64_t n, float* f) {
   int64_t i = 0;
-  for (; i + W <= n; i += W) {
-    vfloat f, df;
-    phi(load(c + i) * load(q + i), f, df);
-    a += f * load(s + i);
-    b += f * load(z + i);
-  }
-  float sa = hsum(a), sb = hsum(b);
-  for (; i < n; ++i) {
-    float f, df;
-    phi(c[i] * q[i], f, df);
-    sa += f * s[i];
-    sb += f * z[i];
-  }
-  *num = sa;
-  *den = sb;
+  vfloat d;
+  float ds;
+  for (; i + W <= n; i += W) store(f + i, phi(load(x + i), d));
+  for (; i < n; ++i) f[i] = phi(x[i], ds);
 }
 
-void advancePhiDot2F(const float* c, const float* q, float* s, const float* k, float w, const float* z, int64_t n,
-                     float* num, float* den) {
-  vfloat a{}, b{};
+void phiPrimeScaleF(const float* x, int64_t n, float* y) {
   int64_t i = 0;
-  for (; i + W <= n; i += W) {
-    const vfloat si = load(s + i) + load(k + i) * w;
-    store(s + i, si);
-    vfloat f, df;
-    phi(load(c + i) * load(q + i), f, df);
-    a += f * si;
-    b += f * load(z + i);
-  }
-  float sa = hsum(a), sb = hsum(b);
-  for (; i < n; ++i) {
-    s[i] += w * k[i];
-    float f, df;
-    phi(c[i] * q[i], f, df);
-    sa += f * s[i];
-    sb += f * z[i];
-  }
-  *num = sa;
-  *den = sb;
+  vfloat d;
+  float ds;
+  for (; i + W <= n; i += W) phi(load(x + i), d), store(y + i, load(y + i) * d);
+  for (; i < n; ++i) phi(x[i], ds), y[i] *= ds;
 }
 
-/// phiBackward; with Causal also the value/key-feature terms of the updated suffix row (see row_ops.h).
+/// NV vectors of channels; the broadcasts of q_s and z_s serve all of them.
+template <int NV, bool Causal>
+void phiPanelBlock(const float* ct, int64_t ldc, float* S, int64_t lds, const float* q, const float* z, int64_t R,
+                   const float* k, const float* v, float* num, float* den) {
+  vfloat an[NV], ad[NV], vv[NV];
+  for (int j = 0; j < NV; ++j) {
+    an[j] = ad[j] = splat(0.0f);
+    if constexpr (Causal) vv[j] = load(v + j * W);
+  }
+  for (int64_t s = 0; s < R; ++s) {
+    const vfloat qs = splat(q[s]), zs = splat(z[s]);
+    const float* cr = ct + s * ldc;
+    float* sr = S + s * lds;
+    for (int j = 0; j < NV; ++j) {
+      vfloat sv = load(sr + j * W);
+      if constexpr (Causal) {
+        sv += vv[j] * k[s];
+        store(sr + j * W, sv);
+      }
+      vfloat d;
+      const vfloat f = phi(load(cr + j * W) * qs, d);
+      an[j] += f * sv;
+      ad[j] += f * zs;
+    }
+  }
+  for (int j = 0; j < NV; ++j) store(num + j * W, an[j]), store(den + j * W, ad[j]);
+}
+
 template <bool Causal>
-float phiBackwardImpl(const float* c, const float* q, const float* s, const float* z, int64_t n, float a, float b,
-                      float* dq, float* dc, float* ds, float* dz, const float* k, float w, float* dk) {
-  vfloat acc{};
+void phiPanelAll(const float* ct, int64_t ldc, float* S, int64_t lds, const float* q, const float* z, int64_t R,
+                 int64_t width, const float* k, const float* v, float* num, float* den) {
+  constexpr int64_t kMax = 4;  // 4 vectors: 8 accumulators and their temporaries fit every register file
+  for (int64_t j = 0; j < width; j += kMax * W) {
+    const int64_t nv = std::min<int64_t>(kMax, (width - j) / W);
+    const float* vj = Causal ? v + j : nullptr;
+    switch (nv) {
+      case 4: phiPanelBlock<4, Causal>(ct + j, ldc, S + j, lds, q, z, R, k, vj, num + j, den + j); break;
+      case 3: phiPanelBlock<3, Causal>(ct + j, ldc, S + j, lds, q, z, R, k, vj, num + j, den + j); break;
+      case 2: phiPanelBlock<2, Causal>(ct + j, ldc, S + j, lds, q, z, R, k, vj, num + j, den + j); break;
+      default: phiPanelBlock<1, Causal>(ct + j, ldc, S + j, lds, q, z, R, k, vj, num + j, den + j); break;
+    }
+  }
+}
+
+void phiPanelF(const float* ct, int64_t ldc, float* S, int64_t lds, const float* q, const float* z, int64_t R,
+               int64_t width, const float* k, const float* v, float* num, float* den) {
+  if (k) phiPanelAll<true>(ct, ldc, S, lds, q, z, R, width, k, v, num, den);
+  else phiPanelAll<false>(ct, ldc, S, lds, q, z, R, width, k, v, num, den);
+}
+
+/// ROWS channels at one position: q, z, dq, dz (and k, dk) are loaded once for all of them.
+template <int ROWS, bool Causal>
+void phiBackwardRowsImpl(const float* c, const float* q, const float* s, const float* z, int64_t n, const float* a,
+                         const float* b, float* dq, float* dc, float* ds, float* dz, const float* k, const float* w,
+                         float* dk, float* sums) {
+  vfloat va[ROWS], vb[ROWS], vw[ROWS], acc[ROWS];
+  for (int r = 0; r < ROWS; ++r) {
+    va[r] = splat(a[r]), vb[r] = splat(b[r]), acc[r] = splat(0.0f);
+    if constexpr (Causal) vw[r] = splat(w[r]);
+  }
   int64_t i = 0;
   for (; i + W <= n; i += W) {
-    const vfloat ci = load(c + i), qi = load(q + i);
-    vfloat f, df;
-    phi(ci * qi, f, df);
-    const vfloat du = (load(s + i) * a + load(z + i) * b) * df;
-    store(dq + i, load(dq + i) + du * ci);
-    store(dc + i, load(dc + i) + du * qi);
-    const vfloat dsi = load(ds + i) + f * a;
-    store(ds + i, dsi);
-    store(dz + i, load(dz + i) + f * b);
-    if constexpr (Causal) {
-      acc += dsi * load(k + i);
-      store(dk + i, load(dk + i) + dsi * w);
+    const vfloat qi = load(q + i), zi = load(z + i);
+    vfloat dqi = load(dq + i), dzi = load(dz + i), dki{};
+    if constexpr (Causal) dki = load(dk + i);
+    for (int r = 0; r < ROWS; ++r) {
+      const int64_t at = r * n + i;
+      const vfloat ci = load(c + at);
+      vfloat df;
+      const vfloat f = phi(ci * qi, df);
+      const vfloat du = (load(s + at) * va[r] + zi * vb[r]) * df;
+      dqi += du * ci;
+      store(dc + at, load(dc + at) + du * qi);
+      const vfloat dsi = load(ds + at) + f * va[r];
+      store(ds + at, dsi);
+      dzi += f * vb[r];
+      if constexpr (Causal) {
+        acc[r] += dsi * load(k + i);
+        dki += dsi * vw[r];
+      }
     }
+    store(dq + i, dqi);
+    store(dz + i, dzi);
+    if constexpr (Causal) store(dk + i, dki);
   }
-  float sum = hsum(acc);
+  float tail[ROWS] = {};
   for (; i < n; ++i) {
-    float f, df;
-    phi(c[i] * q[i], f, df);
-    const float du = (s[i] * a + z[i] * b) * df;
-    dq[i] += du * c[i];
-    dc[i] += du * q[i];
-    ds[i] += f * a;
-    dz[i] += f * b;
-    if constexpr (Causal) {
-      sum += ds[i] * k[i];
-      dk[i] += ds[i] * w;
+    for (int r = 0; r < ROWS; ++r) {
+      const int64_t at = r * n + i;
+      float df;
+      const float f = phi(c[at] * q[i], df);
+      const float du = (s[at] * a[r] + z[i] * b[r]) * df;
+      dq[i] += du * c[at];
+      dc[at] += du * q[i];
+      ds[at] += f * a[r];
+      dz[i] += f * b[r];
+      if constexpr (Causal) {
+        tail[r] += ds[at] * k[i];
+        dk[i] += ds[at] * w[r];
+      }
     }
   }
-  return sum;
+  if constexpr (Causal)
+    for (int r = 0; r < ROWS; ++r) sums[r] = hsumFast(acc[r]) + tail[r];
 }
 
-void phiBackwardF(const float* c, const float* q, const float* s, const float* z, int64_t n, float a, float b,
-                  float* dq, float* dc, float* ds, float* dz) {
-  phiBackwardImpl<false>(c, q, s, z, n, a, b, dq, dc, ds, dz, nullptr, 0.0f, nullptr);
+template <bool Causal>
+void phiBackwardRowsAll(int64_t rows, const float* c, const float* q, const float* s, const float* z, int64_t n,
+                        const float* a, const float* b, float* dq, float* dc, float* ds, float* dz, const float* k,
+                        const float* w, float* dk, float* sums) {
+  switch (rows) {
+    case 4: phiBackwardRowsImpl<4, Causal>(c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums); break;
+    case 3: phiBackwardRowsImpl<3, Causal>(c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums); break;
+    case 2: phiBackwardRowsImpl<2, Causal>(c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums); break;
+    default: phiBackwardRowsImpl<1, Causal>(c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums); break;
+  }
 }
 
-float phiBackwardCausalF(const float* c, const float* q, const float* s, const float* z, int64_t n, float a, float b,
-                         float* dq, float* dc, float* ds, float* dz, const float* k, float w, float* dk) {
-  return phiBackwardImpl<true>(c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk);
+void phiBackwardRowsF(int64_t rows, const float* c, const float* q, const float* s, const float* z, int64_t n,
+                      const float* a, const float* b, float* dq, float* dc, float* ds, float* dz, const float* k,
+                      const float* w, float* dk, float* sums) {
+  if (k) phiBackwardRowsAll<true>(rows, c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums);
+  else phiBackwardRowsAll<false>(rows, c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums);
 }
 
 }  // namespace TS_ROW_OPS_NS

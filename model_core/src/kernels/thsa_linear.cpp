@@ -14,17 +14,14 @@ namespace {
 
 constexpr int64_t kChunk = 32;  // positions between two checkpoints of the causal state
 
-template <typename T>
-T phiOf(T u) {
-  return u > 0 ? u + 1 : std::exp(u);
-}
-template <typename T>
-T phiPrime(T u) {
-  return u > 0 ? T(1) : std::exp(u);
-}
-
-/// Channels per item: a block's state rows (block × R values) stay near 16 Ki values.
+/// Channels per backward item: a block's state rows (block × R values) stay near 16 Ki values. (A
+/// causal block keeps kChunk states; blocks sized for L2 instead measured the same, bench/README.md.)
 int64_t channelBlock(int64_t R) { return std::clamp<int64_t>((int64_t(1) << 14) / std::max<int64_t>(R, 1), 1, R); }
+
+/// Forward panels: channels padded to kPhiPanelAlign, at most kPanel of them per item (the panel's
+/// state columns, R × kPanel values, stay in L1/L2 while the item walks the positions).
+constexpr int64_t kPanel = 64;
+int64_t paddedChannels(int64_t R) { return (R + kPhiPanelAlign - 1) / kPhiPanelAlign * kPhiPanelAlign; }
 
 template <typename T>
 struct Geometry {
@@ -33,22 +30,21 @@ struct Geometry {
   const T* q(int64_t b, int64_t n) const { return p.qkv + (b * p.N + n) * ld(); }
   const T* k(int64_t b, int64_t n) const { return q(b, n) + p.R; }
   const T* v(int64_t b, int64_t n) const { return q(b, n) + 2 * p.R; }
-  int64_t blocks() const { return (p.R + channelBlock(p.R) - 1) / channelBlock(p.R); }
+  int64_t block() const { return channelBlock(p.R); }
+  int64_t blocks() const { return (p.R + block() - 1) / block(); }
 };
 
 /// K = φ(k) [N, R] and z: prefix sums of K [N, R] (causal) or its total in row 0 (full).
 template <typename T>
 void keyFeatures(const Geometry<T>& g, int64_t b, T* K, T* Z) {
   const int64_t N = g.p.N, R = g.p.R;
-  for (int64_t n = 0; n < N; ++n) {
-    const T* k = g.k(b, n);
-    for (int64_t s = 0; s < R; ++s) K[n * R + s] = phiOf(k[s]);
-  }
+  const auto& ops = rowOps<T>();
+  for (int64_t n = 0; n < N; ++n) ops.phiRow(g.k(b, n), R, K + n * R);
   std::fill(Z, Z + R, T(0));
   for (int64_t n = 0; n < N; ++n) {
     T* z = g.p.causal ? Z + n * R : Z;
     if (g.p.causal && n > 0) std::copy(Z + (n - 1) * R, Z + n * R, z);
-    for (int64_t s = 0; s < R; ++s) z[s] += K[n * R + s];
+    ops.axpy(R, T(1), K + n * R, z);
   }
 }
 
@@ -58,42 +54,45 @@ void fullState(const Geometry<T>& g, int64_t b, const T* K, int64_t r0, int64_t 
   gemm<T>(true, false, nr, g.p.R, g.p.N, T(1), g.v(b, 0) + r0, g.ld(), K, g.p.R, T(0), St, g.p.R);
 }
 
-/// Adds position n to the causal state rows of channels [r0, r0 + nr).
+/// The causal state rows of channels [r0, r0 + nr) after position n: to = from + K_n·v[n, r]ᵀ (to may be from).
 template <typename T>
-void advance(const Geometry<T>& g, int64_t b, int64_t n, const T* K, int64_t r0, int64_t nr, T* St) {
+void advance(const Geometry<T>& g, int64_t b, int64_t n, const T* K, int64_t r0, int64_t nr, const T* from, T* to) {
   const auto& ops = rowOps<T>();
   const T* v = g.v(b, n);
-  for (int64_t r = 0; r < nr; ++r) ops.axpy(g.p.R, v[r0 + r], K + n * g.p.R, St + r * g.p.R);
+  for (int64_t r = 0; r < nr; ++r) ops.axpyInto(g.p.R, v[r0 + r], K + n * g.p.R, from + r * g.p.R, to + r * g.p.R);
 }
 
 }  // namespace
 
 template <typename T>
 void linearThsaForward(const LinearThsaProblem<T>& p, T* omega, T* den, const Parallel& par) {
+  // Vectorised across channels (phiPanel): each φ(C[r,s]·q[n,s]) meets its state entry S[s,r] and
+  // z[s] in one pass, with no horizontal sums; Cᵀ is padded once to the panel alignment.
   const Geometry<T> g{p};
-  const int64_t N = p.N, R = p.R, cb = channelBlock(R), blocks = g.blocks();
-  par.run(p.B * blocks, [&](int64_t begin, int64_t end) {
+  const int64_t N = p.N, R = p.R, Rp = paddedChannels(R), panels = (Rp + kPanel - 1) / kPanel;
+  std::vector<T> Ct(size_t(R * Rp), T(0));
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t s = 0; s < R; ++s) Ct[s * Rp + r] = p.C[r * R + s];
+  par.run(p.B * panels, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
-    std::vector<T> K(size_t(N * R)), Z(size_t(p.causal ? N * R : R)), St(size_t(cb * R));
+    std::vector<T> K(size_t(N * R)), Z(size_t(p.causal ? N * R : R)), S(size_t(R * kPanel));
+    std::vector<T> vpad(kPanel, T(0)), num(kPanel), dn(kPanel);
     int64_t featuresOf = -1;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t b = item / blocks, r0 = (item % blocks) * cb, nr = std::min(cb, R - r0);
+      const int64_t b = item / panels, r0 = (item % panels) * kPanel;
+      const int64_t width = std::min(kPanel, Rp - r0), nr = std::min(width, R - r0);
       if (featuresOf != b) keyFeatures(g, b, K.data(), Z.data()), featuresOf = b;
-      if (p.causal) std::fill(St.begin(), St.end(), T(0));
-      else fullState(g, b, K.data(), r0, nr, St.data());
+      std::fill(S.begin(), S.end(), T(0));  // padded columns stay zero
+      if (!p.causal)  // S[:, panel] = Σ_m K_mᵀ·v[m, panel]
+        gemm<T>(true, false, R, nr, N, T(1), K.data(), R, g.v(b, 0) + r0, g.ld(), T(0), S.data(), width);
       for (int64_t n = 0; n < N; ++n) {
         const T* z = p.causal ? Z.data() + n * R : Z.data();
-        const T* q = g.q(b, n);
-        const T* v = g.v(b, n);
-        for (int64_t r = 0; r < nr; ++r) {
-          T num, d;
-          if (p.causal)  // the state row takes position n, then serves it
-            ops.advancePhiDot2(p.C + (r0 + r) * R, q, St.data() + r * R, K.data() + n * R, v[r0 + r], z, R, &num, &d);
-          else
-            ops.phiDot2(p.C + (r0 + r) * R, q, St.data() + r * R, z, R, &num, &d);
-          omega[(b * N + n) * R + r0 + r] = num / d;
-          den[(b * N + n) * R + r0 + r] = d;
-        }
+        if (p.causal) std::copy(g.v(b, n) + r0, g.v(b, n) + r0 + nr, vpad.begin());
+        ops.phiPanel(Ct.data() + r0, Rp, S.data(), width, g.q(b, n), z, R, width,
+                     p.causal ? K.data() + n * R : nullptr, vpad.data(), num.data(), dn.data());
+        T* o = omega + (b * N + n) * R + r0;
+        T* d = den + (b * N + n) * R + r0;
+        for (int64_t j = 0; j < nr; ++j) o[j] = num[j] / dn[j], d[j] = dn[j];
       }
     }
   });
@@ -103,7 +102,7 @@ template <typename T>
 void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* den, const T* dOmega, T* dqkv, T* dC,
                         const Parallel& par) {
   const Geometry<T> g{p};
-  const int64_t B = p.B, N = p.N, R = p.R, ld = g.ld(), cb = channelBlock(R), blocks = g.blocks();
+  const int64_t B = p.B, N = p.N, R = p.R, ld = g.ld(), cb = g.block(), blocks = g.blocks();
   // dq and ∂K of a sequence sum over its channels: items are (sequence, group of channel blocks),
   // one group when the sequences alone keep the threads busy, else one slab [N, 2, R] per group.
   const ItemGroups split(B, blocks, par.threads);  // see partials.h
@@ -129,7 +128,7 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
           std::fill(St.begin(), St.end(), T(0));
           for (int64_t n = 0; n < N; ++n) {
             if (n % kChunk == 0) std::copy(St.begin(), St.begin() + area, checkpoints.begin() + (n / kChunk) * area);
-            advance(g, b, n, K.data(), r0, nr, St.data());
+            advance(g, b, n, K.data(), r0, nr, St.data(), St.data());
           }
         } else {
           fullState(g, b, K.data(), r0, nr, St.data());
@@ -139,11 +138,9 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
         for (int64_t c = chunks - 1; c >= 0; --c) {
           const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk);
           if (p.causal) {  // the prefix states of this chunk, from its checkpoint
-            std::copy(checkpoints.begin() + c * area, checkpoints.begin() + (c + 1) * area, St.begin());
-            for (int64_t n = n0; n < n1; ++n) {
-              advance(g, b, n, K.data(), r0, nr, St.data());
-              std::copy(St.begin(), St.begin() + area, states.begin() + (n - n0) * area);
-            }
+            for (int64_t n = n0; n < n1; ++n)
+              advance(g, b, n, K.data(), r0, nr, n == n0 ? checkpoints.data() + c * area : states.data() + (n - n0 - 1) * area,
+                      states.data() + (n - n0) * area);
           }
           for (int64_t n = n1 - 1; n >= n0; --n) {
             const T* S = p.causal ? states.data() + (n - n0) * area : St.data();
@@ -156,16 +153,18 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
             T* dv = dqkv + (b * N + n) * ld + 2 * R;
             const T* v = g.v(b, n);
             T* dK = slab + n * 2 * R + R;
-            for (int64_t r = 0; r < nr; ++r) {
-              const int64_t at = (b * N + n) * R + r0 + r;
-              const T dNum = dOmega[at] / den[at], dDen = -dOmega[at] * omega[at] / den[at];
-              T* dc = dCloc.data() + (r0 + r) * R;
+            for (int64_t r = 0; r < nr; r += 4) {  // four channels share the loads of q, z, dq, ∂z (and K_n, ∂K_n)
+              const int64_t rows = std::min<int64_t>(4, nr - r), at = (b * N + n) * R + r0 + r;
+              T a[4], bb[4], sums[4];
+              for (int64_t j = 0; j < rows; ++j) {
+                a[j] = dOmega[at + j] / den[at + j];
+                bb[j] = -dOmega[at + j] * omega[at + j] / den[at + j];
+              }
+              ops.phiBackwardRows(rows, p.C + (r0 + r) * R, q, S + r * R, z, R, a, bb, dq, dCloc.data() + (r0 + r) * R,
+                                  dS.data() + r * R, dzPos.data(), p.causal ? K.data() + n * R : nullptr,
+                                  p.causal ? v + r0 + r : nullptr, dK, sums);
               if (p.causal)
-                dv[r0 + r] = ops.phiBackwardCausal(p.C + (r0 + r) * R, q, S + r * R, z, R, dNum, dDen, dq, dc,
-                                                   dS.data() + r * R, dzPos.data(), K.data() + n * R, v[r0 + r], dK);
-              else
-                ops.phiBackward(p.C + (r0 + r) * R, q, S + r * R, z, R, dNum, dDen, dq, dc, dS.data() + r * R,
-                                dzPos.data());
+                for (int64_t j = 0; j < rows; ++j) dv[r0 + r + j] = sums[j];
             }
             ops.axpy(R, T(1), dzPos.data(), dzBar.data());
             if (p.causal) ops.axpy(R, T(1), dzBar.data(), dK);
@@ -183,12 +182,9 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
   });
   // Sum the groups' slabs (dq, ∂K); dk = ∂K ⊙ φ'(k).
   addSlabs(slabs, groups, B, N, 2 * R, dqkv, ld, 0);
+  const auto& ops = rowOps<T>();
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t n = 0; n < N; ++n) {
-      T* dk = dqkv + (b * N + n) * ld + R;
-      const T* k = g.k(b, n);
-      for (int64_t s = 0; s < R; ++s) dk[s] *= phiPrime(k[s]);
-    }
+    for (int64_t n = 0; n < N; ++n) ops.phiPrimeScale(g.k(b, n), R, dqkv + (b * N + n) * ld + R);
   if (dC) dCRanges.sumInto(dC, size_t(R * R));
 }
 

@@ -4,13 +4,15 @@
 //
 // With φ(u) = elu(u) + 1, K_m = φ(k_m), channel r at position n reads
 //     Ω[n,r] = Σ_s φ(C[r,s]·q[n,s])·S[s,r] / Σ_s φ(C[r,s]·q[n,s])·z[s],
-// S = Σ_m K_m·v[m,:]ᵀ and z = Σ_m K_m (prefix sums over m ≤ n when causal). Row r of the state,
-// Sᵀ[r,:] = Σ_m v[m,r]·K_m, depends only on channel r, so items are (sequence, block of channels)
-// and a block's state rows stay in L1/L2 while the item walks the positions: a rank-one update
-// per position (causal) and one vectorised pass of φ, ·S and ·z per channel. Only Ω and the
-// denominators [B, N, R] are kept. Backward walks the positions in reverse with the running suffix
-// ∂S̄ (and ∂z̄); a causal layer recomputes its prefix states chunk by chunk from checkpoints taken
-// every 32 positions (memory (N/32)·block·R per thread), never storing all N states.
+// S = Σ_m K_m·v[m,:]ᵀ and z = Σ_m K_m (prefix sums over m ≤ n when causal). Forward items are
+// (sequence, panel of up to 64 channels): the panel's state columns S[:, panel] stay in L1/L2 while
+// the item walks the positions, taking a rank-one update per position (causal), and one pass over s
+// vectorised across the panel's channels (RowOps::phiPanel) gives every numerator and denominator
+// with no horizontal sums. φ is max(u, 0) + e^min(u, 0): one exp serves φ and φ'. Only Ω and the
+// denominators [B, N, R] are kept. Backward items are (sequence, block of channels), four channels
+// per pass (RowOps::phiBackwardRows), walking the positions in reverse with the running suffix ∂S̄
+// (and ∂z̄); a causal layer recomputes its prefix states chunk by chunk from checkpoints taken every
+// 32 positions (memory (N/32)·block·R per thread), never storing all N states.
 
 #include <cstdint>
 

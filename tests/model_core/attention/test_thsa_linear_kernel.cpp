@@ -67,6 +67,7 @@ TEST(LinearThsaKernel, MatchesTheEquationsAndTheirGradients) {
       for (int64_t N : {1, 5, 32, 33, 70}) checkAgainstReference(2, N, 6, causal);
       checkAgainstReference(1, 100, 19, causal);  // one sequence: grouped partial sums
       checkAgainstReference(4, 40, 3, causal);
+      checkAgainstReference(2, 37, 70, causal);  // two forward panels (64 + 16 padded channels)
     }
   }
   at::set_num_threads(before);
@@ -96,18 +97,21 @@ TEST(LinearThsaKernel, CausalOutputsIgnoreLaterTokens) {
 }
 
 TEST(LinearThsaKernel, Float32AgreesWithFloat64) {
-  torch::manual_seed(23);
-  const auto x = torch::randn({3, 90, 3, 21}, torch::kDouble);
-  const auto C = torch::randn({21, 21}, torch::kDouble);
-  const auto G = torch::randn({3, 90, 21}, torch::kDouble);
-  for (bool causal : {true, false}) {
-    const auto xd = x.clone().requires_grad_(true), xf = x.to(torch::kFloat).requires_grad_(true);
-    const auto d = linearThsaAttention(xd, C, causal);
-    const auto f = linearThsaAttention(xf, C.to(torch::kFloat), causal);
-    (d * G).sum().backward();
-    (f * G.to(torch::kFloat)).sum().backward();
-    EXPECT_LT(maxAbsDiff(f.to(torch::kDouble), d) / d.abs().max().item<double>(), 1e-5);
-    EXPECT_LT(maxAbsDiff(xf.grad().to(torch::kDouble), xd.grad()) / xd.grad().abs().max().item<double>(), 1e-4);
+  for (int64_t R : {21, 70}) {  // one panel; two panels and padded channels
+    SCOPED_TRACE("R=" + std::to_string(R));
+    torch::manual_seed(23);
+    const auto x = torch::randn({3, 90, 3, R}, torch::kDouble);
+    const auto C = torch::randn({R, R}, torch::kDouble) * (21.0 / double(R));
+    const auto G = torch::randn({3, 90, R}, torch::kDouble);
+    for (bool causal : {true, false}) {
+      const auto xd = x.clone().requires_grad_(true), xf = x.to(torch::kFloat).requires_grad_(true);
+      const auto d = linearThsaAttention(xd, C, causal);
+      const auto f = linearThsaAttention(xf, C.to(torch::kFloat), causal);
+      (d * G).sum().backward();
+      (f * G.to(torch::kFloat)).sum().backward();
+      EXPECT_LT(maxAbsDiff(f.to(torch::kDouble), d) / d.abs().max().item<double>(), 1e-5);
+      EXPECT_LT(maxAbsDiff(xf.grad().to(torch::kDouble), xd.grad()) / xd.grad().abs().max().item<double>(), 1e-4);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 // width (the scalar tails). Torch-free: this runs in the sanitizer build too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -117,6 +118,9 @@ TEST(RowOps, SoftmaxRowsAndTheirGradientsMatchFloat64) {
         EXPECT_NEAR(y[i], 1.0 + 2.0 * v[i], 1e-6);
         rdot += double(x[i]) * v[i];
       }
+      std::vector<float> into(static_cast<size_t>(n));
+      ops.axpyInto(n, -0.5f, v.data(), y.data(), into.data());
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(into[i], y[i] - 0.5 * v[i], 1e-6);
       EXPECT_NEAR(ops.dot(n, x.data(), v.data()), rdot, 1e-5 * (1 + std::abs(rdot)));
       ops.mul3(n, 0.5f, x.data(), v.data(), y.data(), false);
       for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(y[i], 0.5f * x[i] * v[i]);
@@ -132,45 +136,91 @@ TEST(RowOps, PhiPassesOfLinearThsaMatchFloat64) {
     const auto& ops = rowOpsFloat();
     for (int64_t n : {1, 5, 16, 23, 128}) {
       SCOPED_TRACE(std::string(isa) + " n=" + std::to_string(n));
-      const auto c = randomRow(rng, n, 1.0f), q = randomRow(rng, n, 1.5f), z = randomRow(rng, n, 1.0f),
-                 k = randomRow(rng, n, 1.0f);
-      auto s = randomRow(rng, n, 1.0f);
-      float num, den;
-      ops.phiDot2(c.data(), q.data(), s.data(), z.data(), n, &num, &den);
-      double rn = 0, rd = 0;
-      for (int64_t i = 0; i < n; ++i) rn += phi(double(c[i]) * q[i]) * s[i], rd += phi(double(c[i]) * q[i]) * z[i];
-      EXPECT_NEAR(num, rn, 1e-5 * (1 + std::abs(rn)));
-      EXPECT_NEAR(den, rd, 1e-5 * (1 + std::abs(rd)));
-      // The causal form updates the state row first: s += w·k.
-      auto s2 = s;
-      ops.advancePhiDot2(c.data(), q.data(), s2.data(), k.data(), 0.6f, z.data(), n, &num, &den);
-      rn = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        EXPECT_NEAR(s2[i], double(s[i]) + 0.6 * k[i], 1e-6);  // FMA rounds once
-        rn += phi(double(c[i]) * q[i]) * (double(s[i]) + 0.6 * k[i]);
-      }
-      EXPECT_NEAR(num, rn, 1e-5 * (1 + std::abs(rn)));
-      // Backward, plain and causal.
-      const float a = 0.7f, b = -0.4f, w = 1.3f;
       const auto len = static_cast<size_t>(n);
-      std::vector<float> dq(len, 0.1f), dc(len, 0.2f), ds(len, 0.3f), dz(len, 0.4f), dk(len, 0.5f);
-      auto dq2 = dq, dc2 = dc, ds2 = ds, dz2 = dz;
-      ops.phiBackward(c.data(), q.data(), s.data(), z.data(), n, a, b, dq.data(), dc.data(), ds.data(), dz.data());
-      const float sum = ops.phiBackwardCausal(c.data(), q.data(), s.data(), z.data(), n, a, b, dq2.data(), dc2.data(),
-                                              ds2.data(), dz2.data(), k.data(), w, dk.data());
-      double rsum = 0;
+      // φ of a row, and the scaling by φ'; the exp below -87 is clamped to e^-87.
+      auto x = randomRow(rng, n, 3.0f);
+      x[0] = -200.0f;
+      std::vector<float> f(len), y(len, 2.0f);
+      ops.phiRow(x.data(), n, f.data());
+      ops.phiPrimeScale(x.data(), n, y.data());
       for (int64_t i = 0; i < n; ++i) {
-        const double u = double(c[i]) * q[i], du = (double(s[i]) * a + double(z[i]) * b) * phiPrime(u);
-        EXPECT_NEAR(dq[i], 0.1 + du * c[i], 1e-5);
-        EXPECT_NEAR(dc[i], 0.2 + du * q[i], 1e-5);
-        EXPECT_NEAR(ds[i], 0.3 + phi(u) * a, 1e-5);
-        EXPECT_NEAR(dz[i], 0.4 + phi(u) * b, 1e-5);
-        EXPECT_EQ(dq2[i], dq[i]);
-        EXPECT_EQ(ds2[i], ds[i]);
-        rsum += (0.3 + phi(u) * a) * k[i];
-        EXPECT_NEAR(dk[i], 0.5 + (0.3 + phi(u) * a) * w, 1e-5);
+        const double xc = std::max(double(x[i]), -87.0);
+        EXPECT_NEAR(f[i], phi(xc), 2e-7 * phi(xc));
+        EXPECT_NEAR(y[i], 2.0 * phiPrime(xc), 4e-7 * phiPrime(xc));
       }
-      EXPECT_NEAR(sum, rsum, 1e-5 * (1 + std::abs(rsum)));
+      // Backward of 1-4 rows at once, plain and causal (row arrays with stride n).
+      for (int64_t rows = 1; rows <= 4; ++rows) {
+        SCOPED_TRACE("rows=" + std::to_string(rows));
+        const auto c = randomRow(rng, rows * n, 1.0f), s = randomRow(rng, rows * n, 1.0f),
+                   q = randomRow(rng, n, 1.5f), z = randomRow(rng, n, 1.0f), k = randomRow(rng, n, 1.0f);
+        const float a[4] = {0.7f, -0.2f, 1.1f, 0.4f}, b[4] = {-0.4f, 0.9f, 0.3f, -1.2f}, w[4] = {1.3f, -0.6f, 0.2f, 2.0f};
+        const auto area = static_cast<size_t>(rows * n);
+        std::vector<float> dq(len, 0.1f), dc(area, 0.2f), ds(area, 0.3f), dz(len, 0.4f), dk(len, 0.5f);
+        auto dq2 = dq, dc2 = dc, ds2 = ds, dz2 = dz;
+        float sums[4];
+        ops.phiBackwardRows(rows, c.data(), q.data(), s.data(), z.data(), n, a, b, dq.data(), dc.data(), ds.data(),
+                            dz.data(), nullptr, nullptr, nullptr, nullptr);
+        ops.phiBackwardRows(rows, c.data(), q.data(), s.data(), z.data(), n, a, b, dq2.data(), dc2.data(), ds2.data(),
+                            dz2.data(), k.data(), w, dk.data(), sums);
+        std::vector<double> rdq(len, 0.1), rdz(len, 0.4), rdk(len, 0.5);
+        for (int64_t r = 0; r < rows; ++r) {
+          double rsum = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t at = r * n + i;
+            const double u = double(c[at]) * q[i], du = (double(s[at]) * a[r] + double(z[i]) * b[r]) * phiPrime(u);
+            rdq[i] += du * c[at];
+            rdz[i] += phi(u) * b[r];
+            EXPECT_NEAR(dc[at], 0.2 + du * q[i], 1e-5);
+            EXPECT_NEAR(ds[at], 0.3 + phi(u) * a[r], 1e-5);
+            EXPECT_EQ(dc2[at], dc[at]);
+            EXPECT_EQ(ds2[at], ds[at]);
+            rsum += (0.3 + phi(u) * a[r]) * k[i];
+            rdk[i] += (0.3 + phi(u) * a[r]) * w[r];
+          }
+          EXPECT_NEAR(sums[r], rsum, 1e-5 * (1 + std::abs(rsum)));
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          EXPECT_NEAR(dq[i], rdq[i], 1e-5 * (1 + std::abs(rdq[i])));
+          EXPECT_NEAR(dz[i], rdz[i], 1e-5 * (1 + std::abs(rdz[i])));
+          EXPECT_NEAR(dk[i], rdk[i], 1e-5 * (1 + std::abs(rdk[i])));
+          EXPECT_EQ(dq2[i], dq[i]);
+          EXPECT_EQ(dz2[i], dz[i]);
+        }
+      }
+    }
+    // Panels across channels: widths of 1 to 5 vectors of every build (16, 48, 80 channels), R
+    // not a multiple of any width, padded row strides; the causal form updates the state first.
+    for (int64_t width : {16, 48, 80}) {
+      for (int64_t R : {1, 7, 37}) {
+        SCOPED_TRACE(std::string(isa) + " width=" + std::to_string(width) + " R=" + std::to_string(R));
+        const int64_t ldc = width + 16, lds = width + 32;
+        const auto ct = randomRow(rng, R * ldc, 1.0f), q = randomRow(rng, R, 1.5f), z = randomRow(rng, R, 1.0f),
+                   k = randomRow(rng, R, 1.0f), v = randomRow(rng, width, 1.0f);
+        const auto S0 = randomRow(rng, R * lds, 1.0f);
+        auto S = S0, S2 = S0;
+        std::vector<float> num(static_cast<size_t>(width)), den(num.size()), num2(num.size()), den2(num.size());
+        ops.phiPanel(ct.data(), ldc, S.data(), lds, q.data(), z.data(), R, width, nullptr, nullptr, num.data(),
+                     den.data());
+        ops.phiPanel(ct.data(), ldc, S2.data(), lds, q.data(), z.data(), R, width, k.data(), v.data(), num2.data(),
+                     den2.data());
+        EXPECT_EQ(S, S0);
+        for (int64_t j = 0; j < width; ++j) {
+          double rn = 0, rd = 0, rn2 = 0;
+          for (int64_t s = 0; s < R; ++s) {
+            const double f = phi(double(ct[s * ldc + j]) * q[s]), updated = double(S0[s * lds + j]) + double(k[s]) * v[j];
+            rn += f * S0[s * lds + j];
+            rd += f * z[s];
+            rn2 += f * updated;
+            EXPECT_NEAR(S2[s * lds + j], updated, 1e-6 * (1 + std::abs(updated)));  // FMA rounds once
+          }
+          EXPECT_NEAR(num[j], rn, 1e-5 * (1 + std::abs(rn)));
+          EXPECT_NEAR(den[j], rd, 1e-5 * (1 + std::abs(rd)));
+          EXPECT_NEAR(num2[j], rn2, 1e-5 * (1 + std::abs(rn2)));
+          EXPECT_EQ(den2[j], den[j]);
+        }
+        for (int64_t j = width; j < lds; ++j)  // columns beyond the panel are never touched
+          for (int64_t s = 0; s < R; ++s) EXPECT_EQ(S2[s * lds + j], S0[s * lds + j]);
+      }
     }
   }
 }
