@@ -38,6 +38,6 @@ check init-from-with-resume 2 '--init-from starts a new run' -- "$BIN" train --r
 check init-cores-alone 2 '--init-cores needs --init-from' -- "$BIN" train --config "$TMP/run.json" --out "$TMP/x" --init-cores config
 check init-cores-bad 2 "--init-cores takes config or checkpoint, not 'both'" -- \
   "$BIN" train --config "$TMP/run.json" --out "$TMP/x" --init-from "$TMP/parent" --init-cores both
-check resume-needs-a-run 1 'empty-run holds no run to resume \(no config.json\)' -- "$BIN" train --resume "$TMP/empty-run"
+check resume-needs-a-run 1 'empty-run holds no complete checkpoint to resume \(no config.json' -- "$BIN" train --resume "$TMP/empty-run"
 
 finish

@@ -250,7 +250,7 @@ TEST(MainWindow, RunsStartedTogetherGetTheirOwnDirectories) {
   b.controller()->waitForFinished();
   const QString da = a.session().runs[0].runDir, db = b.session().runs[0].runDir;
   EXPECT_NE(da, db);
-  for (const QString& d : {da, db}) EXPECT_TRUE(QFileInfo::exists(d + "/model.safetensors")) << d.toStdString();
+  for (const QString& d : {da, db}) EXPECT_TRUE(QFileInfo::exists(d + "/latest/model.safetensors")) << d.toStdString();
 }
 
 TEST(MainWindow, SessionSavesAndReopens) {

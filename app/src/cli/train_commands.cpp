@@ -50,7 +50,8 @@ int runTrainCommand(Args& args, std::ostream& out, std::ostream& err) {
 
   const std::string runDir = resumeDir ? *resumeDir : *outDir;
   if (resumeDir && !std::filesystem::exists(runDir + "/config.json"))
-    throw std::invalid_argument(runDir + " holds no run to resume (no config.json)");
+    throw std::invalid_argument(runDir + " holds no complete checkpoint to resume (no config.json: the run was stopped "
+                                "before it wrote one); start it again: tensorscope train --config CONFIG --out " + runDir);
   auto config = model_core::readRunConfig(resumeDir ? runDir + "/config.json" : *configPath);
   if (threads) config.train.threads = static_cast<int>(*threads);
   if (device) config.train.device = *device;

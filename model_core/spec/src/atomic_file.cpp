@@ -1,5 +1,7 @@
 #include "spec/atomic_file.h"
 
+#include "spec/checkpoint_store.h"  // fileOperation: the crash tests' hook
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -28,11 +30,13 @@ void writeFileAtomically(const std::string& path, std::string_view contents) {
   const std::string tmp =
       (dir / ("." + target.filename().string() + ".tmp" + std::to_string(rd()))).string();
 
+  fileOperation("create");
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) throw sysError("cannot create", tmp);
   const char* p = contents.data();
   size_t left = contents.size();
   while (left > 0) {
+    fileOperation("write");
     const ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -44,13 +48,19 @@ void writeFileAtomically(const std::string& path, std::string_view contents) {
     p += n;
     left -= static_cast<size_t>(n);
   }
+  fileOperation("fsync");
   if (::fsync(fd) != 0) {
     auto err = sysError("cannot flush", tmp);
     ::close(fd);
     ::unlink(tmp.c_str());
     throw err;
   }
-  ::close(fd);
+  if (::close(fd) != 0) {
+    auto err = sysError("cannot close", tmp);
+    ::unlink(tmp.c_str());
+    throw err;
+  }
+  fileOperation("rename");
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     auto err = sysError("cannot replace", path);
     ::unlink(tmp.c_str());

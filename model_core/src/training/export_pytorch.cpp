@@ -7,9 +7,13 @@
 #include <string>
 #include <vector>
 
+#include <ATen/ops/isfinite.h>
+
+#include "io/tensor_convert.h"
 #include "model_core/safetensors.h"
 #include "model_core/training.h"
 #include "spec/atomic_file.h"
+#include "spec/checkpoint_store.h"
 #include "training/pytorch_template.h"
 
 namespace tensorscope::model_core {
@@ -78,7 +82,8 @@ void exportPyTorch(const std::string& runDir, const std::string& outDir) {
   if (runDir.empty()) throw std::invalid_argument("export needs a run directory");
   if (outDir.empty()) throw std::invalid_argument("export needs an output directory");
   if (!fs::is_directory(runDir)) throw std::invalid_argument(runDir + " is not a run directory (it does not exist)");
-  const std::string configPath = runDir + "/config.json", weightsPath = runDir + "/model.safetensors";
+  const std::string configPath = runDir + "/config.json",
+                    weightsPath = spec::checkpointFilesDir(runDir) + "/model.safetensors";
   for (const auto& path : {configPath, weightsPath})
     if (!fs::is_regular_file(path))
       throw std::invalid_argument(runDir + " is not a trained run: " + path +
@@ -90,6 +95,10 @@ void exportPyTorch(const std::string& runDir, const std::string& outDir) {
   } catch (const SafetensorsError& e) {
     throw std::invalid_argument(std::string("cannot export: ") + e.what());
   }
+  for (const auto& [name, tensor] : readTensorMap(weightsPath))
+    if (tensor.is_floating_point() && !at::isfinite(tensor).all().item<bool>())
+      throw std::invalid_argument("cannot export " + runDir + ": its weight '" + name +
+                                  "' holds non-finite values (Inf or NaN); export a checkpoint from before the divergence");
   // Read both files before writing anything, so exporting a run onto itself is safe too.
   const std::string configText = spec::readWholeFile(configPath);
   const std::string weights = spec::readWholeFile(weightsPath);

@@ -6,12 +6,14 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
 #include "io/tensor_convert.h"
 #include "spec/atomic_file.h"
+#include "spec/checkpoint_store.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -206,7 +208,18 @@ EvalSnapshot Session::evaluate(Split split, int64_t examples) {
   return e;
 }
 
+bool Session::weightsFinite() const {
+  // One reduction per tensor, in float64 so that only an Inf or a NaN (not a large finite sum) fails.
+  torch::NoGradGuard noGrad;
+  auto total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+  for (const auto& p : model_->parameters(true)) total += p.sum(torch::kDouble);
+  return std::isfinite(total.item<double>());
+}
+
 void Session::saveCheckpoint(const std::string& dir, const std::string& status, const std::string& message) const {
+  if (!weightsFinite())
+    throw std::runtime_error("refusing to write a checkpoint of step " + std::to_string(step_) +
+                             ": the model holds non-finite weights");
   NamedTensors weights;
   for (const auto& w : model_->namedWeights()) weights.emplace_back(w.name, w.value.detach());
   const std::map<std::string, std::string> meta = {{"format", "tensorscope.model"}, {"step", std::to_string(step_)}};
@@ -224,7 +237,8 @@ void Session::saveCheckpoint(const std::string& dir, const std::string& status, 
   spec::writeFileAtomically(dir + "/trainer_state.json", state.dump(2) + "\n");
 }
 
-void Session::loadWeights(const std::string& dir) {
+void Session::loadWeights(const std::string& runDir) {
+  const std::string dir = spec::checkpointFilesDir(runDir);
   auto tensors = readTensors(dir + "/model.safetensors");
   std::vector<std::pair<std::string, torch::Tensor>> given(tensors.begin(), tensors.end());
   try {
@@ -246,7 +260,8 @@ bool isCoreTensor(const std::string& name) {
 
 }  // namespace
 
-Session::WarmStartReport Session::warmStart(const std::string& dir, bool coresFromConfig) {
+Session::WarmStartReport Session::warmStart(const std::string& source, bool coresFromConfig) {
+  const std::string dir = spec::checkpointFilesDir(source);
   const auto given = readTensorMap(dir + "/model.safetensors");
   WarmStartReport report;
   try {
@@ -274,21 +289,63 @@ Session::WarmStartReport Session::warmStart(const std::string& dir, bool coresFr
 }
 
 void Session::loadCheckpoint(const std::string& dir) {
-  loadWeights(dir);
+  const std::string statePath = dir + "/trainer_state.json";
   nlohmann::json state;
   try {
-    state = nlohmann::json::parse(spec::readWholeFile(dir + "/trainer_state.json"));
-    step_ = state.at("step").get<int64_t>();
-    dataRng_ = std::stoull(state.at("data_rng").get<std::string>());
-    const auto opt = readTensorMap(dir + "/optimizer.safetensors");
-    optimizer_->loadState(opt, state.at("optimizer_step").get<int64_t>());
-    auto rng = opt.find("rng.torch_cpu");
-    if (rng == opt.end()) throw std::invalid_argument("optimizer.safetensors lacks rng.torch_cpu");
-    auto gen = at::detail::getDefaultCPUGenerator();
-    gen.set_state(rng->second);
+    state = nlohmann::json::parse(spec::readWholeFile(statePath));
   } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(dir + "/trainer_state.json is damaged: " + e.what());
+    throw std::invalid_argument(statePath + " is damaged: " + e.what());
   }
+  const auto bad = [&](const std::string& why) { return std::invalid_argument(statePath + ": " + why); };
+  if (!state.is_object()) throw bad("not a JSON object");
+  if (state.value("format", std::string()) != "tensorscope.trainer_state")
+    throw bad("\"format\" must be \"tensorscope.trainer_state\"");
+  if (!state.contains("version") || !state["version"].is_number_integer() || state["version"].get<int64_t>() != 1)
+    throw bad("\"version\" must be 1 (this Tensorscope reads version 1)");
+  const auto integer = [&](const char* key, int64_t lo, int64_t hi) {
+    if (!state.contains(key) || !state[key].is_number_integer())
+      throw bad(std::string("\"") + key + "\" must be an integer");
+    const auto v = state[key].get<int64_t>();
+    if (v < lo || v > hi)
+      throw bad(std::string("\"") + key + "\" is " + std::to_string(v) + ", outside [" + std::to_string(lo) + ", " +
+                std::to_string(hi) + "]");
+    return v;
+  };
+  const int64_t step = integer("step", 0, int64_t(1) << 40);
+  const int64_t optimizerStep = integer("optimizer_step", 0, step);
+  if (!state.contains("data_rng") || !state["data_rng"].is_string()) throw bad("\"data_rng\" must be a string");
+  const auto rngText = state["data_rng"].get<std::string>();
+  std::uint64_t rng = 0;
+  const auto [end, ec] = std::from_chars(rngText.data(), rngText.data() + rngText.size(), rng);
+  if (rngText.empty() || ec != std::errc() || end != rngText.data() + rngText.size())
+    throw bad("\"data_rng\" must be a decimal unsigned 64-bit integer, not \"" + rngText + "\"");
+  // The three files must be one checkpoint: the weights and the optimizer say which step they hold.
+  std::map<std::string, std::string> modelMeta, optMeta;
+  auto weights = readTensors(dir + "/model.safetensors", &modelMeta);
+  const auto optList = readTensors(dir + "/optimizer.safetensors", &optMeta);
+  for (const auto& [file, meta] : {std::pair{"model.safetensors", &modelMeta}, std::pair{"optimizer.safetensors", &optMeta}}) {
+    const auto it = meta->find("step");
+    if (it == meta->end() || it->second != std::to_string(step))
+      throw std::invalid_argument(dir + "/" + file + " holds step " + (it == meta->end() ? std::string("(none)") : it->second) +
+                                  " but trainer_state.json says step " + std::to_string(step) +
+                                  ": the files are not one checkpoint");
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> given(weights.begin(), weights.end());
+  try {
+    model_->loadWeights(given);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(dir + "/model.safetensors: " + e.what());
+  }
+  const std::map<std::string, torch::Tensor> opt(optList.begin(), optList.end());
+  optimizer_->loadState(opt, optimizerStep);
+  auto rngState = opt.find("rng.torch_cpu");
+  if (rngState == opt.end()) throw std::invalid_argument(dir + "/optimizer.safetensors lacks rng.torch_cpu");
+  auto gen = at::detail::getDefaultCPUGenerator();
+  gen.set_state(rngState->second);
+  step_ = step;
+  dataRng_ = rng;
+  if (!weightsFinite())
+    throw std::invalid_argument(dir + "/model.safetensors holds non-finite weights; it is not a checkpoint to resume");
 }
 
 }  // namespace tensorscope::model_core

@@ -40,10 +40,14 @@ class Session {
   /// Cores, stable ranks, spectra, probe maps and TP roles at the current step.
   InspectionSnapshot inspect();
 
-  /// Writes model.safetensors, optimizer.safetensors and trainer_state.json into `dir` atomically.
+  /// Writes model.safetensors, optimizer.safetensors and trainer_state.json into `dir` (a staging
+  /// directory of spec::CheckpointStore); refuses (std::runtime_error) when a weight is not finite.
   void saveCheckpoint(const std::string& dir, const std::string& status, const std::string& message) const;
-  /// Restores a checkpoint written by saveCheckpoint (weights, optimizer, step, RNG states).
+  /// Restores a checkpoint written by saveCheckpoint (weights, optimizer, step, RNG states) after
+  /// validating trainer_state.json (format, version, ranges) and that the three files hold one step.
   void loadCheckpoint(const std::string& dir);
+  /// True when every weight is finite (one float64 reduction per tensor).
+  bool weightsFinite() const;
   /// Loads only the model weights (evaluation, inference).
   void loadWeights(const std::string& dir);
 

@@ -3,15 +3,22 @@
 #include <nlohmann/json.hpp>
 #include <torch/version.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "build_config.h"
 #include "model_core/runtime.h"
 #include "spec/atomic_file.h"
+#include "spec/checkpoint_store.h"
 #include "spec/cost_model.h"
 #include "training/session.h"
 
@@ -37,39 +44,124 @@ std::string gib(double bytes) {
   return b;
 }
 
-/// metrics.jsonl and metrics.csv, rewritten atomically from memory (at evals and checkpoints).
+/// metrics.jsonl and metrics.csv: append-only logs, written a record at a time and fsynced before
+/// every checkpoint commits, whose manifest records both lengths. A resume cuts them back to those
+/// lengths (the steps after the checkpoint run again and write their records again), so a record
+/// of a step at or before the checkpoint is never lost and the two files always agree.
 class MetricsLog {
  public:
   explicit MetricsLog(std::string dir) : dir_(std::move(dir)) {}
-
-  void load() {
-    std::ifstream in(dir_ + "/metrics.jsonl");
-    std::string line;
-    while (std::getline(in, line))
-      if (!line.empty()) lines_.push_back(nlohmann::json::parse(line));
+  ~MetricsLog() {
+    for (int fd : {jsonl_, csv_})
+      if (fd >= 0) ::close(fd);
   }
-  /// Drops records after `step` (a resumed run replays from its checkpoint).
-  void truncateAfter(int64_t step) {
-    std::erase_if(lines_, [&](const nlohmann::json& j) { return j.value("step", int64_t(0)) > step; });
-  }
-  void add(nlohmann::json record) { lines_.push_back(std::move(record)); }
 
-  void flush() const {
-    std::string jsonl, csv = "kind,step,split,loss,lr,grad_norm,tokens_per_second,accuracy,exact_match\n";
-    for (const auto& j : lines_) {
-      jsonl += j.dump() + "\n";
-      auto num = [&](const char* k) { return j.contains(k) ? j[k].dump() : std::string(); };
-      csv += j.value("kind", std::string()) + "," + num("step") + "," + j.value("split", std::string()) + "," +
-             num("loss") + "," + num("lr") + "," + num("grad_norm") + "," + num("tokens_per_second") + "," +
-             num("accuracy") + "," + num("exact_match") + "\n";
+  /// A new run: both logs empty (the CSV with its header).
+  void start() {
+    spec::writeFileAtomically(path(kJsonl), "");
+    spec::writeFileAtomically(path(kCsv), kCsvHeader);
+    open();
+  }
+  /// A resumed run: the logs as they were when `counters` were taken. Returns notes for the user.
+  std::vector<std::string> resume(const std::map<std::string, int64_t>& counters, int64_t step) {
+    std::vector<std::string> notes;
+    const bool measured = counters.count(kJsonl) && counters.count(kCsv);
+    if (measured) {
+      for (const char* name : {kJsonl, kCsv}) {
+        const int64_t want = counters.at(name);
+        std::error_code ec;
+        const auto have = fs::exists(path(name)) ? int64_t(fs::file_size(path(name), ec)) : int64_t(-1);
+        if (have < want) {
+          notes.push_back(path(name) + " is shorter than at its checkpoint (" + std::to_string(std::max<int64_t>(have, 0)) +
+                          " of " + std::to_string(want) + " bytes): it was changed outside Tensorscope; rebuilt from what is left");
+          rebuildFromJsonl(step, notes);
+          open();
+          return notes;
+        }
+        spec::fileOperation("truncate");
+        if (::truncate(path(name).c_str(), want) != 0)
+          throw std::runtime_error("cannot cut " + path(name) + " back to its checkpoint: " + std::strerror(errno));
+      }
+    } else {
+      rebuildFromJsonl(step, notes);  // a run written before the logs were append-only
     }
-    spec::writeFileAtomically(dir_ + "/metrics.jsonl", jsonl);
-    spec::writeFileAtomically(dir_ + "/metrics.csv", csv);
+    open();
+    return notes;
+  }
+  void add(const nlohmann::json& record) {
+    auto num = [&](const char* k) { return record.contains(k) ? record[k].dump() : std::string(); };
+    const std::string csv = record.value("kind", std::string()) + "," + num("step") + "," +
+                            record.value("split", std::string()) + "," + num("loss") + "," + num("lr") + "," +
+                            num("grad_norm") + "," + num("tokens_per_second") + "," + num("accuracy") + "," +
+                            num("exact_match") + "\n";
+    append(jsonl_, kJsonl, record.dump() + "\n");
+    append(csv_, kCsv, csv);
+  }
+  /// fsyncs both logs and returns their lengths (the checkpoint's counters).
+  std::map<std::string, int64_t> sync() const {
+    std::map<std::string, int64_t> out;
+    for (const auto& [fd, name] : {std::pair{jsonl_, kJsonl}, std::pair{csv_, kCsv}}) {
+      spec::fileOperation("fsync");
+      if (::fsync(fd) != 0) throw std::runtime_error("cannot flush " + path(name) + ": " + std::strerror(errno));
+      const off_t end = ::lseek(fd, 0, SEEK_END);
+      if (end < 0) throw std::runtime_error("cannot measure " + path(name) + ": " + std::strerror(errno));
+      out[name] = int64_t(end);
+    }
+    return out;
   }
 
  private:
+  static constexpr const char* kJsonl = "metrics.jsonl";
+  static constexpr const char* kCsv = "metrics.csv";
+  static constexpr const char* kCsvHeader = "kind,step,split,loss,lr,grad_norm,tokens_per_second,accuracy,exact_match\n";
+
+  std::string path(const char* name) const { return dir_ + "/" + name; }
+  void open() {
+    jsonl_ = ::open(path(kJsonl).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    csv_ = ::open(path(kCsv).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (jsonl_ < 0 || csv_ < 0) throw std::runtime_error("cannot open the metrics logs in " + dir_ + ": " + std::strerror(errno));
+  }
+  void append(int fd, const char* name, const std::string& text) const {
+    const char* p = text.data();
+    size_t left = text.size();
+    while (left > 0) {
+      spec::fileOperation("write");
+      const ssize_t n = ::write(fd, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw std::runtime_error("cannot append to " + path(name) + ": " + std::strerror(errno));
+      p += n;
+      left -= size_t(n);
+    }
+  }
+  /// Keeps the parseable records up to `step` (a damaged line is skipped with a note) and
+  /// rewrites both logs from them.
+  void rebuildFromJsonl(int64_t step, std::vector<std::string>& notes) {
+    std::ifstream in(path(kJsonl));
+    std::string line, jsonl, csvText = kCsvHeader;
+    int64_t lineNo = 0, skipped = 0;
+    std::vector<nlohmann::json> kept;
+    while (std::getline(in, line)) {
+      ++lineNo;
+      if (line.empty()) continue;
+      try {
+        auto j = nlohmann::json::parse(line);
+        if (j.is_object() && j.value("step", int64_t(0)) <= step) kept.push_back(std::move(j));
+      } catch (const nlohmann::json::exception&) {
+        ++skipped;
+        if (skipped == 1) notes.push_back(path(kJsonl) + " line " + std::to_string(lineNo) + " is damaged; skipped");
+      }
+    }
+    if (skipped > 1) notes.push_back(std::to_string(skipped) + " damaged lines of " + path(kJsonl) + " skipped in all");
+    spec::writeFileAtomically(path(kJsonl), "");
+    spec::writeFileAtomically(path(kCsv), kCsvHeader);
+    open();
+    for (const auto& j : kept) add(j);
+    for (int fd : {jsonl_, csv_}) ::close(fd);
+    jsonl_ = csv_ = -1;
+  }
+
   std::string dir_;
-  std::vector<nlohmann::json> lines_;
+  int jsonl_ = -1, csv_ = -1;
 };
 
 std::string configWithVersions(const RunConfig& config) {
@@ -101,7 +193,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
                   bool resume, int64_t stepsOverride, const WarmStart& warm) {
   if (resume && !warm.checkpoint_dir.empty())
     throw std::invalid_argument("a resumed run continues its own checkpoint; a warm start is for new runs only");
-  if (!warm.checkpoint_dir.empty() && !fs::exists(warm.checkpoint_dir + "/model.safetensors"))
+  if (!warm.checkpoint_dir.empty() && !fs::exists(spec::checkpointFilesDir(warm.checkpoint_dir) + "/model.safetensors"))
     throw std::invalid_argument(warm.checkpoint_dir + " holds no checkpoint (model.safetensors) to start from");
   if (const auto problems = validateRunConfig(config); !problems.empty()) {
     std::string m = "invalid run config:";
@@ -116,18 +208,36 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   const int threads = configureThreads(config.train.threads);
 
   fs::create_directories(runDir);
-  const bool hasCheckpoint = fs::exists(runDir + "/model.safetensors");
-  if (!resume && hasCheckpoint)
+  const spec::CheckpointStore store(runDir);
+  const bool committed = store.hasCommitted();
+  const bool legacy = !committed && fs::exists(runDir + "/model.safetensors");  // before checkpoint directories
+  if (!resume && (committed || legacy))
     throw std::invalid_argument(runDir + " already holds a run; resume it (--resume) or choose a new directory");
-  if (resume && !hasCheckpoint) throw std::invalid_argument(runDir + " holds no checkpoint to resume");
+  if (resume && !committed && !legacy)
+    throw std::invalid_argument(runDir + " holds no complete checkpoint to resume (a run stopped during its first "
+                                "checkpoint leaves none); start it again: tensorscope train --config CONFIG --out " +
+                                runDir);
+  std::vector<std::string> notes;
+  std::optional<spec::CheckpointInfo> from;
+  if (resume && committed) from = store.latest(&notes);  // invalid_argument with every reason when none verifies
+  // What a killed write left: temporary files, staging and uncommitted checkpoint directories.
+  if (const auto removed = store.removeLitter(); !removed.empty())
+    notes.push_back("removed " + std::to_string(removed.size()) + " leftover file(s) of an interrupted write in " + runDir);
 
   Session session(config);
   MetricsLog metrics(runDir);
   if (resume) {
-    session.loadCheckpoint(runDir);
-    metrics.load();
-    metrics.truncateAfter(session.step());
+    session.loadCheckpoint(from ? from->dir : runDir);
+    if (from && from->step != session.step())
+      throw std::invalid_argument(from->dir + ": its manifest says step " + std::to_string(from->step) +
+                                  " but its trainer state says step " + std::to_string(session.step()));
+    if (from && !notes.empty()) store.pointAt(*from);  // fell back: the next commit keeps this one as previous
+    for (auto& n : metrics.resume(from ? from->counters : std::map<std::string, int64_t>{}, session.step()))
+      notes.push_back(std::move(n));
+  } else {
+    metrics.start();
   }
+  for (const auto& n : notes) sink.onMessage(n);
   if (!resume && !warm.checkpoint_dir.empty()) {
     const auto report = session.warmStart(warm.checkpoint_dir, warm.cores_from_config);
     nlohmann::json init = {{"format", "tensorscope.warm_start"},
@@ -157,7 +267,13 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   const int64_t scheduleSteps = std::max(total, config.train.steps);
   const auto& t = config.train;
   sink.onStart(session.step(), total, config.train.device, threads);
-  if (!resume) session.saveCheckpoint(runDir, "running", "");  // a first good checkpoint
+  const auto commitCheckpoint = [&](const std::string& status, const std::string& message) {
+    const auto counters = metrics.sync();  // the logs hold every record up to this step first
+    const std::string staged = store.stage();
+    session.saveCheckpoint(staged, status, message);
+    store.commit(staged, session.step(), counters);
+  };
+  if (!resume) commitCheckpoint("running", "");  // a first good checkpoint
   int64_t lastCheckpoint = session.step();
 
   TrainResult result;
@@ -166,9 +282,9 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   int64_t lastStep = session.step();
   std::string status = "finished";
   const auto checkpointNow = [&] {
-    session.saveCheckpoint(runDir, "running", "");
+    if (session.step() == lastCheckpoint) return;
+    commitCheckpoint("running", "");
     lastCheckpoint = session.step();
-    metrics.flush();
     sink.onCheckpoint(session.step(), runDir);
   };
   while (session.step() < total) {
@@ -188,6 +304,16 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
                        ", gradient norm " + std::to_string(norm) +
                        ". Stopped; the last good checkpoint (step " + std::to_string(lastCheckpoint) +
                        ") is kept. Try a lower train.lr or a gradient clip.";
+      sink.onMessage(result.message);
+      break;
+    }
+    if (!session.weightsFinite()) {  // a finite loss and gradient can still overflow the update
+      result.diverged = true;
+      status = "diverged";
+      result.message = "training diverged at step " + std::to_string(step) +
+                       ": the update made weights non-finite (loss before it " + std::to_string(loss) +
+                       "). Stopped; the last good checkpoint (step " + std::to_string(lastCheckpoint) +
+                       ") is kept. Try a lower train.lr, a gradient clip or a larger train.eps.";
       sink.onMessage(result.message);
       break;
     }
@@ -217,16 +343,14 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   }
   result.steps_done = session.step();
   if (!result.diverged) {
-    session.saveCheckpoint(runDir, status, result.message);
+    if (session.step() != lastCheckpoint) commitCheckpoint(status, result.message);
     sink.onCheckpoint(session.step(), runDir);
-  } else {
-    // Keep the last good checkpoint's weights; record why the run ended.
-    auto state = nlohmann::json::parse(spec::readWholeFile(runDir + "/trainer_state.json"));
-    state["status"] = "diverged";
-    state["message"] = result.message;
-    spec::writeFileAtomically(runDir + "/trainer_state.json", state.dump(2) + "\n");
   }
-  metrics.flush();
+  // How the run ended, beside its checkpoints (which are never rewritten).
+  nlohmann::json ended = {{"format", "tensorscope.run_status"}, {"version", 1},
+                          {"status", status},                   {"message", result.message},
+                          {"checkpoint_step", result.diverged ? lastCheckpoint : session.step()}};
+  spec::writeFileAtomically(runDir + "/run_status.json", ended.dump(2) + "\n");
   if (result.message.empty())
     result.message = status == "stopped" ? "stopped at step " + std::to_string(result.steps_done)
                                          : "finished " + std::to_string(result.steps_done) + " steps";

@@ -11,6 +11,7 @@
 #include "io/tensor_convert.h"
 #include "model_core/training.h"
 #include "spec/atomic_file.h"
+#include "spec/checkpoint_store.h"
 
 namespace tensorscope::model_core {
 namespace fs = std::filesystem;
@@ -25,14 +26,29 @@ std::vector<double> valuesOf(const at::Tensor& t) {
 }  // namespace
 
 std::int64_t snapshotCheckpoint(const std::string& runDir, const std::string& outDir) {
-  const std::string model = runDir + "/model.safetensors";
-  if (!fs::exists(model)) throw std::invalid_argument(runDir + " holds no checkpoint (model.safetensors) yet");
-  fs::create_directories(outDir);
-  // The trainer replaces each file by an atomic rename, so every read sees one whole file; a
-  // checkpoint landing between two reads is caught by comparing the steps, and read again.
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    const std::string state = spec::readWholeFile(runDir + "/trainer_state.json");
-    spec::writeFileAtomically(outDir + "/model.safetensors", spec::readWholeFile(model));
+  // A checkpoint directory never changes once committed, but the trainer removes the one before
+  // the previous: a copy racing two commits fails to read and is taken again; the steps are
+  // compared as well (runs written before checkpoint directories replace the files one by one).
+  constexpr int kAttempts = 5;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    std::string checkpointDir, state, weights;
+    try {
+      checkpointDir = spec::checkpointFilesDir(runDir);
+      if (!fs::exists(checkpointDir + "/model.safetensors")) {
+        if (checkpointDir != runDir) throw std::runtime_error(checkpointDir + " was removed while it was read");
+        throw std::invalid_argument(runDir + " holds no checkpoint (model.safetensors) yet");
+      }
+      state = spec::readWholeFile(checkpointDir + "/trainer_state.json");
+      weights = spec::readWholeFile(checkpointDir + "/model.safetensors");
+    } catch (const std::invalid_argument&) {
+      if (checkpointDir == runDir || attempt + 1 == kAttempts) throw;
+      continue;
+    } catch (const std::runtime_error&) {
+      if (attempt + 1 == kAttempts) throw;
+      continue;
+    }
+    fs::create_directories(outDir);
+    spec::writeFileAtomically(outDir + "/model.safetensors", weights);
     spec::writeFileAtomically(outDir + "/config.json", spec::readWholeFile(runDir + "/config.json"));
     std::map<std::string, std::string> meta;
     readTensors(outDir + "/model.safetensors", &meta);  // rejects a damaged file with the reason
@@ -59,7 +75,7 @@ spec::CoreSpec learnedCoreSpec(const std::string& runDir, int layer) {
                                 std::to_string(config.model.layers) + " layers");
   const spec::AttentionSpec s = layerSpec(config.model, layer);
   if (!s.core) throw std::invalid_argument("layer " + std::to_string(layer) + " of " + runDir + " has no THSA core");
-  const auto tensors = readTensorMap(runDir + "/model.safetensors");
+  const auto tensors = readTensorMap(spec::checkpointFilesDir(runDir) + "/model.safetensors");
   const std::string prefix = "blocks." + std::to_string(layer) + ".attn.";
   auto get = [&](const std::string& name, std::int64_t numel) {
     const auto it = tensors.find(prefix + name);

@@ -10,6 +10,7 @@
 #include "training_test_util.h"
 
 using namespace tensorscope::model_core;
+using tensorscope::model_core::testing::files;
 using tensorscope::model_core::testing::TempDir;
 using tensorscope::model_core::testing::tinyRun;
 
@@ -32,6 +33,12 @@ struct Recorder : ProgressSink {
 
 std::string fileBytes(const std::string& p) { return tensorscope::spec::readWholeFile(p); }
 
+/// The run's current checkpoint holds finite weights only.
+void expectFiniteCheckpoint(const std::string& run) {
+  for (const auto& [name, t] : readSafetensors(files(run, "model.safetensors")).tensors)
+    for (float v : toFloatVector(t)) ASSERT_TRUE(std::isfinite(v)) << name;
+}
+
 }  // namespace
 
 TEST(Trainer, WritesARunDirectoryAndLearns) {
@@ -43,8 +50,9 @@ TEST(Trainer, WritesARunDirectoryAndLearns) {
   const auto r = train(c, dir.path("run"), control, rec);
   EXPECT_EQ(r.steps_done, 40);
   EXPECT_FALSE(r.diverged);
-  for (const char* f : {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json",
-                        "metrics.jsonl", "metrics.csv"})
+  for (const char* f : {"config.json", "checkpoint.json", "latest/model.safetensors", "latest/optimizer.safetensors",
+                        "latest/trainer_state.json", "latest/manifest.json", "metrics.jsonl", "metrics.csv",
+                        "run_status.json"})
     EXPECT_TRUE(std::filesystem::exists(dir.path("run/") + f)) << f;
   ASSERT_EQ(rec.metrics.size(), 40u);
   EXPECT_LT(rec.metrics.back().loss, rec.metrics.front().loss) << "loss did not fall";
@@ -67,9 +75,9 @@ TEST(Trainer, ResumeIsBitIdentical) {
   train(c, dir.path("straight"), c1, r1);
   train(c, dir.path("split"), c2, r2, false, 6);
   train(c, dir.path("split"), c3, r3, /*resume=*/true, 12);
-  EXPECT_TRUE(fileBytes(dir.path("straight/model.safetensors")) == fileBytes(dir.path("split/model.safetensors")))
+  EXPECT_TRUE(fileBytes(files(dir.path("straight"), "model.safetensors")) == fileBytes(files(dir.path("split"), "model.safetensors")))
       << "weights differ after resume";
-  EXPECT_TRUE(fileBytes(dir.path("straight/optimizer.safetensors")) == fileBytes(dir.path("split/optimizer.safetensors")))
+  EXPECT_TRUE(fileBytes(files(dir.path("straight"), "optimizer.safetensors")) == fileBytes(files(dir.path("split"), "optimizer.safetensors")))
       << "optimizer state differs after resume";
   ASSERT_EQ(r3.metrics.size(), 6u);
   EXPECT_EQ(r3.metrics.front().step, 7);
@@ -99,11 +107,10 @@ TEST(Trainer, DivergenceStopsAndKeepsTheLastGoodCheckpoint) {
   EXPECT_NE(r.message.find("last good checkpoint (step 10)"), std::string::npos) << r.message;
   EXPECT_EQ(r.steps_done, 12);
   // The files hold the step-10 checkpoint, untouched by the two good steps after it.
-  const auto header = readSafetensorsHeader(dir.path("run/model.safetensors"));
+  const auto header = readSafetensorsHeader(files(dir.path("run"), "model.safetensors"));
   EXPECT_EQ(header.metadata.at("step"), "10");
-  for (const auto& [name, t] : readSafetensors(dir.path("run/model.safetensors")).tensors)
-    for (float v : toFloatVector(t)) ASSERT_TRUE(std::isfinite(v)) << name;
-  EXPECT_NE(fileBytes(dir.path("run/trainer_state.json")).find("\"diverged\""), std::string::npos);
+  expectFiniteCheckpoint(dir.path("run"));
+  EXPECT_NE(fileBytes(dir.path("run/run_status.json")).find("\"diverged\""), std::string::npos);
 }
 
 TEST(Trainer, StopTakesEffectWithinOneStep) {
@@ -117,7 +124,7 @@ TEST(Trainer, StopTakesEffectWithinOneStep) {
   const auto r = train(c, dir.path("run"), control, rec);
   EXPECT_TRUE(r.stopped_early);
   EXPECT_EQ(r.steps_done, 3);
-  EXPECT_NE(fileBytes(dir.path("run/trainer_state.json")).find("\"stopped\""), std::string::npos);
+  EXPECT_NE(fileBytes(dir.path("run/run_status.json")).find("\"stopped\""), std::string::npos);
 }
 
 TEST(Trainer, PauseSingleStepResume) {
@@ -151,7 +158,7 @@ TEST(Trainer, WritesACheckpointOnRequestEvenWhilePaused) {
   ASSERT_EQ(rec.checkpoints.size(), 1u);
   EXPECT_EQ(rec.checkpoints.front(), 1);
   EXPECT_EQ(rec.metrics.size(), 1u) << "serving the request must not take a step";
-  EXPECT_NE(fileBytes(dir.path("run/trainer_state.json")).find("\"step\": 1"), std::string::npos);
+  EXPECT_NE(fileBytes(files(dir.path("run"), "trainer_state.json")).find("\"step\": 1"), std::string::npos);
   control.resume();
   worker.join();
   EXPECT_EQ(rec.metrics.size(), 6u);
@@ -223,4 +230,108 @@ TEST(RunConfig, EveryShippedExampleIsValid) {
     ++n;
   }
   EXPECT_GE(n, 6) << "examples cover every task";
+}
+
+// Issue 18, "runs that never lie": each case below was reproduced on the earlier trainer first.
+
+namespace {
+
+/// A run directory in the layout before checkpoint directories (the files at its top), built
+/// from a real run's current checkpoint, so a test can hand the trainer a crafted trainer state.
+std::string topLevelRun(TempDir& dir, const std::string& from, const std::string& name) {
+  const std::string out = dir.path(name);
+  std::filesystem::create_directories(out);
+  for (const char* f : {"model.safetensors", "optimizer.safetensors", "trainer_state.json"})
+    std::filesystem::copy_file(files(from, f), out + "/" + f);
+  std::filesystem::copy_file(from + "/config.json", out + "/config.json");
+  return out;
+}
+
+std::string replaced(std::string text, const std::string& what, const std::string& with) {
+  const auto at = text.find(what);
+  EXPECT_NE(at, std::string::npos) << what;
+  if (at != std::string::npos) text.replace(at, what.size(), with);
+  return text;
+}
+
+}  // namespace
+
+TEST(Trainer, ResumeValidatesTheTrainerStateAgainstItsCheckpoint) {
+  TempDir dir("train_state");
+  const auto c = tinyRun("mhsa", 4);
+  TrainerControl control;
+  Recorder rec;
+  train(c, dir.path("run"), control, rec);
+  const std::string state = fileBytes(files(dir.path("run"), "trainer_state.json"));
+  const struct {
+    std::string what, with, expect;
+  } cases[] = {
+      {"\"step\": 4", "\"step\": 100000", "says step 100000: the files are not one checkpoint"},
+      {"\"step\": 4", "\"step\": 3", "\"optimizer_step\" is 4, outside [0, 3]"},  // would replay a step
+      {"\"step\": 4", "\"step\": 9223372036854775807", "\"step\" is 9223372036854775807, outside"},
+      {"\"optimizer_step\": 4", "\"optimizer_step\": -1", "\"optimizer_step\" is -1, outside [0, 4]"},
+      {"\"data_rng\": \"", "\"data_rng\": \"x", "\"data_rng\" must be a decimal unsigned 64-bit integer"},
+      {"\"format\": \"tensorscope.trainer_state\"", "\"format\": \"other\"", "\"format\" must be"},
+      {"\"version\": 1", "\"version\": 2", "\"version\" must be 1"},
+  };
+  int i = 0;
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.with);
+    const std::string run = topLevelRun(dir, dir.path("run"), "crafted" + std::to_string(i++));
+    tensorscope::spec::writeFileAtomically(run + "/trainer_state.json", replaced(state, k.what, k.with));
+    try {
+      train(c, run, control, rec, true, 8);
+      ADD_FAILURE() << "resumed a checkpoint whose trainer state lies";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(k.expect), std::string::npos) << e.what();
+    }
+  }
+  // The untouched state resumes.
+  const std::string good = topLevelRun(dir, dir.path("run"), "untouched");
+  EXPECT_EQ(train(c, good, control, rec, true, 6).steps_done, 6);
+}
+
+TEST(Trainer, NonFiniteWeightsNeverReachACheckpoint) {
+  // eps 1e-300 is 0 in float32: weights whose gradients vanish get 0/0 = NaN from the update,
+  // though the loss and the gradient norm stay finite.
+  TempDir dir("train_eps");
+  auto c = tinyRun("mhsa", 20);
+  c.train.eps = 1e-300;
+  c.train.checkpoint_interval = 1;
+  TrainerControl control;
+  Recorder rec;
+  const auto r = train(c, dir.path("run"), control, rec);
+  ASSERT_TRUE(r.diverged) << r.message;
+  EXPECT_NE(r.message.find("non-finite"), std::string::npos) << r.message;
+  expectFiniteCheckpoint(dir.path("run"));
+  EXPECT_NE(fileBytes(dir.path("run/run_status.json")).find("\"diverged\""), std::string::npos);
+}
+
+TEST(Trainer, ADirectoryWithoutACompleteCheckpointRestartsAndADamagedLogLineDoesNotBlockResume) {
+  TempDir dir("train_restart");
+  const auto c = tinyRun("mhsa", 6);
+  TrainerControl control;
+  Recorder rec;
+  // What a kill during the first checkpoint leaves: no pointer, a staging directory, a temporary file.
+  const std::string run = dir.path("run");
+  std::filesystem::create_directories(run + "/checkpoints/.stage-12345");
+  tensorscope::spec::writeFileAtomically(run + "/checkpoints/.stage-12345/model.safetensors", "half a file");
+  tensorscope::spec::writeFileAtomically(run + "/.model.safetensors.tmp42", "litter");
+  tensorscope::spec::writeFileAtomically(run + "/metrics.jsonl", "{\"kind\": \"train\", \"step\": 1}\n");
+  try {
+    train(c, run, control, rec, true);
+    ADD_FAILURE() << "resumed a run that never committed a checkpoint";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("holds no complete checkpoint to resume"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(train(c, run, control, rec, false, 3).steps_done, 3) << "--config … --out restarts it";
+  EXPECT_FALSE(std::filesystem::exists(run + "/checkpoints/.stage-12345"));
+  EXPECT_FALSE(std::filesystem::exists(run + "/.model.safetensors.tmp42"));
+  // A damaged line inside the log is never parsed by a resume: the log is cut to its checkpoint's length.
+  std::string log = fileBytes(run + "/metrics.jsonl");
+  ASSERT_GT(log.size(), 10u);
+  log[2] = '#';
+  std::ofstream(run + "/metrics.jsonl", std::ios::binary | std::ios::trunc) << log;
+  EXPECT_EQ(train(c, run, control, rec, true).steps_done, 6);
+  EXPECT_EQ(fileBytes(run + "/metrics.jsonl").substr(0, 3), log.substr(0, 3));
 }

@@ -14,6 +14,7 @@
 
 using namespace tensorscope;
 using namespace tensorscope::model_core;
+using tensorscope::model_core::testing::files;
 using tensorscope::model_core::testing::TempDir;
 using tensorscope::model_core::testing::tinyRun;
 
@@ -66,7 +67,7 @@ TEST(WarmStart, ForkStartsFromTheCheckpointWithTheEditedCore) {
     for (const char* f : {"model.safetensors", "config.json", "trainer_state.json"})
       EXPECT_TRUE(std::filesystem::exists(dir.path("snap/") + f)) << f;
     const auto snap = weightsOf(dir.path("snap/model.safetensors"));
-    EXPECT_EQ(snap, weightsOf(dir.path("parent/model.safetensors")));
+    EXPECT_EQ(snap, weightsOf(files(dir.path("parent"), "model.safetensors")));
 
     // The learned core of layer 0 in the parent's structure.
     auto learned = learnedCoreSpec(dir.path("snap"), 0);
@@ -95,7 +96,7 @@ TEST(WarmStart, ForkStartsFromTheCheckpointWithTheEditedCore) {
     EXPECT_NE(lines.front().find("started from"), std::string::npos) << lines.front();
     EXPECT_NE(lines.front().find("(step 8)"), std::string::npos) << lines.front();
 
-    const auto forked = weightsOf(dir.path("fork/model.safetensors"));
+    const auto forked = weightsOf(files(dir.path("fork"), "model.safetensors"));
     for (const char* name : {"embed.weight", "pos.weight", "blocks.0.attn.wq.weight", "blocks.1.attn.wo.weight",
                              "blocks.1.fc1.weight", "blocks.0.ln1.weight", "ln_f.bias"})
       EXPECT_EQ(forked.at(name), snap.at(name)) << name;
@@ -120,8 +121,8 @@ TEST(WarmStart, CoresCanComeFromTheCheckpointAndMismatchedShapesStartFresh) {
   auto wider = parent;
   wider.model.ffn_multiplier = 3;  // fc1/fc2 change shape; everything else fits
   initialiseOnly(wider, dir.path("child"), {dir.path("parent"), /*cores_from_config=*/false});
-  const auto src = weightsOf(dir.path("parent/model.safetensors"));
-  const auto child = weightsOf(dir.path("child/model.safetensors"));
+  const auto src = weightsOf(files(dir.path("parent"), "model.safetensors"));
+  const auto child = weightsOf(files(dir.path("child"), "model.safetensors"));
   EXPECT_EQ(child.at("blocks.0.attn.core.A"), src.at("blocks.0.attn.core.A"));  // taken over this time
   EXPECT_EQ(child.at("blocks.1.attn.wk.weight"), src.at("blocks.1.attn.wk.weight"));
   EXPECT_NE(child.at("blocks.0.fc1.weight").size(), src.at("blocks.0.fc1.weight").size());

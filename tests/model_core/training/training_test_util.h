@@ -5,6 +5,7 @@
 
 #include "model_core/training.h"
 #include "spec/attention_spec.h"
+#include "spec/checkpoint_store.h"
 
 namespace tensorscope::model_core::testing {
 
@@ -50,5 +51,10 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// `name` in a run's current checkpoint (run directories keep each checkpoint in its own directory).
+inline std::string files(const std::string& runDir, const std::string& name) {
+  return spec::checkpointFilesDir(runDir) + "/" + name;
+}
 
 }  // namespace tensorscope::model_core::testing

@@ -1,0 +1,153 @@
+// spec::CheckpointStore (crash-consistent checkpoint directories, docs/reliability.md): commits,
+// verification against the manifest, fallback to the previous checkpoint with the reason, an
+// unreadable pointer, litter removal, and a commit that fails leaving the last one in place.
+// Torch-free: the sanitizer build runs it too. The kill-at-every-file-operation campaign on real
+// training runs is tests/cli/test_crash_consistency.py.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "spec/atomic_file.h"
+#include "spec/checkpoint_store.h"
+
+using namespace tensorscope::spec;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Dir {
+  std::string path;
+  explicit Dir(const std::string& name)
+      : path((fs::temp_directory_path() / ("ts_store_" + name + "_" + std::to_string(::getpid()))).string()) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Dir() { fs::remove_all(path); }
+};
+
+CheckpointInfo commitStep(const CheckpointStore& store, std::int64_t step, const std::string& payload) {
+  const std::string staged = store.stage();
+  writeFileAtomically(staged + "/model.bin", payload);
+  writeFileAtomically(staged + "/state.json", "{\"step\": " + std::to_string(step) + "}\n");
+  return store.commit(staged, step, {{"metrics.jsonl", 10 * step}});
+}
+
+void overwrite(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+}  // namespace
+
+TEST(CheckpointStore, CommitsVerifiesAndKeepsThePreviousCheckpoint) {
+  Dir d("commit");
+  const CheckpointStore store(d.path);
+  EXPECT_FALSE(store.hasCommitted());
+  EXPECT_FALSE(store.latest().has_value());
+  EXPECT_EQ(checkpointFilesDir(d.path), d.path) << "no checkpoint directories: the run directory itself";
+  const auto a = commitStep(store, 5, "weights of step 5");
+  const auto b = commitStep(store, 10, "weights of step 10");
+  const auto c = commitStep(store, 15, "weights of step 15");
+  EXPECT_TRUE(store.hasCommitted());
+  const auto found = store.latest();
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->step, 15);
+  EXPECT_EQ(found->dir, c.dir);
+  EXPECT_EQ(found->counters.at("metrics.jsonl"), 150);
+  EXPECT_EQ(readWholeFile(checkpointFilesDir(d.path) + "/model.bin"), "weights of step 15");
+  EXPECT_EQ(readWholeFile(d.path + "/latest/model.bin"), "weights of step 15");
+  EXPECT_FALSE(fs::exists(a.dir)) << "checkpoints older than the previous one are removed";
+  EXPECT_TRUE(fs::exists(b.dir));
+  EXPECT_EQ(verifyCheckpoint(b.dir, nullptr), "");
+}
+
+TEST(CheckpointStore, ADamagedCheckpointFallsBackToThePreviousWithTheReason) {
+  Dir d("damaged");
+  const CheckpointStore store(d.path);
+  commitStep(store, 5, "weights of step 5");
+  const auto second = commitStep(store, 10, "weights of step 10");
+  overwrite(second.dir + "/model.bin", "weights of step 1X");  // same size, other bytes
+  std::vector<std::string> notes;
+  const auto found = store.latest(&notes);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->step, 5);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("does not match its manifest's digest"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("using the checkpoint of step 5"), std::string::npos) << notes[0];
+  // Pointing at the survivor keeps it as the previous checkpoint of the next commit.
+  store.pointAt(*found);
+  commitStep(store, 15, "weights of step 15");
+  EXPECT_TRUE(fs::exists(found->dir));
+  // A truncated file and a missing one name themselves; nothing left that verifies is an error.
+  overwrite(found->dir + "/model.bin", "short");
+  fs::remove(store.latest()->dir + "/state.json");
+  try {
+    store.latest();
+    FAIL() << "nothing verifies";
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("has no complete checkpoint left"), std::string::npos) << m;
+    EXPECT_NE(m.find("state.json is missing"), std::string::npos) << m;
+    EXPECT_NE(m.find("holds 5 bytes, its manifest says 17"), std::string::npos) << m;
+  }
+}
+
+TEST(CheckpointStore, AnUnreadablePointerFallsBackToTheNewestCheckpointThatVerifies) {
+  Dir d("pointer");
+  const CheckpointStore store(d.path);
+  commitStep(store, 5, "five");
+  commitStep(store, 10, "ten");
+  overwrite(d.path + "/checkpoint.json", "{\"format\": \"tensorscope.checkpoint_pointer\", \"version\": 1, \"current\": \"../../etc\"}");
+  std::vector<std::string> notes;
+  const auto found = store.latest(&notes);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->step, 10);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("checkpoint.json is damaged"), std::string::npos) << notes[0];
+  // With the pointer unreadable, cleaning keeps every checkpoint directory.
+  store.removeLitter();
+  EXPECT_EQ(store.latest()->step, 10);
+}
+
+TEST(CheckpointStore, LitterOfInterruptedWritesIsRemovedAndCommittedCheckpointsAreKept) {
+  Dir d("litter");
+  const CheckpointStore store(d.path);
+  const auto kept = commitStep(store, 5, "five");
+  // What kills leave: a staging directory, an uncommitted checkpoint directory, temporary files.
+  fs::create_directories(d.path + "/checkpoints/.stage-999");
+  overwrite(d.path + "/checkpoints/.stage-999/model.bin", "half");
+  fs::create_directories(d.path + "/checkpoints/step-000000000010.deadbeef");
+  overwrite(d.path + "/.metrics.jsonl.tmp1234", "x");
+  overwrite(kept.dir + "/.model.bin.tmp77", "y");
+  overwrite(d.path + "/notes.txt", "the user's own file");
+  const auto removed = store.removeLitter();
+  EXPECT_EQ(removed.size(), 4u);
+  EXPECT_FALSE(fs::exists(d.path + "/checkpoints/.stage-999"));
+  EXPECT_FALSE(fs::exists(d.path + "/checkpoints/step-000000000010.deadbeef"));
+  EXPECT_FALSE(fs::exists(d.path + "/.metrics.jsonl.tmp1234"));
+  EXPECT_TRUE(fs::exists(d.path + "/notes.txt"));
+  EXPECT_EQ(store.latest()->step, 5);
+  // Without any commit, every checkpoint directory is litter.
+  Dir e("litter_first");
+  fs::create_directories(e.path + "/checkpoints/step-000000000000.0000abcd");
+  const CheckpointStore fresh(e.path);
+  EXPECT_EQ(fresh.removeLitter().size(), 1u);
+}
+
+TEST(CheckpointStore, AFailedCommitLeavesTheLastCheckpointInPlace) {
+  Dir d("failed");
+  const CheckpointStore store(d.path);
+  commitStep(store, 5, "five");
+  const std::string staged = store.stage();
+  writeFileAtomically(staged + "/model.bin", "ten");
+  fs::remove_all(staged);  // the staged directory vanished (a full disk, another process)
+  EXPECT_ANY_THROW(store.commit(staged, 10, {}));
+  EXPECT_EQ(store.latest()->step, 5);
+}
+
+TEST(CheckpointStore, DigestIsFnv1a64) {
+  EXPECT_EQ(fnv1a64Hex(""), "cbf29ce484222325");
+  EXPECT_EQ(fnv1a64Hex("a"), "af63dc4c8601ec8c");
+}
