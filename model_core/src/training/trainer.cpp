@@ -220,6 +220,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   std::vector<std::string> notes;
   std::optional<spec::CheckpointInfo> from;
   if (resume && committed) from = store.latest(&notes);  // invalid_argument with every reason when none verifies
+  const bool fellBack = !notes.empty();  // the current checkpoint did not verify
   // What a killed write left: temporary files, staging and uncommitted checkpoint directories.
   if (const auto removed = store.removeLitter(); !removed.empty())
     notes.push_back("removed " + std::to_string(removed.size()) + " leftover file(s) of an interrupted write in " + runDir);
@@ -231,7 +232,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
     if (from && from->step != session.step())
       throw std::invalid_argument(from->dir + ": its manifest says step " + std::to_string(from->step) +
                                   " but its trainer state says step " + std::to_string(session.step()));
-    if (from && !notes.empty()) store.pointAt(*from);  // fell back: the next commit keeps this one as previous
+    if (from && fellBack) store.pointAt(*from);  // the next commit keeps this one as the previous
     for (auto& n : metrics.resume(from ? from->counters : std::map<std::string, int64_t>{}, session.step()))
       notes.push_back(std::move(n));
   } else {

@@ -29,6 +29,8 @@ struct Recorder : ProgressSink {
   void onEval(const EvalSnapshot& e) override { evals.push_back(e); }
   void onInspection(const InspectionSnapshot& s) override { inspections.push_back(s); }
   void onCheckpoint(std::int64_t step, const std::string&) override { checkpoints.push_back(step); }
+  std::vector<std::string> messages;
+  void onMessage(const std::string& m) override { messages.push_back(m); }
 };
 
 std::string fileBytes(const std::string& p) { return tensorscope::spec::readWholeFile(p); }
@@ -334,4 +336,29 @@ TEST(Trainer, ADirectoryWithoutACompleteCheckpointRestartsAndADamagedLogLineDoes
   std::ofstream(run + "/metrics.jsonl", std::ios::binary | std::ios::trunc) << log;
   EXPECT_EQ(train(c, run, control, rec, true).steps_done, 6);
   EXPECT_EQ(fileBytes(run + "/metrics.jsonl").substr(0, 3), log.substr(0, 3));
+}
+
+TEST(Trainer, ResumeFallsBackToThePreviousCheckpointWhenTheCurrentIsDamaged) {
+  TempDir dir("train_fallback");
+  auto c = tinyRun("mhsa", 8);
+  c.train.checkpoint_interval = 2;
+  TrainerControl control;
+  Recorder straight, first, second;
+  train(c, dir.path("straight"), control, straight);
+  train(c, dir.path("split"), control, first, false, 6);  // checkpoints of steps 4 (previous) and 6
+  std::string weights = fileBytes(files(dir.path("split"), "model.safetensors"));
+  weights[weights.size() - 1] ^= 0x5a;  // a flipped bit in the last weight
+  std::ofstream(files(dir.path("split"), "model.safetensors"), std::ios::binary | std::ios::trunc) << weights;
+  const auto r = train(c, dir.path("split"), control, second, true);
+  EXPECT_EQ(r.steps_done, 8);
+  bool told = false;
+  for (const auto& m : second.messages)
+    told = told || (m.find("does not match its manifest's digest") != std::string::npos &&
+                    m.find("using the checkpoint of step 4") != std::string::npos);
+  EXPECT_TRUE(told) << "the fallback is reported with its reason";
+  ASSERT_FALSE(second.metrics.empty());
+  EXPECT_EQ(second.metrics.front().step, 5) << "resumed from step 4";
+  EXPECT_TRUE(fileBytes(files(dir.path("straight"), "model.safetensors")) ==
+              fileBytes(files(dir.path("split"), "model.safetensors")))
+      << "the resumed run ends where the straight one does";
 }
