@@ -54,10 +54,9 @@ inline float pow2(float n) {
 /// e^x, branch-free: x = n·ln2 + r with |r| <= ln2/2 (n by the 1.5·2^23 rounding trick, ln2 split in
 /// two for an exact reduction), e^r by Cephes' degree-6 polynomial, 2^n from the exponent bits.
 /// Inputs below -87 give e^-87 (~1.6e-38); callers pass arguments <= ~0 (shifted by the row max).
+/// e^(x − fx·ln2) for the integral fx nearest x/ln2: the reduced exp both exps share.
 template <typename V>
-inline V expPoly(V x) {
-  x = clampHigh(clampLow(x, -87.0f), 88.0f);
-  const V fx = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+inline V expReduced(V x, V fx) {
   V r = x - fx * 0.693359375f;
   r = r - fx * -2.12194440e-4f;
   V y = r * 1.9875691500e-4f + 1.3981999507e-3f;
@@ -65,8 +64,14 @@ inline V expPoly(V x) {
   y = y * r + 4.1665795894e-2f;
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
-  return y * pow2(fx);
+  return y * r * r + r + 1.0f;
+}
+
+template <typename V>
+inline V expPoly(V x) {
+  x = clampHigh(clampLow(x, -87.0f), 88.0f);
+  const V fx = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  return expReduced(x, fx) * pow2(fx);
 }
 
 void minMaxF(const float* x, int64_t n, float* mn, float* mx) {
@@ -188,15 +193,7 @@ inline vfloat expNonPositive(vfloat x) {
   // (the maskz forms: GCC 12's unmasked intrinsics read an undefined register and warn)
   const __m512 fx = _mm512_maskz_roundscale_ps(__mmask16(0xFFFF), (__m512)(x * 1.44269504088896341f),
                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const vfloat n = (vfloat)fx;
-  vfloat r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  vfloat y = r * 1.9875691500e-4f + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
+  const vfloat y = expReduced(x, (vfloat)fx);
   return (vfloat)_mm512_maskz_scalef_ps(__mmask16(0xFFFF), (__m512)y, fx);
 #else
   return expPoly(x);
