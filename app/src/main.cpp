@@ -9,6 +9,7 @@
 #include <QTimer>
 
 #include "gui/demo_runner.h"
+#include "gui/image_file.h"
 #include "gui/main_window.h"
 #endif
 
@@ -24,7 +25,8 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
     screenshot = args.takeOption("--screenshot");
     demo = args.takeOption("--demo");
     const auto threads = args.takeInt("--threads", 1, 4096);
-    model_core::configureThreads(threads ? static_cast<int>(*threads) : 0);
+    if (threads) model_core::setThreadsOverride(static_cast<int>(*threads));  // runs started here honour it too
+    else model_core::configureThreads(0);
     if (const auto cmd = args.takeCommand())
       throw app::UsageError("unknown command '" + *cmd + "'; see tensorscope --help");
     args.positionals(0, 0, "tensorscope [--threads T] [--demo SCRIPT] [--screenshot PNG]");
@@ -55,9 +57,13 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
     QObject::connect(runner.get(), &app::DemoRunner::finished, &qapp, [&](int code) {
       rc = code;
       if (screenshot && code == 0) {
-        const QPixmap shot = window.grab();
-        if (!shot.save(QString::fromStdString(*screenshot), "PNG")) rc = app::kExitFailure;
-        else std::cout << "screenshot " << *screenshot << "\n";
+        try {
+          app::savePngAtomically(window.grab().toImage(), QString::fromStdString(*screenshot));
+          std::cout << "screenshot " << *screenshot << "\n";
+        } catch (const std::exception& e) {
+          std::cerr << "tensorscope: cannot write the screenshot: " << e.what() << "\n";
+          rc = app::kExitFailure;
+        }
       }
       qapp.quit();
     });
@@ -66,11 +72,12 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
     // Let layouts and queued replots settle, then render the whole window.
     QTimer::singleShot(400, &window, [&] {
       const QPixmap shot = window.grab();
-      if (shot.isNull() || !shot.save(QString::fromStdString(*screenshot), "PNG")) {
-        std::cerr << "tensorscope: cannot write screenshot " << *screenshot << "\n";
-        rc = app::kExitFailure;
-      } else {
+      try {
+        app::savePngAtomically(shot.toImage(), QString::fromStdString(*screenshot));
         std::cout << "screenshot " << *screenshot << " (" << shot.width() << "x" << shot.height() << ")\n";
+      } catch (const std::exception& e) {
+        std::cerr << "tensorscope: cannot write the screenshot: " << e.what() << "\n";
+        rc = app::kExitFailure;
       }
       qapp.quit();
     });

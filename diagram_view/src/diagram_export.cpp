@@ -1,8 +1,8 @@
 #include "diagram_view/diagram_export.h"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QFile>
-#include <QFileInfo>
 #include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
@@ -13,6 +13,7 @@
 
 #include "diagram_view/diagram_layout.h"
 #include "diagram_view/diagram_scene.h"
+#include "spec/atomic_file.h"
 
 namespace tensorscope::diagram_view {
 namespace {
@@ -37,49 +38,54 @@ void paintScene(DiagramScene& scene, QPainter& painter, const QRectF& target) {
   scene.render(&painter, target, scene.contentRect(), Qt::IgnoreAspectRatio);
 }
 
-void writeText(const QString& path, const std::string& text) {
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
-    throw std::runtime_error("cannot write " + path.toStdString() + ": " + f.errorString().toStdString());
-  if (f.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()))
-    throw std::runtime_error("cannot write " + path.toStdString() + ": " + f.errorString().toStdString());
+// Every format is produced in memory and reaches the disk in one atomic write (a temporary file,
+// fsync, rename): a full disk or an unwritable directory throws with the reason and leaves a
+// previous file at `path` exactly as it was, never empty or truncated.
+void writeBytes(const QString& path, std::string_view bytes) {
+  spec::writeFileAtomically(QFile::encodeName(path).toStdString(), bytes);
 }
 
-void requireWritten(const QString& path, const char* what) {
-  const QFileInfo info(path);
-  if (!info.exists() || info.size() == 0)
-    throw std::runtime_error(std::string("could not write the ") + what + " file " + path.toStdString());
+void writeBytes(const QString& path, const QByteArray& bytes) {
+  writeBytes(path, std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
 }
 
-void exportSvg(DiagramScene& scene, const QString& path) {
+QByteArray svgBytes(DiagramScene& scene) {
   const QRectF page(QPointF(0, 0), scene.contentRect().size());
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
   QSvgGenerator svg;
-  svg.setFileName(path);
+  svg.setOutputDevice(&buffer);
   svg.setResolution(72);  // one SVG user unit = one point = one scene unit
   svg.setSize(QSize(static_cast<int>(std::ceil(page.width())), static_cast<int>(std::ceil(page.height()))));
   svg.setViewBox(page);
   svg.setTitle(QString::fromStdString(scene.network().title));
   svg.setDescription(QString::fromStdString(scene.network().equation));
   QPainter painter;
-  if (!painter.begin(&svg)) throw std::runtime_error("cannot write " + path.toStdString());
+  if (!painter.begin(&svg)) throw std::runtime_error("cannot start the SVG painter");
   paintScene(scene, painter, page);
   painter.end();
-  requireWritten(path, "SVG");
+  return bytes;
 }
 
-void exportPdf(DiagramScene& scene, const QString& path) {
+QByteArray pdfBytes(DiagramScene& scene) {
   const QSizeF points = scene.contentRect().size();
-  QPdfWriter pdf(path);
-  pdf.setResolution(1200);
-  pdf.setPageSize(QPageSize(points, QPageSize::Point, QString(), QPageSize::ExactMatch));
-  pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
-  pdf.setTitle(QString::fromStdString(scene.network().title));
-  pdf.setCreator("Tensorscope");
-  QPainter painter;
-  if (!painter.begin(&pdf)) throw std::runtime_error("cannot write " + path.toStdString());
-  paintScene(scene, painter, QRectF(0, 0, pdf.width(), pdf.height()));
-  painter.end();
-  requireWritten(path, "PDF");
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  {
+    QPdfWriter pdf(&buffer);
+    pdf.setResolution(1200);
+    pdf.setPageSize(QPageSize(points, QPageSize::Point, QString(), QPageSize::ExactMatch));
+    pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+    pdf.setTitle(QString::fromStdString(scene.network().title));
+    pdf.setCreator("Tensorscope");
+    QPainter painter;
+    if (!painter.begin(&pdf)) throw std::runtime_error("cannot start the PDF painter");
+    paintScene(scene, painter, QRectF(0, 0, pdf.width(), pdf.height()));
+    painter.end();
+  }
+  return bytes;
 }
 
 QImage renderScene(DiagramScene& scene, double dpi) {
@@ -139,14 +145,18 @@ std::string diagramDot(const spec::TensorNetwork& network, const DiagramOptions&
 void exportDiagram(const spec::TensorNetwork& network, ExportFormat format, const QString& path,
                    const ExportOptions& options) {
   switch (format) {
-    case ExportFormat::Dot: writeText(path, diagramDot(network, options.diagram)); return;
-    case ExportFormat::Tikz: writeText(path, diagramTikz(network, options.diagram)); return;
-    case ExportFormat::Svg: requireApplication("SVG"); exportSvg(*sceneFor(network, options.diagram), path); return;
-    case ExportFormat::Pdf: requireApplication("PDF"); exportPdf(*sceneFor(network, options.diagram), path); return;
+    case ExportFormat::Dot: writeBytes(path, diagramDot(network, options.diagram)); return;
+    case ExportFormat::Tikz: writeBytes(path, diagramTikz(network, options.diagram)); return;
+    case ExportFormat::Svg: requireApplication("SVG"); writeBytes(path, svgBytes(*sceneFor(network, options.diagram))); return;
+    case ExportFormat::Pdf: requireApplication("PDF"); writeBytes(path, pdfBytes(*sceneFor(network, options.diagram))); return;
     case ExportFormat::Png: {
       requireApplication("PNG");
       const QImage image = renderScene(*sceneFor(network, options.diagram), options.dpi);
-      if (!image.save(path, "PNG")) throw std::runtime_error("cannot write " + path.toStdString());
+      QByteArray bytes;
+      QBuffer buffer(&bytes);
+      buffer.open(QIODevice::WriteOnly);
+      if (!image.save(&buffer, "PNG")) throw std::runtime_error("cannot encode the PNG of " + path.toStdString());
+      writeBytes(path, bytes);
       return;
     }
   }

@@ -9,6 +9,8 @@
 
 #include "attention/attention_module.h"
 #include "io/tensor_convert.h"
+#include "model_core/memory_guard.h"
+#include "spec/cost_model.h"
 #include "spec/spec_json.h"
 
 namespace tensorscope::model_core {
@@ -45,6 +47,12 @@ struct AttentionLayer::Impl {
 };
 
 AttentionLayer::AttentionLayer(const spec::AttentionSpec& spec, std::uint64_t seed) : impl_(std::make_unique<Impl>()) {
+  // The weights alone can exceed memory (a multilinear W_o holds N²·F values): refuse before
+  // allocating them. Initialisation briefly needs a temporary of the largest weight's size.
+  const auto cost = spec::estimateCost(spec, 1, spec.sizes.seq_len);
+  requireMemory(2.0 * 4.0 * double(cost.parameters + cost.frozen_parameters),
+                std::string("the weights of this ") + std::string(spec::toString(spec.variant)) + " layer",
+                "Use smaller sizes (F, R, H·D; for multilinear the sequence length N, since W_o is N²×F).");
   torch::manual_seed(seed);
   impl_->module = makeAttentionModule(spec);
   impl_->module->eval();
@@ -114,6 +122,9 @@ void AttentionLayer::runOnFiles(const std::string& input, const std::string& out
   if (x.dim() != 3 || x.size(2) != spec().sizes.F)
     throw std::invalid_argument(input + ": 'x' must be [B, N, F] with F = " + std::to_string(spec().sizes.F) +
                                 "; got " + shapeText(x));
+  requireMemory(estimateLayerMemory(spec(), x.size(0), x.size(1), 4, false),
+                "this layer on an input of " + std::to_string(x.size(0)) + " x " + std::to_string(x.size(1)) + " tokens",
+                "Use a smaller batch or sequence (or smaller layer sizes).");
   torch::NoGradGuard noGrad;
   const auto out = impl_->module->forward(x.to(torch::kFloat), {withMaps, withMaps});
   NamedTensors result{{"y", out.y}};

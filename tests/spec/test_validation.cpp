@@ -88,3 +88,34 @@ TEST(Validation, NonFiniteValuesRejected) {
   s.core->dense_values[5] = std::nan("");
   EXPECT_TRUE(hasIssue(validate(s), "core.values", "finite"));
 }
+
+// Issue 18 item 7: values were validated as double but used as float32 (a core value 1e39 or a
+// Kronecker scale 1e300 passed and the first checkpoint already held Inf).
+TEST(Validation, ValuesMustFitTheFloat32RangeModelsRunIn) {
+  auto dense = makeSpecPreset("thsa");
+  dense.core->dense_values[3] = 1e39;
+  EXPECT_TRUE(hasIssue(validate(dense), "core.values", "beyond the float32 range")) << formatIssues(validate(dense));
+  dense.core->dense_values[3] = 3e38;  // just inside
+  EXPECT_TRUE(validate(dense).empty()) << formatIssues(validate(dense));
+
+  auto kron = makeSpecPreset("thsa");
+  kron.core = makeCorePreset("mhsa", kron.sizes.H, kron.sizes.D);
+  ASSERT_EQ(kron.core->structure, CoreStructure::Kronecker);
+  kron.core->scale = 1e300;
+  EXPECT_TRUE(hasIssue(validate(kron), "core.scale", "beyond the float32 range")) << formatIssues(validate(kron));
+  // Finite factors whose product overflows: s = 1e30 with a fixed A holding 1e10.
+  kron.core->scale = 1e30;
+  kron.core->a.kind = FactorKind::Fixed;
+  kron.core->a.values.assign(size_t(kron.sizes.H) * kron.sizes.H, 0.0);
+  kron.core->a.values[0] = 1e10;
+  EXPECT_TRUE(hasIssue(validate(kron), "core.scale", "reach 1e+40")) << formatIssues(validate(kron));
+  kron.core->a.values[0] = 1e5;
+  EXPECT_TRUE(validate(kron).empty()) << formatIssues(validate(kron));
+
+  auto lowRank = makeSpecPreset("thsa");
+  lowRank.core = makeCorePreset("low_rank", lowRank.sizes.H, lowRank.sizes.D);
+  ASSERT_EQ(lowRank.core->structure, CoreStructure::LowRank);
+  lowRank.core->u_values.assign(lowRank.core->u_values.size(), 1e20);
+  lowRank.core->v_values.assign(lowRank.core->v_values.size(), 1e20);
+  EXPECT_TRUE(hasIssue(validate(lowRank), "core.U", "beyond the float32 range")) << formatIssues(validate(lowRank));
+}

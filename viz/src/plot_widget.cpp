@@ -1,5 +1,6 @@
 #include "viz/plot_widget.h"
 
+#include <QBuffer>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -7,6 +8,8 @@
 #include <QInputDialog>
 #include <QLabel>
 #include <QMenu>
+#include <QPageSize>
+#include <QPdfWriter>
 #include <QScrollArea>
 #include <QStackedWidget>
 #include <QSvgGenerator>
@@ -15,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include "qcp.h"
+#include "spec/atomic_file.h"
 #include "theme.h"
 
 namespace tensorscope::viz {
@@ -149,30 +153,81 @@ QString PlotWidget::csvField(const QString& text) {
   return QLatin1Char('"') + quoted + QLatin1Char('"');
 }
 
+// Every export renders into memory first and reaches the disk in one atomic write
+// (spec::writeFileAtomically: a temporary file, fsync, rename): a full disk or an unwritable
+// directory fails with the reason and leaves the previous file exactly as it was.
+bool PlotWidget::writeExport(const QString& path, const QByteArray& bytes) const {
+  try {
+    spec::writeFileAtomically(QFile::encodeName(path).toStdString(),
+                              std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
+    exportError_.clear();
+    return true;
+  } catch (const std::exception& e) {
+    exportError_ = QString::fromUtf8(e.what());
+    return false;
+  }
+}
+
+bool PlotWidget::failExport(const QString& why) const {
+  exportError_ = why;
+  return false;
+}
+
 bool PlotWidget::exportPng(const QString& path, double dpi) {
   const QSize s = exportSize(plot_);
-  return plot_->savePng(path, s.width(), s.height(), dpi / 96.0, -1, qRound(dpi));
+  QImage image = plot_->toPixmap(s.width(), s.height(), dpi / 96.0).toImage();
+  if (image.isNull()) return failExport(tr("the picture is too large for memory at %1 dpi").arg(dpi));
+  const int dotsPerMeter = qRound(dpi / 0.0254);
+  image.setDotsPerMeterX(dotsPerMeter);
+  image.setDotsPerMeterY(dotsPerMeter);
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  if (!image.save(&buffer, "PNG")) return failExport(tr("cannot encode the PNG"));
+  return writeExport(path, bytes);
 }
 
 bool PlotWidget::exportSvg(const QString& path) {
   const QSize s = exportSize(plot_);
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
   QSvgGenerator generator;
-  generator.setFileName(path);
+  generator.setOutputDevice(&buffer);
   generator.setSize(s);
   generator.setViewBox(QRect(QPoint(0, 0), s));
   generator.setTitle(exportName_);
   generator.setDescription(QStringLiteral("Tensorscope figure"));
   QCPPainter painter;
-  if (!painter.begin(&generator)) return false;
+  if (!painter.begin(&generator)) return failExport(tr("cannot start the SVG painter"));
   plot_->toPainter(&painter, s.width(), s.height());
   painter.end();
-  return QFileInfo(path).size() > 0;
+  return writeExport(path, bytes);
 }
 
 bool PlotWidget::exportPdf(const QString& path) {
+  // As QCustomPlot::savePdf draws (vectorised, no caching, no cosmetic pens), one PDF point per
+  // plot pixel, but into memory so that the file is written atomically.
   const QSize s = exportSize(plot_);
-  return plot_->savePdf(path, s.width(), s.height(), QCP::epNoCosmetic, QStringLiteral("Tensorscope"),
-                        exportName_);
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  {
+    QPdfWriter pdf(&buffer);
+    pdf.setResolution(72);
+    pdf.setPageSize(QPageSize(QSizeF(s), QPageSize::Point, QString(), QPageSize::ExactMatch));
+    pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+    pdf.setCreator(QStringLiteral("Tensorscope"));
+    pdf.setTitle(exportName_);
+    QCPPainter painter;
+    if (!painter.begin(&pdf)) return failExport(tr("cannot start the PDF painter"));
+    painter.setMode(QCPPainter::pmVectorized);
+    painter.setMode(QCPPainter::pmNoCaching);
+    painter.setMode(QCPPainter::pmNonCosmetic);
+    plot_->toPainter(&painter, s.width(), s.height());
+    painter.end();
+  }
+  return writeExport(path, bytes);
 }
 
 QString PlotWidget::csvText() const {
@@ -182,14 +237,7 @@ QString PlotWidget::csvText() const {
   return text;
 }
 
-bool PlotWidget::exportCsv(const QString& path) const {
-  QFile file(path);
-  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) return false;
-  QTextStream out(&file);
-  writeCsv(out);
-  out.flush();
-  return out.status() == QTextStream::Ok && file.error() == QFileDevice::NoError;
-}
+bool PlotWidget::exportCsv(const QString& path) const { return writeExport(path, csvText().toUtf8()); }
 
 bool PlotWidget::eventFilter(QObject* watched, QEvent* event) {
   if (watched == shell_->scroll && event->type() == QEvent::Resize) viewportResized();
@@ -216,7 +264,7 @@ void PlotWidget::showContextMenu(const QPoint& pos) {
     return path;
   };
   auto report = [this](bool ok, const QString& path) {
-    if (!ok) QToolTip::showText(QCursor::pos(), tr("Could not write %1").arg(path), this);
+    if (!ok) QToolTip::showText(QCursor::pos(), tr("Could not write %1: %2").arg(path, exportError_), this);
   };
   menu.addAction(tr("Export PNG…"), this, [=, this] {
     const QString path = ask(tr("Export PNG"), QStringLiteral("png"));

@@ -23,7 +23,10 @@ const std::set<std::string> kCommands = {"spec", "attention", "train", "eval", "
 bool isHeadlessInvocation(const std::vector<std::string>& args) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h" || a == "--version") return true;
-  return !args.empty() && kCommands.count(args.front()) > 0;
+  // The global option --threads T may come before the command.
+  size_t first = 0;
+  while (first + 1 < args.size() && args[first] == "--threads") first += 2;
+  return first < args.size() && kCommands.count(args[first]) > 0;
 }
 
 std::string helpText() {
@@ -94,7 +97,8 @@ int runCli(const std::vector<std::string>& words, std::ostream& out, std::ostrea
       out << helpText();
       return kExitOk;
     }
-    if (auto t = args.takeInt("--threads", 1, 4096)) model_core::configureThreads(static_cast<int>(*t));
+    // --threads anywhere on the line (before or after the command) wins over a run config's threads.
+    if (auto t = args.takeInt("--threads", 1, 4096)) model_core::setThreadsOverride(static_cast<int>(*t));
     else model_core::configureThreads(0);
     if (args.takeFlag("--version")) {
       out << versionText();

@@ -1,7 +1,9 @@
 #include "cli/train_commands.h"
 
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -32,7 +34,6 @@ int runTrainCommand(Args& args, std::ostream& out, std::ostream& err) {
   const auto outDir = args.takeOption("--out");
   const auto resumeDir = args.takeOption("--resume");
   const auto steps = args.takeInt("--steps", 1, 1LL << 40);
-  const auto threads = args.takeInt("--threads", 1, 4096);
   const auto device = args.takeOption("--device");
   const auto initFrom = args.takeOption("--init-from");
   const auto initCores = args.takeOption("--init-cores");
@@ -53,7 +54,6 @@ int runTrainCommand(Args& args, std::ostream& out, std::ostream& err) {
     throw std::invalid_argument(runDir + " holds no complete checkpoint to resume (no config.json: the run was stopped "
                                 "before it wrote one); start it again: tensorscope train --config CONFIG --out " + runDir);
   auto config = model_core::readRunConfig(resumeDir ? runDir + "/config.json" : *configPath);
-  if (threads) config.train.threads = static_cast<int>(*threads);
   if (device) config.train.device = *device;
 
   model_core::TrainerControl control;
@@ -79,15 +79,36 @@ int runTrainCommand(Args& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int runEvalCommand(Args& args, std::ostream& out, std::ostream&) {
+int runEvalCommand(Args& args, std::ostream& out, std::ostream& err) {
   const auto run = args.takeOption("--run");
   args.positionals(0, 0, "tensorscope eval --run RUN_DIR");
   if (!run) throw UsageError("eval needs --run RUN_DIR");
+  // One JSON object per split. JSON has no NaN or Inf: such a value is written as null and named
+  // in "non_finite" (e.g. a model that overflows on this data), and the exit status is 1.
+  bool allFinite = true;
   for (const auto& e : model_core::evaluateRun(*run)) {
-    out << "{\"split\": \"" << e.split << "\", \"step\": " << e.step << ", \"loss\": " << e.loss
-        << ", \"accuracy\": " << e.accuracy;
-    if (e.exact_match >= 0) out << ", \"exact_match\": " << e.exact_match;
-    out << "}\n";
+    nlohmann::json j = {{"split", e.split}, {"step", e.step}};
+    nlohmann::json nonFinite = nlohmann::json::array();
+    const auto put = [&](const char* key, double v) {
+      if (std::isfinite(v)) {
+        j[key] = v;
+      } else {
+        j[key] = nullptr;
+        nonFinite.push_back(key);
+      }
+    };
+    put("loss", e.loss);
+    put("accuracy", e.accuracy);
+    if (e.exact_match >= 0 || std::isnan(e.exact_match)) put("exact_match", e.exact_match);
+    if (!nonFinite.empty()) {
+      j["non_finite"] = nonFinite;
+      allFinite = false;
+    }
+    out << j.dump() << "\n";
+  }
+  if (!allFinite) {
+    err << "tensorscope: evaluation gave non-finite values (written as null, listed in \"non_finite\")\n";
+    return kExitFailure;
   }
   return kExitOk;
 }

@@ -7,6 +7,7 @@
 #include <QTextStream>
 #include <iostream>
 
+#include "gui/image_file.h"
 #include "gui/main_window.h"
 #include "gui/training_controller.h"
 #include "spec/attention_spec.h"
@@ -103,7 +104,11 @@ void DemoRunner::next() {
     } else if (cmd == "theme") {
       window_->setDarkTheme(arg == "dark");
     } else if (cmd == "screenshot") {
-      if (!window_->grab().save(arg, "PNG")) return fail("cannot write " + arg);
+      try {
+        savePngAtomically(window_->grab().toImage(), arg);
+      } catch (const std::exception& e) {
+        return fail(QString::fromUtf8(e.what()));
+      }
       std::cout << "screenshot " << arg.toStdString() << std::endl;
     } else if (cmd == "figures") {
       if (!window_->exportFigures(arg)) return fail("cannot export figures to " + arg);

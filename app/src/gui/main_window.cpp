@@ -250,9 +250,12 @@ void MainWindow::buildMenus() {
   file->addAction("Export &data (CSV)…", this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, "Export the data behind the plots");
     if (dir.isEmpty()) return;
-    bool ok = curves_->exportCsv(dir + "/curves.csv") && stableRank_->exportCsv(dir + "/stable_rank.csv") &&
-              spectrum_->exportCsv(dir + "/spectrum.csv");
-    if (!ok) showError("Export data", "Could not write every CSV file into " + dir);
+    QStringList failures;
+    const std::pair<viz::PlotWidget*, const char*> csvs[] = {
+        {curves_, "curves.csv"}, {stableRank_, "stable_rank.csv"}, {spectrum_, "spectrum.csv"}};
+    for (const auto& [w, name] : csvs)
+      if (!w->exportCsv(dir + "/" + name)) failures << QString(name) + ": " + w->exportError();
+    if (!failures.isEmpty()) showError("Export data", "Could not write into " + dir + ":\n" + failures.join('\n'));
     else statusBar()->showMessage("Wrote curves.csv, stable_rank.csv, spectrum.csv to " + dir, 5000);
   });
   file->addAction("Export &model (PyTorch)…", this, [this] {

@@ -13,6 +13,7 @@
 
 #include "diagram_view/diagram_export.h"
 #include "diagram_view/diagram_view.h"
+#include "gui/image_file.h"
 #include "gui/core_editor.h"
 #include "gui/main_window.h"
 #include "gui/training_controller.h"
@@ -282,29 +283,50 @@ bool MainWindow::exportFigures(const QString& dir) {
     showError("Export figures", "Cannot create " + dir);
     return false;
   }
-  bool ok = true;
+  // Every file is written atomically: one that fails leaves no empty or truncated file (and a
+  // previous export of it intact); the reasons are listed together at the end.
+  QStringList failures;
+  const auto note = [&](bool ok, const QString& file, const QString& why) {
+    if (!ok) failures << file + ": " + why;
+  };
   const std::pair<viz::PlotWidget*, const char*> views[] = {
       {curves_, "curves"}, {stableRank_, "stable_rank"}, {spectrum_, "spectrum"}, {maps_, "attention_maps"}, {roles_, "role_clusters"}};
   for (const auto& [w, name] : views) {
     const QString stem = dir + "/" + name;
-    ok = w->exportPng(stem + ".png", 300) && ok;
-    ok = w->exportSvg(stem + ".svg") && ok;
-    ok = w->exportPdf(stem + ".pdf") && ok;
+    note(w->exportPng(stem + ".png", 300), stem + ".png", w->exportError());
+    note(w->exportSvg(stem + ".svg"), stem + ".svg", w->exportError());
+    note(w->exportPdf(stem + ".pdf"), stem + ".pdf", w->exportError());
   }
-  ok = core_->grab().save(dir + "/core_matrix.png") && ok;
+  try {
+    savePngAtomically(core_->grab().toImage(), dir + "/core_matrix.png");
+  } catch (const std::exception& e) {
+    note(false, dir + "/core_matrix.png", QString::fromUtf8(e.what()));
+  }
   try {
     const auto net = spec::buildTensorNetwork(currentSpec(), std::min(currentSpec().sizes.seq_len, 64));
     diagram_view::ExportOptions opt;
     opt.diagram.theme = dark_ ? diagram_view::Theme::Dark : diagram_view::Theme::Light;
     for (auto f : {diagram_view::ExportFormat::Svg, diagram_view::ExportFormat::Pdf, diagram_view::ExportFormat::Png,
-                   diagram_view::ExportFormat::Tikz, diagram_view::ExportFormat::Dot})
-      diagram_view::exportDiagram(net, f, dir + "/diagram" + diagram_view::exportExtension(f), opt);
+                   diagram_view::ExportFormat::Tikz, diagram_view::ExportFormat::Dot}) {
+      const QString path = dir + "/diagram" + diagram_view::exportExtension(f);
+      try {
+        diagram_view::exportDiagram(net, f, path, opt);
+      } catch (const std::exception& e) {
+        note(false, path, QString::fromUtf8(e.what()));
+      }
+    }
   } catch (const std::exception& e) {
-    ok = false;
-    showError("Export diagram", e.what());
+    note(false, dir + "/diagram.*", QString::fromUtf8(e.what()));
   }
-  statusBar()->showMessage(ok ? "Exported every view to " + dir : "Some figures could not be written to " + dir, 8000);
-  return ok;
+  if (!failures.isEmpty()) {
+    showError("Export figures", QString("%1 of 21 files could not be written (the others were):\n%2")
+                                    .arg(failures.size())
+                                    .arg(failures.join('\n')));
+    statusBar()->showMessage("Some figures could not be written to " + dir, 8000);
+    return false;
+  }
+  statusBar()->showMessage("Exported every view to " + dir, 8000);
+  return true;
 }
 
 }  // namespace tensorscope::app

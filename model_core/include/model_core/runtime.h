@@ -25,10 +25,16 @@ struct RuntimeInfo {
 /// whether the settings took effect.
 bool tuneAllocator();
 
-/// Sets LibTorch's intra-op threads. `requested` > 0 wins; otherwise the TENSORSCOPE_THREADS
-/// environment variable; otherwise the number of hardware threads (this LibTorch starts with 1).
-/// Also tunes the allocator (tuneAllocator). Returns the number in effect. Throws std::invalid_argument for a malformed TENSORSCOPE_THREADS.
+/// Sets LibTorch's intra-op threads. A command-line override (setThreadsOverride) wins; then
+/// `requested` > 0 (e.g. a run config's train.threads); then the TENSORSCOPE_THREADS environment
+/// variable; then the number of hardware threads (this LibTorch starts with 1). Also tunes the
+/// allocator (tuneAllocator). Returns the number in effect. Throws std::invalid_argument for a
+/// malformed TENSORSCOPE_THREADS.
 int configureThreads(int requested = 0);
+
+/// The process's `--threads T`: it means what it says for every later configureThreads call, a run
+/// config's `threads` included. 0 clears it. Applies it at once and returns the number in effect.
+int setThreadsOverride(int threads);
 
 /// Current runtime facts (cheap; call after configureThreads).
 RuntimeInfo runtimeInfo();

@@ -46,6 +46,11 @@ struct TrainConfig {
   std::uint64_t seed = 1;
   std::string device = "cpu";  ///< "cpu" or "cuda"
   int threads = 0;             ///< 0: all cores
+  /// Finite-divergence guard: the run stops (status diverged) when the loss stays above
+  /// divergence_factor × the running minimum of its moving average for divergence_steps
+  /// consecutive steps; periodic checkpoints wait while it is above. 0 disables the guard.
+  double divergence_factor = 10;
+  std::int64_t divergence_steps = 20;
 };
 
 struct RunConfig {
@@ -190,8 +195,14 @@ std::int64_t snapshotCheckpoint(const std::string& run_dir, const std::string& o
 /// does not match the run's config.
 spec::CoreSpec learnedCoreSpec(const std::string& run_dir, int layer);
 
-/// Estimated peak training memory in bytes (weights, gradients, AdamW state, activations).
-double estimateTrainingMemory(const RunConfig& config);
+/// Every value the model of `config` holds (parameters, frozen tensors, buffers) for a task of
+/// `vocabulary` tokens (decoders) or classes (image classifiers).
+std::int64_t estimateModelValues(const RunConfig& config, std::int64_t vocabulary);
+/// Estimated peak training memory in bytes: every model value with its gradient and AdamW
+/// moments, the activations of a step (logits over the real vocabulary included) and the
+/// evaluation set. `vocabulary` < 0 assumes 256 tokens (10 classes for images); the trainer
+/// passes the task's real size.
+double estimateTrainingMemory(const RunConfig& config, std::int64_t vocabulary = -1);
 
 /// Evaluates a run directory's checkpoint on every split of its task.
 std::vector<EvalSnapshot> evaluateRun(const std::string& run_dir);

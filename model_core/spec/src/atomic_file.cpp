@@ -16,8 +16,9 @@
 namespace tensorscope::spec {
 namespace {
 
-std::runtime_error sysError(const std::string& what, const std::string& path) {
-  return std::runtime_error(what + " " + path + ": " + std::strerror(errno));
+/// "cannot write PATH: <reason> (<step>)": the file the user asked for, not the temporary one.
+std::runtime_error sysError(const std::string& step, const std::string& path) {
+  return std::runtime_error("cannot write " + path + ": " + std::strerror(errno) + " (" + step + ")");
 }
 
 }  // namespace
@@ -27,12 +28,15 @@ void writeFileAtomically(const std::string& path, std::string_view contents) {
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::random_device rd;
-  const std::string tmp =
-      (dir / ("." + target.filename().string() + ".tmp" + std::to_string(rd()))).string();
+  std::string leaf = ".";  // appended step by step: GCC 12 warns (-Wrestrict, falsely) on "." + string
+  leaf += target.filename().string();
+  leaf += ".tmp";
+  leaf += std::to_string(rd());
+  const std::string tmp = (dir / leaf).string();
 
   fileOperation("create");
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw sysError("cannot create", tmp);
+  if (fd < 0) throw sysError("creating its temporary file " + tmp, path);
   const char* p = contents.data();
   size_t left = contents.size();
   while (left > 0) {
@@ -40,7 +44,7 @@ void writeFileAtomically(const std::string& path, std::string_view contents) {
     const ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      auto err = sysError("cannot write", tmp);
+      auto err = sysError("writing", path);
       ::close(fd);
       ::unlink(tmp.c_str());
       throw err;
@@ -50,19 +54,19 @@ void writeFileAtomically(const std::string& path, std::string_view contents) {
   }
   fileOperation("fsync");
   if (::fsync(fd) != 0) {
-    auto err = sysError("cannot flush", tmp);
+    auto err = sysError("flushing to disk", path);
     ::close(fd);
     ::unlink(tmp.c_str());
     throw err;
   }
   if (::close(fd) != 0) {
-    auto err = sysError("cannot close", tmp);
+    auto err = sysError("closing", path);
     ::unlink(tmp.c_str());
     throw err;
   }
   fileOperation("rename");
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    auto err = sysError("cannot replace", path);
+    auto err = sysError("replacing the previous file", path);
     ::unlink(tmp.c_str());
     throw err;
   }
@@ -76,10 +80,10 @@ void writeFileAtomically(const std::string& path, std::string_view contents) {
 
 std::string readWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw sysError("cannot open", path);
+  if (!in) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
-  if (in.bad()) throw sysError("cannot read", path);
+  if (in.bad()) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
   return ss.str();
 }
 

@@ -1,5 +1,7 @@
 #include "spec/validation.h"
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -39,6 +41,40 @@ bool allFinite(const std::vector<double>& v) {
   return true;
 }
 
+// Every model built from a spec runs in float32, so a value beyond ±FLT_MAX (3.4e38) would be
+// Inf in the first forward pass, and so would a product of finite values (s·A⊗B, U·Vᵀ) beyond it.
+constexpr double kFloat32Max = double(FLT_MAX);
+
+double largestMagnitude(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+void checkFloat32(Collector& c, const std::string& field, const std::vector<double>& v) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (std::isfinite(v[i]) && std::fabs(v[i]) > kFloat32Max) {
+      c.add(field, "value " + shortNumber(v[i]) + " (index " + to_string(i) +
+                       ") is beyond the float32 range (|x| <= 3.4e38) in which models run");
+      return;
+    }
+}
+
+/// The largest |entry| a Kronecker factor can contribute (identity and ones: 1; rank1: max|c2|·max|c3|).
+double factorMagnitude(const CoreFactor& f, int dim) {
+  switch (f.kind) {
+    case FactorKind::Identity:
+    case FactorKind::Ones:
+      return 1.0;
+    case FactorKind::Rank1: {
+      const auto half = f.values.begin() + std::min<ptrdiff_t>(dim, ptrdiff_t(f.values.size()));
+      return largestMagnitude({f.values.begin(), half}) * largestMagnitude({half, f.values.end()});
+    }
+    default:
+      return largestMagnitude(f.values);
+  }
+}
+
 void checkFactor(Collector& c, const std::string& field, const CoreFactor& f, int dim, char sym,
                  bool isB) {
   const std::string dims = std::string(1, sym) + "=" + to_string(dim);
@@ -68,6 +104,7 @@ void checkFactor(Collector& c, const std::string& field, const CoreFactor& f, in
       break;
   }
   if (!allFinite(f.values)) c.add(field + ".values", "values must be finite numbers (no NaN or Inf)");
+  else checkFloat32(c, field + ".values", f.values);
 }
 
 void checkCore(Collector& c, const AttentionSpec& s) {
@@ -84,6 +121,24 @@ void checkCore(Collector& c, const AttentionSpec& s) {
                           to_string(R) + ", rank=" + to_string(core.rank) + "); got " + to_string(values->size()));
         else if (!allFinite(*values))
           c.add(name, "values must be finite numbers (no NaN or Inf)");
+        else
+          checkFloat32(c, name, *values);
+      }
+      if (core.u_values.size() == need && core.v_values.size() == need && allFinite(core.u_values) &&
+          allFinite(core.v_values)) {
+        // |C_ij| = |Σ_k U_ik V_jk| <= Σ_k max_i|U_ik| · max_j|V_jk|
+        double bound = 0;
+        for (int k = 0; k < core.rank; ++k) {
+          double mu = 0, mv = 0;
+          for (int i = 0; i < R; ++i) {
+            mu = std::max(mu, std::fabs(core.u_values[size_t(i) * core.rank + k]));
+            mv = std::max(mv, std::fabs(core.v_values[size_t(i) * core.rank + k]));
+          }
+          bound += mu * mv;
+        }
+        if (!(bound <= kFloat32Max))
+          c.add("core.U", "entries of C = U·Vᵀ can reach " + shortNumber(bound) +
+                              ", beyond the float32 range (3.4e38) in which models run; scale U or V down");
       }
     }
     if (!core.dense_values.empty() || !core.trainable_mask.empty())
@@ -96,6 +151,12 @@ void checkCore(Collector& c, const AttentionSpec& s) {
       c.add("core.scale", "core scale s must be a finite, non-zero number");
     checkFactor(c, "core.A", core.a, H, 'H', false);
     checkFactor(c, "core.B", core.b, D, 'D', true);
+    if (std::isfinite(core.scale) && allFinite(core.a.values) && allFinite(core.b.values)) {
+      const double largest = std::fabs(core.scale) * factorMagnitude(core.a, H) * factorMagnitude(core.b, D);
+      if (!(largest <= kFloat32Max))
+        c.add("core.scale", "entries of C = s·(A⊗B) reach " + shortNumber(largest) + " (s=" + shortNumber(core.scale) +
+                                "), beyond the float32 range (3.4e38) in which models run");
+    }
     if (!core.dense_values.empty() || !core.trainable_mask.empty())
       c.add("core.values", "a kronecker core takes its values from its factors A and B; remove "
                            "'values' and 'trainable', or use structure dense");
@@ -107,6 +168,8 @@ void checkCore(Collector& c, const AttentionSpec& s) {
                                to_string(core.dense_values.size()));
     else if (!allFinite(core.dense_values))
       c.add("core.values", "values must be finite numbers (no NaN or Inf)");
+    else
+      checkFloat32(c, "core.values", core.dense_values);
     if (core.trainable_mask.size() != need)
       c.add("core.trainable", "core structure dense needs an R*R = " + to_string(need) +
                                   " trainable mask (R=" + to_string(R) + "); got " +

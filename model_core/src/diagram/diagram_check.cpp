@@ -11,6 +11,7 @@
 
 #include "attention/attention_module.h"
 #include "diagram/network_evaluator.h"
+#include "model_core/memory_guard.h"
 #include "spec/tensor_network.h"
 
 namespace tensorscope::model_core {
@@ -36,6 +37,12 @@ DiagramCheck checkDiagram(const spec::AttentionSpec& spec, std::int64_t batch, s
   try {
     if (batch < 1) throw std::invalid_argument("batch must be at least 1; got " + std::to_string(batch));
     const std::int64_t N = spec.variant == spec::Variant::Multilinear ? spec.sizes.seq_len : seq;
+    // float64, and the module and the network each evaluate the layer: refuse what cannot fit.
+    requireMemory(2.0 * estimateLayerMemory(spec, batch, N, 8, false),
+                  "checking this diagram at B=" + std::to_string(batch) + ", N=" + std::to_string(N) + " in float64",
+                  spec.variant == spec::Variant::Multilinear
+                      ? "Use a smaller --batch or a spec with a smaller sizes.seq_len (multilinear fixes N)."
+                      : "Use a smaller --batch or --seq.");
     NetworkEvaluator evaluator(spec::buildTensorNetwork(spec, N));
     torch::manual_seed(seed);
     auto module = makeAttentionModule(spec);

@@ -11,6 +11,7 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -70,9 +71,18 @@ bool tuneAllocator() {
   return allocatorTuned();
 }
 
+namespace {
+std::atomic<int> g_threadsOverride{0};
+}  // namespace
+
+int setThreadsOverride(int threads) {
+  g_threadsOverride.store(threads > 0 ? threads : 0);
+  return configureThreads(0);
+}
+
 int configureThreads(int requested) {
   tuneAllocator();
-  int n = requested;
+  int n = g_threadsOverride.load() > 0 ? g_threadsOverride.load() : requested;
   if (n <= 0) {
     if (const char* env = std::getenv("TENSORSCOPE_THREADS"); env && *env) {
       char* end = nullptr;

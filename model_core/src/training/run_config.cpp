@@ -93,7 +93,8 @@ std::string runConfigToJson(const RunConfig& c) {
                 {"eval_interval", t.eval_interval}, {"eval_examples", t.eval_examples},
                 {"checkpoint_interval", t.checkpoint_interval}, {"inspect_interval", t.inspect_interval},
                 {"seed", t.seed},           {"device", t.device},
-                {"threads", t.threads}};
+                {"threads", t.threads},     {"divergence_factor", t.divergence_factor},
+                {"divergence_steps", t.divergence_steps}};
   return j.dump(2);
 }
 
@@ -156,7 +157,8 @@ RunConfig runConfigFromJson(const std::string& text) {
     } else {
       rejectUnknown(p, t, "train.", {"steps", "batch", "lr", "weight_decay", "beta1", "beta2", "eps", "warmup",
                                      "min_lr_ratio", "grad_clip", "eval_interval", "eval_examples",
-                                     "checkpoint_interval", "inspect_interval", "seed", "device", "threads"});
+                                     "checkpoint_interval", "inspect_interval", "seed", "device", "threads",
+                                     "divergence_factor", "divergence_steps"});
       auto& x = c.train;
       read(p, t, "steps", "train.", x.steps);
       read(p, t, "batch", "train.", x.batch);
@@ -175,6 +177,8 @@ RunConfig runConfigFromJson(const std::string& text) {
       read(p, t, "seed", "train.", x.seed);
       read(p, t, "device", "train.", x.device);
       read(p, t, "threads", "train.", x.threads);
+      read(p, t, "divergence_factor", "train.", x.divergence_factor);
+      read(p, t, "divergence_steps", "train.", x.divergence_steps);
     }
   }
   for (const auto& v : validateRunConfig(c)) {
@@ -261,6 +265,10 @@ std::vector<std::string> validateRunConfig(const RunConfig& c) {
   if (t.inspect_interval < 1) add("train.inspect_interval", "must be at least 1");
   if (t.device != "cpu" && t.device != "cuda") add("train.device", "must be \"cpu\" or \"cuda\"; got \"" + t.device + "\"");
   if (t.threads < 0 || t.threads > 4096) add("train.threads", "must be in [0, 4096] (0: all cores)");
+  if (!(t.divergence_factor == 0 || (t.divergence_factor > 1 && t.divergence_factor <= 1e12)))
+    add("train.divergence_factor", "must be 0 (no finite-divergence guard) or in (1, 1e12]");
+  if (t.divergence_steps < 1 || t.divergence_steps > 1000000)
+    add("train.divergence_steps", "must be in [1, 1000000]");
   return out;
 }
 

@@ -42,7 +42,9 @@ ModelShape modelShapeFor(const Task& task, const TaskConfig& config) {
   return s;
 }
 
-Session::Session(const RunConfig& config) : config_(config) {
+Session::Session(const RunConfig& config) : Session(config, nullptr) {}
+
+Session::Session(const RunConfig& config, std::unique_ptr<Task> task) : config_(config), task_(std::move(task)) {
   if (const auto problems = validateRunConfig(config); !problems.empty()) {
     std::string m = "invalid run config:";
     for (const auto& p : problems) m += "\n  " + p;
@@ -54,7 +56,7 @@ Session::Session(const RunConfig& config) : config_(config) {
                                   "(this LibTorch may be a CPU build); use \"cpu\"");
     device_ = torch::Device(torch::kCUDA, 0);
   }
-  task_ = makeTask(config.task);
+  if (!task_) task_ = makeTask(config.task);
   torch::manual_seed(config.train.seed);
   model_ = makeTransformer(config.model, modelShapeFor(*task_, config.task));
   model_->to(device_);

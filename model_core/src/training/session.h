@@ -18,6 +18,8 @@ class Session {
  public:
   /// Validates `config`, builds the task (loading its data) and the model from config.train.seed.
   explicit Session(const RunConfig& config);
+  /// The same with the task already built (makeTask(config.task)), e.g. to size the memory guard.
+  Session(const RunConfig& config, std::unique_ptr<Task> task);
 
   const RunConfig& config() const { return config_; }
   Task& task() { return *task_; }

@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 
 #include "build_config.h"
+#include "model_core/memory_guard.h"
 #include "model_core/runtime.h"
 #include "spec/atomic_file.h"
 #include "spec/checkpoint_store.h"
@@ -27,22 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double availableMemoryBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024.0;
-  return 0;  // unknown: no refusal
-}
-
-std::string gib(double bytes) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f GiB", bytes / double(1ull << 30));
-  return b;
-}
 
 /// metrics.jsonl and metrics.csv: append-only logs, written a record at a time and fsynced before
 /// every checkpoint commits, whose manifest records both lengths. A resume cuts them back to those
@@ -96,6 +82,23 @@ class MetricsLog {
                             num("exact_match") + "\n";
     append(jsonl_, kJsonl, record.dump() + "\n");
     append(csv_, kCsv, csv);
+  }
+  /// The losses of the train records up to `step`, in log order (damaged lines skipped): what the
+  /// divergence guard saw before the checkpoint a resume continues.
+  std::vector<double> trainLosses(int64_t step) const {
+    std::ifstream in(path(kJsonl));
+    std::vector<double> out;
+    std::string line;
+    while (std::getline(in, line)) {
+      try {
+        const auto j = nlohmann::json::parse(line);
+        if (j.is_object() && j.value("kind", std::string()) == "train" && j.value("step", int64_t(0)) <= step &&
+            j.contains("loss") && j["loss"].is_number())
+          out.push_back(j["loss"].get<double>());
+      } catch (const nlohmann::json::exception&) {
+      }
+    }
+    return out;
   }
   /// fsyncs both logs and returns their lengths (the checkpoint's counters).
   std::map<std::string, int64_t> sync() const {
@@ -164,29 +167,110 @@ class MetricsLog {
   int jsonl_ = -1, csv_ = -1;
 };
 
+/// Finite divergence (a loss that explodes but stays finite, e.g. a learning rate far too large):
+/// trips when the loss stays above `factor` × the running minimum of its moving average for
+/// `steps` consecutive steps. The minimum is taken over a moving average (weight 0.1 per step) so
+/// that one lucky batch does not set the bar; every input is a logged train loss, so a resume
+/// rebuilds the same state from metrics.jsonl and decides exactly as the uninterrupted run.
+class DivergenceGuard {
+ public:
+  DivergenceGuard(double factor, int64_t steps) : factor_(factor), steps_(steps) {}
+  /// Feeds one step's loss; true when the guard trips.
+  bool observe(double loss) {
+    if (factor_ <= 0) return false;
+    average_ = seen_ ? 0.9 * average_ + 0.1 * loss : loss;
+    seen_ = true;
+    minimum_ = std::min(minimum_, average_);
+    over_ = loss > factor_ * minimum_ ? over_ + 1 : 0;
+    return over_ >= steps_;
+  }
+  bool above() const { return over_ > 0; }
+  int64_t stepsAbove() const { return over_; }
+  double minimum() const { return minimum_; }
+  double factor() const { return factor_; }
+
+ private:
+  double factor_;
+  int64_t steps_;
+  bool seen_ = false;
+  double average_ = 0, minimum_ = std::numeric_limits<double>::infinity();
+  int64_t over_ = 0;
+};
+
+std::string shortNumber(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+
+/// RUN/run_status.json: how the run ended (finished, stopped, diverged, failed) and the step of
+/// the checkpoint it left.
+void writeRunStatus(const std::string& runDir, const std::string& status, const std::string& message,
+                    int64_t checkpointStep) {
+  const nlohmann::json ended = {{"format", "tensorscope.run_status"}, {"version", 1},
+                                {"status", status},                   {"message", message},
+                                {"checkpoint_step", checkpointStep}};
+  spec::writeFileAtomically(runDir + "/run_status.json", ended.dump(2) + "\n");
+}
+
 std::string configWithVersions(const RunConfig& config) {
   auto j = nlohmann::json::parse(runConfigToJson(config));
   j["versions"] = {{"tensorscope", TENSORSCOPE_VERSION_STRING}, {"libtorch", TORCH_VERSION}};
   return j.dump(2) + "\n";
 }
 
-}  // namespace
-
-double estimateTrainingMemory(const RunConfig& c) {
-  const int64_t tokens = modelSequenceLength(c);
-  const double B = double(c.train.batch), N = double(tokens), F = double(c.model.d_model);
-  double params = 0, activations = 0;
+/// Values of the boolean masks layers keep as buffers: a causal multilinear layer holds its
+/// [N, N, N] mask (one byte per value, no gradient or optimizer state).
+std::int64_t maskValues(const RunConfig& c) {
+  std::int64_t values = 0;
   for (int i = 0; i < c.model.layers; ++i) {
     const auto s = layerSpec(c.model, i);
-    const auto cost = spec::estimateCost(s, c.train.batch, tokens);
-    params += double(cost.parameters + cost.frozen_parameters) + 2.0 * c.model.ffn_multiplier * F * F;
+    const bool causal = s.causal && c.model.kind == "decoder";
+    if (s.variant == spec::Variant::Multilinear && causal) values += int64_t(s.sizes.seq_len) * s.sizes.seq_len * s.sizes.seq_len;
+  }
+  return values;
+}
+
+}  // namespace
+
+std::int64_t estimateModelValues(const RunConfig& c, std::int64_t vocabulary) {
+  const std::int64_t F = c.model.d_model, N = modelSequenceLength(c), hidden = int64_t(c.model.ffn_multiplier) * F;
+  std::int64_t values = 2 * F;  // final LayerNorm
+  for (int i = 0; i < c.model.layers; ++i) {
+    const auto cost = spec::estimateCost(layerSpec(c.model, i), 1, N);
+    values += cost.parameters + cost.frozen_parameters;
+    values += 4 * F + (F * hidden + hidden) + (hidden * F + F);  // two LayerNorms, the FFN
+  }
+  if (c.task.name == "fashion_mnist") {
+    const std::int64_t patchDim = int64_t(c.task.patch) * c.task.patch;
+    values += patchDim * F + F + F * vocabulary + vocabulary;  // patch projection, class head
+  } else {
+    values += vocabulary * F * (1 + (c.model.tp_role_embedding ? 1 : 0) + (c.model.tied_embeddings ? 0 : 1));
+  }
+  values += N * F;  // learned positions, or the sinusoid table
+  return values + maskValues(c);
+}
+
+double estimateTrainingMemory(const RunConfig& c, std::int64_t vocabulary) {
+  const bool image = c.task.name == "fashion_mnist";
+  if (vocabulary < 0) vocabulary = image ? 10 : 256;
+  const int64_t tokens = modelSequenceLength(c);
+  const double B = double(c.train.batch), N = double(tokens), F = double(c.model.d_model);
+  double activations = 0;
+  for (int i = 0; i < c.model.layers; ++i) {
+    const auto cost = spec::estimateCost(layerSpec(c.model, i), c.train.batch, tokens);
     // attention activations, plus LN, FFN (two of width mult·F) and residual tensors
     activations += cost.activation_bytes + 4.0 * B * N * F * (4.0 + 2.0 * c.model.ffn_multiplier);
   }
-  const double vocab = c.task.name == "fashion_mnist" ? 10.0 : 256.0;
-  activations += 3.0 * 4.0 * B * N * vocab;  // logits, log-softmax, their gradient
+  const double outputs = image ? B * double(vocabulary) : B * N * double(vocabulary);
+  activations += 3.0 * 4.0 * outputs;  // logits, log-softmax, their gradient
+  // The evaluation set stays in memory: tokens, targets (int64) and the loss mask (float32),
+  // or float32 patches and an int64 label per image.
+  const double patchDim = double(c.task.patch) * c.task.patch;
+  const double evalSet = double(c.train.eval_examples) * (image ? N * patchDim * 4.0 + 8.0 : N * 20.0);
   // weights + gradients + two AdamW moments; backward roughly doubles live activations
-  return 16.0 * params + 2.0 * activations;
+  const double masks = double(maskValues(c));
+  return 16.0 * (double(estimateModelValues(c, vocabulary)) - masks) + masks + 2.0 * activations + 2.0 * evalSet;
 }
 
 TrainResult train(const RunConfig& config, const std::string& runDir, TrainerControl& control, ProgressSink& sink,
@@ -200,11 +284,13 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
     for (const auto& p : problems) m += "\n  " + p;
     throw std::invalid_argument(m);
   }
-  const double need = estimateTrainingMemory(config), have = availableMemoryBytes();
-  if (have > 0 && need > 0.8 * have)
-    throw std::invalid_argument("this configuration needs an estimated " + gib(need) +
-                                " of memory to train; the machine has " + gib(have) +
-                                " available. Reduce train.batch, task.seq_len, model.layers or the attention sizes.");
+  // The task first (its data and real vocabulary size the estimate), then the guard, then the model.
+  auto task = makeTask(config.task);
+  const int64_t vocabulary = task->isImage() ? task->numClasses() : task->vocabulary().size();
+  requireMemory(estimateTrainingMemory(config, vocabulary),
+                "training this configuration (vocabulary " + std::to_string(vocabulary) + ")",
+                "Reduce train.batch, task.seq_len, model.layers, model.d_model or the attention sizes" +
+                    std::string(vocabulary > 4096 ? " (or use a corpus with fewer distinct characters)" : "") + ".");
   const int threads = configureThreads(config.train.threads);
 
   fs::create_directories(runDir);
@@ -225,7 +311,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   if (const auto removed = store.removeLitter(); !removed.empty())
     notes.push_back("removed " + std::to_string(removed.size()) + " leftover file(s) of an interrupted write in " + runDir);
 
-  Session session(config);
+  Session session(config, std::move(task));
   MetricsLog metrics(runDir);
   if (resume) {
     session.loadCheckpoint(from ? from->dir : runDir);
@@ -238,6 +324,9 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   } else {
     metrics.start();
   }
+  DivergenceGuard guard(config.train.divergence_factor, config.train.divergence_steps);
+  if (resume)
+    for (double loss : metrics.trainLosses(session.step())) guard.observe(loss);
   for (const auto& n : notes) sink.onMessage(n);
   if (!resume && !warm.checkpoint_dir.empty()) {
     const auto report = session.warmStart(warm.checkpoint_dir, warm.cores_from_config);
@@ -282,76 +371,104 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   auto last = start;
   int64_t lastStep = session.step();
   std::string status = "finished";
+  bool deferNoted = false;
   const auto checkpointNow = [&] {
     if (session.step() == lastCheckpoint) return;
     commitCheckpoint("running", "");
     lastCheckpoint = session.step();
     sink.onCheckpoint(session.step(), runDir);
   };
-  while (session.step() < total) {
-    if (!control.waitToProceed(checkpointNow)) {
-      result.stopped_early = true;
-      status = "stopped";
-      break;
-    }
-    last = Clock::now();  // time spent paused or checkpointing is not training throughput
-    const int64_t step = session.step() + 1;
-    const double lr = scheduledLr(step, scheduleSteps, t.warmup, t.lr, t.min_lr_ratio);
-    const auto [loss, norm] = session.trainStep(lr, control.faultInjectedAt(step));
-    if (!std::isfinite(loss) || !std::isfinite(norm)) {
-      result.diverged = true;
-      status = "diverged";
-      result.message = "training diverged at step " + std::to_string(step) + ": loss " + std::to_string(loss) +
-                       ", gradient norm " + std::to_string(norm) +
-                       ". Stopped; the last good checkpoint (step " + std::to_string(lastCheckpoint) +
-                       ") is kept. Try a lower train.lr or a gradient clip.";
-      sink.onMessage(result.message);
-      break;
-    }
-    if (!session.weightsFinite()) {  // a finite loss and gradient can still overflow the update
-      result.diverged = true;
-      status = "diverged";
-      result.message = "training diverged at step " + std::to_string(step) +
-                       ": the update made weights non-finite (loss before it " + std::to_string(loss) +
-                       "). Stopped; the last good checkpoint (step " + std::to_string(lastCheckpoint) +
-                       ") is kept. Try a lower train.lr, a gradient clip or a larger train.eps.";
-      sink.onMessage(result.message);
-      break;
-    }
-    result.final_loss = loss;
-    const auto now = Clock::now();
-    const double dt = std::chrono::duration<double>(now - last).count();
-    MetricsSnapshot m{step, loss, lr, norm, double(session.tokensPerStep() * (step - lastStep)) / std::max(dt, 1e-9),
-                      std::chrono::duration<double>(now - start).count()};
-    last = now;
-    lastStep = step;
-    sink.onMetrics(m);
-    metrics.add({{"kind", "train"}, {"step", step}, {"loss", loss}, {"lr", lr}, {"grad_norm", norm},
-                 {"tokens_per_second", m.tokens_per_second}});
-    if (step % t.eval_interval == 0 || step == total) {
-      for (const auto& [split, name] : session.evalSplits()) {
-        auto e = session.evaluate(split, t.eval_examples);
-        e.split = name;
-        sink.onEval(e);
-        nlohmann::json rec = {{"kind", "eval"}, {"step", step}, {"split", name}, {"loss", e.loss}, {"accuracy", e.accuracy}};
-        if (e.exact_match >= 0) rec["exact_match"] = e.exact_match;
-        metrics.add(rec);
+  try {
+    while (session.step() < total) {
+      if (!control.waitToProceed(checkpointNow)) {
+        result.stopped_early = true;
+        status = "stopped";
+        break;
       }
+      last = Clock::now();  // time spent paused or checkpointing is not training throughput
+      const int64_t step = session.step() + 1;
+      const double lr = scheduledLr(step, scheduleSteps, t.warmup, t.lr, t.min_lr_ratio);
+      const auto [loss, norm] = session.trainStep(lr, control.faultInjectedAt(step));
+      if (!std::isfinite(loss) || !std::isfinite(norm)) {
+        result.diverged = true;
+        status = "diverged";
+        result.message = "training diverged at step " + std::to_string(step) + ": loss " + std::to_string(loss) +
+                         ", gradient norm " + std::to_string(norm) +
+                         ". Stopped; the last good checkpoint (step " + std::to_string(lastCheckpoint) +
+                         ") is kept. Try a lower train.lr or a gradient clip.";
+        sink.onMessage(result.message);
+        break;
+      }
+      if (!session.weightsFinite()) {  // a finite loss and gradient can still overflow the update
+        result.diverged = true;
+        status = "diverged";
+        result.message = "training diverged at step " + std::to_string(step) +
+                         ": the update made weights non-finite (loss before it " + std::to_string(loss) +
+                         "). Stopped; the last good checkpoint (step " + std::to_string(lastCheckpoint) +
+                         ") is kept. Try a lower train.lr, a gradient clip or a larger train.eps.";
+        sink.onMessage(result.message);
+        break;
+      }
+      if (guard.observe(loss)) {
+        result.diverged = true;
+        status = "diverged";
+        result.message = "training diverged at step " + std::to_string(step) + ": the loss (" + shortNumber(loss) +
+                         ") has stayed above " + shortNumber(guard.factor()) + "x its running minimum (" +
+                         shortNumber(guard.minimum()) + ") for " + std::to_string(guard.stepsAbove()) +
+                         " steps. Stopped; the last good checkpoint (step " + std::to_string(lastCheckpoint) +
+                         ") is kept. Try a lower train.lr or a gradient clip (train.divergence_factor and "
+                         "train.divergence_steps tune this guard; 0 turns it off).";
+        sink.onMessage(result.message);
+        break;
+      }
+      result.final_loss = loss;
+      const auto now = Clock::now();
+      const double dt = std::chrono::duration<double>(now - last).count();
+      MetricsSnapshot m{step, loss, lr, norm, double(session.tokensPerStep() * (step - lastStep)) / std::max(dt, 1e-9),
+                        std::chrono::duration<double>(now - start).count()};
+      last = now;
+      lastStep = step;
+      sink.onMetrics(m);
+      metrics.add({{"kind", "train"}, {"step", step}, {"loss", loss}, {"lr", lr}, {"grad_norm", norm},
+                   {"tokens_per_second", m.tokens_per_second}});
+      if (step % t.eval_interval == 0 || step == total) {
+        for (const auto& [split, name] : session.evalSplits()) {
+          auto e = session.evaluate(split, t.eval_examples);
+          e.split = name;
+          sink.onEval(e);
+          nlohmann::json rec = {{"kind", "eval"}, {"step", step}, {"split", name}, {"loss", e.loss}, {"accuracy", e.accuracy}};
+          if (e.exact_match >= 0) rec["exact_match"] = e.exact_match;
+          metrics.add(rec);
+        }
+      }
+      if (step % t.inspect_interval == 0 || step == total) sink.onInspection(session.inspect());
+      if (step % t.checkpoint_interval == 0) {
+        if (!guard.above()) {
+          checkpointNow();
+        } else if (!deferNoted) {  // a checkpoint of a run that may be diverging is not a good one
+          deferNoted = true;
+          sink.onMessage("step " + std::to_string(step) + ": the loss is above " + shortNumber(guard.factor()) +
+                         "x its running minimum; periodic checkpoints wait until it comes back down");
+        }
+      }
+      if (!guard.above()) deferNoted = false;
+      last = Clock::now();  // evaluation time is not training throughput
     }
-    if (step % t.inspect_interval == 0 || step == total) sink.onInspection(session.inspect());
-    if (step % t.checkpoint_interval == 0) checkpointNow();
-    last = Clock::now();  // evaluation time is not training throughput
-  }
-  result.steps_done = session.step();
-  if (!result.diverged) {
-    if (session.step() != lastCheckpoint) commitCheckpoint(status, result.message);
-    sink.onCheckpoint(session.step(), runDir);
+    result.steps_done = session.step();
+    if (!result.diverged) {
+      if (session.step() != lastCheckpoint) commitCheckpoint(status, result.message);
+      sink.onCheckpoint(session.step(), runDir);
+    }
+  } catch (const std::exception& e) {
+    // A failure inside the run (an I/O error, a LibTorch error) still says how the run ended.
+    try {
+      writeRunStatus(runDir, "failed", e.what(), lastCheckpoint);
+    } catch (const std::exception&) {  // the original error is the one to report
+    }
+    throw;
   }
   // How the run ended, beside its checkpoints (which are never rewritten).
-  nlohmann::json ended = {{"format", "tensorscope.run_status"}, {"version", 1},
-                          {"status", status},                   {"message", result.message},
-                          {"checkpoint_step", result.diverged ? lastCheckpoint : session.step()}};
-  spec::writeFileAtomically(runDir + "/run_status.json", ended.dump(2) + "\n");
+  writeRunStatus(runDir, status, result.message, result.diverged ? lastCheckpoint : session.step());
   if (result.message.empty())
     result.message = status == "stopped" ? "stopped at step " + std::to_string(result.steps_done)
                                          : "finished " + std::to_string(result.steps_done) + " steps";

@@ -24,6 +24,17 @@ TEST(Runtime, ExplicitChoiceWins) {
   configureThreads(0);
 }
 
+// Issue 18 item 12: `tensorscope train --threads 1` with a config saying threads: 0 ran on every core.
+TEST(Runtime, CommandLineOverrideBeatsTheConfig) {
+  unsetenv("TENSORSCOPE_THREADS");
+  EXPECT_EQ(setThreadsOverride(1), 1);
+  EXPECT_EQ(configureThreads(0), 1);  // a config's threads: 0 ("all cores")
+  EXPECT_EQ(configureThreads(2), 1);  // and an explicit config value
+  EXPECT_EQ(setThreadsOverride(0), static_cast<int>(std::thread::hardware_concurrency()));
+  EXPECT_EQ(configureThreads(1), 1);  // cleared: the config speaks again
+  configureThreads(0);
+}
+
 TEST(Runtime, ReportsLibTorchAndBlas) {
   const auto info = runtimeInfo();
   EXPECT_EQ(info.torch_version.rfind("1.", 0), 0u) << info.torch_version;

@@ -27,7 +27,9 @@ class PlotWidget : public QWidget {
   void setDarkTheme(bool dark);
   bool isDarkTheme() const { return dark_; }
 
-  /// PNG at `dpi` (96 = the on-screen size; 192 doubles width and height). False on I/O failure.
+  /// PNG at `dpi` (96 = the on-screen size; 192 doubles width and height). Every export is
+  /// rendered in memory and written atomically: false on failure (the reason in exportError()),
+  /// with a previous file at `path` left as it was.
   bool exportPng(const QString& path, double dpi = 192.0);
   /// Vector SVG of the plot (QSvgGenerator).
   bool exportSvg(const QString& path);
@@ -35,6 +37,8 @@ class PlotWidget : public QWidget {
   bool exportPdf(const QString& path);
   /// The plotted data as CSV (header line, then one row per point; the format is per widget).
   bool exportCsv(const QString& path) const;
+  /// Why the last failed export failed (empty after a success).
+  QString exportError() const { return exportError_; }
   /// The CSV text exportCsv writes.
   QString csvText() const;
 
@@ -93,6 +97,8 @@ class PlotWidget : public QWidget {
 
  private:
   void showContextMenu(const QPoint& pos);
+  bool writeExport(const QString& path, const QByteArray& bytes) const;
+  bool failExport(const QString& why) const;
 
   struct Shell;
   std::unique_ptr<Shell> shell_;
@@ -100,6 +106,7 @@ class PlotWidget : public QWidget {
   bool dark_ = false;
   QString hoverText_;
   QString exportName_ = QStringLiteral("figure");
+  mutable QString exportError_;
 };
 
 }  // namespace tensorscope::viz
