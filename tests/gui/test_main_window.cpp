@@ -1,9 +1,14 @@
 // Offscreen tests of the explorer: the default session, editing C with undo, training a few steps
 // with live views receiving data, stopping, and saving/reopening the session.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
 
 #include <QApplication>
 #include <QComboBox>
+#include <QDir>
+#include <QMap>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
@@ -268,6 +273,47 @@ TEST(MainWindow, SessionSavesAndReopens) {
   ASSERT_EQ(b.session().runs.size(), a.session().runs.size());
   EXPECT_EQ(b.currentSpec(), a.currentSpec());
   EXPECT_FALSE(b.openSession(dir.filePath("missing.json")));
+}
+
+// Issue 18 item 10: on a full disk "Export figures" reported failure but left 14 empty files, and
+// saving a session could truncate the previous one. RLIMIT_FSIZE plays the full disk (SIGXFSZ
+// ignored, so writes fail with EFBIG as they would with ENOSPC), for this process only.
+TEST(MainWindow, AFullDiskLeavesEveryPreviousFigureAndSessionIntact) {
+  QTemporaryDir dir;
+  app::MainWindow w(testOptions());
+  w.show();
+  QApplication::processEvents();
+  ASSERT_TRUE(w.exportFigures(dir.path()));
+  ASSERT_TRUE(w.saveSession(dir.filePath("s.json")));
+  QMap<QString, QByteArray> before;
+  for (const auto& info : QDir(dir.path()).entryInfoList(QDir::Files)) {
+    QFile f(info.filePath());
+    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+    before[info.fileName()] = f.readAll();
+    EXPECT_GT(before[info.fileName()].size(), 0) << info.fileName().toStdString();
+  }
+  EXPECT_EQ(before.size(), 22);  // 21 figures and the session
+
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto oldHandler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit full = old;
+  full.rlim_cur = 16;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &full), 0);
+  const bool exported = w.exportFigures(dir.path());
+  const bool saved = w.saveSession(dir.filePath("s.json"));
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  std::signal(SIGXFSZ, oldHandler);
+
+  EXPECT_FALSE(exported);
+  EXPECT_FALSE(saved);
+  const auto entries = QDir(dir.path()).entryInfoList(QDir::Files | QDir::Hidden);
+  EXPECT_EQ(entries.size(), before.size()) << "no temporary files left behind";
+  for (const auto& info : entries) {
+    QFile f(info.filePath());
+    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+    EXPECT_EQ(f.readAll(), before.value(info.fileName())) << info.fileName().toStdString() << " changed";
+  }
 }
 
 TEST(MainWindow, AutosaveIsOfferedBackAfterACrashOnly) {
