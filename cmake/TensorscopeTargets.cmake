@@ -16,8 +16,9 @@ function(ts_apply_common target)
   # Qt's signals/slots/emit keywords clash with LibTorch and QCustomPlot headers.
   target_compile_definitions(${target} PRIVATE QT_NO_KEYWORDS)
   if(TENSORSCOPE_SANITIZE)
-    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
-    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+    # -fno-sanitize-recover: an undefined-behaviour finding fails the test instead of scrolling by.
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined -fno-sanitize-recover=all)
   endif()
 endfunction()
 

@@ -8,6 +8,7 @@ must fail cleanly and leave a run that resumes exactly once there is room again.
 Numerical faults: a finite blow-up stops the run with the reason; eval prints valid JSON (null
 and a "non_finite" list) for a model that yields NaN; spec values beyond float32 are refused.
 Memory: layer-level commands refuse sizes that cannot fit, with the reason and no stack trace.
+Hostile inputs (issue 19): deep nesting, devices, repeated keys and directories get one message.
 
 usage: test_failure_modes.py TENSORSCOPE WORKDIR [--no-gui]
 """
@@ -217,6 +218,33 @@ def memory_refusals(bin_path, work, gui):
           r.returncode == 1 and "64 x 512 tokens" in r.stderr and "smaller batch" in r.stderr, r.stderr)
 
 
+def hostile_inputs(bin_path, work):
+    """Issue 19: readers refuse what they must, with one clear message and no crash."""
+    deep = "[" * 100000 + "]" * 100000
+    path = os.path.join(work, "deep.json")
+    with open(path, "w") as f:
+        f.write('{"format": "tensorscope.run_config", "version": 1, "train": {"lr": %s}}' % deep)
+    r = run([bin_path, "train", "--config", path, "--out", os.path.join(work, "deep-run")])
+    check("train --config with a value nested 100,000 deep: exit 1, no crash",
+          r.returncode == 1 and "nested deeper than 64" in r.stderr, "rc %d: %s" % (r.returncode, r.stderr[:300]))
+    r = run([bin_path, "spec", "validate", "/dev/zero"], timeout=30)
+    check("spec validate /dev/zero is refused by name", r.returncode == 1 and "not a regular file" in r.stderr,
+          r.stderr[:300])
+    spec = run([bin_path, "spec", "preset", "mhsa"]).stdout
+    dup = os.path.join(work, "dup.json")
+    with open(dup, "w") as f:
+        f.write(spec.replace("{", '{"causal": true, ', 1))
+    r = run([bin_path, "spec", "validate", dup])
+    check("a repeated key is refused", r.returncode == 1 and "appears twice" in r.stderr, r.stderr[:300])
+    cfg = json.load(open(config(bin_path, work, "corpus-dir.json")))
+    cfg["task"] = {"name": "char_lm", "seq_len": 24, "corpus": "/tmp"}
+    with open(os.path.join(work, "corpus-dir.json"), "w") as f:
+        json.dump(cfg, f)
+    r = run([bin_path, "train", "--config", os.path.join(work, "corpus-dir.json"), "--out", os.path.join(work, "cd")])
+    check("a directory given as corpus is named as one", r.returncode == 1 and "/tmp is a directory" in r.stderr,
+          r.stderr[:300])
+
+
 def main():
     bin_path, work = sys.argv[1], sys.argv[2]
     gui = "--no-gui" not in sys.argv
@@ -226,6 +254,7 @@ def main():
     disk_full_exports(bin_path, work, ref, gui)
     numerical_faults(bin_path, work, ref)
     memory_refusals(bin_path, work, gui)
+    hostile_inputs(bin_path, work)
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0
 

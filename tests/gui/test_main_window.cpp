@@ -386,4 +386,25 @@ TEST(Session, RejectsDamagedFilesWithTheReason) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos);
   }
+  // Issue 19: a value nested 100,000 deep crashed the explorer on open; wrong types gave library
+  // messages; repeated keys were accepted.
+  const auto errorOf = [](const std::string& text) {
+    try {
+      app::Session::fromJson(QString::fromStdString(text));
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  auto m = errorOf("{\"format\": \"tensorscope.session\", \"version\": 1, \"runs\": [{\"name\": \"a\", \"config\": " +
+                   std::string(100000, '[') + std::string(100000, ']') + "}]}");
+  EXPECT_NE(m.find("nested deeper than 64"), std::string::npos) << m.substr(0, 200);
+  m = errorOf("{\"format\": 7, \"version\": 1}");
+  EXPECT_NE(m.find("\"format\" must be"), std::string::npos) << m;
+  m = errorOf("{\"format\": \"tensorscope.session\", \"version\": \"1\"}");
+  EXPECT_NE(m.find("unsupported session version \"1\""), std::string::npos) << m;
+  m = errorOf("{\"format\": \"tensorscope.session\", \"format\": \"tensorscope.session\", \"version\": 1}");
+  EXPECT_NE(m.find("appears twice"), std::string::npos) << m;
+  m = errorOf("{\"format\": \"tensorscope.session\", \"version\": 1, \"runs\": [{\"name\": 5, \"config\": {}}]}");
+  EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;
 }

@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@
 #include <stdexcept>
 
 #include "spec/atomic_file.h"
+#include "spec/json_reader.h"
 #include "spec/cost_model.h"
 
 namespace tensorscope::app {
@@ -42,14 +44,14 @@ QString Session::toJson() const {
 Session Session::fromJson(const QString& text) {
   json j;
   try {
-    j = json::parse(text.toStdString());
-  } catch (const json::parse_error& e) {
+    j = spec::parseUntrustedJson(text.toStdString());
+  } catch (const spec::JsonError& e) {
     throw std::invalid_argument(std::string("not a session file: malformed JSON: ") + e.what());
   }
-  if (!j.is_object() || j.value("format", std::string()) != kFormat)
+  if (!j.is_object() || !j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != kFormat)
     throw std::invalid_argument(std::string("not a session file: \"format\" must be \"") + kFormat + "\"");
-  if (j.value("version", 0) != kVersion)
-    throw std::invalid_argument("unsupported session version " + j.value("version", json(nullptr)).dump() +
+  if (!spec::hasEnvelope(j, kFormat, kVersion))
+    throw std::invalid_argument("unsupported session version " + spec::jsonPreview(j.value("version", json(nullptr))) +
                                 "; this Tensorscope reads version " + std::to_string(kVersion));
   Session s;
   std::string problems;
@@ -65,20 +67,24 @@ Session Session::fromJson(const QString& text) {
       e.config = model_core::runConfigFromJson(r.at("config").dump());
       s.runs.push_back(std::move(e));
     } catch (const std::exception& e) {
-      problems += "\n  runs[" + std::to_string(i) + "]: " + e.what();
+      problems += "\n  runs[" + std::to_string(i) + "]: " + spec::plainMessage(e);
     }
   }
   if (!problems.empty()) throw std::invalid_argument("invalid session:" + problems);
-  s.current = std::clamp(j.value("current", 0), 0, static_cast<int>(s.runs.size()) - 1);
-  s.theme = QString::fromStdString(j.value("theme", std::string("light")));
-  s.windowState = QByteArray::fromBase64(QByteArray::fromStdString(j.value("window_state", std::string())));
+  try {
+    s.current = std::clamp(j.value("current", 0), 0, static_cast<int>(s.runs.size()) - 1);
+    s.theme = QString::fromStdString(j.value("theme", std::string("light")));
+    s.windowState = QByteArray::fromBase64(QByteArray::fromStdString(j.value("window_state", std::string())));
+  } catch (const json::exception& e) {
+    throw std::invalid_argument("invalid session: current, theme or window_state: " + spec::plainMessage(e));
+  }
   return s;
 }
 
 Session Session::load(const QString& path) {
   std::string text;
   try {
-    text = spec::readWholeFile(path.toStdString());
+    text = spec::readBoundedFile(QFile::encodeName(path).toStdString());
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(e.what());
   }

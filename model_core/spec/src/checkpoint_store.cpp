@@ -1,5 +1,7 @@
 #include "spec/checkpoint_store.h"
 
+#include "spec/json_reader.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -76,8 +78,8 @@ std::optional<Pointer> readPointer(const std::string& runDir, std::string* probl
   const std::string path = runDir + "/" + kPointer;
   if (!fs::exists(path)) return std::nullopt;
   try {
-    const auto j = nlohmann::json::parse(readWholeFile(path));
-    if (j.value("format", std::string()) != "tensorscope.checkpoint_pointer" || j.value("version", 0) != 1)
+    const auto j = parseUntrustedJson(readBoundedFile(path));
+    if (!hasEnvelope(j, "tensorscope.checkpoint_pointer", 1))
       throw std::invalid_argument("not a tensorscope.checkpoint_pointer of version 1");
     Pointer p;
     p.current = j.at("current").get<std::string>();
@@ -173,8 +175,8 @@ CheckpointInfo CheckpointStore::commit(const std::string& staged, std::int64_t s
 std::string verifyCheckpoint(const std::string& dir, CheckpointInfo* info) {
   try {
     if (!fs::is_directory(dir)) return dir + " is missing";
-    const auto m = nlohmann::json::parse(readWholeFile(dir + "/" + kManifest));
-    if (m.value("format", std::string()) != "tensorscope.checkpoint" || m.value("version", 0) != 1)
+    const auto m = parseUntrustedJson(readBoundedFile(dir + "/" + kManifest));
+    if (!hasEnvelope(m, "tensorscope.checkpoint", 1))
       return dir + "/" + kManifest + " is not a tensorscope.checkpoint manifest of version 1";
     const auto step = m.at("step").get<std::int64_t>();
     if (step < 0) return dir + "/" + kManifest + " gives a negative step";

@@ -1,5 +1,7 @@
 #include "spec/spec_json.h"
 
+#include "spec/json_reader.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -58,9 +60,9 @@ class Reader {
     if (!obj.contains(key)) return;
     const json& v = obj[key];
     if (!v.is_number_integer() && !v.is_number_unsigned())
-      return fail(field, "must be a whole number; got " + (v.is_number() ? v.dump() : kindName(v)));
+      return fail(field, "must be a whole number; got " + (v.is_number() ? jsonPreview(v) : kindName(v)));
     const auto x = v.get<long long>();
-    if (x < -2147483647LL || x > 2147483647LL) return fail(field, "is out of range: " + v.dump());
+    if (x < -2147483647LL || x > 2147483647LL) return fail(field, "is out of range: " + jsonPreview(v));
     out = static_cast<int>(x);
   }
 
@@ -328,8 +330,8 @@ AttentionSpec fromJson(const std::string& text) {
   Reader r(issues);
   json j;
   try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
+    j = parseUntrustedJson(text);
+  } catch (const JsonError& e) {
     throw SpecError(std::vector<Issue>{{"(document)", std::string("malformed JSON: ") + e.what()}});
   }
   if (!j.is_object()) throw SpecError(std::vector<Issue>{{"(document)", "a spec must be a JSON object; got " + kindName(j)}});
@@ -389,7 +391,7 @@ AttentionSpec fromJson(const std::string& text) {
 AttentionSpec readSpecFile(const std::string& path) {
   std::string text;
   try {
-    text = readWholeFile(path);
+    text = readBoundedFile(path);
   } catch (const std::runtime_error& e) {
     throw SpecError(std::vector<Issue>{{"(file)", e.what()}});
   }

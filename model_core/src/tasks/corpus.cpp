@@ -12,6 +12,7 @@
 
 #include "model_core/tasks.h"
 #include "spec/atomic_file.h"
+#include "spec/json_reader.h"
 
 namespace tensorscope::model_core {
 
@@ -79,7 +80,7 @@ std::string findExecutable(const std::string& name) {
 Corpus loadCorpusFile(const std::string& path) {
   Corpus c;
   try {
-    c.text = spec::readWholeFile(path);
+    c.text = spec::readBoundedFile(path, spec::kMaxCorpusFileBytes);
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("char_lm corpus: ") + e.what());
   }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "model_core/tasks.h"
+#include "spec/json_reader.h"
 #include "tasks/task_factory.h"
 
 namespace tensorscope::model_core {
@@ -120,8 +121,8 @@ std::string taskConfigToJson(const TaskConfig& c, int indent) {
 TaskConfig taskConfigFromJson(const std::string& text) {
   json j;
   try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
+    j = spec::parseUntrustedJson(text);
+  } catch (const spec::JsonError& e) {
     throw std::invalid_argument(problemList({std::string("malformed JSON: ") + e.what()}));
   }
   if (!j.is_object()) throw std::invalid_argument(problemList({"a task config must be a JSON object; got " + kindName(j)}));
@@ -142,14 +143,14 @@ TaskConfig taskConfigFromJson(const std::string& text) {
       return problems.push_back(std::string(key) + ": must be a whole number; got " + kindName(v));
     const auto x = v.is_number_unsigned() ? static_cast<long long>(std::min<std::uint64_t>(v.get<std::uint64_t>(), 1ULL << 40))
                                           : v.get<long long>();
-    if (x < -2147483647LL || x > 2147483647LL) return problems.push_back(std::string(key) + ": is out of range: " + v.dump());
+    if (x < -2147483647LL || x > 2147483647LL) return problems.push_back(std::string(key) + ": is out of range: " + spec::jsonPreview(v));
     out = static_cast<int>(x);
   };
   readString("name", c.name);
   if (j.contains("seed")) {
     const json& v = j["seed"];
     if (v.is_number_unsigned()) c.seed = v.get<std::uint64_t>();
-    else if (v.is_number_integer()) problems.push_back("seed: must be in [0, 2^64-1]; got " + v.dump());
+    else if (v.is_number_integer()) problems.push_back("seed: must be in [0, 2^64-1]; got " + spec::jsonPreview(v));
     else problems.push_back("seed: must be a whole number; got " + kindName(v));
   }
   readInt("seq_len", c.seq_len);

@@ -6,6 +6,7 @@
 
 #include "model_core/training.h"
 #include "spec/atomic_file.h"
+#include "spec/json_reader.h"
 #include "spec/spec_json.h"
 #include "spec/validation.h"
 
@@ -56,7 +57,7 @@ void read(Problems& p, const json& obj, const char* key, const std::string& pref
     }
     out = v.get<T>();
   } catch (const std::exception& e) {
-    p.add(prefix + key, std::string(e.what()) + "; got " + v.dump());
+    p.add(prefix + key, spec::plainMessage(e) + "; got " + spec::jsonPreview(v));
   }
 }
 
@@ -102,14 +103,15 @@ RunConfig runConfigFromJson(const std::string& text) {
   Problems p;
   json j;
   try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
+    j = spec::parseUntrustedJson(text);
+  } catch (const spec::JsonError& e) {
     throw std::invalid_argument(std::string("invalid run config: malformed JSON: ") + e.what());
   }
   if (!j.is_object()) throw std::invalid_argument("invalid run config: the document must be a JSON object");
-  if (j.value("format", std::string()) != kFormat) p.add("format", std::string("must be \"") + kFormat + "\"");
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != kVersion)
-    p.add("version", "must be " + std::to_string(kVersion) + (j.contains("version") ? "; got " + j["version"].dump() : ""));
+  if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != kFormat)
+    p.add("format", std::string("must be \"") + kFormat + "\"" + (j.contains("format") ? "; got " + spec::jsonPreview(j["format"]) : ""));
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<std::int64_t>() != kVersion)
+    p.add("version", "must be " + std::to_string(kVersion) + (j.contains("version") ? "; got " + spec::jsonPreview(j["version"]) : ""));
   if (!p.empty()) p.raise();
   // "versions" records what wrote a run's config.json; informational, not read back.
   rejectUnknown(p, j, "", {"format", "version", "model", "task", "train", "versions"});
@@ -192,7 +194,7 @@ RunConfig runConfigFromJson(const std::string& text) {
 RunConfig readRunConfig(const std::string& path) {
   std::string text;
   try {
-    text = spec::readWholeFile(path);
+    text = spec::readBoundedFile(path);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(e.what());
   }

@@ -13,6 +13,7 @@
 
 #include "io/tensor_convert.h"
 #include "spec/atomic_file.h"
+#include "spec/json_reader.h"
 #include "spec/checkpoint_store.h"
 
 namespace tensorscope::model_core {
@@ -267,8 +268,9 @@ Session::WarmStartReport Session::warmStart(const std::string& source, bool core
   const auto given = readTensorMap(dir + "/model.safetensors");
   WarmStartReport report;
   try {
-    const auto state = nlohmann::json::parse(spec::readWholeFile(dir + "/trainer_state.json"));
-    report.source_step = state.value("step", int64_t(-1));
+    const auto state = spec::parseUntrustedJson(spec::readBoundedFile(dir + "/trainer_state.json"));
+    if (state.is_object() && state.contains("step") && state["step"].is_number_integer())
+      report.source_step = state["step"].get<int64_t>();
   } catch (const std::exception&) {
     // A bare weights file (no trainer state) is a valid source; its step is unknown.
   }
@@ -294,13 +296,14 @@ void Session::loadCheckpoint(const std::string& dir) {
   const std::string statePath = dir + "/trainer_state.json";
   nlohmann::json state;
   try {
-    state = nlohmann::json::parse(spec::readWholeFile(statePath));
-  } catch (const nlohmann::json::exception& e) {
+    state = spec::parseUntrustedJson(spec::readBoundedFile(statePath));
+  } catch (const spec::JsonError& e) {
     throw std::invalid_argument(statePath + " is damaged: " + e.what());
   }
   const auto bad = [&](const std::string& why) { return std::invalid_argument(statePath + ": " + why); };
   if (!state.is_object()) throw bad("not a JSON object");
-  if (state.value("format", std::string()) != "tensorscope.trainer_state")
+  if (!state.contains("format") || !state["format"].is_string() ||
+      state["format"].get<std::string>() != "tensorscope.trainer_state")
     throw bad("\"format\" must be \"tensorscope.trainer_state\"");
   if (!state.contains("version") || !state["version"].is_number_integer() || state["version"].get<int64_t>() != 1)
     throw bad("\"version\" must be 1 (this Tensorscope reads version 1)");
@@ -320,7 +323,7 @@ void Session::loadCheckpoint(const std::string& dir) {
   std::uint64_t rng = 0;
   const auto [end, ec] = std::from_chars(rngText.data(), rngText.data() + rngText.size(), rng);
   if (rngText.empty() || ec != std::errc() || end != rngText.data() + rngText.size())
-    throw bad("\"data_rng\" must be a decimal unsigned 64-bit integer, not \"" + rngText + "\"");
+    throw bad("\"data_rng\" must be a decimal unsigned 64-bit integer, not " + spec::jsonPreview(state["data_rng"]));
   // The three files must be one checkpoint: the weights and the optimizer say which step they hold.
   std::map<std::string, std::string> modelMeta, optMeta;
   auto weights = readTensors(dir + "/model.safetensors", &modelMeta);

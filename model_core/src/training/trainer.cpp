@@ -21,6 +21,7 @@
 #include "model_core/runtime.h"
 #include "spec/atomic_file.h"
 #include "spec/checkpoint_store.h"
+#include "spec/json_reader.h"
 #include "spec/cost_model.h"
 #include "training/session.h"
 
@@ -91,11 +92,12 @@ class MetricsLog {
     std::string line;
     while (std::getline(in, line)) {
       try {
-        const auto j = nlohmann::json::parse(line);
-        if (j.is_object() && j.value("kind", std::string()) == "train" && j.value("step", int64_t(0)) <= step &&
+        const auto j = spec::parseUntrustedJson(line);
+        if (j.is_object() && j.contains("kind") && j["kind"] == "train" && j.contains("step") &&
+            j["step"].is_number_integer() && j.value("step", int64_t(0)) <= step &&
             j.contains("loss") && j["loss"].is_number())
           out.push_back(j["loss"].get<double>());
-      } catch (const nlohmann::json::exception&) {
+      } catch (const spec::JsonError&) {  // a damaged line: rebuildFromJsonl reports those
       }
     }
     return out;
@@ -147,9 +149,11 @@ class MetricsLog {
       ++lineNo;
       if (line.empty()) continue;
       try {
-        auto j = nlohmann::json::parse(line);
-        if (j.is_object() && j.value("step", int64_t(0)) <= step) kept.push_back(std::move(j));
-      } catch (const nlohmann::json::exception&) {
+        auto j = spec::parseUntrustedJson(line);
+        if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer())
+          throw spec::JsonError("not a metrics record");
+        if (j["step"].get<int64_t>() <= step) kept.push_back(std::move(j));
+      } catch (const spec::JsonError&) {
         ++skipped;
         if (skipped == 1) notes.push_back(path(kJsonl) + " line " + std::to_string(lineNo) + " is damaged; skipped");
       }

@@ -11,6 +11,7 @@
 #include "io/tensor_convert.h"
 #include "model_core/training.h"
 #include "spec/atomic_file.h"
+#include "spec/json_reader.h"
 #include "spec/checkpoint_store.h"
 
 namespace tensorscope::model_core {
@@ -54,9 +55,11 @@ std::int64_t snapshotCheckpoint(const std::string& runDir, const std::string& ou
     readTensors(outDir + "/model.safetensors", &meta);  // rejects a damaged file with the reason
     std::int64_t step = -1;
     try {
-      step = nlohmann::json::parse(state).at("step").get<std::int64_t>();
-    } catch (const nlohmann::json::exception& e) {
+      step = spec::parseUntrustedJson(state).at("step").get<std::int64_t>();
+    } catch (const spec::JsonError& e) {
       throw std::invalid_argument(runDir + "/trainer_state.json is damaged: " + e.what());
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument(runDir + "/trainer_state.json is damaged: " + spec::plainMessage(e));
     }
     const auto m = meta.find("step");
     if (m == meta.end() || m->second == std::to_string(step)) {

@@ -202,3 +202,29 @@ TEST(MemoryGuard, TheLimitVariableIsParsedStrictly) {
   unsetenv("TENSORSCOPE_MEMORY_LIMIT");
   EXPECT_GT(availableMemoryBytes(), 0);
 }
+
+// Issue 19 items 1, 3, 6 through the run-config reader: a deep value in a field crashed it (the
+// error message dumped the value recursively); "format": 1 gave a library type_error; a repeated
+// key was silently accepted.
+TEST(RunConfigReader, HostileDocumentsGetOneClearMessage) {
+  const auto errorOf = [](const std::string& text) {
+    try {
+      runConfigFromJson(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto m = errorOf(R"({"format": "tensorscope.run_config", "version": 1, "train": {"lr": )" + deep + "}}");
+  EXPECT_NE(m.find("nested deeper than 64 levels"), std::string::npos) << m.substr(0, 300);
+  m = errorOf(R"({"format": "tensorscope.run_config", "version": 1, "train": {"lr": [[[[1]]]]}})");
+  EXPECT_NE(m.find("train.lr: must be a number"), std::string::npos) << m;
+  m = errorOf(R"({"format": 1, "version": 1})");
+  EXPECT_NE(m.find("format: must be \"tensorscope.run_config\"; got 1"), std::string::npos) << m;
+  EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;
+  m = errorOf(R"({"format": "tensorscope.run_config", "version": 1, "train": {"steps": 5, "steps": 6}})");
+  EXPECT_NE(m.find("the key \"steps\" appears twice"), std::string::npos) << m;
+  m = errorOf(R"({"format": "tensorscope.run_config", "version": 1, "train": {"lr": ")" + std::string(100000, 'x') + "\"}}");
+  EXPECT_LT(m.size(), 400u) << "a bad value is echoed as a short prefix, not whole";
+}

@@ -1,0 +1,50 @@
+#pragma once
+/// Reading untrusted JSON and files, bounded (issue 19): one place that refuses nesting deeper than
+/// kMaxJsonDepth and duplicate object keys while parsing (before anything recurses over the value),
+/// turns library exceptions into sentences, caps file sizes before reading and refuses directories
+/// and devices by name. Every reader of the product (specs, run and task configs, sessions,
+/// trainer state, checkpoint manifests and pointers, metrics lines) parses through it.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace tensorscope::spec {
+
+/// Deeper nesting is refused; no Tensorscope format nests beyond 6.
+inline constexpr int kMaxJsonDepth = 64;
+
+/// Size caps per kind of file, checked with stat before reading.
+inline constexpr std::uintmax_t kMaxConfigFileBytes = 64ull << 20;     ///< specs, configs, sessions, states
+inline constexpr std::uintmax_t kMaxCorpusFileBytes = 1ull << 30;      ///< char_lm corpora
+
+/// Malformed or refused JSON: the message says what and where ("line 3, column 7: …").
+class JsonError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Parses `text`. Throws JsonError: a syntax error (its line and column), a number out of range,
+/// nesting deeper than kMaxJsonDepth, or an object that repeats a key (e.g. {"causal": true,
+/// "causal": false}, where the last would silently win).
+nlohmann::json parseUntrustedJson(std::string_view text);
+
+/// Whether `j` is an object whose "format" is the string `format` and whose "version" is the
+/// integer `version` (wrong types count as a mismatch, never as a library exception).
+bool hasEnvelope(const nlohmann::json& j, std::string_view format, std::int64_t version);
+
+/// The JSON text of `value`, cut to at most `max` characters ("…" appended when cut): for
+/// echoing a bad value in a message without echoing megabytes.
+std::string jsonPreview(const nlohmann::json& value, std::size_t max = 48);
+
+/// The message of a library exception without nlohmann's "[json.exception.type_error.302] " prefix.
+std::string plainMessage(const std::exception& e);
+
+/// Reads the regular file `path` whole. Throws std::runtime_error naming the file when it does not
+/// exist, is a directory, a device, a FIFO or a socket, is larger than `maxBytes`, or cannot be read.
+std::string readBoundedFile(const std::string& path, std::uintmax_t maxBytes = kMaxConfigFileBytes);
+
+}  // namespace tensorscope::spec
