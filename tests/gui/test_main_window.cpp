@@ -131,6 +131,38 @@ TEST(MainWindow, EditingCIsUndoable) {
   EXPECT_DOUBLE_EQ(w.currentSpec().core->dense_values[5], -1.5);
 }
 
+// Issue 19, item 2: the design dock expanded a core preset at whatever sizes were typed (H*D up to
+// 16.7 M there, and a dense C squares it) and "Make dense" materialised R x R at any R: each is now
+// refused before it allocates, with the reason on screen.
+TEST(MainWindow, CoresBeyondTheirBoundsAreRefusedBeforeTheyAllocate) {
+  app::MainWindow w(testOptions());
+  w.selectRun(1);  // THSA, dense core
+  QSpinBox* H = nullptr;
+  QSpinBox* D = nullptr;
+  for (auto* b : w.designPanel()->findChildren<QSpinBox*>()) {
+    if (b->toolTip().startsWith("H:")) H = b;
+    if (b->toolTip().startsWith("D:")) D = b;
+  }
+  ASSERT_TRUE(H && D);
+  D->setValue(16);
+  H->setValue(1024);  // dense R = 16384: 268 M values
+  EXPECT_FALSE(w.designPanel()->isValid());
+  const QString problems = w.designPanel()->problemsText();
+  EXPECT_TRUE(problems.contains("core preset thsa (dense R x R, R=H*D=16384) holds 268,435,456 values")) << problems.toStdString();
+  QComboBox* corePreset = nullptr;
+  for (auto* c : w.designPanel()->findChildren<QComboBox*>())
+    if (c->toolTip().startsWith("Structure of the core matrix C")) corePreset = c;
+  ASSERT_TRUE(corePreset);
+  corePreset->setCurrentText("mhsa");  // a Kronecker core at R = 16384 is fine, and not drawn
+  EXPECT_TRUE(w.designPanel()->isValid()) << w.designPanel()->problemsText().toStdString();
+  ASSERT_EQ(w.currentSpec().sizes.R, 16384);
+  const auto before = w.currentSpec();
+  w.coreEditor()->setStructure("dense");
+  EXPECT_EQ(w.currentSpec(), before);
+  EXPECT_TRUE(w.coreEditor()->bannerText().contains("a dense core (R x R, R=16384) holds 268,435,456 values"))
+      << w.coreEditor()->bannerText().toStdString();
+}
+
 TEST(MainWindow, LowRankCoreIsEditableAndItsRankIsItsNumberOfHeads) {
   app::MainWindow w(testOptions());
   w.selectRun(1);  // THSA, dense core initialised at the mhsa preset

@@ -9,6 +9,7 @@
 #include "spec/atomic_file.h"
 #include "spec/json_reader.h"
 #include "spec/spec_json.h"
+#include "spec/validation.h"
 
 using namespace tensorscope::spec;
 
@@ -52,6 +53,51 @@ TEST(JsonReader, DuplicateKeysAreRefusedAtAnyDepth) {
   spec.insert(spec.find('{') + 1, "\"causal\": true, ");
   const auto specError = errorOf([&] { fromJson(spec); });
   EXPECT_NE(specError.find("appears twice"), std::string::npos) << specError;
+}
+
+// nlohmann's lexer reads a NUL byte as the end of the input: "{…}\0anything" parsed as "{…}".
+TEST(JsonReader, ANulByteIsRefusedWithItsPlace) {
+  const auto m = errorOf([] { parseUntrustedJson(std::string("{\"a\": 1}\n  \0{\"b\": 2}", 20)); });
+  EXPECT_EQ(m, "line 2, column 3: a NUL byte, which JSON text cannot contain");
+  const auto spec = toJson(makeSpecPreset("mhsa")) + std::string("\0 trailing", 10);
+  const auto specError = errorOf([&] { fromJson(spec); });
+  EXPECT_NE(specError.find("a NUL byte"), std::string::npos) << specError;
+}
+
+// Item 2: a 171-byte spec with H = 12000 and core preset skip_right took 1.26 GB to say "H must be
+// in [1, 1024]"; H = 70,000 threw std::bad_alloc; H = 4,000,000 asked for terabytes; the dense preset
+// at H = 1024, R = 16384 expanded 268 M values (2.5 GB) for `spec validate`. Sizes are now checked
+// before a preset is expanded, and a core holds at most kMaxCoreValues values.
+TEST(SpecReader, PresetsAreCheckedBeforeTheyExpand) {
+  const auto spec = [](const std::string& variant, int H, int D, const std::string& preset) {
+    return R"({"format": "tensorscope.attention_spec", "version": 1, "variant": ")" + variant +
+           R"(", "sizes": {"F": 64, "H": )" + std::to_string(H) + R"(, "D": )" + std::to_string(D) +
+           R"(}, "core": {"preset": ")" + preset + R"("}})";
+  };
+  for (int H : {12000, 70000, 4000000, 2147483647}) {
+    const auto m = errorOf([&] { fromJson(spec("thsa", H, 16, "skip_right")); });
+    EXPECT_NE(m.find("sizes.H: H (heads) must be in [1, 1024]; got " + std::to_string(H)), std::string::npos) << m;
+  }
+  auto m = errorOf([&] { fromJson(spec("thsa", 1024, 16, "thsa")); });
+  EXPECT_NE(m.find("sizes.R: core preset thsa (dense R x R, R=H*D=16384) holds 268,435,456 values, more than the "
+                   "16,777,216 a core may hold"),
+            std::string::npos)
+      << m;
+  m = errorOf([&] { fromJson(spec("thsa", 1024, 16, "low_rank")); });
+  EXPECT_NE(m.find("core preset low_rank (U and V, R x H each, R=H*D=16384) holds 33,554,432 values"), std::string::npos) << m;
+  m = errorOf([&] { fromJson(spec("thsa", 1024, 1000, "mhsa")); });
+  EXPECT_NE(m.find("sizes.D: core preset mhsa has R = H*D, at most 16384; got H*D=1024000"), std::string::npos) << m;
+  // The largest legal ones expand and validate: a dense core at R = 4096, Kronecker at R = 16384.
+  AttentionSpec dense = fromJson(spec("thsa", 256, 16, "thsa"));
+  dense.sizes.R = 4096;
+  EXPECT_TRUE(validate(dense).empty()) << formatIssues(validate(dense));
+  AttentionSpec wide = fromJson(spec("thsa", 1024, 16, "skip_right"));
+  wide.sizes.R = 16384;
+  EXPECT_TRUE(validate(wide).empty()) << formatIssues(validate(wide));
+  // An explicit dense core beyond the bound is refused by validation, whatever its values.
+  dense.sizes.R = 4097;
+  m = formatIssues(validate(dense));
+  EXPECT_NE(m.find("sizes.R: a dense core (R x R, R=4097) holds 16,785,409 values"), std::string::npos) << m;
 }
 
 // Item 3: library internals instead of messages ("[json.exception.out_of_range.406] …").

@@ -1,5 +1,7 @@
 #include "gui/core_editor.h"
 
+#include <tuple>
+
 #include <QButtonGroup>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -133,6 +135,7 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
       s.sizes.R = s.sizes.H;
     }
     if (s.sizes.H * s.sizes.D != s.sizes.R) s.sizes.R = s.sizes.H * s.sizes.D;
+    if (refuse(spec::corePresetIssues(name, s.sizes))) return;
     s.core = spec::makeCorePreset(name, s.sizes.H, s.sizes.D);
     emitEdit(s, "apply preset " + preset_->currentText());
   });
@@ -151,6 +154,7 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
     if (!spec_.core || spec_.core->structure == CoreStructure::Dense) return;
     auto s = spec_;
     const auto& z = s.sizes;
+    if (refuse(spec::coreSizeIssues(CoreStructure::Dense, z.R))) return;
     spec::CoreSpec d;
     d.preset = "custom";
     d.structure = CoreStructure::Dense;
@@ -232,6 +236,16 @@ void CoreEditor::emitEdit(const spec::AttentionSpec& after, const QString& what,
   Q_EMIT coreEdited(before, after, what, stroke);
 }
 
+QString CoreEditor::bannerText() const { return banner_->isHidden() ? QString() : banner_->text(); }
+
+bool CoreEditor::refuse(const std::vector<spec::Issue>& issues) {
+  if (issues.empty()) return false;
+  banner_->setText(QString::fromStdString("Not changed: " + spec::formatIssues(issues)));
+  banner_->show();
+  refresh();
+  return true;
+}
+
 void CoreEditor::setStructure(const QString& name) { structure_->setCurrentText(name); }
 
 void CoreEditor::setRank(int rank) {
@@ -243,6 +257,7 @@ void CoreEditor::setRank(int rank) {
   const spec::CoreSpec& old = *spec_.core;
   const auto& z = spec_.sizes;
   if (rank == old.rank || rank < 1 || rank > z.R || z.H * z.D != z.R) return;
+  if (refuse(spec::coreSizeIssues(CoreStructure::LowRank, z.R, rank))) return;
   // Keep the learned columns; new ones start as makeLowRankCore starts them.
   auto fresh = spec::makeLowRankCore(z.H, z.D, rank);
   for (int r = 0; r < z.R; ++r)
@@ -277,6 +292,7 @@ void CoreEditor::onStructureChanged() {
     return;
   }
   if (lowRank && core.structure != CoreStructure::LowRank) {
+    if (refuse(spec::coreSizeIssues(CoreStructure::LowRank, z.R, z.H))) return;
     core = spec::makeLowRankCore(z.H, z.D, z.H);  // rank H: C starts as the mhsa preset
     emitEdit(s, "make C low rank (ρ = H)");
     return;
@@ -288,6 +304,12 @@ void CoreEditor::onStructureChanged() {
   spec::parseFactorKind(kindA_->currentText().toStdString(), ka);
   spec::parseFactorKind(kindB_->currentText().toStdString(), kb);
   if (core.structure == CoreStructure::Kronecker) {
+    for (const auto& [kind, dim, name] : {std::tuple{ka, z.H, "A"}, std::tuple{kb, z.D, "B"}})
+      if ((kind == FactorKind::Fixed || kind == FactorKind::Trainable) && static_cast<long long>(dim) * dim > spec::kMaxCoreValues &&
+          refuse({{std::string("core.") + name + ".kind", "a " + std::string(spec::toString(kind)) + " factor " + name + " (" +
+                                                             std::to_string(dim) + " x " + std::to_string(dim) +
+                                                             ") would hold more than the 16,777,216 values a core may hold"}}))
+        return;
     if (ka != core.a.kind) {
       if (ka == FactorKind::Fixed || ka == FactorKind::Trainable) core.a.values = currentFactorValues(core.a, z.H);
       else core.a.values.clear();
@@ -384,6 +406,21 @@ void CoreEditor::refresh() {
   if (!valid) {
     heatmap_->clear("C is undefined until the design is valid (see the Design dock).");
     readout_->clear();
+    loading_ = false;
+    return;
+  }
+  if (z.R > kMaxDrawnCoreWidth || z.H > kMaxDrawnCoreWidth || z.D > kMaxDrawnCoreWidth) {
+    // C (and its spectrum) would be R x R doubles and an R x R SVD: seconds to minutes of a frozen
+    // window past R = 1024 (268 M entries at R = 16384). The design stays valid and trainable.
+    const QString why = QString("C is %1×%1 (%2 entries): the editor draws and analyses C, A and B up to %3×%3. "
+                                "The design is valid; train it, or edit it in a spec file.")
+                            .arg(z.R)
+                            .arg(static_cast<double>(z.R) * z.R, 0, 'g', 3)
+                            .arg(kMaxDrawnCoreWidth);
+    heatmap_->clear(why);
+    factorA_->clear("");
+    factorB_->clear("");
+    readout_->setText(QString("trainable entries of C: %1").arg(core.trainableCount(z.H, z.D, z.R)));
     loading_ = false;
     return;
   }

@@ -8,6 +8,7 @@
 #include <QWidget>
 
 #include "spec/attention_spec.h"
+#include "spec/validation.h"
 
 class QButtonGroup;
 class QComboBox;
@@ -28,6 +29,10 @@ class CoreEditor : public QWidget {
   enum class Tool { SetValue, PaintTrainable, PaintFrozen };
 
   explicit CoreEditor(QWidget* parent = nullptr);
+  /// Widest C (and A, B) the editor draws and analyses (an R x R SVD per edit).
+  static constexpr int kMaxDrawnCoreWidth = 1024;
+  /// The banner's message when shown (read-only run, refused edit), else empty.
+  QString bannerText() const;
 
   /// Shows the design `spec` (THSA family; other variants show an explanation).
   void setSpec(const spec::AttentionSpec& spec);
@@ -60,6 +65,9 @@ class CoreEditor : public QWidget {
  private:
   void refresh();
   void emitEdit(const spec::AttentionSpec& after, const QString& what, int stroke = -1);
+  /// Shows `issues` in the banner and returns true when there are any: an edit that would expand
+  /// C beyond spec::kMaxCoreValues (or a preset at impossible sizes) is refused before it allocates.
+  bool refuse(const std::vector<spec::Issue>& issues);
   void onStructureChanged();
 
   spec::AttentionSpec spec_;

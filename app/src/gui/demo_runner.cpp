@@ -3,8 +3,6 @@
 #include <QApplication>
 #include <QDockWidget>
 #include <QElapsedTimer>
-#include <QFile>
-#include <QTextStream>
 #include <iostream>
 
 #include "gui/image_file.h"
@@ -14,8 +12,8 @@
 
 namespace tensorscope::app {
 
-DemoRunner::DemoRunner(MainWindow* window, QStringList lines, QObject* parent)
-    : QObject(parent), window_(window), lines_(std::move(lines)) {
+DemoRunner::DemoRunner(MainWindow* window, std::vector<DemoCommand> script, QObject* parent)
+    : QObject(parent), window_(window), script_(std::move(script)) {
   timer_.setInterval(50);
   connect(&timer_, &QTimer::timeout, this, &DemoRunner::next);
   auto* c = window_->controller();
@@ -29,20 +27,11 @@ DemoRunner::DemoRunner(MainWindow* window, QStringList lines, QObject* parent)
   });
 }
 
-QStringList DemoRunner::readScript(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly | QIODevice::Text))
-    throw std::runtime_error("cannot read demo script " + path.toStdString() + ": " + f.errorString().toStdString());
-  QStringList lines;
-  QTextStream in(&f);
-  while (!in.atEnd()) lines << in.readLine();
-  return lines;
-}
-
 void DemoRunner::start() { timer_.start(); }
 
 void DemoRunner::fail(const QString& why) {
-  std::cerr << "demo: line " << pc_ << ": " << why.toStdString() << "\n";
+  const int line = pc_ < static_cast<int>(script_.size()) ? script_[size_t(pc_)].line : 0;
+  std::cerr << "demo: line " << line << ": " << why.toStdString() << "\n";
   exitCode_ = 1;
   timer_.stop();
   Q_EMIT finished(exitCode_);
@@ -51,14 +40,9 @@ void DemoRunner::fail(const QString& why) {
 void DemoRunner::next() {
   static QElapsedTimer waitClock;
   static qint64 waitUntil = -1;
-  while (pc_ < lines_.size()) {
-    QString line = lines_[pc_].section('#', 0, 0).trimmed();
-    if (line.isEmpty()) {
-      ++pc_;
-      continue;
-    }
-    const QString cmd = line.section(' ', 0, 0);
-    const QString arg = line.section(' ', 1).trimmed();
+  while (pc_ < static_cast<int>(script_.size())) {
+    const QString cmd = QString::fromStdString(script_[size_t(pc_)].name);
+    const QString arg = QString::fromStdString(script_[size_t(pc_)].arg);
     if (cmd == "wait-step") {
       if (!trainingEnded_ && lastStep_ < arg.toLongLong()) return;
     } else if (cmd == "wait-end") {
@@ -113,7 +97,7 @@ void DemoRunner::next() {
     } else if (cmd == "figures") {
       if (!window_->exportFigures(arg)) return fail("cannot export figures to " + arg);
     } else if (cmd == "quit") {
-      pc_ = static_cast<int>(lines_.size());
+      pc_ = static_cast<int>(script_.size());
       break;
     } else {
       return fail("unknown command '" + cmd + "'");

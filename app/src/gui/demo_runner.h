@@ -17,8 +17,11 @@
 ///   quit
 
 #include <QObject>
-#include <QStringList>
 #include <QTimer>
+
+#include <vector>
+
+#include "gui/demo_script.h"
 
 namespace tensorscope::app {
 
@@ -27,9 +30,8 @@ class MainWindow;
 class DemoRunner : public QObject {
   Q_OBJECT
  public:
-  DemoRunner(MainWindow* window, QStringList lines, QObject* parent = nullptr);
-  /// Reads a script file; throws std::runtime_error when it cannot be read.
-  static QStringList readScript(const QString& path);
+  /// `script` comes from readDemoScript (checked whole before the demo starts).
+  DemoRunner(MainWindow* window, std::vector<DemoCommand> script, QObject* parent = nullptr);
   void start();
   int exitCode() const { return exitCode_; }
 
@@ -41,7 +43,7 @@ class DemoRunner : public QObject {
   void fail(const QString& why);
 
   MainWindow* window_;
-  QStringList lines_;
+  std::vector<DemoCommand> script_;
   int pc_ = 0;
   qint64 lastStep_ = 0;
   bool trainingEnded_ = true;

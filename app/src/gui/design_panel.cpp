@@ -127,6 +127,7 @@ void DesignPanel::applyPreset(const QString& name) {
 }
 
 void DesignPanel::setSpec(const spec::AttentionSpec& s) {
+  if (!(s == spec_)) presetProblems_.clear();  // kept when the window echoes this panel's own edit
   spec_ = s;
   updating_ = true;
   variant_->setCurrentText(QString::fromStdString(std::string(spec::toString(s.variant))));
@@ -162,8 +163,12 @@ void DesignPanel::readControls() {
     const bool heads = name == "heads_only" || name == "trainable_heads_only";
     if (heads && s.sizes.D != 1) s.sizes.D = 1;
     s.sizes.R = s.sizes.H * s.sizes.D;
-    s.core = spec::makeCorePreset(name, s.sizes.H, s.sizes.D);
+    // Never expand a preset past its bounds (H*D up to 16.7 M here, and a dense C squares it): the
+    // old core stays, and validation below names what is wrong with the sizes.
+    presetProblems_ = spec::corePresetIssues(name, s.sizes);
+    if (presetProblems_.empty()) s.core = spec::makeCorePreset(name, s.sizes.H, s.sizes.D);
   } else {
+    presetProblems_.clear();
     s.core.reset();
   }
   if (s.sizes.R != R_->value() || s.sizes.D != D_->value()) {
@@ -192,8 +197,11 @@ void DesignPanel::updateEnabledFields() {
   coreSoftmax_->setEnabled(v == Variant::Multilinear);
 }
 
+QString DesignPanel::problemsText() const { return problems_->text(); }
+
 void DesignPanel::refreshReadouts() {
-  const auto issues = spec::validate(spec_);
+  auto issues = spec::validate(spec_);
+  issues.insert(issues.begin(), presetProblems_.begin(), presetProblems_.end());
   valid_ = issues.empty();
   problems_->setText(QString::fromStdString(spec::formatIssues(issues)));
   if (!valid_) {

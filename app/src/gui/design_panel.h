@@ -5,6 +5,7 @@
 #include <QWidget>
 
 #include "spec/attention_spec.h"
+#include "spec/validation.h"
 
 class QCheckBox;
 class QComboBox;
@@ -24,6 +25,8 @@ class DesignPanel : public QWidget {
   void setSpec(const spec::AttentionSpec& s);
   /// True when the current spec has no validation problems.
   bool isValid() const { return valid_; }
+  /// The problems shown under the controls, one "field: message" per line.
+  QString problemsText() const;
 
  Q_SIGNALS:
   void specChanged(const tensorscope::spec::AttentionSpec& spec);
@@ -36,6 +39,8 @@ class DesignPanel : public QWidget {
 
   spec::AttentionSpec spec_;
   bool valid_ = true;
+  /// Why the chosen core preset was not expanded at the chosen sizes (the old core stays meanwhile).
+  std::vector<spec::Issue> presetProblems_;
   bool updating_ = false;
   QComboBox* preset_ = nullptr;
   QComboBox* variant_ = nullptr;

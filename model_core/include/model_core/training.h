@@ -30,6 +30,9 @@ struct ModelConfig {
   std::vector<spec::AttentionSpec> attention;
 };
 
+/// Largest evaluation set a run may ask for (train.eval_examples), like the largest batch.
+inline constexpr std::int64_t kMaxEvalExamples = 65536;
+
 struct TrainConfig {
   std::int64_t steps = 1000;
   std::int64_t batch = 32;
@@ -40,7 +43,7 @@ struct TrainConfig {
   double min_lr_ratio = 0.1;
   double grad_clip = 1.0;      ///< global gradient-norm clip; 0 disables
   std::int64_t eval_interval = 100;
-  std::int64_t eval_examples = 256;
+  std::int64_t eval_examples = 256;  ///< in [1, kMaxEvalExamples]
   std::int64_t checkpoint_interval = 200;
   std::int64_t inspect_interval = 50;  ///< cores, maps and roles snapshots
   std::uint64_t seed = 1;

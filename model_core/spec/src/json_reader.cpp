@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -22,40 +23,90 @@ std::string plainMessage(const std::exception& e) {
   return m;
 }
 
-json parseUntrustedJson(std::string_view text) {
-  // nlohmann's parser is iterative; the callback sees every event with its depth, so a deep
-  // document is refused at depth kMaxJsonDepth + 1 before any recursive code (dump, destructors
-  // of older versions, our readers) can meet it. One key set per open object catches repeats.
-  std::vector<std::set<std::string>> keys;
-  const json::parser_callback_t check = [&keys](int depth, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth >= kMaxJsonDepth)
-          throw JsonError("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-        if (event == json::parse_event_t::object_start) keys.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        const auto& k = parsed.get_ref<const std::string&>();
-        if (!keys.empty() && !keys.back().insert(k).second)
-          throw JsonError("the key " + jsonPreview(parsed) + " appears twice in one object (the last would silently win)");
-        break;
-      }
-      default:
-        break;
-    }
-    return true;
-  };
+namespace {
+
+// Builds the value with nlohmann's own DOM builder and checks depth and keys on the way. SAX, not
+// nlohmann's parser callback: after every closed object or array the callback parser scans its
+// parent for discarded members, which made a header of n tensors cost O(n²) (200,000 safetensors
+// entries took over a minute; issue 19, item 7).
+class BoundedBuilder {
+ public:
+  using Dom = nlohmann::detail::json_sax_dom_parser<json>;
+  BoundedBuilder(json& out, int maxDepth) : dom_(out), maxDepth_(maxDepth) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
+  bool string(json::string_t& v) { return dom_.string(v); }
+  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    enter();
+    keys_.emplace_back();
+    return dom_.start_object(n);
+  }
+  bool key(json::string_t& k) {
+    if (!keys_.back().insert(k).second) throw DuplicateKeyError(k, int(keys_.size()));
+    return dom_.key(k);
+  }
+  bool end_object() {
+    keys_.pop_back();
+    --depth_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) {
+    enter();
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    --depth_;
+    return dom_.end_array();
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& e) {
+    return dom_.parse_error(position, token, e);  // throws e
+  }
+
+ private:
+  void enter() {
+    if (++depth_ > maxDepth_) throw JsonError("nested deeper than " + std::to_string(maxDepth_) + " levels");
+  }
+
+  Dom dom_;
+  int maxDepth_;
+  int depth_ = 0;
+  std::vector<std::set<std::string>> keys_;  // one per open object
+};
+
+}  // namespace
+
+DuplicateKeyError::DuplicateKeyError(const std::string& key, int depth)
+    : JsonError("the key " + jsonPreview(json(key)) + " appears twice in one object (the last would silently win)"),
+      key_(key),
+      depth_(depth) {}
+
+json parseUntrustedJson(std::string_view text, int maxDepth) {
+  // nlohmann's lexer takes a NUL byte for the end of the input and ignores whatever follows it;
+  // JSON text cannot contain one, so it is refused with its place.
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    const auto before = text.substr(0, nul);
+    const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+    const auto lineStart = before.rfind('\n');
+    const auto column = nul - (lineStart == std::string_view::npos ? 0 : lineStart + 1) + 1;
+    throw JsonError("line " + std::to_string(line) + ", column " + std::to_string(column) +
+                    ": a NUL byte, which JSON text cannot contain");
+  }
+  json out;
+  BoundedBuilder builder(out, maxDepth);
   try {
-    return json::parse(text.begin(), text.end(), check);
+    json::sax_parse(text.begin(), text.end(), &builder);
   } catch (const JsonError&) {
     throw;
   } catch (const json::exception& e) {
     throw JsonError(plainMessage(e));
   }
+  return out;
 }
 
 bool hasEnvelope(const json& j, std::string_view format, std::int64_t version) {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "spec/atomic_file.h"
+#include "spec/validation.h"
 
 namespace tensorscope::spec {
 namespace {
@@ -115,13 +116,16 @@ class Reader {
   std::vector<Issue>& issues_;
 };
 
+// Rows of `cols` when `v` holds rows*cols values; otherwise `v` as it is (an invalid spec, e.g. in
+// the explorer while its sizes are being edited, is written as held, never padded to rows x cols:
+// R = 16384 with a 64 x 64 core once built a 268 M-entry matrix for the spec view).
 json matrix(const std::vector<double>& v, int rows, int cols) {
+  if (rows < 0 || cols < 0 || v.size() != static_cast<size_t>(rows) * static_cast<size_t>(cols)) return json(v);
   json m = json::array();
   for (int i = 0; i < rows; ++i) {
     json row = json::array();
     for (int j = 0; j < cols; ++j) {
-      const size_t k = static_cast<size_t>(i) * cols + j;
-      row.push_back(k < v.size() ? v[k] : 0.0);
+      row.push_back(v[static_cast<size_t>(i) * cols + j]);
     }
     m.push_back(std::move(row));
   }
@@ -181,7 +185,10 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
     // Preset only: expand it for the spec's sizes.
     if (!isCorePreset(preset))
       return r.fail("core.preset", "unknown core preset '" + preset + "' and no explicit structure given");
-    out = makeCorePreset(preset, sizes.H, sizes.D);
+    // Sizes first: the expansion allocates H x H, R x R or R x H values.
+    const auto problems = corePresetIssues(preset, sizes);
+    for (const auto& p : problems) r.fail(p.field, p.message);
+    if (problems.empty()) out = makeCorePreset(preset, sizes.H, sizes.D);
     return;
   }
   c.preset = preset;
@@ -313,8 +320,14 @@ std::string toJson(const AttentionSpec& s, int indent) {
       cj["values"] = matrix(c.dense_values, s.sizes.R, s.sizes.R);
       std::vector<double> mask(c.trainable_mask.begin(), c.trainable_mask.end());
       json m = matrix(mask, s.sizes.R, s.sizes.R);
-      for (auto& row : m)
-        for (auto& x : row) x = static_cast<int>(x.get<double>());
+      const auto toInt = [](json& x) { x = static_cast<int>(x.get<double>()); };
+      for (auto& row : m) {
+        if (row.is_array()) {
+          for (auto& x : row) toInt(x);
+        } else {
+          toInt(row);
+        }
+      }
       cj["trainable"] = m;
     }
     j["core"] = std::move(cj);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tuple>
 
 namespace tensorscope::spec {
 namespace {
@@ -107,10 +108,29 @@ void checkFactor(Collector& c, const std::string& field, const CoreFactor& f, in
   else checkFloat32(c, field + ".values", f.values);
 }
 
+// 16777216 -> "16,777,216" (values here are positive).
+std::string withCommas(long long v) {
+  const std::string digits = to_string(v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+void checkCoreValues(Collector& c, const std::string& field, long long values, const std::string& what) {
+  if (values > kMaxCoreValues)
+    c.add(field, what + " holds " + withCommas(values) + " values, more than the " + withCommas(kMaxCoreValues) +
+                     " a core may hold (a dense core up to R = 4096); use structure kronecker or a smaller low_rank");
+}
+
 void checkCore(Collector& c, const AttentionSpec& s) {
   const CoreSpec& core = *s.core;
   const int H = s.sizes.H, D = s.sizes.D, R = s.sizes.R;
   if (core.structure == CoreStructure::LowRank) {
+    if (core.rank >= 1 && core.rank <= R)
+      checkCoreValues(c, "core.rank", 2LL * R * core.rank, "U and V (R x rank each, R=" + to_string(R) + ", rank=" + to_string(core.rank) + ")");
     if (core.rank < 1 || core.rank > R) {
       c.add("core.rank", "rank must be in [1, R] (R=" + to_string(R) + "); got " + to_string(core.rank));
     } else {
@@ -151,6 +171,10 @@ void checkCore(Collector& c, const AttentionSpec& s) {
       c.add("core.scale", "core scale s must be a finite, non-zero number");
     checkFactor(c, "core.A", core.a, H, 'H', false);
     checkFactor(c, "core.B", core.b, D, 'D', true);
+    for (const auto& [field, f, dim] : {std::tuple{"core.A", &core.a, H}, std::tuple{"core.B", &core.b, D}})
+      if (f->kind == FactorKind::Fixed || f->kind == FactorKind::Trainable)
+        checkCoreValues(c, std::string(field) + ".kind", static_cast<long long>(dim) * dim,
+                        "a " + std::string(toString(f->kind)) + " factor (" + to_string(dim) + " x " + to_string(dim) + ")");
     if (std::isfinite(core.scale) && allFinite(core.a.values) && allFinite(core.b.values)) {
       const double largest = std::fabs(core.scale) * factorMagnitude(core.a, H) * factorMagnitude(core.b, D);
       if (!(largest <= kFloat32Max))
@@ -162,6 +186,7 @@ void checkCore(Collector& c, const AttentionSpec& s) {
                            "'values' and 'trainable', or use structure dense");
   } else {
     const size_t need = static_cast<size_t>(R) * R;
+    checkCoreValues(c, "sizes.R", static_cast<long long>(R) * R, "a dense core (R x R, R=" + to_string(R) + ")");
     if (core.dense_values.size() != need)
       c.add("core.values", "core structure dense needs R*R = " + to_string(need) +
                                " values (R=" + to_string(R) + "); got " +
@@ -188,12 +213,9 @@ void checkCore(Collector& c, const AttentionSpec& s) {
 
 }  // namespace
 
-std::vector<Issue> validate(const AttentionSpec& s) {
-  Collector c;
-  const Sizes& z = s.sizes;
+static void checkSizes(Collector& c, Variant v, const Sizes& z) {
   checkRange(c, "F", z.F, 1, kMaxWidth, "model width");
   checkRange(c, "seq_len", z.seq_len, 1, kMaxSeqLen, "tokens");
-  const Variant v = s.variant;
   const bool headed = v == Variant::Mhsa || v == Variant::FixedHead || v == Variant::Tp;
   if (headed || hasCore(v)) {
     checkRange(c, "H", z.H, 1, kMaxHeads, "heads");
@@ -206,6 +228,38 @@ std::vector<Issue> validate(const AttentionSpec& s) {
   if (headed && static_cast<long long>(z.H) * z.D > kMaxWidth)
     c.add("sizes.D", "H*D must be at most " + to_string(kMaxWidth) + "; got H*D=" +
                          to_string(static_cast<long long>(z.H) * z.D));
+}
+
+std::vector<Issue> coreSizeIssues(CoreStructure structure, int R, int rank) {
+  Collector c;
+  if (structure == CoreStructure::Dense)
+    checkCoreValues(c, "sizes.R", static_cast<long long>(R) * R, "a dense core (R x R, R=" + to_string(R) + ")");
+  else if (structure == CoreStructure::LowRank)
+    checkCoreValues(c, "core.rank", 2LL * R * rank,
+                    "U and V (R x rank each, R=" + to_string(R) + ", rank=" + to_string(rank) + ")");
+  return c.take();
+}
+
+std::vector<Issue> corePresetIssues(std::string_view preset, const Sizes& z) {
+  Collector c;
+  checkRange(c, "H", z.H, 1, kMaxHeads, "heads");
+  checkRange(c, "D", z.D, 1, kMaxWidth, "head size");
+  const long long R = static_cast<long long>(z.H) * z.D;
+  if (R > kMaxWidth)
+    c.add("sizes.D", "core preset " + std::string(preset) + " has R = H*D, at most " + to_string(kMaxWidth) +
+                         "; got H*D=" + to_string(R));
+  else if (z.H >= 1 && z.D >= 1 && preset == "thsa")
+    checkCoreValues(c, "sizes.R", R * R, "core preset thsa (dense R x R, R=H*D=" + to_string(R) + ")");
+  else if (z.H >= 1 && z.D >= 1 && preset == "low_rank")
+    checkCoreValues(c, "sizes.R", 2 * R * z.H, "core preset low_rank (U and V, R x H each, R=H*D=" + to_string(R) + ")");
+  return c.take();
+}
+
+std::vector<Issue> validate(const AttentionSpec& s) {
+  Collector c;
+  const Sizes& z = s.sizes;
+  const Variant v = s.variant;
+  checkSizes(c, v, z);
   if (!(s.dropout >= 0.0 && s.dropout < 1.0))
     c.add("dropout", "dropout must be in [0, 1); got " + shortNumber(s.dropout));
   else if (s.dropout > 0.0 && (v == Variant::ThsaLinear || v == Variant::Multilinear))

@@ -12,11 +12,11 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
-#include <set>
 #include <tuple>
 #include <utility>
 
 #include "io/safetensors_detail.h"
+#include "spec/json_reader.h"
 
 namespace tensorscope::model_core {
 namespace detail {
@@ -97,45 +97,21 @@ void checkLongEnough(uint64_t totalSize, const std::string& source) {
   }
 }
 
-// nlohmann keeps the last of duplicate keys silently; a callback sees every key. It also bounds
-// nesting (a valid header needs 3 levels), so no recursive walk over a hostile header (dump,
-// in error messages) can overflow the stack.
-Json parseRejectingDuplicates(std::string_view text, const std::string& source) {
-  constexpr std::size_t kMaxDepth = 32;
-  std::vector<std::set<std::string>> open;
-  std::size_t depth = 0;
-  std::optional<std::string> duplicate;
-  bool duplicateAtTop = false;
-  const Json::parser_callback_t onEvent = [&](int, Json::parse_event_t event, Json& parsed) {
-    using Event = Json::parse_event_t;
-    if (event == Event::object_start || event == Event::array_start) {
-      if (++depth > kMaxDepth) fail(source, "header nests deeper than " + std::to_string(kMaxDepth) + " levels");
-    } else if (event == Event::object_end || event == Event::array_end) {
-      --depth;
-    }
-    if (event == Event::object_start) {
-      open.emplace_back();
-    } else if (event == Event::object_end) {
-      if (!open.empty()) open.pop_back();
-    } else if (event == Event::key && !open.empty() && !duplicate) {
-      if (!open.back().insert(parsed.get<std::string>()).second) {
-        duplicate = parsed.get<std::string>();
-        duplicateAtTop = open.size() == 1;
-      }
-    }
-    return true;
-  };
-  Json header;
+// The shared bounded parser (spec/json_reader.h): linear time, duplicate keys refused (nlohmann
+// keeps the last silently), nesting bounded (a valid header needs 3 levels) so no recursive walk
+// over a hostile header can overflow the stack, and a NUL byte refused (nlohmann's lexer would stop
+// there and ignore the rest; the format's reference rejects the file).
+Json parseHeaderJson(std::string_view text, const std::string& source) {
+  constexpr int kMaxDepth = 32;
   try {
-    header = Json::parse(text.begin(), text.end(), onEvent);
-  } catch (const Json::exception& e) {
+    return spec::parseUntrustedJson(text, kMaxDepth);
+  } catch (const spec::DuplicateKeyError& e) {
+    fail(source, e.depth() == 1 ? "duplicate tensor name " + quote(e.key()) + " in the header"
+                                : "duplicate key " + quote(e.key()) + " in a header object");
+  } catch (const spec::JsonError& e) {
     fail(source, std::string("header is not valid JSON: ") + e.what());
   }
-  if (duplicate) {
-    fail(source, duplicateAtTop ? "duplicate tensor name " + quote(*duplicate) + " in the header"
-                                : "duplicate key " + quote(*duplicate) + " in a header object");
-  }
-  return header;
+  return {};
 }
 
 std::optional<uint64_t> asIndex(const Json& v) {
@@ -231,7 +207,7 @@ void checkCoverage(const SafetensorsHeader& header, const std::string& source) {
 }
 
 SafetensorsHeader validateHeader(std::string_view text, uint64_t dataSize, const std::string& source) {
-  const Json json = parseRejectingDuplicates(text, source);
+  const Json json = parseHeaderJson(text, source);
   if (!json.is_object()) fail(source, std::string("header is not a JSON object (got ") + json.type_name() + ")");
   if (text.front() != '{') fail(source, "header does not start with '{'");
   SafetensorsHeader header;

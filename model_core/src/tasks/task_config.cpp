@@ -81,7 +81,7 @@ std::vector<std::string> validateTaskConfig(const TaskConfig& c) {
   if (c.algorithmic_alphabet < 2 || c.algorithmic_alphabet > static_cast<int>(tasks::kAlgorithmicSymbols.size()))
     problems.push_back("algorithmic_alphabet: must be in [2, " + std::to_string(tasks::kAlgorithmicSymbols.size()) +
                        "] (symbols 0-9, a-z, A-Z); got " + std::to_string(c.algorithmic_alphabet));
-  if (isAlgorithmic(c.name) && length_ok && c.seq_len >= 1) {
+  if (isAlgorithmic(c.name) && length_ok && c.seq_len >= 1 && c.seq_len <= kMaxSeqLen) {  // seq_len + 1 cannot overflow
     const int train = 2 * c.algorithmic_length + 3;
     const int extrapolation = 2 * tasks::algorithmicExtrapolationLength(c.algorithmic_length) + 3;
     if (extrapolation > c.seq_len + 1)

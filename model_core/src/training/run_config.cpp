@@ -262,7 +262,9 @@ std::vector<std::string> validateRunConfig(const RunConfig& c) {
   if (!(t.min_lr_ratio >= 0 && t.min_lr_ratio <= 1)) add("train.min_lr_ratio", "must be in [0, 1]");
   if (!(t.grad_clip >= 0)) add("train.grad_clip", "must be >= 0 (0 disables clipping)");
   if (t.eval_interval < 1) add("train.eval_interval", "must be at least 1");
-  if (t.eval_examples < 1) add("train.eval_examples", "must be at least 1");
+  // Bounded like the batch: 4,000,000 once built an evaluation set for hours.
+  if (t.eval_examples < 1 || t.eval_examples > kMaxEvalExamples)
+    add("train.eval_examples", "must be in [1, " + std::to_string(kMaxEvalExamples) + "]; got " + std::to_string(t.eval_examples));
   if (t.checkpoint_interval < 1) add("train.checkpoint_interval", "must be at least 1");
   if (t.inspect_interval < 1) add("train.inspect_interval", "must be at least 1");
   if (t.device != "cpu" && t.device != "cuda") add("train.device", "must be \"cpu\" or \"cuda\"; got \"" + t.device + "\"");

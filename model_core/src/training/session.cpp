@@ -1,12 +1,13 @@
 #include "training/session.h"
 
+#include "training/run_files.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -230,14 +231,13 @@ void Session::saveCheckpoint(const std::string& dir, const std::string& status, 
   NamedTensors opt = optimizer_->state();
   opt.emplace_back("rng.torch_cpu", at::detail::getDefaultCPUGenerator().get_state());
   writeTensors(dir + "/optimizer.safetensors", opt, {{"format", "tensorscope.adamw"}, {"step", std::to_string(step_)}});
-  nlohmann::json state = {{"format", "tensorscope.trainer_state"},
-                          {"version", 1},
-                          {"step", step_},
-                          {"optimizer_step", optimizer_->stepCount()},
-                          {"data_rng", std::to_string(dataRng_)},
-                          {"status", status},
-                          {"message", message}};
-  spec::writeFileAtomically(dir + "/trainer_state.json", state.dump(2) + "\n");
+  TrainerState state;
+  state.step = step_;
+  state.optimizer_step = optimizer_->stepCount();
+  state.data_rng = dataRng_;
+  state.status = status;
+  state.message = message;
+  spec::writeFileAtomically(dir + "/trainer_state.json", trainerStateToJson(state));
 }
 
 void Session::loadWeights(const std::string& runDir) {
@@ -268,9 +268,8 @@ Session::WarmStartReport Session::warmStart(const std::string& source, bool core
   const auto given = readTensorMap(dir + "/model.safetensors");
   WarmStartReport report;
   try {
-    const auto state = spec::parseUntrustedJson(spec::readBoundedFile(dir + "/trainer_state.json"));
-    if (state.is_object() && state.contains("step") && state["step"].is_number_integer())
-      report.source_step = state["step"].get<int64_t>();
+    const std::string statePath = dir + "/trainer_state.json";
+    report.source_step = parseTrainerState(spec::readBoundedFile(statePath), statePath).step;
   } catch (const std::exception&) {
     // A bare weights file (no trainer state) is a valid source; its step is unknown.
   }
@@ -294,36 +293,10 @@ Session::WarmStartReport Session::warmStart(const std::string& source, bool core
 
 void Session::loadCheckpoint(const std::string& dir) {
   const std::string statePath = dir + "/trainer_state.json";
-  nlohmann::json state;
-  try {
-    state = spec::parseUntrustedJson(spec::readBoundedFile(statePath));
-  } catch (const spec::JsonError& e) {
-    throw std::invalid_argument(statePath + " is damaged: " + e.what());
-  }
-  const auto bad = [&](const std::string& why) { return std::invalid_argument(statePath + ": " + why); };
-  if (!state.is_object()) throw bad("not a JSON object");
-  if (!state.contains("format") || !state["format"].is_string() ||
-      state["format"].get<std::string>() != "tensorscope.trainer_state")
-    throw bad("\"format\" must be \"tensorscope.trainer_state\"");
-  if (!state.contains("version") || !state["version"].is_number_integer() || state["version"].get<int64_t>() != 1)
-    throw bad("\"version\" must be 1 (this Tensorscope reads version 1)");
-  const auto integer = [&](const char* key, int64_t lo, int64_t hi) {
-    if (!state.contains(key) || !state[key].is_number_integer())
-      throw bad(std::string("\"") + key + "\" must be an integer");
-    const auto v = state[key].get<int64_t>();
-    if (v < lo || v > hi)
-      throw bad(std::string("\"") + key + "\" is " + std::to_string(v) + ", outside [" + std::to_string(lo) + ", " +
-                std::to_string(hi) + "]");
-    return v;
-  };
-  const int64_t step = integer("step", 0, int64_t(1) << 40);
-  const int64_t optimizerStep = integer("optimizer_step", 0, step);
-  if (!state.contains("data_rng") || !state["data_rng"].is_string()) throw bad("\"data_rng\" must be a string");
-  const auto rngText = state["data_rng"].get<std::string>();
-  std::uint64_t rng = 0;
-  const auto [end, ec] = std::from_chars(rngText.data(), rngText.data() + rngText.size(), rng);
-  if (rngText.empty() || ec != std::errc() || end != rngText.data() + rngText.size())
-    throw bad("\"data_rng\" must be a decimal unsigned 64-bit integer, not " + spec::jsonPreview(state["data_rng"]));
+  const TrainerState state = parseTrainerState(spec::readBoundedFile(statePath), statePath);
+  const int64_t step = state.step;
+  const int64_t optimizerStep = state.optimizer_step;
+  const std::uint64_t rng = state.data_rng;
   // The three files must be one checkpoint: the weights and the optimizer say which step they hold.
   std::map<std::string, std::string> modelMeta, optMeta;
   auto weights = readTensors(dir + "/model.safetensors", &modelMeta);

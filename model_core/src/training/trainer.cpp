@@ -23,6 +23,7 @@
 #include "spec/checkpoint_store.h"
 #include "spec/json_reader.h"
 #include "spec/cost_model.h"
+#include "training/run_files.h"
 #include "training/session.h"
 
 namespace tensorscope::model_core {
@@ -92,10 +93,9 @@ class MetricsLog {
     std::string line;
     while (std::getline(in, line)) {
       try {
-        const auto j = spec::parseUntrustedJson(line);
-        if (j.is_object() && j.contains("kind") && j["kind"] == "train" && j.contains("step") &&
-            j["step"].is_number_integer() && j.value("step", int64_t(0)) <= step &&
-            j.contains("loss") && j["loss"].is_number())
+        const auto j = parseMetricsRecord(line);
+        if (j.contains("kind") && j["kind"] == "train" && j["step"].get<int64_t>() <= step && j.contains("loss") &&
+            j["loss"].is_number())
           out.push_back(j["loss"].get<double>());
       } catch (const spec::JsonError&) {  // a damaged line: rebuildFromJsonl reports those
       }
@@ -149,9 +149,7 @@ class MetricsLog {
       ++lineNo;
       if (line.empty()) continue;
       try {
-        auto j = spec::parseUntrustedJson(line);
-        if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer())
-          throw spec::JsonError("not a metrics record");
+        auto j = parseMetricsRecord(line);
         if (j["step"].get<int64_t>() <= step) kept.push_back(std::move(j));
       } catch (const spec::JsonError&) {
         ++skipped;

@@ -10,6 +10,7 @@
 
 #include "io/tensor_convert.h"
 #include "model_core/training.h"
+#include "training/run_files.h"
 #include "spec/atomic_file.h"
 #include "spec/json_reader.h"
 #include "spec/checkpoint_store.h"
@@ -53,14 +54,7 @@ std::int64_t snapshotCheckpoint(const std::string& runDir, const std::string& ou
     spec::writeFileAtomically(outDir + "/config.json", spec::readWholeFile(runDir + "/config.json"));
     std::map<std::string, std::string> meta;
     readTensors(outDir + "/model.safetensors", &meta);  // rejects a damaged file with the reason
-    std::int64_t step = -1;
-    try {
-      step = spec::parseUntrustedJson(state).at("step").get<std::int64_t>();
-    } catch (const spec::JsonError& e) {
-      throw std::invalid_argument(runDir + "/trainer_state.json is damaged: " + e.what());
-    } catch (const nlohmann::json::exception& e) {
-      throw std::invalid_argument(runDir + "/trainer_state.json is damaged: " + spec::plainMessage(e));
-    }
+    const std::int64_t step = parseTrainerState(state, checkpointDir + "/trainer_state.json").step;
     const auto m = meta.find("step");
     if (m == meta.end() || m->second == std::to_string(step)) {
       spec::writeFileAtomically(outDir + "/trainer_state.json", state);

@@ -76,6 +76,16 @@ TEST(TaskConfig, MalformedAndMistypedDocuments) {
   EXPECT_TRUE(contains(errorOf(R"({"data_dir": ""})"), "data_dir: must not be empty"));
 }
 
+// Issue 19, item 5: seq_len = 2147483647 on copy/reverse/sort overflowed a signed int while checking
+// that extrapolation examples fit (seq_len + 1); UBSan (scripts/sanitize.sh) reports it.
+TEST(TaskConfig, HugeSequenceLengthsAreRefusedWithoutOverflow) {
+  for (const char* task : {"copy", "reverse", "sort"}) {
+    const auto m = errorOf(std::string(R"({"name": ")") + task + R"(", "seq_len": 2147483647})");
+    EXPECT_TRUE(contains(m, "seq_len: must be in [1, 65536]; got 2147483647")) << m;
+    EXPECT_FALSE(contains(m, "too small")) << m;
+  }
+}
+
 TEST(TaskConfig, MakeTaskValidatesAndDispatches) {
   TaskConfig bad;
   bad.name = "translation";

@@ -7,6 +7,8 @@
 
 #include "model_core/memory_guard.h"
 #include "spec/atomic_file.h"
+#include "spec/json_reader.h"
+#include "training/run_files.h"
 #include "training/session.h"
 #include "training_test_util.h"
 
@@ -227,4 +229,49 @@ TEST(RunConfigReader, HostileDocumentsGetOneClearMessage) {
   EXPECT_NE(m.find("the key \"steps\" appears twice"), std::string::npos) << m;
   m = errorOf(R"({"format": "tensorscope.run_config", "version": 1, "train": {"lr": ")" + std::string(100000, 'x') + "\"}}");
   EXPECT_LT(m.size(), 400u) << "a bad value is echoed as a short prefix, not whole";
+  // Item 5: 4,000,000 evaluation examples were accepted (only >= 1 was checked) and built for hours.
+  m = errorOf(R"({"format": "tensorscope.run_config", "version": 1, "train": {"eval_examples": 4000000}})");
+  EXPECT_NE(m.find("train.eval_examples: must be in [1, 65536]; got 4000000"), std::string::npos) << m;
+}
+
+// Issue 19: one reader for trainer_state.json (resume, warm start and the run snapshot each had their
+// own, one of them a bare .at("step") that let library exceptions through); torch-free, so it is
+// fuzzed (tests/fuzz/fuzz_trainer_state.cpp).
+TEST(TrainerStateFile, RoundTripsAndRefusesWhatItMust) {
+  TrainerState s;
+  s.step = 1200;
+  s.optimizer_step = 1199;
+  s.data_rng = 18446744073709551615ull;
+  s.status = "running";
+  s.message = "bad byte \xff kept";  // written with replacement, never refused
+  const auto back = parseTrainerState(trainerStateToJson(s), "state.json");
+  EXPECT_EQ(back.step, s.step);
+  EXPECT_EQ(back.optimizer_step, s.optimizer_step);
+  EXPECT_EQ(back.data_rng, s.data_rng);
+  const auto errorOf = [](const std::string& text) {
+    try {
+      parseTrainerState(text, "run/trainer_state.json");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const std::string head = R"({"format": "tensorscope.trainer_state", "version": 1, )";
+  EXPECT_EQ(errorOf(head + R"("step": 5, "optimizer_step": 6, "data_rng": "1"})"),
+            "run/trainer_state.json: \"optimizer_step\" is 6, outside [0, 5]");
+  EXPECT_EQ(errorOf(head + R"("step": 18446744073709551615, "optimizer_step": 0, "data_rng": "1"})"),
+            "run/trainer_state.json: \"step\" is 18446744073709551615, outside [0, 1099511627776]");
+  EXPECT_EQ(errorOf(head + R"("step": 5, "optimizer_step": 5, "data_rng": "0x10"})"),
+            "run/trainer_state.json: \"data_rng\" must be a decimal unsigned 64-bit integer, not \"0x10\"");
+  EXPECT_EQ(errorOf(head + R"("step": 5, "optimizer_step": 5, "data_rng": "1", "stpe": 3})"),
+            "run/trainer_state.json: unknown field \"stpe\"");
+  EXPECT_EQ(errorOf(R"({"format": "tensorscope.trainer_state", "version": "1"})"),
+            "run/trainer_state.json: \"version\" must be 1 (this Tensorscope reads version 1)");
+  EXPECT_NE(errorOf("{\"step\": 1, \"step\": 2}").find("is damaged: the key \"step\" appears twice"), std::string::npos);
+}
+
+TEST(MetricsLog, RecordsNeedAnIntegerStep) {
+  EXPECT_EQ(parseMetricsRecord(R"({"kind": "train", "step": 3, "loss": 1.5})")["step"], 3);
+  for (const char* bad : {"[1]", R"({"step": "3"})", R"({"kind": "train"})", "{\"step\": 1", ""})
+    EXPECT_THROW(parseMetricsRecord(bad), tensorscope::spec::JsonError) << bad;
 }

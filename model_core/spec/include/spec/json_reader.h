@@ -27,10 +27,22 @@ class JsonError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-/// Parses `text`. Throws JsonError: a syntax error (its line and column), a number out of range,
-/// nesting deeper than kMaxJsonDepth, or an object that repeats a key (e.g. {"causal": true,
-/// "causal": false}, where the last would silently win).
-nlohmann::json parseUntrustedJson(std::string_view text);
+/// An object repeats a key ({"causal": true, "causal": false}, where the last would silently win).
+class DuplicateKeyError : public JsonError {
+ public:
+  DuplicateKeyError(const std::string& key, int depth);
+  const std::string& key() const { return key_; }
+  int depth() const { return depth_; }  ///< 1: a key of the top-level object
+
+ private:
+  std::string key_;
+  int depth_;
+};
+
+/// Parses `text` in time and memory linear in its size. Throws JsonError: a syntax error (its line
+/// and column), a NUL byte, a number out of range, nesting deeper than `maxDepth`, or (as
+/// DuplicateKeyError) an object that repeats a key.
+nlohmann::json parseUntrustedJson(std::string_view text, int maxDepth = kMaxJsonDepth);
 
 /// Whether `j` is an object whose "format" is the string `format` and whose "version" is the
 /// integer `version` (wrong types count as a mismatch, never as a library exception).

@@ -1,0 +1,38 @@
+#pragma once
+/// The small files of a run directory that the trainer reads back (issue 19): trainer_state.json
+/// and the lines of metrics.jsonl. Torch-free, so the fuzz harnesses (tests/fuzz) build them alone.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tensorscope::model_core {
+
+inline constexpr const char* kTrainerStateFormat = "tensorscope.trainer_state";
+
+/// trainer_state.json: where a checkpoint stands. status and message are for people and tools.
+struct TrainerState {
+  std::int64_t step = 0;
+  std::int64_t optimizer_step = 0;  ///< in [0, step]
+  std::uint64_t data_rng = 0;       ///< written as a decimal string (JSON numbers lose 64-bit precision)
+  std::string status;
+  std::string message;
+
+  bool operator==(const TrainerState&) const = default;
+};
+
+/// Largest step a run may reach (2^40): a bound on what a trainer state may claim.
+inline constexpr std::int64_t kMaxRunStep = std::int64_t(1) << 40;
+
+/// Parses trainer_state.json. Throws std::invalid_argument("<path>: <reason>") for damaged JSON,
+/// a wrong envelope, or a missing, mistyped or out-of-range field.
+TrainerState parseTrainerState(std::string_view text, const std::string& path);
+std::string trainerStateToJson(const TrainerState& state);
+
+/// One line of metrics.jsonl: an object with an integer "step" (and "kind", "loss", … as written).
+/// Throws spec::JsonError for a damaged line or one that is not a metrics record.
+nlohmann::json parseMetricsRecord(std::string_view line);
+
+}  // namespace tensorscope::model_core
