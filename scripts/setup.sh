@@ -6,6 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config ccache git
+  # libFuzzer harnesses of the readers (scripts/fuzz.sh): clang and its sanitizer/fuzzer runtimes
+  clang libclang-rt-14-dev
   # Qt 6: Widgets, Svg, PrintSupport, Concurrent, Test
   qt6-base-dev qt6-svg-dev libqt6svg6 libgl-dev
   # LibTorch (CPU) and a fast BLAS: Debian's reference BLAS makes GEMM ~17x slower

@@ -95,13 +95,9 @@ std::vector<std::string> validateTaskConfig(const TaskConfig& c) {
   return problems;
 }
 
-std::unique_ptr<Task> makeTask(const TaskConfig& config) {
+void tasks::requireValidTaskConfig(const TaskConfig& config) {
   const auto problems = validateTaskConfig(config);
   if (!problems.empty()) throw std::invalid_argument(problemList(problems));
-  if (config.name == "arithmetic") return tasks::makeArithmeticTask(config);
-  if (config.name == "char_lm") return tasks::makeCharLmTask(config);
-  if (config.name == "fashion_mnist") return tasks::makeFashionMnistTask(config);
-  return tasks::makeAlgorithmicTask(config);
 }
 
 std::string taskConfigToJson(const TaskConfig& c, int indent) {

@@ -15,6 +15,9 @@ std::unique_ptr<Task> makeAlgorithmicTask(const TaskConfig& config);
 std::unique_ptr<Task> makeCharLmTask(const TaskConfig& config);
 std::unique_ptr<Task> makeFashionMnistTask(const TaskConfig& config);
 
+/// Throws std::invalid_argument listing every problem validateTaskConfig finds (task_config.cpp).
+void requireValidTaskConfig(const TaskConfig& config);
+
 /// Symbols of the algorithmic tasks, in order of use: 0-9, a-z, A-Z.
 inline constexpr std::string_view kAlgorithmicSymbols =
     "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";

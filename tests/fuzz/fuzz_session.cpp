@@ -1,0 +1,17 @@
+// Explorer sessions (.tsession): a session or std::invalid_argument; a session's JSON is a fixed
+// point of parse ∘ serialise.
+#include "fuzz_util.h"
+#include "gui/session.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using tensorscope::app::Session;
+  Session s;
+  try {
+    s = Session::fromJson(QString::fromUtf8(reinterpret_cast<const char*>(data), qsizetype(size)));
+  } catch (const std::invalid_argument&) {
+    return 0;
+  }
+  const QString once = s.toJson();
+  FUZZ_CHECK(Session::fromJson(once).toJson() == once);
+  return 0;
+}
