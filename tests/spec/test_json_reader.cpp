@@ -133,6 +133,16 @@ TEST(JsonReader, PreviewsAreShort) {
   EXPECT_EQ(p.substr(p.size() - 3), "…");  // cut on a character boundary, then the ellipsis
 }
 
+// Found by fuzz_json: a long string whose 48th byte fell inside a UTF-8 character was cut there,
+// and dump() threw "invalid UTF-8 byte" out of an error message.
+TEST(JsonReader, PreviewsCutOnCharacterBoundaries) {
+  const nlohmann::json v(std::string(47, 'x') + "λλλ");  // byte 48 is the second byte of a λ
+  std::string p;
+  ASSERT_NO_THROW(p = jsonPreview(v));
+  EXPECT_EQ(p.rfind("\"" + std::string(47, 'x'), 0), 0u) << p;
+  EXPECT_LE(p.size(), 48u + 3u) << p;
+}
+
 TEST(JsonReader, EnvelopesNeverThrowOnWrongTypes) {
   EXPECT_TRUE(hasEnvelope(parseUntrustedJson(R"({"format": "x", "version": 1})"), "x", 1));
   EXPECT_FALSE(hasEnvelope(parseUntrustedJson(R"({"format": 1, "version": 1})"), "x", 1));

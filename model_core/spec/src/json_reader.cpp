@@ -123,10 +123,13 @@ std::string jsonPreview(const json& value, std::size_t max) {
   std::string text;
   if (value.is_string()) {
     const auto& s = value.get_ref<const std::string&>();
-    text = json(s.size() > max ? s.substr(0, max) : s).dump();
+    // Cut on a UTF-8 character boundary: half a character makes dump() throw (found by fuzz_json).
+    std::size_t cut = std::min(max, s.size());
+    while (cut > 0 && cut < s.size() && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    text = json(s.substr(0, cut)).dump(-1, ' ', false, json::error_handler_t::replace);
   } else if (value.is_array() && value.size() > 8) {
     text = "[";  // built step by step: GCC 12 warns (-Wrestrict, falsely) on "literal" + string
-    text += value.front().dump();
+    text += value.front().dump(-1, ' ', false, json::error_handler_t::replace);
     text += ", … ";
     text += std::to_string(value.size());
     text += " elements]";
@@ -135,7 +138,7 @@ std::string jsonPreview(const json& value, std::size_t max) {
     text += std::to_string(value.size());
     text += " fields}";
   } else {
-    text = value.dump();
+    text = value.dump(-1, ' ', false, json::error_handler_t::replace);
   }
   if (text.size() > max) {
     // Cut on a UTF-8 character boundary.
