@@ -93,6 +93,7 @@ void DiagramView::setShowSizes(bool sizes) {
 double DiagramView::zoom() const { return transform().m11(); }
 
 void DiagramView::setZoom(double factor) {
+  fitted_ = false;
   factor = std::clamp(factor, kMinZoom, kMaxZoom);
   if (std::abs(factor - zoom()) < 1e-9) return;
   setTransform(QTransform::fromScale(factor, factor));
@@ -112,6 +113,7 @@ void DiagramView::fitToView() {
   fitPending_ = false;
   const double fit = std::min(area.width() / content.width(), area.height() / content.height());
   setZoom(std::min(fit * 0.98, 1.5));
+  fitted_ = true;
   centerOn(content.center());
 }
 
@@ -127,7 +129,7 @@ void DiagramView::wheelEvent(QWheelEvent* event) {
 
 void DiagramView::resizeEvent(QResizeEvent* event) {
   QGraphicsView::resizeEvent(event);
-  if (fitPending_) fitToView();
+  if (fitPending_ || fitted_) fitToView();
 }
 
 }  // namespace tensorscope::diagram_view

@@ -109,7 +109,8 @@ AttentionLayer::Result AttentionLayer::forward(const HostTensor& x, bool withMap
   return {toHost(out.y), toHost(out.maps), toHost(out.roles)};
 }
 
-void AttentionLayer::runOnFiles(const std::string& input, const std::string& output, bool withMaps) const {
+std::vector<std::string> AttentionLayer::runOnFiles(const std::string& input, const std::string& output,
+                                                   bool withMaps) const {
   const auto tensors = readTensorMap(input);
   const auto it = tensors.find("x");
   if (it == tensors.end()) {
@@ -131,6 +132,9 @@ void AttentionLayer::runOnFiles(const std::string& input, const std::string& out
   if (withMaps && out.maps.defined()) result.emplace_back("maps", out.maps);
   if (withMaps && out.roles.defined()) result.emplace_back("roles", out.roles);
   writeTensors(output, result, {{"spec", spec::toJson(spec(), -1)}});
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : result) names.push_back(name);
+  return names;
 }
 
 }  // namespace tensorscope::model_core

@@ -55,5 +55,17 @@ check attention-wrong-spec 1 "unexpected tensor 'core.c2'" -- "$BIN" attention -
 check attention-missing-x 1 "no tensor named 'x' \(found: core, core.c2" -- "$BIN" attention --spec "$TMP/skip_left.json" --weights "$TMP/w.safetensors" --input "$TMP/w.safetensors" --output "$TMP/y.safetensors"
 check attention-needs-work 2 "nothing to do" -- "$BIN" attention --spec "$TMP/skip_left.json"
 check attention-corrupt-weights 1 "w.json" -- "$BIN" attention --spec "$TMP/skip_left.json" --weights "$TMP/w.json" --save-weights "$TMP/w3.safetensors"
+# The output line names what the file holds: tp writes its role vectors too (issue 12, item 7).
+python3 - "$TMP/tp.json" "$TMP/x.safetensors" <<'PY'
+import json, struct, sys
+F = json.load(open(sys.argv[1]))["sizes"]["F"]
+B, N = 1, 5
+data = struct.pack("<%df" % (B * N * F), *[((i * 37) % 11 - 5) / 7 for i in range(B * N * F)])
+header = json.dumps({"x": {"dtype": "F32", "shape": [B, N, F], "data_offsets": [0, len(data)]}}).encode()
+header += b" " * (-len(header) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(header)) + header + data)
+PY
+check attention-tp-maps 0 "wrote .*y_tp.safetensors \(y, maps, roles\)$" -- "$BIN" attention --spec "$TMP/tp.json" --input "$TMP/x.safetensors" --output "$TMP/y_tp.safetensors" --maps
+check attention-tp-y 0 "wrote .*y_tp1.safetensors \(y\)$" -- "$BIN" attention --spec "$TMP/tp.json" --input "$TMP/x.safetensors" --output "$TMP/y_tp1.safetensors"
 
 finish

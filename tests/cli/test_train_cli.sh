@@ -31,6 +31,7 @@ sed 's/"threads": 1/"threads": 0/' "$TMP/run.json" > "$TMP/run0.json"
 check threads-after-command 0 '"event":"start".*"threads":1' -- "$BIN" train --config "$TMP/run0.json" --out "$TMP/t1" --steps 1 --threads 1 --json
 check threads-before-command 0 '"event":"start".*"threads":1' -- "$BIN" --threads 1 train --config "$TMP/run0.json" --out "$TMP/t2" --steps 1 --json
 check train-parent 0 '"event": "end", "steps": 4' -- "$BIN" train --config "$TMP/run.json" --out "$TMP/parent" --json
+check eval-names-the-checkpoint-step 0 '^\{"accuracy":.*"split":"[a-z_]+","step":4\}$' -- "$BIN" eval --run "$TMP/parent"
 check train-fork 0 'started from .*parent \(step 4\): [0-9]+ weight tensors taken over, 2 core tensors from this design' -- \
   "$BIN" train --config "$TMP/run.json" --out "$TMP/fork" --init-from "$TMP/parent" --steps 2 --json
 check fork-records-its-source 0 '"source_step": 4' -- cat "$TMP/fork/init.json"

@@ -1,7 +1,7 @@
 // trainer_state.json of a checkpoint (resume, warm start, snapshot): a state or std::invalid_argument
 // naming the file; a state round-trips exactly.
 #include "fuzz_util.h"
-#include "training/run_files.h"
+#include "model_core/run_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tensorscope::model_core;

@@ -30,7 +30,8 @@ TEST(DemoScript, TheShippedScriptParses) {
   ASSERT_EQ(script.size(), 7u);
   EXPECT_EQ(script[0].name, "run");
   EXPECT_EQ(script[0].arg, "1");
-  EXPECT_EQ(script[0].line, 2);  // after the comment line
+  EXPECT_EQ(script[0].line, 3);  // after the two comment lines
+  EXPECT_EQ(script[4].arg, "docs/images/explorer_training.png") << "relative to where the demo runs, not one machine";
   EXPECT_EQ(script[6].name, "wait-end");
   const auto again = parseDemoScript(formatDemoScript(script), "again");
   ASSERT_EQ(again.size(), script.size());

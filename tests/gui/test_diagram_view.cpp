@@ -104,6 +104,28 @@ TEST(DiagramView, SimilarNetworkKeepsZoomOtherNetworkRefits) {
   EXPECT_LT(v.view.zoom(), 2.5);  // fitted to the new picture
 }
 
+TEST(DiagramView, AFittedViewRefitsWhenItGrowsUntilTheUserZooms) {
+  // The explorer builds its diagram before the window reaches its size: the first fit is small.
+  DiagramView view;
+  view.resize(160, 120);
+  view.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+  view.setNetwork(diagram_test::smallThsa());
+  const double small = view.zoom();
+  view.resize(900, 650);
+  QApplication::processEvents();
+  const double grown = view.zoom();
+  EXPECT_GT(grown, 2 * small) << "fitted again to the larger view";
+  view.zoomIn();
+  view.resize(1000, 700);
+  QApplication::processEvents();
+  EXPECT_NEAR(view.zoom(), grown * 1.25, 1e-9) << "the user's zoom is kept";
+  view.fitToView();
+  view.resize(500, 400);
+  QApplication::processEvents();
+  EXPECT_LT(view.zoom(), grown) << "fitted again";
+}
+
 TEST(DiagramView, ThemeAndSizesSwitchKeepZoom) {
   ShownView v(diagram_test::smallThsa());
   v.view.setZoom(1.7);

@@ -14,11 +14,15 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QPointer>
+#include <QStyle>
 #include <QSet>
 #include <QSpinBox>
 #include <QTemporaryDir>
 
 #include "gui/core_editor.h"
+#include "gui/demo_runner.h"
+#include "gui/demo_script.h"
 #include "gui/design_panel.h"
 #include "gui/main_window.h"
 #include "gui/session.h"
@@ -53,6 +57,20 @@ bool waitFor(F done, int ms = 240000) {
   return done();
 }
 
+/// For looking at what users see: with $TS_GUI_SCREENSHOT_DIR set, shows the window at 1500 x 950
+/// and saves it as NAME.png there (the test's assertions do not depend on it).
+void screenshotIfAsked(QWidget& w, const QString& name) {
+  const QString dir = qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR");
+  if (dir.isEmpty()) return;
+  QDir().mkpath(dir);
+  w.resize(1500, 950);
+  w.show();
+  for (int i = 0; i < 8; ++i) QApplication::processEvents();
+  const QString path = QDir(dir).filePath(name + ".png");
+  EXPECT_TRUE(w.grab().toImage().save(path)) << path.toStdString();
+  std::printf("[ screenshot ] %s\n", qPrintable(path));
+}
+
 }  // namespace
 
 TEST(MainWindow, HasTheDocksOfTheExplorer) {
@@ -62,6 +80,55 @@ TEST(MainWindow, HasTheDocksOfTheExplorer) {
   for (const char* t : {"Design", "Diagram", "Core matrix C", "Training", "Curves", "Stable rank", "Attention maps",
                         "Role clusters", "Runs"})
     EXPECT_TRUE(titles.contains(t)) << t;
+}
+
+TEST(MainWindow, SwitchingTheThemeKeepsOneStyle) {
+  app::MainWindow w(testOptions());
+  w.setDarkTheme(false);
+  QPointer<QStyle> style = QApplication::style();
+  const QColor light = QApplication::palette().color(QPalette::Window);
+  for (int i = 0; i < 20; ++i) w.setDarkTheme(i % 2 == 0);  // ends light
+  EXPECT_EQ(QApplication::style(), style.data()) << "no new style per switch (each one leaked before)";
+  EXPECT_EQ(style->name().toLower(), "fusion");
+  w.setDarkTheme(true);
+  EXPECT_LT(QApplication::palette().color(QPalette::Window).lightness(), 80);
+  w.setDarkTheme(false);
+  EXPECT_EQ(QApplication::palette().color(QPalette::Window), light);
+}
+
+TEST(DemoRunner, APresetIsOneUndoableEdit) {
+  app::MainWindow w(testOptions());
+  const auto before = w.currentSpec();
+  app::DemoRunner runner(&w, app::parseDemoScript("preset skip_left\nquit\n", "demo.txt"));
+  bool done = false;
+  QObject::connect(&runner, &app::DemoRunner::finished, [&] { done = true; });
+  runner.start();
+  ASSERT_TRUE(waitFor([&] { return done; }, 10000));
+  EXPECT_EQ(runner.exitCode(), 0);
+  ASSERT_TRUE(w.currentSpec().core);
+  EXPECT_NE(w.currentSpec(), before);
+  ASSERT_EQ(w.undoStack()->count(), 1) << "the preset went around the undo stack";
+  EXPECT_EQ(w.undoStack()->undoText(), "preset skip_left");
+  w.undoStack()->undo();
+  EXPECT_EQ(w.currentSpec(), before);
+}
+
+TEST(DemoRunner, EachRunnerWaitsItsOwnTime) {
+  // The wait state lived in function-local statics: a runner that ended inside a long wait-ms left
+  // it to the next runner, which then waited the old wait's time.
+  app::MainWindow w(testOptions());
+  {
+    app::DemoRunner first(&w, app::parseDemoScript("wait-ms 600000\n", "first.txt"));
+    first.start();
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 200) QApplication::processEvents(QEventLoop::AllEvents, 20);
+  }
+  app::DemoRunner second(&w, app::parseDemoScript("wait-ms 10\nquit\n", "second.txt"));
+  bool done = false;
+  QObject::connect(&second, &app::DemoRunner::finished, [&] { done = true; });
+  second.start();
+  EXPECT_TRUE(waitFor([&] { return done; }, 5000)) << "the second runner inherited the first one's wait";
 }
 
 TEST(MainWindow, DefaultSessionComparesThsaWithMhsaAtEqualParameters) {
@@ -149,6 +216,9 @@ TEST(MainWindow, CoresBeyondTheirBoundsAreRefusedBeforeTheyAllocate) {
   EXPECT_FALSE(w.designPanel()->isValid());
   const QString problems = w.designPanel()->problemsText();
   EXPECT_TRUE(problems.contains("core preset thsa (dense R x R, R=H*D=16384) holds 268,435,456 values")) << problems.toStdString();
+  EXPECT_EQ(problems.count('\n'), 0) << "one cause, one message (not the stale core's mismatches):\n"
+                                     << problems.toStdString();
+  screenshotIfAsked(w, "refused_preset");
   QComboBox* corePreset = nullptr;
   for (auto* c : w.designPanel()->findChildren<QComboBox*>())
     if (c->toolTip().startsWith("Structure of the core matrix C")) corePreset = c;
@@ -161,6 +231,7 @@ TEST(MainWindow, CoresBeyondTheirBoundsAreRefusedBeforeTheyAllocate) {
   EXPECT_EQ(w.currentSpec(), before);
   EXPECT_TRUE(w.coreEditor()->bannerText().contains("a dense core (R x R, R=16384) holds 268,435,456 values"))
       << w.coreEditor()->bannerText().toStdString();
+  screenshotIfAsked(w, "refused_dense_core");
 }
 
 TEST(MainWindow, LowRankCoreIsEditableAndItsRankIsItsNumberOfHeads) {

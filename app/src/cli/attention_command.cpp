@@ -47,8 +47,9 @@ int runAttentionCommand(Args& args, std::ostream& out, std::ostream& err) {
         << layer.trainableParameterCount() << " trainable parameters\n";
   }
   if (input) {
-    layer.runOnFiles(*input, *output, maps);
-    out << "wrote " << *output << (maps ? " (y, maps)" : " (y)") << "\n";
+    std::string names;
+    for (const auto& name : layer.runOnFiles(*input, *output, maps)) names += (names.empty() ? "" : ", ") + name;
+    out << "wrote " << *output << " (" << names << ")\n";
   }
   return kExitOk;
 }

@@ -87,7 +87,7 @@ int runEvalCommand(Args& args, std::ostream& out, std::ostream& err) {
   // in "non_finite" (e.g. a model that overflows on this data), and the exit status is 1.
   bool allFinite = true;
   for (const auto& e : model_core::evaluateRun(*run)) {
-    nlohmann::json j = {{"split", e.split}, {"step", e.step}};
+    nlohmann::json j = {{"split", e.split}, {"step", e.step >= 0 ? nlohmann::json(e.step) : nlohmann::json()}};
     nlohmann::json nonFinite = nlohmann::json::array();
     const auto put = [&](const char* key, double v) {
       if (std::isfinite(v)) {

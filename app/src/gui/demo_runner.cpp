@@ -38,8 +38,6 @@ void DemoRunner::fail(const QString& why) {
 }
 
 void DemoRunner::next() {
-  static QElapsedTimer waitClock;
-  static qint64 waitUntil = -1;
   while (pc_ < static_cast<int>(script_.size())) {
     const QString cmd = QString::fromStdString(script_[size_t(pc_)].name);
     const QString arg = QString::fromStdString(script_[size_t(pc_)].arg);
@@ -48,19 +46,19 @@ void DemoRunner::next() {
     } else if (cmd == "wait-end") {
       if (!trainingEnded_) return;
     } else if (cmd == "wait-ms") {
-      if (waitUntil < 0) {
-        waitClock.start();
-        waitUntil = arg.toLongLong();
+      if (waitUntil_ < 0) {
+        waitClock_.start();
+        waitUntil_ = arg.toLongLong();
       }
-      if (waitClock.elapsed() < waitUntil) return;
-      waitUntil = -1;
+      if (waitClock_.elapsed() < waitUntil_) return;
+      waitUntil_ = -1;
     } else if (cmd == "preset") {
       try {
         const auto before = window_->currentSpec();
         auto after = spec::makeSpecPreset(arg.toStdString());
         after.causal = before.causal;
         after.sizes.seq_len = before.sizes.seq_len;
-        window_->applySpec(after);
+        window_->editDesign(after, "preset " + arg);
       } catch (const std::exception& e) {
         return fail(e.what());
       }

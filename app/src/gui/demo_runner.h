@@ -16,6 +16,7 @@
 ///   stop               stop training
 ///   quit
 
+#include <QElapsedTimer>
 #include <QObject>
 #include <QTimer>
 
@@ -48,6 +49,8 @@ class DemoRunner : public QObject {
   qint64 lastStep_ = 0;
   bool trainingEnded_ = true;
   int exitCode_ = 0;
+  QElapsedTimer waitClock_;  ///< the current wait-ms command's clock
+  qint64 waitUntil_ = -1;    ///< its length in ms; -1 when no wait-ms is under way
   QTimer timer_;
 };
 

@@ -1,5 +1,6 @@
 #include "gui/design_panel.h"
 
+#include <algorithm>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -201,6 +202,14 @@ QString DesignPanel::problemsText() const { return problems_->text(); }
 
 void DesignPanel::refreshReadouts() {
   auto issues = spec::validate(spec_);
+  if (!presetProblems_.empty() && spec_.core) {
+    // The refused preset left the previous core in place: its mismatch with the new sizes (and its
+    // own size bound) follow from the refusal, so only the preset's reason is shown for them.
+    const auto stale = spec::coreSizeIssues(spec_.core->structure, spec_.sizes.R, spec_.core->rank);
+    std::erase_if(issues, [&](const spec::Issue& i) {
+      return i.field.rfind("core", 0) == 0 || std::find(stale.begin(), stale.end(), i) != stale.end();
+    });
+  }
   issues.insert(issues.begin(), presetProblems_.begin(), presetProblems_.end());
   valid_ = issues.empty();
   problems_->setText(QString::fromStdString(spec::formatIssues(issues)));

@@ -379,10 +379,12 @@ spec::AttentionSpec MainWindow::currentSpec() const {
   return session_.runs[session_.current].config.model.attention.front();
 }
 
-void MainWindow::onDesignEdited(const spec::AttentionSpec& s) {
+void MainWindow::onDesignEdited(const spec::AttentionSpec& s) { editDesign(s, "edit design"); }
+
+void MainWindow::editDesign(const spec::AttentionSpec& after, const QString& what) {
   const auto before = currentSpec();
-  if (before == s) return;
-  undo_.push(new SpecCommand(this, before, s, "edit design"));
+  if (before == after) return;
+  undo_.push(new SpecCommand(this, before, after, what));
 }
 
 void MainWindow::applySpec(const spec::AttentionSpec& s) {
@@ -469,7 +471,11 @@ void MainWindow::showError(const QString& title, const QString& text) {
 
 void MainWindow::setDarkTheme(bool dark) {
   dark_ = dark;
-  QPalette p = QStyleFactory::create("Fusion")->standardPalette();
+  // One Fusion style for the application (setStyle owns it); creating one per call leaked a style
+  // each time (the palette's source was never deleted).
+  if (QApplication::style()->name().compare("fusion", Qt::CaseInsensitive) != 0)
+    QApplication::setStyle(QStyleFactory::create("Fusion"));
+  QPalette p = QApplication::style()->standardPalette();
   if (dark) {
     p.setColor(QPalette::Window, QColor(45, 45, 48));
     p.setColor(QPalette::WindowText, QColor(230, 230, 230));
@@ -480,7 +486,6 @@ void MainWindow::setDarkTheme(bool dark) {
     p.setColor(QPalette::ButtonText, QColor(230, 230, 230));
     p.setColor(QPalette::Highlight, QColor(66, 133, 244));
   }
-  QApplication::setStyle(QStyleFactory::create("Fusion"));
   QApplication::setPalette(p);
   for (viz::PlotWidget* w : std::initializer_list<viz::PlotWidget*>{curves_, stableRank_, spectrum_, maps_, roles_})
     w->setDarkTheme(dark);

@@ -66,6 +66,8 @@ class MainWindow : public QMainWindow {
   spec::AttentionSpec currentSpec() const;
   /// Applies a design change (what undo commands call).
   void applySpec(const spec::AttentionSpec& spec);
+  /// Changes the current run's design as one undoable edit named `what` (nothing when unchanged).
+  void editDesign(const spec::AttentionSpec& after, const QString& what);
   /// Selects run `index` of the session.
   void selectRun(int index);
   /// Starts training the current run (optionally stopping at `steps`). Returns false on refusal.

@@ -1,5 +1,8 @@
 // MainWindow: training runs and the live views fed by the training controller; figure export.
 #include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
 
 #include <QDateTime>
 #include <QDir>
@@ -19,6 +22,7 @@
 #include "gui/training_controller.h"
 #include "gui/training_panel.h"
 #include "model_core/analysis.h"
+#include "model_core/run_files.h"
 #include "spec/tensor_network.h"
 #include "viz/attention_map_grid.h"
 #include "viz/curves_plot.h"
@@ -233,33 +237,45 @@ void MainWindow::reclusterRoles(int k) {
 }
 
 void MainWindow::loadMetricsFile(const QString& runName, const QString& dir) {
-  QFile f(dir + "/metrics.jsonl");
-  if (!f.open(QIODevice::ReadOnly)) return;
+  const std::string path = (dir + "/metrics.jsonl").toStdString();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> series;
-  QTextStream in(&f);
-  while (!in.atEnd()) {
-    const auto line = in.readLine().toStdString();
-    if (line.empty()) continue;
-    try {
-      const auto j = nlohmann::json::parse(line);
-      const double step = j.at("step").get<double>();
-      if (j.value("kind", "") == "train") {
-        series["train loss"].first.push_back(step);
-        series["train loss"].second.push_back(j.at("loss").get<double>());
-        series["lr"].first.push_back(step);
-        series["lr"].second.push_back(j.at("lr").get<double>());
-      } else {
-        const std::string split = j.value("split", "");
-        series["eval loss (" + split + ")"].first.push_back(step);
-        series["eval loss (" + split + ")"].second.push_back(j.at("loss").get<double>());
-        const std::string metric = j.contains("exact_match") ? "exact match" : "accuracy";
-        series[metric + " (" + split + ")"].first.push_back(step);
-        series[metric + " (" + split + ")"].second.push_back(j.value(j.contains("exact_match") ? "exact_match" : "accuracy", 0.0));
-      }
-    } catch (const std::exception&) {
-      statusBar()->showMessage("skipped a damaged line in " + dir + "/metrics.jsonl", 5000);
-    }
-  }
+  auto add = [&](const std::string& name, double step, double value) {
+    if (std::isnan(value)) return;  // a record without this value: no point, not a zero
+    series[name].first.push_back(step);
+    series[name].second.push_back(value);
+  };
+  auto number = [](const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : std::numeric_limits<double>::quiet_NaN();
+  };
+  int64_t damaged = 0, firstDamaged = 0;
+  std::string firstReason;
+  model_core::readMetricsLog(
+      in,
+      [&](int64_t, const nlohmann::json& j) {
+        const double step = j["step"].get<double>();
+        if (j.value("kind", "") == "train") {
+          add("train loss", step, number(j, "loss"));
+          add("lr", step, number(j, "lr"));
+        } else {
+          const std::string split = j.contains("split") && j["split"].is_string() ? j["split"].get<std::string>() : "";
+          add("eval loss (" + split + ")", step, number(j, "loss"));
+          const bool exact = j.contains("exact_match");
+          add(std::string(exact ? "exact match" : "accuracy") + " (" + split + ")", step,
+              number(j, exact ? "exact_match" : "accuracy"));
+        }
+      },
+      [&](int64_t lineNo, const std::string& reason) {
+        if (damaged++ == 0) firstDamaged = lineNo, firstReason = reason;
+      });
+  if (damaged > 0)
+    statusBar()->showMessage(QString("skipped %1 damaged line(s) of %2/metrics.jsonl (line %3: %4)")
+                                 .arg(damaged)
+                                 .arg(dir)
+                                 .arg(firstDamaged)
+                                 .arg(QString::fromStdString(firstReason)),
+                             8000);
   for (const auto& [name, xy] : series) curves_->setSeries(QString::fromStdString(name), xy.first, xy.second, runName);
 }
 

@@ -82,12 +82,8 @@ Session Session::fromJson(const QString& text) {
 }
 
 Session Session::load(const QString& path) {
-  std::string text;
-  try {
-    text = spec::readBoundedFile(QFile::encodeName(path).toStdString());
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(e.what());
-  }
+  // readBoundedFile's errors already name the file and the reason.
+  const std::string text = spec::readBoundedFile(QFile::encodeName(path).toStdString());
   try {
     return fromJson(QString::fromStdString(text));
   } catch (const std::invalid_argument& e) {

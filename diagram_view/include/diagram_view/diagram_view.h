@@ -38,7 +38,8 @@ class DiagramView : public QGraphicsView {
  public Q_SLOTS:
   void zoomIn();
   void zoomOut();
-  /// Scales so everything is visible (never above 1.5×).
+  /// Scales so everything is visible (never above 1.5×). The view stays fitted through resizes
+  /// (a dock or window growing) until the user zooms.
   void fitToView();
   void setZoom(double factor);
 
@@ -54,6 +55,7 @@ class DiagramView : public QGraphicsView {
  private:
   DiagramScene* scene_;
   bool fitPending_ = true;
+  bool fitted_ = false;  ///< the zoom is fitToView's, not the user's: resizes refit
 };
 
 }  // namespace tensorscope::diagram_view

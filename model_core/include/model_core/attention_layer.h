@@ -52,8 +52,9 @@ class AttentionLayer {
   Result forward(const HostTensor& x, bool withMaps) const;
 
   /// The file protocol of `tensorscope attention`: reads `x` ([B, N, F], float) from `input`,
-  /// writes `y` (and `maps`, `roles` for tp, when `withMaps`) as F32 to `output`.
-  void runOnFiles(const std::string& input, const std::string& output, bool withMaps) const;
+  /// writes `y` (and `maps`, `roles` for tp, when `withMaps`) as F32 to `output`. Returns the
+  /// names of the tensors written, in file order.
+  std::vector<std::string> runOnFiles(const std::string& input, const std::string& output, bool withMaps) const;
 
  private:
   struct Impl;

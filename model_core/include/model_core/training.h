@@ -83,7 +83,7 @@ struct MetricsSnapshot {
 };
 
 struct EvalSnapshot {
-  std::int64_t step = 0;
+  std::int64_t step = 0;  ///< the step of the weights evaluated; -1 when unknown (a bare weights file)
   std::string split;
   double loss = 0;
   double accuracy = 0;     ///< token accuracy on loss positions (sequences) or class accuracy
@@ -148,6 +148,9 @@ class TrainerControl {
   /// its gradients are NaN too, exactly as a real blow-up would deliver them.
   void injectNonFiniteLossAt(std::int64_t step) { faultStep_.store(step); }
   bool faultInjectedAt(std::int64_t step) const { return faultStep_.load() == step; }
+  /// For testing wake-ups: called, under the control's mutex, each time waitToProceed is about to
+  /// sleep (its condition was false). Set it before the trainer starts.
+  void setSleepProbeForTesting(std::function<void()> probe) { sleepProbe_ = std::move(probe); }
 
  private:
   std::atomic<bool> stop_{false};
@@ -157,6 +160,7 @@ class TrainerControl {
   bool checkpointRequested_ = false;
   int pendingSteps_ = 0;
   std::atomic<std::int64_t> faultStep_{-1};
+  std::function<void()> sleepProbe_;
 };
 
 struct TrainResult {

@@ -3,7 +3,12 @@
 namespace tensorscope::model_core {
 
 void TrainerControl::requestStop() {
-  stop_.store(true);
+  {
+    // Set under the mutex: otherwise the store and the notify can fall between a waiter's check of
+    // its predicate and its sleep, and the wake-up is lost (a Stop while paused hung the run).
+    std::lock_guard lock(mutex_);
+    stop_.store(true);
+  }
   cv_.notify_all();
 }
 
@@ -45,7 +50,9 @@ bool TrainerControl::waitToProceed(const std::function<void()>& writeCheckpoint)
   std::unique_lock lock(mutex_);
   for (;;) {
     cv_.wait(lock, [&] {
-      return stop_.load() || !paused_ || pendingSteps_ > 0 || (checkpointRequested_ && writeCheckpoint);
+      const bool go = stop_.load() || !paused_ || pendingSteps_ > 0 || (checkpointRequested_ && writeCheckpoint);
+      if (!go && sleepProbe_) sleepProbe_();
+      return go;
     });
     if (checkpointRequested_ && writeCheckpoint) {
       checkpointRequested_ = false;

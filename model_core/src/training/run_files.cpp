@@ -1,4 +1,4 @@
-#include "training/run_files.h"
+#include "model_core/run_files.h"
 
 #include <charconv>
 #include <stdexcept>
@@ -69,6 +69,54 @@ json parseMetricsRecord(std::string_view line) {
   if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer())
     throw spec::JsonError("not a metrics record (an object with an integer \"step\")");
   return j;
+}
+
+std::int64_t readMetricsLog(std::istream& in, const std::function<void(std::int64_t, const json&)>& onRecord,
+                            const std::function<void(std::int64_t, const std::string&)>& onDamaged,
+                            std::size_t maxLineBytes) {
+  std::int64_t lineNo = 0;
+  std::string line;
+  bool tooLong = false;  // the current line passed the bound: drop its bytes up to the next newline
+  auto finish = [&] {
+    ++lineNo;
+    if (tooLong) {
+      onDamaged(lineNo, "longer than " + std::to_string(maxLineBytes) + " bytes");
+    } else if (!line.empty()) {
+      try {
+        onRecord(lineNo, parseMetricsRecord(line));
+      } catch (const spec::JsonError& e) {
+        onDamaged(lineNo, e.what());
+      }
+    }
+    line.clear();
+    tooLong = false;
+  };
+  char buffer[1 << 14];
+  bool pending = false;  // bytes of an unfinished last line
+  while (in) {
+    in.read(buffer, sizeof buffer);
+    const std::string_view chunk(buffer, size_t(in.gcount()));
+    for (size_t pos = 0; pos < chunk.size();) {
+      const size_t eol = chunk.find('\n', pos);
+      const std::string_view piece = chunk.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
+      if (!tooLong) {
+        if (line.size() + piece.size() > maxLineBytes) {
+          tooLong = true;
+          line.clear();
+          line.shrink_to_fit();
+        } else {
+          line.append(piece);
+        }
+      }
+      pending = true;
+      if (eol == std::string_view::npos) break;
+      finish();
+      pending = false;
+      pos = eol + 1;
+    }
+  }
+  if (pending) finish();
+  return lineNo;
 }
 
 }  // namespace tensorscope::model_core

@@ -1,6 +1,6 @@
 #include "training/session.h"
 
-#include "training/run_files.h"
+#include "model_core/run_files.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 
@@ -249,6 +250,11 @@ void Session::loadWeights(const std::string& runDir) {
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(dir + "/model.safetensors: " + e.what());
   }
+  // The step these weights were taken at (an evaluation reports it); unknown (-1) for a bare weights
+  // file. The checkpoint store verified the state file with the weights.
+  step_ = -1;
+  const std::string statePath = dir + "/trainer_state.json";
+  if (std::filesystem::exists(statePath)) step_ = parseTrainerState(spec::readBoundedFile(statePath), statePath).step;
 }
 
 namespace {

@@ -23,7 +23,7 @@
 #include "spec/checkpoint_store.h"
 #include "spec/json_reader.h"
 #include "spec/cost_model.h"
-#include "training/run_files.h"
+#include "model_core/run_files.h"
 #include "training/session.h"
 
 namespace tensorscope::model_core {
@@ -90,16 +90,14 @@ class MetricsLog {
   std::vector<double> trainLosses(int64_t step) const {
     std::ifstream in(path(kJsonl));
     std::vector<double> out;
-    std::string line;
-    while (std::getline(in, line)) {
-      try {
-        const auto j = parseMetricsRecord(line);
-        if (j.contains("kind") && j["kind"] == "train" && j["step"].get<int64_t>() <= step && j.contains("loss") &&
-            j["loss"].is_number())
-          out.push_back(j["loss"].get<double>());
-      } catch (const spec::JsonError&) {  // a damaged line: rebuildFromJsonl reports those
-      }
-    }
+    readMetricsLog(
+        in,
+        [&](int64_t, const nlohmann::json& j) {
+          if (j.contains("kind") && j["kind"] == "train" && j["step"].get<int64_t>() <= step && j.contains("loss") &&
+              j["loss"].is_number())
+            out.push_back(j["loss"].get<double>());
+        },
+        [](int64_t, const std::string&) {});  // a damaged line: rebuildFromJsonl reports those
     return out;
   }
   /// fsyncs both logs and returns their lengths (the checkpoint's counters).
@@ -142,20 +140,17 @@ class MetricsLog {
   /// rewrites both logs from them.
   void rebuildFromJsonl(int64_t step, std::vector<std::string>& notes) {
     std::ifstream in(path(kJsonl));
-    std::string line, jsonl, csvText = kCsvHeader;
-    int64_t lineNo = 0, skipped = 0;
+    int64_t skipped = 0;
     std::vector<nlohmann::json> kept;
-    while (std::getline(in, line)) {
-      ++lineNo;
-      if (line.empty()) continue;
-      try {
-        auto j = parseMetricsRecord(line);
-        if (j["step"].get<int64_t>() <= step) kept.push_back(std::move(j));
-      } catch (const spec::JsonError&) {
-        ++skipped;
-        if (skipped == 1) notes.push_back(path(kJsonl) + " line " + std::to_string(lineNo) + " is damaged; skipped");
-      }
-    }
+    readMetricsLog(
+        in,
+        [&](int64_t, const nlohmann::json& j) {
+          if (j["step"].get<int64_t>() <= step) kept.push_back(j);
+        },
+        [&](int64_t lineNo, const std::string& reason) {
+          if (++skipped == 1)
+            notes.push_back(path(kJsonl) + " line " + std::to_string(lineNo) + " is damaged (" + reason + "); skipped");
+        });
     if (skipped > 1) notes.push_back(std::to_string(skipped) + " damaged lines of " + path(kJsonl) + " skipped in all");
     spec::writeFileAtomically(path(kJsonl), "");
     spec::writeFileAtomically(path(kCsv), kCsvHeader);

@@ -10,7 +10,7 @@
 
 #include "io/tensor_convert.h"
 #include "model_core/training.h"
-#include "training/run_files.h"
+#include "model_core/run_files.h"
 #include "spec/atomic_file.h"
 #include "spec/json_reader.h"
 #include "spec/checkpoint_store.h"

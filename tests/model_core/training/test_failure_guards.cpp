@@ -1,14 +1,18 @@
 // Issue 18 (docs/reliability.md): finite divergence, float32-range specs, and the memory guard
 // counting what it used to miss. Each test reproduces a failure the hostile-user campaign found.
+#include <sstream>
 #include <gtest/gtest.h>
 
+#include <future>
+#include <thread>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
 #include "model_core/memory_guard.h"
 #include "spec/atomic_file.h"
 #include "spec/json_reader.h"
-#include "training/run_files.h"
+#include "model_core/run_files.h"
 #include "training/session.h"
 #include "training_test_util.h"
 
@@ -274,4 +278,70 @@ TEST(MetricsLog, RecordsNeedAnIntegerStep) {
   EXPECT_EQ(parseMetricsRecord(R"({"kind": "train", "step": 3, "loss": 1.5})")["step"], 3);
   for (const char* bad : {"[1]", R"({"step": "3"})", R"({"kind": "train"})", "{\"step\": 1", ""})
     EXPECT_THROW(parseMetricsRecord(bad), tensorscope::spec::JsonError) << bad;
+}
+
+TEST(MetricsLog, LinesPastTheBoundAreSkippedWithoutBeingReadWhole) {
+  // One 8 MiB line between two records (the file a hostile or broken writer leaves), a damaged
+  // line, an empty line and a last record without its newline.
+  std::string text = R"({"kind": "train", "step": 1, "loss": 2.5})" "\n";
+  text += R"({"kind": "train", "step": 2, "loss": )" + std::string(8 << 20, '1') + "}\n";
+  text += "{\"step\": \n\n";
+  text += R"({"kind": "eval", "step": 4, "loss": 1.0})";
+  std::istringstream in(text);
+  std::vector<int64_t> steps, recordLines;
+  std::vector<std::pair<int64_t, std::string>> damaged;
+  const int64_t lines = readMetricsLog(
+      in,
+      [&](int64_t n, const nlohmann::json& j) {
+        recordLines.push_back(n);
+        steps.push_back(j["step"].get<int64_t>());
+      },
+      [&](int64_t n, const std::string& reason) { damaged.emplace_back(n, reason); });
+  EXPECT_EQ(lines, 5);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(recordLines, (std::vector<int64_t>{1, 5}));
+  ASSERT_EQ(damaged.size(), 2u);
+  EXPECT_EQ(damaged[0], (std::pair<int64_t, std::string>{2, "longer than 65536 bytes"}));
+  EXPECT_EQ(damaged[1].first, 3);
+  EXPECT_EQ(kMaxMetricsLineBytes, 65536u);
+}
+
+TEST(TrainerControl, AStopBetweenTheWaitersCheckAndItsSleepWakesIt) {
+  // The window of the lost wake-up, held open: the stop is requested (from another thread) after
+  // the waiter found it may not proceed and before it sleeps. Stopping under the mutex waits for
+  // the sleep; stopping without it was lost and the waiter slept for ever.
+  TrainerControl control;
+  control.pause();
+  std::future<void> stopper;
+  control.setSleepProbeForTesting([&] {
+    if (stopper.valid()) return;
+    stopper = std::async(std::launch::async, [&] { control.requestStop(); });
+    stopper.wait_for(std::chrono::milliseconds(200));  // a stop that takes no mutex lands here
+  });
+  auto waiter = std::async(std::launch::async, [&] { return control.waitToProceed(); });
+  const bool woke = waiter.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!woke) control.resume();
+  EXPECT_TRUE(woke) << "the stop's wake-up was lost";
+  EXPECT_FALSE(waiter.get());
+  stopper.get();
+}
+
+TEST(TrainerControl, AStopWhilePausedIsNeverLost) {
+  // The trainer thread blocks in waitToProceed while paused; Stop (or closing the window) must
+  // always wake it. Stopping without the mutex lost the wake-up when it fell between the waiter's
+  // check and its sleep; thousands of rounds make that window likely to be hit.
+  int hung = 0;
+  for (int round = 0; round < 4000 && hung == 0; ++round) {
+    TrainerControl control;
+    control.pause();
+    auto waiter = std::async(std::launch::async, [&] { return control.waitToProceed(); });
+    if (round % 2) std::this_thread::yield();
+    control.requestStop();
+    if (waiter.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ++hung;
+      control.resume();  // unblock it so the test can end
+    }
+    EXPECT_FALSE(waiter.get()) << "a stopped run does not proceed";
+  }
+  EXPECT_EQ(hung, 0) << "a stop while paused was lost";
 }

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <istream>
 #include <string>
 #include <string_view>
 
@@ -34,5 +36,17 @@ std::string trainerStateToJson(const TrainerState& state);
 /// One line of metrics.jsonl: an object with an integer "step" (and "kind", "loss", … as written).
 /// Throws spec::JsonError for a damaged line or one that is not a metrics record.
 nlohmann::json parseMetricsRecord(std::string_view line);
+
+/// Longest line of metrics.jsonl read (64 KiB; the trainer writes records of ~200 bytes).
+inline constexpr std::size_t kMaxMetricsLineBytes = std::size_t(64) << 10;
+
+/// Reads a metrics log line by line in bounded memory: each parseable record goes to `onRecord`
+/// (line number from 1, record); each damaged line, including one longer than
+/// `maxLineBytes` (default kMaxMetricsLineBytes), which is skipped without being held whole, goes
+/// to `onDamaged` (line number, reason). Empty lines are ignored. Returns the number of lines read.
+std::int64_t readMetricsLog(std::istream& in,
+                            const std::function<void(std::int64_t, const nlohmann::json&)>& onRecord,
+                            const std::function<void(std::int64_t, const std::string&)>& onDamaged,
+                            std::size_t maxLineBytes = kMaxMetricsLineBytes);
 
 }  // namespace tensorscope::model_core
