@@ -6,6 +6,7 @@
 #include <csignal>
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QMap>
@@ -196,6 +197,42 @@ TEST(MainWindow, EditingCIsUndoable) {
   EXPECT_EQ(w.currentSpec(), before);
   w.undoStack()->redo();
   EXPECT_DOUBLE_EQ(w.currentSpec().core->dense_values[5], -1.5);
+}
+
+// Issue 12, item 3: every Design-dock change rebuilt C from the core preset combo, silently
+// replacing an edited (or learned) C, and the combo had no entry for a custom core.
+TEST(MainWindow, DesignEditsKeepACustomCore) {
+  app::MainWindow w(testOptions());
+  w.selectRun(1);  // THSA, dense core
+  auto* editor = w.coreEditor();
+  editor->setTool(app::CoreEditor::Tool::SetValue);
+  editor->setPaintValue(-1.5);
+  editor->editCell(0, 5);
+  const auto edited = w.currentSpec();
+  ASSERT_EQ(edited.core->preset, "custom");
+  QComboBox* corePreset = nullptr;
+  for (auto* c : w.designPanel()->findChildren<QComboBox*>())
+    if (c->toolTip().startsWith("Structure of the core matrix C")) corePreset = c;
+  ASSERT_TRUE(corePreset);
+  EXPECT_EQ(corePreset->currentText(), "custom") << "the combo tells the truth about C";
+  QCheckBox* bias = nullptr;
+  for (auto* b : w.designPanel()->findChildren<QCheckBox*>())
+    if (b->text() == "bias") bias = b;
+  ASSERT_TRUE(bias);
+  bias->toggle();
+  EXPECT_NE(w.currentSpec().bias, edited.bias);
+  EXPECT_EQ(w.currentSpec().core, edited.core) << "toggling bias replaced the edited C";
+  QSpinBox* F = nullptr;
+  for (auto* b : w.designPanel()->findChildren<QSpinBox*>())
+    if (b->toolTip().startsWith("F:")) F = b;
+  ASSERT_TRUE(F);
+  F->setValue(F->value() + 8);
+  EXPECT_EQ(w.currentSpec().core, edited.core) << "changing F replaced the edited C";
+  corePreset->setCurrentText("mhsa");  // choosing a preset is what replaces C
+  EXPECT_EQ(w.currentSpec().core->preset, "mhsa");
+  w.undoStack()->undo();
+  EXPECT_EQ(w.currentSpec().core, edited.core);
+  EXPECT_EQ(corePreset->currentText(), "custom");
 }
 
 // Issue 19, item 2: the design dock expanded a core preset at whatever sizes were typed (H*D up to

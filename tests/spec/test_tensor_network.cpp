@@ -63,6 +63,7 @@ std::vector<AttentionSpec> everySpec() {
         out.push_back(kronecker(a, b));
         out.push_back(kronecker(a, b, 1, 2));
         out.push_back(kronecker(a, b, 3, 1));
+        out.push_back(kronecker(a, b, 1, 1));  // H = D = 1: with trivial factors no channel leg remains
       }
   auto lin = small("thsa_linear", true, true);
   lin.core = kronecker(FactorKind::Trainable, FactorKind::Rank1).core;

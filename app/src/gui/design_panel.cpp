@@ -15,6 +15,10 @@
 #include "spec/validation.h"
 
 namespace tensorscope::app {
+
+namespace {
+const QString kCustomCore = QStringLiteral("custom");
+}  // namespace
 namespace {
 
 QSpinBox* sizeBox(int max, const QString& tip) {
@@ -53,7 +57,9 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
 
   corePreset_ = new QComboBox;
   for (const auto& n : spec::corePresetNames()) corePreset_->addItem(QString::fromStdString(n));
-  corePreset_->setToolTip("Structure of the core matrix C (THSA family)");
+  corePreset_->addItem(kCustomCore);  // an edited, converted or learned C: kept through other edits
+  corePreset_->setToolTip("Structure of the core matrix C (THSA family). \"custom\": a C edited in the core "
+                          "editor, converted or learned; it stays until you choose a preset");
   form->addRow("Core C", corePreset_);
 
   F_ = sizeBox(spec::kMaxWidth, "F: model width");
@@ -132,7 +138,10 @@ void DesignPanel::setSpec(const spec::AttentionSpec& s) {
   spec_ = s;
   updating_ = true;
   variant_->setCurrentText(QString::fromStdString(std::string(spec::toString(s.variant))));
-  if (s.core) corePreset_->setCurrentText(QString::fromStdString(s.core->preset));
+  if (s.core) {
+    const int i = corePreset_->findText(QString::fromStdString(s.core->preset));
+    corePreset_->setCurrentIndex(i >= 0 ? i : corePreset_->findText(kCustomCore));
+  }
   F_->setValue(s.sizes.F);
   H_->setValue(s.sizes.H);
   D_->setValue(s.sizes.D);
@@ -159,15 +168,27 @@ void DesignPanel::readControls() {
   s.core_softmax = coreSoftmax_->isChecked();
   s.dropout = dropout_->value();
   if (spec::hasCore(s.variant)) {
-    // A preset core is re-expanded for the current H and D; a Kronecker core keeps R = H*D.
-    const std::string name = corePreset_->currentText().toStdString();
-    const bool heads = name == "heads_only" || name == "trainable_heads_only";
-    if (heads && s.sizes.D != 1) s.sizes.D = 1;
-    s.sizes.R = s.sizes.H * s.sizes.D;
-    // Never expand a preset past its bounds (H*D up to 16.7 M here, and a dense C squares it): the
-    // old core stays, and validation below names what is wrong with the sizes.
-    presetProblems_ = spec::corePresetIssues(name, s.sizes);
-    if (presetProblems_.empty()) s.core = spec::makeCorePreset(name, s.sizes.H, s.sizes.D);
+    // The core is rebuilt only when the user asks for it: a preset chosen in the combo, or H or D
+    // changed under a preset core (re-expanded at the new sizes). A custom C (edited, converted or
+    // learned) survives every other edit; if H or D change under it, validation says what no
+    // longer fits and undo brings the sizes back.
+    std::string name = corePreset_->currentText().toStdString();
+    const bool custom = name == kCustomCore.toStdString();
+    const bool presetChosen = !custom && (!spec_.core || spec_.core->preset != name);
+    const bool sizesChanged = s.sizes.H != spec_.sizes.H || s.sizes.D != spec_.sizes.D;
+    if (custom && !spec_.core) name = "thsa";  // a core variant chosen again after its custom C went
+    if (presetChosen || !spec_.core || (!custom && sizesChanged)) {
+      const bool heads = name == "heads_only" || name == "trainable_heads_only";
+      if (heads && s.sizes.D != 1) s.sizes.D = 1;
+      s.sizes.R = s.sizes.H * s.sizes.D;
+      // Never expand a preset past its bounds (H*D up to 16.7 M here, and a dense C squares it):
+      // the old core stays, and validation below names what is wrong with the sizes.
+      presetProblems_ = spec::corePresetIssues(name, s.sizes);
+      if (presetProblems_.empty()) s.core = spec::makeCorePreset(name, s.sizes.H, s.sizes.D);
+    } else {
+      s.sizes.R = s.sizes.H * s.sizes.D;  // THSA: R = H*D; a custom C of another R is named by validation
+      presetProblems_.clear();
+    }
   } else {
     presetProblems_.clear();
     s.core.reset();

@@ -160,8 +160,10 @@ TensorNetwork buildThsaNetwork(const AttentionSpec& s, std::int64_t N) {
              {value[0], query[0]}, ka == FactorKind::Trainable ? std::int64_t(z.H) * z.H : 0);
     inBox.push_back("A");
   }
-  const Leg& dv = value.back();
-  const Leg& dq = query.back();
+  // The channel legs B and c₂, c₃ act on. Both lists are empty when H = D = 1 with trivial factors
+  // (then neither B nor c₂, c₃ is drawn): back() on them was undefined behaviour (UBSan).
+  const Leg dv = value.empty() ? Leg{} : value.back();
+  const Leg dq = query.empty() ? Leg{} : query.back();
   if (nodeB) {
     b.weight("B", "B", NodeKind::Core, "core.B",
              factor + "B (core.B [D, D]) joins the query/key latent leg d' to channel d" +
