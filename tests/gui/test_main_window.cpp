@@ -30,6 +30,7 @@
 #include "gui/training_panel.h"
 #include "gui/training_controller.h"
 #include "spec/validation.h"
+#include "model_core/training.h"
 #include "viz/attention_map_grid.h"
 #include "viz/curves_plot.h"
 #include "viz/matrix_heatmap.h"
@@ -199,6 +200,29 @@ TEST(MainWindow, EditingCIsUndoable) {
   EXPECT_DOUBLE_EQ(w.currentSpec().core->dense_values[5], -1.5);
 }
 
+// Issue 12, item 1: undo ignored which run an edit belonged to: edit run A, select run B, Ctrl+Z
+// wrote A's old design into B.
+TEST(MainWindow, UndoChangesTheRunItsEditBelongsTo) {
+  app::MainWindow w(testOptions());
+  w.selectRun(1);
+  const auto aBefore = w.currentSpec();
+  w.coreEditor()->setTool(app::CoreEditor::Tool::SetValue);
+  w.coreEditor()->setPaintValue(2.5);
+  w.coreEditor()->editCell(0, 1);
+  const auto aAfter = w.currentSpec();
+  ASSERT_NE(aAfter, aBefore);
+  w.selectRun(0);
+  const auto b = w.currentSpec();
+  w.undoStack()->undo();
+  EXPECT_EQ(w.session().runs[0].config.model.attention.front(), b) << "run 0 took run 1's old design";
+  EXPECT_EQ(w.session().runs[1].config.model.attention.front(), aBefore);
+  EXPECT_EQ(w.session().current, 1) << "undo shows the run it changes";
+  w.selectRun(2);
+  w.undoStack()->redo();
+  EXPECT_EQ(w.session().runs[1].config.model.attention.front(), aAfter);
+  EXPECT_EQ(w.session().current, 1);
+}
+
 // Issue 12, item 3: every Design-dock change rebuilt C from the core preset combo, silently
 // replacing an edited (or learned) C, and the combo had no entry for a custom core.
 TEST(MainWindow, DesignEditsKeepACustomCore) {
@@ -297,6 +321,47 @@ TEST(MainWindow, LowRankCoreIsEditableAndItsRankIsItsNumberOfHeads) {
   EXPECT_EQ(w.currentSpec(), before);
 }
 
+// Issue 12, item 2: the Design dock and undo stayed live on a run while it trained (the session
+// drifted from what trained), and inspections were read with the *selected* run's H and D.
+TEST(MainWindow, ATrainingRunIsReadOnlyAndItsInspectionsUseItsOwnDesign) {
+  app::MainWindow w(testOptions());
+  w.selectRun(1);  // THSA: heads of D channels, so its maps are grouped by D
+  w.coreEditor()->setTool(app::CoreEditor::Tool::SetValue);
+  w.coreEditor()->setPaintValue(0.5);
+  w.coreEditor()->editCell(0, 1);  // an edit made before it trains
+  const auto trained = w.currentSpec();
+  ASSERT_TRUE(trained.core);
+  ASSERT_GT(trained.sizes.D, 1);
+  auto small = w.session().runs[1].config;
+  small.train.batch = 4;
+  small.model.layers = 1;
+  w.trainingPanel()->setConfig(small);
+  ASSERT_TRUE(w.startTraining(/*steps=*/400));
+  EXPECT_FALSE(w.designPanel()->isEditable());
+  QSpinBox* H = nullptr;
+  for (auto* b : w.designPanel()->findChildren<QSpinBox*>())
+    if (b->toolTip().startsWith("H:")) H = b;
+  ASSERT_TRUE(H);
+  EXPECT_FALSE(H->isEnabled());
+  // Undo of an edit of the training run is refused and leaves the stack; the design stays.
+  ASSERT_EQ(w.undoStack()->count(), 1);
+  w.undoStack()->undo();
+  EXPECT_EQ(w.session().runs[1].config.model.attention.front(), trained);
+  EXPECT_EQ(w.undoStack()->count(), 0);
+  // Another run selected: editable, and the maps still come grouped by the trained design's D.
+  w.selectRun(0);  // MHSA: no core (group size 1 if it were used)
+  EXPECT_TRUE(w.designPanel()->isEditable());
+  EXPECT_TRUE(H->isEnabled());
+  w.attentionMaps()->setGroupSize(7);  // a marker: the next inspection sets the grouping again
+  ASSERT_TRUE(waitFor([&] { return w.attentionMaps()->groupSize() != 7; }));
+  EXPECT_EQ(w.attentionMaps()->groupSize(), trained.sizes.D);
+  w.controller()->stop();
+  w.controller()->waitForFinished();
+  QApplication::processEvents();
+  w.selectRun(1);
+  EXPECT_TRUE(w.designPanel()->isEditable()) << "editable again once it stopped";
+}
+
 TEST(MainWindow, TrainingFeedsCurvesMapsAndStableRankThenStops) {
   app::MainWindow w(testOptions());
   w.selectRun(1);
@@ -377,6 +442,67 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   app::MainWindow b(testOptions());
   ASSERT_TRUE(b.openSession(dir.filePath("fork.json")));
   EXPECT_EQ(b.session().runs.back().initFrom, fork.initFrom);
+}
+
+// Issue 12, item 5: the window kept one spec per run, so a fork of a multi-layer THSA run started
+// every layer from layer 0's learned C (the fork test above trains one layer).
+TEST(MainWindow, AForkOfAMultiLayerRunTakesEveryLayersLearnedC) {
+  app::MainWindow w(testOptions());
+  w.selectRun(1);  // THSA, dense core
+  auto small = w.session().runs[1].config;
+  small.train.batch = 4;
+  small.model.layers = 2;
+  small.train.checkpoint_interval = 5;
+  w.trainingPanel()->setConfig(small);
+  ASSERT_TRUE(w.startTraining(/*steps=*/400));
+  auto* c = w.controller();
+  waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 6 || !c->running(); });
+  ASSERT_TRUE(c->running());
+  const size_t before = w.session().runs.size();
+  ASSERT_TRUE(w.forkTrainingRun());
+  ASSERT_TRUE(waitFor([&] { return w.session().runs.size() == before + 1; }));
+  c->stop();
+  c->waitForFinished();
+  const auto fork = w.session().runs.back();  // a copy: the edits below change the session
+  const auto attention = fork.config.model.attention;
+  ASSERT_EQ(attention.size(), 2u) << "one design per layer";
+  for (int l = 0; l < 2; ++l)
+    EXPECT_EQ(*attention[size_t(l)].core, model_core::learnedCoreSpec(fork.initFrom.toStdString(), l)) << "layer " << l;
+  EXPECT_NE(attention[0].core->dense_values, attention[1].core->dense_values) << "the layers learned different Cs";
+  EXPECT_TRUE(model_core::validateRunConfig(fork.config).empty());
+
+  // The core editor chooses the layer; an edit changes that layer's C only.
+  auto* editor = w.coreEditor();
+  QSpinBox* layer = nullptr;
+  for (auto* b : editor->findChildren<QSpinBox*>())
+    if (b->toolTip().startsWith("Layer:")) layer = b;
+  ASSERT_TRUE(layer);
+  EXPECT_EQ(layer->maximum(), 1);
+  layer->setValue(1);
+  EXPECT_EQ(w.currentLayer(), 1);
+  EXPECT_EQ(*w.currentSpec().core, *attention[1].core);
+  editor->setTool(app::CoreEditor::Tool::SetValue);
+  editor->setPaintValue(0.25);
+  editor->editCell(0, 1);
+  const auto edited = w.session().runs.back().config.model.attention;
+  EXPECT_DOUBLE_EQ(edited[1].core->dense_values[1], 0.25);
+  EXPECT_EQ(*edited[0].core, model_core::learnedCoreSpec(fork.initFrom.toStdString(), 0)) << "layer 0 untouched";
+  // A Design-dock edit (bias) applies to both layers and keeps each one's C.
+  QCheckBox* bias = nullptr;
+  for (auto* b : w.designPanel()->findChildren<QCheckBox*>())
+    if (b->text() == "bias") bias = b;
+  ASSERT_TRUE(bias);
+  const auto cores = std::make_pair(*edited[0].core, *edited[1].core);
+  bias->toggle();
+  const auto after = w.session().runs.back().config.model.attention;
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_NE(after[0].bias, attention[0].bias);
+  EXPECT_EQ(after[1].bias, after[0].bias) << "bias flipped in both layers";
+  EXPECT_EQ(*after[0].core, cores.first);
+  EXPECT_EQ(*after[1].core, cores.second);
+  w.undoStack()->undo();
+  w.undoStack()->undo();
+  EXPECT_EQ(w.session().runs.back().config.model.attention, attention);
 }
 
 TEST(MainWindow, RunsStartedTogetherGetTheirOwnDirectories) {

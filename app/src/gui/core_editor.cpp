@@ -73,6 +73,18 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
   scale_->setRange(-1000, 1000);
   scale_->setDecimals(4);
   scale_->setToolTip("s in C = s·(A ⊗ B)");
+  layer_ = new QSpinBox;
+  layer_->setRange(0, 0);
+  layer_->setToolTip("Layer: the layer whose C is shown and edited (every layer shares one C until a fork of "
+                     "a trained run, or an edit here, gives each its own)");
+  layerNote_ = new QLabel;
+  auto* layerRow = new QHBoxLayout;
+  layerRow->addWidget(layer_);
+  layerRow->addWidget(layerNote_, 1);
+  form->addRow("Layer", layerRow);
+  connect(layer_, &QSpinBox::valueChanged, this, [this](int l) {
+    if (!loading_) Q_EMIT layerChosen(l);
+  });
   form->addRow("Preset", preset_);
   form->addRow("Structure", structure_);
   auto* kinds = new QHBoxLayout;
@@ -205,6 +217,20 @@ void CoreEditor::setTool(Tool tool) {
 }
 
 void CoreEditor::setPaintValue(double value) { value_->setValue(value); }
+
+void CoreEditor::setLayers(int count, int current, bool perLayer) {
+  const bool was = loading_;
+  loading_ = true;
+  layer_->setRange(0, std::max(0, count - 1));
+  layer_->setValue(current);
+  layer_->setEnabled(count > 1);
+  layerNote_->setText(count <= 1 ? "one layer"
+                      : perLayer ? QString("of %1: each layer has its own C").arg(count)
+                                 : QString("of %1: all layers share this C").arg(count));
+  loading_ = was;
+}
+
+int CoreEditor::layer() const { return layer_->value(); }
 
 void CoreEditor::setEditable(bool editable) {
   editable_ = editable;

@@ -38,6 +38,9 @@ class CoreEditor : public QWidget {
   void setSpec(const spec::AttentionSpec& spec);
   /// Shows a learned C (training in progress): read-only; an edit then asks to fork a run.
   void showLearnedCore(const std::vector<float>& values, int R, qint64 step);
+  /// The run's layer count and the layer shown; `perLayer` when the layers' designs differ.
+  void setLayers(int count, int current, bool perLayer);
+  int layer() const;
   /// Back to editing the design.
   void setEditable(bool editable);
   bool editable() const { return editable_; }
@@ -61,6 +64,8 @@ class CoreEditor : public QWidget {
                   const QString& description, int stroke);
   /// The user tried to edit while training shows a learned C.
   void forkRequested();
+  /// The user chose another layer's C.
+  void layerChosen(int layer);
 
  private:
   void refresh();
@@ -82,6 +87,8 @@ class CoreEditor : public QWidget {
   QComboBox *preset_ = nullptr, *structure_ = nullptr, *kindA_ = nullptr, *kindB_ = nullptr;
   QDoubleSpinBox *value_ = nullptr, *scale_ = nullptr;
   QSpinBox* rank_ = nullptr;  ///< ρ of a low-rank core C = U·Vᵀ
+  QSpinBox* layer_ = nullptr;
+  QLabel* layerNote_ = nullptr;
   QButtonGroup* tools_ = nullptr;
   QPushButton* toDense_ = nullptr;
   QLabel* readout_ = nullptr;

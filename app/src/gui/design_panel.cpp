@@ -103,6 +103,13 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   costLayout->addWidget(cost_);
   layout->addWidget(costBox);
 
+  locked_ = new QLabel("This run is training: its design is fixed while it trains (edit C to fork it, or stop it "
+                       "first).");
+  locked_->setWordWrap(true);
+  locked_->setStyleSheet("color: #8a6d00;");
+  locked_->setVisible(false);
+  layout->addWidget(locked_);
+
   problems_ = new QLabel;
   problems_->setWordWrap(true);
   problems_->setStyleSheet("color: #b2182b;");
@@ -210,13 +217,22 @@ void DesignPanel::updateEnabledFields() {
   const Variant v = spec_.variant;
   const bool headed = v == Variant::Mhsa || v == Variant::FixedHead || v == Variant::Tp;
   const bool core = spec::hasCore(v);
-  corePreset_->setEnabled(core);
-  H_->setEnabled(headed || core);
-  D_->setEnabled(headed || core);
-  R_->setEnabled(v == Variant::Multilinear || v == Variant::Dimwise);  // THSA: R = H*D
-  P_->setEnabled(v == Variant::Multilinear);
-  c_->setEnabled(v == Variant::Dimwise);
-  coreSoftmax_->setEnabled(v == Variant::Multilinear);
+  const bool e = editable_;
+  for (QWidget* w : std::initializer_list<QWidget*>{preset_, variant_, F_, seq_, causal_, bias_, dropout_})
+    w->setEnabled(e);
+  corePreset_->setEnabled(e && core);
+  H_->setEnabled(e && (headed || core));
+  D_->setEnabled(e && (headed || core));
+  R_->setEnabled(e && (v == Variant::Multilinear || v == Variant::Dimwise));  // THSA: R = H*D
+  P_->setEnabled(e && v == Variant::Multilinear);
+  c_->setEnabled(e && v == Variant::Dimwise);
+  coreSoftmax_->setEnabled(e && v == Variant::Multilinear);
+  locked_->setVisible(!e);
+}
+
+void DesignPanel::setEditable(bool editable) {
+  editable_ = editable;
+  updateEnabledFields();
 }
 
 QString DesignPanel::problemsText() const { return problems_->text(); }

@@ -27,6 +27,9 @@ class DesignPanel : public QWidget {
   bool isValid() const { return valid_; }
   /// The problems shown under the controls, one "field: message" per line.
   QString problemsText() const;
+  /// Off while the shown run trains: the controls show its design and take no edits.
+  void setEditable(bool editable);
+  bool isEditable() const { return editable_; }
 
  Q_SIGNALS:
   void specChanged(const tensorscope::spec::AttentionSpec& spec);
@@ -42,6 +45,8 @@ class DesignPanel : public QWidget {
   /// Why the chosen core preset was not expanded at the chosen sizes (the old core stays meanwhile).
   std::vector<spec::Issue> presetProblems_;
   bool updating_ = false;
+  bool editable_ = true;
+  QLabel* locked_ = nullptr;
   QComboBox* preset_ = nullptr;
   QComboBox* variant_ = nullptr;
   QComboBox* corePreset_ = nullptr;

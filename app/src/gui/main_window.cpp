@@ -1,5 +1,7 @@
 #include "gui/main_window.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -155,8 +157,20 @@ void MainWindow::buildDocks() {
   connect(design_, &DesignPanel::specChanged, this, &MainWindow::onDesignEdited);
   connect(core_, &CoreEditor::coreEdited, this,
           [this](const spec::AttentionSpec& before, const spec::AttentionSpec& after, const QString& what, int stroke) {
-            undo_.push(new SpecCommand(this, before, after, what, stroke));
+            // A C shared by every layer stays shared; a layer with its own C (a fork of a trained
+            // run) is edited alone.
+            (void)before;
+            const auto& config = session_.runs[session_.current].config;
+            if (config.model.attention.size() == 1) return pushDesign({after}, what, stroke);
+            auto layers = layerDesigns(config);
+            layers[static_cast<size_t>(currentLayer())] = after;
+            pushDesign(std::move(layers), what, stroke);
           });
+  connect(core_, &CoreEditor::layerChosen, this, [this](int layer) {
+    coreLayer_ = layer;
+    refreshDesignViews();
+    if (session_.current == trainingRun_ && lastInspection_) showLearnedCoreOfLayer(*lastInspection_);
+  });
   connect(core_, &CoreEditor::forkRequested, this, [this] {
     if (QMessageBox::question(this, "Edit C of a training run?",
                               "This run's C is being trained. Fork a new run from its latest checkpoint?\n\n"
@@ -343,7 +357,8 @@ void MainWindow::loadSession(Session s) {
   session_ = std::move(s);
   statuses_.clear();
   overlay_.clear();
-  for (const auto& r : session_.runs) {
+  for (auto& r : session_.runs) {
+    r.id = nextRunId_++;
     statuses_ << (r.runDir.isEmpty() ? "not trained" : "trained: " + r.runDir);
     overlay_ << true;
     if (!r.runDir.isEmpty()) loadMetricsFile(r.name, r.runDir);
@@ -360,9 +375,11 @@ void MainWindow::selectRun(int index) {
   refreshRuns();
   refreshDesignViews();
   core_->setEditable(index != trainingRun_);
+  design_->setEditable(index != trainingRun_);
 }
 
 void MainWindow::addRun(RunEntry entry, const QString& status) {
+  entry.id = nextRunId_++;
   session_.runs.push_back(std::move(entry));
   statuses_ << status;
   overlay_ << true;
@@ -375,27 +392,76 @@ void MainWindow::refreshRuns() {
   runs_->setRuns(names, statuses_, overlay_, session_.current);
 }
 
+std::vector<spec::AttentionSpec> MainWindow::layerDesigns(const model_core::RunConfig& config) {
+  std::vector<spec::AttentionSpec> out;
+  const int n = std::max(1, config.model.layers);
+  if (config.model.attention.size() != 1 && static_cast<int>(config.model.attention.size()) != n)
+    return config.model.attention;  // inconsistent (validation names it): shown as it is
+  for (int l = 0; l < n; ++l) out.push_back(model_core::layerSpec(config.model, l));
+  return out;
+}
+
+int MainWindow::currentLayer() const {
+  const auto& attention = session_.runs[session_.current].config.model.attention;
+  const int layers = std::max(1, session_.runs[session_.current].config.model.layers);
+  const int count = attention.size() == 1 ? layers : static_cast<int>(attention.size());
+  return std::clamp(coreLayer_, 0, std::max(0, count - 1));
+}
+
 spec::AttentionSpec MainWindow::currentSpec() const {
-  return session_.runs[session_.current].config.model.attention.front();
+  const auto& attention = session_.runs[session_.current].config.model.attention;
+  return attention.size() == 1 ? attention.front() : attention.at(static_cast<size_t>(currentLayer()));
 }
 
 void MainWindow::onDesignEdited(const spec::AttentionSpec& s) { editDesign(s, "edit design"); }
 
 void MainWindow::editDesign(const spec::AttentionSpec& after, const QString& what) {
-  const auto before = currentSpec();
-  if (before == after) return;
-  undo_.push(new SpecCommand(this, before, after, what));
+  // A Design-dock edit applies to every layer. A layer keeps its own C unless the edit changed the
+  // C on show (a preset chosen, or re-expanded at new sizes): then every layer takes the new one.
+  const auto shown = currentSpec();
+  auto layers = layerDesigns(session_.runs[session_.current].config);
+  for (auto& layer : layers) {
+    auto core = layer.core;
+    layer = after;
+    if (after.core == shown.core && spec::hasCore(after.variant)) layer.core = core;
+  }
+  pushDesign(std::move(layers), what);
 }
 
-void MainWindow::applySpec(const spec::AttentionSpec& s) {
+void MainWindow::pushDesign(std::vector<spec::AttentionSpec> after, const QString& what, int stroke) {
+  // One shared spec when every layer has the same design (what presets and plain edits give).
+  if (std::all_of(after.begin(), after.end(), [&](const spec::AttentionSpec& l) { return l == after.front(); }))
+    after.resize(1);
+  const auto& run = session_.runs[session_.current];
+  if (after == run.config.model.attention) return;
+  undo_.push(new SpecCommand(this, run.id, run.config.model.attention, std::move(after), what, stroke));
+}
+
+bool MainWindow::applySpecToRun(quint64 runId, const std::vector<spec::AttentionSpec>& attention) {
+  const auto it = std::find_if(session_.runs.begin(), session_.runs.end(), [&](const RunEntry& r) { return r.id == runId; });
+  if (it == session_.runs.end()) {
+    statusBar()->showMessage("The run this edit belonged to was removed: nothing changed.", 8000);
+    return false;
+  }
+  const int index = static_cast<int>(it - session_.runs.begin());
+  if (index == trainingRun_) {
+    statusBar()->showMessage(it->name + " trains with this design: the edit stays (edit C to fork the run).", 8000);
+    return false;
+  }
+  if (index != session_.current) selectRun(index);
   auto& config = session_.runs[session_.current].config;
-  config.model.attention = {s};
-  config.model.d_model = s.sizes.F;
+  config.model.attention = attention;
+  config.model.d_model = attention.front().sizes.F;
   refreshDesignViews();
+  return true;
 }
 
 void MainWindow::refreshDesignViews() {
   const auto s = currentSpec();
+  const auto& run = session_.runs[session_.current];
+  core_->setLayers(run.config.model.attention.size() == 1 ? std::max(1, run.config.model.layers)
+                                                          : static_cast<int>(run.config.model.attention.size()),
+                   currentLayer(), run.config.model.attention.size() > 1);
   design_->setSpec(s);
   if (session_.current != trainingRun_) core_->setSpec(s);
   specText_->setPlainText(QString::fromStdString(spec::toJson(s)));

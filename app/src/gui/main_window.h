@@ -62,11 +62,19 @@ class MainWindow : public QMainWindow {
   const Session& session() const { return session_; }
   QList<QDockWidget*> docks() const;
 
-  /// The current run's attention spec (all layers share it).
+  /// The attention spec of the current run's layer on show in the core editor (layers share one
+  /// spec unless their cores differ, as in a fork of a trained multi-layer run).
   spec::AttentionSpec currentSpec() const;
-  /// Applies a design change (what undo commands call).
-  void applySpec(const spec::AttentionSpec& spec);
-  /// Changes the current run's design as one undoable edit named `what` (nothing when unchanged).
+  /// The layer the core editor shows (0 when every layer shares the design).
+  int currentLayer() const;
+  /// Every layer's design of a run config (a shared spec repeated per layer).
+  static std::vector<spec::AttentionSpec> layerDesigns(const model_core::RunConfig& config);
+  /// Sets the attention specs (one shared, or one per layer) of the run with this id, selecting it
+  /// first (what undo and redo call). Returns false, with the reason in the status bar, for a run
+  /// removed since or one that trains (its design is what it trains with).
+  bool applySpecToRun(quint64 runId, const std::vector<spec::AttentionSpec>& attention);
+  /// Changes the current run's design, in every layer, as one undoable edit named `what` (nothing
+  /// when unchanged). Each layer keeps its own C unless the edit changed the C on show.
   void editDesign(const spec::AttentionSpec& after, const QString& what);
   /// Selects run `index` of the session.
   void selectRun(int index);
@@ -122,6 +130,13 @@ class MainWindow : public QMainWindow {
   std::shared_ptr<const model_core::InspectionSnapshot> lastInspection_;
   int forkParent_ = -1;  ///< run waiting for the checkpoint a fork starts from
   bool dark_ = false;
+  quint64 nextRunId_ = 1;
+  int coreLayer_ = 0;  ///< the layer chosen in the core editor
+  /// Pushes the current run's new layer designs (collapsed to one spec when all are equal).
+  void pushDesign(std::vector<spec::AttentionSpec> after, const QString& what, int stroke = -1);
+  void showLearnedCoreOfLayer(const model_core::InspectionSnapshot& snap);
+  /// The design of the run that trains, as it started: inspections are read with it.
+  spec::AttentionSpec trainingSpec_;
 
   DesignPanel* design_ = nullptr;
   CoreEditor* core_ = nullptr;

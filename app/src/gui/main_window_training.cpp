@@ -18,6 +18,7 @@
 #include "diagram_view/diagram_view.h"
 #include "gui/image_file.h"
 #include "gui/core_editor.h"
+#include "gui/design_panel.h"
 #include "gui/main_window.h"
 #include "gui/training_controller.h"
 #include "gui/training_panel.h"
@@ -69,10 +70,12 @@ bool MainWindow::startTraining(qint64 steps) {
   curves_->removeRun(run.name);
   stableRank_->clear();
   trainingRun_ = session_.current;
+  trainingSpec_ = run.config.model.attention.front();
   run.runDir = dir;
   statuses_[trainingRun_] = "training…";
   refreshRuns();
   core_->setEditable(false);
+  design_->setEditable(false);
   training_->setState(true, false);
   model_core::WarmStart warm;
   if (!run.initFrom.isEmpty()) warm.checkpoint_dir = run.initFrom.toStdString();  // a fork: cores from its design
@@ -108,9 +111,11 @@ bool MainWindow::forkFromCheckpoint() {
     RunEntry fork;
     fork.config = model_core::readRunConfig((snapshot + "/config.json").toStdString());  // what actually trains
     fork.config.train = parent.config.train;
-    auto& specs = fork.config.model.attention;
+    // Every layer starts from its own learned C (one spec per layer from here on).
+    auto specs = layerDesigns(fork.config);
     for (size_t i = 0; i < specs.size(); ++i)
       if (specs[i].core) specs[i].core = model_core::learnedCoreSpec(snapshot.toStdString(), static_cast<int>(i));
+    fork.config.model.attention = std::move(specs);
     fork.initFrom = snapshot;
     fork.name = QString("%1 fork@%2").arg(parent.name).arg(step);
     for (int n = 2; std::any_of(session_.runs.begin(), session_.runs.end(), [&](const RunEntry& r) { return r.name == fork.name; }); ++n)
@@ -162,6 +167,7 @@ void MainWindow::connectTraining() {
     trainingRun_ = -1;
     training_->setState(false, false);
     core_->setEditable(true);
+    design_->setEditable(true);
     refreshRuns();
     refreshDesignViews();
   });
@@ -171,9 +177,19 @@ void MainWindow::connectTraining() {
     training_->setState(false, false);
     training_->onFinished("Failed: " + reason);
     core_->setEditable(true);
+    design_->setEditable(true);
     refreshRuns();
     showError("Training failed", reason);
   });
+}
+
+void MainWindow::showLearnedCoreOfLayer(const model_core::InspectionSnapshot& snap) {
+  // cores[i] belongs to layer core_layers[i] (layers without a core have none).
+  for (size_t i = 0; i < snap.cores.size() && i < snap.core_layers.size(); ++i)
+    if (snap.core_layers[i] == currentLayer()) {
+      core_->showLearnedCore(snap.cores[i].values, snap.cores[i].rows, snap.step);
+      return;
+    }
 }
 
 void MainWindow::onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap) {
@@ -186,11 +202,9 @@ void MainWindow::onInspection(std::shared_ptr<const model_core::InspectionSnapsh
     for (size_t i = 0; i < snap->core_layers.size(); ++i)
       spectra.push_back({snap->core_layers[i], snap->spectra[i], snap->stable_ranks[i]});
     spectrum_->setSpectra(spectra, step);
-    const auto s = session_.runs[trainingRun_ >= 0 ? trainingRun_ : session_.current].config.model.attention.front();
-    stableRank_->setHeadsReference(s.sizes.H);
-    spectrum_->setHeads(s.sizes.H);
-    if (trainingRun_ == session_.current)
-      core_->showLearnedCore(snap->cores.front().values, snap->cores.front().rows, snap->step);
+    stableRank_->setHeadsReference(trainingSpec_.sizes.H);  // the trained design's H, not the selected run's
+    spectrum_->setHeads(trainingSpec_.sizes.H);
+    if (trainingRun_ == session_.current) showLearnedCoreOfLayer(*snap);
   }
   std::vector<std::vector<viz::MatrixData>> maps;
   std::vector<int> layers;
@@ -202,8 +216,7 @@ void MainWindow::onInspection(std::shared_ptr<const model_core::InspectionSnapsh
   }
   QStringList tokens;
   for (const auto& t : snap->probe_tokens) tokens << QString::fromStdString(t);
-  const auto s = currentSpec();
-  maps_->setGroupSize(s.core ? std::max(1, s.sizes.D) : 1);
+  maps_->setGroupSize(trainingSpec_.core ? std::max(1, trainingSpec_.sizes.D) : 1);
   maps_->setMaps(maps, tokens, layers, step);
   if (snap->roles.rows > 0) reclusterRoles(roles_->k());
 }
@@ -282,6 +295,7 @@ void MainWindow::loadMetricsFile(const QString& runName, const QString& dir) {
 bool MainWindow::openRunDirectory(const QString& dir) {
   try {
     auto entry = runEntryFromDirectory(dir);
+    entry.id = nextRunId_++;
     session_.runs.push_back(entry);
     statuses_ << "opened: " + entry.runDir;
     overlay_ << true;

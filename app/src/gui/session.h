@@ -18,6 +18,9 @@ struct RunEntry {
   /// A fork: the checkpoint snapshot its weights start from (THSA cores come from `config`);
   /// empty for a run trained from a fresh initialisation.
   QString initFrom;
+  /// Stable within one window (undo commands name their run by it; indices shift when runs are
+  /// removed); given by the window, not saved.
+  quint64 id = 0;
 };
 
 struct Session {

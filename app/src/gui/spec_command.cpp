@@ -4,18 +4,24 @@
 
 namespace tensorscope::app {
 
-SpecCommand::SpecCommand(MainWindow* window, spec::AttentionSpec before, spec::AttentionSpec after, const QString& text,
-                         int stroke)
-    : window_(window), before_(std::move(before)), after_(std::move(after)), stroke_(stroke) {
+SpecCommand::SpecCommand(MainWindow* window, quint64 runId, std::vector<spec::AttentionSpec> before,
+                         std::vector<spec::AttentionSpec> after, const QString& text, int stroke)
+    : window_(window), runId_(runId), before_(std::move(before)), after_(std::move(after)), stroke_(stroke) {
   setText(text);
 }
 
-void SpecCommand::undo() { window_->applySpec(before_); }
-void SpecCommand::redo() { window_->applySpec(after_); }
+// A refused edit (its run was removed, or trains with this design) leaves the stack: an undo that
+// does nothing would otherwise stay on it and put the stack out of step with the session.
+void SpecCommand::undo() {
+  if (!window_->applySpecToRun(runId_, before_)) setObsolete(true);
+}
+void SpecCommand::redo() {
+  if (!window_->applySpecToRun(runId_, after_)) setObsolete(true);
+}
 
 bool SpecCommand::mergeWith(const QUndoCommand* other) {
   const auto* o = dynamic_cast<const SpecCommand*>(other);
-  if (!o || o->stroke_ != stroke_ || stroke_ < 0) return false;
+  if (!o || o->stroke_ != stroke_ || stroke_ < 0 || o->runId_ != runId_) return false;
   after_ = o->after_;
   return true;
 }

@@ -12,8 +12,11 @@ class MainWindow;
 
 class SpecCommand : public QUndoCommand {
  public:
-  SpecCommand(MainWindow* window, spec::AttentionSpec before, spec::AttentionSpec after, const QString& text,
-              int stroke = -1);
+  /// An edit of run `runId`'s design: undo and redo apply to that run (selecting it), whichever run
+  /// is selected when they are invoked.
+  /// `before` and `after` are the run's attention specs (one shared, or one per layer).
+  SpecCommand(MainWindow* window, quint64 runId, std::vector<spec::AttentionSpec> before,
+              std::vector<spec::AttentionSpec> after, const QString& text, int stroke = -1);
   void undo() override;
   void redo() override;
   int id() const override { return stroke_ >= 0 ? 0x5EC : -1; }
@@ -21,7 +24,8 @@ class SpecCommand : public QUndoCommand {
 
  private:
   MainWindow* window_;
-  spec::AttentionSpec before_, after_;
+  quint64 runId_;
+  std::vector<spec::AttentionSpec> before_, after_;
   int stroke_;
 };
 
