@@ -1,5 +1,5 @@
 // Training benchmark: whole training steps (forward, masked cross-entropy, backward, gradient clip,
-// AdamW) of the reference model through Session::trainStep, for MHSA and each THSA core preset.
+// AdamW) of the reference model through TrainingSession::trainStep, for MHSA and each THSA core preset.
 // Prints one JSON document on stdout: tokens/s (from the median step time, and the mean) and exact
 // peak CPU tensor memory per run.
 //
@@ -38,7 +38,7 @@
 #include "spec/atomic_file.h"
 #include "tasks/data_sources.h"
 #include "training/pytorch_template.h"
-#include "training/session.h"
+#include "training/training_session.h"
 
 using namespace tensorscope;
 using Clock = std::chrono::steady_clock;
@@ -165,7 +165,7 @@ double usefulStepFlops(const model_core::RunConfig& c, int64_t vocab) {
 
 nlohmann::json measure(const std::string& name, const Options& o) {
   const auto config = referenceConfig(name, o);
-  model_core::Session session(config);
+  model_core::TrainingSession session(config);
   const double lr = config.train.lr;
   for (int i = 0; i < o.warmup; ++i) session.trainStep(lr);  // first-touch allocations, thread pool
   // The BLAS rate in this process, with these threads, just before the timed steps.

@@ -1,5 +1,5 @@
 """Cross-check every attention preset of `tensorscope attention` against PyTorch references written
-from the layer contract (shared/design/attention-variants.md), using the weight files Tensorscope
+from the layer contract (docs/attention-variants.md), using the weight files Tensorscope
 writes. Proves three things at once: the layers match the equations, the weight files use the
 contract's names and shapes, and the files load in PyTorch.
 

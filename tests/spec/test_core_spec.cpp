@@ -1,4 +1,4 @@
-// Core presets against the layer contract's table (attention-variants.md section 3).
+// Core presets against the layer contract's table (docs/attention-variants.md §3).
 #include <gtest/gtest.h>
 
 #include <cmath>

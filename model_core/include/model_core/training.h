@@ -214,14 +214,6 @@ double estimateTrainingMemory(const RunConfig& config, std::int64_t vocabulary =
 /// Evaluates a run directory's checkpoint on every split of its task.
 std::vector<EvalSnapshot> evaluateRun(const std::string& run_dir);
 
-/// Logits of a run's model for tokens [B, N] (int64): [B, N, V] (decoder) or [B, classes]
-/// (classifier, where `tokens` are ignored and `patches` [B, T, patch_dim] used instead).
-struct InferenceResult {
-  std::vector<std::int64_t> shape;
-  std::vector<float> logits;
-};
-InferenceResult inferTokens(const std::string& run_dir, const std::vector<std::int64_t>& tokens,
-                            std::int64_t batch, std::int64_t seq);
 /// File protocol of `tensorscope infer`: reads `tokens` (I64 [B, N]) or `patches` (F32 [B, T, P])
 /// from `input`, writes `logits` (F32) to `output`.
 void inferFiles(const std::string& run_dir, const std::string& input, const std::string& output);

@@ -1,4 +1,4 @@
-// Tensor networks of mhsa, fixed_head and tp (contract sections 1, 2 and 5; Tuformer Fig. 3b).
+// Tensor networks of mhsa, fixed_head and tp (docs/attention-variants.md §§1, 2, 5; Tuformer Fig. 3b).
 #include <cmath>
 
 #include "tensor_network_builder.h"

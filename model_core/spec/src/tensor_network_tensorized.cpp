@@ -1,4 +1,4 @@
-// Tensor networks of multilinear (contract section 6, Tensorized Transformer) and dimwise
+// Tensor networks of multilinear (docs/attention-variants.md §6, Tensorized Transformer) and dimwise
 // (section 7, TensorCoder).
 #include <cmath>
 
@@ -30,7 +30,7 @@ TensorNetwork buildMultilinearNetwork(const AttentionSpec& s) {
                        "and V through the hyperedge R") +
                (s.core_softmax ? ", after a softmax over R (core_softmax)." : " (used as they are)."),
            {p, r}, std::int64_t(z.P) * z.R);
-  b.constant("mean", "1/P", "mean", "The mean over the P block terms: (1/P)·Σ_p (contract §6).", {p});
+  b.constant("mean", "1/P", "mean", "The mean over the P block terms: (1/P)·Σ_p (docs/attention-variants.md §6).", {p});
   std::string g = "G";
   if (s.core_softmax) {
     b.box({"cores", {"G"}, 'r', 0, 1.0, "1", false, SoftmaxBox::Kind::Softmax, "softmax",

@@ -1,4 +1,4 @@
-// Tensor networks of thsa and thsa_linear (contract sections 3 and 4; Tuformer Figs. 4, 5, 10).
+// Tensor networks of thsa and thsa_linear (docs/attention-variants.md §§3, 4; Tuformer Figs. 4, 5, 10).
 #include <cmath>
 
 #include "tensor_network_builder.h"
@@ -101,7 +101,7 @@ TensorNetwork buildThsaNetwork(const AttentionSpec& s, std::int64_t N) {
   }
 
   if (core.structure == CoreStructure::LowRank) {
-    // C = U·Vᵀ contracted through its factors (contract §3, wave 2): ρ base maps G_j, mixed by U.
+    // C = U·Vᵀ contracted through its factors (docs/attention-variants.md §3, wave 2): ρ base maps G_j, mixed by U.
     const Leg r = leg('r', "R", z.R), sq = leg('s', "R", z.R), j = leg('j', "ρ", core.rank);
     thsaProjections(b, N, {sq}, {r});
     const std::int64_t p = core.factors_trainable ? std::int64_t(z.R) * core.rank : 0;
@@ -262,7 +262,7 @@ TensorNetwork buildThsaLinearNetwork(const AttentionSpec& s, std::int64_t N) {
            {r, sq}, core.trainableCount(z.H, z.D, z.R));
   auto qNodes = withBiases(b, {"x_q", "Wq", "C", "x_k", "Wk"});
   SoftmaxBox phiQ{"phi_q", {}, 0, 0, 1.0, "", false, SoftmaxBox::Kind::Elementwise, "φ = elu + 1",
-                  "Kernel feature map φ(C_r ⊙ Q_n) entry by entry [N, R, S] (contract §4).", false};
+                  "Kernel feature map φ(C_r ⊙ Q_n) entry by entry [N, R, S] (docs/attention-variants.md §4).", false};
   SoftmaxBox phiK{"phi_k", {}, 0, 0, 1.0, "", false, SoftmaxBox::Kind::Elementwise, "φ = elu + 1",
                   "Kernel feature map φ(K_m) [M, S].", false};
   for (const auto& id : qNodes) (id == "x_k" || id == "Wk" || id == "bk" ? phiK : phiQ).nodes.push_back(id);

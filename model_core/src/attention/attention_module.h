@@ -1,7 +1,7 @@
 #pragma once
 // Base of every attention layer (LibTorch). Internal to model_core: the public, torch-free
 // facade is model_core/attention_layer.h. The math of each variant is the layer contract,
-// ../shared/design/attention-variants.md; each subclass cites the section it implements.
+// docs/attention-variants.md; each subclass cites the section it implements.
 
 #include <torch/nn/module.h>
 #include <torch/types.h>

@@ -1,6 +1,6 @@
 #pragma once
 // Fused multi-head scaled-dot-product attention for the CPU: the kernel behind mhsa, fixed_head,
-// tp and the THSA cores that equal MHSA (contract sections 1-3, 5).
+// tp and the THSA cores that equal MHSA (docs/attention-variants.md §§1–3, 5).
 //
 // Why it exists: the same math written with ATen ops (what the exported PyTorch module does)
 // spends a third of a training step around the two attention products: matmul copies the strided

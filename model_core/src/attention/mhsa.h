@@ -1,5 +1,5 @@
 #pragma once
-// mhsa, fixed_head and tp (contract sections 1, 2 and 5).
+// mhsa, fixed_head and tp (docs/attention-variants.md §§1, 2, 5).
 
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>

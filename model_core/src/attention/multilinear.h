@@ -1,5 +1,5 @@
 #pragma once
-// multilinear (contract section 6) and dimwise (section 7).
+// multilinear (docs/attention-variants.md §6) and dimwise (§7).
 
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>

@@ -1,5 +1,5 @@
 #pragma once
-// thsa and thsa_linear (contract sections 3 and 4).
+// thsa and thsa_linear (docs/attention-variants.md §§3, 4).
 
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>

@@ -1,5 +1,5 @@
 #pragma once
-// The THSA core matrix C as a module (contract section 3): dense with a trainable mask,
+// The THSA core matrix C as a module (docs/attention-variants.md §3): dense with a trainable mask,
 // s·(A ⊗ B) with each factor identity / ones / fixed / trainable (and B also rank-1 c₂c₃ᵀ), or
 // low rank U·Vᵀ. Parameter names follow the contract: `core.A`, `core.B`, `core.c2`, `core.c3`,
 // `core.U`, `core.V`; a dense core is saved as `core` itself.

@@ -16,7 +16,7 @@ kernels::Parallel atenParallel();
 /// CPU float32/float64 (see fusedAttentionSupports).
 torch::Tensor denseThsaAttention(const torch::Tensor& qkv, const torch::Tensor& C, double scale, bool causal);
 
-/// Linear THSA (thsa_linear, contract section 4): Ω [B, N, R] from qkv [B, N, 3, R] and C [R, R]
+/// Linear THSA (thsa_linear, docs/attention-variants.md §4): Ω [B, N, R] from qkv [B, N, 3, R] and C [R, R]
 /// with φ = elu + 1, in O(N·R²) time and O(B·N·R) memory (kernels/thsa_linear.h).
 /// Differentiable in qkv and C (first order). CPU float32/float64.
 torch::Tensor linearThsaAttention(const torch::Tensor& qkv, const torch::Tensor& C, bool causal);

@@ -42,7 +42,7 @@ struct RowOps {
   void (*phiRow)(const T* x, int64_t n, T* f);
   /// y_i *= φ'(x_i).
   void (*phiPrimeScale)(const T* x, int64_t n, T* y);
-  /// A panel of linear THSA channels j < width at one position (contract section 4), vectorised
+  /// A panel of linear THSA channels j < width at one position (docs/attention-variants.md §4), vectorised
   /// across channels so that no horizontal sum is needed: ct = Cᵀ (row s holds C[j, s]), S the
   /// state (row s holds S[s, j]); width is a multiple of kPhiPanelAlign and the rows are padded to it.
   /// With u = ct[s·ldc + j]·q_s:   num_j = Σ_s φ(u)·S[s·lds + j],   den_j = Σ_s φ(u)·z_s.

@@ -1,5 +1,5 @@
 #pragma once
-// Dense-core THSA without the [B, R, N, M] tensor (contract section 3): a fused, memory-lean CPU
+// Dense-core THSA without the [B, R, N, M] tensor (docs/attention-variants.md §3): a fused, memory-lean CPU
 // kernel for any dense C (trainable mask or not), causal and full, float32 and float64.
 //
 // Per sequence b and channel r, logits_r = (q ⊙ C[r,:]·scale)·kᵀ is an ordinary attention with the

@@ -1,5 +1,5 @@
 #pragma once
-// THSA with a Kronecker core C = s·(A ⊗ B) whose B is 1·1ᵀ or rank one c₂c₃ᵀ (contract section 3):
+// THSA with a Kronecker core C = s·(A ⊗ B) whose B is 1·1ᵀ or rank one c₂c₃ᵀ (docs/attention-variants.md §3):
 // the skip_left, skip_right and single-head-mixing members of the design space, and any A ⊗ c₂c₃ᵀ.
 // A fused, memory-lean CPU kernel, causal and full, float32 and float64.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// Linear THSA (contract section 4) without any tensor of size N·R²: a fused CPU kernel, causal and
+// Linear THSA (docs/attention-variants.md §4) without any tensor of size N·R²: a fused CPU kernel, causal and
 // full, float32 and float64.
 //
 // With φ(u) = elu(u) + 1, K_m = φ(k_m), channel r at position n reads

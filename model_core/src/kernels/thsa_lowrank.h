@@ -1,5 +1,5 @@
 #pragma once
-// THSA with a low-rank core C = U·Vᵀ (U, V: R × ρ; contract section 3, wave 2) through its
+// THSA with a low-rank core C = U·Vᵀ (U, V: R × ρ; docs/attention-variants.md §3, wave 2) through its
 // factors: a fused CPU kernel whose cost follows ρ, causal and full, float32 and float64.
 //
 //   G_j = (q ⊙ V[:,j])·kᵀ           ρ base maps per sequence (2·N·M·R·ρ)

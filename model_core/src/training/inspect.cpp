@@ -1,8 +1,8 @@
-// Session::inspect: what the live views show about the model's insides.
+// TrainingSession::inspect: what the live views show about the model's insides.
 #include <ATen/core/grad_mode.h>
 
 #include "analysis/core_analysis_torch.h"
-#include "training/session.h"
+#include "training/training_session.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -18,7 +18,7 @@ Matrix toMatrix(const torch::Tensor& t2) {
 
 }  // namespace
 
-InspectionSnapshot Session::inspect() {
+InspectionSnapshot TrainingSession::inspect() {
   torch::NoGradGuard noGrad;
   model_->eval();
   InspectionSnapshot snap;
@@ -46,7 +46,8 @@ InspectionSnapshot Session::inspect() {
   if (task_->isImage()) {
     const auto img = task_->imageEvalSet(Split::Validation, 1);
     input = torch::tensor(img.patches, torch::kFloat).view({1, img.tokens, img.patch_dim}).to(device_);
-    for (int64_t t = 0; t < img.tokens; ++t) snap.probe_tokens.push_back("p" + std::to_string(t));
+    // Appended, not "p" + to_string(t): GCC 12 warns falsely (-Wstringop-overflow) on that form.
+    for (int64_t t = 0; t < img.tokens; ++t) snap.probe_tokens.push_back(std::string("p").append(std::to_string(t)));
   } else {
     tokens = task_->tokenEvalSet(evalSplits().front().first, probeCount);
     input = torch::tensor(tokens.inputs, torch::kLong).view({tokens.batch, tokens.seq_len}).to(device_);

@@ -27,7 +27,7 @@ Usage:
 
     fresh = model.build(config_dict, vocab=V)  # an untrained model of the same architecture
 
-The layers follow Tensorscope's layer contract (attention-variants.md) and its C++ implementation
+The layers follow Tensorscope's layer contract (docs/attention-variants.md in the Tensorscope sources) and its C++ implementation
 operation for operation, so the logits agree with `tensorscope infer` to float32 rounding:
   mhsa / fixed_head   P = softmax(q kᵀ / √D), o = P v, y = concat(o) Woᵀ
   tp                  as mhsa, each head's filler bound to its role r = x Wrᵀ: y = concat(o ⊙ r) Woᵀ

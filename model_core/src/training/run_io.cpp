@@ -4,21 +4,16 @@
 #include <stdexcept>
 
 #include "io/tensor_convert.h"
-#include "training/session.h"
+#include "training/training_session.h"
 
 namespace tensorscope::model_core {
 namespace {
 
-std::unique_ptr<Session> openRun(const std::string& runDir) {
-  auto session = std::make_unique<Session>(readRunConfig(runDir + "/config.json"));
+std::unique_ptr<TrainingSession> openRun(const std::string& runDir) {
+  auto session = std::make_unique<TrainingSession>(readRunConfig(runDir + "/config.json"));
   session->loadWeights(runDir);
   session->model()->eval();
   return session;
-}
-
-InferenceResult toResult(const torch::Tensor& logits) {
-  const auto c = logits.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  return {c.sizes().vec(), std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel())};
 }
 
 }  // namespace
@@ -32,21 +27,6 @@ std::vector<EvalSnapshot> evaluateRun(const std::string& runDir) {
     out.push_back(e);
   }
   return out;
-}
-
-InferenceResult inferTokens(const std::string& runDir, const std::vector<std::int64_t>& tokens, std::int64_t batch,
-                            std::int64_t seq) {
-  auto session = openRun(runDir);
-  if (session->model()->isClassifier()) throw std::invalid_argument(runDir + " is an image classifier: give patches");
-  if (batch * seq != static_cast<std::int64_t>(tokens.size()))
-    throw std::invalid_argument("tokens hold " + std::to_string(tokens.size()) + " values, not " +
-                                std::to_string(batch) + "x" + std::to_string(seq));
-  const auto V = session->model()->shape().vocab;
-  for (auto t : tokens)
-    if (t < 0 || t >= V) throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
-  torch::NoGradGuard noGrad;
-  const auto x = torch::tensor(tokens, torch::kLong).view({batch, seq}).to(session->device());
-  return toResult(session->model()->forward(x));
 }
 
 void inferFiles(const std::string& runDir, const std::string& input, const std::string& output) {

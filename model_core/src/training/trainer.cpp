@@ -24,7 +24,7 @@
 #include "spec/json_reader.h"
 #include "spec/cost_model.h"
 #include "model_core/run_files.h"
-#include "training/session.h"
+#include "training/training_session.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -308,7 +308,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   if (const auto removed = store.removeLitter(); !removed.empty())
     notes.push_back("removed " + std::to_string(removed.size()) + " leftover file(s) of an interrupted write in " + runDir);
 
-  Session session(config, std::move(task));
+  TrainingSession session(config, std::move(task));
   MetricsLog metrics(runDir);
   if (resume) {
     session.loadCheckpoint(from ? from->dir : runDir);

@@ -1,6 +1,6 @@
 #pragma once
 // Slow float64 references for the attention layers, written straight from the layer contract
-// (shared/design/attention-variants.md) with explicit loops or einsum over explicit indices. They
+// (docs/attention-variants.md) with explicit loops or einsum over explicit indices. They
 // take the input and the module's weights by their contract names (namedWeights()), so they share
 // nothing with the modules' fast paths. Also the small helpers the attention tests share.
 

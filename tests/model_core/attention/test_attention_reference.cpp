@@ -1,4 +1,4 @@
-// Every attention variant against its slow float64 reference (contract sections 1-7): outputs,
+// Every attention variant against its slow float64 reference (docs/attention-variants.md §§1–7): outputs,
 // display maps and tp roles, for random small sizes, causal and not, bias and not, every THSA core
 // preset, custom Kronecker cores of every factor kind and a dense core with a partial mask.
 

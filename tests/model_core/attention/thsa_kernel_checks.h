@@ -15,7 +15,7 @@ namespace tensorscope::model_core::testing {
 
 inline double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
-/// Ω[b,n,r] = Σ_m softmax_m(scale·Σ_s C[r,s] q[b,n,s] k[b,m,s])·v[b,m,r] (contract section 3),
+/// Ω[b,n,r] = Σ_m softmax_m(scale·Σ_s C[r,s] q[b,n,s] k[b,m,s])·v[b,m,r] (docs/attention-variants.md §3),
 /// from qkv [B, N, 3, R]; future keys get -inf when causal.
 inline torch::Tensor einsumThsa(const torch::Tensor& qkv, const torch::Tensor& C, double scale, bool causal) {
   const auto q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);  // [B, N, R]

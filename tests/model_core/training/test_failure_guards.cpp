@@ -13,7 +13,7 @@
 #include "spec/atomic_file.h"
 #include "spec/json_reader.h"
 #include "model_core/run_files.h"
-#include "training/session.h"
+#include "training/training_session.h"
 #include "training_test_util.h"
 
 using namespace tensorscope::model_core;
@@ -149,7 +149,7 @@ TEST(MemoryGuard, TheEstimateCountsEveryValueOfTheRealModel) {
   configs.push_back(image);
   for (const auto& c : configs) {
     if (c.task.name == "fashion_mnist" && !std::filesystem::exists(c.task.data_dir)) continue;
-    Session session(c);
+    TrainingSession session(c);
     std::int64_t values = 0;
     for (const auto& p : session.model()->parameters(true)) values += p.numel();
     for (const auto& b : session.model()->buffers(true)) values += b.numel();

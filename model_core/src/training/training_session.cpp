@@ -1,4 +1,4 @@
-#include "training/session.h"
+#include "training/training_session.h"
 
 #include "model_core/run_files.h"
 
@@ -45,9 +45,9 @@ ModelShape modelShapeFor(const Task& task, const TaskConfig& config) {
   return s;
 }
 
-Session::Session(const RunConfig& config) : Session(config, nullptr) {}
+TrainingSession::TrainingSession(const RunConfig& config) : TrainingSession(config, nullptr) {}
 
-Session::Session(const RunConfig& config, std::unique_ptr<Task> task) : config_(config), task_(std::move(task)) {
+TrainingSession::TrainingSession(const RunConfig& config, std::unique_ptr<Task> task) : config_(config), task_(std::move(task)) {
   if (const auto problems = validateRunConfig(config); !problems.empty()) {
     std::string m = "invalid run config:";
     for (const auto& p : problems) m += "\n  " + p;
@@ -71,18 +71,18 @@ Session::Session(const RunConfig& config, std::unique_ptr<Task> task) : config_(
   dataRng_ = config.train.seed * 0x9E3779B97F4A7C15ULL + 1;
 }
 
-int64_t Session::tokensPerStep() const {
+int64_t TrainingSession::tokensPerStep() const {
   return config_.train.batch * (task_->isImage() ? 1 : config_.task.seq_len);
 }
 
-torch::Tensor Session::sequenceLoss(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& mask) {
+torch::Tensor TrainingSession::sequenceLoss(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& mask) {
   const auto V = logits.size(-1);
   const auto nll = torch::cross_entropy_loss(logits.reshape({-1, V}), targets.reshape({-1}), {}, at::Reduction::None);
   const auto m = mask.reshape({-1});
   return (nll * m).sum() / m.sum().clamp_min(1.0);
 }
 
-std::pair<double, double> Session::trainStep(double lr, bool poison) {
+std::pair<double, double> TrainingSession::trainStep(double lr, bool poison) {
   model_->train();
   const int64_t B = config_.train.batch;
   torch::Tensor loss;
@@ -111,13 +111,13 @@ std::pair<double, double> Session::trainStep(double lr, bool poison) {
   return {lossValue, norm};
 }
 
-std::vector<std::pair<Split, std::string>> Session::evalSplits() const {
+std::vector<std::pair<Split, std::string>> TrainingSession::evalSplits() const {
   if (config_.task.name == "arithmetic")
     return {{Split::Interpolation, "interpolation"}, {Split::Extrapolation, "extrapolation"}};
   return {{Split::Validation, "validation"}};
 }
 
-double Session::exactMatch(const TokenBatch& b) {
+double TrainingSession::exactMatch(const TokenBatch& b) {
   // Greedy decoding from [BOS] question [SEP]; a row matches when its first |answer|+1 generated
   // tokens are the answer followed by EOS.
   const int64_t B = b.batch, N = b.seq_len;
@@ -158,7 +158,7 @@ double Session::exactMatch(const TokenBatch& b) {
   return double(hits) / double(std::max<int64_t>(1, B));
 }
 
-EvalSnapshot Session::evaluate(Split split, int64_t examples) {
+EvalSnapshot TrainingSession::evaluate(Split split, int64_t examples) {
   torch::NoGradGuard noGrad;
   model_->eval();
   EvalSnapshot e;
@@ -213,7 +213,7 @@ EvalSnapshot Session::evaluate(Split split, int64_t examples) {
   return e;
 }
 
-bool Session::weightsFinite() const {
+bool TrainingSession::weightsFinite() const {
   // One reduction per tensor, in float64 so that only an Inf or a NaN (not a large finite sum) fails.
   torch::NoGradGuard noGrad;
   auto total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
@@ -221,7 +221,7 @@ bool Session::weightsFinite() const {
   return std::isfinite(total.item<double>());
 }
 
-void Session::saveCheckpoint(const std::string& dir, const std::string& status, const std::string& message) const {
+void TrainingSession::saveCheckpoint(const std::string& dir, const std::string& status, const std::string& message) const {
   if (!weightsFinite())
     throw std::runtime_error("refusing to write a checkpoint of step " + std::to_string(step_) +
                              ": the model holds non-finite weights");
@@ -241,7 +241,7 @@ void Session::saveCheckpoint(const std::string& dir, const std::string& status, 
   spec::writeFileAtomically(dir + "/trainer_state.json", trainerStateToJson(state));
 }
 
-void Session::loadWeights(const std::string& runDir) {
+void TrainingSession::loadWeights(const std::string& runDir) {
   const std::string dir = spec::checkpointFilesDir(runDir);
   auto tensors = readTensors(dir + "/model.safetensors");
   std::vector<std::pair<std::string, torch::Tensor>> given(tensors.begin(), tensors.end());
@@ -269,7 +269,7 @@ bool isCoreTensor(const std::string& name) {
 
 }  // namespace
 
-Session::WarmStartReport Session::warmStart(const std::string& source, bool coresFromConfig) {
+TrainingSession::WarmStartReport TrainingSession::warmStart(const std::string& source, bool coresFromConfig) {
   const std::string dir = spec::checkpointFilesDir(source);
   const auto given = readTensorMap(dir + "/model.safetensors");
   WarmStartReport report;
@@ -297,7 +297,7 @@ Session::WarmStartReport Session::warmStart(const std::string& source, bool core
   return report;
 }
 
-void Session::loadCheckpoint(const std::string& dir) {
+void TrainingSession::loadCheckpoint(const std::string& dir) {
   const std::string statePath = dir + "/trainer_state.json";
   const TrainerState state = parseTrainerState(spec::readBoundedFile(statePath), statePath);
   const int64_t step = state.step;

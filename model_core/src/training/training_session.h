@@ -1,5 +1,6 @@
 #pragma once
-// A training session: task, model, optimizer and RNG state, with checkpoint I/O. The trainer loop
+// A training session (TrainingSession; the explorer's session document is app::Session): task, model,
+// optimizer and RNG state, with checkpoint I/O. The trainer loop
 // (trainer.cpp), evaluation and inference all work through it.
 
 #include <torch/types.h>
@@ -14,12 +15,12 @@
 
 namespace tensorscope::model_core {
 
-class Session {
+class TrainingSession {
  public:
   /// Validates `config`, builds the task (loading its data) and the model from config.train.seed.
-  explicit Session(const RunConfig& config);
+  explicit TrainingSession(const RunConfig& config);
   /// The same with the task already built (makeTask(config.task)), e.g. to size the memory guard.
-  Session(const RunConfig& config, std::unique_ptr<Task> task);
+  TrainingSession(const RunConfig& config, std::unique_ptr<Task> task);
 
   const RunConfig& config() const { return config_; }
   Task& task() { return *task_; }
