@@ -1,4 +1,4 @@
-// GoogleTest main for widget tests: one QApplication for the process (offscreen platform via ctest).
+// GoogleTest main for the widget tests (viz_tests, diagram_view_tests, app_tests): one QApplication for the process (offscreen platform via ctest).
 // A trailing non-flag argument names a screenshot PNG for the ScreenshotFile tests.
 #include <gtest/gtest.h>
 
@@ -18,6 +18,6 @@ int main(int argc, char** argv) {
   // Settings, autosaves and run directories go to a test location, never the user's.
   QStandardPaths::setTestModeEnabled(true);
   QApplication::setOrganizationName("TensorscopeTests");
-  QApplication::setApplicationName("gui_tests");
+  QApplication::setApplicationName(TS_TEST_APP_NAME);
   return RUN_ALL_TESTS();
 }
