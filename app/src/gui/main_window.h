@@ -115,9 +115,6 @@ class MainWindow : public QMainWindow {
   void reclusterRoles(int k);
   void loadMetricsFile(const QString& runName, const QString& dir);
   void showError(const QString& title, const QString& text);
-  /// Creates a new, empty run directory named after `name` and the time (beside the session file,
-  /// or in the application data folder); empty when it cannot be created.
-  QString newRunDirectory(const QString& name) const;
 
   Options options_;
   Session session_;

@@ -1,15 +1,10 @@
 // MainWindow: training runs and the live views fed by the training controller; figure export.
 #include <algorithm>
-#include <cmath>
-#include <fstream>
-#include <limits>
 
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QRegularExpression>
-#include <QStandardPaths>
 #include <QStatusBar>
 #include <QTextStream>
 #include <nlohmann/json.hpp>
@@ -20,6 +15,7 @@
 #include "gui/core_editor.h"
 #include "gui/design_panel.h"
 #include "gui/main_window.h"
+#include "gui/run_features.h"
 #include "gui/training_controller.h"
 #include "gui/training_panel.h"
 #include "model_core/analysis.h"
@@ -33,23 +29,6 @@
 
 namespace tensorscope::app {
 
-QString MainWindow::newRunDirectory(const QString& name) const {
-  const QString base = sessionPath_.isEmpty()
-                           ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/runs"
-                           : QFileInfo(sessionPath_).absolutePath() + "/" + QFileInfo(sessionPath_).completeBaseName() + ".runs";
-  QString safe = name;
-  safe.replace(QRegularExpression("[^A-Za-z0-9_.-]+"), "_");
-  const QString stem = safe + "-" + QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss");
-  // mkdir fails when the directory exists, so two runs started within the same second (two
-  // windows, a quick restart) never share a directory.
-  if (!QDir().mkpath(base)) return {};
-  for (int n = 1; n < 1000; ++n) {
-    const QString leaf = n == 1 ? stem : stem + "-" + QString::number(n);
-    if (QDir(base).mkdir(leaf)) return base + "/" + leaf;
-  }
-  return {};
-}
-
 bool MainWindow::startTraining(qint64 steps) {
   if (controller_->running()) {
     showError("Training", "A run is already training; stop it first.");
@@ -62,7 +41,7 @@ bool MainWindow::startTraining(qint64 steps) {
     showError("Cannot train this design", QString::fromStdString(problems.front()));
     return false;
   }
-  const QString dir = newRunDirectory(run.name);
+  const QString dir = makeRunDirectory(runsFolderFor(sessionPath_), run.name, QDateTime::currentDateTime());
   if (dir.isEmpty()) {
     showError("Training", "Cannot create a run directory for " + run.name + " (check that the session's folder is writable)");
     return false;
@@ -100,7 +79,7 @@ bool MainWindow::forkFromCheckpoint() {
   forkParent_ = -1;
   if (parentIndex < 0 || parentIndex >= static_cast<int>(session_.runs.size())) return false;
   const RunEntry& parent = session_.runs[parentIndex];
-  const QString snapshot = newRunDirectory(parent.name + "-fork-start");
+  const QString snapshot = makeRunDirectory(runsFolderFor(sessionPath_), parent.name + "-fork-start", QDateTime::currentDateTime());
   if (snapshot.isEmpty()) {
     showError("Cannot fork the run", "cannot create a directory for the fork's starting checkpoint");
     return false;
@@ -108,18 +87,9 @@ bool MainWindow::forkFromCheckpoint() {
   try {
     // One consistent copy of the latest checkpoint: the parent keeps training and overwriting it.
     const auto step = model_core::snapshotCheckpoint(parent.runDir.toStdString(), snapshot.toStdString());
-    RunEntry fork;
-    fork.config = model_core::readRunConfig((snapshot + "/config.json").toStdString());  // what actually trains
-    fork.config.train = parent.config.train;
-    // Every layer starts from its own learned C (one spec per layer from here on).
-    auto specs = layerDesigns(fork.config);
-    for (size_t i = 0; i < specs.size(); ++i)
-      if (specs[i].core) specs[i].core = model_core::learnedCoreSpec(snapshot.toStdString(), static_cast<int>(i));
-    fork.config.model.attention = std::move(specs);
-    fork.initFrom = snapshot;
-    fork.name = QString("%1 fork@%2").arg(parent.name).arg(step);
-    for (int n = 2; std::any_of(session_.runs.begin(), session_.runs.end(), [&](const RunEntry& r) { return r.name == fork.name; }); ++n)
-      fork.name = QString("%1 fork@%2 (%3)").arg(parent.name).arg(step).arg(n);
+    QStringList taken;
+    for (const auto& r : session_.runs) taken << r.name;
+    RunEntry fork = forkEntry(parent, snapshot, step, taken);
     const QString parentName = parent.name;
     addRun(std::move(fork), QString("fork of %1 at step %2: not trained").arg(parentName).arg(step));
     statusBar()->showMessage(QString("Forked %1 at step %2: edit C of the fork; its other weights start from that "
@@ -226,70 +196,30 @@ void MainWindow::reclusterRoles(int k) {
     roles_->showMessage("Role vectors appear here while a TP-attention model trains (variant tp).");
     return;
   }
-  const auto& r = lastInspection_->roles;
-  const auto p = model_core::pca(r.values, r.rows, r.cols, 2);
-  std::vector<double> xs(r.rows), ys(r.rows);
-  for (int i = 0; i < r.rows; ++i) {
-    xs[i] = p.coordinates[static_cast<size_t>(i) * 2];
-    ys[i] = p.coordinates[static_cast<size_t>(i) * 2 + 1];
-  }
+  const auto& snap = *lastInspection_;
+  const auto p = projectRoles(snap.roles, k);
   QStringList tokens, contexts, labels;
-  for (int i = 0; i < r.rows; ++i) {
-    tokens << QString::fromStdString(lastInspection_->role_tokens[i]);
-    contexts << QString::fromStdString(lastInspection_->role_contexts[i]);
-    labels << QString::fromStdString(lastInspection_->role_labels[i]);
+  for (int i = 0; i < snap.roles.rows; ++i) {
+    tokens << QString::fromStdString(snap.role_tokens[i]);
+    contexts << QString::fromStdString(snap.role_contexts[i]);
+    labels << QString::fromStdString(snap.role_labels[i]);
   }
-  roles_->setPoints(xs, ys, tokens, contexts, labels);
-  model_core::KMeansOptions opt;
-  opt.seed = 1;
-  opt.n_init = 4;
-  const auto km = model_core::kMeans(r.values, r.rows, r.cols, std::min(k, r.rows), opt);
-  roles_->setClusters(km.labels);
-  roles_->setAxisTitles(QString("PC1 (%1%)").arg(100 * p.explained_variance_ratio[0], 0, 'f', 1),
-                        QString("PC2 (%1%)").arg(100 * p.explained_variance_ratio[1], 0, 'f', 1));
+  roles_->setPoints(p.xs, p.ys, tokens, contexts, labels);
+  roles_->setClusters(p.clusters);
+  roles_->setAxisTitles(QString("PC1 (%1%)").arg(100 * p.explainedPc1, 0, 'f', 1),
+                        QString("PC2 (%1%)").arg(100 * p.explainedPc2, 0, 'f', 1));
 }
 
 void MainWindow::loadMetricsFile(const QString& runName, const QString& dir) {
-  const std::string path = (dir + "/metrics.jsonl").toStdString();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return;
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> series;
-  auto add = [&](const std::string& name, double step, double value) {
-    if (std::isnan(value)) return;  // a record without this value: no point, not a zero
-    series[name].first.push_back(step);
-    series[name].second.push_back(value);
-  };
-  auto number = [](const nlohmann::json& j, const char* key) {
-    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : std::numeric_limits<double>::quiet_NaN();
-  };
-  int64_t damaged = 0, firstDamaged = 0;
-  std::string firstReason;
-  model_core::readMetricsLog(
-      in,
-      [&](int64_t, const nlohmann::json& j) {
-        const double step = j["step"].get<double>();
-        if (j.value("kind", "") == "train") {
-          add("train loss", step, number(j, "loss"));
-          add("lr", step, number(j, "lr"));
-        } else {
-          const std::string split = j.contains("split") && j["split"].is_string() ? j["split"].get<std::string>() : "";
-          add("eval loss (" + split + ")", step, number(j, "loss"));
-          const bool exact = j.contains("exact_match");
-          add(std::string(exact ? "exact match" : "accuracy") + " (" + split + ")", step,
-              number(j, exact ? "exact_match" : "accuracy"));
-        }
-      },
-      [&](int64_t lineNo, const std::string& reason) {
-        if (damaged++ == 0) firstDamaged = lineNo, firstReason = reason;
-      });
-  if (damaged > 0)
+  const auto curves = readMetricsCurves(dir.toStdString());
+  if (curves.damaged > 0)
     statusBar()->showMessage(QString("skipped %1 damaged line(s) of %2/metrics.jsonl (line %3: %4)")
-                                 .arg(damaged)
+                                 .arg(curves.damaged)
                                  .arg(dir)
-                                 .arg(firstDamaged)
-                                 .arg(QString::fromStdString(firstReason)),
+                                 .arg(curves.firstDamaged)
+                                 .arg(QString::fromStdString(curves.firstReason)),
                              8000);
-  for (const auto& [name, xy] : series) curves_->setSeries(QString::fromStdString(name), xy.first, xy.second, runName);
+  for (const auto& [name, s] : curves.series) curves_->setSeries(QString::fromStdString(name), s.steps, s.values, runName);
 }
 
 bool MainWindow::openRunDirectory(const QString& dir) {

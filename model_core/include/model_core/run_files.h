@@ -49,4 +49,12 @@ std::int64_t readMetricsLog(std::istream& in,
                             const std::function<void(std::int64_t, const std::string&)>& onDamaged,
                             std::size_t maxLineBytes = kMaxMetricsLineBytes);
 
+/// The name of a run's metrics log (the trainer writes it; readMetrics reads it).
+inline constexpr const char* kMetricsLogName = "metrics.jsonl";
+/// Reads RUN_DIR/metrics.jsonl with readMetricsLog. Returns false (calling nothing) when the run
+/// has no metrics log yet.
+bool readMetrics(const std::string& runDir,
+                 const std::function<void(std::int64_t, const nlohmann::json&)>& onRecord,
+                 const std::function<void(std::int64_t, const std::string&)>& onDamaged);
+
 }  // namespace tensorscope::model_core

@@ -1,6 +1,7 @@
 #include "model_core/run_files.h"
 
 #include <charconv>
+#include <fstream>
 #include <stdexcept>
 
 #include "spec/json_reader.h"
@@ -117,6 +118,14 @@ std::int64_t readMetricsLog(std::istream& in, const std::function<void(std::int6
   }
   if (pending) finish();
   return lineNo;
+}
+
+bool readMetrics(const std::string& runDir, const std::function<void(std::int64_t, const json&)>& onRecord,
+                 const std::function<void(std::int64_t, const std::string&)>& onDamaged) {
+  std::ifstream in(runDir + "/" + kMetricsLogName, std::ios::binary);
+  if (!in) return false;
+  readMetricsLog(in, onRecord, onDamaged);
+  return true;
 }
 
 }  // namespace tensorscope::model_core

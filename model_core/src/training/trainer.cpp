@@ -114,7 +114,7 @@ class MetricsLog {
   }
 
  private:
-  static constexpr const char* kJsonl = "metrics.jsonl";
+  static constexpr const char* kJsonl = kMetricsLogName;
   static constexpr const char* kCsv = "metrics.csv";
   static constexpr const char* kCsvHeader = "kind,step,split,loss,lr,grad_norm,tokens_per_second,accuracy,exact_match\n";
 

@@ -1,0 +1,60 @@
+#pragma once
+/// What the explorer does with runs, outside the window (issue 12: feature logic leaves
+/// MainWindow): where a run's directory goes, how a fork is made from a checkpoint snapshot, how
+/// a metrics log becomes curves, and how TP role vectors are projected and clustered. Each is
+/// plain data in, plain data out, and tested on its own (tests/gui/test_run_features.cpp).
+
+#include <QDateTime>
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gui/session.h"
+#include "model_core/analysis.h"
+
+namespace tensorscope::app {
+
+/// The folder a session's runs go to: "<session>.runs" beside a saved session file, else
+/// "<app data>/runs" for an unsaved one.
+QString runsFolderFor(const QString& sessionPath);
+
+/// Creates and returns a new directory "<base>/<name>-<yyyyMMdd-HHmmss>[-n]" (the name reduced to
+/// [A-Za-z0-9_.-]); never an existing one, so runs started within the same second (two windows, a
+/// quick restart) get their own. Empty when base cannot be created or written.
+QString makeRunDirectory(const QString& base, const QString& name, const QDateTime& now);
+
+/// The run a fork starts as: the design the parent's snapshot trained (`snapshot`/config.json)
+/// with the parent's training settings, every layer's C replaced by what that layer learned (one
+/// spec per layer), named "<parent> fork@<step>" (or "… (n)" when taken). Throws on a damaged
+/// snapshot.
+RunEntry forkEntry(const RunEntry& parent, const QString& snapshot, std::int64_t step, const QStringList& takenNames);
+
+/// One curve of a run's metrics log.
+struct Series {
+  std::vector<double> steps, values;
+};
+/// A metrics log as the curves dock shows it: "train loss", "lr", "eval loss (<split>)" and
+/// "accuracy (<split>)" or "exact match (<split>)"; a record without a value adds no point.
+struct MetricsCurves {
+  std::map<std::string, Series> series;
+  std::int64_t damaged = 0;     ///< lines skipped
+  std::int64_t firstDamaged = 0;  ///< line number of the first
+  std::string firstReason;
+};
+/// Reads RUN_DIR/metrics.jsonl through model_core's bounded reader (missing file: no curves).
+MetricsCurves readMetricsCurves(const std::string& runDir);
+
+/// TP role vectors on their first two principal components, clustered by k-means (k capped at the
+/// number of vectors; seed 1, 4 starts, so a redraw gives the same picture).
+struct RoleProjection {
+  std::vector<double> xs, ys;
+  std::vector<int> clusters;
+  double explainedPc1 = 0, explainedPc2 = 0;  ///< fractions of the variance
+};
+RoleProjection projectRoles(const model_core::Matrix& roles, int k);
+
+}  // namespace tensorscope::app
