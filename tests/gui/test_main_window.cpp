@@ -673,4 +673,12 @@ TEST(Session, RejectsDamagedFilesWithTheReason) {
   EXPECT_NE(m.find("appears twice"), std::string::npos) << m;
   m = errorOf("{\"format\": \"tensorscope.session\", \"version\": 1, \"runs\": [{\"name\": 5, \"config\": {}}]}");
   EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;
+  EXPECT_NE(m.find("runs[0].name: must be a string; got the number 5"), std::string::npos) << m;
+  // A mistyped key is refused, not ignored (the shared field reader), with every problem at once.
+  m = errorOf("{\"format\": \"tensorscope.session\", \"version\": 1, \"thme\": \"dark\", \"current\": \"1\", "
+              "\"runs\": [{\"name\": \"a\", \"rundir\": \"/x\"}]}");
+  EXPECT_NE(m.find("thme: unknown field \"thme\""), std::string::npos) << m;
+  EXPECT_NE(m.find("current: must be a whole number; got a string"), std::string::npos) << m;
+  EXPECT_NE(m.find("runs[0].rundir: unknown field"), std::string::npos) << m;
+  EXPECT_NE(m.find("runs[0].config: is missing"), std::string::npos) << m;
 }

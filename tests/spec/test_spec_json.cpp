@@ -75,7 +75,7 @@ TEST(SpecJson, ReportsAllFieldProblemsAtOnce) {
   const auto issues = issuesOf(R"({"format":"tensorscope.attention_spec","version":1,"variant":"mhsa",
     "sizes":{"F":"big","H":2.5,"Q":3},"causal":"yes","caual":true})");
   EXPECT_TRUE(mentions(issues, "sizes.F", "whole number"));
-  EXPECT_TRUE(mentions(issues, "sizes.H", "whole number; got 2.5"));
+  EXPECT_TRUE(mentions(issues, "sizes.H", "whole number; got the number 2.5"));
   EXPECT_TRUE(mentions(issues, "sizes.Q", "unknown field"));
   EXPECT_TRUE(mentions(issues, "causal", "true or false"));
   EXPECT_TRUE(mentions(issues, "caual", "unknown field"));

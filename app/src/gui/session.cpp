@@ -53,31 +53,54 @@ Session Session::fromJson(const QString& text) {
   if (!spec::hasEnvelope(j, kFormat, kVersion))
     throw std::invalid_argument("unsupported session version " + spec::jsonPreview(j.value("version", json(nullptr))) +
                                 "; this Tensorscope reads version " + std::to_string(kVersion));
-  Session s;
-  std::string problems;
+  // Every field through the shared field reader: unknown keys refused, kinds checked, every
+  // problem reported at once with its place (runs[1].config.train.lr: …).
+  spec::FieldReader r;
+  r.rejectUnknown(j, "", {"format", "version", "current", "theme", "window_state", "runs"});
   if (!j.contains("runs") || !j["runs"].is_array() || j["runs"].empty())
     throw std::invalid_argument("session has no runs");
+  Session s;
   for (size_t i = 0; i < j["runs"].size(); ++i) {
-    const auto& r = j["runs"][i];
-    try {
-      RunEntry e;
-      e.name = QString::fromStdString(r.at("name").get<std::string>());
-      e.runDir = QString::fromStdString(r.value("run_dir", std::string()));
-      e.initFrom = QString::fromStdString(r.value("init_from", std::string()));
-      e.config = model_core::runConfigFromJson(r.at("config").dump());
-      s.runs.push_back(std::move(e));
-    } catch (const std::exception& e) {
-      problems += "\n  runs[" + std::to_string(i) + "]: " + spec::plainMessage(e);
+    const auto& rj = j["runs"][i];
+    const std::string at = "runs[" + std::to_string(i) + "]";
+    if (!rj.is_object()) {
+      r.fail(at, "must be an object; got " + spec::kindName(rj));
+      continue;
     }
+    r.rejectUnknown(rj, at + ".", {"name", "run_dir", "init_from", "config"});
+    std::string name, runDir, initFrom;
+    if (!rj.contains("name")) r.fail(at + ".name", "is missing");
+    r.read(rj, "name", at + ".", name);
+    r.read(rj, "run_dir", at + ".", runDir);
+    r.read(rj, "init_from", at + ".", initFrom);
+    RunEntry e;
+    if (!rj.contains("config")) {
+      r.fail(at + ".config", "is missing");
+    } else {
+      try {
+        e.config = model_core::runConfigFromJson(rj["config"].dump());
+      } catch (const std::exception& ex) {
+        r.fail(at + ".config", spec::plainMessage(ex));
+      }
+    }
+    e.name = QString::fromStdString(name);
+    e.runDir = QString::fromStdString(runDir);
+    e.initFrom = QString::fromStdString(initFrom);
+    s.runs.push_back(std::move(e));
   }
-  if (!problems.empty()) throw std::invalid_argument("invalid session:" + problems);
-  try {
-    s.current = std::clamp(j.value("current", 0), 0, static_cast<int>(s.runs.size()) - 1);
-    s.theme = QString::fromStdString(j.value("theme", std::string("light")));
-    s.windowState = QByteArray::fromBase64(QByteArray::fromStdString(j.value("window_state", std::string())));
-  } catch (const json::exception& e) {
-    throw std::invalid_argument("invalid session: current, theme or window_state: " + spec::plainMessage(e));
+  int current = 0;
+  std::string theme = "light", windowState;
+  r.read(j, "current", "", current);
+  r.read(j, "theme", "", theme);
+  r.read(j, "window_state", "", windowState);
+  if (!r.empty()) {
+    std::string m = "invalid session:";
+    for (const auto& line : r.lines()) m += "\n  " + line;
+    throw std::invalid_argument(m);
   }
+  s.current = std::clamp(current, 0, static_cast<int>(s.runs.size()) - 1);
+  s.theme = QString::fromStdString(theme);
+  s.windowState = QByteArray::fromBase64(QByteArray::fromStdString(windowState));
   return s;
 }
 

@@ -14,6 +14,116 @@ namespace tensorscope::spec {
 
 using nlohmann::json;
 
+std::string kindName(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return v.get<bool>() ? "true" : "false";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    default: return "the number " + jsonPreview(v);
+  }
+}
+
+void FieldReader::fail(std::string field, std::string message) {
+  problems_.push_back({std::move(field), std::move(message)});
+}
+
+void FieldReader::rejectUnknown(const json& obj, const std::string& prefix, const std::vector<std::string>& known) {
+  if (!obj.is_object()) return;
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      // A key is echoed as a short JSON preview (a hostile key may be megabytes long).
+      const std::string shown = jsonPreview(json(it.key()));
+      fail(prefix + (it.key().size() <= 48 ? it.key() : shown), "unknown field " + shown + " (known here: " + list + ")");
+    }
+}
+
+bool FieldReader::read(const json& obj, const char* key, const std::string& prefix, bool& out) {
+  if (!obj.contains(key)) return false;
+  const json& v = obj[key];
+  if (!v.is_boolean()) {
+    fail(prefix + key, "must be true or false; got " + kindName(v));
+    return false;
+  }
+  out = v.get<bool>();
+  return true;
+}
+
+bool FieldReader::readWhole(const json& v, const std::string& field, long double lo, long double hi, long double& out) {
+  if (!v.is_number_integer() && !v.is_number_unsigned()) {
+    fail(field, "must be a whole number; got " + kindName(v));
+    return false;
+  }
+  const long double x = v.is_number_unsigned() ? static_cast<long double>(v.get<std::uint64_t>())
+                                               : static_cast<long double>(v.get<std::int64_t>());
+  if (x < lo || x > hi) {
+    fail(field, "is out of range: " + jsonPreview(v));
+    return false;
+  }
+  out = x;
+  return true;
+}
+
+bool FieldReader::read(const json& obj, const char* key, const std::string& prefix, int& out) {
+  long double x = 0;
+  if (!obj.contains(key) || !readWhole(obj[key], prefix + key, -2147483647.0L, 2147483647.0L, x)) return false;
+  out = static_cast<int>(x);
+  return true;
+}
+
+bool FieldReader::read(const json& obj, const char* key, const std::string& prefix, std::int64_t& out) {
+  if (!obj.contains(key)) return false;
+  const json& v = obj[key];
+  long double x = 0;
+  if (!readWhole(v, prefix + key, -9223372036854775807.0L, 9223372036854775807.0L, x)) return false;
+  out = v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>()) : v.get<std::int64_t>();
+  return true;
+}
+
+bool FieldReader::read(const json& obj, const char* key, const std::string& prefix, std::uint64_t& out) {
+  if (!obj.contains(key)) return false;
+  const json& v = obj[key];
+  if (v.is_number_integer() && !v.is_number_unsigned()) {
+    fail(prefix + key, "must be in [0, 2^64-1]; got " + jsonPreview(v));
+    return false;
+  }
+  long double x = 0;
+  if (!readWhole(v, prefix + key, 0.0L, 18446744073709551615.0L, x)) return false;
+  out = v.get<std::uint64_t>();
+  return true;
+}
+
+bool FieldReader::read(const json& obj, const char* key, const std::string& prefix, double& out) {
+  if (!obj.contains(key)) return false;
+  const json& v = obj[key];
+  if (!v.is_number()) {
+    fail(prefix + key, "must be a number; got " + kindName(v));
+    return false;
+  }
+  out = v.get<double>();
+  return true;
+}
+
+bool FieldReader::read(const json& obj, const char* key, const std::string& prefix, std::string& out) {
+  if (!obj.contains(key)) return false;
+  const json& v = obj[key];
+  if (!v.is_string()) {
+    fail(prefix + key, "must be a string; got " + kindName(v));
+    return false;
+  }
+  out = v.get<std::string>();
+  return true;
+}
+
+std::vector<std::string> FieldReader::lines() const {
+  std::vector<std::string> out;
+  for (const auto& p : problems_) out.push_back(p.field + ": " + p.message);
+  return out;
+}
+
 std::string plainMessage(const std::exception& e) {
   std::string m = e.what();
   if (m.rfind("[json.exception.", 0) == 0) {

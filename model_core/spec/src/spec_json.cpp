@@ -15,18 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string kindName(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return "a number";
-  }
-}
-
-/// Reads fields of one JSON object, recording every problem instead of stopping at the first.
+/// Reads fields of one JSON object, recording every problem instead of stopping at the first. The
+/// plain fields go through the shared FieldReader (spec/json_reader.h): one wording for every reader.
 class Reader {
  public:
   explicit Reader(std::vector<Issue>& issues) : issues_(issues) {}
@@ -35,47 +25,17 @@ class Reader {
 
   /// Reports keys of `obj` that are not in `known`.
   void rejectUnknown(const json& obj, const std::string& prefix, const std::set<std::string>& known) {
-    for (auto it = obj.begin(); it != obj.end(); ++it)
-      if (!known.count(it.key())) {
-        std::string list;
-        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        fail(prefix + it.key(), "unknown field '" + it.key() + "' (known here: " + list + ")");
-      }
+    fields_.rejectUnknown(obj, prefix, std::vector<std::string>(known.begin(), known.end()));
+    take("");
   }
 
-  void readBool(const json& obj, const char* key, const std::string& field, bool& out) {
-    if (!obj.contains(key)) return;
-    const json& v = obj[key];
-    if (!v.is_boolean()) return fail(field, "must be true or false; got " + kindName(v));
-    out = v.get<bool>();
-  }
-
+  void readBool(const json& obj, const char* key, const std::string& field, bool& out) { readField(obj, key, field, out); }
   void readNumber(const json& obj, const char* key, const std::string& field, double& out) {
-    if (!obj.contains(key)) return;
-    const json& v = obj[key];
-    if (!v.is_number()) return fail(field, "must be a number; got " + kindName(v));
-    out = v.get<double>();
+    readField(obj, key, field, out);
   }
-
-  void readInt(const json& obj, const char* key, const std::string& field, int& out) {
-    if (!obj.contains(key)) return;
-    const json& v = obj[key];
-    if (!v.is_number_integer() && !v.is_number_unsigned())
-      return fail(field, "must be a whole number; got " + (v.is_number() ? jsonPreview(v) : kindName(v)));
-    const auto x = v.get<long long>();
-    if (x < -2147483647LL || x > 2147483647LL) return fail(field, "is out of range: " + jsonPreview(v));
-    out = static_cast<int>(x);
-  }
-
+  void readInt(const json& obj, const char* key, const std::string& field, int& out) { readField(obj, key, field, out); }
   bool readString(const json& obj, const char* key, const std::string& field, std::string& out) {
-    if (!obj.contains(key)) return false;
-    const json& v = obj[key];
-    if (!v.is_string()) {
-      fail(field, "must be a string; got " + kindName(v));
-      return false;
-    }
-    out = v.get<std::string>();
-    return true;
+    return readField(obj, key, field, out);
   }
 
   /// A vector of numbers, or a matrix (array of equal-length rows) flattened row-major.
@@ -113,7 +73,22 @@ class Reader {
   }
 
  private:
+  template <typename T>
+  bool readField(const json& obj, const char* key, const std::string& field, T& out) {
+    const bool ok = fields_.read(obj, key, "", out);
+    take(field);
+    return ok;
+  }
+  /// Moves the field reader's new problems into the issues (under `field` when given).
+  void take(const std::string& field) {
+    const auto& problems = fields_.problems();
+    for (; taken_ < problems.size(); ++taken_)
+      issues_.push_back({field.empty() ? problems[taken_].field : field, problems[taken_].message});
+  }
+
   std::vector<Issue>& issues_;
+  FieldReader fields_;
+  size_t taken_ = 0;
 };
 
 // Rows of `cols` when `v` holds rows*cols values; otherwise `v` as it is (an invalid spec, e.g. in

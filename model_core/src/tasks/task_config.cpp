@@ -34,17 +34,6 @@ std::string problemList(const std::vector<std::string>& problems) {
   return s;
 }
 
-std::string kindName(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return "the number " + j.dump();
-  }
-}
-
 const std::vector<std::string>& knownKeys() {
   static const std::vector<std::string> keys = {"name",   "seed",      "seq_len",
                                                 "arithmetic_module", "corpus", "data_dir",
@@ -121,41 +110,20 @@ TaskConfig taskConfigFromJson(const std::string& text) {
   } catch (const spec::JsonError& e) {
     throw std::invalid_argument(problemList({std::string("malformed JSON: ") + e.what()}));
   }
-  if (!j.is_object()) throw std::invalid_argument(problemList({"a task config must be a JSON object; got " + kindName(j)}));
-  std::vector<std::string> problems;
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (std::find(knownKeys().begin(), knownKeys().end(), it.key()) == knownKeys().end())
-      problems.push_back(it.key() + ": unknown field '" + it.key() + "' (known: " + joinNames(knownKeys()) + ")");
+  if (!j.is_object()) throw std::invalid_argument(problemList({"a task config must be a JSON object; got " + spec::kindName(j)}));
+  spec::FieldReader r;  // the shared field reader: one wording for every reader
+  r.rejectUnknown(j, "", knownKeys());
   TaskConfig c;
-  const auto readString = [&](const char* key, std::string& out) {
-    if (!j.contains(key)) return;
-    if (!j[key].is_string()) return problems.push_back(std::string(key) + ": must be a string; got " + kindName(j[key]));
-    out = j[key].get<std::string>();
-  };
-  const auto readInt = [&](const char* key, int& out) {
-    if (!j.contains(key)) return;
-    const json& v = j[key];
-    if (!v.is_number_integer())
-      return problems.push_back(std::string(key) + ": must be a whole number; got " + kindName(v));
-    const auto x = v.is_number_unsigned() ? static_cast<long long>(std::min<std::uint64_t>(v.get<std::uint64_t>(), 1ULL << 40))
-                                          : v.get<long long>();
-    if (x < -2147483647LL || x > 2147483647LL) return problems.push_back(std::string(key) + ": is out of range: " + spec::jsonPreview(v));
-    out = static_cast<int>(x);
-  };
-  readString("name", c.name);
-  if (j.contains("seed")) {
-    const json& v = j["seed"];
-    if (v.is_number_unsigned()) c.seed = v.get<std::uint64_t>();
-    else if (v.is_number_integer()) problems.push_back("seed: must be in [0, 2^64-1]; got " + spec::jsonPreview(v));
-    else problems.push_back("seed: must be a whole number; got " + kindName(v));
-  }
-  readInt("seq_len", c.seq_len);
-  readString("arithmetic_module", c.arithmetic_module);
-  readString("corpus", c.corpus);
-  readString("data_dir", c.data_dir);
-  readInt("patch", c.patch);
-  readInt("algorithmic_length", c.algorithmic_length);
-  readInt("algorithmic_alphabet", c.algorithmic_alphabet);
+  r.read(j, "name", "", c.name);
+  r.read(j, "seed", "", c.seed);
+  r.read(j, "seq_len", "", c.seq_len);
+  r.read(j, "arithmetic_module", "", c.arithmetic_module);
+  r.read(j, "corpus", "", c.corpus);
+  r.read(j, "data_dir", "", c.data_dir);
+  r.read(j, "patch", "", c.patch);
+  r.read(j, "algorithmic_length", "", c.algorithmic_length);
+  r.read(j, "algorithmic_alphabet", "", c.algorithmic_alphabet);
+  std::vector<std::string> problems = r.lines();
   for (auto& p : validateTaskConfig(c)) problems.push_back(std::move(p));
   if (!problems.empty()) throw std::invalid_argument(problemList(problems));
   return c;

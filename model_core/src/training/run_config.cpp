@@ -17,49 +17,16 @@ using nlohmann::json;
 constexpr const char* kFormat = "tensorscope.run_config";
 constexpr int kVersion = 1;
 
-class Problems {
+/// The run config's problems, read with the shared field reader (one wording for every reader).
+class Problems : public spec::FieldReader {
  public:
-  void add(const std::string& field, const std::string& msg) { list_.push_back(field + ": " + msg); }
-  bool empty() const { return list_.empty(); }
-  const std::vector<std::string>& list() const { return list_; }
+  void add(const std::string& field, const std::string& msg) { fail(field, msg); }
   [[noreturn]] void raise() const {
     std::string m = "invalid run config:";
-    for (const auto& p : list_) m += "\n  " + p;
+    for (const auto& line : lines()) m += "\n  " + line;
     throw std::invalid_argument(m);
   }
-
- private:
-  std::vector<std::string> list_;
 };
-
-void rejectUnknown(Problems& p, const json& obj, const std::string& prefix, const std::set<std::string>& known) {
-  for (auto it = obj.begin(); it != obj.end(); ++it)
-    if (!known.count(it.key())) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      p.add(prefix + it.key(), "unknown field (known here: " + list + ")");
-    }
-}
-
-template <typename T>
-void read(Problems& p, const json& obj, const char* key, const std::string& prefix, T& out) {
-  if (!obj.contains(key)) return;
-  const json& v = obj[key];
-  try {
-    if constexpr (std::is_same_v<T, bool>) {
-      if (!v.is_boolean()) throw std::invalid_argument("must be true or false");
-    } else if constexpr (std::is_integral_v<T>) {
-      if (!v.is_number_integer() && !v.is_number_unsigned()) throw std::invalid_argument("must be a whole number");
-    } else if constexpr (std::is_floating_point_v<T>) {
-      if (!v.is_number()) throw std::invalid_argument("must be a number");
-    } else {
-      if (!v.is_string()) throw std::invalid_argument("must be a string");
-    }
-    out = v.get<T>();
-  } catch (const std::exception& e) {
-    p.add(prefix + key, spec::plainMessage(e) + "; got " + spec::jsonPreview(v));
-  }
-}
 
 }  // namespace
 
@@ -114,23 +81,23 @@ RunConfig runConfigFromJson(const std::string& text) {
     p.add("version", "must be " + std::to_string(kVersion) + (j.contains("version") ? "; got " + spec::jsonPreview(j["version"]) : ""));
   if (!p.empty()) p.raise();
   // "versions" records what wrote a run's config.json; informational, not read back.
-  rejectUnknown(p, j, "", {"format", "version", "model", "task", "train", "versions"});
+  p.rejectUnknown(j, "", {"format", "version", "model", "task", "train", "versions"});
   RunConfig c;
   if (j.contains("model")) {
     const json& m = j["model"];
     if (!m.is_object()) {
       p.add("model", "must be an object");
     } else {
-      rejectUnknown(p, m, "model.", {"kind", "layers", "d_model", "ffn_multiplier", "positions", "tied_embeddings",
+      p.rejectUnknown(m, "model.", {"kind", "layers", "d_model", "ffn_multiplier", "positions", "tied_embeddings",
                                      "tp_role_embedding", "residual_dropout", "attention"});
-      read(p, m, "kind", "model.", c.model.kind);
-      read(p, m, "layers", "model.", c.model.layers);
-      read(p, m, "d_model", "model.", c.model.d_model);
-      read(p, m, "ffn_multiplier", "model.", c.model.ffn_multiplier);
-      read(p, m, "positions", "model.", c.model.positions);
-      read(p, m, "tied_embeddings", "model.", c.model.tied_embeddings);
-      read(p, m, "tp_role_embedding", "model.", c.model.tp_role_embedding);
-      read(p, m, "residual_dropout", "model.", c.model.residual_dropout);
+      p.read(m, "kind", "model.", c.model.kind);
+      p.read(m, "layers", "model.", c.model.layers);
+      p.read(m, "d_model", "model.", c.model.d_model);
+      p.read(m, "ffn_multiplier", "model.", c.model.ffn_multiplier);
+      p.read(m, "positions", "model.", c.model.positions);
+      p.read(m, "tied_embeddings", "model.", c.model.tied_embeddings);
+      p.read(m, "tp_role_embedding", "model.", c.model.tp_role_embedding);
+      p.read(m, "residual_dropout", "model.", c.model.residual_dropout);
       if (m.contains("attention")) {
         const json& a = m["attention"];
         const json list = a.is_array() ? a : json::array({a});
@@ -157,30 +124,30 @@ RunConfig runConfigFromJson(const std::string& text) {
     if (!t.is_object()) {
       p.add("train", "must be an object");
     } else {
-      rejectUnknown(p, t, "train.", {"steps", "batch", "lr", "weight_decay", "beta1", "beta2", "eps", "warmup",
+      p.rejectUnknown(t, "train.", {"steps", "batch", "lr", "weight_decay", "beta1", "beta2", "eps", "warmup",
                                      "min_lr_ratio", "grad_clip", "eval_interval", "eval_examples",
                                      "checkpoint_interval", "inspect_interval", "seed", "device", "threads",
                                      "divergence_factor", "divergence_steps"});
       auto& x = c.train;
-      read(p, t, "steps", "train.", x.steps);
-      read(p, t, "batch", "train.", x.batch);
-      read(p, t, "lr", "train.", x.lr);
-      read(p, t, "weight_decay", "train.", x.weight_decay);
-      read(p, t, "beta1", "train.", x.beta1);
-      read(p, t, "beta2", "train.", x.beta2);
-      read(p, t, "eps", "train.", x.eps);
-      read(p, t, "warmup", "train.", x.warmup);
-      read(p, t, "min_lr_ratio", "train.", x.min_lr_ratio);
-      read(p, t, "grad_clip", "train.", x.grad_clip);
-      read(p, t, "eval_interval", "train.", x.eval_interval);
-      read(p, t, "eval_examples", "train.", x.eval_examples);
-      read(p, t, "checkpoint_interval", "train.", x.checkpoint_interval);
-      read(p, t, "inspect_interval", "train.", x.inspect_interval);
-      read(p, t, "seed", "train.", x.seed);
-      read(p, t, "device", "train.", x.device);
-      read(p, t, "threads", "train.", x.threads);
-      read(p, t, "divergence_factor", "train.", x.divergence_factor);
-      read(p, t, "divergence_steps", "train.", x.divergence_steps);
+      p.read(t, "steps", "train.", x.steps);
+      p.read(t, "batch", "train.", x.batch);
+      p.read(t, "lr", "train.", x.lr);
+      p.read(t, "weight_decay", "train.", x.weight_decay);
+      p.read(t, "beta1", "train.", x.beta1);
+      p.read(t, "beta2", "train.", x.beta2);
+      p.read(t, "eps", "train.", x.eps);
+      p.read(t, "warmup", "train.", x.warmup);
+      p.read(t, "min_lr_ratio", "train.", x.min_lr_ratio);
+      p.read(t, "grad_clip", "train.", x.grad_clip);
+      p.read(t, "eval_interval", "train.", x.eval_interval);
+      p.read(t, "eval_examples", "train.", x.eval_examples);
+      p.read(t, "checkpoint_interval", "train.", x.checkpoint_interval);
+      p.read(t, "inspect_interval", "train.", x.inspect_interval);
+      p.read(t, "seed", "train.", x.seed);
+      p.read(t, "device", "train.", x.device);
+      p.read(t, "threads", "train.", x.threads);
+      p.read(t, "divergence_factor", "train.", x.divergence_factor);
+      p.read(t, "divergence_steps", "train.", x.divergence_steps);
     }
   }
   for (const auto& v : validateRunConfig(c)) {

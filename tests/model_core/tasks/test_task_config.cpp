@@ -56,7 +56,7 @@ TEST(TaskConfig, EveryProblemIsReported) {
       errorOf(R"({"name": "arithmetik", "seq_len": "64", "patch": 5, "sede": 3, "algorithmic_alphabet": 63,
                   "seed": -1, "arithmetic_module": "add"})");
   EXPECT_TRUE(contains(msg, "invalid task config (7 problems):")) << msg;
-  EXPECT_TRUE(contains(msg, "sede: unknown field 'sede' (known: name, seed, seq_len, arithmetic_module")) << msg;
+  EXPECT_TRUE(contains(msg, "sede: unknown field \"sede\" (known here: name, seed, seq_len, arithmetic_module")) << msg;
   EXPECT_TRUE(contains(msg, "seq_len: must be a whole number; got a string")) << msg;
   EXPECT_TRUE(contains(msg, "seed: must be in [0, 2^64-1]; got -1")) << msg;
   EXPECT_TRUE(contains(msg, "name: unknown task 'arithmetik' (known: arithmetic, char_lm, fashion_mnist, copy, reverse, sort)"))

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tensorscope::spec {
 
@@ -54,6 +55,46 @@ std::string jsonPreview(const nlohmann::json& value, std::size_t max = 48);
 
 /// The message of a library exception without nlohmann's "[json.exception.type_error.302] " prefix.
 std::string plainMessage(const std::exception& e);
+
+/// What a JSON value is, for messages: "a string", "an array", "the number 64.5", …
+std::string kindName(const nlohmann::json& value);
+
+/// Reads the fields of untrusted JSON objects for every reader of the product (specs, run and task
+/// configs, sessions, trainer state), with one wording: it collects every problem as (field,
+/// message) instead of stopping at the first, rejects unknown keys naming the known ones, checks
+/// each value's kind and the target type's range before converting (never a library exception),
+/// and echoes bad values as short previews. Each reader turns problems() into its own error type
+/// (file and field in the message).
+class FieldReader {
+ public:
+  struct Problem {
+    std::string field;    ///< "train.lr", "sizes.R", "seed"
+    std::string message;  ///< "must be a number; got a string"
+
+    bool operator==(const Problem&) const = default;
+  };
+
+  void fail(std::string field, std::string message);
+  /// Reports every key of `obj` not in `known` ("unknown field 'k' (known here: a, b)").
+  void rejectUnknown(const nlohmann::json& obj, const std::string& prefix, const std::vector<std::string>& known);
+  /// Reads obj[key] into `out` when present; a wrong kind or an out-of-range number is a problem
+  /// at prefix + key and leaves `out` unchanged. Returns whether `out` was set.
+  bool read(const nlohmann::json& obj, const char* key, const std::string& prefix, bool& out);
+  bool read(const nlohmann::json& obj, const char* key, const std::string& prefix, int& out);
+  bool read(const nlohmann::json& obj, const char* key, const std::string& prefix, std::int64_t& out);
+  bool read(const nlohmann::json& obj, const char* key, const std::string& prefix, std::uint64_t& out);
+  bool read(const nlohmann::json& obj, const char* key, const std::string& prefix, double& out);
+  bool read(const nlohmann::json& obj, const char* key, const std::string& prefix, std::string& out);
+
+  const std::vector<Problem>& problems() const { return problems_; }
+  bool empty() const { return problems_.empty(); }
+  /// The problems as "field: message" lines.
+  std::vector<std::string> lines() const;
+
+ private:
+  bool readWhole(const nlohmann::json& v, const std::string& field, long double lo, long double hi, long double& out);
+  std::vector<Problem> problems_;
+};
 
 /// Reads the regular file `path` whole. Throws std::runtime_error naming the file when it does not
 /// exist, is a directory, a device, a FIFO or a socket, is larger than `maxBytes`, or cannot be read.
