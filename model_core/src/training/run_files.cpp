@@ -22,33 +22,33 @@ TrainerState parseTrainerState(std::string_view text, const std::string& path) {
   if (!state.contains("format") || !state["format"].is_string() || state["format"].get<std::string>() != kTrainerStateFormat)
     throw bad(std::string("\"format\" must be \"") + kTrainerStateFormat + "\"");
   if (!spec::hasEnvelope(state, kTrainerStateFormat, 1)) throw bad("\"version\" must be 1 (this Tensorscope reads version 1)");
-  for (const auto& [key, value] : state.items())
-    if (key != "format" && key != "version" && key != "step" && key != "optimizer_step" && key != "data_rng" &&
-        key != "status" && key != "message")
-      throw bad("unknown field " + spec::jsonPreview(json(key)));
-  const auto integer = [&](const char* key, std::int64_t lo, std::int64_t hi) {
-    if (!state.contains(key) || !state[key].is_number_integer()) throw bad(std::string("\"") + key + "\" must be an integer");
-    if (state[key].is_number_unsigned() && state[key].get<std::uint64_t>() > std::uint64_t(hi))
-      throw bad(std::string("\"") + key + "\" is " + spec::jsonPreview(state[key]) + ", outside [" + std::to_string(lo) +
-                ", " + std::to_string(hi) + "]");
-    const auto v = state[key].get<std::int64_t>();
-    if (v < lo || v > hi)
-      throw bad(std::string("\"") + key + "\" is " + std::to_string(v) + ", outside [" + std::to_string(lo) + ", " +
-                std::to_string(hi) + "]");
-    return v;
-  };
+  // The fields through the shared field reader (kinds, unknown keys); then the ranges.
+  spec::FieldReader r;
+  r.rejectUnknown(state, "", {"format", "version", "step", "optimizer_step", "data_rng", "status", "message"});
   TrainerState s;
-  s.step = integer("step", 0, kMaxRunStep);
-  s.optimizer_step = integer("optimizer_step", 0, s.step);
-  if (!state.contains("data_rng") || !state["data_rng"].is_string()) throw bad("\"data_rng\" must be a string");
-  const auto& rngText = state["data_rng"].get_ref<const std::string&>();
-  const auto [end, ec] = std::from_chars(rngText.data(), rngText.data() + rngText.size(), s.data_rng);
-  if (rngText.empty() || ec != std::errc() || end != rngText.data() + rngText.size())
-    throw bad("\"data_rng\" must be a decimal unsigned 64-bit integer, not " + spec::jsonPreview(state["data_rng"]));
-  for (const auto& [key, out] : {std::pair{"status", &s.status}, std::pair{"message", &s.message}}) {
-    if (!state.contains(key)) continue;
-    if (!state[key].is_string()) throw bad(std::string("\"") + key + "\" must be a string");
-    *out = state[key].get<std::string>();
+  std::string rngText;
+  for (const char* key : {"step", "optimizer_step", "data_rng"})
+    if (!state.contains(key)) r.fail(key, "is missing");
+  const bool haveStep = r.read(state, "step", "", s.step);
+  const bool haveOptimizerStep = r.read(state, "optimizer_step", "", s.optimizer_step);
+  const bool haveRng = r.read(state, "data_rng", "", rngText);
+  r.read(state, "status", "", s.status);
+  r.read(state, "message", "", s.message);
+  const auto range = [&](const char* key, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    if (v < lo || v > hi)
+      r.fail(key, "is " + std::to_string(v) + ", outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  };
+  if (haveStep) range("step", s.step, 0, kMaxRunStep);
+  if (haveStep && haveOptimizerStep) range("optimizer_step", s.optimizer_step, 0, s.step);
+  if (haveRng) {
+    const auto [end, ec] = std::from_chars(rngText.data(), rngText.data() + rngText.size(), s.data_rng);
+    if (rngText.empty() || ec != std::errc() || end != rngText.data() + rngText.size())
+      r.fail("data_rng", "must be a decimal unsigned 64-bit integer, not " + spec::jsonPreview(json(rngText)));
+  }
+  if (!r.empty()) {
+    std::string m;
+    for (const auto& line : r.lines()) m += (m.empty() ? "" : "; ") + line;
+    throw bad(m);
   }
   return s;
 }

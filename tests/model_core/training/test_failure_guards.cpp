@@ -262,13 +262,20 @@ TEST(TrainerStateFile, RoundTripsAndRefusesWhatItMust) {
   };
   const std::string head = R"({"format": "tensorscope.trainer_state", "version": 1, )";
   EXPECT_EQ(errorOf(head + R"("step": 5, "optimizer_step": 6, "data_rng": "1"})"),
-            "run/trainer_state.json: \"optimizer_step\" is 6, outside [0, 5]");
+            "run/trainer_state.json: optimizer_step: is 6, outside [0, 5]");
   EXPECT_EQ(errorOf(head + R"("step": 18446744073709551615, "optimizer_step": 0, "data_rng": "1"})"),
-            "run/trainer_state.json: \"step\" is 18446744073709551615, outside [0, 1099511627776]");
+            "run/trainer_state.json: step: is out of range: 18446744073709551615");
+  EXPECT_EQ(errorOf(head + R"("step": 1099511627777, "optimizer_step": 0, "data_rng": "1"})"),
+            "run/trainer_state.json: step: is 1099511627777, outside [0, 1099511627776]");
   EXPECT_EQ(errorOf(head + R"("step": 5, "optimizer_step": 5, "data_rng": "0x10"})"),
-            "run/trainer_state.json: \"data_rng\" must be a decimal unsigned 64-bit integer, not \"0x10\"");
+            "run/trainer_state.json: data_rng: must be a decimal unsigned 64-bit integer, not \"0x10\"");
   EXPECT_EQ(errorOf(head + R"("step": 5, "optimizer_step": 5, "data_rng": "1", "stpe": 3})"),
-            "run/trainer_state.json: unknown field \"stpe\"");
+            "run/trainer_state.json: stpe: unknown field \"stpe\" (known here: format, version, step, "
+            "optimizer_step, data_rng, status, message)");
+  EXPECT_EQ(errorOf(head + R"("step": "5", "status": 3})"),
+            "run/trainer_state.json: optimizer_step: is missing; data_rng: is missing; step: must be a whole number; "
+            "got a string; status: must be a string; got the number 3")
+      << "every problem at once";
   EXPECT_EQ(errorOf(R"({"format": "tensorscope.trainer_state", "version": "1"})"),
             "run/trainer_state.json: \"version\" must be 1 (this Tensorscope reads version 1)");
   EXPECT_NE(errorOf("{\"step\": 1, \"step\": 2}").find("is damaged: the key \"step\" appears twice"), std::string::npos);
