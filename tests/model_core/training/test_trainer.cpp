@@ -269,10 +269,10 @@ TEST(Trainer, ResumeValidatesTheTrainerStateAgainstItsCheckpoint) {
     std::string what, with, expect;
   } cases[] = {
       {"\"step\": 4", "\"step\": 100000", "says step 100000: the files are not one checkpoint"},
-      {"\"step\": 4", "\"step\": 3", "\"optimizer_step\" is 4, outside [0, 3]"},  // would replay a step
-      {"\"step\": 4", "\"step\": 9223372036854775807", "\"step\" is 9223372036854775807, outside"},
-      {"\"optimizer_step\": 4", "\"optimizer_step\": -1", "\"optimizer_step\" is -1, outside [0, 4]"},
-      {"\"data_rng\": \"", "\"data_rng\": \"x", "\"data_rng\" must be a decimal unsigned 64-bit integer"},
+      {"\"step\": 4", "\"step\": 3", "optimizer_step: is 4, outside [0, 3]"},  // would replay a step
+      {"\"step\": 4", "\"step\": 9223372036854775807", "step: is 9223372036854775807, outside"},
+      {"\"optimizer_step\": 4", "\"optimizer_step\": -1", "optimizer_step: is -1, outside [0, 4]"},
+      {"\"data_rng\": \"", "\"data_rng\": \"x", "data_rng: must be a decimal unsigned 64-bit integer"},
       {"\"format\": \"tensorscope.trainer_state\"", "\"format\": \"other\"", "\"format\" must be"},
       {"\"version\": 1", "\"version\": 2", "\"version\" must be 1"},
   };
