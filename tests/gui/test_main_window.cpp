@@ -59,6 +59,16 @@ bool waitFor(F done, int ms = 240000) {
   return done();
 }
 
+/// Puts a light version of run 1 (THSA) in the training panel: batch 4, `layers` layers, a
+/// checkpoint every `checkpointInterval` steps (0: the run's own). The machine may be busy.
+void useLightThsaRun(app::MainWindow& w, int layers, int checkpointInterval = 0) {
+  auto small = w.session().runs[1].config;
+  small.train.batch = 4;
+  small.model.layers = layers;
+  if (checkpointInterval > 0) small.train.checkpoint_interval = checkpointInterval;
+  w.trainingPanel()->setConfig(small);
+}
+
 /// For looking at what users see: with $TS_GUI_SCREENSHOT_DIR set, shows the window at 1500 x 950
 /// and saves it as NAME.png there (the test's assertions do not depend on it).
 void screenshotIfAsked(QWidget& w, const QString& name) {
@@ -332,10 +342,7 @@ TEST(MainWindow, ATrainingRunIsReadOnlyAndItsInspectionsUseItsOwnDesign) {
   const auto trained = w.currentSpec();
   ASSERT_TRUE(trained.core);
   ASSERT_GT(trained.sizes.D, 1);
-  auto small = w.session().runs[1].config;
-  small.train.batch = 4;
-  small.model.layers = 1;
-  w.trainingPanel()->setConfig(small);
+  useLightThsaRun(w, 1);
   ASSERT_TRUE(w.startTraining(/*steps=*/400));
   EXPECT_FALSE(w.designPanel()->isEditable());
   QSpinBox* H = nullptr;
@@ -366,10 +373,7 @@ TEST(MainWindow, TrainingFeedsCurvesMapsAndStableRankThenStops) {
   app::MainWindow w(testOptions());
   w.selectRun(1);
   auto spec = w.currentSpec();
-  auto small = w.session().runs[1].config;  // a light run: the machine may be busy
-  small.train.batch = 4;
-  small.model.layers = 1;
-  w.trainingPanel()->setConfig(small);
+  useLightThsaRun(w, 1);
   ASSERT_TRUE(w.startTraining(/*steps=*/26));  // inspections come every 25 steps
   auto* c = w.controller();
   ASSERT_TRUE(waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 3; }));
@@ -388,11 +392,7 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   QTemporaryDir dir;
   app::MainWindow w(testOptions());
   w.selectRun(1);  // THSA, dense core
-  auto small = w.session().runs[1].config;
-  small.train.batch = 4;
-  small.model.layers = 1;
-  small.train.checkpoint_interval = 5;
-  w.trainingPanel()->setConfig(small);
+  useLightThsaRun(w, 1, /*checkpointInterval=*/5);
   ASSERT_TRUE(w.startTraining(/*steps=*/400));
   auto* c = w.controller();
   waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 6 || !c->running(); });
@@ -449,11 +449,7 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
 TEST(MainWindow, AForkOfAMultiLayerRunTakesEveryLayersLearnedC) {
   app::MainWindow w(testOptions());
   w.selectRun(1);  // THSA, dense core
-  auto small = w.session().runs[1].config;
-  small.train.batch = 4;
-  small.model.layers = 2;
-  small.train.checkpoint_interval = 5;
-  w.trainingPanel()->setConfig(small);
+  useLightThsaRun(w, 2, /*checkpointInterval=*/5);
   ASSERT_TRUE(w.startTraining(/*steps=*/400));
   auto* c = w.controller();
   waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 6 || !c->running(); });

@@ -156,10 +156,9 @@ void MainWindow::buildDocks() {
 
   connect(design_, &DesignPanel::specChanged, this, &MainWindow::onDesignEdited);
   connect(core_, &CoreEditor::coreEdited, this,
-          [this](const spec::AttentionSpec& before, const spec::AttentionSpec& after, const QString& what, int stroke) {
+          [this](const spec::AttentionSpec& /*before*/, const spec::AttentionSpec& after, const QString& what, int stroke) {
             // A C shared by every layer stays shared; a layer with its own C (a fork of a trained
             // run) is edited alone.
-            (void)before;
             const auto& config = session_.runs[session_.current].config;
             if (config.model.attention.size() == 1) return pushDesign({after}, what, stroke);
             auto layers = layerDesigns(config);
