@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "gui/main_window.h"
+#include "gui/session_model.h"
+#include "gui/training_driver.h"
 #include "gui/training_controller.h"
 #include "gui/training_panel.h"
 #include "model_core/runtime.h"
@@ -33,10 +35,10 @@ int main(int argc, char** argv) {
   options.offerRecovery = false;
   app::MainWindow window(options);
   window.show();
-  window.selectRun(1);  // THSA of the default session
+  window.model().select(1);  // THSA of the default session
   // A light configuration: steps come faster than the GUI's 25 Hz drain, so the measured update
   // rate shows what the GUI sustains rather than how fast one step trains.
-  auto light = window.session().runs[1].config;
+  auto light = window.model().session().runs[1].config;
   light.train.batch = 8;
   light.model.layers = 1;
   window.trainingPanel()->setConfig(light);
@@ -62,7 +64,7 @@ int main(int argc, char** argv) {
   });
   QTimer::singleShot(500, &qapp, [&] {
     clock.start();
-    if (!window.startTraining(1'000'000)) qapp.exit(1);
+    if (!window.training().start(1'000'000)) qapp.exit(1);
     probe.start();
   });
   QTimer::singleShot(int(500 + seconds * 1000), &qapp, [&] {

@@ -26,6 +26,8 @@
 #include "gui/demo_script.h"
 #include "gui/design_panel.h"
 #include "gui/main_window.h"
+#include "gui/session_model.h"
+#include "gui/training_driver.h"
 #include "gui/session.h"
 #include "gui/training_panel.h"
 #include "gui/training_controller.h"
@@ -35,6 +37,7 @@
 #include "viz/curves_plot.h"
 #include "viz/matrix_heatmap.h"
 #include "spec/cost_model.h"
+#include "viz/spectrum_plot.h"
 #include "viz/stable_rank_plot.h"
 
 using namespace tensorscope;
@@ -62,7 +65,7 @@ bool waitFor(F done, int ms = 240000) {
 /// Puts a light version of run 1 (THSA) in the training panel: batch 4, `layers` layers, a
 /// checkpoint every `checkpointInterval` steps (0: the run's own). The machine may be busy.
 void useLightThsaRun(app::MainWindow& w, int layers, int checkpointInterval = 0) {
-  auto small = w.session().runs[1].config;
+  auto small = w.model().session().runs[1].config;
   small.train.batch = 4;
   small.model.layers = layers;
   if (checkpointInterval > 0) small.train.checkpoint_interval = checkpointInterval;
@@ -110,19 +113,19 @@ TEST(MainWindow, SwitchingTheThemeKeepsOneStyle) {
 
 TEST(DemoRunner, APresetIsOneUndoableEdit) {
   app::MainWindow w(testOptions());
-  const auto before = w.currentSpec();
+  const auto before = w.model().currentSpec();
   app::DemoRunner runner(&w, app::parseDemoScript("preset skip_left\nquit\n", "demo.txt"));
   bool done = false;
   QObject::connect(&runner, &app::DemoRunner::finished, [&] { done = true; });
   runner.start();
   ASSERT_TRUE(waitFor([&] { return done; }, 10000));
   EXPECT_EQ(runner.exitCode(), 0);
-  ASSERT_TRUE(w.currentSpec().core);
-  EXPECT_NE(w.currentSpec(), before);
-  ASSERT_EQ(w.undoStack()->count(), 1) << "the preset went around the undo stack";
-  EXPECT_EQ(w.undoStack()->undoText(), "preset skip_left");
-  w.undoStack()->undo();
-  EXPECT_EQ(w.currentSpec(), before);
+  ASSERT_TRUE(w.model().currentSpec().core);
+  EXPECT_NE(w.model().currentSpec(), before);
+  ASSERT_EQ(w.model().undoStack()->count(), 1) << "the preset went around the undo stack";
+  EXPECT_EQ(w.model().undoStack()->undoText(), "preset skip_left");
+  w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().currentSpec(), before);
 }
 
 TEST(DemoRunner, EachRunnerWaitsItsOwnTime) {
@@ -145,7 +148,7 @@ TEST(DemoRunner, EachRunnerWaitsItsOwnTime) {
 
 TEST(MainWindow, DefaultSessionComparesThsaWithMhsaAtEqualParameters) {
   app::MainWindow w(testOptions());
-  const auto& s = w.session();
+  const auto& s = w.model().session();
   ASSERT_EQ(s.runs.size(), 3u);
   const auto& m = s.runs[0].config.model.attention.front();
   const auto& t = s.runs[1].config.model.attention.front();
@@ -160,7 +163,7 @@ TEST(MainWindow, DenseThsaTrainsAtTheReferenceSizeShowingStepsPerSecond) {
   // The default session holds dense THSA at bench/train_bench's reference size; the fused kernel
   // trains it live (the design-space example session has the same run).
   app::MainWindow w(testOptions());
-  const auto& runs = w.session().runs;
+  const auto& runs = w.model().session().runs;
   ASSERT_EQ(runs.size(), 3u);
   const auto& config = runs[2].config;
   const auto& t = config.model.attention.front();
@@ -174,8 +177,8 @@ TEST(MainWindow, DenseThsaTrainsAtTheReferenceSizeShowingStepsPerSecond) {
   EXPECT_EQ(config.task.name, "char_lm");
   EXPECT_EQ(config.task.seq_len, 128);
   EXPECT_EQ(config.train.batch, 32);
-  w.selectRun(2);
-  ASSERT_TRUE(w.startTraining(/*steps=*/4));
+  w.model().select(2);
+  ASSERT_TRUE(w.training().start(/*steps=*/4));
   QString seen;
   ASSERT_TRUE(waitFor([&] {
     const QString text = w.trainingPanel()->statusText();
@@ -190,59 +193,59 @@ TEST(MainWindow, DenseThsaTrainsAtTheReferenceSizeShowingStepsPerSecond) {
 
 TEST(MainWindow, EditingCIsUndoable) {
   app::MainWindow w(testOptions());
-  w.selectRun(1);  // THSA, dense core
-  const auto before = w.currentSpec();
+  w.model().select(1);  // THSA, dense core
+  const auto before = w.model().currentSpec();
   ASSERT_TRUE(before.core);
   auto* editor = w.coreEditor();
   editor->setTool(app::CoreEditor::Tool::SetValue);
   editor->setPaintValue(-1.5);
   editor->editCell(0, 5);
-  auto after = w.currentSpec();
+  auto after = w.model().currentSpec();
   EXPECT_DOUBLE_EQ(after.core->dense_values[5], -1.5);
   editor->setTool(app::CoreEditor::Tool::PaintFrozen);
   editor->editCell(1, 1);
-  EXPECT_EQ(w.currentSpec().core->trainable_mask[after.sizes.R + 1], 0);
-  ASSERT_EQ(w.undoStack()->count(), 2);
-  w.undoStack()->undo();
-  w.undoStack()->undo();
-  EXPECT_EQ(w.currentSpec(), before);
-  w.undoStack()->redo();
-  EXPECT_DOUBLE_EQ(w.currentSpec().core->dense_values[5], -1.5);
+  EXPECT_EQ(w.model().currentSpec().core->trainable_mask[after.sizes.R + 1], 0);
+  ASSERT_EQ(w.model().undoStack()->count(), 2);
+  w.model().undoStack()->undo();
+  w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().currentSpec(), before);
+  w.model().undoStack()->redo();
+  EXPECT_DOUBLE_EQ(w.model().currentSpec().core->dense_values[5], -1.5);
 }
 
 // Issue 12, item 1: undo ignored which run an edit belonged to: edit run A, select run B, Ctrl+Z
 // wrote A's old design into B.
 TEST(MainWindow, UndoChangesTheRunItsEditBelongsTo) {
   app::MainWindow w(testOptions());
-  w.selectRun(1);
-  const auto aBefore = w.currentSpec();
+  w.model().select(1);
+  const auto aBefore = w.model().currentSpec();
   w.coreEditor()->setTool(app::CoreEditor::Tool::SetValue);
   w.coreEditor()->setPaintValue(2.5);
   w.coreEditor()->editCell(0, 1);
-  const auto aAfter = w.currentSpec();
+  const auto aAfter = w.model().currentSpec();
   ASSERT_NE(aAfter, aBefore);
-  w.selectRun(0);
-  const auto b = w.currentSpec();
-  w.undoStack()->undo();
-  EXPECT_EQ(w.session().runs[0].config.model.attention.front(), b) << "run 0 took run 1's old design";
-  EXPECT_EQ(w.session().runs[1].config.model.attention.front(), aBefore);
-  EXPECT_EQ(w.session().current, 1) << "undo shows the run it changes";
-  w.selectRun(2);
-  w.undoStack()->redo();
-  EXPECT_EQ(w.session().runs[1].config.model.attention.front(), aAfter);
-  EXPECT_EQ(w.session().current, 1);
+  w.model().select(0);
+  const auto b = w.model().currentSpec();
+  w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().session().runs[0].config.model.attention.front(), b) << "run 0 took run 1's old design";
+  EXPECT_EQ(w.model().session().runs[1].config.model.attention.front(), aBefore);
+  EXPECT_EQ(w.model().session().current, 1) << "undo shows the run it changes";
+  w.model().select(2);
+  w.model().undoStack()->redo();
+  EXPECT_EQ(w.model().session().runs[1].config.model.attention.front(), aAfter);
+  EXPECT_EQ(w.model().session().current, 1);
 }
 
 // Issue 12, item 3: every Design-dock change rebuilt C from the core preset combo, silently
 // replacing an edited (or learned) C, and the combo had no entry for a custom core.
 TEST(MainWindow, DesignEditsKeepACustomCore) {
   app::MainWindow w(testOptions());
-  w.selectRun(1);  // THSA, dense core
+  w.model().select(1);  // THSA, dense core
   auto* editor = w.coreEditor();
   editor->setTool(app::CoreEditor::Tool::SetValue);
   editor->setPaintValue(-1.5);
   editor->editCell(0, 5);
-  const auto edited = w.currentSpec();
+  const auto edited = w.model().currentSpec();
   ASSERT_EQ(edited.core->preset, "custom");
   QComboBox* corePreset = nullptr;
   for (auto* c : w.designPanel()->findChildren<QComboBox*>())
@@ -254,18 +257,18 @@ TEST(MainWindow, DesignEditsKeepACustomCore) {
     if (b->text() == "bias") bias = b;
   ASSERT_TRUE(bias);
   bias->toggle();
-  EXPECT_NE(w.currentSpec().bias, edited.bias);
-  EXPECT_EQ(w.currentSpec().core, edited.core) << "toggling bias replaced the edited C";
+  EXPECT_NE(w.model().currentSpec().bias, edited.bias);
+  EXPECT_EQ(w.model().currentSpec().core, edited.core) << "toggling bias replaced the edited C";
   QSpinBox* F = nullptr;
   for (auto* b : w.designPanel()->findChildren<QSpinBox*>())
     if (b->toolTip().startsWith("F:")) F = b;
   ASSERT_TRUE(F);
   F->setValue(F->value() + 8);
-  EXPECT_EQ(w.currentSpec().core, edited.core) << "changing F replaced the edited C";
+  EXPECT_EQ(w.model().currentSpec().core, edited.core) << "changing F replaced the edited C";
   corePreset->setCurrentText("mhsa");  // choosing a preset is what replaces C
-  EXPECT_EQ(w.currentSpec().core->preset, "mhsa");
-  w.undoStack()->undo();
-  EXPECT_EQ(w.currentSpec().core, edited.core);
+  EXPECT_EQ(w.model().currentSpec().core->preset, "mhsa");
+  w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().currentSpec().core, edited.core);
   EXPECT_EQ(corePreset->currentText(), "custom");
 }
 
@@ -274,7 +277,7 @@ TEST(MainWindow, DesignEditsKeepACustomCore) {
 // refused before it allocates, with the reason on screen.
 TEST(MainWindow, CoresBeyondTheirBoundsAreRefusedBeforeTheyAllocate) {
   app::MainWindow w(testOptions());
-  w.selectRun(1);  // THSA, dense core
+  w.model().select(1);  // THSA, dense core
   QSpinBox* H = nullptr;
   QSpinBox* D = nullptr;
   for (auto* b : w.designPanel()->findChildren<QSpinBox*>()) {
@@ -296,10 +299,10 @@ TEST(MainWindow, CoresBeyondTheirBoundsAreRefusedBeforeTheyAllocate) {
   ASSERT_TRUE(corePreset);
   corePreset->setCurrentText("mhsa");  // a Kronecker core at R = 16384 is fine, and not drawn
   EXPECT_TRUE(w.designPanel()->isValid()) << w.designPanel()->problemsText().toStdString();
-  ASSERT_EQ(w.currentSpec().sizes.R, 16384);
-  const auto before = w.currentSpec();
+  ASSERT_EQ(w.model().currentSpec().sizes.R, 16384);
+  const auto before = w.model().currentSpec();
   w.coreEditor()->setStructure("dense");
-  EXPECT_EQ(w.currentSpec(), before);
+  EXPECT_EQ(w.model().currentSpec(), before);
   EXPECT_TRUE(w.coreEditor()->bannerText().contains("a dense core (R x R, R=16384) holds 268,435,456 values"))
       << w.coreEditor()->bannerText().toStdString();
   screenshotIfAsked(w, "refused_dense_core");
@@ -307,43 +310,43 @@ TEST(MainWindow, CoresBeyondTheirBoundsAreRefusedBeforeTheyAllocate) {
 
 TEST(MainWindow, LowRankCoreIsEditableAndItsRankIsItsNumberOfHeads) {
   app::MainWindow w(testOptions());
-  w.selectRun(1);  // THSA, dense core initialised at the mhsa preset
-  const auto before = w.currentSpec();
+  w.model().select(1);  // THSA, dense core initialised at the mhsa preset
+  const auto before = w.model().currentSpec();
   const int H = before.sizes.H;
   auto* editor = w.coreEditor();
   editor->setStructure("low_rank");
-  auto s = w.currentSpec();
+  auto s = w.model().currentSpec();
   ASSERT_TRUE(s.core);
   EXPECT_EQ(s.core->structure, spec::CoreStructure::LowRank);
   EXPECT_EQ(s.core->rank, H);
   EXPECT_NEAR(editor->stableRank(), double(H), 1e-9) << "U·Vᵀ starts as the mhsa preset: H heads";
   editor->setRank(2);
-  s = w.currentSpec();
+  s = w.model().currentSpec();
   EXPECT_EQ(s.core->rank, 2);
   EXPECT_NEAR(editor->stableRank(), 2.0, 1e-9) << "rank 2 keeps two heads' blocks";
   EXPECT_TRUE(spec::validate(s).empty()) << spec::formatIssues(spec::validate(s));
   editor->editCell(0, 0);  // C itself is not editable entry by entry: nothing changes
-  EXPECT_EQ(w.currentSpec(), s);
-  ASSERT_EQ(w.undoStack()->count(), 2);
-  w.undoStack()->undo();
-  EXPECT_EQ(w.currentSpec().core->rank, H);
-  w.undoStack()->undo();
-  EXPECT_EQ(w.currentSpec(), before);
+  EXPECT_EQ(w.model().currentSpec(), s);
+  ASSERT_EQ(w.model().undoStack()->count(), 2);
+  w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().currentSpec().core->rank, H);
+  w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().currentSpec(), before);
 }
 
 // Issue 12, item 2: the Design dock and undo stayed live on a run while it trained (the session
 // drifted from what trained), and inspections were read with the *selected* run's H and D.
 TEST(MainWindow, ATrainingRunIsReadOnlyAndItsInspectionsUseItsOwnDesign) {
   app::MainWindow w(testOptions());
-  w.selectRun(1);  // THSA: heads of D channels, so its maps are grouped by D
+  w.model().select(1);  // THSA: heads of D channels, so its maps are grouped by D
   w.coreEditor()->setTool(app::CoreEditor::Tool::SetValue);
   w.coreEditor()->setPaintValue(0.5);
   w.coreEditor()->editCell(0, 1);  // an edit made before it trains
-  const auto trained = w.currentSpec();
+  const auto trained = w.model().currentSpec();
   ASSERT_TRUE(trained.core);
   ASSERT_GT(trained.sizes.D, 1);
   useLightThsaRun(w, 1);
-  ASSERT_TRUE(w.startTraining(/*steps=*/400));
+  ASSERT_TRUE(w.training().start(/*steps=*/400));
   EXPECT_FALSE(w.designPanel()->isEditable());
   QSpinBox* H = nullptr;
   for (auto* b : w.designPanel()->findChildren<QSpinBox*>())
@@ -351,12 +354,12 @@ TEST(MainWindow, ATrainingRunIsReadOnlyAndItsInspectionsUseItsOwnDesign) {
   ASSERT_TRUE(H);
   EXPECT_FALSE(H->isEnabled());
   // Undo of an edit of the training run is refused and leaves the stack; the design stays.
-  ASSERT_EQ(w.undoStack()->count(), 1);
-  w.undoStack()->undo();
-  EXPECT_EQ(w.session().runs[1].config.model.attention.front(), trained);
-  EXPECT_EQ(w.undoStack()->count(), 0);
+  ASSERT_EQ(w.model().undoStack()->count(), 1);
+  w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().session().runs[1].config.model.attention.front(), trained);
+  EXPECT_EQ(w.model().undoStack()->count(), 0);
   // Another run selected: editable, and the maps still come grouped by the trained design's D.
-  w.selectRun(0);  // MHSA: no core (group size 1 if it were used)
+  w.model().select(0);  // MHSA: no core (group size 1 if it were used)
   EXPECT_TRUE(w.designPanel()->isEditable());
   EXPECT_TRUE(H->isEnabled());
   w.attentionMaps()->setGroupSize(7);  // a marker: the next inspection sets the grouping again
@@ -365,16 +368,16 @@ TEST(MainWindow, ATrainingRunIsReadOnlyAndItsInspectionsUseItsOwnDesign) {
   w.controller()->stop();
   w.controller()->waitForFinished();
   QApplication::processEvents();
-  w.selectRun(1);
+  w.model().select(1);
   EXPECT_TRUE(w.designPanel()->isEditable()) << "editable again once it stopped";
 }
 
 TEST(MainWindow, TrainingFeedsCurvesMapsAndStableRankThenStops) {
   app::MainWindow w(testOptions());
-  w.selectRun(1);
-  auto spec = w.currentSpec();
+  w.model().select(1);
+  auto spec = w.model().currentSpec();
   useLightThsaRun(w, 1);
-  ASSERT_TRUE(w.startTraining(/*steps=*/26));  // inspections come every 25 steps
+  ASSERT_TRUE(w.training().start(/*steps=*/26));  // inspections come every 25 steps
   auto* c = w.controller();
   ASSERT_TRUE(waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 3; }));
   ASSERT_TRUE(waitFor([&] { return !w.stableRankPlot()->layers().empty(); }));
@@ -384,33 +387,33 @@ TEST(MainWindow, TrainingFeedsCurvesMapsAndStableRankThenStops) {
   EXPECT_GE(w.curves()->pointCount("train loss", "THSA"), 3);
   EXPECT_LE(w.curves()->pointCount("train loss", "THSA"), 26);
   EXPECT_GT(w.attentionMaps()->layerCount(), 0);
-  EXPECT_FALSE(w.session().runs[1].runDir.isEmpty());
-  EXPECT_EQ(w.currentSpec(), spec) << "training must not change the design";
+  EXPECT_FALSE(w.model().session().runs[1].runDir.isEmpty());
+  EXPECT_EQ(w.model().currentSpec(), spec) << "training must not change the design";
 }
 
 TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   QTemporaryDir dir;
   app::MainWindow w(testOptions());
-  w.selectRun(1);  // THSA, dense core
+  w.model().select(1);  // THSA, dense core
   useLightThsaRun(w, 1, /*checkpointInterval=*/5);
-  ASSERT_TRUE(w.startTraining(/*steps=*/400));
+  ASSERT_TRUE(w.training().start(/*steps=*/400));
   auto* c = w.controller();
   waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 6 || !c->running(); });
-  ASSERT_TRUE(c->running()) << "training ended early: " << w.session().runs[1].runDir.toStdString();
+  ASSERT_TRUE(c->running()) << "training ended early: " << w.model().session().runs[1].runDir.toStdString();
   ASSERT_GE(w.curves()->pointCount("train loss", "THSA"), 6);
   EXPECT_FALSE(w.coreEditor()->editable()) << "the learned C of a training run is read-only";
 
-  const size_t before = w.session().runs.size();
-  ASSERT_TRUE(w.forkTrainingRun());
-  ASSERT_TRUE(waitFor([&] { return w.session().runs.size() == before + 1; })) << "the fork waits for a checkpoint";
+  const size_t before = w.model().session().runs.size();
+  ASSERT_TRUE(w.training().fork());
+  ASSERT_TRUE(waitFor([&] { return w.model().session().runs.size() == before + 1; })) << "the fork waits for a checkpoint";
   c->stop();
   c->waitForFinished();
-  const auto& runs = w.session().runs;
+  const auto& runs = w.model().session().runs;
   ASSERT_EQ(runs.size(), before + 1);
   const auto& fork = runs.back();
   const int forkIndex = static_cast<int>(runs.size()) - 1;
   EXPECT_TRUE(fork.name.startsWith("THSA fork@")) << fork.name.toStdString();
-  EXPECT_EQ(w.session().current, forkIndex);
+  EXPECT_EQ(w.model().session().current, forkIndex);
   ASSERT_FALSE(fork.initFrom.isEmpty());
   EXPECT_TRUE(QFileInfo::exists(fork.initFrom + "/model.safetensors"));
   EXPECT_TRUE(w.coreEditor()->editable()) << "the fork's C is editable";
@@ -426,10 +429,10 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   editor->setTool(app::CoreEditor::Tool::SetValue);
   editor->setPaintValue(0.75);
   editor->editCell(0, 1);
-  EXPECT_DOUBLE_EQ(w.currentSpec().core->dense_values[1], 0.75);
-  ASSERT_TRUE(w.startTraining(/*steps=*/2));
+  EXPECT_DOUBLE_EQ(w.model().currentSpec().core->dense_values[1], 0.75);
+  ASSERT_TRUE(w.training().start(/*steps=*/2));
   c->waitForFinished();
-  const QString runDir = w.session().runs[forkIndex].runDir;
+  const QString runDir = w.model().session().runs[forkIndex].runDir;
   ASSERT_FALSE(runDir.isEmpty());
   QFile init(runDir + "/init.json");
   ASSERT_TRUE(init.open(QIODevice::ReadOnly)) << runDir.toStdString();
@@ -441,25 +444,25 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   ASSERT_TRUE(w.saveSession(dir.filePath("fork.json")));
   app::MainWindow b(testOptions());
   ASSERT_TRUE(b.openSession(dir.filePath("fork.json")));
-  EXPECT_EQ(b.session().runs.back().initFrom, fork.initFrom);
+  EXPECT_EQ(b.model().session().runs.back().initFrom, fork.initFrom);
 }
 
 // Issue 12, item 5: the window kept one spec per run, so a fork of a multi-layer THSA run started
 // every layer from layer 0's learned C (the fork test above trains one layer).
 TEST(MainWindow, AForkOfAMultiLayerRunTakesEveryLayersLearnedC) {
   app::MainWindow w(testOptions());
-  w.selectRun(1);  // THSA, dense core
+  w.model().select(1);  // THSA, dense core
   useLightThsaRun(w, 2, /*checkpointInterval=*/5);
-  ASSERT_TRUE(w.startTraining(/*steps=*/400));
+  ASSERT_TRUE(w.training().start(/*steps=*/400));
   auto* c = w.controller();
   waitFor([&] { return w.curves()->pointCount("train loss", "THSA") >= 6 || !c->running(); });
   ASSERT_TRUE(c->running());
-  const size_t before = w.session().runs.size();
-  ASSERT_TRUE(w.forkTrainingRun());
-  ASSERT_TRUE(waitFor([&] { return w.session().runs.size() == before + 1; }));
+  const size_t before = w.model().session().runs.size();
+  ASSERT_TRUE(w.training().fork());
+  ASSERT_TRUE(waitFor([&] { return w.model().session().runs.size() == before + 1; }));
   c->stop();
   c->waitForFinished();
-  const auto fork = w.session().runs.back();  // a copy: the edits below change the session
+  const auto fork = w.model().session().runs.back();  // a copy: the edits below change the session
   const auto attention = fork.config.model.attention;
   ASSERT_EQ(attention.size(), 2u) << "one design per layer";
   for (int l = 0; l < 2; ++l)
@@ -474,13 +477,24 @@ TEST(MainWindow, AForkOfAMultiLayerRunTakesEveryLayersLearnedC) {
     if (b->toolTip().startsWith("Layer:")) layer = b;
   ASSERT_TRUE(layer);
   EXPECT_EQ(layer->maximum(), 1);
+  // Spectra of both layers as an inspection draws them (the run above stopped before its first).
+  w.spectrumPlot()->setSpectra({{0, {2.0, 1.0}, 1.25}, {1, {3.0, 0.5}, 1.03}}, 5);
+  ASSERT_EQ(w.spectrumPlot()->currentLayer(), 0);
   layer->setValue(1);
-  EXPECT_EQ(w.currentLayer(), 1);
-  EXPECT_EQ(*w.currentSpec().core, *attention[1].core);
+  EXPECT_EQ(w.model().currentLayer(), 1);
+  EXPECT_EQ(*w.model().currentSpec().core, *attention[1].core);
+  // The stable-rank views follow the chosen layer, and choosing one there moves the editor.
+  EXPECT_EQ(w.spectrumPlot()->currentLayer(), 1);
+  EXPECT_EQ(w.stableRankPlot()->highlightedLayer(), 1);
+  w.spectrumPlot()->setCurrentLayer(0);
+  EXPECT_EQ(w.model().currentLayer(), 0);
+  EXPECT_EQ(layer->value(), 0);
+  EXPECT_EQ(w.stableRankPlot()->highlightedLayer(), 0);
+  layer->setValue(1);
   editor->setTool(app::CoreEditor::Tool::SetValue);
   editor->setPaintValue(0.25);
   editor->editCell(0, 1);
-  const auto edited = w.session().runs.back().config.model.attention;
+  const auto edited = w.model().session().runs.back().config.model.attention;
   EXPECT_DOUBLE_EQ(edited[1].core->dense_values[1], 0.25);
   EXPECT_EQ(*edited[0].core, model_core::learnedCoreSpec(fork.initFrom.toStdString(), 0)) << "layer 0 untouched";
   // A Design-dock edit (bias) applies to both layers and keeps each one's C.
@@ -490,32 +504,32 @@ TEST(MainWindow, AForkOfAMultiLayerRunTakesEveryLayersLearnedC) {
   ASSERT_TRUE(bias);
   const auto cores = std::make_pair(*edited[0].core, *edited[1].core);
   bias->toggle();
-  const auto after = w.session().runs.back().config.model.attention;
+  const auto after = w.model().session().runs.back().config.model.attention;
   ASSERT_EQ(after.size(), 2u);
   EXPECT_NE(after[0].bias, attention[0].bias);
   EXPECT_EQ(after[1].bias, after[0].bias) << "bias flipped in both layers";
   EXPECT_EQ(*after[0].core, cores.first);
   EXPECT_EQ(*after[1].core, cores.second);
-  w.undoStack()->undo();
-  w.undoStack()->undo();
-  EXPECT_EQ(w.session().runs.back().config.model.attention, attention);
+  w.model().undoStack()->undo();
+  w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().session().runs.back().config.model.attention, attention);
 }
 
 TEST(MainWindow, RunsStartedTogetherGetTheirOwnDirectories) {
   // Two windows starting the same run within one second (run directories are named by the second).
   app::MainWindow a(testOptions()), b(testOptions());
   for (auto* w : {&a, &b}) {
-    w->selectRun(0);
-    auto tiny = w->session().runs[0].config;
+    w->model().select(0);
+    auto tiny = w->model().session().runs[0].config;
     tiny.train.batch = 2;
     tiny.model.layers = 1;
     w->trainingPanel()->setConfig(tiny);
   }
-  ASSERT_TRUE(a.startTraining(2));
-  ASSERT_TRUE(b.startTraining(2));
+  ASSERT_TRUE(a.training().start(2));
+  ASSERT_TRUE(b.training().start(2));
   a.controller()->waitForFinished();
   b.controller()->waitForFinished();
-  const QString da = a.session().runs[0].runDir, db = b.session().runs[0].runDir;
+  const QString da = a.model().session().runs[0].runDir, db = b.model().session().runs[0].runDir;
   EXPECT_NE(da, db);
   for (const QString& d : {da, db}) EXPECT_TRUE(QFileInfo::exists(d + "/latest/model.safetensors")) << d.toStdString();
 }
@@ -524,7 +538,7 @@ TEST(MainWindow, SessionSavesAndReopens) {
   QTemporaryDir dir;
   const QString path = dir.filePath("s.json");
   app::MainWindow a(testOptions());
-  a.selectRun(1);
+  a.model().select(1);
   auto* editor = a.coreEditor();
   editor->setTool(app::CoreEditor::Tool::SetValue);
   editor->setPaintValue(0.25);
@@ -532,8 +546,8 @@ TEST(MainWindow, SessionSavesAndReopens) {
   ASSERT_TRUE(a.saveSession(path));
   app::MainWindow b(testOptions());
   ASSERT_TRUE(b.openSession(path));
-  ASSERT_EQ(b.session().runs.size(), a.session().runs.size());
-  EXPECT_EQ(b.currentSpec(), a.currentSpec());
+  ASSERT_EQ(b.model().session().runs.size(), a.model().session().runs.size());
+  EXPECT_EQ(b.model().currentSpec(), a.model().currentSpec());
   EXPECT_FALSE(b.openSession(dir.filePath("missing.json")));
 }
 
@@ -583,11 +597,11 @@ TEST(MainWindow, AutosaveIsOfferedBackAfterACrashOnly) {
   {
     // A window that edits C, autosaves and then "crashes": destroyed without a clean close.
     app::MainWindow a(testOptions());
-    a.selectRun(1);
+    a.model().select(1);
     a.coreEditor()->setTool(app::CoreEditor::Tool::SetValue);
     a.coreEditor()->setPaintValue(-0.5);
     a.coreEditor()->editCell(3, 4);
-    edited = a.currentSpec();
+    edited = a.model().currentSpec();
     a.autosave();
   }
   int asked = 0;
@@ -600,8 +614,8 @@ TEST(MainWindow, AutosaveIsOfferedBackAfterACrashOnly) {
   {
     app::MainWindow b(recovering);
     EXPECT_EQ(asked, 1) << "a crash must offer the autosave";
-    b.selectRun(1);
-    EXPECT_EQ(b.currentSpec(), edited) << "the restored session holds the edit";
+    b.model().select(1);
+    EXPECT_EQ(b.model().currentSpec(), edited) << "the restored session holds the edit";
     b.close();  // a clean exit this time
   }
   {

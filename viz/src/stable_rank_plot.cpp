@@ -100,6 +100,13 @@ void StableRankPlot::setHeadsReference(double heads) {
   afterUpdate();
 }
 
+void StableRankPlot::setHighlightedLayer(int layer) {
+  if (layer == highlighted_) return;
+  highlighted_ = layer;
+  themeChanged();
+  requestReplot();
+}
+
 void StableRankPlot::clear() {
   items_->tracer->setGraph(nullptr);
   items_->tracer->setVisible(false);
@@ -168,9 +175,12 @@ void StableRankPlot::themeChanged() {
   p->legend->setBrush(Qt::NoBrush);
   int i = 0;
   for (auto& [layer, line] : lines_) {
-    const QColor c = detail::categoricalColour(i++, t.dark);
-    line->graph->setPen(QPen(c, 1.8));
-    line->graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, c, 4.5));
+    QColor c = detail::categoricalColour(i++, t.dark);
+    // The chosen layer stands out; the others stay readable for comparison.
+    const bool chosen = highlighted_ < 0 || layer == highlighted_;
+    if (!chosen) c.setAlpha(90);
+    line->graph->setPen(QPen(c, highlighted_ >= 0 && chosen ? 3.0 : 1.8));
+    line->graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, c, chosen ? 5.0 : 3.5));
   }
   items_->heads->setPen(QPen(t.reference, 1.2, Qt::DashLine));
   items_->headsLabel->setColor(t.mutedText);

@@ -7,6 +7,8 @@
 
 #include "gui/image_file.h"
 #include "gui/main_window.h"
+#include "gui/session_model.h"
+#include "gui/training_driver.h"
 #include "gui/training_controller.h"
 #include "spec/attention_spec.h"
 
@@ -54,26 +56,26 @@ void DemoRunner::next() {
       waitUntil_ = -1;
     } else if (cmd == "preset") {
       try {
-        const auto before = window_->currentSpec();
+        const auto before = window_->model().currentSpec();
         auto after = spec::makeSpecPreset(arg.toStdString());
         after.causal = before.causal;
         after.sizes.seq_len = before.sizes.seq_len;
-        window_->editDesign(after, "preset " + arg);
+        window_->model().editDesign(after, "preset " + arg);
       } catch (const std::exception& e) {
         return fail(e.what());
       }
     } else if (cmd == "run") {
-      window_->selectRun(arg.toInt());
+      window_->model().select(arg.toInt());
     } else if (cmd == "session") {
       if (!window_->openSession(arg)) return fail("cannot open session " + arg);
     } else if (cmd == "train") {
       trainingEnded_ = false;
       lastStep_ = 0;
-      if (!window_->startTraining(arg.isEmpty() ? -1 : arg.toLongLong())) return fail("training refused");
+      if (!window_->training().start(arg.isEmpty() ? -1 : arg.toLongLong())) return fail("training refused");
     } else if (cmd == "stop") {
       window_->controller()->stop();
     } else if (cmd == "fork") {
-      if (!window_->forkTrainingRun()) return fail("no run is training to fork");
+      if (!window_->training().fork()) return fail("no run is training to fork");
     } else if (cmd == "dock") {
       bool found = false;
       for (auto* d : window_->docks())

@@ -1,22 +1,18 @@
 #pragma once
-/// The explorer's main window. It wires docks, the session, the undo stack and the training
-/// controller together and delegates; the features live in the docks and controllers.
+/// The explorer's main window: it builds the docks and menus and wires them to the document
+/// (SessionModel), the design docks' binding (DesignDocks), training (TrainingDriver) and the live
+/// views (LiveViews). It holds no state of the session and no feature logic of its own.
 
 #include <QMainWindow>
 #include <functional>
-#include <QUndoStack>
-#include <memory>
+#include <vector>
 
-#include "gui/session.h"
-#include "spec/attention_spec.h"
-
-class QDockWidget;
 class QPlainTextEdit;
-class QTimer;
 
 namespace tensorscope::viz {
 class AttentionMapGrid;
 class CurvesPlot;
+class PlotWidget;
 class RoleClusterPlot;
 class SpectrumPlot;
 class StableRankPlot;
@@ -24,16 +20,17 @@ class StableRankPlot;
 namespace tensorscope::diagram_view {
 class DiagramView;
 }
-namespace tensorscope::model_core {
-struct InspectionSnapshot;
-}
 
 namespace tensorscope::app {
 
 class CoreEditor;
+class DesignDocks;
 class DesignPanel;
+class LiveViews;
 class RunsPanel;
+class SessionModel;
 class TrainingController;
+class TrainingDriver;
 class TrainingPanel;
 
 class MainWindow : public QMainWindow {
@@ -49,45 +46,24 @@ class MainWindow : public QMainWindow {
   MainWindow() : MainWindow(Options{}) {}
   ~MainWindow() override;
 
-  // Access for tests, scripts and the demo runner.
+  // The document and the parts, for tests, scripts and the demo runner.
+  SessionModel& model() const { return *model_; }
+  TrainingDriver& training() const { return *driver_; }
+  TrainingController* controller() const;
   DesignPanel* designPanel() const { return design_; }
   CoreEditor* coreEditor() const { return core_; }
-  TrainingController* controller() const { return controller_; }
-  TrainingPanel* trainingPanel() const { return training_; }
+  TrainingPanel* trainingPanel() const { return trainingPanel_; }
+  RunsPanel* runsPanel() const { return runs_; }
   viz::CurvesPlot* curves() const { return curves_; }
   viz::StableRankPlot* stableRankPlot() const { return stableRank_; }
+  viz::SpectrumPlot* spectrumPlot() const { return spectrum_; }
   viz::AttentionMapGrid* attentionMaps() const { return maps_; }
   viz::RoleClusterPlot* roleClusters() const { return roles_; }
-  QUndoStack* undoStack() { return &undo_; }
-  const Session& session() const { return session_; }
   QList<QDockWidget*> docks() const;
 
-  /// The attention spec of the current run's layer on show in the core editor (layers share one
-  /// spec unless their cores differ, as in a fork of a trained multi-layer run).
-  spec::AttentionSpec currentSpec() const;
-  /// The layer the core editor shows (0 when every layer shares the design).
-  int currentLayer() const;
-  /// Every layer's design of a run config (a shared spec repeated per layer).
-  static std::vector<spec::AttentionSpec> layerDesigns(const model_core::RunConfig& config);
-  /// Sets the attention specs (one shared, or one per layer) of the run with this id, selecting it
-  /// first (what undo and redo call). Returns false, with the reason in the status bar, for a run
-  /// removed since or one that trains (its design is what it trains with).
-  bool applySpecToRun(quint64 runId, const std::vector<spec::AttentionSpec>& attention);
-  /// Changes the current run's design, in every layer, as one undoable edit named `what` (nothing
-  /// when unchanged). Each layer keeps its own C unless the edit changed the C on show.
-  void editDesign(const spec::AttentionSpec& after, const QString& what);
-  /// Selects run `index` of the session.
-  void selectRun(int index);
-  /// Starts training the current run (optionally stopping at `steps`). Returns false on refusal.
-  bool startTraining(qint64 steps = -1);
   /// Writes the session to the autosave file (also every minute and on close). After a crash
   /// (no clean close), the next start offers to restore it.
   void autosave();
-  /// Forks the training run from its current state: asks the trainer for a checkpoint; when it
-  /// lands, adds and selects a new run whose design holds the learned C (editable) and whose other
-  /// weights start from a snapshot of that checkpoint. False when no run is training.
-  bool forkTrainingRun();
-
   bool openSession(const QString& path);
   bool saveSession(const QString& path);
   /// Adds a run directory written by `tensorscope train` and shows its curves.
@@ -95,6 +71,8 @@ class MainWindow : public QMainWindow {
   /// Writes every current view (curves, stable rank, spectrum, maps, roles, core, diagram) to `dir`.
   bool exportFigures(const QString& dir);
   void setDarkTheme(bool dark);
+  /// Shows an error in the status bar and, on a real screen, in a dialog.
+  void showError(const QString& title, const QString& text);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -102,51 +80,29 @@ class MainWindow : public QMainWindow {
  private:
   QDockWidget* addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area);
   void buildDocks();
-  void buildMenus();
-  void connectTraining();
-  void loadSession(Session session);
-  void refreshRuns();
-  bool forkFromCheckpoint();
-  /// Appends a run to the session (shown, overlaid) and selects it.
-  void addRun(RunEntry entry, const QString& status);
-  void refreshDesignViews();
-  void onDesignEdited(const spec::AttentionSpec& spec);
-  void onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap);
-  void reclusterRoles(int k);
-  void loadMetricsFile(const QString& runName, const QString& dir);
-  void showError(const QString& title, const QString& text);
+  void connectRunsPanel();
+  void loadStartSession();
+  void updateTitle();
+  std::vector<viz::PlotWidget*> plots() const;
 
   Options options_;
-  Session session_;
-  QString sessionPath_;
-  QUndoStack undo_;
-  TrainingController* controller_ = nullptr;
-  int trainingRun_ = -1;
-  QStringList statuses_;
-  QList<bool> overlay_;
-  std::shared_ptr<const model_core::InspectionSnapshot> lastInspection_;
-  int forkParent_ = -1;  ///< run waiting for the checkpoint a fork starts from
   bool dark_ = false;
-  quint64 nextRunId_ = 1;
-  int coreLayer_ = 0;  ///< the layer chosen in the core editor
-  /// Pushes the current run's new layer designs (collapsed to one spec when all are equal).
-  void pushDesign(std::vector<spec::AttentionSpec> after, const QString& what, int stroke = -1);
-  void showLearnedCoreOfLayer(const model_core::InspectionSnapshot& snap);
-  /// The design of the run that trains, as it started: inspections are read with it.
-  spec::AttentionSpec trainingSpec_;
+  SessionModel* model_ = nullptr;
+  TrainingDriver* driver_ = nullptr;
+  DesignDocks* designDocks_ = nullptr;
+  LiveViews* live_ = nullptr;
 
   DesignPanel* design_ = nullptr;
   CoreEditor* core_ = nullptr;
   diagram_view::DiagramView* diagram_ = nullptr;
   QPlainTextEdit* specText_ = nullptr;
-  TrainingPanel* training_ = nullptr;
+  TrainingPanel* trainingPanel_ = nullptr;
   RunsPanel* runs_ = nullptr;
   viz::CurvesPlot* curves_ = nullptr;
   viz::StableRankPlot* stableRank_ = nullptr;
   viz::SpectrumPlot* spectrum_ = nullptr;
   viz::AttentionMapGrid* maps_ = nullptr;
   viz::RoleClusterPlot* roles_ = nullptr;
-  QTimer* autosaveTimer_ = nullptr;
 };
 
 }  // namespace tensorscope::app

@@ -4,6 +4,8 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QSettings>
+#include <QStandardPaths>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -205,6 +207,25 @@ QStringList exampleSessionPaths() {
     if (!out.isEmpty()) break;
   }
   return out;
+}
+
+QString autosavePath() {
+  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/autosave.session.json";
+}
+
+bool autosaveWorthRestoring() {
+  return QFileInfo::exists(autosavePath()) && !QSettings().value("cleanExit", true).toBool();
+}
+
+void setCleanExit(bool clean) { QSettings().setValue("cleanExit", clean); }
+
+QStringList recentSessions() { return QSettings().value("recentSessions").toStringList(); }
+
+void rememberRecentSession(const QString& path) {
+  auto recent = recentSessions();
+  recent.removeAll(path);
+  recent.prepend(path);
+  QSettings().setValue("recentSessions", recent.mid(0, 8));
 }
 
 }  // namespace tensorscope::app

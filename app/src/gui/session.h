@@ -55,4 +55,14 @@ RunEntry runEntryFromDirectory(const QString& dir);
 /// Example sessions shipped in resources/sessions (names and paths).
 QStringList exampleSessionPaths();
 
+/// Where the explorer autosaves the open session (every minute and on close).
+QString autosavePath();
+/// True when the last explorer did not close cleanly and left an autosave to offer.
+bool autosaveWorthRestoring();
+/// Marks the explorer as running (false) or closed cleanly (true).
+void setCleanExit(bool clean);
+/// The recently opened session files, newest first (at most 8), and recording one.
+QStringList recentSessions();
+void rememberRecentSession(const QString& path);
+
 }  // namespace tensorscope::app

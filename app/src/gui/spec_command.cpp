@@ -1,22 +1,22 @@
 #include "gui/spec_command.h"
 
-#include "gui/main_window.h"
+#include "gui/session_model.h"
 
 namespace tensorscope::app {
 
-SpecCommand::SpecCommand(MainWindow* window, quint64 runId, std::vector<spec::AttentionSpec> before,
+SpecCommand::SpecCommand(SessionModel* model, quint64 runId, std::vector<spec::AttentionSpec> before,
                          std::vector<spec::AttentionSpec> after, const QString& text, int stroke)
-    : window_(window), runId_(runId), before_(std::move(before)), after_(std::move(after)), stroke_(stroke) {
+    : model_(model), runId_(runId), before_(std::move(before)), after_(std::move(after)), stroke_(stroke) {
   setText(text);
 }
 
 // A refused edit (its run was removed, or trains with this design) leaves the stack: an undo that
 // does nothing would otherwise stay on it and put the stack out of step with the session.
 void SpecCommand::undo() {
-  if (!window_->applySpecToRun(runId_, before_)) setObsolete(true);
+  if (!model_->applyDesign(runId_, before_)) setObsolete(true);
 }
 void SpecCommand::redo() {
-  if (!window_->applySpecToRun(runId_, after_)) setObsolete(true);
+  if (!model_->applyDesign(runId_, after_)) setObsolete(true);
 }
 
 bool SpecCommand::mergeWith(const QUndoCommand* other) {

@@ -8,14 +8,14 @@
 
 namespace tensorscope::app {
 
-class MainWindow;
+class SessionModel;
 
 class SpecCommand : public QUndoCommand {
  public:
   /// An edit of run `runId`'s design: undo and redo apply to that run (selecting it), whichever run
   /// is selected when they are invoked.
   /// `before` and `after` are the run's attention specs (one shared, or one per layer).
-  SpecCommand(MainWindow* window, quint64 runId, std::vector<spec::AttentionSpec> before,
+  SpecCommand(SessionModel* model, quint64 runId, std::vector<spec::AttentionSpec> before,
               std::vector<spec::AttentionSpec> after, const QString& text, int stroke = -1);
   void undo() override;
   void redo() override;
@@ -23,7 +23,7 @@ class SpecCommand : public QUndoCommand {
   bool mergeWith(const QUndoCommand* other) override;
 
  private:
-  MainWindow* window_;
+  SessionModel* model_;
   quint64 runId_;
   std::vector<spec::AttentionSpec> before_, after_;
   int stroke_;

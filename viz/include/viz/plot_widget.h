@@ -54,6 +54,7 @@ class PlotWidget : public QWidget {
   void replotNow();
   /// File name stem the export dialogs propose (e.g. "curves").
   void setExportName(const QString& stem) { exportName_ = stem; }
+  const QString& exportName() const { return exportName_; }
 
  protected:
   /// `scrollable`: the plot sits in a scroll area and keeps the size the subclass fixes for it.

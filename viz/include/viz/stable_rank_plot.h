@@ -25,6 +25,10 @@ class StableRankPlot : public PlotWidget {
   void setHeadsReference(double heads);
   double headsReference() const { return heads_; }
   void clear();
+  /// Draws layer `layer`'s line bold and the others faded (the layer chosen in the core editor);
+  /// -1: every line alike.
+  void setHighlightedLayer(int layer);
+  int highlightedLayer() const { return highlighted_; }
 
   /// Layers with a line, ascending.
   std::vector<int> layers() const;
@@ -44,6 +48,7 @@ class StableRankPlot : public PlotWidget {
 
   std::map<int, std::unique_ptr<Line>> lines_;
   double heads_ = 0;
+  int highlighted_ = -1;
   struct Items;
   std::unique_ptr<Items> items_;
 };

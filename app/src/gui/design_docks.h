@@ -1,0 +1,50 @@
+#pragma once
+/// The design docks as observers of the document: the Design dock, the core editor, the spec text
+/// and the diagram show the current run's design (the chosen layer's) and send their edits to the
+/// SessionModel, which puts them on the undo stack. While the current run trains, every one of them
+/// is read-only and the core editor shows the learned C of the chosen layer.
+
+#include <QObject>
+#include <memory>
+
+class QPlainTextEdit;
+
+namespace tensorscope::diagram_view {
+class DiagramView;
+}
+namespace tensorscope::model_core {
+struct InspectionSnapshot;
+}
+
+namespace tensorscope::app {
+
+class CoreEditor;
+class DesignPanel;
+class SessionModel;
+
+class DesignDocks : public QObject {
+  Q_OBJECT
+ public:
+  DesignDocks(SessionModel* model, DesignPanel* design, CoreEditor* core, QPlainTextEdit* specText,
+              diagram_view::DiagramView* diagram, QObject* parent = nullptr);
+  /// A training inspection: the core editor shows the learned C of its layer when the training
+  /// run is the current one.
+  void showInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap);
+
+ Q_SIGNALS:
+  /// Something the user should read in the status bar (a diagram that cannot be built).
+  void message(const QString& text);
+
+ private:
+  void refresh();
+  void showLearnedCore();
+
+  SessionModel* model_;
+  DesignPanel* design_;
+  CoreEditor* core_;
+  QPlainTextEdit* specText_;
+  diagram_view::DiagramView* diagram_;
+  std::shared_ptr<const model_core::InspectionSnapshot> last_;
+};
+
+}  // namespace tensorscope::app

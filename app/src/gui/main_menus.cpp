@@ -1,0 +1,121 @@
+#include "gui/main_menus.h"
+
+#include <QAction>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QStatusBar>
+
+#include "cli/cli.h"
+#include "gui/figure_export.h"
+#include "gui/main_window.h"
+#include "gui/runs_panel.h"
+#include "gui/session_model.h"
+#include "gui/training_controller.h"
+#include "gui/training_driver.h"
+#include "model_core/run_files.h"
+#include "viz/curves_plot.h"
+#include "viz/spectrum_plot.h"
+#include "viz/stable_rank_plot.h"
+
+namespace tensorscope::app {
+
+void buildMainMenus(MainWindow& w) {
+  MainWindow* const window = &w;  // captured by the actions' lambdas
+  SessionModel* const model = &w.model();
+  TrainingDriver* const driver = &w.training();
+  QMenu* file = w.menuBar()->addMenu("&File");
+  const QString filter = "Tensorscope session (*.json);;All files (*)";
+  file->addAction("&Open session…", QKeySequence::Open, window, [window, filter] {
+    const QString p = QFileDialog::getOpenFileName(window, "Open session", {}, filter);
+    if (!p.isEmpty()) window->openSession(p);
+  });
+  QMenu* recent = file->addMenu("Open &recent");
+  QObject::connect(recent, &QMenu::aboutToShow, window, [window, recent] {
+    recent->clear();
+    const auto list = recentSessions();
+    if (list.isEmpty()) recent->addAction("(none yet)")->setEnabled(false);
+    for (const auto& p : list) recent->addAction(p, window, [window, p] { window->openSession(p); });
+  });
+  QMenu* examples = file->addMenu("Open &example session");
+  for (const auto& p : exampleSessionPaths()) examples->addAction(QFileInfo(p).baseName(), window, [window, p] { window->openSession(p); });
+  const auto saveAs = [window, filter] {
+    const QString p = QFileDialog::getSaveFileName(window, "Save session as", "session.json", filter);
+    if (!p.isEmpty()) window->saveSession(p);
+  };
+  file->addAction("&Save session", QKeySequence::Save, window, [window, model, saveAs] {
+    if (model->path().isEmpty()) saveAs();
+    else window->saveSession(model->path());
+  });
+  file->addAction("Save session &as…", QKeySequence::SaveAs, window, saveAs);
+  file->addAction("Open &run directory…", window->runsPanel(), &RunsPanel::openRunDirectoryRequested);
+  file->addSeparator();
+  file->addAction("Export &figures…", QKeySequence("Ctrl+E"), window, [window] {
+    const QString dir = QFileDialog::getExistingDirectory(window, "Export every view to a folder");
+    if (!dir.isEmpty()) window->exportFigures(dir);
+  });
+  file->addAction("Export &data (CSV)…", window, [window] {
+    const QString dir = QFileDialog::getExistingDirectory(window, "Export the data behind the plots");
+    if (dir.isEmpty()) return;
+    const auto report = exportPlotData(dir, {window->curves(), window->stableRankPlot(), window->spectrumPlot()});
+    if (!report.ok()) window->showError("Export data", "Could not write into " + dir + ":\n" + report.failures.join('\n'));
+    else window->statusBar()->showMessage("Wrote curves.csv, stable_rank.csv, spectrum.csv to " + dir, 5000);
+  });
+  file->addAction("Export &model (PyTorch)…", window, [window, model] {
+    const auto& run = model->currentRun();
+    if (run.runDir.isEmpty()) return window->showError("Export model", "Train this run first: it has no checkpoint yet.");
+    const QString dir = QFileDialog::getExistingDirectory(window, "Export model.py, model.safetensors and config.json to");
+    if (dir.isEmpty()) return;
+    try {
+      model_core::exportPyTorch(run.runDir.toStdString(), dir.toStdString());
+      window->statusBar()->showMessage("Exported the model to " + dir, 5000);
+    } catch (const std::exception& e) {
+      window->showError("Export model", e.what());
+    }
+  });
+  file->addSeparator();
+  file->addAction("&Quit", QKeySequence::Quit, window, &QWidget::close);
+
+  QMenu* edit = w.menuBar()->addMenu("&Edit");
+  auto* undo = model->undoStack()->createUndoAction(window, "&Undo");
+  undo->setShortcut(QKeySequence::Undo);
+  auto* redo = model->undoStack()->createRedoAction(window, "&Redo");
+  redo->setShortcuts({QKeySequence("Ctrl+Shift+Z"), QKeySequence::Redo});
+  edit->addActions({undo, redo});
+
+  QMenu* train = w.menuBar()->addMenu("&Training");
+  train->addAction("&Train current run", QKeySequence(Qt::Key_F5), driver, [driver] { driver->start(); });
+  train->addAction("&Pause / resume", QKeySequence(Qt::Key_F6), driver, &TrainingDriver::togglePause);
+  train->addAction("&Single step", QKeySequence(Qt::Key_F7), window->controller(), &TrainingController::step);
+  train->addAction("&Stop", QKeySequence("Shift+F5"), window->controller(), &TrainingController::stop);
+
+  QMenu* view = w.menuBar()->addMenu("&View");
+  for (QDockWidget* d : window->docks()) view->addAction(d->toggleViewAction());
+  view->addSeparator();
+  auto* dark = view->addAction("&Dark theme");
+  dark->setCheckable(true);
+  dark->setShortcut(QKeySequence("Ctrl+Shift+D"));
+  QObject::connect(dark, &QAction::toggled, window, &MainWindow::setDarkTheme);
+
+  QMenu* help = w.menuBar()->addMenu("&Help");
+  help->addAction("&Keyboard shortcuts", QKeySequence::HelpContents, window, [window] {
+    QString rows;
+    for (const auto& [keys, what] : std::initializer_list<std::pair<const char*, const char*>>{
+             {"F5", "train the current run"}, {"F6", "pause / resume"}, {"F7", "one step while paused"},
+             {"Shift+F5", "stop (keeps the checkpoint)"}, {"Ctrl+Z / Ctrl+Shift+Z", "undo / redo a design edit"},
+             {"Ctrl+O / Ctrl+S / Ctrl+Shift+S", "open / save / save session as"}, {"Ctrl+E", "export every view as figures"},
+             {"Ctrl+Shift+D", "dark theme"}, {"Ctrl + wheel, drag", "zoom and pan the diagram"},
+             {"Right click", "export a plot (PNG, SVG, PDF, CSV)"}})
+      rows += QString("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys, what);
+    QMessageBox::information(window, "Keyboard shortcuts", "<table>" + rows + "</table>");
+  });
+  help->addAction("&About Tensorscope", window, [window] {
+    QMessageBox::about(window, "About Tensorscope",
+                       "<b>Tensorscope</b> explores attention mechanisms as tensor networks.<pre>" +
+                           QString::fromStdString(versionText()).toHtmlEscaped() + "</pre>");
+  });
+}
+
+}  // namespace tensorscope::app

@@ -1,0 +1,211 @@
+#include "gui/session_model.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "gui/spec_command.h"
+
+namespace tensorscope::app {
+
+SessionModel::SessionModel(QObject* parent) : QObject(parent) {}
+
+void SessionModel::reset(Session session) {
+  if (trainingId_ != 0) {
+    Q_EMIT refused("A run is training; stop it before replacing the session.");
+    return;
+  }
+  session_ = std::move(session);
+  statuses_.clear();
+  overlay_.clear();
+  for (auto& r : session_.runs) {
+    r.id = nextId_++;
+    statuses_ << (r.runDir.isEmpty() ? "not trained" : "trained: " + r.runDir);
+    overlay_ << true;
+  }
+  session_.current = std::clamp(session_.current, 0, std::max(0, count() - 1));
+  layer_ = 0;
+  undo_.clear();
+  Q_EMIT sessionReset();
+  Q_EMIT runsChanged();
+  Q_EMIT currentChanged(currentRun().id);
+}
+
+void SessionModel::open(const QString& path) {
+  if (trainingId_ != 0) throw std::runtime_error("a run is training; stop it before opening another session");
+  auto s = Session::load(path);
+  path_ = path;
+  reset(std::move(s));
+}
+
+void SessionModel::save(const QString& path) {
+  session_.save(path);
+  path_ = path;
+  undo_.setClean();
+}
+
+void SessionModel::setViewState(const QByteArray& windowState, const QString& theme) {
+  session_.windowState = windowState;
+  session_.theme = theme;
+}
+
+int SessionModel::indexOf(quint64 runId) const {
+  const auto it = std::find_if(session_.runs.begin(), session_.runs.end(), [&](const RunEntry& r) { return r.id == runId; });
+  return it == session_.runs.end() ? -1 : static_cast<int>(it - session_.runs.begin());
+}
+
+void SessionModel::select(int index) {
+  if (index < 0 || index >= count()) return;
+  const bool changed = index != session_.current;
+  session_.current = index;
+  if (changed) layer_ = std::clamp(layer_, 0, layerCount(index) - 1);
+  Q_EMIT runsChanged();
+  Q_EMIT currentChanged(currentRun().id);
+}
+
+quint64 SessionModel::addRun(RunEntry entry, const QString& status) {
+  entry.id = nextId_++;
+  const quint64 id = entry.id;
+  session_.runs.push_back(std::move(entry));
+  statuses_ << status;
+  overlay_ << true;
+  select(count() - 1);
+  return id;
+}
+
+bool SessionModel::removeRun(int index, QString* why) {
+  QString reason;
+  if (index < 0 || index >= count()) reason = "There is no such run.";
+  else if (isTraining(index)) reason = "It is training; stop it first.";
+  else if (count() <= 1) reason = "A session keeps at least one run.";
+  if (!reason.isEmpty()) {
+    if (why) *why = reason;
+    return false;
+  }
+  const RunEntry removed = run(index);
+  session_.runs.erase(session_.runs.begin() + index);
+  statuses_.removeAt(index);
+  overlay_.removeAt(index);
+  Q_EMIT runRemoved(removed.id, removed.name);
+  session_.current = -1;  // select() below reports the new current run
+  select(std::min(index, count() - 1));
+  return true;
+}
+
+void SessionModel::setOverlay(int index, bool shown) {
+  if (index < 0 || index >= count() || overlay_[index] == shown) return;
+  overlay_[index] = shown;
+  Q_EMIT overlayChanged(run(index).id, shown);
+  Q_EMIT runsChanged();
+}
+
+void SessionModel::setStatus(quint64 runId, const QString& status) {
+  const int i = indexOf(runId);
+  if (i < 0) return;
+  statuses_[i] = status;
+  Q_EMIT statusChanged(runId);
+  Q_EMIT runsChanged();
+}
+
+void SessionModel::setRunDirectory(quint64 runId, const QString& dir) {
+  const int i = indexOf(runId);
+  if (i >= 0) session_.runs[static_cast<size_t>(i)].runDir = dir;
+}
+
+void SessionModel::setCurrentConfig(const model_core::RunConfig& config) {
+  auto& run = session_.runs[static_cast<size_t>(current())];
+  if (isTraining(current())) return;  // what trains stays what is shown
+  run.config = config;
+  layer_ = std::clamp(layer_, 0, layerCount(current()) - 1);
+  Q_EMIT designChanged(run.id);
+}
+
+std::vector<spec::AttentionSpec> SessionModel::layerDesigns(const model_core::RunConfig& config) {
+  std::vector<spec::AttentionSpec> out;
+  const int n = std::max(1, config.model.layers);
+  if (config.model.attention.size() != 1 && static_cast<int>(config.model.attention.size()) != n)
+    return config.model.attention;  // inconsistent (validation names it): shown as it is
+  for (int l = 0; l < n; ++l) out.push_back(model_core::layerSpec(config.model, l));
+  return out;
+}
+
+int SessionModel::layerCount(int index) const {
+  const auto& model = run(index).config.model;
+  return model.attention.size() == 1 ? std::max(1, model.layers) : std::max<int>(1, static_cast<int>(model.attention.size()));
+}
+
+int SessionModel::currentLayer() const { return std::clamp(layer_, 0, layerCount(current()) - 1); }
+
+void SessionModel::setCurrentLayer(int layer) {
+  layer = std::clamp(layer, 0, layerCount(current()) - 1);
+  if (layer == layer_) return;
+  layer_ = layer;
+  Q_EMIT currentLayerChanged(layer);
+}
+
+spec::AttentionSpec SessionModel::currentSpec() const {
+  const auto& attention = currentRun().config.model.attention;
+  return attention.size() == 1 ? attention.front() : attention.at(static_cast<size_t>(currentLayer()));
+}
+
+void SessionModel::editDesign(const spec::AttentionSpec& after, const QString& what) {
+  const auto shown = currentSpec();
+  auto layers = layerDesigns(currentRun().config);
+  for (auto& layer : layers) {
+    auto core = layer.core;
+    layer = after;
+    if (after.core == shown.core && spec::hasCore(after.variant)) layer.core = core;
+  }
+  pushDesign(std::move(layers), what, -1);
+}
+
+void SessionModel::editCurrentLayer(const spec::AttentionSpec& after, const QString& what, int stroke) {
+  // A C shared by every layer stays shared; a layer with its own C (a fork of a trained run) is
+  // edited alone.
+  const auto& config = currentRun().config;
+  if (config.model.attention.size() == 1) return pushDesign({after}, what, stroke);
+  auto layers = layerDesigns(config);
+  layers[static_cast<size_t>(currentLayer())] = after;
+  pushDesign(std::move(layers), what, stroke);
+}
+
+void SessionModel::pushDesign(std::vector<spec::AttentionSpec> after, const QString& what, int stroke) {
+  if (isTraining(current())) {
+    Q_EMIT refused(currentRun().name + " trains with this design: edit C to fork the run.");
+    return;
+  }
+  // One shared spec when every layer has the same design (what presets and plain edits give).
+  if (std::all_of(after.begin(), after.end(), [&](const spec::AttentionSpec& l) { return l == after.front(); }))
+    after.resize(1);
+  const auto& run = currentRun();
+  if (after == run.config.model.attention) return;
+  undo_.push(new SpecCommand(this, run.id, run.config.model.attention, std::move(after), what, stroke));
+}
+
+bool SessionModel::applyDesign(quint64 runId, const std::vector<spec::AttentionSpec>& attention) {
+  const int index = indexOf(runId);
+  if (index < 0) {
+    Q_EMIT refused("The run this edit belonged to was removed: nothing changed.");
+    return false;
+  }
+  if (isTraining(index)) {
+    Q_EMIT refused(run(index).name + " trains with this design: the edit stays (edit C to fork the run).");
+    return false;
+  }
+  if (index != current()) select(index);
+  auto& config = session_.runs[static_cast<size_t>(index)].config;
+  config.model.attention = attention;
+  config.model.d_model = attention.front().sizes.F;
+  layer_ = std::clamp(layer_, 0, layerCount(index) - 1);
+  Q_EMIT designChanged(runId);
+  return true;
+}
+
+void SessionModel::setTrainingRun(quint64 runId) {
+  if (runId == trainingId_) return;
+  trainingId_ = runId;
+  const int i = runId ? indexOf(runId) : -1;
+  if (i >= 0) trainingSpec_ = run(i).config.model.attention.front();
+  Q_EMIT trainingChanged(runId);
+}
+
+}  // namespace tensorscope::app

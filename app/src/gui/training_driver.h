@@ -1,0 +1,55 @@
+#pragma once
+/// Training as the explorer runs it: starts the current run in a fresh run directory (locking it in
+/// the SessionModel while it trains), forks the training run from a checkpoint it asks for, keeps
+/// the Training dock's buttons and the runs' statuses in step with the controller, and releases the
+/// lock when the run finishes or fails.
+
+#include <QObject>
+#include <QString>
+
+namespace tensorscope::model_core {
+struct TrainResult;
+}
+
+namespace tensorscope::app {
+
+class SessionModel;
+class TrainingController;
+class TrainingPanel;
+
+class TrainingDriver : public QObject {
+  Q_OBJECT
+ public:
+  TrainingDriver(SessionModel* model, TrainingPanel* panel, QObject* parent = nullptr);
+  TrainingController* controller() const { return controller_; }
+
+  /// Starts training the current run (optionally stopping at `steps`). False, with the reason in
+  /// error(), when a run trains already, the design is invalid or no run directory can be made.
+  bool start(qint64 steps = -1);
+  /// Pause when running, resume when paused.
+  void togglePause();
+  /// Forks the training run from its current state: asks the trainer for a checkpoint; when it
+  /// lands, adds and selects a new run whose every layer's design holds that layer's learned C
+  /// (editable) and whose other weights start from a snapshot of that checkpoint. False when no
+  /// run is training.
+  bool fork();
+  /// Stops a run (it checkpoints) and waits for it to end (window close, session replaced).
+  void stopAndWait();
+
+ Q_SIGNALS:
+  void error(const QString& title, const QString& text);
+  void message(const QString& text, int timeoutMs);
+
+ private:
+  bool forkFromCheckpoint();
+  void onFinished(const model_core::TrainResult& result);
+  void onFailed(const QString& reason);
+  void release(const QString& status);
+
+  SessionModel* model_;
+  TrainingPanel* panel_;
+  TrainingController* controller_;
+  quint64 forkParent_ = 0;  ///< the run whose checkpoint a fork waits for (0: none)
+};
+
+}  // namespace tensorscope::app
