@@ -74,6 +74,21 @@ TEST(VizStableRank, LinesPerLayerAndReferenceInRange) {
             (QStringList{"layer,step,stable_rank", "0,0,7.5", "0,50,9", "2,0,3", "2,50,3.5"}));
 }
 
+TEST(VizStableRank, TheChosenLayerStandsOut) {
+  StableRankPlot plot;
+  plot.appendSnapshot(0, {0, 1, 2}, {3.0, 2.0, 1.5});
+  EXPECT_EQ(plot.highlightedLayer(), -1);
+  EXPECT_EQ(plot.lineWidth(0), plot.lineWidth(1)) << "no choice: every line alike";
+  plot.setHighlightedLayer(1);
+  EXPECT_GT(plot.lineWidth(1), plot.lineWidth(0));
+  EXPECT_EQ(plot.lineWidth(0), plot.lineWidth(2));
+  plot.appendSnapshot(25, {0, 1, 2}, {2.5, 2.0, 1.5});  // new points keep the choice
+  EXPECT_GT(plot.lineWidth(1), plot.lineWidth(2));
+  plot.setDarkTheme(true);
+  EXPECT_GT(plot.lineWidth(1), plot.lineWidth(2)) << "a theme change keeps the choice";
+  EXPECT_EQ(plot.lineWidth(7), 0.0);
+}
+
 TEST(VizSpectrum, SortedBarsLayerChoiceAndAnnotation) {
   SpectrumPlot plot;
   EXPECT_TRUE(plot.isShowingMessage());

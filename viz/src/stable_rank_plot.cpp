@@ -153,6 +153,11 @@ int StableRankPlot::pointCount(int layer) const {
   return it == lines_.end() ? 0 : it->second->graph->dataCount();
 }
 
+double StableRankPlot::lineWidth(int layer) const {
+  const auto it = lines_.find(layer);
+  return it == lines_.end() ? 0.0 : it->second->graph->pen().widthF();
+}
+
 std::pair<double, double> StableRankPlot::xRange() const {
   return {plot()->xAxis->range().lower, plot()->xAxis->range().upper};
 }

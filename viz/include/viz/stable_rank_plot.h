@@ -33,6 +33,8 @@ class StableRankPlot : public PlotWidget {
   /// Layers with a line, ascending.
   std::vector<int> layers() const;
   int pointCount(int layer) const;
+  /// The pen width of a layer's line (0 when it has none): the highlighted layer's is the widest.
+  double lineWidth(int layer) const;
   std::pair<double, double> xRange() const;
   std::pair<double, double> yRange() const;
 
