@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   app::MainWindow::Options options;
   options.restoreLayout = false;
   options.offerRecovery = false;
+  options.reopenLastSession = false;
+  options.rememberedTheme = false;
   app::MainWindow window(options);
   window.show();
   window.model().select(1);  // THSA of the default session

@@ -42,6 +42,8 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
   if (screenshot || demo) {  // reproducible pictures: default layout, no recovery prompt
     options.restoreLayout = false;
     options.offerRecovery = false;
+    options.reopenLastSession = false;
+    options.rememberedTheme = false;
   }
   app::MainWindow window(options);
   window.show();

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QSettings>
 #include <QStandardPaths>
 #include <string>
 
@@ -15,9 +18,14 @@ int main(int argc, char** argv) {
   // Widget tests render offscreen unless a platform is chosen explicitly.
   if (!qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
-  // Settings, autosaves and run directories go to a test location, never the user's.
+  // Settings, autosaves and run directories go to a test location, never the user's, and one of
+  // its own for each test process: ctest runs tests in parallel processes, which would otherwise
+  // share one settings file and one autosave (a test's "crash" seen by another's clean exit).
   QStandardPaths::setTestModeEnabled(true);
   QApplication::setOrganizationName("TensorscopeTests");
-  QApplication::setApplicationName(TS_TEST_APP_NAME);
-  return RUN_ALL_TESTS();
+  QApplication::setApplicationName(QString(TS_TEST_APP_NAME) + "-" + QString::number(QCoreApplication::applicationPid()));
+  const int failed = RUN_ALL_TESTS();
+  QFile::remove(QSettings().fileName());
+  QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).removeRecursively();
+  return failed;
 }

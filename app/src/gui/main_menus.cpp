@@ -7,6 +7,8 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QStatusBar>
+#include <QStyle>
+#include <QToolBar>
 
 #include "cli/cli.h"
 #include "gui/figure_export.h"
@@ -40,15 +42,13 @@ void buildMainMenus(MainWindow& w) {
     for (const auto& p : list) recent->addAction(p, window, [window, p] { window->openSession(p); });
   });
   QMenu* examples = file->addMenu("Open &example session");
-  for (const auto& p : exampleSessionPaths()) examples->addAction(QFileInfo(p).baseName(), window, [window, p] { window->openSession(p); });
+  for (const auto& p : exampleSessionPaths())
+    examples->addAction(QFileInfo(p).baseName(), window, [window, p] { window->openExampleSession(p); });
   const auto saveAs = [window, filter] {
     const QString p = QFileDialog::getSaveFileName(window, "Save session as", "session.json", filter);
     if (!p.isEmpty()) window->saveSession(p);
   };
-  file->addAction("&Save session", QKeySequence::Save, window, [window, model, saveAs] {
-    if (model->path().isEmpty()) saveAs();
-    else window->saveSession(model->path());
-  });
+  file->addAction("&Save session", QKeySequence::Save, window, [window] { window->saveSessionInteractively(); });
   file->addAction("Save session &as…", QKeySequence::SaveAs, window, saveAs);
   file->addAction("Open &run directory…", window->runsPanel(), &RunsPanel::openRunDirectoryRequested);
   file->addSeparator();
@@ -82,22 +82,40 @@ void buildMainMenus(MainWindow& w) {
   auto* undo = model->undoStack()->createUndoAction(window, "&Undo");
   undo->setShortcut(QKeySequence::Undo);
   auto* redo = model->undoStack()->createRedoAction(window, "&Redo");
-  redo->setShortcuts({QKeySequence("Ctrl+Shift+Z"), QKeySequence::Redo});
+  // The platform's redo keys plus Ctrl+Shift+Z, each once (a key bound twice is ambiguous and dead).
+  auto redoKeys = QKeySequence::keyBindings(QKeySequence::Redo);
+  if (!redoKeys.contains(QKeySequence("Ctrl+Shift+Z"))) redoKeys.prepend(QKeySequence("Ctrl+Shift+Z"));
+  redo->setShortcuts(redoKeys);
   edit->addActions({undo, redo});
 
+  // Training: in the menu and on a toolbar that is always visible, whichever dock is raised.
   QMenu* train = w.menuBar()->addMenu("&Training");
-  train->addAction("&Train current run", QKeySequence(Qt::Key_F5), driver, [driver] { driver->start(); });
-  train->addAction("&Pause / resume", QKeySequence(Qt::Key_F6), driver, &TrainingDriver::togglePause);
-  train->addAction("&Single step", QKeySequence(Qt::Key_F7), window->controller(), &TrainingController::step);
-  train->addAction("&Stop", QKeySequence("Shift+F5"), window->controller(), &TrainingController::stop);
+  QToolBar* bar = w.addToolBar("Training");
+  bar->setObjectName("TrainingToolbar");
+  bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  const auto add = [&](const QString& text, QStyle::StandardPixmap icon, const QKeySequence& keys, auto receiver, auto slot) {
+    QAction* a = train->addAction(w.style()->standardIcon(icon), text, keys, receiver, slot);
+    a->setToolTip(QString(text).remove('&') + " (" + keys.toString(QKeySequence::NativeText) + ")");
+    bar->addAction(a);
+    return a;
+  };
+  add("&Train", QStyle::SP_MediaPlay, QKeySequence(Qt::Key_F5), driver, [driver] { driver->start(); });
+  add("&Pause / resume", QStyle::SP_MediaPause, QKeySequence(Qt::Key_F6), driver, [driver] { driver->togglePause(); });
+  add("&Step", QStyle::SP_MediaSeekForward, QKeySequence(Qt::Key_F7), window->controller(), [window] { window->controller()->step(); });
+  add("St&op", QStyle::SP_MediaStop, QKeySequence("Shift+F5"), window->controller(), [window] { window->controller()->stop(); });
+  bar->addSeparator();
+  bar->addAction(undo);
+  bar->addAction(redo);
 
   QMenu* view = w.menuBar()->addMenu("&View");
   for (QDockWidget* d : window->docks()) view->addAction(d->toggleViewAction());
   view->addSeparator();
   auto* dark = view->addAction("&Dark theme");
   dark->setCheckable(true);
+  dark->setChecked(window->darkTheme());
   dark->setShortcut(QKeySequence("Ctrl+Shift+D"));
-  QObject::connect(dark, &QAction::toggled, window, &MainWindow::setDarkTheme);
+  QObject::connect(dark, &QAction::triggered, window, &MainWindow::setDarkTheme);  // the user's choice
+  QObject::connect(window, &MainWindow::themeChanged, dark, &QAction::setChecked);  // a session's
 
   QMenu* help = w.menuBar()->addMenu("&Help");
   help->addAction("&Keyboard shortcuts", QKeySequence::HelpContents, window, [window] {

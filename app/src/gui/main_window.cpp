@@ -8,6 +8,9 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
+#include <QKeyEvent>
+#include <QLineEdit>
+#include <QAbstractSpinBox>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
@@ -60,11 +63,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     for (int i = 0; i < model_->count(); ++i) names << model_->run(i).name, statuses << model_->status(i), overlaid << model_->overlaid(i);
     runs_->setRuns(names, statuses, overlaid, model_->current());
   });
-  connect(model_->undoStack(), &QUndoStack::cleanChanged, this, &MainWindow::updateTitle);
-  connect(model_, &SessionModel::sessionReset, this, [this] {
-    updateTitle();
-    setDarkTheme(model_->session().theme == "dark");
-  });
+  connect(model_, &SessionModel::modifiedChanged, this, &MainWindow::updateTitle);
+  connect(model_, &SessionModel::sessionReset, this, &MainWindow::updateTitle);
   connectRunsPanel();
   buildMainMenus(*this);
   const auto info = model_core::runtimeInfo();
@@ -73,6 +73,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
                                .arg(info.intra_op_threads)
                                .arg(info.blas_is_openblas ? "OpenBLAS" : "reference BLAS (slow: install libopenblas0-openmp)"));
   resize(1600, 1000);
+  qApp->installEventFilter(this);
   loadStartSession();
   if (options_.restoreLayout) restoreState(QSettings().value("windowState").toByteArray());
   auto* autosaveTimer = new QTimer(this);
@@ -85,21 +86,28 @@ MainWindow::~MainWindow() = default;
 TrainingController* MainWindow::controller() const { return driver_->controller(); }
 
 void MainWindow::loadStartSession() {
-  Session start = defaultSession();
   const auto ask = [this] {
     if (options_.askToRecover) return options_.askToRecover();
     return QMessageBox::question(this, "Restore session?",
                                  "Tensorscope did not close cleanly last time. Restore the autosaved session?") == QMessageBox::Yes;
   };
-  if (options_.offerRecovery && autosaveWorthRestoring() && ask()) {
-    try {
-      start = Session::load(autosavePath());
-    } catch (const std::exception& e) {
-      showError("Cannot restore the autosave", e.what());
-    }
-  }
+  const bool recover = options_.offerRecovery && autosaveWorthRestoring() && ask();
   setCleanExit(false);
-  model_->reset(std::move(start));
+  const QString last = QSettings().value("lastSession").toString();
+  try {
+    if (recover) {
+      model_->reset(Session::load(autosavePath()));
+      model_->detachFromFile(/*unsavedWork=*/true);
+    } else if (options_.reopenLastSession && !last.isEmpty() && QFileInfo::exists(last)) {
+      model_->open(last);
+    }
+  } catch (const std::exception& e) {
+    showError(recover ? "Cannot restore the autosave" : "Cannot reopen the last session", QString::fromUtf8(e.what()));
+  }
+  if (model_->count() == 0) model_->reset(defaultSession());
+  // The theme is the user's preference, not the document's (a session file records the one it was
+  // saved with, for information).
+  setDarkTheme(options_.rememberedTheme && QSettings().value("darkTheme", false).toBool());
 }
 
 QDockWidget* MainWindow::addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area) {
@@ -196,15 +204,29 @@ void MainWindow::connectRunsPanel() {
 void MainWindow::updateTitle() {
   const QString path = model_->path();
   setWindowTitle(QString("Tensorscope — %1%2").arg(path.isEmpty() ? "unsaved session" : QFileInfo(path).fileName(),
-                                                   model_->undoStack()->isClean() ? "" : " *"));
+                                                   model_->isModified() ? " *" : ""));
+}
+
+bool MainWindow::confirmDiscardChanges() {
+  if (!model_->isModified()) return true;
+  QMessageBox::StandardButton answer = QMessageBox::Discard;
+  if (options_.askToSave) answer = options_.askToSave();
+  else if (QApplication::platformName() != "offscreen")
+    answer = QMessageBox::question(this, "Save changes?",
+                                   "This session has changes that are not saved. Save them first?",
+                                   QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+  if (answer == QMessageBox::Cancel) return false;
+  return answer != QMessageBox::Save || saveSessionInteractively();
 }
 
 bool MainWindow::openSession(const QString& path) {
+  if (!confirmDiscardChanges()) return false;
   try {
     Session::load(path);  // a file that does not open leaves the training run alone
     driver_->stopAndWait();
     model_->open(path);
     rememberRecentSession(path);
+    QSettings().setValue("lastSession", path);
     statusBar()->showMessage("Opened " + path, 5000);
     return true;
   } catch (const std::exception& e) {
@@ -213,10 +235,28 @@ bool MainWindow::openSession(const QString& path) {
   }
 }
 
+bool MainWindow::openExampleSession(const QString& path) {
+  if (!confirmDiscardChanges()) return false;
+  try {
+    auto example = Session::load(path);
+    driver_->stopAndWait();
+    model_->reset(std::move(example));
+    model_->detachFromFile(/*unsavedWork=*/false);
+    updateTitle();
+    statusBar()->showMessage("Opened the example " + QFileInfo(path).baseName() + " as an untitled session", 5000);
+    return true;
+  } catch (const std::exception& e) {
+    showError("Cannot open the example session", QString::fromUtf8(e.what()));
+    return false;
+  }
+}
+
 bool MainWindow::saveSession(const QString& path) {
   try {
     model_->setViewState(saveState(), dark_ ? "dark" : "light");
     model_->save(path);
+    rememberRecentSession(path);
+    QSettings().setValue("lastSession", path);
     updateTitle();
     statusBar()->showMessage("Saved " + path, 5000);
     return true;
@@ -224,6 +264,13 @@ bool MainWindow::saveSession(const QString& path) {
     showError("Cannot save session", QString::fromUtf8(e.what()));
     return false;
   }
+}
+
+bool MainWindow::saveSessionInteractively() {
+  QString path = model_->path();
+  if (path.isEmpty())
+    path = QFileDialog::getSaveFileName(this, "Save session", "session.json", "Tensorscope session (*.json);;All files (*)");
+  return !path.isEmpty() && saveSession(path);
 }
 
 bool MainWindow::openRunDirectory(const QString& dir) {
@@ -261,6 +308,7 @@ void MainWindow::autosave() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!confirmDiscardChanges()) return event->ignore();
   driver_->stopAndWait();  // the run checkpoints before the window goes
   QSettings().setValue("windowState", saveState());
   setCleanExit(true);
@@ -273,8 +321,24 @@ void MainWindow::showError(const QString& title, const QString& text) {
   if (QApplication::platformName() != "offscreen") QMessageBox::warning(this, title, text);
 }
 
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  // Undo and redo are the document's, also while a field has focus: line edits and spin boxes
+  // claim Ctrl+Z for their own text otherwise, and the design edit would not be undone.
+  if (event->type() == QEvent::ShortcutOverride && (qobject_cast<QLineEdit*>(watched) || qobject_cast<QAbstractSpinBox*>(watched)) &&
+      isAncestorOf(static_cast<QWidget*>(watched))) {
+    auto* key = static_cast<QKeyEvent*>(event);
+    if (key->matches(QKeySequence::Undo) || key->matches(QKeySequence::Redo)) {
+      event->ignore();
+      return true;  // not the field's: the window's Undo / Redo actions take it
+    }
+  }
+  return QMainWindow::eventFilter(watched, event);
+}
+
 void MainWindow::setDarkTheme(bool dark) {
   dark_ = dark;
+  QSettings().setValue("darkTheme", dark);
+  Q_EMIT themeChanged(dark);
   applyApplicationTheme(dark);
   for (viz::PlotWidget* w : plots()) w->setDarkTheme(dark);
   diagram_->setTheme(dark ? diagram_view::Theme::Dark : diagram_view::Theme::Light);

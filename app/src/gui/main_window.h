@@ -4,6 +4,7 @@
 /// views (LiveViews). It holds no state of the session and no feature logic of its own.
 
 #include <QMainWindow>
+#include <QMessageBox>
 #include <functional>
 #include <vector>
 
@@ -41,6 +42,11 @@ class MainWindow : public QMainWindow {
     bool offerRecovery = true;   ///< offer to restore an autosave after a crash
     /// Answers "restore the autosaved session?"; empty: ask the user in a dialog.
     std::function<bool()> askToRecover;
+    bool reopenLastSession = true;  ///< open the last saved or opened session file at start
+    bool rememberedTheme = true;    ///< start in the theme last chosen (off: light, for screenshots)
+    /// Answers "save the changes?" (Save, Discard or Cancel); empty: a dialog, or Discard where no
+    /// one can answer (offscreen).
+    std::function<QMessageBox::StandardButton()> askToSave;
   };
   explicit MainWindow(const Options& options, QWidget* parent = nullptr);
   MainWindow() : MainWindow(Options{}) {}
@@ -64,18 +70,30 @@ class MainWindow : public QMainWindow {
   /// Writes the session to the autosave file (also every minute and on close). After a crash
   /// (no clean close), the next start offers to restore it.
   void autosave();
+  /// Opens a session file (after offering to save unsaved changes); it becomes the last session.
   bool openSession(const QString& path);
+  /// Opens a shipped example as an untitled copy (its folder is read-only once installed).
+  bool openExampleSession(const QString& path);
   bool saveSession(const QString& path);
+  /// Saves to the session's file, or asks for one; false when the user cancels or it fails.
+  bool saveSessionInteractively();
+  /// Offers to save unsaved changes; false when the user cancels (stay), true to go on.
+  bool confirmDiscardChanges();
   /// Adds a run directory written by `tensorscope train` and shows its curves.
   bool openRunDirectory(const QString& dir);
   /// Writes every current view (curves, stable rank, spectrum, maps, roles, core, diagram) to `dir`.
   bool exportFigures(const QString& dir);
   void setDarkTheme(bool dark);
+  bool darkTheme() const { return dark_; }
   /// Shows an error in the status bar and, on a real screen, in a dialog.
   void showError(const QString& title, const QString& text);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
+ Q_SIGNALS:
+  void themeChanged(bool dark);
 
  private:
   QDockWidget* addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area);

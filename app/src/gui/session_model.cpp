@@ -7,7 +7,23 @@
 
 namespace tensorscope::app {
 
-SessionModel::SessionModel(QObject* parent) : QObject(parent) {}
+SessionModel::SessionModel(QObject* parent) : QObject(parent) {
+  connect(&undo_, &QUndoStack::cleanChanged, this, [this] { Q_EMIT modifiedChanged(isModified()); });
+}
+
+void SessionModel::markChanged() {
+  if (changed_) return;
+  const bool was = isModified();
+  changed_ = true;
+  if (!was) Q_EMIT modifiedChanged(true);
+}
+
+void SessionModel::setUnchanged() {
+  const bool was = isModified();
+  changed_ = false;
+  undo_.setClean();
+  if (was) Q_EMIT modifiedChanged(false);
+}
 
 void SessionModel::reset(Session session) {
   if (trainingId_ != 0) {
@@ -25,6 +41,7 @@ void SessionModel::reset(Session session) {
   session_.current = std::clamp(session_.current, 0, std::max(0, count() - 1));
   layer_ = 0;
   undo_.clear();
+  setUnchanged();
   Q_EMIT sessionReset();
   Q_EMIT runsChanged();
   Q_EMIT currentChanged(currentRun().id);
@@ -40,7 +57,12 @@ void SessionModel::open(const QString& path) {
 void SessionModel::save(const QString& path) {
   session_.save(path);
   path_ = path;
-  undo_.setClean();
+  setUnchanged();
+}
+
+void SessionModel::detachFromFile(bool unsavedWork) {
+  path_.clear();
+  if (unsavedWork) markChanged();
 }
 
 void SessionModel::setViewState(const QByteArray& windowState, const QString& theme) {
@@ -68,6 +90,7 @@ quint64 SessionModel::addRun(RunEntry entry, const QString& status) {
   session_.runs.push_back(std::move(entry));
   statuses_ << status;
   overlay_ << true;
+  markChanged();
   select(count() - 1);
   return id;
 }
@@ -85,6 +108,7 @@ bool SessionModel::removeRun(int index, QString* why) {
   session_.runs.erase(session_.runs.begin() + index);
   statuses_.removeAt(index);
   overlay_.removeAt(index);
+  markChanged();
   Q_EMIT runRemoved(removed.id, removed.name);
   session_.current = -1;  // select() below reports the new current run
   select(std::min(index, count() - 1));
@@ -108,13 +132,17 @@ void SessionModel::setStatus(quint64 runId, const QString& status) {
 
 void SessionModel::setRunDirectory(quint64 runId, const QString& dir) {
   const int i = indexOf(runId);
-  if (i >= 0) session_.runs[static_cast<size_t>(i)].runDir = dir;
+  if (i < 0 || session_.runs[static_cast<size_t>(i)].runDir == dir) return;
+  session_.runs[static_cast<size_t>(i)].runDir = dir;
+  markChanged();
 }
 
 void SessionModel::setCurrentConfig(const model_core::RunConfig& config) {
   auto& run = session_.runs[static_cast<size_t>(current())];
   if (isTraining(current())) return;  // what trains stays what is shown
+  if (model_core::runConfigToJson(run.config) == model_core::runConfigToJson(config)) return;
   run.config = config;
+  markChanged();
   layer_ = std::clamp(layer_, 0, layerCount(current()) - 1);
   Q_EMIT designChanged(run.id);
 }

@@ -34,9 +34,16 @@ class SessionModel : public QObject {
   /// The session file it was opened from or saved to (empty: unsaved).
   const QString& path() const { return path_; }
   void setPath(const QString& path) { path_ = path; }
+  /// Makes the document an untitled copy of its file (an example session, read-only once
+  /// installed) or of an autosave: its runs then go under the user's data folder until it is
+  /// saved. `unsavedWork`: the content itself is not saved anywhere (a recovered autosave).
+  void detachFromFile(bool unsavedWork);
   /// Records the view state stored with the session (window layout, theme) before a save.
   void setViewState(const QByteArray& windowState, const QString& theme);
   QUndoStack* undoStack() { return &undo_; }
+  /// True when the document differs from its file (or was never saved): a design edit not undone,
+  /// a run added, removed or trained, changed settings. Emits modifiedChanged.
+  bool isModified() const { return changed_ || !undo_.isClean(); }
 
   // --- Runs -----------------------------------------------------------------------------------
   int count() const { return static_cast<int>(session_.runs.size()); }
@@ -109,9 +116,13 @@ class SessionModel : public QObject {
   void trainingChanged(quint64 runId);
   /// An edit was refused (the reason, for the status bar).
   void refused(const QString& reason);
+  void modifiedChanged(bool modified);
 
  private:
   void pushDesign(std::vector<spec::AttentionSpec> after, const QString& what, int stroke);
+  /// Records a change the undo stack does not hold (runs, run directories, settings).
+  void markChanged();
+  void setUnchanged();
 
   Session session_;
   QString path_;
@@ -122,6 +133,7 @@ class SessionModel : public QObject {
   quint64 trainingId_ = 0;
   spec::AttentionSpec trainingSpec_;
   int layer_ = 0;
+  bool changed_ = false;
 };
 
 }  // namespace tensorscope::app

@@ -36,8 +36,11 @@ TrainingDriver::TrainingDriver(SessionModel* model, TrainingPanel* panel, QObjec
     panel_->applyTo(config);
     model_->setCurrentConfig(config);
   });
-  // The panel shows the current run's settings.
-  const auto showSettings = [this] { panel_->setConfig(model_->currentRun().config); };
+  // The panel shows the current run's settings, and its status while nothing trains.
+  const auto showSettings = [this] {
+    panel_->setConfig(model_->currentRun().config);
+    if (!model_->trainingRunId()) panel_->showIdle(model_->currentRun().name, model_->status(model_->current()));
+  };
   connect(model_, &SessionModel::currentChanged, panel_, showSettings);
   connect(model_, &SessionModel::sessionReset, panel_, showSettings);
 }

@@ -154,6 +154,13 @@ void TrainingPanel::onMetrics(const model_core::MetricsSnapshot& m) {
 
 void TrainingPanel::onFinished(const QString& summary) { status_->setText(summary); }
 
+void TrainingPanel::showIdle(const QString& runName, const QString& status) {
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  runtime_->clear();
+  status_->setText(runName + ": " + status);
+}
+
 QString TrainingPanel::statusText() const { return status_->text(); }
 
 }  // namespace tensorscope::app

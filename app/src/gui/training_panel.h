@@ -33,6 +33,9 @@ class TrainingPanel : public QWidget {
   void onStarted(qint64 firstStep, qint64 totalSteps, const QString& device, int threads);
   void onMetrics(const model_core::MetricsSnapshot& last);
   void onFinished(const QString& summary);
+  /// No run trains: shows the selected run's status (its last result, or "not trained") and an
+  /// empty progress bar, so nothing of another run or session stays on show.
+  void showIdle(const QString& runName, const QString& status);
 
   QPushButton* startButton() const { return start_; }
   QPushButton* pauseButton() const { return pause_; }

@@ -1,0 +1,166 @@
+// Issue 13, "the explorer as a daily tool": work is never dropped without a question, the session
+// knows when it is modified, examples open as untitled copies, the last session and the theme come
+// back at start, training controls are always visible and the shortcuts are unambiguous. Each test
+// process starts with settings of its own (gui_test_main.cpp).
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QSettings>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QToolBar>
+
+#include "gui/design_panel.h"
+#include "gui/session.h"
+#include "gui/training_driver.h"
+#include "window_test_util.h"
+
+using namespace tensorscope;
+using namespace tensorscope::test;
+
+namespace {
+
+QSpinBox* spinLabelled(QWidget* panel, const QString& toolTipStart) {
+  for (auto* b : panel->findChildren<QSpinBox*>())
+    if (b->toolTip().startsWith(toolTipStart)) return b;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(DailyTool, EveryShortcutIsBoundOnceAndRedoWorks) {
+  app::MainWindow w(testOptions());
+  QMap<QString, QString> owner;
+  for (QAction* a : w.findChildren<QAction*>())
+    for (const auto& key : a->shortcuts()) {
+      const QString k = key.toString();
+      EXPECT_FALSE(owner.contains(k) && owner[k] != a->text()) << k.toStdString() << " is bound to \""
+                                                               << owner[k].toStdString() << "\" and \"" << a->text().toStdString() << "\"";
+      owner[k] = a->text();
+    }
+  EXPECT_TRUE(owner.contains("Ctrl+Shift+Z"));
+}
+
+TEST(DailyTool, UndoTakesCtrlZEvenWhileAFieldHasFocus) {
+  app::MainWindow w(testOptions());
+  w.show();
+  w.model().select(0);  // MHSA
+  auto* heads = spinLabelled(w.designPanel(), "H");
+  ASSERT_TRUE(heads);
+  const auto before = w.model().currentSpec();
+  heads->setFocus();
+  QApplication::processEvents();
+  heads->setValue(before.sizes.H == 8 ? 2 : 8);
+  ASSERT_NE(w.model().currentSpec(), before);
+  QTest::keyClick(heads, Qt::Key_Z, Qt::ControlModifier);
+  EXPECT_EQ(w.model().currentSpec(), before) << "Ctrl+Z went to the spin box's text instead of the design";
+  QTest::keyClick(heads, Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+  EXPECT_NE(w.model().currentSpec(), before) << "redo";
+}
+
+TEST(DailyTool, TheSessionKnowsWhenItIsModifiedAndAsksBeforeDroppingIt) {
+  QTemporaryDir dir;
+  const QString path = dir.filePath("mine.json");
+  int asked = 0;
+  auto options = testOptions();
+  QMessageBox::StandardButton answer = QMessageBox::Cancel;
+  options.askToSave = [&] {
+    ++asked;
+    return answer;
+  };
+  app::MainWindow w(options);
+  ASSERT_TRUE(w.saveSession(path));
+  EXPECT_FALSE(w.model().isModified());
+  EXPECT_FALSE(w.windowTitle().endsWith("*"));
+  // Adding a run is a change the undo stack does not hold; so is opening a run directory.
+  w.model().addRun(w.model().run(0), "not trained");
+  EXPECT_TRUE(w.model().isModified());
+  EXPECT_TRUE(w.windowTitle().endsWith("*")) << w.windowTitle().toStdString();
+  const int runs = w.model().count();
+  // Opening another session asks first; Cancel keeps everything.
+  EXPECT_FALSE(w.openSession(path));
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(w.model().count(), runs);
+  // Closing asks too; Cancel keeps the window open.
+  QCloseEvent close;
+  QApplication::sendEvent(&w, &close);
+  EXPECT_EQ(asked, 2);
+  EXPECT_FALSE(close.isAccepted());
+  // Save writes the file and then opens the other one.
+  answer = QMessageBox::Save;
+  ASSERT_TRUE(w.openSession(path));
+  EXPECT_EQ(app::Session::load(path).runs.size(), size_t(runs)) << "the added run was saved first";
+  // Discard drops the change.
+  w.model().addRun(w.model().run(0), "not trained");
+  answer = QMessageBox::Discard;
+  ASSERT_TRUE(w.openSession(path));
+  EXPECT_EQ(w.model().count(), runs);
+  EXPECT_FALSE(w.model().isModified());
+  // Training settings changed in the dock are changes too.
+  auto config = w.model().currentRun().config;
+  config.train.steps += 1;
+  w.model().setCurrentConfig(config);
+  EXPECT_TRUE(w.model().isModified());
+  // Save as feeds Open recent.
+  const QString other = dir.filePath("other.json");
+  ASSERT_TRUE(w.saveSession(other));
+  EXPECT_EQ(app::recentSessions().value(0), other);
+}
+
+TEST(DailyTool, ExamplesOpenAsUntitledCopies) {
+  const auto examples = app::exampleSessionPaths();
+  ASSERT_FALSE(examples.isEmpty());
+  app::MainWindow w(testOptions());
+  ASSERT_TRUE(w.openExampleSession(examples.front()));
+  EXPECT_TRUE(w.model().path().isEmpty()) << "saving must not write into the examples' folder";
+  EXPECT_FALSE(w.model().isModified()) << "an untouched example has nothing to save";
+  EXPECT_TRUE(w.windowTitle().contains("unsaved session"));
+}
+
+TEST(DailyTool, TheLastSessionAndTheThemeComeBackAtStart) {
+  QTemporaryDir dir;
+  const QString path = dir.filePath("last.json");
+  {
+    app::MainWindow a(testOptions());
+    a.model().addRun(a.model().run(0), "not trained");
+    ASSERT_TRUE(a.saveSession(path));
+    a.setDarkTheme(true);
+  }
+  auto options = testOptions();
+  options.reopenLastSession = true;
+  {
+    app::MainWindow b(options);
+    EXPECT_EQ(b.model().path(), path);
+    EXPECT_EQ(b.model().count(), 4);
+    EXPECT_FALSE(b.model().isModified());
+  }
+  QSettings().remove("lastSession");
+  {
+    app::MainWindow c(options);
+    EXPECT_TRUE(c.darkTheme()) << "the theme is remembered";
+    bool checked = false;
+    for (QAction* act : c.findChildren<QAction*>())
+      if (act->text() == "&Dark theme") checked = act->isChecked();
+    EXPECT_TRUE(checked) << "the menu shows the theme in use";
+    c.setDarkTheme(false);
+  }
+  // A last session that is gone or damaged: the default session, and the reason.
+  QSettings().setValue("lastSession", dir.filePath("missing.json"));
+  app::MainWindow d(options);
+  EXPECT_EQ(d.model().count(), 3);
+}
+
+TEST(DailyTool, TrainingControlsAreAlwaysVisibleAndTheDockShowsTheSelectedRun) {
+  app::MainWindow w(testOptions());
+  auto* bar = w.findChild<QToolBar*>("TrainingToolbar");
+  ASSERT_TRUE(bar);
+  QStringList texts;
+  for (QAction* a : bar->actions()) texts << a->text();
+  for (const char* t : {"&Train", "&Pause / resume", "&Step", "St&op"}) EXPECT_TRUE(texts.contains(t)) << t;
+  for (QAction* a : bar->actions())
+    if (a->text() == "&Train") EXPECT_TRUE(a->toolTip().contains("F5")) << "the key is shown";
+  w.model().select(2);
+  EXPECT_TRUE(w.trainingPanel()->statusText().startsWith(w.model().run(2).name)) << w.trainingPanel()->statusText().toStdString();
+  EXPECT_TRUE(w.trainingPanel()->statusText().endsWith("not trained"));
+}
