@@ -21,15 +21,27 @@ namespace {
 int runGui(int argc, char** argv, std::vector<std::string> words) {
   app::Args args(std::move(words));
   std::optional<std::string> screenshot, demo;
+  QSize size(1600, 1000);  // of reproducible pictures, whatever the screen (offscreen's is 800 x 600)
   try {
     screenshot = args.takeOption("--screenshot");
     demo = args.takeOption("--demo");
+    if (const auto s = args.takeOption("--size")) {
+      const auto x = s->find('x');
+      int w = 0, h = 0;
+      try {
+        if (x != std::string::npos) w = std::stoi(s->substr(0, x)), h = std::stoi(s->substr(x + 1));
+      } catch (const std::exception&) {
+      }
+      if (w < 640 || h < 480 || w > 7680 || h > 4320)
+        throw app::UsageError("--size takes WIDTHxHEIGHT between 640x480 and 7680x4320, e.g. 1280x800; got '" + *s + "'");
+      size = QSize(w, h);
+    }
     const auto threads = args.takeInt("--threads", 1, 4096);
     if (threads) model_core::setThreadsOverride(static_cast<int>(*threads));  // runs started here honour it too
     else model_core::configureThreads(0);
     if (const auto cmd = args.takeCommand())
       throw app::UsageError("unknown command '" + *cmd + "'; see tensorscope --help");
-    args.positionals(0, 0, "tensorscope [--threads T] [--demo SCRIPT] [--screenshot PNG]");
+    args.positionals(0, 0, "tensorscope [--threads T] [--demo SCRIPT] [--screenshot PNG] [--size WxH]");
   } catch (const std::exception& e) {
     std::cerr << "tensorscope: " << e.what() << "\n";
     return app::kExitUsage;
@@ -46,6 +58,7 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
     options.rememberedTheme = false;
   }
   app::MainWindow window(options);
+  if (screenshot || demo) window.resize(size);
   window.show();
   int rc = app::kExitOk;
   std::unique_ptr<app::DemoRunner> runner;

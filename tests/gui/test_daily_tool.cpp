@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QDockWidget>
+#include <QScreen>
 #include <QSettings>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -163,4 +165,39 @@ TEST(DailyTool, TrainingControlsAreAlwaysVisibleAndTheDockShowsTheSelectedRun) {
   w.model().select(2);
   EXPECT_TRUE(w.trainingPanel()->statusText().startsWith(w.model().run(2).name)) << w.trainingPanel()->statusText().toStdString();
   EXPECT_TRUE(w.trainingPanel()->statusText().endsWith("not trained"));
+}
+
+TEST(DailyTool, TheWindowFitsALaptopScreen) {
+  app::MainWindow w(testOptions());
+  w.show();
+  QApplication::processEvents();
+  // The forms scroll: the window shrinks to a 1280 x 800 laptop screen (1366 x 768 less a panel).
+  const QSize min = w.minimumSizeHint().expandedTo(w.minimumSize());
+  EXPECT_LE(min.width(), 1260);
+  EXPECT_LE(min.height(), 720);
+  EXPECT_LE(w.width(), w.screen()->availableGeometry().width()) << "the start size is clamped to the screen";
+}
+
+TEST(DailyTool, LayoutPresetsArrangeTheDocksAndResetBringsClosedOnesBack) {
+  app::MainWindow w(testOptions());
+  w.show();
+  QApplication::processEvents();
+  ASSERT_FALSE(w.defaultLayout().isEmpty());
+  const auto find = [&](const QString& title) { return w.findChild<QDockWidget*>(title); };
+  find("Curves")->close();
+  QAction* present = nullptr;
+  QAction* reset = nullptr;
+  for (QAction* a : w.findChildren<QAction*>()) {
+    if (a->text() == "&Present") present = a;
+    if (a->text() == "&Reset to default") reset = a;
+  }
+  ASSERT_TRUE(present && reset);
+  present->trigger();
+  QApplication::processEvents();
+  EXPECT_TRUE(find("Design")->isHidden()) << "Present shows no forms";
+  EXPECT_FALSE(find("Diagram")->isHidden());
+  EXPECT_FALSE(find("Curves")->isHidden()) << "a preset brings closed docks back";
+  reset->trigger();
+  QApplication::processEvents();
+  for (auto* d : w.docks()) EXPECT_FALSE(d->isHidden()) << d->windowTitle().toStdString();
 }

@@ -34,6 +34,7 @@ std::string helpText() {
 
 usage:
   tensorscope [--threads T] [--screenshot PNG]     open the explorer window
+       [--demo SCRIPT] [--size WxH]                (a script of steps; the size of its pictures)
   tensorscope --version                            versions, device, threads and BLAS in use
   tensorscope spec preset NAME                     print a complete default spec as JSON
   tensorscope spec preset --list                   list the preset names

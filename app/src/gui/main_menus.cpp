@@ -11,6 +11,7 @@
 #include <QToolBar>
 
 #include "cli/cli.h"
+#include "gui/dock_layouts.h"
 #include "gui/figure_export.h"
 #include "gui/main_window.h"
 #include "gui/runs_panel.h"
@@ -110,6 +111,10 @@ void buildMainMenus(MainWindow& w) {
   QMenu* view = w.menuBar()->addMenu("&View");
   for (QDockWidget* d : window->docks()) view->addAction(d->toggleViewAction());
   view->addSeparator();
+  QMenu* layouts = view->addMenu("&Layout");
+  for (auto layout : {DockLayout::Default, DockLayout::Design, DockLayout::Train, DockLayout::Present})
+    layouts->addAction(layout == DockLayout::Default ? QString("&Reset to default") : "&" + dockLayoutName(layout), window,
+                       [window, layout] { applyDockLayout(*window, layout, window->defaultLayout()); });
   auto* dark = view->addAction("&Dark theme");
   dark->setCheckable(true);
   dark->setChecked(window->darkTheme());

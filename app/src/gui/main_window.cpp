@@ -14,6 +14,8 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTimer>
@@ -72,10 +74,10 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
                                .arg(QString::fromStdString(info.torch_version), QString::fromStdString(info.default_device))
                                .arg(info.intra_op_threads)
                                .arg(info.blas_is_openblas ? "OpenBLAS" : "reference BLAS (slow: install libopenblas0-openmp)"));
-  resize(1600, 1000);
+  // 1600 x 1000, or what the screen has (a laptop's 1280 x 800): never larger than the screen.
+  resize(QSize(1600, 1000).boundedTo(screen()->availableGeometry().size()));
   qApp->installEventFilter(this);
   loadStartSession();
-  if (options_.restoreLayout) restoreState(QSettings().value("windowState").toByteArray());
   auto* autosaveTimer = new QTimer(this);
   connect(autosaveTimer, &QTimer::timeout, this, &MainWindow::autosave);
   autosaveTimer->start(60'000);
@@ -110,9 +112,16 @@ void MainWindow::loadStartSession() {
   setDarkTheme(options_.rememberedTheme && QSettings().value("darkTheme", false).toBool());
 }
 
-QDockWidget* MainWindow::addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area) {
+QDockWidget* MainWindow::addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area, bool scroll) {
   auto* dock = new QDockWidget(title, this);
   dock->setObjectName(title);
+  if (scroll) {  // a form taller or wider than a laptop's share of the screen scrolls instead
+    auto* area = new QScrollArea;
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    area->setWidget(content);
+    content = area;
+  }
   dock->setWidget(content);
   addDockWidget(area, dock);
   return dock;
@@ -143,12 +152,12 @@ void MainWindow::buildDocks() {
       {curves_, "curves"}, {stableRank_, "stable_rank"}, {spectrum_, "spectrum"}, {maps_, "attention_maps"}, {roles_, "role_clusters"}};
   for (const auto& [plot, name] : names) plot->setExportName(name);
 
-  auto* designDock = addDock("Design", design_, Qt::LeftDockWidgetArea);
+  auto* designDock = addDock("Design", design_, Qt::LeftDockWidgetArea, true);
   addDock("Runs", runs_, Qt::LeftDockWidgetArea);
-  tabifyDockWidget(designDock, addDock("Training", trainingPanel_, Qt::LeftDockWidgetArea));
+  tabifyDockWidget(designDock, addDock("Training", trainingPanel_, Qt::LeftDockWidgetArea, true));
   designDock->raise();
   auto* diagramDock = addDock("Diagram", diagram_, Qt::RightDockWidgetArea);
-  auto* coreDock = addDock("Core matrix C", core_, Qt::RightDockWidgetArea);
+  auto* coreDock = addDock("Core matrix C", core_, Qt::RightDockWidgetArea, true);
   splitDockWidget(diagramDock, coreDock, Qt::Horizontal);
   tabifyDockWidget(diagramDock, addDock("Spec (JSON)", specText_, Qt::RightDockWidgetArea));
   QTimer::singleShot(0, diagramDock, &QDockWidget::raise);
@@ -162,7 +171,9 @@ void MainWindow::buildDocks() {
   // Sizes apply once the window has its geometry.
   QTimer::singleShot(0, this, [this, designDock, diagramDock, coreDock, curvesDock] {
     resizeDocks({designDock, diagramDock, coreDock}, {330, 560, 520}, Qt::Horizontal);
-    resizeDocks({curvesDock}, {320}, Qt::Vertical);
+    resizeDocks({curvesDock}, {std::min(320, height() / 3)}, Qt::Vertical);
+    defaultLayout_ = saveState();  // the first-start arrangement, before the user's comes back
+    if (options_.restoreLayout) restoreState(QSettings().value("windowState").toByteArray());
     diagram_->fitToView();
   });
   connect(diagram_, &diagram_view::DiagramView::coreSelected, this, [coreDock](const QString&) {

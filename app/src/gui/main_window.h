@@ -85,6 +85,8 @@ class MainWindow : public QMainWindow {
   bool exportFigures(const QString& dir);
   void setDarkTheme(bool dark);
   bool darkTheme() const { return dark_; }
+  /// The dock arrangement of a first start (View > Layout > Default restores it).
+  const QByteArray& defaultLayout() const { return defaultLayout_; }
   /// Shows an error in the status bar and, on a real screen, in a dialog.
   void showError(const QString& title, const QString& text);
 
@@ -96,7 +98,7 @@ class MainWindow : public QMainWindow {
   void themeChanged(bool dark);
 
  private:
-  QDockWidget* addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area);
+  QDockWidget* addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area, bool scroll = false);
   void buildDocks();
   void connectRunsPanel();
   void loadStartSession();
@@ -105,6 +107,7 @@ class MainWindow : public QMainWindow {
 
   Options options_;
   bool dark_ = false;
+  QByteArray defaultLayout_;
   SessionModel* model_ = nullptr;
   TrainingDriver* driver_ = nullptr;
   DesignDocks* designDocks_ = nullptr;

@@ -1,0 +1,23 @@
+#pragma once
+/// Dock arrangements of the explorer for its three uses, chosen from View > Layout: Design (the
+/// design docks large), Train (the live plots large) and Present (the diagram and C for a projector,
+/// plots below), plus the default arrangement of a first start.
+
+#include <QByteArray>
+#include <QString>
+
+class QMainWindow;
+
+namespace tensorscope::app {
+
+enum class DockLayout { Default, Design, Train, Present };
+
+/// The menu name of a layout ("Design", …).
+QString dockLayoutName(DockLayout layout);
+
+/// Arranges the window's docks (found by their titles) for `layout`; `defaultState` is the
+/// QMainWindow::saveState of the first-start arrangement, restored first so that every preset
+/// starts from the same place (docks the user closed come back).
+void applyDockLayout(QMainWindow& window, DockLayout layout, const QByteArray& defaultState);
+
+}  // namespace tensorscope::app
