@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QScreen>
 #include <QSettings>
@@ -13,9 +14,16 @@
 #include <QTest>
 #include <QToolBar>
 
+#include "gui/core_editor.h"
 #include "gui/design_panel.h"
 #include "gui/session.h"
 #include "gui/training_driver.h"
+#include "gui/training_controller.h"
+#include "viz/attention_map_grid.h"
+#include "viz/matrix_heatmap.h"
+#include "viz/role_cluster_plot.h"
+#include "viz/spectrum_plot.h"
+#include "viz/stable_rank_plot.h"
 #include "window_test_util.h"
 
 using namespace tensorscope;
@@ -200,4 +208,43 @@ TEST(DailyTool, LayoutPresetsArrangeTheDocksAndResetBringsClosedOnesBack) {
   reset->trigger();
   QApplication::processEvents();
   for (auto* d : w.docks()) EXPECT_FALSE(d->isHidden()) << d->windowTitle().toStdString();
+}
+
+// "Panels never show another run's data": what a run drew goes when another session opens, and a
+// design without C shows no C of another design.
+TEST(DailyTool, PanelsShowNothingOfAnotherSessionOrDesign) {
+  app::MainWindow w(testOptions());
+  auto snap = std::make_shared<model_core::InspectionSnapshot>();
+  snap->step = 25;
+  snap->core_layers = {0, 1};
+  snap->stable_ranks = {3.5, 2.5};
+  snap->spectra = {{2.0, 1.0}, {3.0, 1.0}};
+  Q_EMIT w.controller()->inspected(snap);
+  ASSERT_EQ(w.stableRankPlot()->layers(), (std::vector<int>{0, 1}));
+  ASSERT_FALSE(w.spectrumPlot()->isShowingMessage());
+  const auto examples = app::exampleSessionPaths();
+  ASSERT_FALSE(examples.isEmpty());
+  ASSERT_TRUE(w.openExampleSession(examples.front()));
+  EXPECT_TRUE(w.stableRankPlot()->layers().empty());
+  EXPECT_TRUE(w.stableRankPlot()->isShowingMessage());
+  EXPECT_EQ(w.stableRankPlot()->headsReference(), 0.0) << "no \"H heads\" line of another design";
+  EXPECT_TRUE(w.spectrumPlot()->isShowingMessage());
+  EXPECT_TRUE(w.attentionMaps()->isShowingMessage());
+  EXPECT_TRUE(w.roleClusters()->isShowingMessage());
+  EXPECT_FALSE(w.trainingPanel()->statusText().contains("step")) << w.trainingPanel()->statusText().toStdString();
+
+  // An MHSA run: its own preset in the Design dock, no factor panels or preset of a C.
+  app::MainWindow m(testOptions());
+  m.model().select(0);
+  ASSERT_EQ(m.model().currentSpec().variant, spec::Variant::Mhsa);
+  QComboBox* preset = nullptr;
+  for (auto* c : m.designPanel()->findChildren<QComboBox*>())
+    if (c->toolTip().startsWith("Start from a preset")) preset = c;
+  ASSERT_TRUE(preset);
+  EXPECT_EQ(preset->currentText(), "mhsa");
+  m.model().select(1);
+  EXPECT_EQ(preset->currentText(), "thsa");
+  m.model().select(0);
+  for (auto* heat : m.coreEditor()->findChildren<viz::MatrixHeatmap*>())
+    if (heat != m.coreEditor()->heatmap()) EXPECT_TRUE(heat->isHidden()) << "a factor panel of no C";
 }

@@ -50,6 +50,7 @@ StableRankPlot::StableRankPlot(QWidget* parent) : PlotWidget(parent), items_(std
   items_->tracer->setVisible(false);
   items_->tracer->setLayer(QString::fromLatin1(kHoverLayer));
   restyle();
+  afterUpdate();
 }
 
 StableRankPlot::~StableRankPlot() = default;
@@ -117,6 +118,8 @@ void StableRankPlot::clear() {
 
 void StableRankPlot::afterUpdate() {
   auto* p = plot();
+  if (lines_.empty()) showMessage(tr("No stable rank yet: it is drawn while a model with a core C trains"));
+  else showPlot();
   p->legend->setVisible(!lines_.empty());
   const bool ref = heads_ > 0;
   items_->heads->setVisible(ref);

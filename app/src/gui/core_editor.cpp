@@ -401,7 +401,12 @@ void CoreEditor::refresh() {
   const bool hasCore = spec_.core.has_value();
   for (QWidget* w : std::initializer_list<QWidget*>{preset_, structure_, kindA_, kindB_, scale_, value_, toDense_, rank_})
     w->setEnabled(hasCore && editable_);
+  // A variant without C shows no factor panels and no stale preset of another design.
+  factorA_->setVisible(hasCore);
+  factorB_->setVisible(hasCore);
   if (!hasCore) {
+    preset_->setCurrentIndex(0);
+    layerNote_->setText("no core C in this variant");
     heatmap_->clear(QString("%1 has no core matrix C. Choose thsa or thsa_linear in the Design dock to edit C.")
                         .arg(QString::fromStdString(std::string(spec::toString(spec_.variant)))));
     factorA_->clear("");

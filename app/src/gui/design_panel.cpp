@@ -144,7 +144,16 @@ void DesignPanel::setSpec(const spec::AttentionSpec& s) {
   if (!(s == spec_)) presetProblems_.clear();  // kept when the window echoes this panel's own edit
   spec_ = s;
   updating_ = true;
-  variant_->setCurrentText(QString::fromStdString(std::string(spec::toString(s.variant))));
+  const QString variant = QString::fromStdString(std::string(spec::toString(s.variant)));
+  variant_->setCurrentText(variant);
+  {
+    // The preset this design starts from: a THSA core preset by its name (skip_left, …), else
+    // the variant; the box never shows another design's preset.
+    const QSignalBlocker block(preset_);
+    const QString core = s.core ? QString::fromStdString(s.core->preset) : QString();
+    const bool corePreset = s.variant == spec::Variant::Thsa && !core.isEmpty() && preset_->findText(core) >= 0;
+    preset_->setCurrentText(corePreset ? core : variant);
+  }
   if (s.core) {
     const int i = corePreset_->findText(QString::fromStdString(s.core->preset));
     corePreset_->setCurrentIndex(i >= 0 ? i : corePreset_->findText(kCustomCore));

@@ -29,9 +29,9 @@ LiveViews::LiveViews(SessionModel* model, TrainingController* controller, const 
   });
   connect(model_, &SessionModel::trainingChanged, this, [this](quint64 runId) {
     if (runId == 0) return;
-    // A new run of this entry: its curves start again; the core views show the new run's cores.
+    // A new run of this entry: its curves start again; the other views wait for its inspections.
     v_.curves->removeRun(trainingRunName());
-    v_.stableRank->clear();
+    clearInspectionViews();
   });
   // The stable-rank views follow the layer chosen in the core editor, and choose it too.
   const auto followLayer = [this] {
@@ -50,8 +50,17 @@ QString LiveViews::trainingRunName() const {
 
 void LiveViews::reloadAllCurves() {
   v_.curves->clear();
-  v_.stableRank->clear();
+  clearInspectionViews();  // nothing of the previous session stays on show
   for (int i = 0; i < model_->count(); ++i) loadCurves(i);
+}
+
+void LiveViews::clearInspectionViews() {
+  last_.reset();
+  v_.stableRank->clear();
+  v_.stableRank->setHeadsReference(0);
+  v_.spectrum->setSpectra({});
+  v_.maps->clear("No attention maps yet: they are drawn while a model trains");
+  reclusterRoles(v_.roles->k());  // with no inspection: the message
 }
 
 void LiveViews::loadCurves(int index) {
@@ -103,8 +112,9 @@ void LiveViews::onInspection(std::shared_ptr<const model_core::InspectionSnapsho
       spectra.push_back({snap->core_layers[i], snap->spectra[i], snap->stable_ranks[i]});
     v_.spectrum->setSpectra(spectra, step);
     v_.spectrum->setCurrentLayer(model_->currentLayer());
-    v_.stableRank->setHeadsReference(trained.sizes.H);
-    v_.spectrum->setHeads(trained.sizes.H);
+    // "H heads" is a reference only for a design with a core C (the stable rank's meaning).
+    v_.stableRank->setHeadsReference(trained.core ? trained.sizes.H : 0);
+    v_.spectrum->setHeads(trained.core ? trained.sizes.H : 0);
   }
   std::vector<std::vector<viz::MatrixData>> maps;
   std::vector<int> layers;

@@ -55,6 +55,8 @@ class LiveViews : public QObject {
   /// Draws run `index`'s curves from its metrics log (nothing without a run directory).
   void loadCurves(int index);
   void reloadAllCurves();
+  /// Empties the stable rank, spectrum, maps and role clusters (a new session or training run).
+  void clearInspectionViews();
   QString trainingRunName() const;
 
   SessionModel* model_;

@@ -24,6 +24,7 @@ class StableRankPlot : public PlotWidget {
   /// Dashed horizontal reference at H heads; 0 hides it.
   void setHeadsReference(double heads);
   double headsReference() const { return heads_; }
+  /// Removes every line (a message says why the plot is empty until the next snapshot).
   void clear();
   /// Draws layer `layer`'s line bold and the others faded (the layer chosen in the core editor);
   /// -1: every line alike.
