@@ -65,6 +65,10 @@ TEST(MainWindow, SwitchingTheThemeKeepsOneStyle) {
   EXPECT_EQ(style->name().toLower(), "fusion");
   w.setDarkTheme(true);
   EXPECT_LT(QApplication::palette().color(QPalette::Window).lightness(), 80);
+  // Issue 13: disabled controls looked enabled, and the C heatmaps stayed white.
+  const auto pal = QApplication::palette();
+  EXPECT_LT(pal.color(QPalette::Disabled, QPalette::Text).lightness(), pal.color(QPalette::Active, QPalette::Text).lightness() - 60);
+  EXPECT_TRUE(w.coreEditor()->heatmap()->isDarkTheme()) << "the core editor's heatmap follows the theme";
   w.setDarkTheme(false);
   EXPECT_EQ(QApplication::palette().color(QPalette::Window), light);
 }

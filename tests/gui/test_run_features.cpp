@@ -81,3 +81,37 @@ TEST(RunFeatures, RoleVectorsProjectAndClusterByTheirGroups) {
   EXPECT_EQ(labels.size(), 3u);
   EXPECT_EQ(app::projectRoles(roles, 99).clusters.size(), 30u) << "k is capped at the number of vectors";
 }
+
+// Issue 13: PCA's signs and k-means' labels are arbitrary, so each inspection's picture jumped.
+TEST(RunFeatures, ARolePictureIsTurnedAndRelabelledToMatchThePreviousOne) {
+  app::RoleProjection previous;
+  previous.xs = {1, 2, -1, 0.5, -2};
+  previous.ys = {0, 1, 3, -1, -0.5};
+  previous.clusters = {0, 0, 1, 2, 1};
+  for (bool reflect : {false, true}) {
+    // The same points turned by 70° (and mirrored), with the cluster labels permuted.
+    const double t = 70 * M_PI / 180, c = std::cos(t), s = std::sin(t);
+    app::RoleProjection next;
+    for (size_t i = 0; i < previous.xs.size(); ++i) {
+      const double x = previous.xs[i], y = reflect ? -previous.ys[i] : previous.ys[i];
+      next.xs.push_back(c * x - s * y);
+      next.ys.push_back(s * x + c * y);
+    }
+    next.clusters = {2, 2, 0, 1, 0};
+    app::alignRoleProjection(next, previous);
+    for (size_t i = 0; i < previous.xs.size(); ++i) {
+      EXPECT_NEAR(next.xs[i], previous.xs[i], 1e-12) << "point " << i << (reflect ? " (mirrored)" : "");
+      EXPECT_NEAR(next.ys[i], previous.ys[i], 1e-12) << "point " << i << (reflect ? " (mirrored)" : "");
+    }
+    EXPECT_EQ(next.clusters, previous.clusters);
+  }
+  // A picture of other points (another probe) is left as it is.
+  app::RoleProjection other;
+  other.xs = {1, 2};
+  other.ys = {3, 4};
+  other.clusters = {1, 0};
+  const auto copy = other;
+  app::alignRoleProjection(other, previous);
+  EXPECT_EQ(other.xs, copy.xs);
+  EXPECT_EQ(other.clusters, copy.clusters);
+}

@@ -20,6 +20,11 @@ void applyApplicationTheme(bool dark) {
         {QPalette::Text, QColor(230, 230, 230)},       {QPalette::Button, QColor(55, 55, 58)},
         {QPalette::ButtonText, QColor(230, 230, 230)}, {QPalette::Highlight, QColor(66, 133, 244)}};
     for (const auto& [role, colour] : roles) p.setColor(role, colour);
+    // Disabled controls must look disabled: dimmed text on a flatter field.
+    for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
+      p.setColor(QPalette::Disabled, role, QColor(125, 125, 128));
+    p.setColor(QPalette::Disabled, QPalette::Base, QColor(45, 45, 48));
+    p.setColor(QPalette::Disabled, QPalette::Button, QColor(48, 48, 50));
   }
   QApplication::setPalette(p);
 }

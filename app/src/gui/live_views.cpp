@@ -56,6 +56,7 @@ void LiveViews::reloadAllCurves() {
 
 void LiveViews::clearInspectionViews() {
   last_.reset();
+  lastRoles_ = {};
   v_.stableRank->clear();
   v_.stableRank->setHeadsReference(0);
   v_.spectrum->setSpectra({});
@@ -138,7 +139,9 @@ void LiveViews::reclusterRoles(int k) {
     return;
   }
   const auto& snap = *last_;
-  const auto p = projectRoles(snap.roles, k);
+  auto p = projectRoles(snap.roles, k);
+  alignRoleProjection(p, lastRoles_);  // the same probe: the picture turns and relabels smoothly
+  lastRoles_ = p;
   QStringList tokens, contexts, labels;
   for (int i = 0; i < snap.roles.rows; ++i) {
     tokens << QString::fromStdString(snap.role_tokens[i]);

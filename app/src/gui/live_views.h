@@ -9,6 +9,8 @@
 #include <QVector>
 #include <memory>
 
+#include "gui/run_features.h"
+
 namespace tensorscope::viz {
 class AttentionMapGrid;
 class CurvesPlot;
@@ -62,6 +64,7 @@ class LiveViews : public QObject {
   SessionModel* model_;
   LiveViewWidgets v_;
   std::shared_ptr<const model_core::InspectionSnapshot> last_;
+  RoleProjection lastRoles_;  ///< the role picture on show, to align the next one with
 };
 
 }  // namespace tensorscope::app

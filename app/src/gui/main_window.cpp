@@ -351,7 +351,7 @@ void MainWindow::setDarkTheme(bool dark) {
   QSettings().setValue("darkTheme", dark);
   Q_EMIT themeChanged(dark);
   applyApplicationTheme(dark);
-  for (viz::PlotWidget* w : plots()) w->setDarkTheme(dark);
+  for (viz::PlotWidget* w : findChildren<viz::PlotWidget*>()) w->setDarkTheme(dark);  // the C heatmaps too
   diagram_->setTheme(dark ? diagram_view::Theme::Dark : diagram_view::Theme::Light);
 }
 

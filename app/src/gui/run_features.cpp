@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "model_core/run_files.h"
 #include "model_core/training.h"
@@ -93,6 +94,58 @@ RoleProjection projectRoles(const model_core::Matrix& roles, int k) {
   opt.n_init = 4;
   out.clusters = model_core::kMeans(roles.values, roles.rows, roles.cols, std::clamp(k, 1, roles.rows), opt).labels;
   return out;
+}
+
+void alignRoleProjection(RoleProjection& next, const RoleProjection& previous) {
+  const size_t n = next.xs.size();
+  if (n == 0 || previous.xs.size() != n || previous.clusters.size() != next.clusters.size()) return;
+  // M = Qᵀ P for the new points Q and the previous P; the best orthogonal R maximises tr(Rᵀ M):
+  // rotations [[c, -s], [s, c]] reach sqrt((M00 + M11)² + (M10 - M01)²), reflections
+  // [[c, s], [s, -c]] reach sqrt((M00 - M11)² + (M01 + M10)²).
+  double m00 = 0, m01 = 0, m10 = 0, m11 = 0;
+  for (size_t i = 0; i < n; ++i) {
+    m00 += next.xs[i] * previous.xs[i];
+    m01 += next.xs[i] * previous.ys[i];
+    m10 += next.ys[i] * previous.xs[i];
+    m11 += next.ys[i] * previous.ys[i];
+  }
+  const double rotation = std::hypot(m00 + m11, m10 - m01), reflection = std::hypot(m00 - m11, m01 + m10);
+  double r00, r01, r10, r11;
+  if (rotation >= reflection) {
+    const double t = std::atan2(m10 - m01, m00 + m11);
+    r00 = std::cos(t), r01 = -std::sin(t), r10 = std::sin(t), r11 = std::cos(t);
+  } else {
+    const double t = std::atan2(m01 + m10, m00 - m11);
+    r00 = std::cos(t), r01 = std::sin(t), r10 = std::sin(t), r11 = -std::cos(t);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const double x = next.xs[i], y = next.ys[i];
+    next.xs[i] = x * r00 + y * r10;  // the row (x, y) times R
+    next.ys[i] = x * r01 + y * r11;
+  }
+  // Cluster labels: each new cluster, largest first, takes the free previous label it overlaps most.
+  int k = 0;
+  for (int c : next.clusters) k = std::max(k, c + 1);
+  for (int c : previous.clusters) k = std::max(k, c + 1);
+  std::vector<std::vector<int>> overlap(static_cast<size_t>(k), std::vector<int>(static_cast<size_t>(k), 0));
+  std::vector<int> size(static_cast<size_t>(k), 0);
+  for (size_t i = 0; i < n; ++i) {
+    ++overlap[static_cast<size_t>(next.clusters[i])][static_cast<size_t>(previous.clusters[i])];
+    ++size[static_cast<size_t>(next.clusters[i])];
+  }
+  std::vector<int> order(static_cast<size_t>(k));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return size[size_t(a)] > size[size_t(b)]; });
+  std::vector<int> relabel(static_cast<size_t>(k), -1);
+  std::vector<bool> taken(static_cast<size_t>(k), false);
+  for (int c : order) {
+    int best = -1;
+    for (int p = 0; p < k; ++p)
+      if (!taken[size_t(p)] && (best < 0 || overlap[size_t(c)][size_t(p)] > overlap[size_t(c)][size_t(best)])) best = p;
+    relabel[size_t(c)] = best;
+    taken[size_t(best)] = true;
+  }
+  for (int& c : next.clusters) c = relabel[static_cast<size_t>(c)];
 }
 
 }  // namespace tensorscope::app

@@ -57,4 +57,11 @@ struct RoleProjection {
 };
 RoleProjection projectRoles(const model_core::Matrix& roles, int k);
 
+/// Keeps successive role pictures of the same probe comparable (issue 13: PCA's axes come with
+/// arbitrary signs and k-means with arbitrary labels, so the clusters jumped every inspection).
+/// When `previous` has as many points: turns `next` by the orthogonal 2 x 2 map (rotation or
+/// reflection) that best matches it to `previous` (orthogonal Procrustes, closed form in 2-D) and
+/// renumbers its clusters by their largest overlap with the previous ones. Else leaves it.
+void alignRoleProjection(RoleProjection& next, const RoleProjection& previous);
+
 }  // namespace tensorscope::app
