@@ -355,7 +355,13 @@ TEST(MainWindow, TrainingFeedsCurvesMapsAndStableRankThenStops) {
 
 TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   QTemporaryDir dir;
-  app::MainWindow w(testOptions());
+  auto options = testOptions();
+  QStringList asked;
+  options.confirm = [&](const QString& title) {
+    asked << title;
+    return true;
+  };
+  app::MainWindow w(options);
   w.model().select(1);  // THSA, dense core
   useLightThsaRun(w, 1, /*checkpointInterval=*/5);
   ASSERT_TRUE(w.training().start(/*steps=*/400));
@@ -365,12 +371,21 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   ASSERT_GE(w.curves()->pointCount("train loss", "THSA"), 6);
   EXPECT_FALSE(w.coreEditor()->editable()) << "the learned C of a training run is read-only";
 
+  // A click on the learned C asks for a fork; the fork gets that click's edit (issue 13: it was
+  // dropped).
   const size_t before = w.model().session().runs.size();
-  ASSERT_TRUE(w.training().fork());
+  w.coreEditor()->setTool(app::CoreEditor::Tool::SetValue);
+  w.coreEditor()->setPaintValue(-0.5);
+  w.coreEditor()->editCell(2, 3);
+  EXPECT_EQ(asked, QStringList{"Edit C of a training run?"});
   ASSERT_TRUE(waitFor([&] { return w.model().session().runs.size() == before + 1; })) << "the fork waits for a checkpoint";
   c->stop();
   c->waitForFinished();
   const auto& runs = w.model().session().runs;
+  const int R = runs.back().config.model.attention.front().sizes.R;
+  EXPECT_DOUBLE_EQ(runs.back().config.model.attention.front().core->dense_values[size_t(2 * R + 3)], -0.5)
+      << "the edit that asked for the fork";
+  EXPECT_EQ(w.model().undoStack()->count(), 1) << "and it is one undoable edit of the fork";
   ASSERT_EQ(runs.size(), before + 1);
   const auto& fork = runs.back();
   const int forkIndex = static_cast<int>(runs.size()) - 1;

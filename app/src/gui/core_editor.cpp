@@ -353,9 +353,19 @@ void CoreEditor::onStructureChanged() {
   emitEdit(s, "change core structure");
 }
 
+bool CoreEditor::replayPendingEdit() {
+  if (!pendingCell_ || !editable_) return false;
+  const auto [row, col] = *pendingCell_;
+  pendingCell_.reset();
+  editCell(row, col);
+  return true;
+}
+
 void CoreEditor::editCell(int row, int col, bool continuingStroke) {
   if (!spec_.core) return;
   if (!editable_) {
+    if (continuingStroke) return;  // one question per click, not one per cell of a drag
+    pendingCell_ = std::make_pair(row, col);
     Q_EMIT forkRequested();
     return;
   }

@@ -6,6 +6,8 @@
 /// Every edit is reported as (before, after) so the window can put it on the undo stack.
 
 #include <QWidget>
+#include <optional>
+#include <utility>
 
 #include "spec/attention_spec.h"
 #include "spec/validation.h"
@@ -48,7 +50,13 @@ class CoreEditor : public QWidget {
   void setTool(Tool tool);
   void setPaintValue(double value);
   /// Applies the current tool at C[row, col] (what a click does; public for tests and scripts).
+  /// On a training run's learned C it asks for a fork and remembers the cell: replayPendingEdit()
+  /// applies it to the fork, so the edit that asked for the fork is not lost.
   void editCell(int row, int col, bool continuingStroke = false);
+  /// Applies the cell edit remembered by a refused editCell to the C now shown (the fork); false
+  /// when there is none or the editor is still read-only.
+  bool replayPendingEdit();
+  void clearPendingEdit() { pendingCell_.reset(); }
 
   /// Chooses the core's structure ("dense", "kronecker", "low_rank"), as the Structure box does.
   void setStructure(const QString& name);
@@ -77,6 +85,7 @@ class CoreEditor : public QWidget {
 
   spec::AttentionSpec spec_;
   bool editable_ = true;
+  std::optional<std::pair<int, int>> pendingCell_;  ///< a cell clicked on a training run's C
   bool loading_ = false;
   Tool tool_ = Tool::SetValue;
   int stroke_ = 0;

@@ -59,6 +59,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   connect(designDocks_, &DesignDocks::message, this, [status](const QString& text) { status(text, 5000); });
   connect(model_, &SessionModel::refused, this, [status](const QString& text) { status(text, 8000); });
   connect(driver_, &TrainingDriver::error, this, &MainWindow::showError);
+  connect(driver_, &TrainingDriver::forked, core_, &CoreEditor::replayPendingEdit);  // the edit that asked for it
   connect(model_, &SessionModel::runsChanged, this, [this] {
     QStringList names, statuses;
     QList<bool> overlaid;
@@ -181,12 +182,13 @@ void MainWindow::buildDocks() {
     coreDock->raise();
   });
   connect(core_, &CoreEditor::forkRequested, this, [this] {
-    if (QMessageBox::question(this, "Edit C of a training run?",
-                              "This run's C is being trained. Fork a new run from its latest checkpoint?\n\n"
-                              "The fork starts with every layer's learned C, which you can then edit, and with every "
-                              "other learned weight. The original keeps training; start the fork when it is done "
-                              "(one run trains at a time).") == QMessageBox::Yes)
-      driver_->fork();
+    if (confirm("Edit C of a training run?",
+                "This run's C is being trained. Fork a new run from its latest checkpoint?\n\n"
+                "The fork starts with every layer's learned C, with your edit applied, and with every other "
+                "learned weight. The original keeps training; start the fork when it is done "
+                "(one run trains at a time).") && driver_->fork())
+      return;
+    core_->clearPendingEdit();
   });
 }
 
@@ -325,6 +327,11 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   setCleanExit(true);
   autosave();
   event->accept();
+}
+
+bool MainWindow::confirm(const QString& title, const QString& text) {
+  if (options_.confirm) return options_.confirm(title);
+  return QApplication::platformName() != "offscreen" && QMessageBox::question(this, title, text) == QMessageBox::Yes;
 }
 
 void MainWindow::showError(const QString& title, const QString& text) {

@@ -47,6 +47,9 @@ class MainWindow : public QMainWindow {
     /// Answers "save the changes?" (Save, Discard or Cancel); empty: a dialog, or Discard where no
     /// one can answer (offscreen).
     std::function<QMessageBox::StandardButton()> askToSave;
+    /// Answers a yes/no question by its title (e.g. "Edit C of a training run?"); empty: a dialog,
+    /// or no where no one can answer (offscreen).
+    std::function<bool(const QString& title)> confirm;
   };
   explicit MainWindow(const Options& options, QWidget* parent = nullptr);
   MainWindow() : MainWindow(Options{}) {}
@@ -87,6 +90,8 @@ class MainWindow : public QMainWindow {
   bool darkTheme() const { return dark_; }
   /// The dock arrangement of a first start (View > Layout > Default restores it).
   const QByteArray& defaultLayout() const { return defaultLayout_; }
+  /// Asks a yes/no question (Options::confirm, a dialog, or no when offscreen).
+  bool confirm(const QString& title, const QString& text);
   /// Shows an error in the status bar and, on a real screen, in a dialog.
   void showError(const QString& title, const QString& text);
 

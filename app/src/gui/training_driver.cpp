@@ -108,11 +108,13 @@ bool TrainingDriver::forkFromCheckpoint() {
     const auto step = model_core::snapshotCheckpoint(parent.runDir.toStdString(), snapshot.toStdString());
     QStringList taken;
     for (int i = 0; i < model_->count(); ++i) taken << model_->run(i).name;
-    model_->addRun(forkEntry(parent, snapshot, step, taken), QString("fork of %1 at step %2: not trained").arg(parent.name).arg(step));
+    const quint64 id =
+        model_->addRun(forkEntry(parent, snapshot, step, taken), QString("fork of %1 at step %2: not trained").arg(parent.name).arg(step));
     Q_EMIT message(QString("Forked %1 at step %2: edit C of the fork; its other weights start from that checkpoint when it trains.")
                      .arg(parent.name)
                      .arg(step),
                  10000);
+    Q_EMIT forked(id);
     return true;
   } catch (const std::exception& e) {
     Q_EMIT error("Cannot fork the run", e.what());

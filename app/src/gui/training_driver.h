@@ -39,6 +39,8 @@ class TrainingDriver : public QObject {
  Q_SIGNALS:
   void error(const QString& title, const QString& text);
   void message(const QString& text, int timeoutMs);
+  /// A fork was added (and selected): its run id.
+  void forked(quint64 runId);
 
  private:
   bool forkFromCheckpoint();
