@@ -80,7 +80,7 @@ TEST(DailyTool, TheSessionKnowsWhenItIsModifiedAndAsksBeforeDroppingIt) {
     return answer;
   };
   app::MainWindow w(options);
-  ASSERT_TRUE(w.saveSession(path));
+  ASSERT_TRUE(w.files().save(path));
   EXPECT_FALSE(w.model().isModified());
   EXPECT_FALSE(w.windowTitle().endsWith("*"));
   // Adding a run is a change the undo stack does not hold; so is opening a run directory.
@@ -89,7 +89,7 @@ TEST(DailyTool, TheSessionKnowsWhenItIsModifiedAndAsksBeforeDroppingIt) {
   EXPECT_TRUE(w.windowTitle().endsWith("*")) << w.windowTitle().toStdString();
   const int runs = w.model().count();
   // Opening another session asks first; Cancel keeps everything.
-  EXPECT_FALSE(w.openSession(path));
+  EXPECT_FALSE(w.files().open(path));
   EXPECT_EQ(asked, 1);
   EXPECT_EQ(w.model().count(), runs);
   // Closing asks too; Cancel keeps the window open.
@@ -99,12 +99,12 @@ TEST(DailyTool, TheSessionKnowsWhenItIsModifiedAndAsksBeforeDroppingIt) {
   EXPECT_FALSE(close.isAccepted());
   // Save writes the file and then opens the other one.
   answer = QMessageBox::Save;
-  ASSERT_TRUE(w.openSession(path));
+  ASSERT_TRUE(w.files().open(path));
   EXPECT_EQ(app::Session::load(path).runs.size(), size_t(runs)) << "the added run was saved first";
   // Discard drops the change.
   w.model().addRun(w.model().run(0), "not trained");
   answer = QMessageBox::Discard;
-  ASSERT_TRUE(w.openSession(path));
+  ASSERT_TRUE(w.files().open(path));
   EXPECT_EQ(w.model().count(), runs);
   EXPECT_FALSE(w.model().isModified());
   // Training settings changed in the dock are changes too.
@@ -114,7 +114,7 @@ TEST(DailyTool, TheSessionKnowsWhenItIsModifiedAndAsksBeforeDroppingIt) {
   EXPECT_TRUE(w.model().isModified());
   // Save as feeds Open recent.
   const QString other = dir.filePath("other.json");
-  ASSERT_TRUE(w.saveSession(other));
+  ASSERT_TRUE(w.files().save(other));
   EXPECT_EQ(app::recentSessions().value(0), other);
 }
 
@@ -122,7 +122,7 @@ TEST(DailyTool, ExamplesOpenAsUntitledCopies) {
   const auto examples = app::exampleSessionPaths();
   ASSERT_FALSE(examples.isEmpty());
   app::MainWindow w(testOptions());
-  ASSERT_TRUE(w.openExampleSession(examples.front()));
+  ASSERT_TRUE(w.files().openExample(examples.front()));
   EXPECT_TRUE(w.model().path().isEmpty()) << "saving must not write into the examples' folder";
   EXPECT_FALSE(w.model().isModified()) << "an untouched example has nothing to save";
   EXPECT_TRUE(w.windowTitle().contains("unsaved session"));
@@ -134,7 +134,7 @@ TEST(DailyTool, TheLastSessionAndTheThemeComeBackAtStart) {
   {
     app::MainWindow a(testOptions());
     a.model().addRun(a.model().run(0), "not trained");
-    ASSERT_TRUE(a.saveSession(path));
+    ASSERT_TRUE(a.files().save(path));
     a.setDarkTheme(true);
   }
   auto options = testOptions();
@@ -224,7 +224,7 @@ TEST(DailyTool, PanelsShowNothingOfAnotherSessionOrDesign) {
   ASSERT_FALSE(w.spectrumPlot()->isShowingMessage());
   const auto examples = app::exampleSessionPaths();
   ASSERT_FALSE(examples.isEmpty());
-  ASSERT_TRUE(w.openExampleSession(examples.front()));
+  ASSERT_TRUE(w.files().openExample(examples.front()));
   EXPECT_TRUE(w.stableRankPlot()->layers().empty());
   EXPECT_TRUE(w.stableRankPlot()->isShowingMessage());
   EXPECT_EQ(w.stableRankPlot()->headsReference(), 0.0) << "no \"H heads\" line of another design";

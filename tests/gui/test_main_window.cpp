@@ -418,9 +418,9 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   EXPECT_TRUE(text.contains("blocks.0.attn.wq.weight")) << text.toStdString();
 
   // The fork survives a save and reopen.
-  ASSERT_TRUE(w.saveSession(dir.filePath("fork.json")));
+  ASSERT_TRUE(w.files().save(dir.filePath("fork.json")));
   app::MainWindow b(testOptions());
-  ASSERT_TRUE(b.openSession(dir.filePath("fork.json")));
+  ASSERT_TRUE(b.files().open(dir.filePath("fork.json")));
   EXPECT_EQ(b.model().session().runs.back().initFrom, fork.initFrom);
 }
 
@@ -520,12 +520,12 @@ TEST(MainWindow, SessionSavesAndReopens) {
   editor->setTool(app::CoreEditor::Tool::SetValue);
   editor->setPaintValue(0.25);
   editor->editCell(2, 3);
-  ASSERT_TRUE(a.saveSession(path));
+  ASSERT_TRUE(a.files().save(path));
   app::MainWindow b(testOptions());
-  ASSERT_TRUE(b.openSession(path));
+  ASSERT_TRUE(b.files().open(path));
   ASSERT_EQ(b.model().session().runs.size(), a.model().session().runs.size());
   EXPECT_EQ(b.model().currentSpec(), a.model().currentSpec());
-  EXPECT_FALSE(b.openSession(dir.filePath("missing.json")));
+  EXPECT_FALSE(b.files().open(dir.filePath("missing.json")));
 }
 
 // Issue 18 item 10: on a full disk "Export figures" reported failure but left 14 empty files, and
@@ -537,7 +537,7 @@ TEST(MainWindow, AFullDiskLeavesEveryPreviousFigureAndSessionIntact) {
   w.show();
   QApplication::processEvents();
   ASSERT_TRUE(w.exportFigures(dir.path()));
-  ASSERT_TRUE(w.saveSession(dir.filePath("s.json")));
+  ASSERT_TRUE(w.files().save(dir.filePath("s.json")));
   QMap<QString, QByteArray> before;
   for (const auto& info : QDir(dir.path()).entryInfoList(QDir::Files)) {
     QFile f(info.filePath());
@@ -554,7 +554,7 @@ TEST(MainWindow, AFullDiskLeavesEveryPreviousFigureAndSessionIntact) {
   full.rlim_cur = 16;
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &full), 0);
   const bool exported = w.exportFigures(dir.path());
-  const bool saved = w.saveSession(dir.filePath("s.json"));
+  const bool saved = w.files().save(dir.filePath("s.json"));
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
   std::signal(SIGXFSZ, oldHandler);
 
@@ -579,7 +579,7 @@ TEST(MainWindow, AutosaveIsOfferedBackAfterACrashOnly) {
     a.coreEditor()->setPaintValue(-0.5);
     a.coreEditor()->editCell(3, 4);
     edited = a.model().currentSpec();
-    a.autosave();
+    a.files().autosave();
   }
   int asked = 0;
   auto recovering = testOptions();

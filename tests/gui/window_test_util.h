@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "gui/main_window.h"
+#include "gui/session_files.h"
 #include "gui/session_model.h"
 #include "gui/training_panel.h"
 

@@ -7,6 +7,7 @@
 
 #include "gui/image_file.h"
 #include "gui/main_window.h"
+#include "gui/session_files.h"
 #include "gui/session_model.h"
 #include "gui/training_driver.h"
 #include "gui/training_controller.h"
@@ -67,7 +68,7 @@ void DemoRunner::next() {
     } else if (cmd == "run") {
       window_->model().select(arg.toInt());
     } else if (cmd == "session") {
-      if (!window_->openSession(arg)) return fail("cannot open session " + arg);
+      if (!window_->files().open(arg)) return fail("cannot open session " + arg);
     } else if (cmd == "train") {
       trainingEnded_ = false;
       lastStep_ = 0;

@@ -15,6 +15,7 @@
 #include "gui/figure_export.h"
 #include "gui/main_window.h"
 #include "gui/runs_panel.h"
+#include "gui/session_files.h"
 #include "gui/session_model.h"
 #include "gui/training_controller.h"
 #include "gui/training_driver.h"
@@ -33,23 +34,23 @@ void buildMainMenus(MainWindow& w) {
   const QString filter = "Tensorscope session (*.json);;All files (*)";
   file->addAction("&Open session…", QKeySequence::Open, window, [window, filter] {
     const QString p = QFileDialog::getOpenFileName(window, "Open session", {}, filter);
-    if (!p.isEmpty()) window->openSession(p);
+    if (!p.isEmpty()) window->files().open(p);
   });
   QMenu* recent = file->addMenu("Open &recent");
   QObject::connect(recent, &QMenu::aboutToShow, window, [window, recent] {
     recent->clear();
     const auto list = recentSessions();
     if (list.isEmpty()) recent->addAction("(none yet)")->setEnabled(false);
-    for (const auto& p : list) recent->addAction(p, window, [window, p] { window->openSession(p); });
+    for (const auto& p : list) recent->addAction(p, window, [window, p] { window->files().open(p); });
   });
   QMenu* examples = file->addMenu("Open &example session");
   for (const auto& p : exampleSessionPaths())
-    examples->addAction(QFileInfo(p).baseName(), window, [window, p] { window->openExampleSession(p); });
+    examples->addAction(QFileInfo(p).baseName(), window, [window, p] { window->files().openExample(p); });
   const auto saveAs = [window, filter] {
     const QString p = QFileDialog::getSaveFileName(window, "Save session as", "session.json", filter);
-    if (!p.isEmpty()) window->saveSession(p);
+    if (!p.isEmpty()) window->files().save(p);
   };
-  file->addAction("&Save session", QKeySequence::Save, window, [window] { window->saveSessionInteractively(); });
+  file->addAction("&Save session", QKeySequence::Save, window, [window] { window->files().saveInteractively(); });
   file->addAction("Save session &as…", QKeySequence::SaveAs, window, saveAs);
   file->addAction("Open &run directory…", window->runsPanel(), &RunsPanel::openRunDirectoryRequested);
   file->addSeparator();

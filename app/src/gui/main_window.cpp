@@ -1,6 +1,5 @@
 #include "gui/main_window.h"
 
-#include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDir>
@@ -20,7 +19,6 @@
 #include <QStatusBar>
 #include <QTimer>
 
-#include "cli/cli.h"
 #include "diagram_view/diagram_view.h"
 #include "gui/app_theme.h"
 #include "gui/core_editor.h"
@@ -30,6 +28,7 @@
 #include "gui/live_views.h"
 #include "gui/main_menus.h"
 #include "gui/runs_panel.h"
+#include "gui/session_files.h"
 #include "gui/session_model.h"
 #include "gui/training_controller.h"
 #include "gui/training_driver.h"
@@ -51,11 +50,15 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   buildDocks();
   driver_ = new TrainingDriver(model_, trainingPanel_, this);
   designDocks_ = new DesignDocks(model_, design_, core_, specText_, diagram_, this);
+  files_ = new SessionFiles(this, model_, driver_, {options_.askToRecover, options_.askToSave}, [this] { return dark_; }, this);
   live_ = new LiveViews(model_, driver_->controller(), {curves_, stableRank_, spectrum_, maps_, roles_}, this);
   connect(live_, &LiveViews::inspected, designDocks_, &DesignDocks::showInspection);
   const auto status = [this](const QString& text, int ms) { statusBar()->showMessage(text, ms); };
   connect(live_, &LiveViews::message, this, status);
   connect(driver_, &TrainingDriver::message, this, status);
+  connect(files_, &SessionFiles::message, this, status);
+  connect(files_, &SessionFiles::error, this, &MainWindow::showError);
+  connect(model_, &SessionModel::sessionReset, this, &MainWindow::updateTitle);
   connect(designDocks_, &DesignDocks::message, this, [status](const QString& text) { status(text, 5000); });
   connect(model_, &SessionModel::refused, this, [status](const QString& text) { status(text, 8000); });
   connect(driver_, &TrainingDriver::error, this, &MainWindow::showError);
@@ -67,7 +70,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     runs_->setRuns(names, statuses, overlaid, model_->current());
   });
   connect(model_, &SessionModel::modifiedChanged, this, &MainWindow::updateTitle);
-  connect(model_, &SessionModel::sessionReset, this, &MainWindow::updateTitle);
+  connect(model_, &SessionModel::pathChanged, this, &MainWindow::updateTitle);
   connectRunsPanel();
   buildMainMenus(*this);
   const auto info = model_core::runtimeInfo();
@@ -78,40 +81,15 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   // 1600 x 1000, or what the screen has (a laptop's 1280 x 800): never larger than the screen.
   resize(QSize(1600, 1000).boundedTo(screen()->availableGeometry().size()));
   qApp->installEventFilter(this);
-  loadStartSession();
-  auto* autosaveTimer = new QTimer(this);
-  connect(autosaveTimer, &QTimer::timeout, this, &MainWindow::autosave);
-  autosaveTimer->start(60'000);
+  files_->openAtStart(options_.offerRecovery, options_.reopenLastSession);
+  // The theme is the user's preference, not the document's (a session file records the one it was
+  // saved with, for information).
+  setDarkTheme(options_.rememberedTheme && QSettings().value("darkTheme", false).toBool());
 }
 
 MainWindow::~MainWindow() = default;
 
 TrainingController* MainWindow::controller() const { return driver_->controller(); }
-
-void MainWindow::loadStartSession() {
-  const auto ask = [this] {
-    if (options_.askToRecover) return options_.askToRecover();
-    return QMessageBox::question(this, "Restore session?",
-                                 "Tensorscope did not close cleanly last time. Restore the autosaved session?") == QMessageBox::Yes;
-  };
-  const bool recover = options_.offerRecovery && autosaveWorthRestoring() && ask();
-  setCleanExit(false);
-  const QString last = QSettings().value("lastSession").toString();
-  try {
-    if (recover) {
-      model_->reset(Session::load(autosavePath()));
-      model_->detachFromFile(/*unsavedWork=*/true);
-    } else if (options_.reopenLastSession && !last.isEmpty() && QFileInfo::exists(last)) {
-      model_->open(last);
-    }
-  } catch (const std::exception& e) {
-    showError(recover ? "Cannot restore the autosave" : "Cannot reopen the last session", QString::fromUtf8(e.what()));
-  }
-  if (model_->count() == 0) model_->reset(defaultSession());
-  // The theme is the user's preference, not the document's (a session file records the one it was
-  // saved with, for information).
-  setDarkTheme(options_.rememberedTheme && QSettings().value("darkTheme", false).toBool());
-}
 
 QDockWidget* MainWindow::addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area, bool scroll) {
   auto* dock = new QDockWidget(title, this);
@@ -220,72 +198,6 @@ void MainWindow::updateTitle() {
                                                    model_->isModified() ? " *" : ""));
 }
 
-bool MainWindow::confirmDiscardChanges() {
-  if (!model_->isModified()) return true;
-  QMessageBox::StandardButton answer = QMessageBox::Discard;
-  if (options_.askToSave) answer = options_.askToSave();
-  else if (QApplication::platformName() != "offscreen")
-    answer = QMessageBox::question(this, "Save changes?",
-                                   "This session has changes that are not saved. Save them first?",
-                                   QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
-  if (answer == QMessageBox::Cancel) return false;
-  return answer != QMessageBox::Save || saveSessionInteractively();
-}
-
-bool MainWindow::openSession(const QString& path) {
-  if (!confirmDiscardChanges()) return false;
-  try {
-    Session::load(path);  // a file that does not open leaves the training run alone
-    driver_->stopAndWait();
-    model_->open(path);
-    rememberRecentSession(path);
-    QSettings().setValue("lastSession", path);
-    statusBar()->showMessage("Opened " + path, 5000);
-    return true;
-  } catch (const std::exception& e) {
-    showError("Cannot open session", QString::fromUtf8(e.what()));
-    return false;
-  }
-}
-
-bool MainWindow::openExampleSession(const QString& path) {
-  if (!confirmDiscardChanges()) return false;
-  try {
-    auto example = Session::load(path);
-    driver_->stopAndWait();
-    model_->reset(std::move(example));
-    model_->detachFromFile(/*unsavedWork=*/false);
-    updateTitle();
-    statusBar()->showMessage("Opened the example " + QFileInfo(path).baseName() + " as an untitled session", 5000);
-    return true;
-  } catch (const std::exception& e) {
-    showError("Cannot open the example session", QString::fromUtf8(e.what()));
-    return false;
-  }
-}
-
-bool MainWindow::saveSession(const QString& path) {
-  try {
-    model_->setViewState(saveState(), dark_ ? "dark" : "light");
-    model_->save(path);
-    rememberRecentSession(path);
-    QSettings().setValue("lastSession", path);
-    updateTitle();
-    statusBar()->showMessage("Saved " + path, 5000);
-    return true;
-  } catch (const std::exception& e) {
-    showError("Cannot save session", QString::fromUtf8(e.what()));
-    return false;
-  }
-}
-
-bool MainWindow::saveSessionInteractively() {
-  QString path = model_->path();
-  if (path.isEmpty())
-    path = QFileDialog::getSaveFileName(this, "Save session", "session.json", "Tensorscope session (*.json);;All files (*)");
-  return !path.isEmpty() && saveSession(path);
-}
-
 bool MainWindow::openRunDirectory(const QString& dir) {
   try {
     auto entry = runEntryFromDirectory(dir);
@@ -311,21 +223,12 @@ bool MainWindow::exportFigures(const QString& dir) {
   return true;
 }
 
-void MainWindow::autosave() {
-  try {
-    QDir().mkpath(QFileInfo(autosavePath()).path());
-    model_->session().save(autosavePath());
-  } catch (const std::exception& e) {
-    statusBar()->showMessage(QString("autosave failed: ") + e.what(), 10000);
-  }
-}
-
 void MainWindow::closeEvent(QCloseEvent* event) {
-  if (!confirmDiscardChanges()) return event->ignore();
+  if (!files_->confirmDiscardChanges()) return event->ignore();
   driver_->stopAndWait();  // the run checkpoints before the window goes
   QSettings().setValue("windowState", saveState());
   setCleanExit(true);
-  autosave();
+  files_->autosave();
   event->accept();
 }
 

@@ -29,6 +29,7 @@ class DesignDocks;
 class DesignPanel;
 class LiveViews;
 class RunsPanel;
+class SessionFiles;
 class SessionModel;
 class TrainingController;
 class TrainingDriver;
@@ -58,6 +59,7 @@ class MainWindow : public QMainWindow {
   // The document and the parts, for tests, scripts and the demo runner.
   SessionModel& model() const { return *model_; }
   TrainingDriver& training() const { return *driver_; }
+  SessionFiles& files() const { return *files_; }
   TrainingController* controller() const;
   DesignPanel* designPanel() const { return design_; }
   CoreEditor* coreEditor() const { return core_; }
@@ -70,18 +72,6 @@ class MainWindow : public QMainWindow {
   viz::RoleClusterPlot* roleClusters() const { return roles_; }
   QList<QDockWidget*> docks() const;
 
-  /// Writes the session to the autosave file (also every minute and on close). After a crash
-  /// (no clean close), the next start offers to restore it.
-  void autosave();
-  /// Opens a session file (after offering to save unsaved changes); it becomes the last session.
-  bool openSession(const QString& path);
-  /// Opens a shipped example as an untitled copy (its folder is read-only once installed).
-  bool openExampleSession(const QString& path);
-  bool saveSession(const QString& path);
-  /// Saves to the session's file, or asks for one; false when the user cancels or it fails.
-  bool saveSessionInteractively();
-  /// Offers to save unsaved changes; false when the user cancels (stay), true to go on.
-  bool confirmDiscardChanges();
   /// Adds a run directory written by `tensorscope train` and shows its curves.
   bool openRunDirectory(const QString& dir);
   /// Writes every current view (curves, stable rank, spectrum, maps, roles, core, diagram) to `dir`.
@@ -106,7 +96,6 @@ class MainWindow : public QMainWindow {
   QDockWidget* addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area, bool scroll = false);
   void buildDocks();
   void connectRunsPanel();
-  void loadStartSession();
   void updateTitle();
   std::vector<viz::PlotWidget*> plots() const;
 
@@ -115,6 +104,7 @@ class MainWindow : public QMainWindow {
   QByteArray defaultLayout_;
   SessionModel* model_ = nullptr;
   TrainingDriver* driver_ = nullptr;
+  SessionFiles* files_ = nullptr;
   DesignDocks* designDocks_ = nullptr;
   LiveViews* live_ = nullptr;
 

@@ -47,21 +47,27 @@ void SessionModel::reset(Session session) {
   Q_EMIT currentChanged(currentRun().id);
 }
 
+void SessionModel::setPath(const QString& path) {
+  if (path == path_) return;
+  path_ = path;
+  Q_EMIT pathChanged(path);
+}
+
 void SessionModel::open(const QString& path) {
   if (trainingId_ != 0) throw std::runtime_error("a run is training; stop it before opening another session");
   auto s = Session::load(path);
-  path_ = path;
+  setPath(path);
   reset(std::move(s));
 }
 
 void SessionModel::save(const QString& path) {
   session_.save(path);
-  path_ = path;
+  setPath(path);
   setUnchanged();
 }
 
 void SessionModel::detachFromFile(bool unsavedWork) {
-  path_.clear();
+  setPath({});
   if (unsavedWork) markChanged();
 }
 

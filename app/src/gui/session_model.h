@@ -33,7 +33,7 @@ class SessionModel : public QObject {
   void save(const QString& path);
   /// The session file it was opened from or saved to (empty: unsaved).
   const QString& path() const { return path_; }
-  void setPath(const QString& path) { path_ = path; }
+  void setPath(const QString& path);
   /// Makes the document an untitled copy of its file (an example session, read-only once
   /// installed) or of an autosave: its runs then go under the user's data folder until it is
   /// saved. `unsavedWork`: the content itself is not saved anywhere (a recovered autosave).
@@ -117,6 +117,8 @@ class SessionModel : public QObject {
   /// An edit was refused (the reason, for the status bar).
   void refused(const QString& reason);
   void modifiedChanged(bool modified);
+  /// The session file changed (opened, saved as, or detached).
+  void pathChanged(const QString& path);
 
  private:
   void pushDesign(std::vector<spec::AttentionSpec> after, const QString& what, int stroke);
