@@ -34,7 +34,7 @@
 #include "gemm_rate.h"
 #include "model_core/memory_tracker.h"
 #include "model_core/runtime.h"
-#include "model_core/training.h"
+#include "model_core/run_config.h"
 #include "spec/atomic_file.h"
 #include "tasks/data_sources.h"
 #include "training/pytorch_template.h"

@@ -29,6 +29,7 @@
 #include "gui/spec_command.h"
 #include "gui/training_controller.h"
 #include "gui/training_panel.h"
+#include "model_core/run_directory.h"
 #include "model_core/runtime.h"
 #include "spec/spec_json.h"
 #include "spec/tensor_network.h"

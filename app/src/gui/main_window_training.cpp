@@ -19,6 +19,7 @@
 #include "gui/training_controller.h"
 #include "gui/training_panel.h"
 #include "model_core/analysis.h"
+#include "model_core/run_directory.h"
 #include "model_core/run_files.h"
 #include "spec/tensor_network.h"
 #include "viz/attention_map_grid.h"

@@ -9,8 +9,9 @@
 #include <cmath>
 #include <limits>
 
+#include "model_core/run_config.h"
+#include "model_core/run_directory.h"
 #include "model_core/run_files.h"
-#include "model_core/training.h"
 
 namespace tensorscope::app {
 

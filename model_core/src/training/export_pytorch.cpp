@@ -11,7 +11,8 @@
 
 #include "io/tensor_convert.h"
 #include "model_core/safetensors.h"
-#include "model_core/training.h"
+#include "model_core/run_config.h"
+#include "model_core/run_directory.h"
 #include "spec/atomic_file.h"
 #include "spec/checkpoint_store.h"
 #include "training/pytorch_template.h"

@@ -4,7 +4,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "model_core/training.h"
+#include "model_core/run_config.h"
 #include "spec/atomic_file.h"
 #include "spec/json_reader.h"
 #include "spec/spec_json.h"

@@ -19,6 +19,7 @@
 #include "build_config.h"
 #include "model_core/memory_guard.h"
 #include "model_core/runtime.h"
+#include "model_core/trainer.h"
 #include "spec/atomic_file.h"
 #include "spec/checkpoint_store.h"
 #include "spec/json_reader.h"

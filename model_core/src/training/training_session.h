@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "model_core/training.h"
+#include "model_core/run_config.h"
+#include "model_core/snapshots.h"
 #include "training/adamw.h"
 #include "training/transformer.h"
 

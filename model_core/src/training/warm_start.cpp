@@ -9,7 +9,8 @@
 #include <string>
 
 #include "io/tensor_convert.h"
-#include "model_core/training.h"
+#include "model_core/run_config.h"
+#include "model_core/run_directory.h"
 #include "model_core/run_files.h"
 #include "spec/atomic_file.h"
 #include "spec/json_reader.h"

@@ -12,7 +12,9 @@
 #include "model_core/memory_guard.h"
 #include "spec/atomic_file.h"
 #include "spec/json_reader.h"
+#include "model_core/run_config.h"
 #include "model_core/run_files.h"
+#include "model_core/trainer.h"
 #include "training/training_session.h"
 #include "training_test_util.h"
 

@@ -5,7 +5,11 @@
 #include <fstream>
 #include <thread>
 
+#include "model_core/run_config.h"
+#include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
+#include "model_core/snapshots.h"
+#include "model_core/trainer.h"
 #include "spec/atomic_file.h"
 #include "training_test_util.h"
 

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <map>
 
+#include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
+#include "model_core/trainer.h"
 #include "spec/atomic_file.h"
 #include "training_test_util.h"
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <string>
 
-#include "model_core/training.h"
+#include "model_core/run_config.h"
 #include "spec/attention_spec.h"
 #include "spec/checkpoint_store.h"
 
