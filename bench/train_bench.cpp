@@ -31,11 +31,11 @@
 #include <string>
 #include <vector>
 
+#include "files/atomic_file.h"
 #include "gemm_rate.h"
 #include "model_core/memory_tracker.h"
+#include "model_core/run_config.h"
 #include "model_core/runtime.h"
-#include "model_core/training.h"
-#include "spec/atomic_file.h"
 #include "tasks/data_sources.h"
 #include "training/pytorch_template.h"
 #include "training/training_session.h"
@@ -232,8 +232,8 @@ nlohmann::json measure(const std::string& name, const Options& o) {
 void emit(const Options& o) {
   namespace fs = std::filesystem;
   fs::create_directories(o.emit);
-  spec::writeFileAtomically(o.emit + "/model.py", model_core::kPyTorchModelPy);
-  spec::writeFileAtomically(o.emit + "/corpus.txt", model_core::tasks::loadKingJamesBible().text);
+  files::writeFileAtomically(o.emit + "/model.py", model_core::kPyTorchModelPy);
+  files::writeFileAtomically(o.emit + "/corpus.txt", model_core::tasks::loadKingJamesBible().text);
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& name : runNames()) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), name) == o.only.end()) continue;
@@ -241,7 +241,7 @@ void emit(const Options& o) {
     config.task.corpus = o.emit + "/corpus.txt";
     runs.push_back({{"name", name}, {"config", nlohmann::json::parse(model_core::runConfigToJson(config))}});
   }
-  spec::writeFileAtomically(o.emit + "/configs.json", nlohmann::json({{"runs", runs}}).dump(1) + "\n");
+  files::writeFileAtomically(o.emit + "/configs.json", nlohmann::json({{"runs", runs}}).dump(1) + "\n");
 }
 
 std::vector<std::string> splitList(const std::string& s) {

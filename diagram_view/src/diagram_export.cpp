@@ -13,7 +13,7 @@
 
 #include "diagram_view/diagram_layout.h"
 #include "diagram_view/diagram_scene.h"
-#include "spec/atomic_file.h"
+#include "files/atomic_file.h"
 
 namespace tensorscope::diagram_view {
 namespace {
@@ -42,7 +42,7 @@ void paintScene(DiagramScene& scene, QPainter& painter, const QRectF& target) {
 // fsync, rename): a full disk or an unwritable directory throws with the reason and leaves a
 // previous file at `path` exactly as it was, never empty or truncated.
 void writeBytes(const QString& path, std::string_view bytes) {
-  spec::writeFileAtomically(QFile::encodeName(path).toStdString(), bytes);
+  files::writeFileAtomically(QFile::encodeName(path).toStdString(), bytes);
 }
 
 void writeBytes(const QString& path, const QByteArray& bytes) {

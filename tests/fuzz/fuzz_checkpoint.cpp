@@ -4,10 +4,10 @@
 #include <filesystem>
 
 #include "fuzz_util.h"
-#include "spec/checkpoint_store.h"
+#include "training/checkpoint_store.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace tensorscope::spec;
+  using namespace tensorscope::model_core;
   namespace fs = std::filesystem;
   if (size < 1) return 0;
   const std::string_view rest = fuzz::text(data + 1, size - 1);

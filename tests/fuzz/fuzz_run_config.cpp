@@ -1,7 +1,7 @@
 // Run configs (train --config, config.json of a run): a config or std::invalid_argument naming the
 // field; a config's JSON is a fixed point of parse ∘ serialise.
 #include "fuzz_util.h"
-#include "model_core/training.h"
+#include "model_core/run_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tensorscope::model_core;

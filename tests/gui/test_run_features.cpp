@@ -11,7 +11,7 @@
 #include <set>
 
 #include "gui/run_features.h"
-#include "model_core/training.h"
+#include "model_core/snapshots.h"
 
 using namespace tensorscope;
 

@@ -17,8 +17,8 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 
+#include "files/atomic_file.h"
 #include "qcp.h"
-#include "spec/atomic_file.h"
 #include "theme.h"
 
 namespace tensorscope::viz {
@@ -154,11 +154,11 @@ QString PlotWidget::csvField(const QString& text) {
 }
 
 // Every export renders into memory first and reaches the disk in one atomic write
-// (spec::writeFileAtomically: a temporary file, fsync, rename): a full disk or an unwritable
+// (files::writeFileAtomically: a temporary file, fsync, rename): a full disk or an unwritable
 // directory fails with the reason and leaves the previous file exactly as it was.
 bool PlotWidget::writeExport(const QString& path, const QByteArray& bytes) const {
   try {
-    spec::writeFileAtomically(QFile::encodeName(path).toStdString(),
+    files::writeFileAtomically(QFile::encodeName(path).toStdString(),
                               std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
     exportError_.clear();
     return true;

@@ -4,7 +4,8 @@
 #include <chrono>
 #include <ostream>
 
-#include "model_core/training.h"
+#include "model_core/snapshots.h"
+#include "model_core/trainer.h"
 
 namespace tensorscope::app {
 

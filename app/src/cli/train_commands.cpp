@@ -12,7 +12,9 @@
 
 #include "cli/cli.h"
 #include "cli/progress_sinks.h"
-#include "model_core/training.h"
+#include "model_core/run_config.h"
+#include "model_core/run_directory.h"
+#include "model_core/trainer.h"
 
 namespace tensorscope::app {
 namespace {

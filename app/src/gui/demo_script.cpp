@@ -4,6 +4,7 @@
 #include <charconv>
 #include <set>
 
+#include "files/read_file.h"
 #include "spec/attention_spec.h"
 #include "spec/json_reader.h"
 
@@ -102,7 +103,7 @@ std::vector<DemoCommand> parseDemoScript(std::string_view text, const std::strin
 std::vector<DemoCommand> readDemoScript(const std::string& path) {
   std::string text;
   try {
-    text = spec::readBoundedFile(path, kMaxDemoScriptBytes);
+    text = files::readBoundedFile(path, kMaxDemoScriptBytes);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(std::string("cannot read demo script: ") + e.what());
   }

@@ -6,6 +6,7 @@
 #include "gui/core_editor.h"
 #include "gui/design_panel.h"
 #include "gui/session_model.h"
+#include "model_core/snapshots.h"
 #include "spec/spec_json.h"
 #include "spec/tensor_network.h"
 #include "spec/validation.h"

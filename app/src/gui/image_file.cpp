@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "spec/atomic_file.h"
+#include "files/atomic_file.h"
 
 namespace tensorscope::app {
 
@@ -16,7 +16,7 @@ void savePngAtomically(const QImage& image, const QString& path) {
   QBuffer buffer(&bytes);
   buffer.open(QIODevice::WriteOnly);
   if (!image.save(&buffer, "PNG")) throw std::runtime_error("cannot encode the PNG of " + path.toStdString());
-  spec::writeFileAtomically(QFile::encodeName(path).toStdString(),
+  files::writeFileAtomically(QFile::encodeName(path).toStdString(),
                             std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
 }
 

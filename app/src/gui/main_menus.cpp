@@ -19,7 +19,7 @@
 #include "gui/session_model.h"
 #include "gui/training_controller.h"
 #include "gui/training_driver.h"
-#include "model_core/run_files.h"
+#include "model_core/run_directory.h"
 #include "viz/curves_plot.h"
 #include "viz/spectrum_plot.h"
 #include "viz/stable_rank_plot.h"

@@ -10,8 +10,9 @@
 #include <limits>
 #include <numeric>
 
+#include "model_core/run_config.h"
+#include "model_core/run_directory.h"
 #include "model_core/run_files.h"
-#include "model_core/training.h"
 
 namespace tensorscope::app {
 

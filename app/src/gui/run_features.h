@@ -15,6 +15,7 @@
 
 #include "gui/session.h"
 #include "model_core/analysis.h"
+#include "model_core/snapshots.h"
 
 namespace tensorscope::app {
 

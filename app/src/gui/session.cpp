@@ -11,9 +11,10 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "spec/atomic_file.h"
-#include "spec/json_reader.h"
+#include "files/atomic_file.h"
+#include "files/read_file.h"
 #include "spec/cost_model.h"
+#include "spec/json_reader.h"
 
 namespace tensorscope::app {
 namespace {
@@ -108,7 +109,7 @@ Session Session::fromJson(const QString& text) {
 
 Session Session::load(const QString& path) {
   // readBoundedFile's errors already name the file and the reason.
-  const std::string text = spec::readBoundedFile(QFile::encodeName(path).toStdString());
+  const std::string text = files::readBoundedFile(QFile::encodeName(path).toStdString());
   try {
     return fromJson(QString::fromStdString(text));
   } catch (const std::invalid_argument& e) {
@@ -117,7 +118,7 @@ Session Session::load(const QString& path) {
 }
 
 void Session::save(const QString& path) const {
-  spec::writeFileAtomically(path.toStdString(), toJson().toStdString() + "\n");
+  files::writeFileAtomically(path.toStdString(), toJson().toStdString() + "\n");
 }
 
 model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& s, const QString& task) {

@@ -7,7 +7,7 @@
 #include <QStringList>
 #include <vector>
 
-#include "model_core/training.h"
+#include "model_core/run_config.h"
 
 namespace tensorscope::app {
 

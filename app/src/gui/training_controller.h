@@ -11,7 +11,9 @@
 #include <mutex>
 #include <thread>
 
-#include "model_core/training.h"
+#include "model_core/run_config.h"
+#include "model_core/snapshots.h"
+#include "model_core/trainer.h"
 
 namespace tensorscope::app {
 

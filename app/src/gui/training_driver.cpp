@@ -6,7 +6,7 @@
 #include "gui/session_model.h"
 #include "gui/training_controller.h"
 #include "gui/training_panel.h"
-#include "model_core/run_files.h"
+#include "model_core/run_directory.h"
 
 namespace tensorscope::app {
 

@@ -5,7 +5,8 @@
 #include <QElapsedTimer>
 #include <QWidget>
 
-#include "model_core/training.h"
+#include "model_core/run_config.h"
+#include "model_core/snapshots.h"
 
 class QComboBox;
 class QDoubleSpinBox;

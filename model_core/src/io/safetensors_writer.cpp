@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <random>
 
+#include "files/atomic_file.h"
 #include "io/safetensors_detail.h"
 #include "model_core/safetensors.h"
-#include "spec/checkpoint_store.h"  // fileOperation: the crash tests' hook
 
 namespace tensorscope::model_core {
 namespace {
@@ -24,7 +24,7 @@ void appendLe64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFFu));
 }
 
-// spec::writeFileAtomically's protocol, streamed so a large file is never assembled in memory:
+// files::writeFileAtomically's protocol, streamed so a large file is never assembled in memory:
 // write a temporary file beside the target, fsync, rename over the target, fsync the directory.
 // The destructor removes the temporary file when commit() was not reached.
 class AtomicFileWriter {
@@ -37,7 +37,7 @@ class AtomicFileWriter {
     std::string name = ".";  // appended piecewise: GCC 12 warns falsely on "literal" + temporary
     name.append(path.filename().string()).append(".tmp").append(std::to_string(rd()));
     temp_ = (fs::path(dir_) / name).string();
-    spec::fileOperation("create");
+    files::fileOperation("create");
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd_ < 0) fail(target_, sysReason("cannot create temporary file " + temp_, errno));
   }
@@ -51,7 +51,7 @@ class AtomicFileWriter {
   void write(const void* data, std::size_t size) {
     const auto* p = static_cast<const char*>(data);
     while (size > 0) {
-      spec::fileOperation("write");
+      files::fileOperation("write");
       const ssize_t n = ::write(fd_, p, size);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) fail(target_, sysReason("cannot write " + temp_, errno));
@@ -61,12 +61,12 @@ class AtomicFileWriter {
   }
 
   void commit() {
-    spec::fileOperation("fsync");
+    files::fileOperation("fsync");
     if (::fsync(fd_) != 0) fail(target_, sysReason("cannot flush " + temp_, errno));
     const int closed = ::close(fd_);
     fd_ = -1;
     if (closed != 0) fail(target_, sysReason("cannot close " + temp_, errno));
-    spec::fileOperation("rename");
+    files::fileOperation("rename");
     if (::rename(temp_.c_str(), target_.c_str()) != 0) fail(target_, sysReason("cannot replace", errno));
     committed_ = true;
     // Make the rename itself durable.

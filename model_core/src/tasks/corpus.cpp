@@ -10,8 +10,9 @@
 #include <memory>
 #include <stdexcept>
 
+#include "files/atomic_file.h"
+#include "files/read_file.h"
 #include "model_core/tasks.h"
-#include "spec/atomic_file.h"
 #include "spec/json_reader.h"
 
 namespace tensorscope::model_core {
@@ -80,7 +81,7 @@ std::string findExecutable(const std::string& name) {
 Corpus loadCorpusFile(const std::string& path) {
   Corpus c;
   try {
-    c.text = spec::readBoundedFile(path, spec::kMaxCorpusFileBytes);
+    c.text = files::readBoundedFile(path, files::kMaxCorpusFileBytes);
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("char_lm corpus: ") + e.what());
   }
@@ -96,7 +97,7 @@ Corpus loadKingJamesBible() {
   if (std::filesystem::is_regular_file(cache, ec)) {
     Corpus c;
     try {
-      c.text = spec::readWholeFile(cache);
+      c.text = files::readWholeFile(cache);
     } catch (const std::exception&) {
       c.text.clear();  // unreadable cache: extract again below
     }
@@ -119,7 +120,7 @@ Corpus loadKingJamesBible() {
                              "reinstall the Debian package bible-kjv");
   try {
     std::filesystem::create_directories(dir);
-    spec::writeFileAtomically(cache, c.text);
+    files::writeFileAtomically(cache, c.text);
     c.source = "King James Bible (bible-kjv), extracted and cached in " + cache;
   } catch (const std::exception& e) {
     c.source = std::string("King James Bible (bible-kjv), not cached: ") + e.what();

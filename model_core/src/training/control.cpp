@@ -1,4 +1,4 @@
-#include "model_core/training.h"
+#include "model_core/trainer.h"
 
 namespace tensorscope::model_core {
 

@@ -9,11 +9,13 @@
 
 #include <ATen/ops/isfinite.h>
 
+#include "files/atomic_file.h"
+#include "files/read_file.h"
 #include "io/tensor_convert.h"
+#include "model_core/run_config.h"
+#include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
-#include "model_core/training.h"
-#include "spec/atomic_file.h"
-#include "spec/checkpoint_store.h"
+#include "training/checkpoint_store.h"
 #include "training/pytorch_template.h"
 
 namespace tensorscope::model_core {
@@ -83,7 +85,7 @@ void exportPyTorch(const std::string& runDir, const std::string& outDir) {
   if (outDir.empty()) throw std::invalid_argument("export needs an output directory");
   if (!fs::is_directory(runDir)) throw std::invalid_argument(runDir + " is not a run directory (it does not exist)");
   const std::string configPath = runDir + "/config.json",
-                    weightsPath = spec::checkpointFilesDir(runDir) + "/model.safetensors";
+                    weightsPath = checkpointFilesDir(runDir) + "/model.safetensors";
   for (const auto& path : {configPath, weightsPath})
     if (!fs::is_regular_file(path))
       throw std::invalid_argument(runDir + " is not a trained run: " + path +
@@ -100,17 +102,17 @@ void exportPyTorch(const std::string& runDir, const std::string& outDir) {
       throw std::invalid_argument("cannot export " + runDir + ": its weight '" + name +
                                   "' holds non-finite values (Inf or NaN); export a checkpoint from before the divergence");
   // Read both files before writing anything, so exporting a run onto itself is safe too.
-  const std::string configText = spec::readWholeFile(configPath);
-  const std::string weights = spec::readWholeFile(weightsPath);
+  const std::string configText = files::readWholeFile(configPath);
+  const std::string weights = files::readWholeFile(weightsPath);
 
   std::error_code ec;
   fs::create_directories(outDir, ec);
   if (ec || !fs::is_directory(outDir))
     throw std::runtime_error("cannot create the export directory " + outDir + (ec ? ": " + ec.message() : ""));
   // model.py last: a directory with model.py holds a complete export.
-  spec::writeFileAtomically(outDir + "/model.safetensors", weights);
-  spec::writeFileAtomically(outDir + "/config.json", configText);
-  spec::writeFileAtomically(outDir + "/model.py", kPyTorchModelPy);
+  files::writeFileAtomically(outDir + "/model.safetensors", weights);
+  files::writeFileAtomically(outDir + "/config.json", configText);
+  files::writeFileAtomically(outDir + "/model.py", kPyTorchModelPy);
 }
 
 }  // namespace tensorscope::model_core

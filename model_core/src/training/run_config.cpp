@@ -4,8 +4,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "model_core/training.h"
-#include "spec/atomic_file.h"
+#include "files/read_file.h"
+#include "model_core/run_config.h"
 #include "spec/json_reader.h"
 #include "spec/spec_json.h"
 #include "spec/validation.h"
@@ -161,7 +161,7 @@ RunConfig runConfigFromJson(const std::string& text) {
 RunConfig readRunConfig(const std::string& path) {
   std::string text;
   try {
-    text = spec::readBoundedFile(path);
+    text = files::readBoundedFile(path);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(e.what());
   }

@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "io/tensor_convert.h"
+#include "model_core/run_config.h"
+#include "model_core/run_directory.h"
 #include "training/training_session.h"
 
 namespace tensorscope::model_core {

@@ -17,13 +17,14 @@
 #include <optional>
 
 #include "build_config.h"
+#include "files/atomic_file.h"
 #include "model_core/memory_guard.h"
-#include "model_core/runtime.h"
-#include "spec/atomic_file.h"
-#include "spec/checkpoint_store.h"
-#include "spec/json_reader.h"
-#include "spec/cost_model.h"
 #include "model_core/run_files.h"
+#include "model_core/runtime.h"
+#include "model_core/trainer.h"
+#include "spec/cost_model.h"
+#include "spec/json_reader.h"
+#include "training/checkpoint_store.h"
 #include "training/training_session.h"
 
 namespace tensorscope::model_core {
@@ -46,8 +47,8 @@ class MetricsLog {
 
   /// A new run: both logs empty (the CSV with its header).
   void start() {
-    spec::writeFileAtomically(path(kJsonl), "");
-    spec::writeFileAtomically(path(kCsv), kCsvHeader);
+    files::writeFileAtomically(path(kJsonl), "");
+    files::writeFileAtomically(path(kCsv), kCsvHeader);
     open();
   }
   /// A resumed run: the logs as they were when `counters` were taken. Returns notes for the user.
@@ -66,7 +67,7 @@ class MetricsLog {
           open();
           return notes;
         }
-        spec::fileOperation("truncate");
+        files::fileOperation("truncate");
         if (::truncate(path(name).c_str(), want) != 0)
           throw std::runtime_error("cannot cut " + path(name) + " back to its checkpoint: " + std::strerror(errno));
       }
@@ -104,7 +105,7 @@ class MetricsLog {
   std::map<std::string, int64_t> sync() const {
     std::map<std::string, int64_t> out;
     for (const auto& [fd, name] : {std::pair{jsonl_, kJsonl}, std::pair{csv_, kCsv}}) {
-      spec::fileOperation("fsync");
+      files::fileOperation("fsync");
       if (::fsync(fd) != 0) throw std::runtime_error("cannot flush " + path(name) + ": " + std::strerror(errno));
       const off_t end = ::lseek(fd, 0, SEEK_END);
       if (end < 0) throw std::runtime_error("cannot measure " + path(name) + ": " + std::strerror(errno));
@@ -128,7 +129,7 @@ class MetricsLog {
     const char* p = text.data();
     size_t left = text.size();
     while (left > 0) {
-      spec::fileOperation("write");
+      files::fileOperation("write");
       const ssize_t n = ::write(fd, p, left);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) throw std::runtime_error("cannot append to " + path(name) + ": " + std::strerror(errno));
@@ -152,8 +153,8 @@ class MetricsLog {
             notes.push_back(path(kJsonl) + " line " + std::to_string(lineNo) + " is damaged (" + reason + "); skipped");
         });
     if (skipped > 1) notes.push_back(std::to_string(skipped) + " damaged lines of " + path(kJsonl) + " skipped in all");
-    spec::writeFileAtomically(path(kJsonl), "");
-    spec::writeFileAtomically(path(kCsv), kCsvHeader);
+    files::writeFileAtomically(path(kJsonl), "");
+    files::writeFileAtomically(path(kCsv), kCsvHeader);
     open();
     for (const auto& j : kept) add(j);
     for (int fd : {jsonl_, csv_}) ::close(fd);
@@ -207,7 +208,7 @@ void writeRunStatus(const std::string& runDir, const std::string& status, const 
   const nlohmann::json ended = {{"format", "tensorscope.run_status"}, {"version", 1},
                                 {"status", status},                   {"message", message},
                                 {"checkpoint_step", checkpointStep}};
-  spec::writeFileAtomically(runDir + "/run_status.json", ended.dump(2) + "\n");
+  files::writeFileAtomically(runDir + "/run_status.json", ended.dump(2) + "\n");
 }
 
 std::string configWithVersions(const RunConfig& config) {
@@ -274,7 +275,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
                   bool resume, int64_t stepsOverride, const WarmStart& warm) {
   if (resume && !warm.checkpoint_dir.empty())
     throw std::invalid_argument("a resumed run continues its own checkpoint; a warm start is for new runs only");
-  if (!warm.checkpoint_dir.empty() && !fs::exists(spec::checkpointFilesDir(warm.checkpoint_dir) + "/model.safetensors"))
+  if (!warm.checkpoint_dir.empty() && !fs::exists(checkpointFilesDir(warm.checkpoint_dir) + "/model.safetensors"))
     throw std::invalid_argument(warm.checkpoint_dir + " holds no checkpoint (model.safetensors) to start from");
   if (const auto problems = validateRunConfig(config); !problems.empty()) {
     std::string m = "invalid run config:";
@@ -291,7 +292,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   const int threads = configureThreads(config.train.threads);
 
   fs::create_directories(runDir);
-  const spec::CheckpointStore store(runDir);
+  const CheckpointStore store(runDir);
   const bool committed = store.hasCommitted();
   const bool legacy = !committed && fs::exists(runDir + "/model.safetensors");  // before checkpoint directories
   if (!resume && (committed || legacy))
@@ -301,7 +302,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
                                 "checkpoint leaves none); start it again: tensorscope train --config CONFIG --out " +
                                 runDir);
   std::vector<std::string> notes;
-  std::optional<spec::CheckpointInfo> from;
+  std::optional<CheckpointInfo> from;
   if (resume && committed) from = store.latest(&notes);  // invalid_argument with every reason when none verifies
   const bool fellBack = !notes.empty();  // the current checkpoint did not verify
   // What a killed write left: temporary files, staging and uncommitted checkpoint directories.
@@ -334,7 +335,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
                            {"loaded", report.loaded},
                            {"from_config", report.from_config},
                            {"fresh", report.unmatched}};
-    spec::writeFileAtomically(runDir + "/init.json", init.dump(2) + "\n");
+    files::writeFileAtomically(runDir + "/init.json", init.dump(2) + "\n");
     std::string m = "started from " + warm.checkpoint_dir +
                     (report.source_step >= 0 ? " (step " + std::to_string(report.source_step) + ")" : "") + ": " +
                     std::to_string(report.loaded.size()) + " weight tensors taken over";
@@ -347,7 +348,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
     }
     sink.onMessage(m);
   }
-  spec::writeFileAtomically(runDir + "/config.json", configWithVersions(config));
+  files::writeFileAtomically(runDir + "/config.json", configWithVersions(config));
   // `stepsOverride` says where to stop; the schedule always spans the configured run (extended
   // when the override goes past it), so stopping early and resuming reproduces a straight run.
   const int64_t total = stepsOverride > 0 ? stepsOverride : config.train.steps;

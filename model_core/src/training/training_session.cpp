@@ -13,10 +13,11 @@
 #include <limits>
 #include <stdexcept>
 
+#include "files/atomic_file.h"
+#include "files/read_file.h"
 #include "io/tensor_convert.h"
-#include "spec/atomic_file.h"
 #include "spec/json_reader.h"
-#include "spec/checkpoint_store.h"
+#include "training/checkpoint_store.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -238,11 +239,11 @@ void TrainingSession::saveCheckpoint(const std::string& dir, const std::string& 
   state.data_rng = dataRng_;
   state.status = status;
   state.message = message;
-  spec::writeFileAtomically(dir + "/trainer_state.json", trainerStateToJson(state));
+  files::writeFileAtomically(dir + "/trainer_state.json", trainerStateToJson(state));
 }
 
 void TrainingSession::loadWeights(const std::string& runDir) {
-  const std::string dir = spec::checkpointFilesDir(runDir);
+  const std::string dir = checkpointFilesDir(runDir);
   auto tensors = readTensors(dir + "/model.safetensors");
   std::vector<std::pair<std::string, torch::Tensor>> given(tensors.begin(), tensors.end());
   try {
@@ -254,7 +255,7 @@ void TrainingSession::loadWeights(const std::string& runDir) {
   // file. The checkpoint store verified the state file with the weights.
   step_ = -1;
   const std::string statePath = dir + "/trainer_state.json";
-  if (std::filesystem::exists(statePath)) step_ = parseTrainerState(spec::readBoundedFile(statePath), statePath).step;
+  if (std::filesystem::exists(statePath)) step_ = parseTrainerState(files::readBoundedFile(statePath), statePath).step;
 }
 
 namespace {
@@ -270,12 +271,12 @@ bool isCoreTensor(const std::string& name) {
 }  // namespace
 
 TrainingSession::WarmStartReport TrainingSession::warmStart(const std::string& source, bool coresFromConfig) {
-  const std::string dir = spec::checkpointFilesDir(source);
+  const std::string dir = checkpointFilesDir(source);
   const auto given = readTensorMap(dir + "/model.safetensors");
   WarmStartReport report;
   try {
     const std::string statePath = dir + "/trainer_state.json";
-    report.source_step = parseTrainerState(spec::readBoundedFile(statePath), statePath).step;
+    report.source_step = parseTrainerState(files::readBoundedFile(statePath), statePath).step;
   } catch (const std::exception&) {
     // A bare weights file (no trainer state) is a valid source; its step is unknown.
   }
@@ -299,7 +300,7 @@ TrainingSession::WarmStartReport TrainingSession::warmStart(const std::string& s
 
 void TrainingSession::loadCheckpoint(const std::string& dir) {
   const std::string statePath = dir + "/trainer_state.json";
-  const TrainerState state = parseTrainerState(spec::readBoundedFile(statePath), statePath);
+  const TrainerState state = parseTrainerState(files::readBoundedFile(statePath), statePath);
   const int64_t step = state.step;
   const int64_t optimizerStep = state.optimizer_step;
   const std::uint64_t rng = state.data_rng;

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "model_core/training.h"
+#include "model_core/run_config.h"
+#include "model_core/snapshots.h"
 #include "training/adamw.h"
 #include "training/transformer.h"
 
@@ -44,7 +45,7 @@ class TrainingSession {
   InspectionSnapshot inspect();
 
   /// Writes model.safetensors, optimizer.safetensors and trainer_state.json into `dir` (a staging
-  /// directory of spec::CheckpointStore); refuses (std::runtime_error) when a weight is not finite.
+  /// directory of CheckpointStore); refuses (std::runtime_error) when a weight is not finite.
   void saveCheckpoint(const std::string& dir, const std::string& status, const std::string& message) const;
   /// Restores a checkpoint written by saveCheckpoint (weights, optimizer, step, RNG states) after
   /// validating trainer_state.json (format, version, ranges) and that the three files hold one step.

@@ -9,7 +9,7 @@
 #include <torch/nn/modules/normalization.h>
 
 #include "attention/attention_module.h"
-#include "model_core/training.h"
+#include "model_core/run_config.h"
 
 namespace tensorscope::model_core {
 

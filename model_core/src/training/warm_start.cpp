@@ -8,12 +8,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "files/atomic_file.h"
+#include "files/read_file.h"
 #include "io/tensor_convert.h"
-#include "model_core/training.h"
+#include "model_core/run_config.h"
+#include "model_core/run_directory.h"
 #include "model_core/run_files.h"
-#include "spec/atomic_file.h"
 #include "spec/json_reader.h"
-#include "spec/checkpoint_store.h"
+#include "training/checkpoint_store.h"
 
 namespace tensorscope::model_core {
 namespace fs = std::filesystem;
@@ -35,13 +37,13 @@ std::int64_t snapshotCheckpoint(const std::string& runDir, const std::string& ou
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     std::string checkpointDir, state, weights;
     try {
-      checkpointDir = spec::checkpointFilesDir(runDir);
+      checkpointDir = checkpointFilesDir(runDir);
       if (!fs::exists(checkpointDir + "/model.safetensors")) {
         if (checkpointDir != runDir) throw std::runtime_error(checkpointDir + " was removed while it was read");
         throw std::invalid_argument(runDir + " holds no checkpoint (model.safetensors) yet");
       }
-      state = spec::readWholeFile(checkpointDir + "/trainer_state.json");
-      weights = spec::readWholeFile(checkpointDir + "/model.safetensors");
+      state = files::readWholeFile(checkpointDir + "/trainer_state.json");
+      weights = files::readWholeFile(checkpointDir + "/model.safetensors");
     } catch (const std::invalid_argument&) {
       if (checkpointDir == runDir || attempt + 1 == kAttempts) throw;
       continue;
@@ -50,14 +52,14 @@ std::int64_t snapshotCheckpoint(const std::string& runDir, const std::string& ou
       continue;
     }
     fs::create_directories(outDir);
-    spec::writeFileAtomically(outDir + "/model.safetensors", weights);
-    spec::writeFileAtomically(outDir + "/config.json", spec::readWholeFile(runDir + "/config.json"));
+    files::writeFileAtomically(outDir + "/model.safetensors", weights);
+    files::writeFileAtomically(outDir + "/config.json", files::readWholeFile(runDir + "/config.json"));
     std::map<std::string, std::string> meta;
     readTensors(outDir + "/model.safetensors", &meta);  // rejects a damaged file with the reason
     const std::int64_t step = parseTrainerState(state, checkpointDir + "/trainer_state.json").step;
     const auto m = meta.find("step");
     if (m == meta.end() || m->second == std::to_string(step)) {
-      spec::writeFileAtomically(outDir + "/trainer_state.json", state);
+      files::writeFileAtomically(outDir + "/trainer_state.json", state);
       return step;
     }
   }
@@ -72,7 +74,7 @@ spec::CoreSpec learnedCoreSpec(const std::string& runDir, int layer) {
                                 std::to_string(config.model.layers) + " layers");
   const spec::AttentionSpec s = layerSpec(config.model, layer);
   if (!s.core) throw std::invalid_argument("layer " + std::to_string(layer) + " of " + runDir + " has no THSA core");
-  const auto tensors = readTensorMap(spec::checkpointFilesDir(runDir) + "/model.safetensors");
+  const auto tensors = readTensorMap(checkpointFilesDir(runDir) + "/model.safetensors");
   const std::string prefix = "blocks." + std::to_string(layer) + ".attn.";
   auto get = [&](const std::string& name, std::int64_t numel) {
     const auto it = tensors.find(prefix + name);

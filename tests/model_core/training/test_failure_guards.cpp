@@ -9,10 +9,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "files/atomic_file.h"
+#include "files/read_file.h"
 #include "model_core/memory_guard.h"
-#include "spec/atomic_file.h"
-#include "spec/json_reader.h"
+#include "model_core/run_config.h"
 #include "model_core/run_files.h"
+#include "model_core/trainer.h"
+#include "spec/json_reader.h"
 #include "training/training_session.h"
 #include "training_test_util.h"
 
@@ -28,7 +31,7 @@ struct Messages : ProgressSink {
 };
 
 std::int64_t checkpointStep(const std::string& run) {
-  const auto text = tensorscope::spec::readWholeFile(run + "/run_status.json");
+  const auto text = tensorscope::files::readWholeFile(run + "/run_status.json");
   const auto at = text.find("\"checkpoint_step\":");
   return std::stoll(text.substr(at + 18));
 }
@@ -59,7 +62,7 @@ TEST(DivergenceGuard, AFiniteBlowUpStopsTheRunAndKeepsACheckpointFromBeforeIt) {
   EXPECT_LT(r.steps_done, 200);
   EXPECT_NE(r.message.find("has stayed above 10x its running minimum"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("for 5 steps"), std::string::npos) << r.message;
-  EXPECT_NE(tensorscope::spec::readWholeFile(dir.path("run/run_status.json")).find("\"diverged\""), std::string::npos);
+  EXPECT_NE(tensorscope::files::readWholeFile(dir.path("run/run_status.json")).find("\"diverged\""), std::string::npos);
   // Periodic checkpoints waited while the loss was above the bar: the kept one predates the
   // five steps that tripped the guard.
   EXPECT_LE(checkpointStep(dir.path("run")), r.steps_done - 5);
@@ -169,7 +172,7 @@ TEST(MemoryGuard, ARefusalCountsTheCorpusVocabulary) {
       text += char(0x80 | ((cp >> 6) & 0x3F));
       text += char(0x80 | (cp & 0x3F));
     }
-  tensorscope::spec::writeFileAtomically(dir.path("corpus.txt"), text);
+  tensorscope::files::writeFileAtomically(dir.path("corpus.txt"), text);
   auto c = tinyRun("mhsa", 1);
   c.task.name = "char_lm";
   c.task.corpus = dir.path("corpus.txt");

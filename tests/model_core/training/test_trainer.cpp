@@ -5,12 +5,17 @@
 #include <fstream>
 #include <thread>
 
+#include "files/atomic_file.h"
+#include "files/read_file.h"
+#include "model_core/run_config.h"
+#include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
-#include "spec/atomic_file.h"
+#include "model_core/snapshots.h"
+#include "model_core/trainer.h"
 #include "training_test_util.h"
 
 using namespace tensorscope::model_core;
-using tensorscope::model_core::testing::files;
+using tensorscope::model_core::testing::checkpointFile;
 using tensorscope::model_core::testing::TempDir;
 using tensorscope::model_core::testing::tinyRun;
 
@@ -33,11 +38,11 @@ struct Recorder : ProgressSink {
   void onMessage(const std::string& m) override { messages.push_back(m); }
 };
 
-std::string fileBytes(const std::string& p) { return tensorscope::spec::readWholeFile(p); }
+std::string fileBytes(const std::string& p) { return tensorscope::files::readWholeFile(p); }
 
 /// The run's current checkpoint holds finite weights only.
 void expectFiniteCheckpoint(const std::string& run) {
-  for (const auto& [name, t] : readSafetensors(files(run, "model.safetensors")).tensors)
+  for (const auto& [name, t] : readSafetensors(checkpointFile(run, "model.safetensors")).tensors)
     for (float v : toFloatVector(t)) ASSERT_TRUE(std::isfinite(v)) << name;
 }
 
@@ -77,9 +82,9 @@ TEST(Trainer, ResumeIsBitIdentical) {
   train(c, dir.path("straight"), c1, r1);
   train(c, dir.path("split"), c2, r2, false, 6);
   train(c, dir.path("split"), c3, r3, /*resume=*/true, 12);
-  EXPECT_TRUE(fileBytes(files(dir.path("straight"), "model.safetensors")) == fileBytes(files(dir.path("split"), "model.safetensors")))
+  EXPECT_TRUE(fileBytes(checkpointFile(dir.path("straight"), "model.safetensors")) == fileBytes(checkpointFile(dir.path("split"), "model.safetensors")))
       << "weights differ after resume";
-  EXPECT_TRUE(fileBytes(files(dir.path("straight"), "optimizer.safetensors")) == fileBytes(files(dir.path("split"), "optimizer.safetensors")))
+  EXPECT_TRUE(fileBytes(checkpointFile(dir.path("straight"), "optimizer.safetensors")) == fileBytes(checkpointFile(dir.path("split"), "optimizer.safetensors")))
       << "optimizer state differs after resume";
   ASSERT_EQ(r3.metrics.size(), 6u);
   EXPECT_EQ(r3.metrics.front().step, 7);
@@ -109,7 +114,7 @@ TEST(Trainer, DivergenceStopsAndKeepsTheLastGoodCheckpoint) {
   EXPECT_NE(r.message.find("last good checkpoint (step 10)"), std::string::npos) << r.message;
   EXPECT_EQ(r.steps_done, 12);
   // The files hold the step-10 checkpoint, untouched by the two good steps after it.
-  const auto header = readSafetensorsHeader(files(dir.path("run"), "model.safetensors"));
+  const auto header = readSafetensorsHeader(checkpointFile(dir.path("run"), "model.safetensors"));
   EXPECT_EQ(header.metadata.at("step"), "10");
   expectFiniteCheckpoint(dir.path("run"));
   EXPECT_NE(fileBytes(dir.path("run/run_status.json")).find("\"diverged\""), std::string::npos);
@@ -160,7 +165,7 @@ TEST(Trainer, WritesACheckpointOnRequestEvenWhilePaused) {
   ASSERT_EQ(rec.checkpoints.size(), 1u);
   EXPECT_EQ(rec.checkpoints.front(), 1);
   EXPECT_EQ(rec.metrics.size(), 1u) << "serving the request must not take a step";
-  EXPECT_NE(fileBytes(files(dir.path("run"), "trainer_state.json")).find("\"step\": 1"), std::string::npos);
+  EXPECT_NE(fileBytes(checkpointFile(dir.path("run"), "trainer_state.json")).find("\"step\": 1"), std::string::npos);
   control.resume();
   worker.join();
   EXPECT_EQ(rec.metrics.size(), 6u);
@@ -244,7 +249,7 @@ std::string topLevelRun(TempDir& dir, const std::string& from, const std::string
   const std::string out = dir.path(name);
   std::filesystem::create_directories(out);
   for (const char* f : {"model.safetensors", "optimizer.safetensors", "trainer_state.json"})
-    std::filesystem::copy_file(files(from, f), out + "/" + f);
+    std::filesystem::copy_file(checkpointFile(from, f), out + "/" + f);
   std::filesystem::copy_file(from + "/config.json", out + "/config.json");
   return out;
 }
@@ -264,7 +269,7 @@ TEST(Trainer, ResumeValidatesTheTrainerStateAgainstItsCheckpoint) {
   TrainerControl control;
   Recorder rec;
   train(c, dir.path("run"), control, rec);
-  const std::string state = fileBytes(files(dir.path("run"), "trainer_state.json"));
+  const std::string state = fileBytes(checkpointFile(dir.path("run"), "trainer_state.json"));
   const struct {
     std::string what, with, expect;
   } cases[] = {
@@ -280,7 +285,7 @@ TEST(Trainer, ResumeValidatesTheTrainerStateAgainstItsCheckpoint) {
   for (const auto& k : cases) {
     SCOPED_TRACE(k.with);
     const std::string run = topLevelRun(dir, dir.path("run"), "crafted" + std::to_string(i++));
-    tensorscope::spec::writeFileAtomically(run + "/trainer_state.json", replaced(state, k.what, k.with));
+    tensorscope::files::writeFileAtomically(run + "/trainer_state.json", replaced(state, k.what, k.with));
     try {
       train(c, run, control, rec, true, 8);
       ADD_FAILURE() << "resumed a checkpoint whose trainer state lies";
@@ -317,9 +322,9 @@ TEST(Trainer, ADirectoryWithoutACompleteCheckpointRestartsAndADamagedLogLineDoes
   // What a kill during the first checkpoint leaves: no pointer, a staging directory, a temporary file.
   const std::string run = dir.path("run");
   std::filesystem::create_directories(run + "/checkpoints/.stage-12345");
-  tensorscope::spec::writeFileAtomically(run + "/checkpoints/.stage-12345/model.safetensors", "half a file");
-  tensorscope::spec::writeFileAtomically(run + "/.model.safetensors.tmp42", "litter");
-  tensorscope::spec::writeFileAtomically(run + "/metrics.jsonl", "{\"kind\": \"train\", \"step\": 1}\n");
+  tensorscope::files::writeFileAtomically(run + "/checkpoints/.stage-12345/model.safetensors", "half a file");
+  tensorscope::files::writeFileAtomically(run + "/.model.safetensors.tmp42", "litter");
+  tensorscope::files::writeFileAtomically(run + "/metrics.jsonl", "{\"kind\": \"train\", \"step\": 1}\n");
   try {
     train(c, run, control, rec, true);
     ADD_FAILURE() << "resumed a run that never committed a checkpoint";
@@ -346,9 +351,9 @@ TEST(Trainer, ResumeFallsBackToThePreviousCheckpointWhenTheCurrentIsDamaged) {
   Recorder straight, first, second;
   train(c, dir.path("straight"), control, straight);
   train(c, dir.path("split"), control, first, false, 6);  // checkpoints of steps 4 (previous) and 6
-  std::string weights = fileBytes(files(dir.path("split"), "model.safetensors"));
+  std::string weights = fileBytes(checkpointFile(dir.path("split"), "model.safetensors"));
   weights[weights.size() - 1] ^= 0x5a;  // a flipped bit in the last weight
-  std::ofstream(files(dir.path("split"), "model.safetensors"), std::ios::binary | std::ios::trunc) << weights;
+  std::ofstream(checkpointFile(dir.path("split"), "model.safetensors"), std::ios::binary | std::ios::trunc) << weights;
   const auto r = train(c, dir.path("split"), control, second, true);
   EXPECT_EQ(r.steps_done, 8);
   bool told = false;
@@ -358,7 +363,7 @@ TEST(Trainer, ResumeFallsBackToThePreviousCheckpointWhenTheCurrentIsDamaged) {
   EXPECT_TRUE(told) << "the fallback is reported with its reason";
   ASSERT_FALSE(second.metrics.empty());
   EXPECT_EQ(second.metrics.front().step, 5) << "resumed from step 4";
-  EXPECT_TRUE(fileBytes(files(dir.path("straight"), "model.safetensors")) ==
-              fileBytes(files(dir.path("split"), "model.safetensors")))
+  EXPECT_TRUE(fileBytes(checkpointFile(dir.path("straight"), "model.safetensors")) ==
+              fileBytes(checkpointFile(dir.path("split"), "model.safetensors")))
       << "the resumed run ends where the straight one does";
 }

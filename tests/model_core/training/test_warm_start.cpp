@@ -8,13 +8,15 @@
 #include <filesystem>
 #include <map>
 
+#include "files/read_file.h"
+#include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
-#include "spec/atomic_file.h"
+#include "model_core/trainer.h"
 #include "training_test_util.h"
 
 using namespace tensorscope;
 using namespace tensorscope::model_core;
-using tensorscope::model_core::testing::files;
+using tensorscope::model_core::testing::checkpointFile;
 using tensorscope::model_core::testing::TempDir;
 using tensorscope::model_core::testing::tinyRun;
 
@@ -67,7 +69,7 @@ TEST(WarmStart, ForkStartsFromTheCheckpointWithTheEditedCore) {
     for (const char* f : {"model.safetensors", "config.json", "trainer_state.json"})
       EXPECT_TRUE(std::filesystem::exists(dir.path("snap/") + f)) << f;
     const auto snap = weightsOf(dir.path("snap/model.safetensors"));
-    EXPECT_EQ(snap, weightsOf(files(dir.path("parent"), "model.safetensors")));
+    EXPECT_EQ(snap, weightsOf(checkpointFile(dir.path("parent"), "model.safetensors")));
 
     // The learned core of layer 0 in the parent's structure.
     auto learned = learnedCoreSpec(dir.path("snap"), 0);
@@ -96,7 +98,7 @@ TEST(WarmStart, ForkStartsFromTheCheckpointWithTheEditedCore) {
     EXPECT_NE(lines.front().find("started from"), std::string::npos) << lines.front();
     EXPECT_NE(lines.front().find("(step 8)"), std::string::npos) << lines.front();
 
-    const auto forked = weightsOf(files(dir.path("fork"), "model.safetensors"));
+    const auto forked = weightsOf(checkpointFile(dir.path("fork"), "model.safetensors"));
     for (const char* name : {"embed.weight", "pos.weight", "blocks.0.attn.wq.weight", "blocks.1.attn.wo.weight",
                              "blocks.1.fc1.weight", "blocks.0.ln1.weight", "ln_f.bias"})
       EXPECT_EQ(forked.at(name), snap.at(name)) << name;
@@ -105,7 +107,7 @@ TEST(WarmStart, ForkStartsFromTheCheckpointWithTheEditedCore) {
     EXPECT_NE(forked.at(coreName), snap.at(coreName)) << "the edited core was overwritten by the checkpoint";
     EXPECT_FLOAT_EQ(static_cast<float>(forked.at(coreName)[1]), 0.5f);
 
-    const auto init = nlohmann::json::parse(spec::readWholeFile(dir.path("fork/init.json")));
+    const auto init = nlohmann::json::parse(files::readWholeFile(dir.path("fork/init.json")));
     EXPECT_EQ(init.at("format"), "tensorscope.warm_start");
     EXPECT_EQ(init.at("source_step"), 8);
     EXPECT_GT(init.at("loaded").size(), 10u);
@@ -121,12 +123,12 @@ TEST(WarmStart, CoresCanComeFromTheCheckpointAndMismatchedShapesStartFresh) {
   auto wider = parent;
   wider.model.ffn_multiplier = 3;  // fc1/fc2 change shape; everything else fits
   initialiseOnly(wider, dir.path("child"), {dir.path("parent"), /*cores_from_config=*/false});
-  const auto src = weightsOf(files(dir.path("parent"), "model.safetensors"));
-  const auto child = weightsOf(files(dir.path("child"), "model.safetensors"));
+  const auto src = weightsOf(checkpointFile(dir.path("parent"), "model.safetensors"));
+  const auto child = weightsOf(checkpointFile(dir.path("child"), "model.safetensors"));
   EXPECT_EQ(child.at("blocks.0.attn.core.A"), src.at("blocks.0.attn.core.A"));  // taken over this time
   EXPECT_EQ(child.at("blocks.1.attn.wk.weight"), src.at("blocks.1.attn.wk.weight"));
   EXPECT_NE(child.at("blocks.0.fc1.weight").size(), src.at("blocks.0.fc1.weight").size());
-  const auto init = nlohmann::json::parse(spec::readWholeFile(dir.path("child/init.json")));
+  const auto init = nlohmann::json::parse(files::readWholeFile(dir.path("child/init.json")));
   const auto fresh = init.at("fresh").get<std::vector<std::string>>();
   EXPECT_EQ(fresh.size(), 6u);  // fc1.weight, fc1.bias and fc2.weight of both layers (fc2.bias keeps F)
   EXPECT_NE(std::find(fresh.begin(), fresh.end(), "blocks.0.fc1.weight"), fresh.end());

@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <string>
 
-#include "model_core/training.h"
+#include "model_core/run_config.h"
 #include "spec/attention_spec.h"
-#include "spec/checkpoint_store.h"
+#include "training/checkpoint_store.h"
 
 namespace tensorscope::model_core::testing {
 
@@ -53,8 +53,8 @@ class TempDir {
 };
 
 /// `name` in a run's current checkpoint (run directories keep each checkpoint in its own directory).
-inline std::string files(const std::string& runDir, const std::string& name) {
-  return spec::checkpointFilesDir(runDir) + "/" + name;
+inline std::string checkpointFile(const std::string& runDir, const std::string& name) {
+  return model_core::checkpointFilesDir(runDir) + "/" + name;
 }
 
 }  // namespace tensorscope::model_core::testing

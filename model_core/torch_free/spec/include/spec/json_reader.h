@@ -1,9 +1,9 @@
 #pragma once
-/// Reading untrusted JSON and files, bounded (issue 19): one place that refuses nesting deeper than
-/// kMaxJsonDepth and duplicate object keys while parsing (before anything recurses over the value),
-/// turns library exceptions into sentences, caps file sizes before reading and refuses directories
-/// and devices by name. Every reader of the product (specs, run and task configs, sessions,
-/// trainer state, checkpoint manifests and pointers, metrics lines) parses through it.
+/// Reading untrusted JSON, bounded (issue 19): one place that refuses nesting deeper than
+/// kMaxJsonDepth and duplicate object keys while parsing (before anything recurses over the value)
+/// and turns library exceptions into sentences. Every reader of the product (specs, run and task
+/// configs, sessions, trainer state, checkpoint manifests and pointers, metrics lines) parses
+/// through it; the files themselves are read by files::readBoundedFile (files/read_file.h).
 
 #include <nlohmann/json.hpp>
 
@@ -17,10 +17,6 @@ namespace tensorscope::spec {
 
 /// Deeper nesting is refused; no Tensorscope format nests beyond 6.
 inline constexpr int kMaxJsonDepth = 64;
-
-/// Size caps per kind of file, checked with stat before reading.
-inline constexpr std::uintmax_t kMaxConfigFileBytes = 64ull << 20;     ///< specs, configs, sessions, states
-inline constexpr std::uintmax_t kMaxCorpusFileBytes = 1ull << 30;      ///< char_lm corpora
 
 /// Malformed or refused JSON: the message says what and where ("line 3, column 7: …").
 class JsonError : public std::invalid_argument {
@@ -95,9 +91,5 @@ class FieldReader {
   bool readWhole(const nlohmann::json& v, const std::string& field, long double lo, long double hi, long double& out);
   std::vector<Problem> problems_;
 };
-
-/// Reads the regular file `path` whole. Throws std::runtime_error naming the file when it does not
-/// exist, is a directory, a device, a FIFO or a socket, is larger than `maxBytes`, or cannot be read.
-std::string readBoundedFile(const std::string& path, std::uintmax_t maxBytes = kMaxConfigFileBytes);
 
 }  // namespace tensorscope::spec

@@ -10,7 +10,8 @@
 /// all during a run's first checkpoint. The pointer keeps the previous checkpoint too, so a
 /// checkpoint damaged later (a disk error, an edit) falls back to the one before, with the reason.
 ///
-/// Torch-free: the trainer fills the staging directory through its own writers.
+/// Private to model_core (the trainer, warm starts, exports) and torch-free: the trainer fills the
+/// staging directory through its own writers, and the fuzz harnesses build it alone.
 
 #include <cstdint>
 #include <map>
@@ -18,12 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace tensorscope::spec {
-
-/// Every file-system step of a checkpoint or an atomic write calls this first. With
-/// TENSORSCOPE_KILL_AT_FILE_OP=k in the environment the process SIGKILLs itself at the k-th call
-/// (counted from 1): the hook that makes the crash-consistency tests reach every point of a write.
-void fileOperation(const char* what);
+namespace tensorscope::model_core {
 
 struct CheckpointInfo {
   std::string dir;           ///< the checkpoint's directory
@@ -75,4 +71,4 @@ std::string checkpointFilesDir(const std::string& runDir);
 /// 64-bit FNV-1a of `bytes`, as 16 lower-case hex digits.
 std::string fnv1a64Hex(const std::string& bytes);
 
-}  // namespace tensorscope::spec
+}  // namespace tensorscope::model_core

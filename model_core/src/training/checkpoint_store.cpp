@@ -1,25 +1,22 @@
-#include "spec/checkpoint_store.h"
-
-#include "spec/json_reader.h"
+#include "training/checkpoint_store.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
 
-#include "spec/atomic_file.h"
+#include "files/atomic_file.h"
+#include "files/read_file.h"
+#include "spec/json_reader.h"
 
-namespace tensorscope::spec {
+namespace tensorscope::model_core {
 namespace fs = std::filesystem;
 
 namespace {
@@ -39,14 +36,14 @@ std::runtime_error sysError(const std::string& what, const std::string& path) {
 void linkLatest(const std::string& runDir, const std::string& relative) {
   const std::string link = runDir + "/latest", tmp = runDir + "/.latest.tmp" + std::to_string(::getpid());
   ::unlink(tmp.c_str());
-  fileOperation("symlink");
+  files::fileOperation("symlink");
   if (::symlink(relative.c_str(), tmp.c_str()) != 0) return;
-  fileOperation("rename");
+  files::fileOperation("rename");
   if (::rename(tmp.c_str(), link.c_str()) != 0) ::unlink(tmp.c_str());
 }
 
 void fsyncPath(const std::string& path, bool directory) {
-  fileOperation("fsync");
+  files::fileOperation("fsync");
   const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
   if (fd < 0) throw sysError("cannot open", path);
   const int rc = ::fsync(fd);
@@ -78,8 +75,8 @@ std::optional<Pointer> readPointer(const std::string& runDir, std::string* probl
   const std::string path = runDir + "/" + kPointer;
   if (!fs::exists(path)) return std::nullopt;
   try {
-    const auto j = parseUntrustedJson(readBoundedFile(path));
-    if (!hasEnvelope(j, "tensorscope.checkpoint_pointer", 1))
+    const auto j = spec::parseUntrustedJson(files::readBoundedFile(path));
+    if (!spec::hasEnvelope(j, "tensorscope.checkpoint_pointer", 1))
       throw std::invalid_argument("not a tensorscope.checkpoint_pointer of version 1");
     Pointer p;
     p.current = j.at("current").get<std::string>();
@@ -95,18 +92,6 @@ std::optional<Pointer> readPointer(const std::string& runDir, std::string* probl
 }
 
 }  // namespace
-
-void fileOperation(const char* what) {
-  static const long long killAt = [] {
-    const char* v = std::getenv("TENSORSCOPE_KILL_AT_FILE_OP");
-    return v ? std::atoll(v) : 0LL;
-  }();
-  static std::atomic<long long> count{0};
-  if (killAt > 0 && ++count == killAt) {
-    std::fprintf(stderr, "tensorscope: TENSORSCOPE_KILL_AT_FILE_OP=%lld: killed before %s\n", killAt, what);
-    std::raise(SIGKILL);
-  }
-}
 
 std::string fnv1a64Hex(const std::string& bytes) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
@@ -124,7 +109,7 @@ std::string CheckpointStore::stage() const {
   const std::string dir = runDir_ + "/" + kDirectory + "/" + kStagePrefix + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(dir, ec);
-  fileOperation("mkdir");
+  files::fileOperation("mkdir");
   fs::create_directories(dir);
   return dir;
 }
@@ -139,17 +124,17 @@ CheckpointInfo CheckpointStore::commit(const std::string& staged, std::int64_t s
   for (const auto& name : names) {
     const std::string path = staged + "/" + name;
     fsyncPath(path, false);
-    const std::string bytes = readWholeFile(path);  // also proves the file reads back whole
+    const std::string bytes = files::readWholeFile(path);  // also proves the file reads back whole
     files.push_back({{"name", name}, {"bytes", bytes.size()}, {"fnv1a64", fnv1a64Hex(bytes)}});
   }
   nlohmann::json manifest = {{"format", "tensorscope.checkpoint"}, {"version", 1}, {"step", step},
                              {"files", files},                   {"counters", counters}};
-  writeFileAtomically(staged + "/" + kManifest, manifest.dump(2) + "\n");
+  files::writeFileAtomically(staged + "/" + kManifest, manifest.dump(2) + "\n");
   fsyncPath(staged, true);
 
   const std::string relative = std::string(kDirectory) + "/" + stepName(step);
   const std::string target = runDir_ + "/" + relative;
-  fileOperation("rename");
+  files::fileOperation("rename");
   if (::rename(staged.c_str(), target.c_str()) != 0) throw sysError("cannot commit checkpoint", target);
   fsyncPath(runDir_ + "/" + kDirectory, true);
 
@@ -157,7 +142,7 @@ CheckpointInfo CheckpointStore::commit(const std::string& staged, std::int64_t s
   const auto old = readPointer(runDir_, &problem);
   nlohmann::json pointer = {{"format", "tensorscope.checkpoint_pointer"}, {"version", 1}, {"current", relative}};
   pointer["previous"] = old && !old->current.empty() ? nlohmann::json(old->current) : nlohmann::json(nullptr);
-  writeFileAtomically(runDir_ + "/" + kPointer, pointer.dump(2) + "\n");  // the commit point
+  files::writeFileAtomically(runDir_ + "/" + kPointer, pointer.dump(2) + "\n");  // the commit point
   linkLatest(runDir_, relative);
 
   // Checkpoints older than the previous one are no longer needed.
@@ -165,7 +150,7 @@ CheckpointInfo CheckpointStore::commit(const std::string& staged, std::int64_t s
     const std::string rel = std::string(kDirectory) + "/" + e.path().filename().string();
     if (rel == relative || (old && rel == old->current) || e.path().filename().string().rfind(kStagePrefix, 0) == 0)
       continue;
-    fileOperation("remove");
+    files::fileOperation("remove");
     std::error_code ec;
     fs::remove_all(e.path(), ec);
   }
@@ -175,8 +160,8 @@ CheckpointInfo CheckpointStore::commit(const std::string& staged, std::int64_t s
 std::string verifyCheckpoint(const std::string& dir, CheckpointInfo* info) {
   try {
     if (!fs::is_directory(dir)) return dir + " is missing";
-    const auto m = parseUntrustedJson(readBoundedFile(dir + "/" + kManifest));
-    if (!hasEnvelope(m, "tensorscope.checkpoint", 1))
+    const auto m = spec::parseUntrustedJson(files::readBoundedFile(dir + "/" + kManifest));
+    if (!spec::hasEnvelope(m, "tensorscope.checkpoint", 1))
       return dir + "/" + kManifest + " is not a tensorscope.checkpoint manifest of version 1";
     const auto step = m.at("step").get<std::int64_t>();
     if (step < 0) return dir + "/" + kManifest + " gives a negative step";
@@ -186,7 +171,7 @@ std::string verifyCheckpoint(const std::string& dir, CheckpointInfo* info) {
         return dir + "/" + kManifest + " names an invalid file \"" + name + "\"";
       const std::string path = dir + "/" + name;
       if (!fs::exists(path)) return path + " is missing";
-      const std::string bytes = readWholeFile(path);
+      const std::string bytes = files::readWholeFile(path);
       if (bytes.size() != f.at("bytes").get<std::uint64_t>())
         return path + " holds " + std::to_string(bytes.size()) + " bytes, its manifest says " +
                std::to_string(f.at("bytes").get<std::uint64_t>());
@@ -246,7 +231,7 @@ void CheckpointStore::pointAt(const CheckpointInfo& checkpoint) const {
   const std::string relative = std::string(kDirectory) + "/" + fs::path(checkpoint.dir).filename().string();
   nlohmann::json pointer = {{"format", "tensorscope.checkpoint_pointer"}, {"version", 1}, {"current", relative},
                             {"previous", nullptr}};
-  writeFileAtomically(runDir_ + "/" + kPointer, pointer.dump(2) + "\n");
+  files::writeFileAtomically(runDir_ + "/" + kPointer, pointer.dump(2) + "\n");
   linkLatest(runDir_, relative);
 }
 
@@ -254,7 +239,7 @@ std::vector<std::string> CheckpointStore::removeLitter() const {
   std::vector<std::string> removed;
   std::error_code ec;
   auto remove = [&](const fs::path& p) {
-    fileOperation("remove");
+    files::fileOperation("remove");
     if (fs::remove_all(p, ec) > 0) removed.push_back(p.string());
   };
   if (fs::is_directory(runDir_))
@@ -284,4 +269,4 @@ std::string checkpointFilesDir(const std::string& runDir) {
   return found ? found->dir : runDir;
 }
 
-}  // namespace tensorscope::spec
+}  // namespace tensorscope::model_core

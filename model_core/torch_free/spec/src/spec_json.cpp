@@ -7,7 +7,8 @@
 #include <cmath>
 #include <set>
 
-#include "spec/atomic_file.h"
+#include "files/atomic_file.h"
+#include "files/read_file.h"
 #include "spec/validation.h"
 
 namespace tensorscope::spec {
@@ -383,7 +384,7 @@ AttentionSpec fromJson(const std::string& text) {
 AttentionSpec readSpecFile(const std::string& path) {
   std::string text;
   try {
-    text = readBoundedFile(path);
+    text = files::readBoundedFile(path);
   } catch (const std::runtime_error& e) {
     throw SpecError(std::vector<Issue>{{"(file)", e.what()}});
   }
@@ -391,7 +392,7 @@ AttentionSpec readSpecFile(const std::string& path) {
 }
 
 void writeSpecFile(const std::string& path, const AttentionSpec& spec) {
-  writeFileAtomically(path, toJson(spec) + "\n");
+  files::writeFileAtomically(path, toJson(spec) + "\n");
 }
 
 }  // namespace tensorscope::spec

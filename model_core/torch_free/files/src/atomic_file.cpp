@@ -1,19 +1,19 @@
-#include "spec/atomic_file.h"
-
-#include "spec/checkpoint_store.h"  // fileOperation: the crash tests' hook
+#include "files/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 
-namespace tensorscope::spec {
+namespace tensorscope::files {
 namespace {
 
 /// "cannot write PATH: <reason> (<step>)": the file the user asked for, not the temporary one.
@@ -78,13 +78,16 @@ void writeFileAtomically(const std::string& path, std::string_view contents) {
   }
 }
 
-std::string readWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-  return ss.str();
+void fileOperation(const char* what) {
+  static const long long killAt = [] {
+    const char* v = std::getenv("TENSORSCOPE_KILL_AT_FILE_OP");
+    return v ? std::atoll(v) : 0LL;
+  }();
+  static std::atomic<long long> count{0};
+  if (killAt > 0 && ++count == killAt) {
+    std::fprintf(stderr, "tensorscope: TENSORSCOPE_KILL_AT_FILE_OP=%lld: killed before %s\n", killAt, what);
+    std::raise(SIGKILL);
+  }
 }
 
-}  // namespace tensorscope::spec
+}  // namespace tensorscope::files

@@ -1,4 +1,4 @@
-// spec::CheckpointStore (crash-consistent checkpoint directories, docs/reliability.md): commits,
+// model_core::CheckpointStore (crash-consistent checkpoint directories, docs/reliability.md): commits,
 // verification against the manifest, fallback to the previous checkpoint with the reason, an
 // unreadable pointer, litter removal, and a commit that fails leaving the last one in place.
 // Torch-free: the sanitizer build runs it too. The kill-at-every-file-operation campaign on real
@@ -10,10 +10,12 @@
 #include <fstream>
 #include <string>
 
-#include "spec/atomic_file.h"
-#include "spec/checkpoint_store.h"
+#include "files/atomic_file.h"
+#include "files/read_file.h"
+#include "training/checkpoint_store.h"
 
-using namespace tensorscope::spec;
+using namespace tensorscope::files;
+using namespace tensorscope::model_core;
 namespace fs = std::filesystem;
 
 namespace {
