@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QFile>
+#include <QFileInfo>
+#include <QStatusBar>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QScreen>
@@ -16,10 +19,12 @@
 
 #include "gui/core_editor.h"
 #include "gui/design_panel.h"
+#include "model_core/run_config.h"
 #include "gui/session.h"
 #include "gui/training_driver.h"
 #include "gui/training_controller.h"
 #include "viz/attention_map_grid.h"
+#include "viz/curves_plot.h"
 #include "viz/matrix_heatmap.h"
 #include "viz/role_cluster_plot.h"
 #include "viz/spectrum_plot.h"
@@ -247,4 +252,62 @@ TEST(DailyTool, PanelsShowNothingOfAnotherSessionOrDesign) {
   m.model().select(0);
   for (auto* heat : m.coreEditor()->findChildren<viz::MatrixHeatmap*>())
     if (heat != m.coreEditor()->heatmap()) EXPECT_TRUE(heat->isHidden()) << "a factor panel of no C";
+}
+
+TEST(DailyTool, ADamagedRunDirectoryIsRefusedWithTheReason) {
+  QTemporaryDir dir;
+  app::MainWindow w(testOptions());
+  // A valid config, a damaged trainer state, no weights: it was accepted as a run before.
+  QFile config(dir.filePath("config.json"));
+  ASSERT_TRUE(config.open(QIODevice::WriteOnly));
+  config.write(QByteArray::fromStdString(model_core::runConfigToJson(w.model().run(0).config)));
+  config.close();
+  QFile state(dir.filePath("trainer_state.json"));
+  ASSERT_TRUE(state.open(QIODevice::WriteOnly));
+  state.write("{\"format\": \"tensorscope.trainer_state\", \"version\": 1, \"step\": \"seven\"");
+  state.close();
+  const int runs = w.model().count();
+  EXPECT_FALSE(w.openRunDirectory(dir.path()));
+  EXPECT_EQ(w.model().count(), runs);
+  const QString message = w.statusBar()->currentMessage();
+  EXPECT_TRUE(message.contains("trainer_state.json")) << message.toStdString();
+  EXPECT_TRUE(message.contains("model.safetensors is missing")) << message.toStdString();
+}
+
+TEST(DailyTool, TrainingARunWithHistoryResumesOrStartsAgainAsAnswered) {
+  auto options = testOptions();
+  app::TrainingDriver::History answer = app::TrainingDriver::History::Resume;
+  QList<qint64> askedAt;
+  options.askHistory = [&](const QString&, qint64 step) {
+    askedAt << step;
+    return answer;
+  };
+  app::MainWindow w(options);
+  w.model().select(1);
+  useLightThsaRun(w, 1);
+  auto* c = w.controller();
+  ASSERT_TRUE(w.training().start(/*steps=*/3));
+  c->waitForFinished();
+  QApplication::processEvents();
+  EXPECT_TRUE(askedAt.isEmpty()) << "a run without history is not asked about";
+  const QString first = w.model().run(1).runDir;
+  ASSERT_TRUE(waitFor([&] { return w.curves()->pointCount("train loss", "THSA") == 3; }, 20000));
+  // Train again: asked, resumed in the same directory, the curve goes on from step 3.
+  ASSERT_TRUE(w.training().start(/*steps=*/5));
+  c->waitForFinished();
+  ASSERT_EQ(askedAt, QList<qint64>{3});
+  EXPECT_EQ(w.model().run(1).runDir, first);
+  EXPECT_TRUE(waitFor([&] { return w.curves()->pointCount("train loss", "THSA") == 5; }, 20000))
+      << w.curves()->pointCount("train loss", "THSA") << " points: the history was thrown away";
+  // Cancel: nothing starts.
+  answer = app::TrainingDriver::History::Cancel;
+  EXPECT_FALSE(w.training().start(/*steps=*/6));
+  EXPECT_FALSE(c->running());
+  // Train again from step 0: a new directory; the old one stays.
+  answer = app::TrainingDriver::History::Restart;
+  ASSERT_TRUE(w.training().start(/*steps=*/2));
+  c->waitForFinished();
+  EXPECT_NE(w.model().run(1).runDir, first);
+  EXPECT_TRUE(QFileInfo::exists(first + "/config.json"));
+  EXPECT_TRUE(w.model().isModified()) << "a new run directory is a change of the session";
 }

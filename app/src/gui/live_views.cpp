@@ -28,7 +28,7 @@ LiveViews::LiveViews(SessionModel* model, TrainingController* controller, const 
     else loadCurves(i);
   });
   connect(model_, &SessionModel::trainingChanged, this, [this](quint64 runId) {
-    if (runId == 0) return;
+    if (runId == 0 || model_->trainingResumed()) return;  // a resumed run's curves go on
     // A new run of this entry: its curves start again; the other views wait for its inspections.
     v_.curves->removeRun(trainingRunName());
     clearInspectionViews();

@@ -13,6 +13,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
@@ -49,6 +50,21 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   model_ = new SessionModel(this);
   buildDocks();
   driver_ = new TrainingDriver(model_, trainingPanel_, this);
+  driver_->setHistoryQuestion(options_.askHistory ? options_.askHistory : [this](const QString& run, qint64 step) {
+    if (QApplication::platformName() == "offscreen") return TrainingDriver::History::Resume;
+    QMessageBox box(QMessageBox::Question, "Train " + run + " again?",
+                    QString("%1 has trained to step %2. Resume from there, or train it again from step 0 in a new "
+                            "run directory (the old one and its curves stay on disk)?").arg(run).arg(step),
+                    QMessageBox::Cancel, this);
+    auto* resume = box.addButton(QString("Resume from step %1").arg(step), QMessageBox::AcceptRole);
+    auto* again = box.addButton("Train again from step 0", QMessageBox::DestructiveRole);
+    box.setDefaultButton(resume);
+    box.exec();
+    const QAbstractButton* clicked = box.clickedButton();
+    return clicked == resume ? TrainingDriver::History::Resume
+           : clicked == again ? TrainingDriver::History::Restart
+                      : TrainingDriver::History::Cancel;
+  });
   designDocks_ = new DesignDocks(model_, design_, core_, specText_, diagram_, this);
   files_ = new SessionFiles(this, model_, driver_, {options_.askToRecover, options_.askToSave}, [this] { return dark_; }, this);
   live_ = new LiveViews(model_, driver_->controller(), {curves_, stableRank_, spectrum_, maps_, roles_}, this);

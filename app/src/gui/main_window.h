@@ -8,6 +8,8 @@
 #include <functional>
 #include <vector>
 
+#include "gui/training_driver.h"
+
 class QPlainTextEdit;
 
 namespace tensorscope::viz {
@@ -32,7 +34,6 @@ class RunsPanel;
 class SessionFiles;
 class SessionModel;
 class TrainingController;
-class TrainingDriver;
 class TrainingPanel;
 
 class MainWindow : public QMainWindow {
@@ -51,6 +52,9 @@ class MainWindow : public QMainWindow {
     /// Answers a yes/no question by its title (e.g. "Edit C of a training run?"); empty: a dialog,
     /// or no where no one can answer (offscreen).
     std::function<bool(const QString& title)> confirm;
+    /// Answers "resume this run or train it again?"; empty: a dialog, or resume where no one can
+    /// answer (offscreen).
+    TrainingDriver::HistoryQuestion askHistory;
   };
   explicit MainWindow(const Options& options, QWidget* parent = nullptr);
   MainWindow() : MainWindow(Options{}) {}

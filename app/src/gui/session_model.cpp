@@ -234,9 +234,10 @@ bool SessionModel::applyDesign(quint64 runId, const std::vector<spec::AttentionS
   return true;
 }
 
-void SessionModel::setTrainingRun(quint64 runId) {
+void SessionModel::setTrainingRun(quint64 runId, bool resumed) {
   if (runId == trainingId_) return;
   trainingId_ = runId;
+  trainingResumed_ = runId != 0 && resumed;
   const int i = runId ? indexOf(runId) : -1;
   if (i >= 0) trainingSpec_ = run(i).config.model.attention.front();
   Q_EMIT trainingChanged(runId);

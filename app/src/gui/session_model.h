@@ -97,8 +97,11 @@ class SessionModel : public QObject {
   bool isTraining(int index) const { return trainingId_ != 0 && index == trainingIndex(); }
   /// The design the training run started with (layer 0): inspections are read with it.
   const spec::AttentionSpec& trainingSpec() const { return trainingSpec_; }
-  /// Locks run `runId` while it trains; 0 releases. Emits trainingChanged.
-  void setTrainingRun(quint64 runId);
+  /// Locks run `runId` while it trains (`resumed`: it continues its history); 0 releases. Emits
+  /// trainingChanged.
+  void setTrainingRun(quint64 runId, bool resumed = false);
+  /// True while the training run continues from its checkpoint (its curves and views go on).
+  bool trainingResumed() const { return trainingResumed_; }
 
  Q_SIGNALS:
   /// The document was replaced.
@@ -133,6 +136,7 @@ class SessionModel : public QObject {
   QUndoStack undo_;
   quint64 nextId_ = 1;
   quint64 trainingId_ = 0;
+  bool trainingResumed_ = false;
   spec::AttentionSpec trainingSpec_;
   int layer_ = 0;
   bool changed_ = false;

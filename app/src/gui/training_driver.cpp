@@ -59,18 +59,31 @@ bool TrainingDriver::start(qint64 steps) {
     return false;
   }
   const RunEntry& run = model_->currentRun();
+  // A run with history: resume it, or train it again from step 0 in a new directory.
+  if (!run.runDir.isEmpty()) {
+    const auto state = model_core::inspectRunDirectory(run.runDir.toStdString());
+    if (state.checkpoint_step >= 0) {
+      const History choice = askHistory_ ? askHistory_(run.name, state.checkpoint_step) : History::Resume;
+      if (choice == History::Cancel) return false;
+      if (choice == History::Resume) return launch(run, run.runDir, true, steps);
+    }
+  }
   const QString dir = makeRunDirectory(runsFolderFor(model_->path()), run.name, QDateTime::currentDateTime());
   if (dir.isEmpty()) {
     Q_EMIT error("Training", "Cannot create a run directory for " + run.name + " (check that the session's folder is writable)");
     return false;
   }
+  return launch(run, dir, false, steps);
+}
+
+bool TrainingDriver::launch(const RunEntry& run, const QString& dir, bool resume, qint64 steps) {
   model_->setRunDirectory(run.id, dir);
-  model_->setTrainingRun(run.id);
-  model_->setStatus(run.id, "training…");
+  model_->setTrainingRun(run.id, resume);
+  model_->setStatus(run.id, resume ? "resuming…" : "training…");
   panel_->setState(true, false);
   model_core::WarmStart warm;
-  if (!run.initFrom.isEmpty()) warm.checkpoint_dir = run.initFrom.toStdString();  // a fork: cores from its design
-  return controller_->start(run.config, dir, false, steps, warm);
+  if (!resume && !run.initFrom.isEmpty()) warm.checkpoint_dir = run.initFrom.toStdString();  // a fork: cores from its design
+  return controller_->start(run.config, dir, resume, steps, warm);
 }
 
 void TrainingDriver::togglePause() {

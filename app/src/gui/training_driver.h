@@ -7,12 +7,15 @@
 #include <QObject>
 #include <QString>
 
+#include <functional>
+
 namespace tensorscope::model_core {
 struct TrainResult;
 }
 
 namespace tensorscope::app {
 
+struct RunEntry;
 class SessionModel;
 class TrainingController;
 class TrainingPanel;
@@ -23,8 +26,16 @@ class TrainingDriver : public QObject {
   TrainingDriver(SessionModel* model, TrainingPanel* panel, QObject* parent = nullptr);
   TrainingController* controller() const { return controller_; }
 
-  /// Starts training the current run (optionally stopping at `steps`). False, with the reason in
-  /// error(), when a run trains already, the design is invalid or no run directory can be made.
+  /// What to do with a run that has trained before (its checkpoint at `step`).
+  enum class History { Resume, Restart, Cancel };
+  using HistoryQuestion = std::function<History(const QString& run, qint64 step)>;
+  /// Who answers that question (the window: a dialog); none: resume, which loses nothing.
+  void setHistoryQuestion(HistoryQuestion ask) { askHistory_ = std::move(ask); }
+
+  /// Starts training the current run (optionally stopping at `steps`). A run with a checkpoint is
+  /// resumed from it or trained again in a new directory (the old one stays), as the history
+  /// question answers. False, with the reason in error(), when a run trains already, the design is
+  /// invalid, no run directory can be made, or the question was cancelled.
   bool start(qint64 steps = -1);
   /// Pause when running, resume when paused.
   void togglePause();
@@ -44,6 +55,8 @@ class TrainingDriver : public QObject {
 
  private:
   bool forkFromCheckpoint();
+  /// Locks `run`, trains it into `dir` (resuming its checkpoint there, or fresh) and starts.
+  bool launch(const RunEntry& run, const QString& dir, bool resume, qint64 steps);
   void onFinished(const model_core::TrainResult& result);
   void onFailed(const QString& reason);
   void release(const QString& status);
@@ -52,6 +65,7 @@ class TrainingDriver : public QObject {
   TrainingPanel* panel_;
   TrainingController* controller_;
   quint64 forkParent_ = 0;  ///< the run whose checkpoint a fork waits for (0: none)
+  HistoryQuestion askHistory_;
 };
 
 }  // namespace tensorscope::app

@@ -13,6 +13,16 @@
 
 namespace tensorscope::model_core {
 
+/// What a run directory holds, read without loading its weights: the step of its newest checkpoint
+/// that verifies (-1 without one) and every problem found (a config that does not read, a damaged
+/// trainer state, checkpoints that do not verify, a trainer state without weights). The explorer
+/// uses it to refuse a damaged folder with the reason and to offer resuming a run with history.
+struct RunDirectoryState {
+  std::int64_t checkpoint_step = -1;
+  std::vector<std::string> problems;
+};
+RunDirectoryState inspectRunDirectory(const std::string& run_dir);
+
 /// Copies a run directory's latest checkpoint (model.safetensors, config.json, trainer_state.json)
 /// into `out_dir` (created), each file atomically, after checking that the weights file reads.
 /// A running trainer may keep writing `run_dir`: the copy is one consistent checkpoint. Returns its
