@@ -158,7 +158,7 @@ void MainWindow::showLearnedCoreOfLayer(const model_core::InspectionSnapshot& sn
   // cores[i] belongs to layer core_layers[i] (layers without a core have none).
   for (size_t i = 0; i < snap.cores.size() && i < snap.core_layers.size(); ++i)
     if (snap.core_layers[i] == currentLayer()) {
-      core_->showLearnedCore(snap.cores[i].values, snap.cores[i].rows, snap.step);
+      core_->showLearnedCore(snap.cores[i].values, snap.cores[i].rows(), snap.step);
       return;
     }
 }
@@ -181,7 +181,7 @@ void MainWindow::onInspection(std::shared_ptr<const model_core::InspectionSnapsh
   std::vector<int> layers;
   for (size_t l = 0; l < snap->maps.size(); ++l) {
     std::vector<viz::MatrixData> row;
-    for (const auto& m : snap->maps[l]) row.push_back({m.rows, m.cols, m.values});
+    for (const auto& m : snap->maps[l]) row.push_back({m.rows(), m.cols(), m.values});
     maps.push_back(std::move(row));
     layers.push_back(static_cast<int>(l));
   }
@@ -189,18 +189,18 @@ void MainWindow::onInspection(std::shared_ptr<const model_core::InspectionSnapsh
   for (const auto& t : snap->probe_tokens) tokens << QString::fromStdString(t);
   maps_->setGroupSize(trainingSpec_.core ? std::max(1, trainingSpec_.sizes.D) : 1);
   maps_->setMaps(maps, tokens, layers, step);
-  if (snap->roles.rows > 0) reclusterRoles(roles_->k());
+  if (snap->roles.rows() > 0) reclusterRoles(roles_->k());
 }
 
 void MainWindow::reclusterRoles(int k) {
-  if (!lastInspection_ || lastInspection_->roles.rows < 3) {
+  if (!lastInspection_ || lastInspection_->roles.rows() < 3) {
     roles_->showMessage("Role vectors appear here while a TP-attention model trains (variant tp).");
     return;
   }
   const auto& snap = *lastInspection_;
   const auto p = projectRoles(snap.roles, k);
   QStringList tokens, contexts, labels;
-  for (int i = 0; i < snap.roles.rows; ++i) {
+  for (int i = 0; i < snap.roles.rows(); ++i) {
     tokens << QString::fromStdString(snap.role_tokens[i]);
     contexts << QString::fromStdString(snap.role_contexts[i]);
     labels << QString::fromStdString(snap.role_labels[i]);

@@ -15,7 +15,7 @@
 
 #include "gui/session.h"
 #include "model_core/analysis.h"
-#include "model_core/snapshots.h"
+#include "model_core/host_tensor.h"
 
 namespace tensorscope::app {
 
@@ -56,6 +56,6 @@ struct RoleProjection {
   std::vector<int> clusters;
   double explainedPc1 = 0, explainedPc2 = 0;  ///< fractions of the variance
 };
-RoleProjection projectRoles(const model_core::Matrix& roles, int k);
+RoleProjection projectRoles(const model_core::HostTensor& roles, int k);
 
 }  // namespace tensorscope::app
