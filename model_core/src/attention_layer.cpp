@@ -16,24 +16,6 @@
 namespace tensorscope::model_core {
 namespace {
 
-HostTensor toHost(const torch::Tensor& t) {
-  HostTensor h;
-  if (!t.defined()) return h;
-  const auto c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  h.shape = c.sizes().vec();
-  h.values.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  return h;
-}
-
-torch::Tensor fromHost(const HostTensor& h) {
-  int64_t n = 1;
-  for (auto d : h.shape) n *= d;
-  if (n != static_cast<int64_t>(h.values.size()))
-    throw std::invalid_argument("tensor shape holds " + std::to_string(n) + " values but " +
-                                std::to_string(h.values.size()) + " were given");
-  return torch::tensor(h.values, torch::kFloat).reshape(h.shape);
-}
-
 std::string shapeText(const torch::Tensor& t) {
   std::ostringstream s;
   s << t.sizes();
@@ -72,13 +54,6 @@ std::vector<WeightInfo> AttentionLayer::weights() const {
   return out;
 }
 
-std::vector<double> AttentionLayer::effectiveCore() const {
-  const auto C = impl_->module->effectiveCore();
-  if (!C.defined()) return {};
-  const auto c = C.detach().to(torch::kCPU, torch::kDouble).contiguous();
-  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
-}
-
 void AttentionLayer::saveWeights(const std::string& path) const {
   NamedTensors tensors;
   for (const auto& w : impl_->module->namedWeights()) tensors.emplace_back(w.name, w.value.detach().to(torch::kFloat));
@@ -101,12 +76,6 @@ void AttentionLayer::loadWeights(const std::string& path) {
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(path + ": " + e.what());
   }
-}
-
-AttentionLayer::Result AttentionLayer::forward(const HostTensor& x, bool withMaps) const {
-  torch::NoGradGuard noGrad;
-  const auto out = impl_->module->forward(fromHost(x), {withMaps, withMaps});
-  return {toHost(out.y), toHost(out.maps), toHost(out.roles)};
 }
 
 std::vector<std::string> AttentionLayer::runOnFiles(const std::string& input, const std::string& output,

@@ -118,7 +118,7 @@ TEST(DiagramScene, CausalAndBiasVariantsRender) {
   for (const auto& name : spec::variantNames()) {
     auto s = spec::makeSpecPreset(name);
     s.bias = true;
-    s.causal = spec::supportsCausal(s.variant);
+    s.causal = true;
     expectDrawn(spec::buildTensorNetwork(s, 6), name + " (causal, bias)");
   }
 }

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "gui/run_features.h"
-#include "model_core/snapshots.h"
+#include "model_core/host_tensor.h"
 
 using namespace tensorscope;
 
@@ -63,12 +63,11 @@ TEST(RunFeatures, RoleVectorsProjectAndClusterByTheirGroups) {
   // components and k-means with k = 3 finds the groups.
   std::mt19937 rng(3);
   std::normal_distribution<float> noise(0.f, 0.05f);
-  model_core::Matrix roles;
-  roles.rows = 30;
-  roles.cols = 6;
+  model_core::HostTensor roles;
+  roles.shape = {30, 6};
   const float centres[3][6] = {{2, 0, 0, 1, 0, 0}, {0, 2, 0, 0, -1, 0}, {-2, -2, 0, 0, 0, 1}};
-  for (int i = 0; i < roles.rows; ++i)
-    for (int d = 0; d < roles.cols; ++d) roles.values.push_back(centres[i % 3][d] + noise(rng));
+  for (int i = 0; i < roles.rows(); ++i)
+    for (int d = 0; d < roles.cols(); ++d) roles.values.push_back(centres[i % 3][d] + noise(rng));
   const auto p = app::projectRoles(roles, 3);
   ASSERT_EQ(p.xs.size(), 30u);
   ASSERT_EQ(p.clusters.size(), 30u);

@@ -24,7 +24,7 @@ AttentionSpec small(const std::string& preset, bool causal = false, bool bias = 
   s.sizes.c = 2;
   s.sizes.seq_len = 4;
   if (s.core) s.core = makeCorePreset(s.core->preset, s.sizes.H, s.sizes.D);
-  s.causal = causal && supportsCausal(s.variant);
+  s.causal = causal;
   s.bias = bias;
   return s;
 }

@@ -68,7 +68,7 @@ void DesignDocks::showLearnedCore() {
   const auto& snap = *last_;
   for (size_t i = 0; i < snap.cores.size() && i < snap.core_layers.size(); ++i)
     if (snap.core_layers[i] == model_->currentLayer()) {
-      core_->showLearnedCore(snap.cores[i].values, snap.cores[i].rows, snap.step);
+      core_->showLearnedCore(snap.cores[i].values, snap.cores[i].rows(), snap.step);
       return;
     }
 }

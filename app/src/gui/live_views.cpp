@@ -121,7 +121,7 @@ void LiveViews::onInspection(std::shared_ptr<const model_core::InspectionSnapsho
   std::vector<int> layers;
   for (size_t l = 0; l < snap->maps.size(); ++l) {
     std::vector<viz::MatrixData> row;
-    for (const auto& m : snap->maps[l]) row.push_back({m.rows, m.cols, m.values});
+    for (const auto& m : snap->maps[l]) row.push_back({m.rows(), m.cols(), m.values});
     maps.push_back(std::move(row));
     layers.push_back(static_cast<int>(l));
   }
@@ -129,12 +129,12 @@ void LiveViews::onInspection(std::shared_ptr<const model_core::InspectionSnapsho
   for (const auto& t : snap->probe_tokens) tokens << QString::fromStdString(t);
   v_.maps->setGroupSize(trained.core ? std::max(1, trained.sizes.D) : 1);
   v_.maps->setMaps(maps, tokens, layers, step);
-  if (snap->roles.rows > 0) reclusterRoles(v_.roles->k());
+  if (snap->roles.rows() > 0) reclusterRoles(v_.roles->k());
   Q_EMIT inspected(snap);
 }
 
 void LiveViews::reclusterRoles(int k) {
-  if (!last_ || last_->roles.rows < 3) {
+  if (!last_ || last_->roles.rows() < 3) {
     v_.roles->showMessage("Role vectors appear here while a TP-attention model trains (variant tp).");
     return;
   }
@@ -143,7 +143,7 @@ void LiveViews::reclusterRoles(int k) {
   alignRoleProjection(p, lastRoles_);  // the same probe: the picture turns and relabels smoothly
   lastRoles_ = p;
   QStringList tokens, contexts, labels;
-  for (int i = 0; i < snap.roles.rows; ++i) {
+  for (int i = 0; i < snap.roles.rows(); ++i) {
     tokens << QString::fromStdString(snap.role_tokens[i]);
     contexts << QString::fromStdString(snap.role_contexts[i]);
     labels << QString::fromStdString(snap.role_labels[i]);

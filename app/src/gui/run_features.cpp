@@ -81,10 +81,10 @@ MetricsCurves readMetricsCurves(const std::string& runDir) {
   return out;
 }
 
-RoleProjection projectRoles(const model_core::Matrix& roles, int k) {
+RoleProjection projectRoles(const model_core::HostTensor& roles, int k) {
   RoleProjection out;
-  const auto p = model_core::pca(roles.values, roles.rows, roles.cols, 2);
-  for (int i = 0; i < roles.rows; ++i) {
+  const auto p = model_core::pca(roles.values, roles.rows(), roles.cols(), 2);
+  for (int i = 0; i < roles.rows(); ++i) {
     out.xs.push_back(p.coordinates[static_cast<size_t>(i) * 2]);
     out.ys.push_back(p.coordinates[static_cast<size_t>(i) * 2 + 1]);
   }
@@ -93,7 +93,7 @@ RoleProjection projectRoles(const model_core::Matrix& roles, int k) {
   model_core::KMeansOptions opt;
   opt.seed = 1;
   opt.n_init = 4;
-  out.clusters = model_core::kMeans(roles.values, roles.rows, roles.cols, std::clamp(k, 1, roles.rows), opt).labels;
+  out.clusters = model_core::kMeans(roles.values, roles.rows(), roles.cols(), std::clamp(k, 1, roles.rows()), opt).labels;
   return out;
 }
 

@@ -15,7 +15,7 @@
 
 #include "gui/session.h"
 #include "model_core/analysis.h"
-#include "model_core/snapshots.h"
+#include "model_core/host_tensor.h"
 
 namespace tensorscope::app {
 
@@ -56,7 +56,7 @@ struct RoleProjection {
   std::vector<int> clusters;
   double explainedPc1 = 0, explainedPc2 = 0;  ///< fractions of the variance
 };
-RoleProjection projectRoles(const model_core::Matrix& roles, int k);
+RoleProjection projectRoles(const model_core::HostTensor& roles, int k);
 
 /// Keeps successive role pictures of the same probe comparable (issue 13: PCA's axes come with
 /// arbitrary signs and k-means with arbitrary labels, so the clusters jumped every inspection).

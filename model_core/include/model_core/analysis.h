@@ -1,7 +1,9 @@
 #pragma once
 /// Analysis tools over plain data for the UI: the core matrix C's stable rank and spectrum
 /// ("number of heads"), PCA to a few components, and seedable k-means. Torch-free: matrices and
-/// point sets are row-major std::vector buffers with explicit sizes.
+/// point sets are row-major std::vector buffers with explicit sizes, not HostTensor
+/// (model_core/host_tensor.h): the inputs come as float (a snapshot's HostTensor values) or as
+/// double (a spec's core entries, kept exact), and everything is computed in double.
 ///
 /// Every function validates its input and throws std::invalid_argument with a message that
 /// starts with the function's name and says what is wrong (size mismatch, which entry is NaN or
@@ -35,13 +37,6 @@ struct CoreAnalysis {
   double rank_tolerance = 0.0;
 };
 
-/// A row-major rows x cols matrix, e.g. one layer's core C.
-struct AnalysisMatrix {
-  int rows = 0;
-  int cols = 0;
-  std::vector<double> values;  ///< rows * cols entries, row-major
-};
-
 /// Stable rank, spectrum, norms and numerical rank of the row-major rows x cols matrix `values`.
 /// Requires rows, cols >= 1, values.size() == rows * cols and finite entries.
 CoreAnalysis analyzeCore(const std::vector<double>& values, int rows, int cols);
@@ -55,10 +50,6 @@ double stableRank(const std::vector<float>& values, int rows, int cols);
 /// analyzeCore(values, rows, cols).singular_values: min(rows, cols) values, descending.
 std::vector<double> singularValues(const std::vector<double>& values, int rows, int cols);
 std::vector<double> singularValues(const std::vector<float>& values, int rows, int cols);
-
-/// "Effective heads" per layer: the stable rank of each layer's core, in order. Errors name the
-/// layer ("effectiveHeads: layer 2: ...").
-std::vector<double> effectiveHeads(const std::vector<AnalysisMatrix>& cores);
 
 // ---------------------------------------------------------------------------------------------
 // PCA

@@ -1,6 +1,6 @@
 #pragma once
 /// One attention layer behind a torch-free interface: build it from a spec, save/load its weights
-/// as safetensors under the contract's names, run it on plain float data or on files.
+/// as safetensors under the contract's names, run it on files.
 
 #include <cstdint>
 #include <memory>
@@ -10,12 +10,6 @@
 #include "spec/attention_spec.h"
 
 namespace tensorscope::model_core {
-
-/// A float32 tensor as plain data (row-major).
-struct HostTensor {
-  std::vector<int64_t> shape;
-  std::vector<float> values;
-};
 
 struct WeightInfo {
   std::string name;             ///< contract name, e.g. "wq.weight", "core", "core.A"
@@ -35,21 +29,11 @@ class AttentionLayer {
   const spec::AttentionSpec& spec() const;
   std::int64_t trainableParameterCount() const;
   std::vector<WeightInfo> weights() const;
-  /// The effective core C (R x R, row-major); empty for variants without one.
-  std::vector<double> effectiveCore() const;
 
   /// Writes every weight (F32) atomically, with the spec JSON in the file's metadata.
   void saveWeights(const std::string& path) const;
   /// Loads weights by contract name; missing, unexpected and mis-shaped tensors are all reported.
   void loadWeights(const std::string& path);
-
-  struct Result {
-    HostTensor y;      ///< [B, N, F]
-    HostTensor maps;   ///< the contract's display maps (when asked)
-    HostTensor roles;  ///< tp: role vectors [B, H, N, D] (when maps are asked)
-  };
-  /// Runs the layer in evaluation mode (no dropout, no gradients) on x [B, N, F].
-  Result forward(const HostTensor& x, bool withMaps) const;
 
   /// The file protocol of `tensorscope attention`: reads `x` ([B, N, F], float) from `input`,
   /// writes `y` (and `maps`, `roles` for tp, when `withMaps`) as F32 to `output`. Returns the

@@ -15,9 +15,6 @@ namespace tensorscope::model_core {
 /// std::invalid_argument for a malformed TENSORSCOPE_MEMORY_LIMIT.
 double availableMemoryBytes();
 
-/// "1.25 GiB".
-std::string formatGiB(double bytes);
-
 /// Throws std::invalid_argument when `needBytes` exceeds 80% of availableMemoryBytes():
 /// "<what> needs an estimated X of memory; this machine has Y available. <advice>"
 void requireMemory(double needBytes, const std::string& what, const std::string& advice);

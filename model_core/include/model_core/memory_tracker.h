@@ -11,7 +11,6 @@ class CpuMemoryTracker {
  public:
   /// Installs the counting allocator (idempotent, process-wide).
   static void install();
-  static bool installed();
   /// Bytes of CPU tensor storage allocated after install() and not yet freed.
   static std::int64_t currentBytes();
   /// The largest currentBytes() since the last resetPeak().

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "model_core/host_tensor.h"
+
 namespace tensorscope::model_core {
 
 /// Per-step scalars.
@@ -24,24 +26,19 @@ struct EvalSnapshot {
   double exact_match = -1; ///< question-answer tasks (greedy decoding); -1 when not applicable
 };
 
-/// A dense matrix as plain data.
-struct Matrix {
-  int rows = 0, cols = 0;
-  std::vector<float> values;  ///< row-major
-};
-
 /// What the views show about the model's insides at one step.
 struct InspectionSnapshot {
   std::int64_t step = 0;
   std::vector<int> core_layers;             ///< layers that have a core C
-  std::vector<Matrix> cores;                ///< their effective C
+  std::vector<HostTensor> cores;            ///< their effective C, [R, R]
   std::vector<double> stable_ranks;         ///< ‖C‖_F²/‖C‖_2² per core
   std::vector<std::vector<double>> spectra; ///< singular values per core
   /// Attention maps for the probe example: per layer, one map per head/channel ([N, N] or [d, d]).
-  std::vector<std::vector<Matrix>> maps;
+  std::vector<std::vector<HostTensor>> maps;
   std::vector<std::string> probe_tokens;    ///< token texts of the probe input
-  /// TP role vectors of the last TP layer for a probe batch: one row per (example, token, head 0).
-  Matrix roles;
+  /// TP role vectors of head 0 of the last TP layer for a probe batch: [rows, D], one row per
+  /// (example, non-padding token); empty for other variants.
+  HostTensor roles;
   std::vector<std::string> role_tokens;     ///< token text of each role row
   std::vector<std::string> role_labels;     ///< structural label of each role row
   std::vector<std::string> role_contexts;   ///< the question around each token

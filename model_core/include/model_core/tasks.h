@@ -106,12 +106,7 @@ struct TaskConfig {
 /// A data source is missing; the message names the Debian package that provides it.
 class MissingDataError : public std::runtime_error {
  public:
-  MissingDataError(const std::string& message, std::string debian_package)
-      : std::runtime_error(message), package_(std::move(debian_package)) {}
-  const std::string& debianPackage() const { return package_; }
-
- private:
-  std::string package_;
+  using std::runtime_error::runtime_error;
 };
 
 class Task {
@@ -123,7 +118,6 @@ class Task {
   /// Sequence tasks; image tasks return an empty vocabulary.
   virtual const Vocabulary& vocabulary() const = 0;
   virtual int numClasses() const { return 0; }               ///< image tasks
-  virtual std::vector<std::string> classNames() const { return {}; }
   /// A batch drawn with `rng_state` (advanced), deterministic for a given state.
   /// Throws std::logic_error for image tasks, std::invalid_argument for a split the task lacks
   /// or batch < 1.

@@ -36,7 +36,6 @@ class TrainerControl {
   void resume();
   /// While paused: run exactly one more step.
   void step();
-  bool stopRequested() const { return stop_.load(); }
   bool paused() const;
   /// Asks for a checkpoint at the next step boundary, also while paused (e.g. to fork the run from
   /// its current state). The sink's onCheckpoint reports it.

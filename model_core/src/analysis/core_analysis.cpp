@@ -120,26 +120,8 @@ std::vector<double> singularValues(const std::vector<float>& values, int rows, i
   return analyzeValues("singularValues", values, rows, cols).singular_values;
 }
 
-std::vector<double> effectiveHeads(const std::vector<AnalysisMatrix>& cores) {
-  std::vector<double> heads;
-  heads.reserve(cores.size());
-  for (std::size_t i = 0; i < cores.size(); ++i) {
-    const auto& m = cores[i];
-    heads.push_back(analyzeValues("effectiveHeads: layer " + std::to_string(i), m.values, m.rows, m.cols).stable_rank);
-  }
-  return heads;
-}
-
 CoreAnalysis analyzeCore(const at::Tensor& core) { return analyzeTensor("analyzeCore", core); }
 
 double stableRank(const at::Tensor& core) { return analyzeTensor("stableRank", core).stable_rank; }
-
-std::vector<double> effectiveHeads(const std::vector<at::Tensor>& cores) {
-  std::vector<double> heads;
-  heads.reserve(cores.size());
-  for (std::size_t i = 0; i < cores.size(); ++i)
-    heads.push_back(analyzeTensor("effectiveHeads: layer " + std::to_string(i), cores[i]).stable_rank);
-  return heads;
-}
 
 }  // namespace tensorscope::model_core

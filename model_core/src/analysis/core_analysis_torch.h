@@ -4,8 +4,6 @@
 
 #include <ATen/ATen.h>
 
-#include <vector>
-
 #include "model_core/analysis.h"
 
 namespace tensorscope::model_core {
@@ -18,8 +16,5 @@ CoreAnalysis analyzeCore(const at::Tensor& core);
 
 /// analyzeCore(core).stable_rank.
 double stableRank(const at::Tensor& core);
-
-/// Stable rank of each layer's core tensor, in order; errors name the layer.
-std::vector<double> effectiveHeads(const std::vector<at::Tensor>& cores);
 
 }  // namespace tensorscope::model_core

@@ -48,6 +48,13 @@ double parseLimit(const char* text) {
   return v * unit;
 }
 
+/// "1.25 GiB".
+std::string formatGiB(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f GiB", bytes / double(1ull << 30));
+  return b;
+}
+
 }  // namespace
 
 double availableMemoryBytes() {
@@ -62,12 +69,6 @@ double availableMemoryBytes() {
     }
   if (const double room = cgroupRoom(); room > 0) available = available > 0 ? std::min(available, room) : room;
   return available;
-}
-
-std::string formatGiB(double bytes) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f GiB", bytes / double(1ull << 30));
-  return b;
 }
 
 void requireMemory(double needBytes, const std::string& what, const std::string& advice) {

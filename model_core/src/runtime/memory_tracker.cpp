@@ -45,7 +45,6 @@ void CpuMemoryTracker::install() {
   c10::SetAllocator(c10::DeviceType::CPU, &g_allocator, /*priority=*/1);
 }
 
-bool CpuMemoryTracker::installed() { return g_installed.load(); }
 std::int64_t CpuMemoryTracker::currentBytes() { return g_current.load(); }
 std::int64_t CpuMemoryTracker::peakBytes() { return g_peak.load(); }
 void CpuMemoryTracker::resetPeak() { g_peak.store(g_current.load()); }

@@ -110,8 +110,7 @@ Corpus loadKingJamesBible() {
   if (bible.empty())
     throw MissingDataError(
         "King James Bible text not available: the program `bible` was not found on PATH: install the Debian "
-        "package bible-kjv (apt-get install bible-kjv)",
-        "bible-kjv");
+        "package bible-kjv (apt-get install bible-kjv)");
   Corpus c;
   c.text = runBible(bible);
   if (!looksLikeBible(c.text))

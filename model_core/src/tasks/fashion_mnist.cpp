@@ -39,8 +39,7 @@ class FashionMnistTask final : public Task {
     if (!missing.empty())
       throw MissingDataError("Fashion-MNIST not found in " + config.data_dir + " (missing " + missing +
                                  "): install the Debian package dataset-fashion-mnist "
-                                 "(apt-get install dataset-fashion-mnist)",
-                             "dataset-fashion-mnist");
+                                 "(apt-get install dataset-fashion-mnist)");
     train_ = load(paths[0], paths[1]);
     test_ = load(paths[2], paths[3]);
     // Training-set statistics of byte/255, exact via a histogram of the 256 byte values.
@@ -63,7 +62,6 @@ class FashionMnistTask final : public Task {
   bool isImage() const override { return true; }
   const Vocabulary& vocabulary() const override { return empty_; }
   int numClasses() const override { return kClasses; }
-  std::vector<std::string> classNames() const override { return {kClassNames.begin(), kClassNames.end()}; }
 
   ImageBatch imageBatch(Split split, int64_t batch, std::uint64_t& rng_state) const override {
     if (batch < 1) throw std::invalid_argument("fashion_mnist: batch must be >= 1; got " + std::to_string(batch));

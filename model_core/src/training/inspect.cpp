@@ -2,22 +2,10 @@
 #include <ATen/core/grad_mode.h>
 
 #include "analysis/core_analysis_torch.h"
+#include "io/host_tensor_torch.h"
 #include "training/training_session.h"
 
 namespace tensorscope::model_core {
-namespace {
-
-Matrix toMatrix(const torch::Tensor& t2) {
-  const auto c = t2.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  Matrix m;
-  m.rows = static_cast<int>(c.size(0));
-  m.cols = static_cast<int>(c.size(1));
-  m.values.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  return m;
-}
-
-}  // namespace
-
 InspectionSnapshot TrainingSession::inspect() {
   torch::NoGradGuard noGrad;
   model_->eval();
@@ -29,7 +17,7 @@ InspectionSnapshot TrainingSession::inspect() {
     if (!C.defined()) continue;
     const auto a = analyzeCore(C);
     snap.core_layers.push_back(static_cast<int>(i));
-    snap.cores.push_back(toMatrix(C));
+    snap.cores.push_back(toHost(C));
     snap.stable_ranks.push_back(a.stable_rank);
     snap.spectra.push_back(a.singular_values);
   }
@@ -56,12 +44,12 @@ InspectionSnapshot TrainingSession::inspect() {
   }
   model_->forward(input, {true, tp}, &outs);
   for (const auto& o : outs) {
-    std::vector<Matrix> layer;
+    std::vector<HostTensor> layer;
     if (o.maps.defined()) {
       const auto m = o.maps[0];  // the first probe example
-      if (m.dim() == 2) layer.push_back(toMatrix(m));
+      if (m.dim() == 2) layer.push_back(toHost(m));
       else
-        for (int64_t h = 0; h < m.size(0); ++h) layer.push_back(toMatrix(m[h]));
+        for (int64_t h = 0; h < m.size(0); ++h) layer.push_back(toHost(m[h]));
     }
     snap.maps.push_back(std::move(layer));
   }
@@ -70,21 +58,21 @@ InspectionSnapshot TrainingSession::inspect() {
     const AttentionOutput* last = nullptr;
     for (size_t i = 0; i < outs.size(); ++i)
       if (outs[i].roles.defined()) last = &outs[i];
-    const auto r = last->roles.select(1, 0).to(torch::kCPU, torch::kFloat).contiguous();  // [B, N, D]
+    const auto r = last->roles.select(1, 0);  // [B, N, D]
     const int64_t B = r.size(0), N = r.size(1), D = r.size(2);
     const auto& vocab = task_->vocabulary();
-    snap.roles.cols = static_cast<int>(D);
+    std::vector<int64_t> rows;  // flat (example, token) positions that are not padding
     for (int64_t b = 0; b < B; ++b)
       for (int64_t n = 0; n < N; ++n) {
         const int64_t tok = tokens.inputs[b * N + n];
         if (tok == Vocabulary::kPad) continue;
-        const float* row = r.data_ptr<float>() + (b * N + n) * D;
-        snap.roles.values.insert(snap.roles.values.end(), row, row + D);
-        ++snap.roles.rows;
+        rows.push_back(b * N + n);
         snap.role_tokens.push_back(vocab.tokens.at(tok));
         snap.role_labels.push_back(std::string(tokenRoleName(tokens.roles[b * N + n])));
         snap.role_contexts.push_back(b < static_cast<int64_t>(tokens.questions.size()) ? tokens.questions[b] : "");
       }
+    const auto index = torch::tensor(rows, torch::kLong).to(r.device());
+    snap.roles = toHost(r.reshape({B * N, D}).index_select(0, index));
   }
   model_->train();
   return snap;

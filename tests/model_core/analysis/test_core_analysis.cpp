@@ -195,24 +195,6 @@ TEST(StableRank, FloatOverloadsAgreeWithDouble) {
   for (std::size_t i = 1; i < s.size(); ++i) EXPECT_GE(s[i - 1], s[i]);
 }
 
-TEST(EffectiveHeads, StableRankPerLayer) {
-  std::vector<AnalysisMatrix> cores = {
-      {32, 32, kroneckerHeads(4, 8, 2.0)},
-      {2, 2, {1, 2, 2, 4}},  // rank one
-      {3, 3, identity(3)},
-      {2, 2, {0, 0, 0, 0}},
-  };
-  const auto heads = effectiveHeads(cores);
-  ASSERT_EQ(heads.size(), 4u);
-  EXPECT_NEAR(heads[0], 4.0, 1e-12);
-  EXPECT_NEAR(heads[1], 1.0, 1e-12);
-  EXPECT_NEAR(heads[2], 3.0, 1e-12);
-  EXPECT_EQ(heads[3], 0.0);
-  EXPECT_TRUE(effectiveHeads({}).empty());
-  cores[2].values.pop_back();
-  expectInvalid([&] { effectiveHeads(cores); }, "effectiveHeads: layer 2: values.size() = 8 but rows * cols = 3 * 3 = 9");
-}
-
 TEST(CoreAnalysisErrors, ShapeAndNonFiniteEntriesAreRejectedPrecisely) {
   const std::vector<double> five(5, 1.0);
   expectInvalid([&] { analyzeCore(five, 2, 3); }, "analyzeCore: values.size() = 5 but rows * cols = 2 * 3 = 6");

@@ -63,23 +63,6 @@ TEST(CoreAnalysisTorch, NonContiguousAndGradTensorsWork) {
   EXPECT_EQ(analyzeCore(at::zeros({3, 3}, at::kFloat)).stable_rank, 0.0);
 }
 
-TEST(CoreAnalysisTorch, EffectiveHeadsPerLayer) {
-  const std::vector<at::Tensor> cores = {
-      at::kron(at::eye(2, at::kDouble), at::ones({4, 4}, at::kDouble)),
-      at::eye(5, at::kFloat),
-      at::ones({3, 3}, at::kFloat),
-  };
-  const auto heads = effectiveHeads(cores);
-  ASSERT_EQ(heads.size(), 3u);
-  EXPECT_NEAR(heads[0], 2.0, 1e-12);
-  EXPECT_NEAR(heads[1], 5.0, 1e-12);
-  EXPECT_NEAR(heads[2], 1.0, 1e-12);
-  std::vector<AnalysisMatrix> plain;
-  for (const auto& c : cores) plain.push_back({static_cast<int>(c.size(0)), static_cast<int>(c.size(1)), toVector(c)});
-  const auto reference = effectiveHeads(plain);
-  for (std::size_t i = 0; i < heads.size(); ++i) EXPECT_NEAR(heads[i], reference[i], 1e-14);
-}
-
 TEST(CoreAnalysisTorch, WorksOnCudaTensors) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this LibTorch build or machine";
   at::manual_seed(3);
@@ -97,5 +80,4 @@ TEST(CoreAnalysisTorch, RejectsBadTensorsPrecisely) {
   bad[2][1] = std::numeric_limits<float>::quiet_NaN();
   expectInvalid([&] { analyzeCore(bad); }, "analyzeCore: entry (2, 1) is NaN");
   expectInvalid([&] { analyzeCore(bad.t()); }, "entry (1, 2) is NaN");
-  expectInvalid([&] { effectiveHeads({at::eye(2), bad}); }, "effectiveHeads: layer 1: entry (2, 1) is NaN");
 }

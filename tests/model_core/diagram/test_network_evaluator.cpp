@@ -42,7 +42,7 @@ struct RandomSizes {
       s.core = spec::makeCorePreset(s.core->preset, s.sizes.H, s.sizes.D);
     }
     if (s.variant == spec::Variant::ThsaLinear || s.variant == spec::Variant::Multilinear) s.dropout = 0;
-    s.causal = causal && spec::supportsCausal(s.variant);
+    s.causal = causal;
     s.bias = bias;
     return s;
   }

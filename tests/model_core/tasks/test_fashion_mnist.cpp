@@ -107,10 +107,6 @@ TEST_F(FashionMnist, RealFilesHaveTheExpectedCountsAndLabels) {
   EXPECT_TRUE(task_->isImage());
   EXPECT_FALSE(task_->isQuestionAnswer());
   EXPECT_EQ(task_->numClasses(), 10);
-  const auto names = task_->classNames();
-  ASSERT_EQ(names.size(), 10u);
-  EXPECT_EQ(names[0], "T-shirt/top");
-  EXPECT_EQ(names[9], "Ankle boot");
   const ImageBatch all = task_->imageEvalSet(Split::Validation, 1'000'000);  // clamped to the split
   EXPECT_EQ(all.batch, 10000);
   const auto raw = tasks::readIdxLabels(kDir + "/t10k-labels-idx1-ubyte.gz", 10);
@@ -226,7 +222,6 @@ TEST(FashionMnistFiles, MissingDataNamesTheDebianPackage) {
     FAIL() << "no error for a missing data directory";
   } catch (const MissingDataError& e) {
     const std::string msg = e.what();
-    EXPECT_EQ(e.debianPackage(), "dataset-fashion-mnist");
     EXPECT_NE(msg.find("Fashion-MNIST not found in " + c.data_dir), std::string::npos) << msg;
     EXPECT_NE(msg.find("install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist)"),
               std::string::npos)

@@ -12,6 +12,7 @@
 #include "model_core/safetensors.h"
 #include "model_core/snapshots.h"
 #include "model_core/trainer.h"
+#include "training/training_session.h"
 #include "training_test_util.h"
 
 using namespace tensorscope::model_core;
@@ -48,6 +49,26 @@ void expectFiniteCheckpoint(const std::string& run) {
 
 }  // namespace
 
+// What the views get, copied out of the model by one converter (io/host_tensor_torch.h): a core
+// is [R, R], and TP roles are one row of D values per non-padding probe token, each labelled.
+TEST(Trainer, InspectionHoldsCoresAndOneRoleRowPerProbeToken) {
+  TrainingSession thsa(tinyRun("thsa", 1));
+  const auto a = thsa.inspect();
+  ASSERT_EQ(a.cores.size(), 2u);  // two layers
+  EXPECT_EQ(a.cores[0].shape, (std::vector<std::int64_t>{16, 16}));
+  EXPECT_EQ(a.cores[0].values.size(), 256u);
+  EXPECT_TRUE(a.roles.shape.empty());
+  TrainingSession tp(tinyRun("tp", 1));
+  const auto b = tp.inspect();
+  EXPECT_TRUE(b.cores.empty());
+  ASSERT_GT(b.roles.rows(), 0);
+  EXPECT_EQ(b.roles.cols(), 8);  // D
+  EXPECT_EQ(b.roles.values.size(), static_cast<std::size_t>(b.roles.rows()) * 8);
+  EXPECT_EQ(b.role_tokens.size(), static_cast<std::size_t>(b.roles.rows()));
+  EXPECT_EQ(b.role_labels.size(), b.role_tokens.size());
+  for (const auto& t : b.role_tokens) EXPECT_NE(t, "<pad>");
+}
+
 TEST(Trainer, WritesARunDirectoryAndLearns) {
   TempDir dir("train_basic");
   auto c = tinyRun("mhsa", 40);
@@ -68,7 +89,7 @@ TEST(Trainer, WritesARunDirectoryAndLearns) {
   ASSERT_FALSE(rec.inspections.empty());
   EXPECT_EQ(rec.inspections.back().maps.size(), 2u);          // two layers
   EXPECT_EQ(rec.inspections.back().maps[0].size(), 2u);       // two heads
-  EXPECT_EQ(rec.inspections.back().maps[0][0].rows, 24);
+  EXPECT_EQ(rec.inspections.back().maps[0][0].shape, (std::vector<std::int64_t>{24, 24}));
   // The run config reads back, and evaluation of the run directory works.
   EXPECT_NO_THROW(readRunConfig(dir.path("run/config.json")));
   EXPECT_FALSE(evaluateRun(dir.path("run")).empty());

@@ -12,7 +12,6 @@ constexpr std::string_view kCorePrefix = "core:";
 
 bool hasCore(Variant v) { return v == Variant::Thsa || v == Variant::ThsaLinear; }
 
-bool supportsCausal(Variant) { return true; }
 
 const std::vector<std::string>& variantNames() {
   static const std::vector<std::string> names(kVariantNames.begin(), kVariantNames.end());

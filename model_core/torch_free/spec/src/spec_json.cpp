@@ -7,7 +7,6 @@
 #include <cmath>
 #include <set>
 
-#include "files/atomic_file.h"
 #include "files/read_file.h"
 #include "spec/validation.h"
 
@@ -389,10 +388,6 @@ AttentionSpec readSpecFile(const std::string& path) {
     throw SpecError(std::vector<Issue>{{"(file)", e.what()}});
   }
   return fromJson(text);
-}
-
-void writeSpecFile(const std::string& path, const AttentionSpec& spec) {
-  files::writeFileAtomically(path, toJson(spec) + "\n");
 }
 
 }  // namespace tensorscope::spec

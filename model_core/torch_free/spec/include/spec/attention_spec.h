@@ -42,8 +42,6 @@ struct AttentionSpec {
 
 /// Whether the variant has a core matrix C.
 bool hasCore(Variant v);
-/// Whether the variant supports `causal: true`.
-bool supportsCausal(Variant v);
 
 const std::vector<std::string>& variantNames();
 std::string_view toString(Variant v);

@@ -34,7 +34,4 @@ AttentionSpec fromJson(const std::string& text);
 /// Reads a file: fromJson plus I/O errors ("cannot open FILE: reason").
 AttentionSpec readSpecFile(const std::string& path);
 
-/// Writes atomically (temporary file, fsync, rename). Throws std::runtime_error on failure.
-void writeSpecFile(const std::string& path, const AttentionSpec& spec);
-
 }  // namespace tensorscope::spec
