@@ -163,6 +163,10 @@ TEST(SessionModel, ANewSessionIsRefusedWhileARunTrains) {
   EXPECT_EQ(m.run(0).id, first) << "the document was kept";
   EXPECT_TRUE(m.isTraining(2));
   EXPECT_THROW(m.open("/nonexistent/session.json"), std::runtime_error);
+  m.setTrainingRun(0);
+  m.reset(app::Session{});
+  EXPECT_EQ(refused.count(), 2) << "a session without runs is refused";
+  EXPECT_EQ(m.run(0).id, first);
 }
 
 }  // namespace

@@ -46,7 +46,10 @@ void DesignDocks::refresh() {
   design_->setSpec(s);
   design_->setEditable(editable);
   core_->setSpec(s);
-  core_->setEditable(editable);
+  // setEditable(true) clears the banner and redraws C: on another run, or when the lock changes.
+  const quint64 shown = model_->currentRun().id;
+  if (core_->editable() != editable || shown != shownRun_) core_->setEditable(editable);
+  shownRun_ = shown;
   if (!editable) showLearnedCore();  // the training run: its learned C once an inspection came
   specText_->setPlainText(QString::fromStdString(spec::toJson(s)));
   if (!spec::validate(s).empty()) return;  // the Design dock lists the problems

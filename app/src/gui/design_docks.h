@@ -45,6 +45,7 @@ class DesignDocks : public QObject {
   QPlainTextEdit* specText_;
   diagram_view::DiagramView* diagram_;
   std::shared_ptr<const model_core::InspectionSnapshot> last_;
+  quint64 shownRun_ = 0;  ///< the run the docks showed at the last refresh
 };
 
 }  // namespace tensorscope::app

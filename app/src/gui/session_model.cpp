@@ -30,6 +30,10 @@ void SessionModel::reset(Session session) {
     Q_EMIT refused("A run is training; stop it before replacing the session.");
     return;
   }
+  if (session.runs.empty()) {
+    Q_EMIT refused("A session needs at least one run: nothing was replaced.");
+    return;
+  }
   session_ = std::move(session);
   statuses_.clear();
   overlay_.clear();
