@@ -391,6 +391,7 @@ TEST(MainWindow, EditingCDuringTrainingForksFromTheLatestCheckpoint) {
   const auto& fork = runs.back();
   const int forkIndex = static_cast<int>(runs.size()) - 1;
   EXPECT_TRUE(fork.name.startsWith("THSA fork@")) << fork.name.toStdString();
+  EXPECT_EQ(fork.forkParent, runs[1].id) << "the fork knows its parent";
   EXPECT_EQ(w.model().session().current, forkIndex);
   ASSERT_FALSE(fork.initFrom.isEmpty());
   EXPECT_TRUE(QFileInfo::exists(fork.initFrom + "/model.safetensors"));

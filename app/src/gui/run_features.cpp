@@ -48,6 +48,7 @@ RunEntry forkEntry(const RunEntry& parent, const QString& snapshot, std::int64_t
   }
   fork.config.model.attention = std::move(specs);
   fork.initFrom = snapshot;
+  fork.forkParent = parent.id;
   fork.name = QString("%1 fork@%2").arg(parent.name).arg(step);
   for (int n = 2; takenNames.contains(fork.name); ++n) fork.name = QString("%1 fork@%2 (%3)").arg(parent.name).arg(step).arg(n);
   return fork;

@@ -19,8 +19,11 @@ struct RunEntry {
   /// empty for a run trained from a fresh initialisation.
   QString initFrom;
   /// Stable within one window (undo commands name their run by it; indices shift when runs are
-  /// removed); given by the window, not saved.
+  /// removed); given by the SessionModel, not saved.
   quint64 id = 0;
+  /// The run this one was forked from (its id; 0: not a fork, or its parent is of an earlier
+  /// window — `initFrom` and the name say where a saved fork came from).
+  quint64 forkParent = 0;
 };
 
 struct Session {
