@@ -28,6 +28,7 @@
 #include "gui/figure_export.h"
 #include "gui/live_views.h"
 #include "gui/main_menus.h"
+#include "gui/run_features.h"
 #include "gui/runs_panel.h"
 #include "gui/session_files.h"
 #include "gui/session_model.h"

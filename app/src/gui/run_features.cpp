@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 
 #include "model_core/run_config.h"
 #include "model_core/run_directory.h"
@@ -52,6 +53,22 @@ RunEntry forkEntry(const RunEntry& parent, const QString& snapshot, std::int64_t
   fork.name = QString("%1 fork@%2").arg(parent.name).arg(step);
   for (int n = 2; takenNames.contains(fork.name); ++n) fork.name = QString("%1 fork@%2 (%3)").arg(parent.name).arg(step).arg(n);
   return fork;
+}
+
+RunEntry runEntryFromDirectory(const QString& dir) {
+  // A folder is a run only when what it holds reads: a damaged trainer state or checkpoint is named
+  // now, not when the run is trained or resumed.
+  const auto state = model_core::inspectRunDirectory(dir.toStdString());
+  if (!state.problems.empty()) {
+    std::string m = "not a usable run directory:";
+    for (const auto& p : state.problems) m += "\n  " + p;
+    throw std::invalid_argument(m);
+  }
+  RunEntry e;
+  e.config = model_core::readRunConfig((dir + "/config.json").toStdString());
+  e.runDir = QDir(dir).absolutePath();
+  e.name = QFileInfo(dir).fileName();
+  return e;
 }
 
 MetricsCurves readMetricsCurves(const std::string& runDir) {

@@ -34,6 +34,12 @@ QString makeRunDirectory(const QString& base, const QString& name, const QDateTi
 /// snapshot.
 RunEntry forkEntry(const RunEntry& parent, const QString& snapshot, std::int64_t step, const QStringList& takenNames);
 
+/// Reads a run directory written by `tensorscope train` into an entry named after it. Throws with
+/// every problem of a damaged folder (model_core::inspectRunDirectory), so it is refused when
+/// opened, not when it is trained. (Not in session.cpp: the session reader builds without
+/// LibTorch for its fuzz harness.)
+RunEntry runEntryFromDirectory(const QString& dir);
+
 /// One curve of a run's metrics log.
 struct Series {
   std::vector<double> steps, values;

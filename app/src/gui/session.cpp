@@ -14,7 +14,6 @@
 #include "files/atomic_file.h"
 #include "files/read_file.h"
 #include "spec/cost_model.h"
-#include "model_core/run_directory.h"
 #include "spec/json_reader.h"
 
 namespace tensorscope::app {
@@ -188,22 +187,6 @@ RunEntry referenceDenseThsaRun() {
   c.train.weight_decay = 0.01;
   c.train.grad_clip = 1.0;
   return {"THSA dense · reference size", c, {}, {}};
-}
-
-RunEntry runEntryFromDirectory(const QString& dir) {
-  // A folder is a run only when what it holds reads: a damaged trainer state or checkpoint is named
-  // now, not when the run is trained or resumed.
-  const auto state = model_core::inspectRunDirectory(dir.toStdString());
-  if (!state.problems.empty()) {
-    std::string m = "not a usable run directory:";
-    for (const auto& p : state.problems) m += "\n  " + p;
-    throw std::invalid_argument(m);
-  }
-  RunEntry e;
-  e.config = model_core::readRunConfig((dir + "/config.json").toStdString());
-  e.runDir = QDir(dir).absolutePath();
-  e.name = QFileInfo(dir).fileName();
-  return e;
 }
 
 QStringList exampleSessionPaths() {

@@ -52,8 +52,6 @@ RunEntry referenceDenseThsaRun();
 /// A run config for `spec` with the default model, task and training settings of the explorer.
 model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& spec, const QString& task = "arithmetic");
 
-/// Reads a run directory written by `tensorscope train` (config.json) into an entry named after it.
-RunEntry runEntryFromDirectory(const QString& dir);
 
 /// Example sessions shipped in resources/sessions (names and paths).
 QStringList exampleSessionPaths();
