@@ -1,6 +1,8 @@
 // The files library: crash-safe writes and bounded reads (issue 19). The crash-consistency
 // campaign through the file-operation hook is tests/cli/test_crash_consistency.py.
 #include <gtest/gtest.h>
+
+#include "error_of.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,18 +15,8 @@
 using namespace tensorscope::files;
 namespace fs = std::filesystem;
 
-namespace {
+using tensorscope::test::errorOf;
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-}  // namespace
 
 TEST(AtomicFile, ReplacesTheTargetAndLeavesNoTemporaryFile) {
   const fs::path dir = fs::temp_directory_path() / ("ts_atomic_file_" + std::to_string(::getpid()));

@@ -2,6 +2,8 @@
 // and the spec reader through it.
 #include <gtest/gtest.h>
 
+#include "error_of.h"
+
 #include <functional>
 #include <string>
 
@@ -11,18 +13,11 @@
 
 using namespace tensorscope::spec;
 
+using tensorscope::test::errorOf;
+
 namespace {
 
 std::string nested(int depth) { return std::string(size_t(depth), '[') + "1" + std::string(size_t(depth), ']'); }
-
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 }  // namespace
 

@@ -2,6 +2,8 @@
 // mapped back to the raw bytes), training-set standardisation, and corrupt or missing files.
 
 #include <gtest/gtest.h>
+
+#include "error_of.h"
 #include <unistd.h>
 #include <zlib.h>
 
@@ -15,6 +17,8 @@
 
 using namespace tensorscope::model_core;
 namespace fs = std::filesystem;
+
+using tensorscope::test::errorOf;
 
 namespace {
 
@@ -79,15 +83,6 @@ void writeSmallDataset(const TempDir& d) {
   writeGz(d.file("train-labels-idx1-ubyte.gz"), labelsFile(5));
   writeGz(d.file("t10k-images-idx3-ubyte.gz"), imagesFile(2));
   writeGz(d.file("t10k-labels-idx1-ubyte.gz"), labelsFile(2));
-}
-
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
