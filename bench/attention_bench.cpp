@@ -1,10 +1,18 @@
 // Layer benchmark (issue 3): forward+backward time and peak tensor memory per attention variant,
 // and the N-scaling of dimwise against mhsa. Prints one JSON document on stdout.
 //
-//   attention_bench [--quick] [--threads T] [--min-seconds S]
+//   attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]
+//                   [--device cpu|cuda]
 //
-// Sizes: B=32, N=128, F=128, H=4, D=32, R=128 (multilinear at N=32); scaling at B=4, N=256..4096.
-// Peak memory is exact CPU tensor storage (CpuMemoryTracker), above what was live before the step.
+// Sizes: B=32, N=128, F=128, H=4, D=32, R=128 (multilinear at N=32); scaling at B=4, N=256..4096
+// (..16384 on CUDA). Peak memory is exact CPU tensor storage (CpuMemoryTracker), or on CUDA the
+// caching allocator's allocated bytes on device 0, above what was live before the step.
+//
+// --device cuda (issue 16): modules and inputs on CUDA device 0, every timed region between two
+// synchronisations, the GEMM rate from cuBLAS (float32 8192³, plus a bf16 one for reference). The
+// fused kernels are CPU-only: there every layer takes its ATen formulation and the `kernel` part is
+// skipped. The `brnm` part (default on CUDA, `--only brnm` on the CPU) grows N for the head-mixing
+// THSA cores, whose ATen formulation keeps [B, R, N, M] tensors, until the device runs out of memory.
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
@@ -16,16 +24,22 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "attention/attention_module.h"
-#include "gemm_rate.h"
 #include "attention/fused_attention.h"
+#include "build_config.h"
+#include "gemm_rate.h"
 #include "model_core/memory_tracker.h"
 #include "model_core/runtime.h"
 #include "spec/cost_model.h"
+
+#if TS_TORCH_HAS_CUDA_BUILD
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 using namespace tensorscope;
 using Clock = std::chrono::steady_clock;
@@ -36,12 +50,13 @@ struct Config {
   bool quick = false;
   double minSeconds = 1.0;
   int threads = 0;
-  bool causal = false;             ///< causal layers (decoder-style masks) instead of full ones
-  std::vector<std::string> only;   ///< layer names to run; "scaling" selects the N-scaling part
-  double gemmGflops = 0;           ///< measured at start-up, in this process
-  bool wants(const std::string& name) const {
-    return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
-  }
+  bool causal = false;                 ///< causal layers (decoder-style masks) instead of full ones
+  std::vector<std::string> only;       ///< layer names to run; "scaling" selects the N-scaling part
+  torch::Device device = torch::kCPU;  ///< where modules, inputs and the GEMM run (--device)
+  double gemmGflops = 0;               ///< measured at start-up, in this process, on `device` (float32)
+  bool wants(const std::string& name) const { return only.empty() || named(name); }
+  bool named(const std::string& name) const { return std::find(only.begin(), only.end(), name) != only.end(); }
+  bool gpu() const { return device.is_cuda(); }
 };
 
 struct Measure {
@@ -50,30 +65,91 @@ struct Measure {
   int steps = 0;
 };
 
-/// Times forward+backward of `module` on x [B, N, F] until `minSeconds` have passed (>= 3 steps).
-Measure measure(model_core::AttentionModule& module, int64_t B, int64_t N, double minSeconds) {
+/// Waits for the work queued on the GPU when the benchmark runs there (CUDA launches return at once,
+/// so a clock read without it measures the launches, not the work).
+void sync(const Config& cfg) {
+  if (cfg.gpu()) model_core::synchronizeGpu();
+}
+
+/// Peak tensor bytes during `f` above what was live before it: exact CPU tensor storage
+/// (CpuMemoryTracker), or on CUDA the caching allocator's allocated bytes on device 0.
+template <typename F>
+double peakBytesAbove(const Config& cfg, F&& f) {
+  if (cfg.gpu()) {
+    model_core::synchronizeGpu();
+    const double before = model_core::gpuTensorBytes().current;
+    model_core::resetGpuPeak();
+    f();
+    model_core::synchronizeGpu();
+    return model_core::gpuTensorBytes().peak - before;
+  }
+  const auto before = model_core::CpuMemoryTracker::currentBytes();
+  model_core::CpuMemoryTracker::resetPeak();
+  f();
+  return double(model_core::CpuMemoryTracker::peakBytes() - before);
+}
+
+/// Times forward+backward of `module` on x [B, N, F], both on cfg.device, until cfg.minSeconds have
+/// passed (>= 3 steps).
+Measure measure(model_core::AttentionModule& module, int64_t B, int64_t N, const Config& cfg) {
+  module->to(cfg.device);
   module->train();
-  const auto x = torch::randn({B, N, module->spec().sizes.F});
+  const auto x = torch::randn({B, N, module->spec().sizes.F}, torch::TensorOptions().device(cfg.device));
   auto step = [&] {
     const auto y = module->forward(x, {}).y;
     y.square().mean().backward();
   };
-  step();  // warm-up: first-touch allocations, OpenMP pool
+  step();  // warm-up: first-touch allocations, OpenMP pool (on CUDA: kernels loaded, allocator cache)
   module->zero_grad();
   Measure m;
-  const auto before = model_core::CpuMemoryTracker::currentBytes();
-  model_core::CpuMemoryTracker::resetPeak();
-  step();
-  m.peak_bytes = double(model_core::CpuMemoryTracker::peakBytes() - before);
+  m.peak_bytes = peakBytesAbove(cfg, step);
+  sync(cfg);
   const auto t0 = Clock::now();
   double elapsed = 0;
-  while (m.steps < 3 || elapsed < minSeconds) {
+  while (m.steps < 3 || elapsed < cfg.minSeconds) {
     step();
     ++m.steps;
+    sync(cfg);
     elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   }
   m.seconds_per_step = elapsed / m.steps;
   return m;
+}
+
+/// An exception's message without LibTorch's C++ backtrace (c10::Error appends one to what()).
+std::string errorMessage(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
+  return e.what();
+}
+
+/// Whether `e` reports an allocation that did not fit on the device: the CUDA caching allocator's
+/// "CUDA out of memory", a plain CUDA "out of memory" error, or cuBLAS failing to allocate its
+/// workspace (CUBLAS_STATUS_ALLOC_FAILED) when the allocator holds nearly all of the device.
+bool isOutOfMemory(const std::exception& e) {
+  const std::string what = errorMessage(e);
+  return what.find("out of memory") != std::string::npos || what.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string::npos;
+}
+
+/// After an out-of-memory error: the failed step's tensors are gone with the frames that held them;
+/// this also hands the allocator's cached blocks back to the driver (CUDA builds only).
+void releaseCachedGpuMemory() {
+#if TS_TORCH_HAS_CUDA_BUILD
+  c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
+/// measure() of a fresh module for spec `s` at batch B, or nothing when the step does not fit in
+/// memory (the module and every tensor of the failed step are freed first). Other errors propagate.
+std::optional<Measure> measureUnlessOutOfMemory(const spec::AttentionSpec& s, int64_t B, int64_t N, const Config& cfg) {
+  try {
+    torch::manual_seed(0);
+    auto module = model_core::makeAttentionModule(s);
+    return measure(module, B, N, cfg);
+  } catch (const std::exception& e) {
+    if (!isOutOfMemory(e)) throw;
+  }
+  releaseCachedGpuMemory();
+  return std::nullopt;
 }
 
 spec::AttentionSpec layer(const std::string& preset, int F, int H, int D, int R, int N) {
@@ -114,7 +190,7 @@ nlohmann::json runVariants(const Config& cfg) {
     if (p == "fixed_head") s.sizes.D = 2 * D;  // d_p twice the prevalent F/H
     torch::manual_seed(0);
     auto module = model_core::makeAttentionModule(s);
-    const auto m = measure(module, B, n, cfg.minSeconds);
+    const auto m = measure(module, B, n, cfg);
     const auto cost = spec::estimateCost(s, B, n);
     nlohmann::json row = {{"name", p},
                           {"variant", std::string(spec::toString(s.variant))},
@@ -208,26 +284,45 @@ nlohmann::json runKernel(const Config& cfg) {
   return rows;
 }
 
-/// Time and peak memory against N for one layer preset at batch B (forward + backward).
-nlohmann::json scalingSeries(const Config& cfg, const std::string& p, const std::vector<int64_t>& Ns, int64_t B,
-                             bool causal) {
+/// Points of one N-scaling series, and the first N whose step did not fit in memory (0: none).
+struct Series {
+  nlohmann::json points = nlohmann::json::array();
+  int64_t oomAt = 0;
+};
+
+/// Time and peak memory against N for one layer preset at batch B (forward + backward). The series
+/// ends at the first N that runs out of memory (on CUDA, where the ATen formulations keep N² maps).
+Series scalingSeries(const Config& cfg, const std::string& p, const std::vector<int64_t>& Ns, int64_t B,
+                     bool causal) {
   const int F = cfg.quick ? 32 : 128, H = 4, D = cfg.quick ? 8 : 32;
-  nlohmann::json pts = nlohmann::json::array();
+  Series out;
   for (int64_t n : Ns) {
     auto s = layer(p, F, H, D, H * D, int(n));
     s.causal = causal;
-    torch::manual_seed(0);
-    auto module = model_core::makeAttentionModule(s);
-    const auto m = measure(module, B, n, cfg.minSeconds);
-    pts.push_back({{"N", n}, {"fwd_bwd_ms", m.seconds_per_step * 1e3}, {"peak_tensor_mb", m.peak_bytes / 1048576.0}});
-    std::cerr << "  scaling " << p << (causal ? " causal" : " full") << " N=" << n << ": " << m.seconds_per_step * 1e3
-              << " ms, " << m.peak_bytes / 1048576.0 << " MB\n";
+    const auto m = measureUnlessOutOfMemory(s, B, n, cfg);
+    if (!m) {
+      out.oomAt = n;
+      std::cerr << "  scaling " << p << (causal ? " causal" : " full") << " N=" << n << ": out of memory\n";
+      break;
+    }
+    out.points.push_back(
+        {{"N", n}, {"fwd_bwd_ms", m->seconds_per_step * 1e3}, {"peak_tensor_mb", m->peak_bytes / 1048576.0}});
+    std::cerr << "  scaling " << p << (causal ? " causal" : " full") << " N=" << n << ": "
+              << m->seconds_per_step * 1e3 << " ms, " << m->peak_bytes / 1048576.0 << " MB\n";
   }
-  return pts;
+  return out;
 }
 
-/// Ratio of the last point's field to the first's, and the same for N (linear: equal ratios).
+/// Puts a series into `out` under `key` (and `key`_oom_at when it ran out of memory).
+void putSeries(nlohmann::json& out, const std::string& key, const Series& series) {
+  out[key] = series.points;
+  if (series.oomAt) out[key + "_oom_at"] = series.oomAt;
+}
+
+/// Ratio of the last point's field to the first's, and the same for N (linear: equal ratios); null
+/// for a series that ran out of memory before its second point.
 nlohmann::json growth(const nlohmann::json& pts, const char* field) {
+  if (pts.size() < 2) return nullptr;
   const auto& a = pts.front();
   const auto& b = pts.back();
   return {{"N_ratio", b["N"].get<double>() / a["N"].get<double>()},
@@ -235,19 +330,21 @@ nlohmann::json growth(const nlohmann::json& pts, const char* field) {
 }
 
 /// Dense THSA against N (memory must grow linearly: no [B, R, N, N] tensor) and linear THSA up to
-/// N = 4096, causal and full (time and memory linear), beside MHSA at the same sizes.
+/// N = 4096 (16384 on CUDA), causal and full (time and memory linear), beside MHSA at the same sizes.
+/// On CUDA dense THSA takes its ATen formulation, whose memory grows as N² (the `brnm` part follows
+/// it to the device's limit).
 nlohmann::json runThsaScaling(const Config& cfg) {
   nlohmann::json out = nlohmann::json::object();
   const int64_t B = cfg.quick ? 1 : 4;
   const std::vector<int64_t> dense = cfg.quick ? std::vector<int64_t>{32, 64} : std::vector<int64_t>{128, 256, 512, 1024};
-  const std::vector<int64_t> linear =
-      cfg.quick ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{256, 512, 1024, 2048, 4096};
+  std::vector<int64_t> linear = cfg.quick ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{256, 512, 1024, 2048, 4096};
+  if (cfg.gpu() && !cfg.quick) linear.insert(linear.end(), {8192, 16384});
   out["B"] = B;
-  out["thsa_causal"] = scalingSeries(cfg, "thsa", dense, B, true);
+  putSeries(out, "thsa_causal", scalingSeries(cfg, "thsa", dense, B, true));
   out["thsa_causal_memory_growth"] = growth(out["thsa_causal"], "peak_tensor_mb");
   for (bool causal : {true, false}) {
     const std::string tag = causal ? "causal" : "full";
-    out["thsa_linear_" + tag] = scalingSeries(cfg, "thsa_linear", linear, B, causal);
+    putSeries(out, "thsa_linear_" + tag, scalingSeries(cfg, "thsa_linear", linear, B, causal));
     out["thsa_linear_" + tag + "_time_growth"] = growth(out["thsa_linear_" + tag], "fwd_bwd_ms");
     out["thsa_linear_" + tag + "_memory_growth"] = growth(out["thsa_linear_" + tag], "peak_tensor_mb");
   }
@@ -256,21 +353,10 @@ nlohmann::json runThsaScaling(const Config& cfg) {
 
 nlohmann::json runScaling(const Config& cfg) {
   const int64_t B = cfg.quick ? 1 : 4;
-  const std::vector<int64_t> Ns = cfg.quick ? std::vector<int64_t>{64, 128, 256} : std::vector<int64_t>{256, 512, 1024, 2048, 4096};
-  const int F = cfg.quick ? 32 : 128, H = 4, D = cfg.quick ? 8 : 32;
+  std::vector<int64_t> Ns = cfg.quick ? std::vector<int64_t>{64, 128, 256} : std::vector<int64_t>{256, 512, 1024, 2048, 4096};
+  if (cfg.gpu() && !cfg.quick) Ns.insert(Ns.end(), {8192, 16384});
   nlohmann::json out = nlohmann::json::object();
-  for (const std::string p : {"dimwise", "mhsa"}) {
-    nlohmann::json pts = nlohmann::json::array();
-    for (int64_t n : Ns) {
-      auto s = layer(p, F, H, D, H * D, int(n));
-      torch::manual_seed(0);
-      auto module = model_core::makeAttentionModule(s);
-      const auto m = measure(module, B, n, cfg.minSeconds);
-      pts.push_back({{"N", n}, {"fwd_bwd_ms", m.seconds_per_step * 1e3}, {"peak_tensor_mb", m.peak_bytes / 1048576.0}});
-      std::cerr << "  scaling " << p << " N=" << n << ": " << m.seconds_per_step * 1e3 << " ms\n";
-    }
-    out[p] = pts;
-  }
+  for (const std::string p : {"dimwise", "mhsa"}) putSeries(out, p, scalingSeries(cfg, p, Ns, B, false));
   auto at = [&](const std::string& p, int64_t n) {
     for (const auto& pt : out[p])
       if (pt["N"] == n) return pt["fwd_bwd_ms"].get<double>();
@@ -287,10 +373,88 @@ nlohmann::json runScaling(const Config& cfg) {
   return out;
 }
 
+/// The head-mixing THSA cores against N on the device until a step no longer fits (issue 16). On
+/// CUDA they take their ATen formulation, which materialises [B, R, N, M] logits and probabilities
+/// (on the CPU the fused kernels keep O(B·R·N)); mhsa ([B, H, N, M]) and thsa_linear (no N² map)
+/// for contrast. Causal layers at B=4, F=128, H=4, D=32, R=128 (the D=1 presets at H=128), N from
+/// 256 doubling up to 65536; a series ends at the first N that runs out of memory (`oom_at`), after a
+/// step over 20 s, or when the part has run 5 minutes. --quick: tiny sizes, N = 32 and 64 only.
+nlohmann::json runBrnm(const Config& cfg) {
+  const int64_t B = cfg.quick ? 2 : 4;
+  const int F = cfg.quick ? 32 : 128, H = 4, D = cfg.quick ? 8 : 32, R = H * D;
+  const int64_t firstN = cfg.quick ? 32 : 256, lastN = cfg.quick ? 64 : 65536;
+  constexpr double kSlowStepSeconds = 20.0;  // no larger N after a step this slow (time grows as N²)
+  constexpr double kPartSeconds = 300.0;     // no new point after this long in this part
+  const auto start = Clock::now();
+  auto partSeconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  nlohmann::json series = nlohmann::json::array();
+  for (const std::string p : {"thsa", "skip_left", "heads_only", "trainable_heads_only", "low_rank", "mhsa",
+                              "thsa_linear"}) {
+    const auto sizes = layer(p, F, H, D, R, int(firstN)).sizes;  // the D=1 presets at H=R
+    nlohmann::json pts = nlohmann::json::array();
+    nlohmann::json oomAt = nullptr;
+    std::string stopped = cfg.quick ? "quick run: no out-of-memory search" : "every N up to the cap fit";
+    int64_t largest = 0;
+    for (int64_t n = firstN; n <= lastN; n *= 2) {
+      if (partSeconds() > kPartSeconds) {
+        stopped = "time limit of the part";
+        break;
+      }
+      auto s = layer(p, F, H, D, R, int(n));
+      s.causal = true;
+      std::optional<Measure> m;
+      try {
+        m = measureUnlessOutOfMemory(s, B, n, cfg);
+      } catch (const std::exception& e) {
+        // Not a memory error (say, a kernel's size limit): recorded, and the series ends here.
+        stopped = "error at N=" + std::to_string(n) + ": " + errorMessage(e);
+        std::cerr << "  brnm " << p << " N=" << n << ": " << stopped << "\n";
+        break;
+      }
+      if (!m) {
+        oomAt = n;
+        stopped = "out of memory";
+        std::cerr << "  brnm " << p << " N=" << n << ": out of memory\n";
+        break;
+      }
+      largest = n;
+      const double naive = double(B) * double(sizes.R) * double(n) * double(n) * 4.0;  // one float32 [B, R, N, M]
+      pts.push_back({{"N", n},
+                     {"fwd_bwd_ms", m->seconds_per_step * 1e3},
+                     {"steps_timed", m->steps},
+                     {"peak_tensor_mb", m->peak_bytes / 1048576.0},
+                     {"naive_BRNM_mb", naive / 1048576.0},
+                     {"peak_over_naive", m->peak_bytes / naive}});
+      std::cerr << "  brnm " << p << " N=" << n << ": " << m->seconds_per_step * 1e3 << " ms, "
+                << m->peak_bytes / 1048576.0 << " MB (" << m->peak_bytes / naive << "x B·R·N·M)\n";
+      if (m->seconds_per_step > kSlowStepSeconds) {
+        stopped = "step over 20 s";
+        break;
+      }
+    }
+    series.push_back({{"name", p},
+                      {"H", sizes.H},
+                      {"D", sizes.D},
+                      {"R", sizes.R},
+                      {"points", pts},
+                      {"largest_N", largest},
+                      {"oom_at", oomAt},
+                      {"stopped", stopped}});
+  }
+  return {{"B", B}, {"F", F}, {"causal", true}, {"series", series}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Config cfg;
+  const char* usage =
+      "usage: attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]\n"
+      "                       [--device cpu|cuda]\n"
+      "       (names: the layer presets, kernel for the attention kernel alone, scaling for\n"
+      "        the dimwise/mhsa N-scaling part, thsa_scaling for dense and linear THSA against N,\n"
+      "        brnm for the head-mixing cores against N up to the device's memory; brnm runs by\n"
+      "        default on cuda only)\n";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) cfg.quick = true;
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) cfg.threads = std::atoi(argv[++i]);
@@ -300,10 +464,16 @@ int main(int argc, char** argv) {
       std::stringstream list(argv[++i]);
       for (std::string name; std::getline(list, name, ',');)
         if (!name.empty()) cfg.only.push_back(name);
+    } else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
+      const std::string device = argv[++i];
+      if (device == "cuda") {
+        cfg.device = torch::Device(torch::kCUDA, 0);  // device 0: the one gpuTensorBytes() reports
+      } else if (device != "cpu") {
+        std::cerr << usage;
+        return 2;
+      }
     } else {
-      std::cerr << "usage: attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]\n"
-                   "       (names: the layer presets, kernel for the attention kernel alone, scaling for\n"
-                   "        the dimwise/mhsa N-scaling part, thsa_scaling for dense and linear THSA against N)\n";
+      std::cerr << usage;
       return 2;
     }
   }
@@ -311,28 +481,65 @@ int main(int argc, char** argv) {
   model_core::configureThreads(cfg.threads);
   model_core::CpuMemoryTracker::install();
   const auto info = model_core::runtimeInfo();
+  if (cfg.gpu() && !info.cuda_available) {
+    std::cerr << "attention_bench: --device cuda, but no CUDA device is usable: LibTorch " << info.torch_version
+              << (info.cuda_built ? " is a CUDA build and sees no device (driver, CUDA_VISIBLE_DEVICES?)"
+                                  : " is a CPU-only build")
+              << ". Run without --device cuda to measure on the CPU.\n";
+    return 2;
+  }
   nlohmann::json doc;
-  doc["benchmark"] = "attention_layers";
-  doc["quick"] = cfg.quick;
-  doc["machine"] = {{"torch", info.torch_version}, {"device", "cpu"}, {"threads", info.intra_op_threads}, {"blas", info.blas}};
-  cfg.gemmGflops = bench::measureGemmGflops();
-  doc["gemm_gflops"] = cfg.gemmGflops;
-  std::cerr << "GEMM (1024^3, float32, this process): " << cfg.gemmGflops << " GFLOP/s\nlayers:\n";
-  doc["layers"] = runVariants(cfg);
-  doc["causal"] = cfg.causal;
-  if (cfg.wants("kernel")) {
-    std::cerr << "attention kernel:\n";
-    doc["kernel"] = runKernel(cfg);
+  try {
+    doc["benchmark"] = "attention_layers";
+    doc["quick"] = cfg.quick;
+    doc["machine"] = {{"torch", info.torch_version},
+                      {"device", cfg.gpu() ? "cuda" : "cpu"},
+                      {"threads", info.intra_op_threads},
+                      {"blas", info.blas}};
+    if (cfg.gpu()) doc["machine"]["gpu_total_gb"] = model_core::gpuMemory().total_bytes / 1073741824.0;
+    const int64_t gemmN = bench::defaultGemmSize(cfg.device);
+    cfg.gemmGflops = bench::measureGemmGflops(cfg.device);
+    doc["gemm_gflops"] = cfg.gemmGflops;
+    std::cerr << "GEMM (" << gemmN << "^3, float32, this process, " << (cfg.gpu() ? "cuda" : "cpu")
+              << "): " << cfg.gemmGflops << " GFLOP/s\n";
+    if (cfg.gpu()) {
+      // The fractions of GEMM below stay against float32 (the layers run in float32); bf16 is where
+      // the tensor cores peak, for scale.
+      doc["gemm_n"] = gemmN;
+      doc["gemm_bf16_gflops"] = bench::measureGemmGflops(cfg.device, torch::kBFloat16);
+      std::cerr << "GEMM (" << gemmN << "^3, bf16): " << doc["gemm_bf16_gflops"].get<double>() << " GFLOP/s\n";
+    }
+    std::cerr << "layers:\n";
+    doc["layers"] = runVariants(cfg);
+    doc["causal"] = cfg.causal;
+    if (cfg.wants("kernel")) {
+      if (cfg.gpu()) {
+        doc["kernel"] = {{"skipped", "the fused attention kernel (model_core::fusedAttention) is CPU-only"}};
+      } else {
+        std::cerr << "attention kernel:\n";
+        doc["kernel"] = runKernel(cfg);
+      }
+    }
+    if (cfg.wants("scaling")) {
+      std::cerr << "N scaling:\n";
+      doc["scaling"] = runScaling(cfg);
+    }
+    if (cfg.wants("thsa_scaling")) {
+      std::cerr << "THSA N scaling:\n";
+      doc["thsa_scaling"] = runThsaScaling(cfg);
+    }
+    if (cfg.gpu() ? cfg.wants("brnm") : cfg.named("brnm")) {
+      std::cerr << "head-mixing cores against N (brnm):\n";
+      doc["brnm"] = runBrnm(cfg);
+    }
+    doc["gemm_gflops_end"] = bench::measureGemmGflops(cfg.device);
+  } catch (const std::exception& e) {
+    // What was measured so far still goes out (a CUDA error can end a long run near its end).
+    doc["error"] = errorMessage(e);
+    std::cerr << "attention_bench: " << doc["error"].get<std::string>() << "\n";
+    std::cout << doc.dump(2) << std::endl;
+    return 1;
   }
-  if (cfg.wants("scaling")) {
-    std::cerr << "N scaling:\n";
-    doc["scaling"] = runScaling(cfg);
-  }
-  if (cfg.wants("thsa_scaling")) {
-    std::cerr << "THSA N scaling:\n";
-    doc["thsa_scaling"] = runThsaScaling(cfg);
-  }
-  doc["gemm_gflops_end"] = bench::measureGemmGflops();
   std::cout << doc.dump(2) << std::endl;
   return 0;
 }

@@ -6,6 +6,7 @@
 #
 #   bench/run_train_bench.sh [BUILD_DIR] [--steps S] [--heavy-steps S2] [--rounds K] [--warmup W]
 #                            [--threads T] [--only A,B] [--quick] [--wait-idle SECONDS]
+#                            [--device cpu|cuda] [--python PY]
 #
 # Timed steps per run: S (default 8) for the MHSA-cost runs (mhsa, core:mhsa, skip_right, single_head),
 # S2 (default 3) for the runs that keep one softmax map per channel or per D=1 head (thsa, skip_left,
@@ -20,8 +21,13 @@
 # seconds (on a shared machine, processes competing for the 2 cores slow OpenMP runs 10-30x). The
 # idle percentage found is recorded per pair.
 #
-# BUILD_DIR defaults to ./build (needs `ninja -C BUILD_DIR train_bench`). Uses /usr/bin/python3,
-# the interpreter Debian's python3-torch belongs to. Measure on an otherwise idle machine.
+# --device cuda (issue 16): both sides train on CUDA device 0 (the idle wait still runs; it costs
+# 3 seconds per pair and does not matter there). --python PY: the interpreter of the PyTorch side
+# (default /usr/bin/python3, the one Debian's python3-torch belongs to; on a GPU machine the one
+# with a CUDA PyTorch).
+#
+# BUILD_DIR defaults to ./build (needs `ninja -C BUILD_DIR train_bench`). Measure on an otherwise
+# idle machine.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,8 +36,8 @@ case "${1:-}" in
   -*|"") ;;
   *) build=$1; shift ;;
 esac
-steps=8 heavy_steps=3 rounds=5 warmup=1 threads=0 only="" quick="" wait_idle=0
-usage="usage: $0 [BUILD_DIR] [--steps S] [--heavy-steps S2] [--rounds K] [--warmup W] [--threads T] [--only A,B] [--quick] [--wait-idle S]"
+steps=8 heavy_steps=3 rounds=5 warmup=1 threads=0 only="" quick="" wait_idle=0 device=cpu python=/usr/bin/python3
+usage="usage: $0 [BUILD_DIR] [--steps S] [--heavy-steps S2] [--rounds K] [--warmup W] [--threads T] [--only A,B] [--quick] [--wait-idle S] [--device cpu|cuda] [--python PY]"
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || [ "$1" = --quick ] || { echo "$usage" >&2; exit 2; }
   case "$1" in
@@ -43,13 +49,19 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift 2 ;;
     --quick) quick=--quick; shift ;;
     --wait-idle) wait_idle=$2; shift 2 ;;
+    --device) device=$2; shift 2 ;;
+    --python) python=$2; shift 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
+case "$device" in
+  cpu|cuda) ;;
+  *) echo "$0: --device must be cpu or cuda, not '$device'" >&2; exit 2 ;;
+esac
 
 bench="$build/bench/train_bench"
 [ -x "$bench" ] || { echo "$bench not found: build it with ninja -C $build train_bench" >&2; exit 1; }
-python=/usr/bin/python3
+command -v "$python" >/dev/null || { echo "$0: python interpreter '$python' not found (--python PY)" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/train_bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -63,7 +75,7 @@ idle_percent() {
 
 echo "load before the run: $(uptime)" >&2
 # The configs, the PyTorch model (the export's model.py) and the corpus, for the Python side.
-"$bench" --emit "$work/emit" $quick ${only:+--only "$only"}
+"$bench" --emit "$work/emit" --device "$device" $quick ${only:+--only "$only"}
 names=$("$python" -c 'import json,sys; print(" ".join(r["name"] for r in json.load(open(sys.argv[1]))["runs"]))' \
   "$work/emit/configs.json")
 
@@ -85,9 +97,10 @@ for name in $names; do
     done
     echo "$name round $r/$k: CPUs ${idle}% idle before the pair" >&2
     echo "$idle" > "$work/idle_${tag}_$r"
-    "$bench" --steps "$n" --warmup "$warmup" --threads "$threads" --only "$name" $quick > "$work/ts_${tag}_$r.json"
+    "$bench" --steps "$n" --warmup "$warmup" --threads "$threads" --only "$name" --device "$device" $quick \
+      > "$work/ts_${tag}_$r.json"
     "$python" "$here/train_bench_pytorch.py" "$work/emit" --steps "$n" --warmup "$warmup" \
-      --threads "$threads" --only "$name" > "$work/pt_${tag}_$r.json"
+      --threads "$threads" --only "$name" --device "$device" > "$work/pt_${tag}_$r.json"
   done
 done
 echo "load after the run: $(uptime)" >&2
@@ -126,6 +139,8 @@ for name in names:
         "tensorscope_peak_tensor_mb": round(ts0["peak_tensor_mb"], 1),
         "tensorscope_peak_rss_mb": ts0["peak_rss_mb"] and round(ts0["peak_rss_mb"], 1),
         "pytorch_peak_rss_mb": pt0["peak_rss_mb"] and round(pt0["peak_rss_mb"], 1),
+        # On CUDA both sides report the caching allocator's peak (PyTorch has no CPU counter).
+        **({"pytorch_peak_tensor_mb": round(pt0["peak_tensor_mb"], 1)} if "peak_tensor_mb" in pt0 else {}),
         "tensorscope_final_loss": round(ts0["final_loss"], 4), "pytorch_final_loss": round(pt0["final_loss"], 4),
         "gemm_gflops": round(med(ts_runs, "gemm_gflops"), 1),
         "useful_gflop_per_step": ts0.get("useful_gflop_per_step") and round(ts0["useful_gflop_per_step"], 2),

@@ -4,15 +4,22 @@
 // peak CPU tensor memory per run.
 //
 //   train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick] [--profile DIR]
+//               [--rounds K] [--device cpu|cuda]
 //                                      (--profile: LibTorch operator traces of the timed steps)
-//   train_bench --emit DIR [--quick]   writes DIR/model.py (the PyTorch export's model), DIR/corpus.txt
+//   train_bench --emit DIR [--quick] [--device cpu|cuda]
+//                                      writes DIR/model.py (the PyTorch export's model), DIR/corpus.txt
 //                                      and DIR/configs.json (the same runs) for train_bench_pytorch.py
+//
+// --device cuda (issue 16): the run configs say train.device "cuda" (TrainingSession trains on CUDA
+// device 0), each timed step is bracketed by GPU synchronisations, the GEMM rate is cuBLAS's (float32
+// 8192³), and peak_tensor_mb / resident_tensor_mb are the CUDA caching allocator's allocated bytes.
 //
 // Reference config: char LM on the King James text (task char_lm, default corpus), vocabulary from
 // the text, F=128, 4 layers, H=4, D=32 (R=128), N=128, batch 32, learned positions, tied head, FFN 4F.
 // The D=1 presets (heads_only, trainable_heads_only) keep the width R=128 with H=128 heads, as in
-// attention_bench. Peak memory is exact (CpuMemoryTracker installed before the model is built):
-// weights, gradients, AdamW moments and the step's activations.
+// attention_bench. Peak memory is exact (CpuMemoryTracker installed before the model is built, or on
+// CUDA the caching allocator's statistics): weights, gradients, AdamW moments and the step's
+// activations.
 #include <nlohmann/json.hpp>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/types.h>
@@ -54,6 +61,8 @@ struct Options {
   std::string emit;
   std::string profile;  ///< directory for operator traces of the timed steps (empty: none)
   int rounds = 1;       ///< repetitions of the whole list, alternating the runs within each round
+  std::string device = "cpu";  ///< the run configs' train.device: "cpu" or "cuda"
+  bool gpu() const { return device == "cuda"; }
 };
 
 /// A run name usable as a file name ("core:mhsa" -> "core_mhsa").
@@ -129,6 +138,7 @@ model_core::RunConfig referenceConfig(const std::string& name, const Options& o)
   c.train.grad_clip = 1.0;
   c.train.seed = 1;
   c.train.threads = o.threads;
+  c.train.device = o.device;
   return c;
 }
 
@@ -167,13 +177,22 @@ nlohmann::json measure(const std::string& name, const Options& o) {
   const auto config = referenceConfig(name, o);
   model_core::TrainingSession session(config);
   const double lr = config.train.lr;
+  const bool gpu = o.gpu();
+  // CUDA launches return at once: every clock read waits for the queued work first.
+  auto sync = [gpu] {
+    if (gpu) model_core::synchronizeGpu();
+  };
   for (int i = 0; i < o.warmup; ++i) session.trainStep(lr);  // first-touch allocations, thread pool
-  // The BLAS rate in this process, with these threads, just before the timed steps.
-  const double gemmGflops = bench::measureGemmGflops();
-  const auto resident = model_core::CpuMemoryTracker::currentBytes();
+  // The BLAS (cuBLAS) rate in this process, with these threads, just before the timed steps.
+  const double gemmGflops = bench::measureGemmGflops(session.device());
+  sync();
+  // Tensor memory: the CPU tracker's exact count, or the CUDA caching allocator's on device 0.
+  const double resident = gpu ? model_core::gpuTensorBytes().current
+                              : double(model_core::CpuMemoryTracker::currentBytes());
   const double residentRss = procStatusBytes("VmRSS:");
   const bool rssReset = resetPeakRss();
-  model_core::CpuMemoryTracker::resetPeak();
+  if (gpu) model_core::resetGpuPeak();
+  else model_core::CpuMemoryTracker::resetPeak();
   double loss = 0;
   std::vector<double> stepSeconds;
   // --profile DIR: LibTorch's operator profiler over the timed steps (chrome://tracing JSON).
@@ -183,6 +202,7 @@ nlohmann::json measure(const std::string& name, const Options& o) {
   for (int i = 0; i < o.steps; ++i) {
     const auto s0 = Clock::now();
     loss = session.trainStep(lr).first;
+    sync();
     stepSeconds.push_back(std::chrono::duration<double>(Clock::now() - s0).count());
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -191,7 +211,7 @@ nlohmann::json measure(const std::string& name, const Options& o) {
   std::sort(stepSeconds.begin(), stepSeconds.end());
   const size_t half = stepSeconds.size() / 2;
   const double median = stepSeconds.size() % 2 ? stepSeconds[half] : 0.5 * (stepSeconds[half - 1] + stepSeconds[half]);
-  const auto peak = model_core::CpuMemoryTracker::peakBytes();
+  const double peak = gpu ? model_core::gpuTensorBytes().peak : double(model_core::CpuMemoryTracker::peakBytes());
   const double peakRss = procStatusBytes("VmHWM:");
   int64_t params = 0;
   for (const auto& p : session.model()->parameters(true))
@@ -211,8 +231,8 @@ nlohmann::json measure(const std::string& name, const Options& o) {
                         {"tokens_per_second", double(session.tokensPerStep()) / median},
                         {"mean_ms_per_step", seconds / o.steps * 1e3},
                         {"mean_tokens_per_second", tokens / seconds},
-                        {"peak_tensor_mb", double(peak) / 1048576.0},
-                        {"resident_tensor_mb", double(resident) / 1048576.0},
+                        {"peak_tensor_mb", peak / 1048576.0},
+                        {"resident_tensor_mb", resident / 1048576.0},
                         {"peak_rss_mb", rssReset ? nlohmann::json(peakRss / 1048576.0) : nlohmann::json()},
                         {"resident_rss_mb", residentRss / 1048576.0},
                         {"final_loss", loss},
@@ -259,7 +279,7 @@ int main(int argc, char** argv) {
   Options o;
   const char* usage =
       "usage: train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick] [--emit DIR]\n"
-      "                   [--profile DIR] [--rounds K]\n";
+      "                   [--profile DIR] [--rounds K] [--device cpu|cuda]\n";
   for (int i = 1; i < argc; ++i) {
     const bool hasValue = i + 1 < argc;
     if (!std::strcmp(argv[i], "--quick")) o.quick = true;
@@ -270,6 +290,9 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--emit") && hasValue) o.emit = argv[++i];
     else if (!std::strcmp(argv[i], "--profile") && hasValue) o.profile = argv[++i];
     else if (!std::strcmp(argv[i], "--rounds") && hasValue) o.rounds = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--device") && hasValue &&
+             (!std::strcmp(argv[i + 1], "cpu") || !std::strcmp(argv[i + 1], "cuda")))
+      o.device = argv[++i];
     else {
       std::cerr << usage;
       return 2;
@@ -288,12 +311,20 @@ int main(int argc, char** argv) {
     const int threads = model_core::configureThreads(o.threads);
     model_core::CpuMemoryTracker::install();
     const auto info = model_core::runtimeInfo();
+    if (o.gpu() && !info.cuda_available) {
+      std::cerr << "train_bench: --device cuda, but no CUDA device is usable: LibTorch " << info.torch_version
+                << (info.cuda_built ? " is a CUDA build and sees no device (driver, CUDA_VISIBLE_DEVICES?)"
+                                    : " is a CPU-only build")
+                << ". Run without --device cuda to measure on the CPU.\n";
+      return 2;
+    }
     const auto ref = referenceConfig("mhsa", o);
     nlohmann::json doc;
     doc["benchmark"] = "training";
     doc["framework"] = "tensorscope";
     doc["quick"] = o.quick;
-    doc["machine"] = {{"torch", info.torch_version}, {"device", "cpu"}, {"threads", threads}, {"blas", info.blas}};
+    doc["machine"] = {{"torch", info.torch_version}, {"device", o.device}, {"threads", threads}, {"blas", info.blas}};
+    if (o.gpu()) doc["machine"]["gpu_total_gb"] = model_core::gpuMemory().total_bytes / 1073741824.0;
     doc["config"] = {{"task", "char_lm (King James Bible)"}, {"layers", ref.model.layers},
                      {"d_model", ref.model.d_model},  {"seq_len", ref.task.seq_len},
                      {"batch", ref.train.batch},      {"warmup_steps", o.warmup},

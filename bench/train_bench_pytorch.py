@@ -2,6 +2,7 @@
 throughput comparison (bench/run_train_bench.sh runs both and prints the ratios).
 
 usage: /usr/bin/python3 train_bench_pytorch.py EMIT_DIR [--steps S] [--warmup W] [--threads T] [--only A,B]
+                                                [--device cpu|cuda]
 
 EMIT_DIR is what `train_bench --emit EMIT_DIR` wrote: model.py (the module of Tensorscope's PyTorch
 export, i.e. the same architecture operation for operation), corpus.txt (the King James text) and
@@ -14,6 +15,10 @@ Threads: torch.set_num_threads(T) (T = 0: all cores, as train_bench). Prints one
 tokens/s come from the median step time (and the mean), as in train_bench.
 Memory: peak resident set size during the timed steps (VmHWM after resetting it through
 /proc/self/clear_refs); PyTorch has no exact CPU tensor counter like Tensorscope's CpuMemoryTracker.
+--device cuda: the model and each batch on CUDA device 0 (the windows are drawn on the CPU, as
+before, so both devices see the same data), each timed step between two torch.cuda.synchronize()
+calls, and also peak_tensor_mb / resident_tensor_mb from the CUDA caching allocator (what
+Tensorscope's train_bench reports on CUDA). Runs on PyTorch 1.13 (Debian's, CPU) and 2.x.
 """
 import argparse
 import importlib.util
@@ -82,8 +87,16 @@ def encode_corpus(text):
 def measure(module, name, config, ids, vocab, args):
     B, N = config["train"]["batch"], config["task"]["seq_len"]
     t = config["train"]
+    gpu = args.device == "cuda"
+    device = torch.device("cuda", 0) if gpu else torch.device("cpu")  # device 0, as train_bench
+
+    def sync():
+        """CUDA launches return at once: wait for the queued work before reading a clock."""
+        if gpu:
+            torch.cuda.synchronize(device)
+
     torch.manual_seed(t["seed"])
-    net = module.build(config, vocab=vocab)
+    net = module.build(config, vocab=vocab).to(device)
     net.train()
     params = [p for p in net.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
@@ -98,8 +111,8 @@ def measure(module, name, config, ids, vocab, args):
     def step():
         starts = torch.randint(0, train_end - N - 1, (B,), generator=gen)
         window = ids[starts.unsqueeze(1) + offsets]  # [B, N+1]
-        x, y = window[:, :-1], window[:, 1:]
-        mask = torch.ones(B, N)
+        x, y = window[:, :-1].to(device), window[:, 1:].to(device)
+        mask = torch.ones(B, N, device=device)
         logits = net(x)
         nll = F.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1), reduction="none")
         m = mask.reshape(-1)
@@ -112,14 +125,19 @@ def measure(module, name, config, ids, vocab, args):
 
     for _ in range(args.warmup):
         step()
+    sync()
     resident = rss_bytes()
     can_reset = reset_peak_rss()
+    if gpu:
+        resident_tensor = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
     t0 = time.perf_counter()
     loss = 0.0
     step_seconds = []
     for _ in range(args.steps):
         s0 = time.perf_counter()
         loss = step()
+        sync()
         step_seconds.append(time.perf_counter() - s0)
     seconds = time.perf_counter() - t0
     step_seconds.sort()
@@ -130,6 +148,9 @@ def measure(module, name, config, ids, vocab, args):
            "mean_ms_per_step": seconds / args.steps * 1e3, "mean_tokens_per_second": args.steps * B * N / seconds,
            "peak_rss_mb": peak_rss_bytes() / 1048576.0 if can_reset else None,
            "resident_rss_mb": resident / 1048576.0, "final_loss": loss}
+    if gpu:
+        row["peak_tensor_mb"] = torch.cuda.max_memory_allocated(device) / 1048576.0
+        row["resident_tensor_mb"] = resident_tensor / 1048576.0
     print("  %s: %.0f tokens/s, %.1f ms/step" % (name, row["tokens_per_second"], row["ms_per_step"]),
           file=sys.stderr, flush=True)
     return row
@@ -142,7 +163,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--only", default="")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = ap.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("train_bench_pytorch.py: --device cuda, but torch %s sees no usable CUDA device (CUDA build: %s)"
+                 % (torch.__version__, torch.version.cuda or "no"))
     threads = args.threads or os.cpu_count() or 1
     torch.set_num_threads(threads)
     module = load_module(os.path.join(args.emit_dir, "model.py"))
@@ -153,13 +178,16 @@ def main():
     only = [s for s in args.only.split(",") if s]
     cfg0 = runs[0]["config"]
     doc = {"benchmark": "training", "framework": "pytorch",
-           "machine": {"torch": torch.__version__, "device": "cpu", "threads": torch.get_num_threads(),
+           "machine": {"torch": torch.__version__, "device": args.device, "threads": torch.get_num_threads(),
                        "blas": loaded_blas()},
            "config": {"layers": cfg0["model"]["layers"], "d_model": cfg0["model"]["d_model"],
                       "seq_len": cfg0["task"]["seq_len"], "batch": cfg0["train"]["batch"],
                       "warmup_steps": args.warmup, "timed_steps": args.steps},
            "runs": []}
-    print("PyTorch training steps (%d threads):" % torch.get_num_threads(), file=sys.stderr)
+    if args.device == "cuda":
+        doc["machine"]["gpu"] = torch.cuda.get_device_name(0)
+        doc["machine"]["gpu_total_gb"] = torch.cuda.get_device_properties(0).total_memory / 1073741824.0
+    print("PyTorch training steps (%d threads, %s):" % (torch.get_num_threads(), args.device), file=sys.stderr)
     for r in runs:
         if only and r["name"] not in only:
             continue

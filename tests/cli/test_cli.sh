@@ -22,7 +22,8 @@ else
   check window-headless 2 "headless build" -- "$BIN"
 fi
 check version-threads 0 "threads: $(nproc) intra-op" -- "$BIN" --version
-check version-blas 0 "^BLAS: OpenBLAS" -- "$BIN" --version
+# Debian's LibTorch calls the system BLAS (OpenBLAS once set up); PyTorch's 2.x builds carry MKL inside.
+check version-blas 0 "^BLAS: (OpenBLAS|MKL, linked into LibTorch)" -- "$BIN" --version
 check version-threads-flag 0 "threads: 1 intra-op" -- "$BIN" --threads 1 --version
 check preset-list 0 "^skip_right$" -- "$BIN" spec preset --list
 check preset-unknown 2 "unknown preset 'skip_middle'.*skip_right" -- "$BIN" spec preset skip_middle

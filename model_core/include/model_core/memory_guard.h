@@ -19,6 +19,16 @@ double availableMemoryBytes();
 /// "<what> needs an estimated X of memory; this machine has Y available. <advice>"
 void requireMemory(double needBytes, const std::string& what, const std::string& advice);
 
+/// Bytes free on CUDA device 0 (cudaMemGetInfo of the CUDA runtime LibTorch loaded).
+/// TENSORSCOPE_GPU_MEMORY_LIMIT (bytes, or with a K, M or G suffix) replaces it, e.g. to rehearse a
+/// smaller GPU, also on a machine without one. 0 when unknown (no refusal then). Throws
+/// std::invalid_argument for a malformed TENSORSCOPE_GPU_MEMORY_LIMIT.
+double availableGpuMemoryBytes();
+
+/// As requireMemory, against availableGpuMemoryBytes(): "<what> needs an estimated X of GPU memory;
+/// the GPU has Y free. <advice>"
+void requireGpuMemory(double needBytes, const std::string& what, const std::string& advice);
+
 /// Estimated peak bytes of one attention layer on an input [batch, seq, F] with values of
 /// `bytesPerValue` (4: float32, 8: float64): its parameters, input and output, and the
 /// intermediates of the cost model (spec/cost_model.h); `withBackward` adds gradients and the

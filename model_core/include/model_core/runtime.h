@@ -39,6 +39,26 @@ int setThreadsOverride(int threads);
 /// Current runtime facts (cheap; call after configureThreads).
 RuntimeInfo runtimeInfo();
 
+/// Memory of CUDA device 0 as the driver sees it (cudaMemGetInfo of the CUDA runtime that LibTorch
+/// loaded, found at run time, so this works in every build). All zero without a usable device.
+struct GpuMemory {
+  double free_bytes = 0;
+  double total_bytes = 0;
+};
+GpuMemory gpuMemory();
+
+/// Tensor bytes the CUDA caching allocator holds for device 0 now and at its peak since the last
+/// resetGpuPeak() (c10's allocator statistics). Zero in a build whose LibTorch has no CUDA.
+struct GpuTensorBytes {
+  double current = 0;
+  double peak = 0;
+};
+GpuTensorBytes gpuTensorBytes();
+void resetGpuPeak();
+
+/// Waits for the work queued on CUDA device 0 (for timing); nothing without a device.
+void synchronizeGpu();
+
 /// One line per fact, for `tensorscope --version` and the About box.
 std::string describeRuntime(const RuntimeInfo& info);
 

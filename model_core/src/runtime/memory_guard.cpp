@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "model_core/runtime.h"
 #include "spec/cost_model.h"
 
 namespace tensorscope::model_core {
@@ -28,7 +29,7 @@ double cgroupRoom() {
   return limit > current ? limit - current : 1;  // at its limit: (almost) nothing left
 }
 
-double parseLimit(const char* text) {
+double parseLimit(const char* variable, const char* text) {
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(text, &end);
@@ -43,8 +44,8 @@ double parseLimit(const char* text) {
     if (unit != 0 && end[1] != '\0') unit = 0;
   }
   if (errno != 0 || end == text || unit == 0 || !(v > 0))
-    throw std::invalid_argument(std::string("TENSORSCOPE_MEMORY_LIMIT must be a positive number of bytes, "
-                                            "optionally with K, M or G; got '") + text + "'");
+    throw std::invalid_argument(std::string(variable) + " must be a positive number of bytes, optionally with K, M or G; got '" +
+                                text + "'");
   return v * unit;
 }
 
@@ -58,7 +59,7 @@ std::string formatGiB(double bytes) {
 }  // namespace
 
 double availableMemoryBytes() {
-  if (const char* limit = std::getenv("TENSORSCOPE_MEMORY_LIMIT"); limit && *limit) return parseLimit(limit);
+  if (const char* limit = std::getenv("TENSORSCOPE_MEMORY_LIMIT"); limit && *limit) return parseLimit("TENSORSCOPE_MEMORY_LIMIT", limit);
   std::ifstream in("/proc/meminfo");
   std::string key, unit;
   double kb = 0, available = 0;
@@ -69,6 +70,19 @@ double availableMemoryBytes() {
     }
   if (const double room = cgroupRoom(); room > 0) available = available > 0 ? std::min(available, room) : room;
   return available;
+}
+
+double availableGpuMemoryBytes() {
+  if (const char* limit = std::getenv("TENSORSCOPE_GPU_MEMORY_LIMIT"); limit && *limit)
+    return parseLimit("TENSORSCOPE_GPU_MEMORY_LIMIT", limit);
+  return gpuMemory().free_bytes;
+}
+
+void requireGpuMemory(double needBytes, const std::string& what, const std::string& advice) {
+  const double have = availableGpuMemoryBytes();
+  if (have > 0 && needBytes > 0.8 * have)
+    throw std::invalid_argument(what + " needs an estimated " + formatGiB(needBytes) + " of GPU memory; the GPU has " +
+                                formatGiB(have) + " free. " + advice);
 }
 
 void requireMemory(double needBytes, const std::string& what, const std::string& advice) {

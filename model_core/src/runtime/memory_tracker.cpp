@@ -1,11 +1,14 @@
 #include "model_core/memory_tracker.h"
 
+#include "runtime/torch_compat.h"
+
 #include <c10/core/Allocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 
 #include <malloc.h>
 
 #include <atomic>
+#include <cstring>
 
 namespace tensorscope::model_core {
 namespace {
@@ -23,7 +26,7 @@ void countedFree(void* block) {
 
 class CountingAllocator final : public c10::Allocator {
  public:
-  c10::DataPtr allocate(std::size_t n) const override {
+  c10::DataPtr allocate(std::size_t n) TS_ALLOCATOR_ALLOCATE_CONST override {
     void* block = c10::alloc_cpu(n);
     const auto bytes = static_cast<std::int64_t>(block ? malloc_usable_size(block) : 0);
     const std::int64_t now = g_current.fetch_add(bytes, std::memory_order_relaxed) + bytes;
@@ -33,6 +36,9 @@ class CountingAllocator final : public c10::Allocator {
     return {block, block, &countedFree, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &countedFree; }
+#if TS_ALLOCATOR_HAS_COPY_DATA
+  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+#endif
 };
 
 CountingAllocator g_allocator;

@@ -6,12 +6,18 @@
 #include "build_config.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <dlfcn.h>
 #include <malloc.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#if TS_TORCH_HAS_CUDA_BUILD
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -26,8 +32,9 @@ int hardwareThreads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-/// The BLAS library that LibTorch actually calls: OpenBLAS reports itself; otherwise name the
-/// BLAS shared object mapped into the process.
+/// The BLAS library that LibTorch actually calls: OpenBLAS reports itself; a LibTorch with its BLAS
+/// inside (the official 2.x builds link MKL statically) says so in its build configuration;
+/// otherwise name the CPU BLAS shared object mapped into the process (not cuBLAS, a GPU library).
 std::string detectBlas(bool& isOpenBlas) {
   using ConfigFn = char* (*)();
   if (auto fn = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"))) {
@@ -35,14 +42,23 @@ std::string detectBlas(bool& isOpenBlas) {
     return std::string(fn());
   }
   isOpenBlas = false;
+  const std::string config = at::show_config();
+  if (const auto key = config.find("BLAS_INFO="); key != std::string::npos) {
+    const auto end = config.find_first_of(", \n", key);
+    const std::string name = config.substr(key + 10, end == std::string::npos ? std::string::npos : end - key - 10);
+    if (name == "mkl") return "MKL, linked into LibTorch (BLAS_INFO=mkl)";
+  }
   std::ifstream maps("/proc/self/maps");
   std::string line;
   while (std::getline(maps, line)) {
     const auto pos = line.find('/');
     if (pos == std::string::npos) continue;
     const std::string path = line.substr(pos);
+    if (path.find("cublas") != std::string::npos) continue;
+    if (path.find("blas/libblas.so") != std::string::npos)  // Debian's reference BLAS (no alternative set)
+      return "reference BLAS (" + path + "); install libopenblas0-openmp for ~17x faster GEMM";
     if (path.find("blas") != std::string::npos || path.find("mkl") != std::string::npos)
-      return "non-OpenBLAS (" + path + "); install libopenblas0-openmp for ~17x faster GEMM";
+      return "non-OpenBLAS (" + path + ")";
   }
   return "unknown (no BLAS library mapped)";
 }
@@ -119,11 +135,61 @@ RuntimeInfo runtimeInfo() {
   return info;
 }
 
+GpuMemory gpuMemory() {
+  GpuMemory m;
+  if (!torch::cuda::is_available()) return m;
+  // The CUDA runtime is already in the process (LibTorch's CUDA libraries need it); its entry point
+  // is looked up rather than linked so that CPU-only builds compile the same source.
+  using MemGetInfo = int (*)(std::size_t*, std::size_t*);
+  auto fn = reinterpret_cast<MemGetInfo>(dlsym(RTLD_DEFAULT, "cudaMemGetInfo"));
+  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}) {
+    if (fn) break;
+    if (void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD)) fn = reinterpret_cast<MemGetInfo>(dlsym(h, "cudaMemGetInfo"));
+  }
+  std::size_t freeBytes = 0, totalBytes = 0;
+  if (fn && fn(&freeBytes, &totalBytes) == 0) {
+    m.free_bytes = double(freeBytes);
+    m.total_bytes = double(totalBytes);
+  }
+  return m;
+}
+
+GpuTensorBytes gpuTensorBytes() {
+  GpuTensorBytes b;
+#if TS_TORCH_HAS_CUDA_BUILD
+  if (!torch::cuda::is_available()) return b;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+  const auto& all = stats.allocated_bytes[0];  // StatType::AGGREGATE (0 in every version; the enum moved in 2.5)
+  b.current = double(all.current);
+  b.peak = double(all.peak);
+#endif
+  return b;
+}
+
+void resetGpuPeak() {
+#if TS_TORCH_HAS_CUDA_BUILD
+  if (torch::cuda::is_available()) c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+#endif
+}
+
+void synchronizeGpu() {
+  if (torch::cuda::is_available()) torch::cuda::synchronize();
+}
+
 std::string describeRuntime(const RuntimeInfo& i) {
   std::string s;
   s += "LibTorch " + i.torch_version + (i.cuda_built ? " (CUDA build)" : " (CPU build)") + "\n";
   s += "device: " + i.default_device;
-  if (i.cuda_available) s += " (" + std::to_string(i.cuda_devices) + " CUDA device(s))";
+  if (i.cuda_available) {
+    s += " (" + std::to_string(i.cuda_devices) + " CUDA device(s)";
+    if (const GpuMemory m = gpuMemory(); m.total_bytes > 0) {
+      char b[64];
+      std::snprintf(b, sizeof b, "; device 0: %.1f of %.1f GiB free", m.free_bytes / 1073741824.0,
+                    m.total_bytes / 1073741824.0);
+      s += b;
+    }
+    s += ")";
+  }
   else s += " (no CUDA device available)";
   s += "\nthreads: " + std::to_string(i.intra_op_threads) + " intra-op (" +
        std::to_string(i.hardware_threads) + " hardware)\n";

@@ -285,10 +285,14 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   // The task first (its data and real vocabulary size the estimate), then the guard, then the model.
   auto task = makeTask(config.task);
   const int64_t vocabulary = task->isImage() ? task->numClasses() : task->vocabulary().size();
-  requireMemory(estimateTrainingMemory(config, vocabulary),
-                "training this configuration (vocabulary " + std::to_string(vocabulary) + ")",
-                "Reduce train.batch, task.seq_len, model.layers, model.d_model or the attention sizes" +
-                    std::string(vocabulary > 4096 ? " (or use a corpus with fewer distinct characters)" : "") + ".");
+  const double needBytes = estimateTrainingMemory(config, vocabulary);
+  const std::string what = "training this configuration (vocabulary " + std::to_string(vocabulary) + ")";
+  const std::string advice = "Reduce train.batch, task.seq_len, model.layers, model.d_model or the attention sizes" +
+                             std::string(vocabulary > 4096 ? " (or use a corpus with fewer distinct characters)" : "") +
+                             ".";
+  requireMemory(needBytes, what, advice);
+  // On a GPU the model, its optimizer state and the activations live in device memory.
+  if (config.train.device == "cuda") requireGpuMemory(needBytes, what + " on the GPU", advice);
   const int threads = configureThreads(config.train.threads);
 
   fs::create_directories(runDir);

@@ -5,8 +5,13 @@ sinusoidal positions, tied and untied heads and the TP role embedding, it trains
 the C++ logits of `tensorscope infer` on the same random input (max abs difference < 1e-4).
 It also checks the export's error messages.
 
-usage: test_export_pytorch.py TENSORSCOPE_BINARY WORK_DIR [NAME_SUBSTRING...]
+usage: test_export_pytorch.py [--device cpu|cuda] TENSORSCOPE_BINARY WORK_DIR [NAME_SUBSTRING...]
 Prints "N passed, M failed" and exits non-zero when any case fails.
+
+--device cuda (issue 16): the runs train on the GPU (train.device "cuda"), `tensorscope infer` runs
+there, and the exported module is moved to the GPU before it is compared. Without a usable CUDA
+device (in PyTorch or in the tensorscope binary's LibTorch) it prints why and exits with 77, which
+CTest reports as skipped.
 """
 import copy
 import importlib.util
@@ -182,11 +187,16 @@ def import_model(directory, tag):
     return module
 
 
-def check_case(binary, work, name, config):
+SKIPPED = 77  # CTest's SKIP_RETURN_CODE for this test
+
+
+def check_case(binary, work, name, config, device="cpu"):
     base = os.path.join(work, name)
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
     cfg_path, run_dir, export_dir = (os.path.join(base, x) for x in ("run.json", "run", "export"))
+    config = copy.deepcopy(config)
+    config["train"]["device"] = device
     with open(cfg_path, "w") as f:
         json.dump(config, f, indent=1)
     run([binary, "train", "--config", cfg_path, "--out", run_dir, "--steps", "3", "--json"])
@@ -202,6 +212,7 @@ def check_case(binary, work, name, config):
         raise AssertionError("load() must return a module in eval mode")
     if not isinstance(net, torch.nn.Module):
         raise AssertionError("load() must return a torch.nn.Module")
+    net = net.to(device)
 
     gen = torch.Generator().manual_seed(11)
     classifier = config["model"]["kind"] == "encoder_classifier"
@@ -221,7 +232,10 @@ def check_case(binary, work, name, config):
         run([binary, "infer", "--run", run_dir, "--input", in_path, "--output", out_path])
         want = st_load(out_path)["logits"]
         with torch.no_grad():
-            got = net(x)
+            got = net(x.to(device))
+        if got.device.type != device:
+            raise AssertionError("the module's logits are on %s, not %s" % (got.device, device))
+        got = got.cpu()
         if tuple(got.shape) != tuple(want.shape):
             raise AssertionError("%s: Python logits %s, C++ logits %s" % (key, list(got.shape), list(want.shape)))
         if not torch.isfinite(got).all():
@@ -232,7 +246,7 @@ def check_case(binary, work, name, config):
             raise AssertionError("%s %s: max |python - c++| = %.3g >= %g" % (key, list(x.shape), diff, TOLERANCE))
     # The weights the Python model would write are exactly the file's.
     tensors = st_load(os.path.join(export_dir, "model.safetensors"))
-    mine = net.weight_file_tensors()
+    mine = net.cpu().weight_file_tensors()
     if set(mine) != set(tensors):
         raise AssertionError("weight names differ: %s" % sorted(set(mine) ^ set(tensors)))
     return worst
@@ -295,12 +309,32 @@ def check_errors(binary, work, good_run):
     return problems
 
 
+def cuda_unavailable(binary):
+    """Why the CUDA checks cannot run here, or None."""
+    if not torch.cuda.is_available():
+        return "PyTorch %s sees no CUDA device" % torch.__version__
+    version = run([binary, "--version"]).stdout
+    if "device: cuda" not in version:
+        return "the tensorscope binary's LibTorch has no usable CUDA device: " + \
+            next((l for l in version.splitlines() if l.startswith("device:")), "?")
+    return None
+
+
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    device = "cpu"
+    if args[:1] == ["--device"] and len(args) >= 2:
+        device, args = args[1], args[2:]
+    if len(args) < 2 or device not in ("cpu", "cuda"):
         print(__doc__)
         return 2
-    binary, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    filters = sys.argv[3:]
+    binary, work = os.path.abspath(args[0]), os.path.abspath(args[1])
+    filters = args[2:]
+    if device == "cuda":
+        why = cuda_unavailable(binary)
+        if why:
+            print("skipped: " + why)
+            return SKIPPED
     os.makedirs(work, exist_ok=True)
     torch.set_num_threads(1)
     corpus = os.path.join(work, "corpus.txt")
@@ -313,7 +347,7 @@ def main():
         if filters and not any(s in name for s in filters):
             continue
         try:
-            worst = check_case(binary, work, name, config)
+            worst = check_case(binary, work, name, config, device)
             print("ok    %-40s max |diff| %.2e" % (name, worst), flush=True)
             passed += 1
             good_run = good_run or os.path.join(work, name, "run")
@@ -322,7 +356,7 @@ def main():
             if not isinstance(e, (AssertionError, RuntimeError)):
                 traceback.print_exc()
             failed += 1
-    if good_run and not filters:
+    if good_run and not filters and device == "cpu":  # the messages do not depend on the device
         try:
             problems = check_errors(binary, work, good_run)
         except Exception as e:  # noqa: BLE001
