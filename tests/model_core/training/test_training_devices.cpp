@@ -15,6 +15,7 @@
 #include "model_core/safetensors.h"
 #include "model_core/snapshots.h"
 #include "model_core/trainer.h"
+#include "error_of.h"
 #include "test_device.h"
 #include "training_test_util.h"
 
@@ -23,6 +24,7 @@ using tensorscope::model_core::testing::checkpointFile;
 using tensorscope::model_core::testing::TempDir;
 using tensorscope::model_core::testing::tinyRun;
 using tensorscope::test::DeviceTest;
+using tensorscope::test::errorOf;
 
 namespace {
 
@@ -134,12 +136,8 @@ TEST(GpuMemoryGuard, OnTheCudaDeviceRefusesWhatDoesNotFitBeforeAllocating) {
   const ScopedEnv roomyHost("TENSORSCOPE_MEMORY_LIMIT", "1000000G");  // the host check must not decide
   TrainerControl control;
   LossRecorder rec;
-  try {
-    train(c, dir.path("run"), control, rec);
-    FAIL() << "expected a refusal";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("of GPU memory; the GPU has"), std::string::npos) << e.what();
-  }
+  const std::string m = errorOf([&] { train(c, dir.path("run"), control, rec); });
+  EXPECT_NE(m.find("of GPU memory; the GPU has"), std::string::npos) << m;
   EXPECT_TRUE(rec.losses.empty());
   // A configuration that fits trains.
   EXPECT_EQ(trainLosses(tinyRun("multilinear", 1), "cuda", dir.path("small")).size(), 1u);
@@ -155,22 +153,11 @@ TEST(GpuMemoryGuard, RehearsedLimit) {
   c.train.device = "cuda";
   TrainerControl control;
   LossRecorder rec;
-  try {
-    train(c, dir.path("run"), control, rec);
-    FAIL() << "expected a refusal";
-  } catch (const std::invalid_argument& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("on the GPU needs an estimated"), std::string::npos) << m;
-    EXPECT_NE(m.find("the GPU has 0.00 GiB free"), std::string::npos) << m;
-    EXPECT_NE(m.find("Reduce train.batch"), std::string::npos) << m;
-  }
-  {
-    const ScopedEnv bad("TENSORSCOPE_GPU_MEMORY_LIMIT", "lots");
-    try {
-      availableGpuMemoryBytes();
-      FAIL() << "a malformed limit was accepted";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("TENSORSCOPE_GPU_MEMORY_LIMIT"), std::string::npos) << e.what();
-    }
-  }
+  const std::string m = errorOf([&] { train(c, dir.path("run"), control, rec); });
+  EXPECT_NE(m.find("on the GPU needs an estimated"), std::string::npos) << m;
+  EXPECT_NE(m.find("the GPU has 0.00 GiB free"), std::string::npos) << m;
+  EXPECT_NE(m.find("Reduce train.batch"), std::string::npos) << m;
+  const ScopedEnv bad("TENSORSCOPE_GPU_MEMORY_LIMIT", "lots");
+  const std::string malformed = errorOf([] { availableGpuMemoryBytes(); });
+  EXPECT_NE(malformed.find("TENSORSCOPE_GPU_MEMORY_LIMIT must be a positive number"), std::string::npos) << malformed;
 }
