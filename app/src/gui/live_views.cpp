@@ -5,42 +5,26 @@
 #include "gui/run_features.h"
 #include "gui/session_model.h"
 #include "gui/training_controller.h"
-#include "viz/attention_map_grid.h"
 #include "viz/curves_plot.h"
-#include "viz/role_cluster_plot.h"
-#include "viz/spectrum_plot.h"
-#include "viz/stable_rank_plot.h"
 
 namespace tensorscope::app {
 
-LiveViews::LiveViews(SessionModel* model, TrainingController* controller, const LiveViewWidgets& views, QObject* parent)
-    : QObject(parent), model_(model), v_(views) {
+LiveViews::LiveViews(SessionModel* model, TrainingController* controller, viz::CurvesPlot* curves, QObject* parent)
+    : QObject(parent), model_(model), curves_(curves) {
   connect(controller, &TrainingController::metrics, this, &LiveViews::onMetrics);
   connect(controller, &TrainingController::evaluated, this, &LiveViews::onEvaluated);
-  connect(controller, &TrainingController::inspected, this, &LiveViews::onInspection);
-  connect(v_.roles, &viz::RoleClusterPlot::kChanged, this, &LiveViews::reclusterRoles);
 
   connect(model_, &SessionModel::sessionReset, this, &LiveViews::reloadAllCurves);
-  connect(model_, &SessionModel::runRemoved, v_.curves, [this](quint64, const QString& name) { v_.curves->removeRun(name); });
+  connect(model_, &SessionModel::runRemoved, curves_, [this](quint64, const QString& name) { curves_->removeRun(name); });
   connect(model_, &SessionModel::overlayChanged, this, [this](quint64 runId, bool shown) {
     const int i = model_->indexOf(runId);
-    if (!shown) v_.curves->removeRun(model_->run(i).name);
+    if (!shown) curves_->removeRun(model_->run(i).name);
     else loadCurves(i);
   });
   connect(model_, &SessionModel::trainingChanged, this, [this](quint64 runId) {
     if (runId == 0 || model_->trainingResumed()) return;  // a resumed run's curves go on
-    // A new run of this entry: its curves start again; the other views wait for its inspections.
-    v_.curves->removeRun(trainingRunName());
-    clearInspectionViews();
+    curves_->removeRun(trainingRunName());  // a new run of this entry: its curves start again
   });
-  // The stable-rank views follow the layer chosen in the core editor, and choose it too.
-  const auto followLayer = [this] {
-    v_.stableRank->setHighlightedLayer(model_->layerCount(model_->current()) > 1 ? model_->currentLayer() : -1);
-    v_.spectrum->setCurrentLayer(model_->currentLayer());
-  };
-  connect(model_, &SessionModel::currentLayerChanged, this, followLayer);
-  connect(model_, &SessionModel::currentChanged, this, followLayer);
-  connect(v_.spectrum, &viz::SpectrumPlot::layerChanged, model_, &SessionModel::setCurrentLayer);
 }
 
 QString LiveViews::trainingRunName() const {
@@ -49,19 +33,8 @@ QString LiveViews::trainingRunName() const {
 }
 
 void LiveViews::reloadAllCurves() {
-  v_.curves->clear();
-  clearInspectionViews();  // nothing of the previous session stays on show
+  curves_->clear();
   for (int i = 0; i < model_->count(); ++i) loadCurves(i);
-}
-
-void LiveViews::clearInspectionViews() {
-  last_.reset();
-  lastRoles_ = {};
-  v_.stableRank->clear();
-  v_.stableRank->setHeadsReference(0);
-  v_.spectrum->setSpectra({});
-  v_.maps->clear("No attention maps yet: they are drawn while a model trains");
-  reclusterRoles(v_.roles->k());  // with no inspection: the message
 }
 
 void LiveViews::loadCurves(int index) {
@@ -76,7 +49,7 @@ void LiveViews::loadCurves(int index) {
                      .arg(curves.firstDamaged)
                      .arg(QString::fromStdString(curves.firstReason)),
                  8000);
-  for (const auto& [name, s] : curves.series) v_.curves->setSeries(QString::fromStdString(name), s.steps, s.values, run.name);
+  for (const auto& [name, s] : curves.series) curves_->setSeries(QString::fromStdString(name), s.steps, s.values, run.name);
 }
 
 void LiveViews::onMetrics(const QVector<model_core::MetricsSnapshot>& batch) {
@@ -88,70 +61,17 @@ void LiveViews::onMetrics(const QVector<model_core::MetricsSnapshot>& batch) {
     loss.push_back(m.loss);
     lr.push_back(m.lr);
   }
-  v_.curves->appendPoints("train loss", steps, loss, run);
-  v_.curves->appendPoints("lr", steps, lr, run);
+  curves_->appendPoints("train loss", steps, loss, run);
+  curves_->appendPoints("lr", steps, lr, run);
 }
 
 void LiveViews::onEvaluated(const model_core::EvalSnapshot& e) {
   const QString run = trainingRunName();
   if (run.isEmpty()) return;
   const QString split = QString::fromStdString(e.split);
-  v_.curves->appendPoint("eval loss (" + split + ")", double(e.step), e.loss, run);
-  if (e.exact_match >= 0) v_.curves->appendPoint("exact match (" + split + ")", double(e.step), e.exact_match, run);
-  else v_.curves->appendPoint("accuracy (" + split + ")", double(e.step), e.accuracy, run);
-}
-
-void LiveViews::onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap) {
-  if (!snap) return;
-  last_ = snap;
-  const double step = double(snap->step);
-  const auto& trained = model_->trainingSpec();  // the trained design's H and D, not the selected run's
-  if (!snap->stable_ranks.empty()) {
-    v_.stableRank->appendSnapshot(step, snap->core_layers, snap->stable_ranks);
-    std::vector<viz::CoreSpectrum> spectra;
-    for (size_t i = 0; i < snap->core_layers.size(); ++i)
-      spectra.push_back({snap->core_layers[i], snap->spectra[i], snap->stable_ranks[i]});
-    v_.spectrum->setSpectra(spectra, step);
-    v_.spectrum->setCurrentLayer(model_->currentLayer());
-    // "H heads" is a reference only for a design with a core C (the stable rank's meaning).
-    v_.stableRank->setHeadsReference(trained.core ? trained.sizes.H : 0);
-    v_.spectrum->setHeads(trained.core ? trained.sizes.H : 0);
-  }
-  std::vector<std::vector<viz::MatrixData>> maps;
-  std::vector<int> layers;
-  for (size_t l = 0; l < snap->maps.size(); ++l) {
-    std::vector<viz::MatrixData> row;
-    for (const auto& m : snap->maps[l]) row.push_back({m.rows(), m.cols(), m.values});
-    maps.push_back(std::move(row));
-    layers.push_back(static_cast<int>(l));
-  }
-  QStringList tokens;
-  for (const auto& t : snap->probe_tokens) tokens << QString::fromStdString(t);
-  v_.maps->setGroupSize(trained.core ? std::max(1, trained.sizes.D) : 1);
-  v_.maps->setMaps(maps, tokens, layers, step);
-  if (snap->roles.rows() > 0) reclusterRoles(v_.roles->k());
-  Q_EMIT inspected(snap);
-}
-
-void LiveViews::reclusterRoles(int k) {
-  if (!last_ || last_->roles.rows() < 3) {
-    v_.roles->showMessage("Role vectors appear here while a TP-attention model trains (variant tp).");
-    return;
-  }
-  const auto& snap = *last_;
-  auto p = projectRoles(snap.roles, k);
-  alignRoleProjection(p, lastRoles_);  // the same probe: the picture turns and relabels smoothly
-  lastRoles_ = p;
-  QStringList tokens, contexts, labels;
-  for (int i = 0; i < snap.roles.rows(); ++i) {
-    tokens << QString::fromStdString(snap.role_tokens[i]);
-    contexts << QString::fromStdString(snap.role_contexts[i]);
-    labels << QString::fromStdString(snap.role_labels[i]);
-  }
-  v_.roles->setPoints(p.xs, p.ys, tokens, contexts, labels);
-  v_.roles->setClusters(p.clusters);
-  v_.roles->setAxisTitles(QString("PC1 (%1%)").arg(100 * p.explainedPc1, 0, 'f', 1),
-                          QString("PC2 (%1%)").arg(100 * p.explainedPc2, 0, 'f', 1));
+  curves_->appendPoint("eval loss (" + split + ")", double(e.step), e.loss, run);
+  if (e.exact_match >= 0) curves_->appendPoint("exact match (" + split + ")", double(e.step), e.exact_match, run);
+  else curves_->appendPoint("accuracy (" + split + ")", double(e.step), e.accuracy, run);
 }
 
 }  // namespace tensorscope::app

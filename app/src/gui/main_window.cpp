@@ -26,6 +26,7 @@
 #include "gui/design_docks.h"
 #include "gui/design_panel.h"
 #include "gui/figure_export.h"
+#include "gui/inspection_views.h"
 #include "gui/live_views.h"
 #include "gui/main_menus.h"
 #include "gui/run_features.h"
@@ -68,10 +69,12 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   });
   designDocks_ = new DesignDocks(model_, design_, core_, specText_, diagram_, this);
   files_ = new SessionFiles(this, model_, driver_, {options_.askToRecover, options_.askToSave}, [this] { return dark_; }, this);
-  live_ = new LiveViews(model_, driver_->controller(), {curves_, stableRank_, spectrum_, maps_, roles_}, this);
-  connect(live_, &LiveViews::inspected, designDocks_, &DesignDocks::showInspection);
+  live_ = new LiveViews(model_, driver_->controller(), curves_, this);
+  inspection_ = new InspectionViews(model_, driver_->controller(), {stableRank_, spectrum_, maps_, roles_}, this);
+  connect(inspection_, &InspectionViews::inspected, designDocks_, &DesignDocks::showInspection);
   const auto status = [this](const QString& text, int ms) { statusBar()->showMessage(text, ms); };
   connect(live_, &LiveViews::message, this, status);
+  connect(inspection_, &InspectionViews::message, this, status);
   connect(driver_, &TrainingDriver::message, this, status);
   connect(files_, &SessionFiles::message, this, status);
   connect(files_, &SessionFiles::error, this, &MainWindow::showError);

@@ -29,6 +29,7 @@ namespace tensorscope::app {
 class CoreEditor;
 class DesignDocks;
 class DesignPanel;
+class InspectionViews;
 class LiveViews;
 class RunsPanel;
 class SessionFiles;
@@ -111,6 +112,7 @@ class MainWindow : public QMainWindow {
   SessionFiles* files_ = nullptr;
   DesignDocks* designDocks_ = nullptr;
   LiveViews* live_ = nullptr;
+  InspectionViews* inspection_ = nullptr;
 
   DesignPanel* design_ = nullptr;
   CoreEditor* core_ = nullptr;
