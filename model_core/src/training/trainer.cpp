@@ -18,6 +18,7 @@
 
 #include "build_config.h"
 #include "files/atomic_file.h"
+#include "model_core/inspection_files.h"
 #include "model_core/memory_guard.h"
 #include "model_core/run_files.h"
 #include "model_core/runtime.h"
@@ -100,6 +101,21 @@ class MetricsLog {
         },
         [](int64_t, const std::string&) {});  // a damaged line: rebuildFromJsonl reports those
     return out;
+  }
+  /// The wall-clock seconds the run had trained when it reached `step` (its newest train record up
+  /// to there; 0 without one): where a resumed run's clock goes on.
+  double elapsedAt(int64_t step) const {
+    std::ifstream in(path(kJsonl));
+    double out = 0;
+    readMetricsLog(
+        in,
+        [&](int64_t, const nlohmann::json& j) {
+          if (j.contains("kind") && j["kind"] == "train" && j["step"].get<int64_t>() <= step &&
+              j.contains("elapsed_seconds") && j["elapsed_seconds"].is_number())
+            out = std::max(out, j["elapsed_seconds"].get<double>());
+        },
+        [](int64_t, const std::string&) {});
+    return std::isfinite(out) ? out : 0.0;
   }
   /// fsyncs both logs and returns their lengths (the checkpoint's counters).
   std::map<std::string, int64_t> sync() const {
@@ -359,17 +375,24 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   const int64_t scheduleSteps = std::max(total, config.train.steps);
   const auto& t = config.train;
   sink.onStart(session.step(), total, config.train.device, threads);
+  // The views of a reopened run come from these: every inspection's stable ranks as they come,
+  // the newest inspection in full with each checkpoint (model_core/inspection_files.h).
+  std::optional<InspectionSnapshot> lastInspection;
+  std::ofstream inspectionLog(runDir + "/" + kInspectionLogName, std::ios::app);
+  if (!inspectionLog) throw std::runtime_error("cannot open " + runDir + "/" + kInspectionLogName + " for appending");
   const auto commitCheckpoint = [&](const std::string& status, const std::string& message) {
     const auto counters = metrics.sync();  // the logs hold every record up to this step first
     const std::string staged = store.stage();
     session.saveCheckpoint(staged, status, message);
     store.commit(staged, session.step(), counters);
+    if (lastInspection) writeInspection(runDir, *lastInspection);
   };
   if (!resume) commitCheckpoint("running", "");  // a first good checkpoint
   int64_t lastCheckpoint = session.step();
 
   TrainResult result;
   const auto start = Clock::now();
+  const double elapsedBefore = resume ? metrics.elapsedAt(session.step()) : 0.0;  // a resumed run's clock goes on
   auto last = start;
   int64_t lastStep = session.step();
   std::string status = "finished";
@@ -427,12 +450,12 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
       const auto now = Clock::now();
       const double dt = std::chrono::duration<double>(now - last).count();
       MetricsSnapshot m{step, loss, lr, norm, double(session.tokensPerStep() * (step - lastStep)) / std::max(dt, 1e-9),
-                        std::chrono::duration<double>(now - start).count()};
+                        elapsedBefore + std::chrono::duration<double>(now - start).count()};
       last = now;
       lastStep = step;
       sink.onMetrics(m);
       metrics.add({{"kind", "train"}, {"step", step}, {"loss", loss}, {"lr", lr}, {"grad_norm", norm},
-                   {"tokens_per_second", m.tokens_per_second}});
+                   {"tokens_per_second", m.tokens_per_second}, {"elapsed_seconds", m.elapsed_seconds}});
       if (step % t.eval_interval == 0 || step == total) {
         for (const auto& [split, name] : session.evalSplits()) {
           auto e = session.evaluate(split, t.eval_examples);
@@ -443,7 +466,13 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
           metrics.add(rec);
         }
       }
-      if (step % t.inspect_interval == 0 || step == total) sink.onInspection(session.inspect());
+      if (step % t.inspect_interval == 0 || step == total) {
+        auto snap = session.inspect();
+        inspectionLog << inspectionRecord(snap) << '\n' << std::flush;
+        if (!inspectionLog) throw std::runtime_error("cannot append to " + runDir + "/" + kInspectionLogName);
+        sink.onInspection(snap);
+        lastInspection = std::move(snap);
+      }
       if (step % t.checkpoint_interval == 0) {
         if (!guard.above()) {
           checkpointNow();
