@@ -1,11 +1,19 @@
 #include "diagram_view/diagram_view.h"
 
 #include <QAction>
+#include <QContextMenuEvent>
+#include <QDir>
+#include <QFileDialog>
+#include <QLabel>
+#include <QMenu>
 #include <QScrollBar>
+#include <QTimer>
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
 #include <set>
+
+#include "label_text.h"
 
 namespace tensorscope::diagram_view {
 namespace {
@@ -32,7 +40,20 @@ DiagramView::DiagramView(QWidget* parent) : QGraphicsView(parent), scene_(new Di
   setViewportUpdateMode(SmartViewportUpdate);
   DiagramOptions o;
   o.cosmetic_pens = true;
+  o.show_title = false;  // the header shows it, readable at any zoom
   scene_->setOptions(o);
+  header_ = new QLabel(this);
+  header_->setWordWrap(true);
+  header_->setTextFormat(Qt::RichText);
+  header_->setContentsMargins(8, 4, 8, 4);
+  header_->setObjectName("DiagramHeader");
+  header_->setFont(titleFont());
+  noticeLabel_ = new QLabel(this);
+  noticeLabel_->setWordWrap(true);
+  noticeLabel_->setContentsMargins(8, 4, 8, 4);
+  noticeLabel_->setObjectName("DiagramNotice");
+  noticeLabel_->setStyleSheet("QLabel { background: #fdecea; color: #8a1c12; border-bottom: 1px solid #e0a39b; }");
+  noticeLabel_->hide();
 
   auto addShortcut = [this](const QList<QKeySequence>& keys, auto slot) {
     auto* a = new QAction(this);
@@ -54,6 +75,7 @@ void DiagramView::setNetwork(const spec::TensorNetwork& network) {
   const QTransform keptTransform = transform();
   const QPointF keptCentre = mapToScene(viewport()->rect().center());
   scene_->setNetwork(network);
+  updateHeader();
   if (similar && !fitPending_) {
     setTransform(keptTransform);
     centerOn(keptCentre);
@@ -65,16 +87,19 @@ void DiagramView::setNetwork(const spec::TensorNetwork& network) {
 void DiagramView::setOptions(const DiagramOptions& options) {
   DiagramOptions o = options;
   o.cosmetic_pens = true;
+  o.show_title = false;
   const QTransform keptTransform = transform();
   const QPointF keptCentre = mapToScene(viewport()->rect().center());
   scene_->setOptions(o);
   setTransform(keptTransform);
   centerOn(keptCentre);
+  updateHeader();
 }
 
 DiagramOptions DiagramView::exportOptions() const {
   DiagramOptions o = scene_->options();
   o.cosmetic_pens = false;
+  o.show_title = true;  // a figure carries its title and equation
   return o;
 }
 
@@ -129,7 +154,92 @@ void DiagramView::wheelEvent(QWheelEvent* event) {
 
 void DiagramView::resizeEvent(QResizeEvent* event) {
   QGraphicsView::resizeEvent(event);
+  updateHeader();
   if (fitPending_ || fitted_) fitToView();
+}
+
+// A dock laid out after the first show gives the viewport its real size only then: fit once the
+// event loop has placed everything (the "diagram at 35%" of some starts).
+void DiagramView::showEvent(QShowEvent* event) {
+  QGraphicsView::showEvent(event);
+  QTimer::singleShot(0, this, [this] {
+    if (fitPending_ || fitted_) fitToView();
+  });
+}
+
+void DiagramView::updateHeader() {
+  const auto& net = scene_->network();
+  QStringList parts;
+  if (!net.title.empty()) parts << "<b>" + labelHtml(QString::fromStdString(net.title)) + "</b>";
+  if (!net.equation.empty()) parts << labelHtml(QString::fromStdString(net.equation));
+  const auto palette = paletteFor(scene_->options().theme);
+  header_->setText(parts.join("<br>"));
+  header_->setStyleSheet(QString("QLabel { background: %1; color: %2; }").arg(palette.background.name(), palette.text.name()));
+  header_->setVisible(!parts.isEmpty());
+  noticeLabel_->setText(notice_);
+  noticeLabel_->setVisible(!notice_.isEmpty());
+  // Both labels live in the top margin of the view, above the zoomable drawing.
+  const int width = std::max(1, this->width() - 2 * frameWidth());
+  const int headerHeight = header_->isVisibleTo(this) ? header_->heightForWidth(width) : 0;
+  const int noticeHeight = noticeLabel_->isVisibleTo(this) ? noticeLabel_->heightForWidth(width) : 0;
+  header_->setGeometry(frameWidth(), frameWidth(), width, headerHeight);
+  noticeLabel_->setGeometry(frameWidth(), frameWidth() + headerHeight, width, noticeHeight);
+  setViewportMargins(0, headerHeight + noticeHeight, 0, 0);
+}
+
+QString DiagramView::headerText() const { return header_->isVisibleTo(this) ? header_->text() : QString(); }
+
+void DiagramView::setNotice(const QString& text) {
+  if (text == notice_) return;
+  notice_ = text;
+  // The drawing stays (it is the last valid design) but is dimmed while the notice stands.
+  const QColor veil = paletteFor(scene_->options().theme).background;
+  scene_->setForegroundBrush(text.isEmpty() ? QBrush(Qt::NoBrush) : QBrush(QColor(veil.red(), veil.green(), veil.blue(), 170)));
+  updateHeader();
+}
+
+bool DiagramView::exportTo(ExportFormat format, const QString& path, QString* error) const {
+  try {
+    ExportOptions o;
+    o.diagram = exportOptions();
+    exportDiagram(scene_->network(), format, path, o);
+    return true;
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+    return false;
+  }
+}
+
+QMenu* DiagramView::createContextMenu() {
+  auto* menu = new QMenu(this);
+  menu->addAction(tr("Fit to view"), QKeySequence(Qt::CTRL | Qt::Key_0), this, &DiagramView::fitToView);
+  menu->addSeparator();
+  const std::pair<ExportFormat, QString> formats[] = {{ExportFormat::Svg, tr("Export SVG (vector)…")},
+                                                      {ExportFormat::Pdf, tr("Export PDF (vector)…")},
+                                                      {ExportFormat::Png, tr("Export PNG (300 dpi)…")},
+                                                      {ExportFormat::Tikz, tr("Export TikZ (LaTeX)…")},
+                                                      {ExportFormat::Dot, tr("Export Graphviz DOT…")}};
+  for (const auto& [format, text] : formats) {
+    auto* action = menu->addAction(text, this, [this, format = format] {
+      const QString ext = exportExtension(format);
+      const QString proposal = QDir::home().filePath("diagram" + ext);
+      const QString path = QFileDialog::getSaveFileName(this, tr("Export the diagram"), proposal, "*" + ext);
+      if (path.isEmpty()) return;
+      QString why;
+      exportTo(format, path, &why);
+      Q_EMIT exported(path, why);
+    });
+    action->setEnabled(!scene_->network().nodes.empty());
+    action->setData(exportExtension(format));
+  }
+  return menu;
+}
+
+void DiagramView::contextMenuEvent(QContextMenuEvent* event) {
+  QMenu* menu = createContextMenu();
+  menu->setAttribute(Qt::WA_DeleteOnClose);
+  menu->popup(event->globalPos());
+  event->accept();
 }
 
 }  // namespace tensorscope::diagram_view

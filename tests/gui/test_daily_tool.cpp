@@ -224,9 +224,11 @@ TEST(DailyTool, PanelsShowNothingOfAnotherSessionOrDesign) {
   snap->core_layers = {0, 1};
   snap->stable_ranks = {3.5, 2.5};
   snap->spectra = {{2.0, 1.0}, {3.0, 1.0}};
+  w.model().setTrainingRun(w.model().currentRun().id);  // the views show the selected run's inspections
   Q_EMIT w.controller()->inspected(snap);
   ASSERT_EQ(w.stableRankPlot()->layers(), (std::vector<int>{0, 1}));
   ASSERT_FALSE(w.spectrumPlot()->isShowingMessage());
+  w.model().setTrainingRun(0);
   const auto examples = app::exampleSessionPaths();
   ASSERT_FALSE(examples.isEmpty());
   ASSERT_TRUE(w.files().openExample(examples.front()));

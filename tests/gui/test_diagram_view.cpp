@@ -2,11 +2,17 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QFile>
+#include <QFileInfo>
 #include <QGraphicsItem>
+#include <QLabel>
+#include <QMenu>
+#include <QTemporaryDir>
 #include <QScrollBar>
 #include <QSignalSpy>
 #include <QTest>
 #include <QWheelEvent>
+#include <memory>
 
 #include "test_diagram_networks.h"
 #include "diagram_view/diagram_view.h"
@@ -137,4 +143,79 @@ TEST(DiagramView, ThemeAndSizesSwitchKeepZoom) {
   EXPECT_TRUE(v.view.options().cosmetic_pens);
   EXPECT_FALSE(v.view.exportOptions().cosmetic_pens);
   EXPECT_NEAR(v.view.zoom(), 1.7, 1e-9);
+}
+
+// Issue 13: the title and equation were clipped at readable zoom. They now sit in a header above
+// the zoomable drawing, wrapped to the view's width; exports still draw them in the picture.
+TEST(DiagramView, TitleAndEquationSitInAWrappedHeaderOutsideTheZoomableDrawing) {
+  const auto net = spec::buildTensorNetwork(spec::makeSpecPreset("thsa"), 8);
+  ASSERT_FALSE(net.title.empty());
+  ASSERT_FALSE(net.equation.empty());
+  ShownView v(net);
+  EXPECT_EQ(v.view.diagramScene()->count(diagram_view::DiagramScene::Element::Title), 0);
+  const QString header = v.view.headerText();
+  EXPECT_FALSE(header.isEmpty());
+  const auto* label = v.view.findChild<QLabel*>("DiagramHeader");
+  ASSERT_TRUE(label);
+  EXPECT_GE(v.view.viewport()->geometry().top(), label->geometry().bottom()) << "the drawing starts below the header";
+  // Narrow: the header wraps (taller), never wider than the view.
+  const int wideHeight = label->height();
+  v.view.resize(260, 650);
+  QApplication::processEvents();
+  EXPECT_GT(label->height(), wideHeight);
+  EXPECT_LE(label->width(), v.view.width());
+  v.view.setZoom(6);  // zooming leaves the header alone
+  EXPECT_EQ(v.view.headerText(), header);
+  EXPECT_TRUE(v.view.exportOptions().show_title) << "a figure carries its title";
+}
+
+TEST(DiagramView, ANoticeShowsUnderTheHeaderAndDimsTheDrawing) {
+  ShownView v(diagram_test::smallThsa());
+  EXPECT_EQ(v.view.diagramScene()->foregroundBrush().style(), Qt::NoBrush);
+  v.view.setNotice("This design is invalid: R must be at least 1.");
+  const auto* notice = v.view.findChild<QLabel*>("DiagramNotice");
+  ASSERT_TRUE(notice);
+  EXPECT_TRUE(notice->isVisible());
+  EXPECT_TRUE(notice->text().contains("invalid"));
+  EXPECT_NE(v.view.diagramScene()->foregroundBrush().style(), Qt::NoBrush);
+  EXPECT_GE(v.view.viewport()->geometry().top(), notice->geometry().bottom());
+  v.view.setNotice({});
+  EXPECT_FALSE(notice->isVisible());
+  EXPECT_EQ(v.view.diagramScene()->foregroundBrush().style(), Qt::NoBrush);
+}
+
+TEST(DiagramView, TheContextMenuFitsAndExportsEveryFormat) {
+  ShownView v(diagram_test::smallThsa());
+  std::unique_ptr<QMenu> menu(v.view.createContextMenu());
+  QStringList exports;
+  for (auto* a : menu->actions())
+    if (a->data().isValid()) exports << a->data().toString();
+  EXPECT_EQ(exports, (QStringList{".svg", ".pdf", ".png", ".tex", ".dot"}));
+  EXPECT_EQ(menu->actions().first()->text(), "Fit to view");
+  QTemporaryDir dir;
+  for (auto f : {diagram_view::ExportFormat::Svg, diagram_view::ExportFormat::Pdf, diagram_view::ExportFormat::Tikz}) {
+    const QString path = dir.filePath("d" + diagram_view::exportExtension(f));
+    QString why;
+    EXPECT_TRUE(v.view.exportTo(f, path, &why)) << why.toStdString();
+    EXPECT_GT(QFileInfo(path).size(), 200) << path.toStdString();
+  }
+  QFile svg(dir.filePath("d.svg"));
+  ASSERT_TRUE(svg.open(QIODevice::ReadOnly));
+  EXPECT_TRUE(svg.readAll().contains("THSA")) << "the exported figure carries the title";
+  QString why;
+  EXPECT_FALSE(v.view.exportTo(diagram_view::ExportFormat::Svg, dir.filePath("no/such/dir/d.svg"), &why));
+  EXPECT_FALSE(why.isEmpty());
+}
+
+TEST(DiagramView, AViewShownBeforeItsDockIsLaidOutFitsOnceShown) {
+  DiagramView view;
+  view.setNetwork(diagram_test::smallThsa());  // fitted while hidden: nothing to fit to yet
+  view.resize(900, 650);
+  view.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+  QApplication::processEvents();
+  const double shown = view.zoom();
+  view.fitToView();
+  EXPECT_NEAR(view.zoom(), shown, 1e-9) << "the first picture is already the fitted one";
+  EXPECT_GT(shown, 0.5);
 }

@@ -80,7 +80,7 @@ void DemoRunner::next() {
     } else if (cmd == "dock") {
       bool found = false;
       for (auto* d : window_->docks())
-        if (d->windowTitle() == arg) {
+        if (d->objectName() == arg) {  // the bare title (a header may follow it)
           d->show();
           d->raise();
           found = true;

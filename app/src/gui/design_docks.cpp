@@ -25,10 +25,7 @@ DesignDocks::DesignDocks(SessionModel* model, DesignPanel* design, CoreEditor* c
   connect(model_, &SessionModel::designChanged, this, [this](quint64 runId) {
     if (runId == model_->currentRun().id) refresh();
   });
-  connect(model_, &SessionModel::trainingChanged, this, [this](quint64 runId) {
-    if (runId == 0) last_.reset();
-    refresh();
-  });
+  connect(model_, &SessionModel::trainingChanged, this, &DesignDocks::refresh);
   // Docks -> model (edits become undo commands there).
   connect(design_, &DesignPanel::specChanged, model_,
           [this](const spec::AttentionSpec& s) { model_->editDesign(s, "edit design"); });
@@ -50,23 +47,36 @@ void DesignDocks::refresh() {
   const quint64 shown = model_->currentRun().id;
   if (core_->editable() != editable || shown != shownRun_) core_->setEditable(editable);
   shownRun_ = shown;
-  if (!editable) showLearnedCore();  // the training run: its learned C once an inspection came
+  showLearnedCore();  // a run with an inspection (training, or trained): its learned C
   specText_->setPlainText(QString::fromStdString(spec::toJson(s)));
-  if (!spec::validate(s).empty()) return;  // the Design dock lists the problems
+  // An invalid design keeps the last valid diagram, dimmed, under a notice that says why (the
+  // Design dock lists every problem at its field).
+  if (const auto problems = spec::validate(s); !problems.empty()) {
+    QString first = QString::fromStdString(problems.front().field + ": " + problems.front().message);
+    if (problems.size() > 1) first += QString(" (and %1 more problem(s), listed in the Design dock)").arg(problems.size() - 1);
+    diagram_->setNotice("This design is invalid, so the diagram shows the last valid one. " + first);
+    return;
+  }
   try {
     diagram_->setNetwork(spec::buildTensorNetwork(s, std::min(s.sizes.seq_len, 64)));
+    diagram_->setNotice({});
   } catch (const std::exception& e) {
+    diagram_->setNotice(QString("No diagram for this design: ") + e.what());
     Q_EMIT message(QString("diagram: ") + e.what());
   }
 }
 
-void DesignDocks::showInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap) {
+void DesignDocks::showInspection(quint64 runId, std::shared_ptr<const model_core::InspectionSnapshot> snap) {
+  const bool wasLearned = last_ && lastRun_ == runId;
   last_ = std::move(snap);
-  showLearnedCore();
+  lastRun_ = runId;
+  if (runId != model_->currentRun().id) return;
+  if (last_) showLearnedCore();
+  else if (wasLearned && !model_->isTraining(model_->current())) core_->setEditable(true);  // back to the design
 }
 
 void DesignDocks::showLearnedCore() {
-  if (!last_ || !model_->isTraining(model_->current())) return;
+  if (!last_ || lastRun_ != model_->currentRun().id) return;
   // cores[i] belongs to layer core_layers[i] (layers without a core have none).
   const auto& snap = *last_;
   for (size_t i = 0; i < snap.cores.size() && i < snap.core_layers.size(); ++i)

@@ -29,7 +29,7 @@ class DesignDocks : public QObject {
               diagram_view::DiagramView* diagram, QObject* parent = nullptr);
   /// A training inspection: the core editor shows the learned C of its layer when the training
   /// run is the current one.
-  void showInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap);
+  void showInspection(quint64 runId, std::shared_ptr<const model_core::InspectionSnapshot> snap);
 
  Q_SIGNALS:
   /// Something the user should read in the status bar (a diagram that cannot be built).
@@ -45,6 +45,7 @@ class DesignDocks : public QObject {
   QPlainTextEdit* specText_;
   diagram_view::DiagramView* diagram_;
   std::shared_ptr<const model_core::InspectionSnapshot> last_;
+  quint64 lastRun_ = 0;  ///< the run last_ belongs to
   quint64 shownRun_ = 0;  ///< the run the docks showed at the last refresh
 };
 

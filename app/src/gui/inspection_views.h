@@ -1,11 +1,17 @@
 #pragma once
 /// The views of a model's insides as observers of training and of the document: the stable rank
 /// and spectrum of each layer's C (following the layer chosen in the core editor), the attention
-/// maps and the TP role clusters. Inspections are read with the design the run trains, never with
-/// the selected run's. (The curves are LiveViews'.)
+/// maps and the TP role clusters. They always show the selected run: the training run's inspections
+/// as they come, any other run's as its run directory kept them (model_core/inspection_files.h), and
+/// nothing (with the reason) for a run that has none. Each view's dock title says "run · step".
+/// (The curves are LiveViews'.)
 
 #include <QObject>
+#include <QString>
+#include <functional>
 #include <memory>
+
+class QWidget;
 
 #include "gui/run_features.h"
 
@@ -31,24 +37,48 @@ struct InspectionViewWidgets {
   viz::RoleClusterPlot* roles = nullptr;
 };
 
+/// Sets the header ("run · step") a view shows; empty: the view shows no run's data.
+using ViewHeaderSetter = std::function<void(QWidget* view, const QString& header)>;
+
 class InspectionViews : public QObject {
   Q_OBJECT
  public:
   InspectionViews(SessionModel* model, TrainingController* controller, const InspectionViewWidgets& views,
-                  QObject* parent = nullptr);
+                  ViewHeaderSetter setHeader, QObject* parent = nullptr);
   /// Redraws the role clusters of the last inspection with k clusters.
   void reclusterRoles(int k);
+  /// The inspection on show (null when the selected run has none) and the run it belongs to.
+  std::shared_ptr<const model_core::InspectionSnapshot> shown() const { return last_; }
+  quint64 shownRun() const { return shownRun_; }
+  /// Shows the selected run again (from its run directory unless it is the training run).
+  void showSelectedRun();
 
  Q_SIGNALS:
   /// Something the user should read in the status bar.
   void message(const QString& text, int timeoutMs);
-  /// A new inspection of the training run (after the views drew it).
-  void inspected(std::shared_ptr<const tensorscope::model_core::InspectionSnapshot> snapshot);
+  /// The inspection the views now show, of run `runId` (null: that run has none), after they drew
+  /// it: a new one of the training run, or the selected run's from its directory.
+  void inspected(quint64 runId, std::shared_ptr<const tensorscope::model_core::InspectionSnapshot> snapshot);
 
  private:
   void onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap);
-  /// Empties the stable rank, spectrum, maps and role clusters (a new session or training run).
-  void clearInspectionViews();
+  /// Empties the stable rank, spectrum, maps and role clusters; `why` for the maps and roles.
+  void clearInspectionViews(const QString& why);
+  /// Says in the maps and roles views why they are empty.
+  void explain(const QString& why);
+  /// Draws everything of `snap` but the stable rank history (the spectrum, maps and roles).
+  void drawSnapshot(const model_core::InspectionSnapshot& snap);
+  /// Draws the role clusters of `shown` with k clusters (nothing without an inspection).
+  void drawRoles(const model_core::InspectionSnapshot* shown, int k);
+  void setHeaders();
+
+  ViewHeaderSetter setHeader_;
+  quint64 shownRun_ = 0;
+  QString shownName_;
+  bool rankHistory_ = false;  ///< the stable rank plot holds a history read from the run directory
+  /// The newest inspection of the training run (shown only while that run is selected).
+  std::shared_ptr<const model_core::InspectionSnapshot> live_;
+  quint64 liveRun_ = 0;
 
   SessionModel* model_;
   InspectionViewWidgets v_;

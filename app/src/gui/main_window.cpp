@@ -70,7 +70,15 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   designDocks_ = new DesignDocks(model_, design_, core_, specText_, diagram_, this);
   files_ = new SessionFiles(this, model_, driver_, {options_.askToRecover, options_.askToSave}, [this] { return dark_; }, this);
   live_ = new LiveViews(model_, driver_->controller(), curves_, this);
-  inspection_ = new InspectionViews(model_, driver_->controller(), {stableRank_, spectrum_, maps_, roles_}, this);
+  // A view's header is its dock's title: "Attention maps · Run 2 · step 400" (the object name
+  // keeps the bare title, which layouts and demo scripts find docks by).
+  const auto setHeader = [](QWidget* view, const QString& header) {
+    QWidget* w = view;
+    while (w && !qobject_cast<QDockWidget*>(w)) w = w->parentWidget();
+    auto* dock = qobject_cast<QDockWidget*>(w);
+    if (dock) dock->setWindowTitle(header.isEmpty() ? dock->objectName() : dock->objectName() + " · " + header);
+  };
+  inspection_ = new InspectionViews(model_, driver_->controller(), {stableRank_, spectrum_, maps_, roles_}, setHeader, this);
   connect(inspection_, &InspectionViews::inspected, designDocks_, &DesignDocks::showInspection);
   const auto status = [this](const QString& text, int ms) { statusBar()->showMessage(text, ms); };
   connect(live_, &LiveViews::message, this, status);
@@ -178,6 +186,10 @@ void MainWindow::buildDocks() {
   connect(diagram_, &diagram_view::DiagramView::coreSelected, this, [coreDock](const QString&) {
     coreDock->show();
     coreDock->raise();
+  });
+  connect(diagram_, &diagram_view::DiagramView::exported, this, [this](const QString& path, const QString& error) {
+    if (error.isEmpty()) statusBar()->showMessage("Exported the diagram to " + path, 5000);
+    else showError("Export the diagram", "Could not write " + path + ":\n" + error);
   });
   connect(core_, &CoreEditor::forkRequested, this, [this] {
     if (confirm("Edit C of a training run?",

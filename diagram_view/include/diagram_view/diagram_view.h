@@ -1,12 +1,19 @@
 #pragma once
 /// DiagramView: the interactive tensor-diagram widget. Zoom with the wheel or Ctrl +/−
 /// (Ctrl 0 fits), pan by dragging the background, hover a tensor for its shape, parameters and
-/// role, click the core C (or a factor) to ask the app for the core editor.
+/// role, click the core C (or a factor) to ask the app for the core editor, right-click to fit or
+/// export (SVG, PDF, PNG, TikZ, DOT). The title and equation sit in a header above the zoomable
+/// drawing, wrapped to the view's width (exports draw them in the picture); a notice (e.g. "this
+/// design is invalid") shows under the header and dims the drawing.
 
 #include <QGraphicsView>
 #include <QString>
 
+#include "diagram_view/diagram_export.h"
 #include "diagram_view/diagram_scene.h"
+
+class QLabel;
+class QMenu;
 #include "diagram_view/diagram_style.h"
 #include "spec/tensor_network.h"
 
@@ -35,6 +42,17 @@ class DiagramView : public QGraphicsView {
   /// Current scale: view pixels per scene point.
   double zoom() const;
 
+  /// Shows `text` under the header and dims the drawing (empty: no notice).
+  void setNotice(const QString& text);
+  QString notice() const { return notice_; }
+  /// The header's text (title and equation) as shown.
+  QString headerText() const;
+  /// Writes the diagram in `format` (the screen's theme and labels, lines scaled). False with the
+  /// reason in `error` on failure.
+  bool exportTo(ExportFormat format, const QString& path, QString* error = nullptr) const;
+  /// The right-click menu (Fit, then one export per format), built fresh.
+  QMenu* createContextMenu();
+
  public Q_SLOTS:
   void zoomIn();
   void zoomOut();
@@ -47,13 +65,22 @@ class DiagramView : public QGraphicsView {
   void coreSelected(QString nodeId);
   void tensorSelected(QString nodeId);
   void zoomChanged(double factor);
+  /// An export from the context menu: written to `path`, or failed with `error` (empty on success).
+  void exported(QString path, QString error);
 
  protected:
   void wheelEvent(QWheelEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
+  void showEvent(QShowEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
 
  private:
+  void updateHeader();
+
   DiagramScene* scene_;
+  QLabel* header_ = nullptr;
+  QLabel* noticeLabel_ = nullptr;
+  QString notice_;
   bool fitPending_ = true;
   bool fitted_ = false;  ///< the zoom is fitToView's, not the user's: resizes refit
 };
