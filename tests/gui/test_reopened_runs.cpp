@@ -5,6 +5,7 @@
 
 #include <QDockWidget>
 #include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QTemporaryDir>
 
@@ -57,7 +58,13 @@ TEST(ReopenedRuns, EveryViewComesBackFromTheRunDirectoryAndFollowsTheSelectedRun
   ASSERT_EQ(kept->step, 3);
   ASSERT_EQ(kept->core_layers, (std::vector<int>{0, 1}));
 
-  app::MainWindow w(testOptions());
+  auto options = testOptions();
+  QStringList asked;
+  options.confirm = [&](const QString& title) {
+    asked << title;
+    return true;
+  };
+  app::MainWindow w(options);
   ASSERT_TRUE(w.files().open(sessionPath));
   w.model().select(1);
   const QString name = w.model().run(1).name;
@@ -74,6 +81,22 @@ TEST(ReopenedRuns, EveryViewComesBackFromTheRunDirectoryAndFollowsTheSelectedRun
   EXPECT_EQ(dockTitle(w, "Stable rank"), "Stable rank · " + name);
   EXPECT_EQ(dockTitle(w, "Role clusters"), "Role clusters") << "a THSA model has no roles";
   EXPECT_TRUE(w.roleClusters()->isShowingMessage());
+
+  // The learned C of a trained run is read-only: a click asks for a fork, made at once from its
+  // checkpoint, with the click applied to the fork.
+  const auto original = w.model().run(1).config.model.attention.front();
+  const int runs = w.model().count();
+  w.coreEditor()->setTool(app::CoreEditor::Tool::SetValue);
+  w.coreEditor()->setPaintValue(-0.5);
+  w.coreEditor()->editCell(2, 3);
+  EXPECT_EQ(asked, QStringList{"Edit the learned C of a trained run?"});
+  ASSERT_EQ(w.model().count(), runs + 1);
+  const auto& fork = w.model().run(runs);
+  EXPECT_EQ(fork.forkParent, w.model().run(1).id);
+  EXPECT_TRUE(QFileInfo::exists(fork.initFrom + "/model.safetensors"));
+  const int R = fork.config.model.attention.front().sizes.R;
+  EXPECT_DOUBLE_EQ(fork.config.model.attention.front().core->dense_values[size_t(2 * R + 3)], -0.5);
+  EXPECT_EQ(w.model().run(1).config.model.attention.front(), original) << "the trained run stays as it is";
 
   // An untrained run: nothing of the trained one, and the headers say no run.
   w.model().select(0);
@@ -92,4 +115,5 @@ TEST(ReopenedRuns, EveryViewComesBackFromTheRunDirectoryAndFollowsTheSelectedRun
   EXPECT_EQ(w.stableRankPlot()->layers(), (std::vector<int>{0, 1}));
   EXPECT_TRUE(w.attentionMaps()->isShowingMessage());
   EXPECT_TRUE(labelSays(w.attentionMaps(), "The inspection of " + w.model().run(1).name + " is damaged"));
+
 }

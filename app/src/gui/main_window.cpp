@@ -192,12 +192,18 @@ void MainWindow::buildDocks() {
     else showError("Export the diagram", "Could not write " + path + ":\n" + error);
   });
   connect(core_, &CoreEditor::forkRequested, this, [this] {
-    if (confirm("Edit C of a training run?",
-                "This run's C is being trained. Fork a new run from its latest checkpoint?\n\n"
-                "The fork starts with every layer's learned C, with your edit applied, and with every other "
-                "learned weight. The original keeps training; start the fork when it is done "
-                "(one run trains at a time).") && driver_->fork())
-      return;
+    const bool training = model_->isTraining(model_->current());
+    const bool asked = training ? confirm("Edit C of a training run?",
+                                          "This run's C is being trained. Fork a new run from its latest checkpoint?\n\n"
+                                          "The fork starts with every layer's learned C, with your edit applied, and with "
+                                          "every other learned weight. The original keeps training; start the fork when it "
+                                          "is done (one run trains at a time).")
+                                : confirm("Edit the learned C of a trained run?",
+                                          "This run's C is what it learned. Fork a new run from its latest checkpoint?\n\n"
+                                          "The fork starts with every layer's learned C, with your edit applied, and with "
+                                          "every other learned weight; the trained run stays as it is. (To change the "
+                                          "design it started from, duplicate the run instead.)");
+    if (asked && driver_->fork()) return;
     core_->clearPendingEdit();
   });
 }

@@ -95,8 +95,14 @@ void TrainingDriver::togglePause() {
 
 bool TrainingDriver::fork() {
   if (!model_->trainingRunId() || !controller_->running()) {
-    Q_EMIT error("Fork", "No run is training; edit the design directly.");
-    return false;
+    // A trained run that is not training: fork from its newest checkpoint at once.
+    const RunEntry& current = model_->currentRun();
+    if (current.runDir.isEmpty() || model_core::inspectRunDirectory(current.runDir.toStdString()).checkpoint_step < 0) {
+      Q_EMIT error("Fork", "No run is training and " + current.name + " has no checkpoint to fork from; edit its design directly.");
+      return false;
+    }
+    forkParent_ = current.id;
+    return forkFromCheckpoint();
   }
   // Fork from the state shown now: the trainer writes a checkpoint at its next step boundary
   // (also while paused) and the fork is made when it lands (forkFromCheckpoint).

@@ -41,8 +41,8 @@ class TrainingDriver : public QObject {
   void togglePause();
   /// Forks the training run from its current state: asks the trainer for a checkpoint; when it
   /// lands, adds and selects a new run whose every layer's design holds that layer's learned C
-  /// (editable) and whose other weights start from a snapshot of that checkpoint. False when no
-  /// run is training.
+  /// (editable) and whose other weights start from a snapshot of that checkpoint. With no run
+  /// training, forks the selected run from its newest checkpoint at once; false when it has none.
   bool fork();
   /// Stops a run (it checkpoints) and waits for it to end (window close, session replaced).
   void stopAndWait();
