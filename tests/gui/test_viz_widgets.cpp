@@ -81,7 +81,7 @@ TEST(VizCurves, SmoothingIsTheDocumentedEma) {
   EXPECT_TRUE(std::isnan(plot.displayedValues(s)[6]));
   EXPECT_DOUBLE_EQ(plot.displayedValues(s)[7], 8.0);
   // Display only: the raw values are still exported, and smoothing 0 shows them again.
-  EXPECT_TRUE(plot.csvText().contains(QStringLiteral(",train loss,3,6,4\n")));
+  EXPECT_TRUE(plot.csvText().contains(QStringLiteral(",train loss,3,3,,6,4\n")));
   plot.setSmoothing(0.0);
   EXPECT_EQ(plot.displayedValues(s)[3], 6.0);
   plot.setSmoothing(5.0);  // clamped
@@ -101,7 +101,7 @@ TEST(VizCurves, LogAxisAndLearningRateAxis) {
   EXPECT_LT(y0, 0.01);
   EXPECT_GT(y1, 10.0);
   EXPECT_LT(y1, 20.0);
-  const auto [r0, r1] = plot.y2Range();  // the learning rate has its own axis
+  const auto [r0, r1] = plot.axisRange(CurvesPlot::Axis::Rate);  // the learning rate has its own axis
   EXPECT_LT(r0, 1e-4);
   EXPECT_GT(r1, 1e-3);
   EXPECT_LT(r1, 2e-3);
@@ -112,7 +112,7 @@ TEST(VizCurves, LogAxisAndLearningRateAxis) {
 TEST(VizCurves, RunsAreOverlaidWithRunNames) {
   CurvesPlot plot;
   plot.appendPoint(QStringLiteral("train loss"), 0, 1.0, QStringLiteral("a"));
-  EXPECT_EQ(plot.legendName(QStringLiteral("train loss"), QStringLiteral("a")), QStringLiteral("train loss"));
+  EXPECT_EQ(plot.legendName(QStringLiteral("train loss"), QStringLiteral("a")), QStringLiteral("a · train loss"));
   plot.appendPoint(QStringLiteral("train loss"), 0, 2.0, QStringLiteral("b"));
   plot.appendPoint(QStringLiteral("exact match"), 0, 0.5, QStringLiteral("b"));
   EXPECT_EQ(plot.runs(), (QStringList{"a", "b"}));
@@ -183,8 +183,8 @@ TEST(VizExport, CsvPngSvgPdf) {
   QFile file(csv);
   ASSERT_TRUE(file.open(QIODevice::ReadOnly));
   const QStringList lines = csvLines(QString::fromUtf8(file.readAll()));
-  EXPECT_EQ(lines, (QStringList{"run,series,step,value,displayed", "\"run, 1\",eval loss,100,0.5,0.5",
-                                "\"run, 1\",eval loss,200,0.25,0.25"}));
+  EXPECT_EQ(lines, (QStringList{"run,metric,step,run_step,time_s,value,displayed", "\"run, 1\",eval loss,100,100,,0.5,0.5",
+                                "\"run, 1\",eval loss,200,200,,0.25,0.25"}));
 
   const QString png1 = dir.filePath(QStringLiteral("a.png")), png2 = dir.filePath(QStringLiteral("b.png"));
   ASSERT_TRUE(plot.exportPng(png1, 96));
