@@ -5,13 +5,22 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
+
+#include <cmath>
 
 #include <random>
 #include <set>
 
+#include "gui/live_views.h"
 #include "gui/run_features.h"
+#include "gui/session_model.h"
+#include "gui/training_controller.h"
 #include "model_core/host_tensor.h"
+#include "model_core/run_config.h"
+#include "model_core/run_files.h"
+#include "viz/curves_plot.h"
 
 using namespace tensorscope;
 
@@ -113,4 +122,112 @@ TEST(RunFeatures, ARolePictureIsTurnedAndRelabelledToMatchThePreviousOne) {
   app::alignRoleProjection(other, previous);
   EXPECT_EQ(other.xs, copy.xs);
   EXPECT_EQ(other.clusters, copy.clusters);
+}
+
+namespace {
+
+void writeText(const QString& path, const QString& text) {
+  QDir().mkpath(QFileInfo(path).absolutePath());
+  QFile f(path);
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly)) << path.toStdString();
+  f.write(text.toUtf8());
+}
+
+// A run directory as the trainer leaves it: config.json (batch 32 x seq_len 64 = 2048 tokens a
+// step) and a metrics log of `steps` train records at `tokensPerSecond`, evaluations every 10.
+QString writeRun(const QString& dir, int steps, double tokensPerSecond) {
+  model_core::RunConfig config = app::defaultSession().runs.front().config;
+  config.train.batch = 32;
+  config.task.seq_len = 64;
+  writeText(dir + "/config.json", QString::fromStdString(model_core::runConfigToJson(config)));
+  QString log;
+  for (int s = 1; s <= steps; ++s) {
+    log += QString(R"({"kind": "train", "step": %1, "loss": %2, "lr": 0.001, "tokens_per_second": %3})")
+               .arg(s).arg(3.0 / s).arg(tokensPerSecond) + "\n";
+    if (s % 10 == 0)
+      log += QString(R"({"kind": "eval", "step": %1, "split": "validation", "loss": %2, "accuracy": 0.5})").arg(s).arg(3.0 / s) + "\n";
+  }
+  writeText(dir + "/metrics.jsonl", log);
+  return dir;
+}
+
+}  // namespace
+
+// Issue 13: the time axis. The log holds no clock; the time of a step is its throughput's.
+TEST(RunFeatures, MetricsCurvesCarryTheTrainingTimeOfEveryTrainStep) {
+  QTemporaryDir tmp;
+  writeRun(tmp.path(), 20, 1024.0);  // 2048 tokens at 1024 tokens/s: 2 s a step
+  const auto c = app::readMetricsCurves(tmp.path().toStdString());
+  const auto& loss = c.series.at("train loss");
+  ASSERT_EQ(loss.times.size(), 20u);
+  EXPECT_DOUBLE_EQ(loss.times.front(), 2.0);
+  EXPECT_DOUBLE_EQ(loss.times.back(), 40.0);
+  EXPECT_EQ(c.series.at("lr").times, loss.times);
+  EXPECT_TRUE(c.series.at("eval loss (validation)").times.empty()) << "evaluations are placed by the plot";
+  model_core::RunConfig images;
+  images.task.name = "fashion_mnist";
+  images.train.batch = 64;
+  EXPECT_EQ(app::tokensPerStep(images), 64) << "images, as the trainer counts them";
+  EXPECT_TRUE(std::isnan(app::stepSeconds(2048, 1, 0.0)));
+  // Without a config the curves come without times.
+  QFile::remove(tmp.filePath("config.json"));
+  EXPECT_TRUE(app::readMetricsCurves(tmp.path().toStdString()).series.at("train loss").times.empty());
+}
+
+// Issue 13: "the fork's curve starts at step 0 instead of the parent's step", and styles changed
+// after a reopen. A parent trained 40 steps, a fork from its step 30: after a
+// save and a reopen the fork's curve (12 steps of its own) starts at 31 (and at the parent's time at step 30), and every
+// pen is what it was.
+TEST(RunFeatures, AForkIsDrawnFromItsParentsStepAfterAReopen) {
+  QTemporaryDir tmp;
+  app::Session session;
+  app::RunEntry parent, fork;
+  parent.name = "thsa_r32";
+  parent.config = fork.config = app::defaultSession().runs.front().config;
+  parent.runDir = writeRun(tmp.filePath("parent"), 40, 2048.0);  // 1 s a step
+  model_core::TrainerState state;
+  state.step = 30;
+  state.optimizer_step = 30;
+  state.status = "checkpoint";
+  writeText(tmp.filePath("snapshot/trainer_state.json"), QString::fromStdString(model_core::trainerStateToJson(state)));
+  fork.name = "thsa_r32 fork@30";
+  fork.initFrom = tmp.filePath("snapshot");
+  fork.runDir = writeRun(tmp.filePath("fork"), 12, 4096.0);  // 0.5 s a step
+  session.runs = {fork, parent};  // the fork listed first: colours follow the session's order
+  EXPECT_EQ(app::forkStartStep(fork), 30);
+  EXPECT_EQ(app::forkStartStep(parent), 0);
+  EXPECT_EQ(app::forkParentName(fork, session.runs), "thsa_r32") << "by name when ids are gone";
+  const QString file = tmp.filePath("session.json");
+  session.save(file);
+
+  const auto show = [&](viz::CurvesPlot& curves, app::SessionModel& model) {
+    model.reset(app::Session::load(file));
+    ASSERT_EQ(curves.runs().size(), 2);
+  };
+  app::TrainingController controller;
+  app::SessionModel model1, model2;
+  viz::CurvesPlot curves1, curves2;
+  app::LiveViews views1(&model1, &controller, &curves1), views2(&model2, &controller, &curves2);
+  show(curves1, model1);
+  EXPECT_EQ(curves1.displayedKeys("train loss", fork.name).front(), 31.0);
+  EXPECT_EQ(curves1.displayedKeys("eval loss (validation)", fork.name).front(), 40.0) << "its step 10";
+  EXPECT_EQ(curves1.displayedKeys("train loss", parent.name).front(), 1.0);
+  curves1.setTimeAxis(true);
+  EXPECT_DOUBLE_EQ(curves1.displayedKeys("train loss", fork.name).front(), 30.5) << "parent's 30 s + 0.5 s";
+  curves1.setTimeAxis(false);
+
+  // The filter is remembered: a metric hidden in one window is hidden in the next.
+  curves1.setMetricVisible("lr", false);
+  show(curves2, model2);
+  app::SessionModel model3;
+  viz::CurvesPlot curves3;
+  app::LiveViews views3(&model3, &controller, &curves3);
+  show(curves3, model3);
+  EXPECT_FALSE(curves3.metricVisible("lr"));
+  curves1.setMetricVisible("lr", true);
+  for (const QString& run : {fork.name, parent.name})
+    for (const QString& metric : {"train loss", "lr", "eval loss (validation)", "accuracy (validation)"})
+      EXPECT_EQ(curves1.seriesPen(metric, run), curves2.seriesPen(metric, run)) << run.toStdString() << metric.toStdString();
+  EXPECT_EQ(curves2.displayedKeys("train loss", fork.name).front(), 31.0);
+  EXPECT_NE(curves2.seriesPen("train loss", fork.name).color(), curves2.seriesPen("train loss", parent.name).color());
 }

@@ -1,7 +1,11 @@
 #pragma once
 /// The training curves as an observer of training and of the document: the training run's metrics
 /// as they come, every other run's from its metrics log, overlaid or not. (The views of the model's
-/// insides are InspectionViews'.)
+/// insides are InspectionViews'.) It also tells the plot what the document knows about the runs:
+/// their order (a run's colour is its place in the session, so a reopened session looks the same),
+/// where each fork starts (its parent's step, read from the checkpoint it starts from, so it
+/// survives a reopen), and the training time of each live point (counted as readMetricsCurves
+/// counts it from the log). The metric filter is remembered across sessions and restarts.
 
 #include <QObject>
 #include <QVector>
@@ -35,9 +39,16 @@ class LiveViews : public QObject {
   void loadCurves(int index);
   void reloadAllCurves();
   QString trainingRunName() const;
+  /// Run order and fork origins from the document.
+  void syncRuns();
 
   SessionModel* model_;
   viz::CurvesPlot* curves_;
+  /// The training run's clock: its last step and the training time at that step (NaN: not yet
+  /// known; taken from its curves at the first batch, so a resumed run goes on from its history).
+  double lastStep_ = -1;
+  double lastTime_ = 0;
+  bool clockKnown_ = false;
 };
 
 }  // namespace tensorscope::app

@@ -13,6 +13,7 @@
 
 #include "model_core/run_config.h"
 #include "model_core/run_directory.h"
+#include "files/read_file.h"
 #include "model_core/run_files.h"
 
 namespace tensorscope::app {
@@ -73,30 +74,97 @@ RunEntry runEntryFromDirectory(const QString& dir) {
 
 MetricsCurves readMetricsCurves(const std::string& runDir) {
   MetricsCurves out;
-  auto add = [&](const std::string& name, double step, const nlohmann::json& j, const char* key) {
+  // The throughput of a step times the tokens of a step is its duration (see run_features.h).
+  std::int64_t tokens = 0;
+  try {
+    tokens = tokensPerStep(model_core::readRunConfig(runDir + "/config.json"));
+  } catch (const std::exception&) {
+    tokens = 0;  // no config: curves without times
+  }
+  double clock = 0, lastTrainStep = std::numeric_limits<double>::quiet_NaN();
+  bool timed = tokens > 0;
+  auto add = [&](const std::string& name, double step, const nlohmann::json& j, const char* key, double time) {
     if (!j.contains(key) || !j[key].is_number()) return;  // a record without this value: no point, not a zero
     auto& s = out.series[name];
     s.steps.push_back(step);
     s.values.push_back(j[key].get<double>());
+    if (std::isfinite(time)) {
+      s.times.resize(s.steps.size() - 1, std::numeric_limits<double>::quiet_NaN());
+      s.times.push_back(time);
+    }
   };
   model_core::readMetrics(
       runDir,
       [&](std::int64_t, const nlohmann::json& j) {
         const double step = j["step"].get<double>();
         if (j.contains("kind") && j["kind"] == "train") {
-          add("train loss", step, j, "loss");
-          add("lr", step, j, "lr");
+          double time = std::numeric_limits<double>::quiet_NaN();
+          if (timed) {
+            const double tps = j.contains("tokens_per_second") && j["tokens_per_second"].is_number()
+                                   ? j["tokens_per_second"].get<double>()
+                                   : 0.0;
+            const double previous = std::isfinite(lastTrainStep) && lastTrainStep < step ? lastTrainStep : step - 1;
+            const double dt = stepSeconds(tokens, step - previous, tps);
+            if (std::isfinite(dt)) clock += dt;
+            time = clock;
+          }
+          lastTrainStep = step;
+          add("train loss", step, j, "loss", time);
+          add("lr", step, j, "lr", time);
           return;
         }
         const std::string split = j.contains("split") && j["split"].is_string() ? j["split"].get<std::string>() : "";
-        add("eval loss (" + split + ")", step, j, "loss");
-        if (j.contains("exact_match")) add("exact match (" + split + ")", step, j, "exact_match");
-        else add("accuracy (" + split + ")", step, j, "accuracy");
+        const double none = std::numeric_limits<double>::quiet_NaN();
+        add("eval loss (" + split + ")", step, j, "loss", none);
+        if (j.contains("exact_match")) add("exact match (" + split + ")", step, j, "exact_match", none);
+        else add("accuracy (" + split + ")", step, j, "accuracy", none);
       },
       [&](std::int64_t line, const std::string& reason) {
         if (out.damaged++ == 0) out.firstDamaged = line, out.firstReason = reason;
       });
+  for (auto& [name, s] : out.series)
+    if (!s.times.empty()) s.times.resize(s.steps.size(), std::numeric_limits<double>::quiet_NaN());
   return out;
+}
+
+std::int64_t tokensPerStep(const model_core::RunConfig& config) {
+  return config.train.batch * (config.task.name == "fashion_mnist" ? 1 : config.task.seq_len);
+}
+
+double stepSeconds(std::int64_t tokensPerStep, double steps, double tokensPerSecond) {
+  if (tokensPerStep <= 0 || !(steps > 0) || !(tokensPerSecond > 0) || !std::isfinite(tokensPerSecond))
+    return std::numeric_limits<double>::quiet_NaN();
+  return double(tokensPerStep) * steps / tokensPerSecond;
+}
+
+std::int64_t forkStartStep(const RunEntry& run) {
+  if (run.initFrom.isEmpty()) return 0;
+  try {
+    const std::string path = (run.initFrom + "/trainer_state.json").toStdString();
+    return model_core::parseTrainerState(files::readBoundedFile(path), path).step;
+  } catch (const std::exception&) {
+  }
+  try {  // the snapshot is gone: the fork's own record of where it started
+    if (run.runDir.isEmpty()) return 0;
+    const auto init = nlohmann::json::parse(files::readBoundedFile((run.runDir + "/init.json").toStdString()));
+    if (init.contains("source_step") && init["source_step"].is_number_integer())
+      return std::max<std::int64_t>(0, init["source_step"].get<std::int64_t>());
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
+
+QString forkParentName(const RunEntry& run, const std::vector<RunEntry>& runs) {
+  if (run.initFrom.isEmpty()) return {};
+  if (run.forkParent)
+    for (const RunEntry& r : runs)
+      if (r.id == run.forkParent) return r.name;
+  const auto at = run.name.lastIndexOf(" fork@");
+  if (at <= 0) return {};
+  const QString parent = run.name.left(at);
+  for (const RunEntry& r : runs)
+    if (r.name == parent && &r != &run) return r.name;
+  return {};
 }
 
 RoleProjection projectRoles(const model_core::HostTensor& roles, int k) {

@@ -40,12 +40,20 @@ RunEntry forkEntry(const RunEntry& parent, const QString& snapshot, std::int64_t
 /// LibTorch for its fuzz harness.)
 RunEntry runEntryFromDirectory(const QString& dir);
 
-/// One curve of a run's metrics log.
+/// One curve of a run's metrics log: its points, and for the train curves the training time of
+/// each (seconds; empty for evaluations, whose times the curves plot interpolates).
 struct Series {
-  std::vector<double> steps, values;
+  std::vector<double> steps, values, times;
 };
 /// A metrics log as the curves dock shows it: "train loss", "lr", "eval loss (<split>)" and
 /// "accuracy (<split>)" or "exact match (<split>)"; a record without a value adds no point.
+///
+/// Times: metrics.jsonl holds no clock, but every train record holds the step's throughput, so the
+/// training time of step s is the sum over the logged steps up to s of
+/// tokensPerStep × (step − previous step) / tokens_per_second (stepSeconds). That is the time spent
+/// in training steps: pauses, evaluations and checkpoints are not counted, it goes on across a
+/// resume, and the live curves count it the same way, so a reopened run looks as it did live.
+/// Without a readable config.json (or throughput) the curves have no times.
 struct MetricsCurves {
   std::map<std::string, Series> series;
   std::int64_t damaged = 0;     ///< lines skipped
@@ -54,6 +62,22 @@ struct MetricsCurves {
 };
 /// Reads RUN_DIR/metrics.jsonl through model_core's bounded reader (missing file: no curves).
 MetricsCurves readMetricsCurves(const std::string& runDir);
+
+/// What one training step of `config` counts in tokens_per_second: batch × seq_len tokens, or
+/// batch images for Fashion-MNIST (as the trainer counts them).
+std::int64_t tokensPerStep(const model_core::RunConfig& config);
+/// Seconds a logged step took: tokensPerStep × steps / tokensPerSecond; NaN without a throughput.
+double stepSeconds(std::int64_t tokensPerStep, double steps, double tokensPerSecond);
+
+/// The step a fork starts from: the parent's step when the checkpoint it starts from was taken
+/// (the trainer state of `run.initFrom`, else `source_step` of RUN_DIR/init.json). 0 for a run
+/// trained from scratch, or when neither can be read. The fork's trainer counts its own steps
+/// from 0 (a warm start restarts the optimizer and schedule), so the curves add this to them.
+std::int64_t forkStartStep(const RunEntry& run);
+/// The name of the run a fork was forked from: the run with id `run.forkParent`, else (a session
+/// reopened: ids are not saved) the run whose name the fork's "<parent> fork@<step>" name starts
+/// with. Empty when none is in `runs`.
+QString forkParentName(const RunEntry& run, const std::vector<RunEntry>& runs);
 
 /// TP role vectors on their first two principal components, clustered by k-means (k capped at the
 /// number of vectors; seed 1, 4 starts, so a redraw gives the same picture).
