@@ -154,6 +154,17 @@ void AttentionMapGrid::layoutGrid() {
   requestReplot();
 }
 
+QSize AttentionMapGrid::beginFigure(const FigureOptions& options, const QSize& size) {
+  Q_UNUSED(options);
+  const GridGeometry g = planGrid(shown_, tokens_, maxColumns_, QSize(size.width(), 1 << 20), style());
+  if (grid_->populate(plot(), shown_, g, [this](int l, int i) { return mapTitle(l, i); },
+                      [this](int l) { return layerName(l); }))
+    restyle();
+  return g.plotSize + QSize(0, 2);  // the grid's rows can round one unit past its planned height
+}
+
+void AttentionMapGrid::endFigure() { layoutGrid(); }
+
 void AttentionMapGrid::viewportResized() {
   if (!shown_.empty()) layoutGrid();
 }

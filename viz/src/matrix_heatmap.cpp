@@ -38,7 +38,7 @@ MatrixHeatmap::MatrixHeatmap(QWidget* parent) : PlotWidget(parent), parts_(std::
   auto* margins = new QCPMarginGroup(p);
   p->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
   parts_->scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
-  parts_->overlay = new detail::MaskOverlay(p, p->xAxis, p->yAxis);
+  parts_->overlay = new detail::MaskOverlay(p, p->xAxis, p->yAxis, kFrozenStrokeMinCell);
 
   connect(p, &QCustomPlot::afterLayout, this, &MatrixHeatmap::updateTicks);
   connect(p, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
@@ -77,7 +77,10 @@ void MatrixHeatmap::setMatrix(const std::vector<double>& values, int rows, int c
   showPlot();
   auto* data = parts_->map->data();
   data->setSize(cols, rows);
-  data->setRange(QCPRange(0, cols - 1), QCPRange(0, rows - 1));
+  // A colour map spans its first to its last cell centre plus half a cell each side; with one cell
+  // along a side that span is empty (a 1×1 factor drew empty axes): give it the cell's extent.
+  data->setRange(cols == 1 ? QCPRange(-0.5, 0.5) : QCPRange(0, cols - 1),
+                 rows == 1 ? QCPRange(-0.5, 0.5) : QCPRange(0, rows - 1));
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) data->setCell(c, r, values_[static_cast<std::size_t>(r) * cols + c]);
   applyColourRange();
@@ -199,6 +202,18 @@ void MatrixHeatmap::writeCsv(QTextStream& out) const {
       out << QString::number(values_[i], 'g', 9) << ',' << (!mask_.empty() && mask_[i] ? 1 : 0) << '\n';
     }
 }
+
+QString MatrixHeatmap::emptyReason() const {
+  if (rows_ == 0) return isShowingMessage() ? PlotWidget::emptyReason() : tr("No matrix to show");
+  return PlotWidget::emptyReason();
+}
+
+void MatrixHeatmap::figureLaidOut() {
+  parts_->xStep = parts_->yStep = 0;
+  updateTicks();
+}
+
+bool MatrixHeatmap::frozenCellsStroked() const { return parts_->overlay->stroked(); }
 
 void MatrixHeatmap::themeChanged() {
   parts_->overlay->setColour(theme().hatch);

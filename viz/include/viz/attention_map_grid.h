@@ -54,6 +54,10 @@ class AttentionMapGrid : public PlotWidget {
   const MatrixData& displayedMap(int layer, int index) const;
   /// "h3" (head or head mean) or "c17" (channel).
   QString mapTitle(int layer, int index) const;
+  /// The model's index of shown layer `layer` (its layerIds entry), and the step of the maps
+  /// (-1 when not given): for data exports.
+  int layerId(int layer) const { return layer < static_cast<int>(layerIds_.size()) ? layerIds_[layer] : layer; }
+  double step() const { return step_; }
   /// Grid columns and side of one map in pixels (after layout).
   int gridColumns() const { return columns_; }
   int cellSide() const { return side_; }
@@ -73,6 +77,10 @@ class AttentionMapGrid : public PlotWidget {
   void themeChanged() override;
   void hoverAt(const QPointF& pos) override;
   void viewportResized() override;
+  // A figure lays the grid out for the figure's width (the height follows the rows of maps).
+  QSize beginFigure(const FigureOptions& options, const QSize& size) override;
+  void endFigure() override;
+  bool figureRestylesFonts() const override { return false; }  // its margins are fitted to its own fonts
 
  private:
   struct Grid;

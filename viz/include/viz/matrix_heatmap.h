@@ -1,8 +1,9 @@
 #pragma once
 /// A heatmap of a dense matrix: the view of the THSA core matrix C (diverging colour map with a
 /// symmetric range, so zero is white) and of single attention maps (sequential, fixed [0, 1]).
-/// Hovering shows the entry; a "frozen" mask is drawn hatched and outlined; clicks and drags
-/// report cells, so an editor for C can be built on top.
+/// Hovering shows the entry; a "frozen" mask is drawn desaturated (and struck through and outlined
+/// where cells are large enough to carry it); clicks and drags report cells, so an editor for C
+/// can be built on top.
 
 #include <QStringList>
 #include <vector>
@@ -43,9 +44,17 @@ class MatrixHeatmap : public PlotWidget {
   /// Empty lists give index ticks.
   void setLabels(const QStringList& rowLabels, const QStringList& colLabels);
 
-  /// Frozen entries (rows*cols, nonzero = frozen), drawn hatched with an outline. Empty clears.
+  /// Frozen entries (rows*cols, nonzero = frozen): a pale wash over each (the colour stays
+  /// readable, desaturated), plus a diagonal stroke and an outline once cells are at least
+  /// kFrozenStrokeMinCell pixels wide, so a 52×52 C is not drowned in hatching. Empty clears.
   void setMask(const std::vector<unsigned char>& mask);
   const std::vector<unsigned char>& mask() const { return mask_; }
+  static constexpr double kFrozenStrokeMinCell = 12.0;
+  /// Whether the last drawing stroked the frozen cells (false when they were too small or none).
+  bool frozenCellsStroked() const;
+
+  /// "No matrix to show" before setMatrix or after clear(), else empty.
+  QString emptyReason() const override;
 
   int rows() const { return rows_; }
   int cols() const { return cols_; }
@@ -70,6 +79,7 @@ class MatrixHeatmap : public PlotWidget {
   void writeCsv(QTextStream& out) const override;
   void themeChanged() override;
   void hoverAt(const QPointF& pos) override;
+  void figureLaidOut() override;
 
  private:
   void updateTicks();

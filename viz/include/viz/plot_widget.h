@@ -2,11 +2,18 @@
 /// Common shell of the viz widgets: a QCustomPlot with an optional control bar above it, a
 /// placeholder message, light/dark themes, hover read-out, and figure/data export (context menu
 /// "Export PNG… / SVG… / PDF… / Export data (CSV)…" plus the programmatic exportXxx calls).
+/// Figures for papers (exportFigure and the FigureOptions overloads) are laid out at a physical
+/// size in millimetres with fonts in points, independent of the widget's size on screen.
 
 #include <QString>
 #include <QWidget>
+#include <functional>
 #include <memory>
+#include <optional>
 
+#include "viz/figure_options.h"
+
+class QCPAbstractPlottable;
 class QCustomPlot;
 class QHBoxLayout;
 class QMenu;
@@ -29,12 +36,36 @@ class PlotWidget : public QWidget {
 
   /// PNG at `dpi` (96 = the on-screen size; 192 doubles width and height). Every export is
   /// rendered in memory and written atomically: false on failure (the reason in exportError()),
-  /// with a previous file at `path` left as it was.
+  /// with a previous file at `path` left as it was. A view with nothing to show exports nothing:
+  /// false, and exportError() says why (emptyReason()).
   bool exportPng(const QString& path, double dpi = 192.0);
-  /// Vector SVG of the plot (QSvgGenerator).
+  /// Vector SVG of the plot (QSvgGenerator) at the widget's size.
   bool exportSvg(const QString& path);
-  /// Vector PDF of the plot.
+  /// Vector PDF of the plot at the widget's size.
   bool exportPdf(const QString& path);
+
+  /// The figure at `options`' physical size: PNG at options.dpi (88 mm at 300 dpi is 1039 px
+  /// wide), SVG and PDF vector with width and height in millimetres; fonts at options.fontPt,
+  /// titles wrapped and the legend wrapped to fit, placed where options.legend says.
+  bool exportPng(const QString& path, const FigureOptions& options);
+  bool exportSvg(const QString& path, const FigureOptions& options);
+  bool exportPdf(const QString& path, const FigureOptions& options);
+  /// By the suffix of `path`: .png, .svg or .pdf (anything else fails with the reason).
+  bool exportFigure(const QString& path, const FigureOptions& options);
+  /// Where the last figure export put its parts (for checks that nothing is clipped).
+  const FigureLayout& lastFigureLayout() const { return figureLayout_; }
+  /// Why this view has no figure to export (the message it shows, or "nothing plotted"); empty
+  /// when it has one.
+  virtual QString emptyReason() const;
+  bool hasFigure() const { return emptyReason().isEmpty(); }
+
+  /// Asks for the options of a context-menu export ("png", "svg" or "pdf"); nullopt cancels. The
+  /// explorer installs its figure dialog here; without one the menu uses figureDefaults() (and
+  /// asks for the DPI of a PNG).
+  using FigureOptionsProvider = std::function<std::optional<FigureOptions>(PlotWidget& plot, const QString& format)>;
+  static void setFigureOptionsProvider(FigureOptionsProvider provider);
+  /// Options used by the context menu when no provider is installed.
+  static FigureOptions& figureDefaults();
   /// The plotted data as CSV (header line, then one row per point; the format is per widget).
   bool exportCsv(const QString& path) const;
   /// Why the last failed export failed (empty after a success).
@@ -94,10 +125,28 @@ class PlotWidget : public QWidget {
   /// Widget-specific actions put above the export entries of the context menu.
   virtual void addContextActions(QMenu& menu) { Q_UNUSED(menu); }
 
+  // Figure exports. The shell lays the plot out at the figure's size with the figure's fonts and
+  // legend, draws it and puts everything back; these hooks let a view take part.
+  /// Before the layout: re-plan fixed geometry for `size` (layout units) and return the size to
+  /// lay out at (default: `size`).
+  virtual QSize beginFigure(const FigureOptions& options, const QSize& size);
+  /// After the first layout pass at the figure's size, before the final one and the drawing (e.g.
+  /// to re-plan tick labels for the new axis lengths).
+  virtual void figureLaidOut() {}
+  /// After the drawing: undo what beginFigure changed.
+  virtual void endFigure() {}
+  /// Whether a figure sets the axes' fonts to the figure's point size (false for views whose
+  /// margins are fitted to their own fonts).
+  virtual bool figureRestylesFonts() const { return true; }
+  /// Whether the figure draws `plottable` under options.runs / options.metrics. The default reads
+  /// the plottable's "tsRun" / "tsMetric" properties when set (a plottable without them is drawn).
+  virtual bool figureShows(const QCPAbstractPlottable* plottable, const FigureOptions& options) const;
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
-  void showContextMenu(const QPoint& pos);
+  void showContextMenu(const QPoint& globalPos);
+  /// Lays the plot out as `options` asks, calls `draw(size)` with the layout size, puts it back.
+  bool renderFigure(const FigureOptions& options, const std::function<bool(const QSize&, double dpi)>& draw);
   bool writeExport(const QString& path, const QByteArray& bytes) const;
   bool failExport(const QString& why) const;
 
@@ -108,6 +157,7 @@ class PlotWidget : public QWidget {
   QString hoverText_;
   QString exportName_ = QStringLiteral("figure");
   mutable QString exportError_;
+  FigureLayout figureLayout_;
 };
 
 }  // namespace tensorscope::viz
