@@ -243,8 +243,16 @@ void CoreEditor::setSpec(const spec::AttentionSpec& s) {
   refresh();
 }
 
+QString CoreEditor::factorName(int index) const {
+  if (!spec_.core) return {};
+  if (spec_.core->structure == CoreStructure::Kronecker) return index == 0 ? "A" : "B";
+  if (spec_.core->structure == CoreStructure::LowRank) return index == 0 ? "U" : "V";
+  return {};
+}
+
 void CoreEditor::showLearnedCore(const std::vector<float>& values, int R, qint64 step) {
   editable_ = false;
+  learnedStep_ = step;
   std::vector<double> v(values.begin(), values.end());
   heatmap_->setMatrix(v, R, R, QString("learned C at step %1").arg(step));
   stableRank_ = model_core::stableRank(v, R, R);
@@ -408,6 +416,7 @@ void CoreEditor::editCell(int row, int col, bool continuingStroke) {
 
 void CoreEditor::refresh() {
   loading_ = true;
+  learnedStep_ = -1;
   const bool hasCore = spec_.core.has_value();
   for (QWidget* w : std::initializer_list<QWidget*>{preset_, structure_, kindA_, kindB_, scale_, value_, toDense_, rank_})
     w->setEnabled(hasCore && editable_);
@@ -471,15 +480,18 @@ void CoreEditor::refresh() {
   for (auto& m : frozen) m = m ? 0 : 1;
   heatmap_->setMask(frozen);
   if (kron) {
-    factorA_->setMatrix(currentFactorValues(core.a, z.H), z.H, z.H, "A (" + QString::fromStdString(std::string(spec::toString(core.a.kind))) + ")");
-    factorB_->setMatrix(currentFactorValues(core.b, z.D), z.D, z.D, "B (" + QString::fromStdString(std::string(spec::toString(core.b.kind))) + ")");
-    factorA_->setAxisTitles("h' (head)", "h (head)");
-    factorB_->setAxisTitles("d' (latent)", "d (channel of a head)");
+    // The factors' own rows and columns, not channels of C: C = s·(A ⊗ B), A is H×H, B is D×D.
+    factorA_->setMatrix(currentFactorValues(core.a, z.H), z.H, z.H,
+                        QString("factor A of C = s·(A ⊗ B) (%1×%1, %2)").arg(z.H).arg(QString::fromStdString(std::string(spec::toString(core.a.kind)))));
+    factorB_->setMatrix(currentFactorValues(core.b, z.D), z.D, z.D,
+                        QString("factor B of C = s·(A ⊗ B) (%1×%1, %2)").arg(z.D).arg(QString::fromStdString(std::string(spec::toString(core.b.kind)))));
+    factorA_->setAxisTitles("column of A (head h′)", "row of A (head h)");
+    factorB_->setAxisTitles("column of B (d′)", "row of B (d)");
   } else if (lowRank) {
-    factorA_->setMatrix(core.u_values, z.R, core.rank, QString("U (R×ρ, ρ = %1)").arg(core.rank));
-    factorB_->setMatrix(core.v_values, z.R, core.rank, QString("V (R×ρ)"));
-    factorA_->setAxisTitles("j (base map)", "r (channel)");
-    factorB_->setAxisTitles("j (base map)", "s (query/key channel)");
+    factorA_->setMatrix(core.u_values, z.R, core.rank, QString("factor U of C = U·Vᵀ (R×ρ, ρ = %1)").arg(core.rank));
+    factorB_->setMatrix(core.v_values, z.R, core.rank, QString("factor V of C = U·Vᵀ (R×ρ)"));
+    factorA_->setAxisTitles("column of U (base map j)", "row of U (query channel r)");
+    factorB_->setAxisTitles("column of V (base map j)", "row of V (key channel s)");
   } else {
     factorA_->clear("dense C: no factors");
     factorB_->clear("");

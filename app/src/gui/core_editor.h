@@ -64,6 +64,14 @@ class CoreEditor : public QWidget {
   void setRank(int rank);
 
   viz::MatrixHeatmap* heatmap() const { return heatmap_; }
+  /// The factor panels (A and B of a Kronecker C, U and V of a low-rank one; hidden or empty
+  /// otherwise), labelled as rows and columns of the factor.
+  viz::MatrixHeatmap* factorA() const { return factorA_; }
+  viz::MatrixHeatmap* factorB() const { return factorB_; }
+  /// "A"/"B", "U"/"V", or empty when C has no factors (dense, or no core).
+  QString factorName(int index) const;
+  /// The step of the learned C on show, or -1 while the design's C is shown.
+  qint64 learnedStep() const { return learnedStep_; }
   double stableRank() const { return stableRank_; }
 
  Q_SIGNALS:
@@ -90,6 +98,7 @@ class CoreEditor : public QWidget {
   Tool tool_ = Tool::SetValue;
   int stroke_ = 0;
   double stableRank_ = 0;
+  qint64 learnedStep_ = -1;
   viz::MatrixHeatmap* heatmap_ = nullptr;
   viz::MatrixHeatmap* factorA_ = nullptr;
   viz::MatrixHeatmap* factorB_ = nullptr;

@@ -11,7 +11,9 @@
 #include <QToolBar>
 
 #include "cli/cli.h"
+#include "gui/core_editor.h"
 #include "gui/dock_layouts.h"
+#include "gui/figure_dialog.h"
 #include "gui/figure_export.h"
 #include "gui/main_window.h"
 #include "gui/runs_panel.h"
@@ -20,13 +22,65 @@
 #include "gui/training_controller.h"
 #include "gui/training_driver.h"
 #include "model_core/run_directory.h"
+#include "viz/attention_map_grid.h"
 #include "viz/curves_plot.h"
+#include "viz/matrix_heatmap.h"
+#include "viz/role_cluster_plot.h"
 #include "viz/spectrum_plot.h"
 #include "viz/stable_rank_plot.h"
 
 namespace tensorscope::app {
 
+namespace {
+
+std::vector<viz::PlotWidget*> windowPlots(const MainWindow& w) {
+  return {w.curves(), w.stableRankPlot(), w.spectrumPlot(), w.attentionMaps(), w.roleClusters()};
+}
+
+// File > Export figures: the dialog (size, DPI, type, legend, formats, views, runs and metrics),
+// then a folder; the status bar says what was written and which views were skipped and why.
+void exportFiguresInteractively(MainWindow& w, SessionModel& model) {
+  FigureDialog dialog(FigureDialog::Mode::AllViews, &w);
+  const std::pair<viz::PlotWidget*, const char*> labels[] = {
+      {w.curves(), "Curves"}, {w.stableRankPlot(), "Stable rank"}, {w.spectrumPlot(), "Spectrum of C"},
+      {w.attentionMaps(), "Attention maps"}, {w.roleClusters(), "Role clusters"}};
+  std::vector<FigureDialog::View> views;
+  for (const auto& [plot, label] : labels) views.push_back({plot->exportName(), label, plot->emptyReason()});
+  CoreEditor* core = w.coreEditor();
+  views.push_back({"core", core->learnedStep() >= 0 ? QString("Core matrix C (learned, step %1) and its factors").arg(core->learnedStep())
+                                                    : QString("Core matrix C (design) and its factors"),
+                   core->heatmap()->emptyReason()});
+  views.push_back({"diagram", "Diagram (SVG, PDF, PNG, TikZ, DOT)", {}});
+  dialog.setViews(views);
+  dialog.setRunsAndMetrics(w.curves()->runs(), w.curves()->seriesNames());
+  if (dialog.exec() != QDialog::Accepted) return;
+  const FigureExportOptions options = dialog.options();
+  FigureDialog::remember(options);
+  const QString dir = QFileDialog::getExistingDirectory(&w, "Export the figures to");
+  if (dir.isEmpty()) return;
+  const auto report = exportFigures(dir, {windowPlots(w), core, model.currentSpec(), w.darkTheme(), model.currentRun().name}, options);
+  const QString skipped = report.skipped.isEmpty() ? QString() : "\nSkipped (nothing to show):\n" + report.skipped.join('\n');
+  if (!report.ok()) {
+    w.showError("Export figures", QString("%1 of %2 files could not be written (the others were):\n%3%4")
+                                      .arg(report.failures.size()).arg(report.files).arg(report.failures.join('\n'), skipped));
+    return;
+  }
+  w.statusBar()->showMessage(QString("Wrote %1 files to %2.%3").arg(report.files).arg(dir).arg(QString(skipped).replace('\n', ' ')), 10000);
+}
+
+}  // namespace
+
 void buildMainMenus(MainWindow& w) {
+  // Every plot's context-menu export (C and its factors included) asks with the same dialog.
+  viz::PlotWidget::setFigureOptionsProvider([](viz::PlotWidget& plot, const QString&) -> std::optional<viz::FigureOptions> {
+    FigureDialog dialog(FigureDialog::Mode::OnePlot, plot.window());
+    if (auto* curves = qobject_cast<viz::CurvesPlot*>(&plot)) dialog.setRunsAndMetrics(curves->runs(), curves->seriesNames());
+    if (dialog.exec() != QDialog::Accepted) return std::nullopt;
+    auto remembered = FigureDialog::remembered();
+    remembered.figure = dialog.options().figure;
+    FigureDialog::remember(remembered);
+    return remembered.figure;
+  });
   MainWindow* const window = &w;  // captured by the actions' lambdas
   SessionModel* const model = &w.model();
   TrainingDriver* const driver = &w.training();
@@ -54,16 +108,16 @@ void buildMainMenus(MainWindow& w) {
   file->addAction("Save session &as…", QKeySequence::SaveAs, window, saveAs);
   file->addAction("Open &run directory…", window->runsPanel(), &RunsPanel::openRunDirectoryRequested);
   file->addSeparator();
-  file->addAction("Export &figures…", QKeySequence("Ctrl+E"), window, [window] {
-    const QString dir = QFileDialog::getExistingDirectory(window, "Export every view to a folder");
-    if (!dir.isEmpty()) window->exportFigures(dir);
-  });
+  file->addAction("Export &figures…", QKeySequence("Ctrl+E"), window, [window, model] { exportFiguresInteractively(*window, *model); });
   file->addAction("Export &data (CSV)…", window, [window] {
     const QString dir = QFileDialog::getExistingDirectory(window, "Export the data behind the plots");
     if (dir.isEmpty()) return;
-    const auto report = exportPlotData(dir, {window->curves(), window->stableRankPlot(), window->spectrumPlot()});
+    auto report = exportPlotData(dir, {window->curves(), window->stableRankPlot(), window->spectrumPlot(),
+                                       window->attentionMaps(), window->roleClusters()});
+    exportCoreData(dir, *window->coreEditor(), window->model().currentRun().name, report);
     if (!report.ok()) window->showError("Export data", "Could not write into " + dir + ":\n" + report.failures.join('\n'));
-    else window->statusBar()->showMessage("Wrote curves.csv, stable_rank.csv, spectrum.csv to " + dir, 5000);
+    else window->statusBar()->showMessage(QString("Wrote the data of %1 files to %2%3").arg(report.files).arg(dir)
+                                              .arg(report.skipped.isEmpty() ? "" : " (skipped: " + report.skipped.join("; ") + ")"), 8000);
   });
   file->addAction("Export &model (PyTorch)…", window, [window, model] {
     const auto& run = model->currentRun();
@@ -131,7 +185,7 @@ void buildMainMenus(MainWindow& w) {
              {"Shift+F5", "stop (keeps the checkpoint)"}, {"Ctrl+Z / Ctrl+Shift+Z", "undo / redo a design edit"},
              {"Ctrl+O / Ctrl+S / Ctrl+Shift+S", "open / save / save session as"}, {"Ctrl+E", "export every view as figures"},
              {"Ctrl+Shift+D", "dark theme"}, {"Ctrl + wheel, drag", "zoom and pan the diagram"},
-             {"Right click", "export a plot (PNG, SVG, PDF, CSV)"}})
+             {"Right click", "export a plot, C or a factor of C (PNG, SVG, PDF at a size in mm; CSV)"}})
       rows += QString("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys, what);
     QMessageBox::information(window, "Keyboard shortcuts", "<table>" + rows + "</table>");
   });
