@@ -167,7 +167,8 @@ TEST(RunFeatures, MetricsCurvesCarryTheTrainingTimeOfEveryTrainStep) {
   model_core::RunConfig images;
   images.task.name = "fashion_mnist";
   images.train.batch = 64;
-  EXPECT_EQ(app::tokensPerStep(images), 64) << "images, as the trainer counts them";
+  images.task.patch = 7;
+  EXPECT_EQ(app::tokensPerStep(images), 64 * 16) << "patch tokens, as the trainer counts them";
   EXPECT_TRUE(std::isnan(app::stepSeconds(2048, 1, 0.0)));
   // Without a config the curves come without times.
   QFile::remove(tmp.filePath("config.json"));

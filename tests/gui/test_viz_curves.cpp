@@ -8,10 +8,12 @@
 #include <QDir>
 #include <QImage>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <cmath>
 #include <random>
 
 #include "viz/curves_plot.h"
+#include "viz/figure_options.h"
 
 using namespace tensorscope::viz;
 
@@ -296,4 +298,54 @@ TEST(VizCurvesScreenshots, ThreeRunsOneForkedAtDockSizes) {
   const QString path = QDir(screenshotDir()).filePath("viz_curves_dock_time_dark.png");
   ASSERT_TRUE(plot.grab().toImage().save(path));
   std::printf("[ screenshot ] %s\n", qPrintable(path));
+}
+
+// Figures (issue 13): the compact legend goes where the export options put it, lists only the runs
+// and metrics the figure keeps, and is back above the plot afterwards.
+TEST(VizCurvesFigure, TheLegendFollowsTheFigureOptionsAndComesBack) {
+  CurvesPlot plot;
+  fillRun(plot, "thsa_r32", 1.0, 1500);
+  fillRun(plot, "mhsa", 1.2, 1500);
+  settle(plot, QSize(900, 300));
+  const int liveEntries = static_cast<int>(plot.legendTexts().size());
+  const QTemporaryDir dir;
+  FigureOptions o = FigureOptions::forColumn(ColumnPreset::Single);
+  const auto exportAt = [&](LegendPosition where) {
+    o.legend = where;
+    EXPECT_TRUE(plot.exportSvg(dir.filePath("c.svg"), o)) << plot.exportError().toStdString();
+    return plot.lastFigureLegendRect();
+  };
+  const QRectF plotArea = [&] {
+    exportAt(LegendPosition::None);
+    return plot.lastFigureLayout().axisRects.value(0);
+  }();
+  EXPECT_TRUE(plot.lastFigureLegendRect().isEmpty()) << "no legend";
+  const QRectF top = exportAt(LegendPosition::Top);
+  const QRectF axisTop = plot.lastFigureLayout().axisRects.value(0);
+  EXPECT_LE(top.bottom(), axisTop.top() + 1);
+  const QRectF bottom = exportAt(LegendPosition::Bottom);
+  EXPECT_GE(bottom.top(), plot.lastFigureLayout().axisOuterRects.value(0).bottom() - 1);
+  const QRectF right = exportAt(LegendPosition::Right);
+  EXPECT_GE(right.left(), plot.lastFigureLayout().axisOuterRects.value(0).right() - 1);
+  EXPECT_GT(right.height(), right.width() / 4) << "one entry per row";
+  const QRectF inside = exportAt(LegendPosition::Inside);
+  EXPECT_TRUE(plot.lastFigureLayout().axisRects.value(0).contains(inside.center()));
+  EXPECT_FALSE(plotArea.isEmpty());
+  // Only the kept runs and metrics: one run, two metrics -> no run entry is dropped wrongly.
+  o.legend = LegendPosition::Top;
+  o.runs = {"mhsa"};
+  o.metrics = {"train loss", "eval loss (interpolation)"};
+  ASSERT_TRUE(plot.exportSvg(dir.filePath("c2.svg"), o));
+  EXPECT_EQ(plot.lastFigureLegendEntries(), 1 + 2 + 1) << "mhsa, train loss, eval loss, interpolation";
+  // For looking at: the two-run figure at 88 mm with the legend right and below.
+  o.runs.clear();
+  o.metrics.clear();
+  for (auto where : {LegendPosition::Right, LegendPosition::Bottom, LegendPosition::Inside}) {
+    o.legend = where;
+    EXPECT_TRUE(plot.exportPng(QDir(screenshotDir()).filePath("curves_figure_" + toString(where) + ".png"), o));
+  }
+  // Back as it was on screen.
+  plot.replotNow();
+  EXPECT_EQ(static_cast<int>(plot.legendTexts().size()), liveEntries);
+  EXPECT_LT(plot.legendHeight(), 300);
 }

@@ -127,6 +127,7 @@ constexpr int kGroupGap = 28;    // between the runs and the metrics on one line
 }  // namespace
 
 CurvesLegend::CurvesLegend(QCustomPlot* plot) : QCPLayoutElement(plot) {
+  setLayer(QStringLiteral("legend"));  // above the curves when it sits inside the plot
   setAutoMargins(QCP::msNone);
   setMargins(QMargins(10, 4, 10, 2));
   setLayer(QStringLiteral("legend"));
@@ -156,6 +157,8 @@ void CurvesLegend::layoutFor(int width, int maxHeight) {
     total += entryWidth(fm, entries_[i]);
   }
   const bool oneLine = total <= width;
+  width_ = 0;
+  for (const auto& e : entries_) width_ = std::max(width_, entryWidth(fm, e));
   int x = 0, row = 0;
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const int w = entryWidth(fm, entries_[i]);
@@ -163,7 +166,7 @@ void CurvesLegend::layoutFor(int width, int maxHeight) {
       const bool groupBreak = entries_[i].group != entries_[i - 1].group;
       const bool runsEnd = entries_[i - 1].group == Entry::Run && groupBreak;
       const int gap = groupBreak ? kGroupGap : kEntryGap;
-      if ((runsEnd && !oneLine) || x + gap + w > width) {
+      if (vertical_ || (runsEnd && !oneLine) || x + gap + w > width) {
         ++row;
         x = 0;
       } else {
@@ -204,24 +207,29 @@ void CurvesLegend::update(UpdatePhase phase) {
   if (phase == upPreparation) {
     const QRect viewport = mParentPlot->viewport();
     const int width = viewport.width() - mMargins.left() - mMargins.right();
-    layoutFor(std::max(40, width), static_cast<int>(maxHeightFraction_ * viewport.height()));
+    // Vertical (beside or inside the plot): the whole height; above or below: a share of it.
+    layoutFor(std::max(40, width), static_cast<int>((vertical_ ? 0.95 : maxHeightFraction_) * viewport.height()));
   }
   QCPLayoutElement::update(phase);
   if (phase == upLayout) {
     rects_.clear();
     const QFontMetrics fm(font());
+    const QPoint origin = mRect.topLeft() + QPoint(vertical_ ? std::max(0, mRect.width() - width_) : 0, 0);
     for (int i = 0; i < shown_; ++i)
-      rects_.emplace_back(mRect.topLeft() + positions_[static_cast<std::size_t>(i)],
+      rects_.emplace_back(origin + positions_[static_cast<std::size_t>(i)],
                           QSize(entryWidth(fm, entries_[static_cast<std::size_t>(i)]), fm.height() + 3));
   }
 }
 
 QSize CurvesLegend::minimumOuterSizeHint() const {
-  return QSize(0, entries_.empty() ? 0 : height_ + mMargins.top() + mMargins.bottom());
+  const int height = entries_.empty() ? 0 : height_ + mMargins.top() + mMargins.bottom();
+  return QSize(vertical_ && !entries_.empty() ? width_ + mMargins.left() + mMargins.right() : 0, height);
 }
 
 QSize CurvesLegend::maximumOuterSizeHint() const {
-  return QSize(QWIDGETSIZE_MAX, entries_.empty() ? 0 : height_ + mMargins.top() + mMargins.bottom());
+  const int height = entries_.empty() ? 0 : height_ + mMargins.top() + mMargins.bottom();
+  if (vertical_) return QSize(entries_.empty() ? 0 : width_ + mMargins.left() + mMargins.right(), QWIDGETSIZE_MAX);
+  return QSize(QWIDGETSIZE_MAX, height);
 }
 
 void CurvesLegend::applyDefaultAntialiasingHint(QCPPainter* painter) const {
@@ -234,10 +242,13 @@ void CurvesLegend::draw(QCPPainter* painter) {
   const QFontMetrics fm(f);
   const int rowH = fm.height() + 3;
   const QColor text = mParentPlot->legend->textColor();
+  // A vertical legend is right-aligned in its rectangle (inside the plot: against the right edge).
+  const QPoint origin = mRect.topLeft() + QPoint(vertical_ ? std::max(0, mRect.width() - width_) : 0, 0);
+  if (fill_.isValid()) painter->fillRect(QRect(origin - QPoint(4, 2), QSize(width_ + 8, height_ + 4)), fill_);
   painter->setFont(f);
   for (int i = 0; i < shown_; ++i) {
     const Entry& e = entries_[static_cast<std::size_t>(i)];
-    const QPoint at = mRect.topLeft() + positions_[static_cast<std::size_t>(i)];
+    const QPoint at = origin + positions_[static_cast<std::size_t>(i)];
     const double mid = at.y() + rowH / 2.0;
     QPen pen = e.pen;
     if (e.group == Entry::Run) {
@@ -261,7 +272,7 @@ void CurvesLegend::draw(QCPPainter* painter) {
     QColor muted = text;
     muted.setAlphaF(0.7f);
     painter->setPen(muted);
-    const QPoint at = mRect.topLeft() + morePos_;
+    const QPoint at = origin + morePos_;
     painter->drawText(QRect(at.x(), at.y(), fm.horizontalAdvance(moreText_) + 4, rowH),
                       Qt::AlignLeft | Qt::AlignVCenter | Qt::TextSingleLine, moreText_);
   }

@@ -79,6 +79,13 @@ class CurvesLegend : public QCPLayoutElement {
   void setEntries(std::vector<Entry> entries);
   const std::vector<Entry>& entries() const { return entries_; }
   void setMaxHeightFraction(double f) { maxHeightFraction_ = f; }
+  /// One entry per row, as wide as the widest entry (a legend right of the plot or inside it);
+  /// a valid `fill` is painted behind it (inside the plot, over the curves).
+  void setVertical(bool vertical, const QColor& fill = QColor()) {
+    vertical_ = vertical;
+    fill_ = fill;
+  }
+  bool vertical() const { return vertical_; }
   /// Rows and entries shown after the last layout (entries beyond are summed up as "+n more").
   int rows() const { return rows_; }
   int shownEntries() const { return shown_; }
@@ -102,6 +109,9 @@ class CurvesLegend : public QCPLayoutElement {
   std::vector<QPoint> positions_;  // top-left of each shown entry, relative to the content rect
   std::vector<QRect> rects_;
   double maxHeightFraction_ = 0.3;
+  bool vertical_ = false;
+  QColor fill_;  ///< painted behind the entries when valid (inside the plot)
+  int width_ = 0;  ///< vertical: the widest entry
   int rows_ = 0, shown_ = 0, height_ = 0;
   QString moreText_;
   QPoint morePos_;

@@ -80,7 +80,8 @@ CurvesPlot::CurvesPlot(QWidget* parent) : PlotWidget(parent), hover_(std::make_u
   bar->addWidget(new QLabel(tr("Smoothing"), this));
   smoothingSlider_ = new QSlider(Qt::Horizontal, this);
   smoothingSlider_->setRange(0, 99);
-  smoothingSlider_->setFixedWidth(120);
+  smoothingSlider_->setMinimumWidth(40);  // shrinks with the dock (a laptop's bottom row is narrow)
+  smoothingSlider_->setMaximumWidth(140);
   smoothingSlider_->setToolTip(tr("Exponential moving average of the displayed curves (display only)"));
   bar->addWidget(smoothingSlider_);
   smoothingLabel_ = new QLabel(QStringLiteral("0.00"), this);
@@ -97,9 +98,8 @@ CurvesPlot::CurvesPlot(QWidget* parent) : PlotWidget(parent), hover_(std::make_u
   metricsButton_->setMenu(metricMenu);
   connect(metricMenu, &QMenu::aboutToShow, this, &CurvesPlot::fillMetricMenu);
   bar->addWidget(metricsButton_);
-  bar->addWidget(new QLabel(tr("x:"), this));
   xCombo_ = new QComboBox(this);
-  xCombo_->addItems({tr("step"), tr("time")});
+  xCombo_->addItems({tr("x: step"), tr("x: time")});
   xCombo_->setToolTip(tr("x axis: training step, or training time (pauses and evaluations not counted)"));
   bar->addWidget(xCombo_);
   timeNote_ = new QLabel(this);
@@ -137,10 +137,7 @@ CurvesPlot::CurvesPlot(QWidget* parent) : PlotWidget(parent), hover_(std::make_u
   p->yAxis2->setVisible(false);
   p->legend->setVisible(false);  // the curves draw their own compact legend
   legend_ = new detail::CurvesLegend(p);
-  p->plotLayout()->insertRow(0);
-  p->plotLayout()->addElement(0, 0, legend_);
-  p->plotLayout()->setRowStretchFactor(0, 0.001);
-  p->plotLayout()->setRowSpacing(0);
+  legendOnTop();
   p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   p->axisRect()->setRangeDragAxes({p->xAxis}, {p->yAxis, p->yAxis2, rateAxis_});
   p->axisRect()->setRangeZoomAxes({p->xAxis}, {p->yAxis, p->yAxis2, rateAxis_});
@@ -597,7 +594,79 @@ void CurvesPlot::updateVisibility() {
   timeNote_->setToolTip(tr("Runs read from logs without training times have no place on a time axis."));
 }
 
-void CurvesPlot::updateLegend() {
+void CurvesPlot::legendOnTop() {
+  QCustomPlot* p = plot();
+  if (legend_->layout()) legend_->layout()->take(legend_);
+  p->plotLayout()->simplify();
+  legend_->setVertical(false);
+  legend_->setVisible(true);
+  p->plotLayout()->insertRow(0);
+  p->plotLayout()->addElement(0, 0, legend_);
+  p->plotLayout()->setRowStretchFactor(0, 0.001);
+  p->plotLayout()->setRowSpacing(0);
+}
+
+QSize CurvesPlot::beginFigure(const FigureOptions& options, const QSize& size) {
+  QCustomPlot* p = plot();
+  updateLegend(&options);
+  // A column-wide figure has room for three or four step labels ("1250" and "1500" touched at
+  // 88 mm with QCustomPlot's five; asking for 3 gives 0, 500, 1000, 1500).
+  figureTickCountBefore_ = p->xAxis->ticker()->tickCount();
+  p->xAxis->ticker()->setTickCount(options.widthMm < 100 ? 3 : figureTickCountBefore_);
+  figureFontBefore_ = p->legend->font();  // the compact legend draws in the plot legend's font
+  QFont font = p->legend->font();
+  font.setPointSizeF(options.fontPt);
+  p->legend->setFont(font);
+  if (legend_->layout()) legend_->layout()->take(legend_);
+  p->plotLayout()->simplify();
+  QCPLayoutGrid* main = p->plotLayout();
+  switch (options.legend) {
+    case LegendPosition::None:
+      legend_->setVisible(false);
+      main->addElement(main->rowCount(), 0, legend_);  // kept in the layout, not drawn
+      break;
+    case LegendPosition::Top:
+      legendOnTop();
+      break;
+    case LegendPosition::Bottom: {
+      const int row = main->rowCount();
+      main->addElement(row, 0, legend_);
+      main->setRowStretchFactor(row, 0.001);
+      break;
+    }
+    case LegendPosition::Right: {
+      legend_->setVertical(true);
+      int row = 0;
+      for (int r = 0; r < main->rowCount(); ++r)
+        if (main->element(r, 0) == p->axisRect()) row = r;
+      main->addElement(row, 1, legend_);
+      main->setColumnStretchFactor(1, 0.001);
+      break;
+    }
+    case LegendPosition::Inside:
+      QColor veil = theme().legendBackground.isValid() ? theme().legendBackground : theme().background;
+      veil.setAlphaF(0.88f);
+      legend_->setVertical(true, veil);
+      p->axisRect()->insetLayout()->addElement(legend_, Qt::AlignTop | Qt::AlignRight);
+      break;
+  }
+  return size;
+}
+
+void CurvesPlot::figureLaidOut() {
+  figureLegendRect_ = legend_->visible() ? QRectF(legend_->outerRect()) : QRectF();
+  figureLegendEntries_ = legend_->visible() ? static_cast<int>(legend_->entries().size()) : 0;
+}
+
+void CurvesPlot::endFigure() {
+  if (figureFontBefore_) plot()->legend->setFont(*figureFontBefore_);
+  plot()->xAxis->ticker()->setTickCount(figureTickCountBefore_);
+  figureFontBefore_.reset();
+  legendOnTop();
+  updateLegend();
+}
+
+void CurvesPlot::updateLegend(const FigureOptions* figure) {
   // Colour = run and style = metric, so the legend lists them apart: the runs, the metric
   // families by dash pattern ("eval loss"), and the evaluation splits by marker
   // ("interpolation"), instead of every run x metric combination.
@@ -605,7 +674,7 @@ void CurvesPlot::updateLegend() {
   std::vector<Entry> entries;
   QStringList shownRuns, shownMetrics;
   for (const auto& [key, s] : series_)
-    if (s->line->visible()) {
+    if (s->line->visible() && (!figure || figureShows(s->line, *figure))) {
       if (!shownRuns.contains(key.first)) shownRuns.append(key.first);
       if (!shownMetrics.contains(key.second)) shownMetrics.append(key.second);
     }

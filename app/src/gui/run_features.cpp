@@ -128,7 +128,7 @@ MetricsCurves readMetricsCurves(const std::string& runDir) {
 }
 
 std::int64_t tokensPerStep(const model_core::RunConfig& config) {
-  return config.train.batch * (config.task.name == "fashion_mnist" ? 1 : config.task.seq_len);
+  return config.train.batch * model_core::modelSequenceLength(config);  // the trainer's own count
 }
 
 double stepSeconds(std::int64_t tokensPerStep, double steps, double tokensPerSecond) {

@@ -73,7 +73,9 @@ TrainingSession::TrainingSession(const RunConfig& config, std::unique_ptr<Task> 
 }
 
 int64_t TrainingSession::tokensPerStep() const {
-  return config_.train.batch * (task_->isImage() ? 1 : config_.task.seq_len);
+  // An image is (28 / patch)² patch tokens, the sequence the attention sees (issue 13: it was
+  // counted as one token, so Fashion-MNIST showed images/s as tokens/s).
+  return config_.train.batch * modelSequenceLength(config_);
 }
 
 torch::Tensor TrainingSession::sequenceLoss(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& mask) {

@@ -17,9 +17,12 @@
 
 #include <QPen>
 #include <QSet>
+#include <QFont>
+#include <QRectF>
 #include <QStringList>
 #include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -165,6 +168,19 @@ class CurvesPlot : public PlotWidget {
   void hoverAt(const QPointF& pos) override;
   void hoverLeft() override;
   void addContextActions(QMenu& menu) override;
+  /// A figure: the compact legend lists only the runs and metrics the options keep, in the
+  /// figure's point size, where the options put it (above, below, right of or inside the plot, or
+  /// nowhere); endFigure puts it back above the plot.
+  QSize beginFigure(const FigureOptions& options, const QSize& size) override;
+  void figureLaidOut() override;
+  void endFigure() override;
+
+ public:
+  /// Where the last figure drew the compact legend (empty when it drew none) and its entries.
+  QRectF lastFigureLegendRect() const { return figureLegendRect_; }
+  int lastFigureLegendEntries() const { return figureLegendEntries_; }
+
+ protected:
 
  private:
   struct Series;
@@ -187,7 +203,10 @@ class CurvesPlot : public PlotWidget {
   /// After new points in `s` (its last point new unless `cut`): keep the graphs in step.
   void pointsAdded(Series& s, std::size_t firstNew, bool cut);
   void updateVisibility();
-  void updateLegend();
+  /// `figure`: only the series a figure with these options draws.
+  void updateLegend(const FigureOptions* figure = nullptr);
+  /// Takes the legend out of wherever it is and puts it in the row above the plot (as built).
+  void legendOnTop();
   void updateTimeUnits();
   void afterUpdate();
   void applyPendingRescale() const;
@@ -198,6 +217,10 @@ class CurvesPlot : public PlotWidget {
   QStringList runs_, metrics_, rightAxisSeries_, runOrder_;
   QSet<QString> hiddenMetrics_;
   QSet<QString> dirtyRuns_;  // runs with new points since the last update (time view)
+  std::optional<QFont> figureFontBefore_;  // the legend font a figure export replaced
+  QRectF figureLegendRect_;
+  int figureTickCountBefore_ = 5;
+  int figureLegendEntries_ = 0;
   bool minutes_ = false;     // the time axis counts minutes
   double smoothing_ = 0;
   bool autoRescale_ = true;
