@@ -1,4 +1,7 @@
 #include "gui/demo_runner.h"
+#include "gui/session.h"
+
+#include <QFileInfo>
 
 #include <QApplication>
 #include <QDockWidget>
@@ -68,7 +71,12 @@ void DemoRunner::next() {
     } else if (cmd == "run") {
       window_->model().select(arg.toInt());
     } else if (cmd == "session") {
-      if (!window_->files().open(arg)) return fail("cannot open session " + arg);
+      // An example session opens as an untitled copy, as from the menu: its runs never go into
+      // the (installed, read-only) examples folder.
+      const QString path = QFileInfo(arg).canonicalFilePath();
+      bool example = false;
+      for (const QString& e : exampleSessionPaths()) example = example || QFileInfo(e).canonicalFilePath() == path;
+      if (!(example ? window_->files().openExample(arg) : window_->files().open(arg))) return fail("cannot open session " + arg);
     } else if (cmd == "train") {
       trainingEnded_ = false;
       lastStep_ = 0;
