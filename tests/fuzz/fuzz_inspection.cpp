@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(s.cores.size() == s.core_layers.size() && s.spectra.size() == s.core_layers.size() &&
              s.stable_ranks.size() == s.core_layers.size());
-  FUZZ_CHECK(s.role_tokens.size() == static_cast<size_t>(s.roles.rows()));
+  for (const auto& r : s.roles) FUZZ_CHECK(s.role_tokens.size() == static_cast<size_t>(r.vectors.rows()));
   const std::string bytes = serializeInspection(s);
   FUZZ_CHECK(serializeInspection(parseInspection(bytes, "again")) == bytes);
   return 0;

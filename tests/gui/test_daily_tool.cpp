@@ -7,6 +7,9 @@
 #include <QAction>
 #include <QFile>
 #include <QFileInfo>
+#include <QLineEdit>
+#include <QDoubleSpinBox>
+#include "gui/training_panel.h"
 #include <QStatusBar>
 #include <QComboBox>
 #include <QDockWidget>
@@ -312,4 +315,69 @@ TEST(DailyTool, TrainingARunWithHistoryResumesOrStartsAgainAsAnswered) {
   EXPECT_NE(w.model().run(1).runDir, first);
   EXPECT_TRUE(QFileInfo::exists(first + "/config.json"));
   EXPECT_TRUE(w.model().isModified()) << "a new run directory is a change of the session";
+}
+
+// "Nonsense typed into the learning rate is clamped to 1.0 without a word": a rate reads in
+// scientific notation (a plain spin box took "1e-3" as 1), and what does not read keeps the rate,
+// with a note that says what was typed.
+TEST(DailyTool, TheLearningRateReadsScientificNotationAndSaysWhatItRefuses) {
+  app::MainWindow w(testOptions());
+  auto* panel = w.trainingPanel();
+  auto* lr = panel->learningRateBox();
+  auto* edit = lr->findChild<QLineEdit*>();
+  ASSERT_NE(edit, nullptr);
+  const auto type = [&](const QString& text) {
+    edit->selectAll();
+    QTest::keyClicks(edit, text);
+    QTest::keyClick(edit, Qt::Key_Return);
+  };
+  type("3e-4");
+  EXPECT_DOUBLE_EQ(lr->value(), 3e-4);
+  EXPECT_EQ(lr->text(), "0.0003");
+  EXPECT_TRUE(panel->inputNote().isEmpty());
+  type("fast");
+  EXPECT_DOUBLE_EQ(lr->value(), 3e-4) << "kept, not clamped";
+  EXPECT_EQ(panel->inputNote(), "Learning rate: “fast” is not a number from 1e-07 to 10; it stays 0.0003.");
+  type("25");
+  EXPECT_DOUBLE_EQ(lr->value(), 3e-4);
+  EXPECT_TRUE(panel->inputNote().contains("“25”"));
+  type("2E-3");
+  EXPECT_DOUBLE_EQ(lr->value(), 2e-3);
+  EXPECT_TRUE(panel->inputNote().isEmpty()) << "a good rate answers the note";
+  lr->stepBy(1);  // the arrows double and halve
+  EXPECT_DOUBLE_EQ(lr->value(), 4e-3);
+  // The run trains with what the box says.
+  model_core::RunConfig c = w.model().currentRun().config;
+  panel->applyTo(c);
+  EXPECT_DOUBLE_EQ(c.train.lr, 4e-3);
+}
+
+// "Throughput alternates 43/940 tokens/s while the ETA implies ~4,500": steps/s, tokens/s and the
+// ETA come from one window, so tokens/s is steps/s times the tokens of a step.
+TEST(DailyTool, StepsAndTokensPerSecondAgree) {
+  app::MainWindow w(testOptions());
+  w.model().select(1);
+  useLightThsaRun(w, 1);
+  const auto config = w.model().currentRun().config;
+  ASSERT_TRUE(w.training().start(400));
+  QString text;
+  ASSERT_TRUE(waitFor([&] {
+    text = w.trainingPanel()->statusText();
+    return text.contains("steps/s") && !text.contains(" 0.00 steps/s") && text.contains("step 1") ;
+  }, 60000));
+  ASSERT_TRUE(waitFor([&] {
+    text = w.trainingPanel()->statusText();
+    const auto parts = text.split(" · ");
+    return parts.size() > 3 && parts[0].section(' ', 1, 1).toInt() > 40;
+  }, 60000));
+  w.controller()->stop();
+  w.controller()->waitForFinished();
+  // "step S / T · loss L · X steps/s · Y tokens/s · ETA mm:ss"
+  const auto parts = text.split(" · ");
+  ASSERT_GE(parts.size(), 5) << text.toStdString();
+  const double steps = parts[2].section(' ', 0, 0).toDouble();
+  const double tokens = parts[3].section(' ', 0, 0).toDouble();
+  ASSERT_GT(steps, 0) << text.toStdString();
+  const double perStep = 4.0 * double(model_core::modelSequenceLength(config));  // batch 4
+  EXPECT_NEAR(tokens / steps, perStep, perStep * 0.01 + 1.0 / steps) << text.toStdString();
 }

@@ -74,7 +74,8 @@ TEST(ReopenedRuns, EveryViewComesBackFromTheRunDirectoryAndFollowsTheSelectedRun
   EXPECT_EQ(w.attentionMaps()->layerCount(), 2);
   EXPECT_GT(w.attentionMaps()->mapCount(0), 0);
   // The core editor shows the learned C, as the spectrum does, never the initial one.
-  EXPECT_TRUE(w.coreEditor()->bannerText().contains("learned C")) << w.coreEditor()->bannerText().toStdString();
+  EXPECT_TRUE(w.coreEditor()->bannerText().contains("learned C of " + name + " at step 3 (read-only): the run stays as trained"))
+      << w.coreEditor()->bannerText().toStdString();
   EXPECT_NEAR(w.coreEditor()->stableRank(), kept->stable_ranks[0], 1e-3);
   EXPECT_EQ(dockTitle(w, "Attention maps"), "Attention maps · " + name + " · step 3");
   EXPECT_EQ(dockTitle(w, "Spectrum of C"), "Spectrum of C · " + name + " · step 3");

@@ -177,6 +177,57 @@ TEST(VizAttention, HoverClickAndEnlargedView) {
   EXPECT_FLOAT_EQ(static_cast<float>(big->value(3, 4)), 0.25f);
 }
 
+// Issue 13: the user picks a layer and a head; titles keep the model's numbers.
+TEST(VizAttention, LayerAndHeadFilters) {
+  AttentionMapGrid grid;
+  grid.setMaps(taggedMaps(2, 8, 3), {"a", "b", "c"}, {3, 5}, 10);
+  grid.setGroupSize(2);  // 4 heads of 2 channels
+  EXPECT_EQ(grid.headCount(), 4);
+  grid.setLayerFilter(5);
+  ASSERT_EQ(grid.layerCount(), 1);
+  EXPECT_EQ(grid.layerId(0), 5);
+  EXPECT_EQ(grid.mapCount(0), 4);  // head means
+  grid.setHeadFilter(2);
+  ASSERT_EQ(grid.mapCount(0), 1);
+  EXPECT_EQ(grid.mapTitle(0, 0), QStringLiteral("h2"));
+  // Head 2 of layer 5 (its index 1) averages channels 4 and 5: 1 + 4.5/100 + q/10 + k/1000.
+  EXPECT_NEAR(grid.displayedMap(0, 0).at(1, 2), 1 + 0.045 + 0.1 + 0.002, 1e-6);
+  grid.setAggregation(AttentionMapGrid::Aggregation::PerChannel);
+  ASSERT_EQ(grid.mapCount(0), 2);  // the head's two channels
+  EXPECT_EQ(grid.mapTitle(0, 0), QStringLiteral("c4"));
+  EXPECT_EQ(grid.mapTitle(0, 1), QStringLiteral("c5"));
+  EXPECT_TRUE(grid.csvText().contains(QStringLiteral("\n5,c5,0,0,a,a,")));
+  // The boxes say the same and set it: "All layers" brings both layers back.
+  QComboBox* layers = nullptr;
+  for (auto* box : grid.findChildren<QComboBox*>())
+    if (box->findText(QStringLiteral("All layers")) >= 0) layers = box;
+  ASSERT_NE(layers, nullptr);
+  EXPECT_EQ(layers->currentText(), QStringLiteral("layer 5"));
+  layers->setCurrentIndex(layers->findText(QStringLiteral("All layers")));
+  EXPECT_EQ(grid.layerFilter(), -1);
+  EXPECT_EQ(grid.layerCount(), 2);
+  // New maps keep the choice where it still exists, and drop it where it does not.
+  grid.setMaps(taggedMaps(2, 2, 3), {"a", "b", "c"}, {3, 5}, 20);  // one head of two channels
+  EXPECT_EQ(grid.headFilter(), -1);
+}
+
+// Issue 13: enlarged, every token of the probe is labelled (the view scrolls when it must).
+TEST(VizAttention, TheEnlargedMapLabelsEveryToken) {
+  AttentionMapGrid grid;
+  QStringList tokens;
+  for (int i = 0; i < 48; ++i) tokens << QStringLiteral("<tok%1>").arg(i);
+  grid.setMaps(taggedMaps(1, 2, 48), tokens, {0}, 10);
+  settle(grid, QSize(600, 400));
+  grid.showEnlarged(0, 1);
+  MatrixHeatmap* big = grid.enlargedView();
+  ASSERT_NE(big, nullptr);
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  big->replotNow();
+  big->replotNow();  // a second layout with the final thinning
+  EXPECT_EQ(big->labelStep(Qt::Horizontal), 1);
+  EXPECT_EQ(big->labelStep(Qt::Vertical), 1);
+}
+
 TEST(VizAttention, UpdateCostPerSnapshot) {
   AttentionMapGrid grid;
   grid.setGroupSize(8);
@@ -227,6 +278,25 @@ TEST(VizRoles, GroupsKAndHover) {
   mouse(plot.plotArea(), QEvent::MouseMove, plot.pointPosition(4) + QPointF(2, 1));
   EXPECT_EQ(plot.hoverText(), QStringLiteral("“mat” · noun · cluster 1\non the mat"));
   EXPECT_EQ(plot.csvText().split('\n', Qt::SkipEmptyParts).at(5), QStringLiteral("4,4,0,mat,noun,1,on the mat"));
+}
+
+// Issue 13: the role vector set (layer and head) is picked in the plot, and a caption says what is shown.
+TEST(VizRoles, SourcesAndCaption) {
+  RoleClusterPlot plot;
+  QComboBox* sources = nullptr;
+  plot.setSources({QStringLiteral("layer 0 · head 0"), QStringLiteral("layer 0 · head 1")}, 1);
+  for (auto* box : plot.findChildren<QComboBox*>())
+    if (box->findText(QStringLiteral("layer 0 · head 1")) >= 0) sources = box;
+  ASSERT_NE(sources, nullptr);
+  EXPECT_EQ(plot.source(), 1);
+  QSignalSpy picked(&plot, &RoleClusterPlot::sourceChanged);
+  sources->setCurrentIndex(0);
+  ASSERT_EQ(picked.count(), 1);
+  EXPECT_EQ(picked[0][0].toInt(), 0);
+  plot.setSources({QStringLiteral("layer 0 · head 0"), QStringLiteral("layer 0 · head 1")}, 1);
+  EXPECT_EQ(picked.count(), 1) << "setting the sources is not a pick";
+  plot.setCaption(QStringLiteral("Role vectors of layer 0, head 1"));
+  EXPECT_EQ(plot.caption(), QStringLiteral("Role vectors of layer 0, head 1"));
 }
 
 TEST(VizRoles, UpdateCostPerSnapshot) {

@@ -4,6 +4,8 @@
 #include <QDialog>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScreen>
+#include <QScrollArea>
 #include <QSignalBlocker>
 #include <QTextStream>
 #include <QVBoxLayout>
@@ -48,7 +50,16 @@ AttentionMapGrid::AttentionMapGrid(QWidget* parent)
   aggregationBox_->setEnabled(false);
   aggregationBox_->setToolTip(tr("THSA: one map per channel, or the mean over each head's channels"));
   bar->addWidget(aggregationBox_);
+  layerBox_ = new QComboBox(this);
+  layerBox_->setToolTip(tr("Show one layer, or all"));
+  headBox_ = new QComboBox(this);
+  headBox_->setToolTip(tr("Show one head (its mean map or its channels), or all"));
+  bar->addWidget(layerBox_);
+  bar->addWidget(headBox_);
   bar->addStretch(1);
+  updateFilterBoxes();
+  connect(layerBox_, &QComboBox::currentIndexChanged, this, [this] { setLayerFilter(layerBox_->currentData().toInt()); });
+  connect(headBox_, &QComboBox::currentIndexChanged, this, [this] { setHeadFilter(headBox_->currentData().toInt()); });
   connect(aggregationBox_, &QComboBox::currentIndexChanged, this,
           [this] { setAggregation(static_cast<Aggregation>(aggregationBox_->currentData().toInt())); });
   grid_->build(plot());
@@ -70,20 +81,67 @@ void AttentionMapGrid::setMaps(const std::vector<std::vector<MatrixData>>& maps,
   tokens_ = tokens;
   layerIds_ = layerIds;
   step_ = step;
+  updateFilterBoxes();
   aggregate();
   layoutGrid();
   refreshEnlarged();
 }
 
+int AttentionMapGrid::headCount() const {
+  std::size_t widest = 0;
+  for (const auto& layer : raw_) widest = std::max(widest, layer.size());
+  const auto group = static_cast<std::size_t>(groupSize_);
+  return static_cast<int>((widest + group - 1) / group);
+}
+
+void AttentionMapGrid::updateFilterBoxes() {
+  const QSignalBlocker blockLayers(layerBox_), blockHeads(headBox_);
+  const auto fill = [](QComboBox* box, const QString& all, const QString& item, const std::vector<int>& ids, int& filter) {
+    box->clear();
+    box->addItem(all, -1);
+    for (int id : ids) box->addItem(item.arg(id), id);
+    if (box->findData(filter) < 0) filter = -1;
+    box->setCurrentIndex(box->findData(filter));
+    box->setVisible(ids.size() > 1);
+  };
+  std::vector<int> layers, heads;
+  for (std::size_t l = 0; l < raw_.size(); ++l)
+    if (!raw_[l].empty()) layers.push_back(l < layerIds_.size() ? layerIds_[l] : static_cast<int>(l));
+  for (int h = 0; h < headCount(); ++h) heads.push_back(h);
+  fill(layerBox_, tr("All layers"), tr("layer %1"), layers, layerFilter_);
+  fill(headBox_, tr("All heads"), tr("head %1"), heads, headFilter_);
+}
+
+void AttentionMapGrid::setLayerFilter(int layerId) {
+  if (layerId == layerFilter_) return;
+  layerFilter_ = layerId;
+  updateFilterBoxes();
+  enlargedKey_ = {-1, -1};  // indices change meaning
+  aggregate();
+  layoutGrid();
+}
+
+void AttentionMapGrid::setHeadFilter(int head) {
+  if (head == headFilter_) return;
+  headFilter_ = head;
+  updateFilterBoxes();
+  enlargedKey_ = {-1, -1};
+  aggregate();
+  layoutGrid();
+}
+
 void AttentionMapGrid::clear(const QString& message) {
   raw_.clear();
   shown_.clear();
+  shownIds_.clear();
+  shownLayerIds_.clear();
   showMessage(message);
 }
 
 void AttentionMapGrid::setGroupSize(int channelsPerHead) {
   groupSize_ = std::max(1, channelsPerHead);
   aggregationBox_->setEnabled(groupSize_ > 1);
+  updateFilterBoxes();
   aggregate();
   layoutGrid();
   refreshEnlarged();
@@ -112,8 +170,26 @@ void AttentionMapGrid::setMaxColumns(int columns) {
 
 void AttentionMapGrid::aggregate() {
   shown_.clear();
+  shownIds_.clear();
+  shownLayerIds_.clear();
   const bool mean = aggregation() == Aggregation::PerHeadMean;
-  for (const auto& layer : raw_) shown_.push_back(mean ? perHeadMean(layer, groupSize_) : layer);
+  // A head is one map when maps are per head (MHSA, THSA head means), G channels otherwise.
+  const int perHead = mean ? 1 : groupSize_;
+  for (std::size_t l = 0; l < raw_.size(); ++l) {
+    const int id = l < layerIds_.size() ? layerIds_[l] : static_cast<int>(l);
+    if (layerFilter_ >= 0 && id != layerFilter_) continue;
+    const auto maps = mean ? perHeadMean(raw_[l], groupSize_) : raw_[l];
+    std::vector<MatrixData> kept;
+    std::vector<int> ids;
+    for (std::size_t i = 0; i < maps.size(); ++i) {
+      if (headFilter_ >= 0 && static_cast<int>(i) / perHead != headFilter_) continue;
+      kept.push_back(maps[i]);
+      ids.push_back(static_cast<int>(i));
+    }
+    shown_.push_back(std::move(kept));
+    shownIds_.push_back(std::move(ids));
+    shownLayerIds_.push_back(id);
+  }
 }
 
 int AttentionMapGrid::mapCount(int layer) const {
@@ -122,15 +198,12 @@ int AttentionMapGrid::mapCount(int layer) const {
 
 const MatrixData& AttentionMapGrid::displayedMap(int layer, int index) const { return shown_.at(layer).at(index); }
 
-QString AttentionMapGrid::layerName(int layer) const {
-  const int id = layer < static_cast<int>(layerIds_.size()) ? layerIds_[layer] : layer;
-  return tr("layer %1").arg(id);
-}
+QString AttentionMapGrid::layerName(int layer) const { return tr("layer %1").arg(layerId(layer)); }
 
 QString AttentionMapGrid::mapTitle(int layer, int index) const {
-  Q_UNUSED(layer);
   const bool channels = groupSize_ > 1 && aggregation() == Aggregation::PerChannel;
-  return (channels ? QStringLiteral("c%1") : QStringLiteral("h%1")).arg(index);
+  const bool known = layer >= 0 && layer < layerCount() && index >= 0 && index < static_cast<int>(shownIds_[layer].size());
+  return (channels ? QStringLiteral("c%1") : QStringLiteral("h%1")).arg(known ? shownIds_[layer][index] : index);
 }
 
 void AttentionMapGrid::layoutGrid() {
@@ -139,11 +212,7 @@ void AttentionMapGrid::layoutGrid() {
     return;
   }
   showPlot();
-  QString title = tr("Probe attention");
-  if (step_ >= 0) title += tr(" · step %1").arg(QString::number(step_, 'g', 12));
-  if (groupSize_ > 1)
-    title += aggregation() == Aggregation::PerHeadMean ? tr(" · head means (%1 ch.)").arg(groupSize_)
-                                                       : tr(" · channels");
+  const QString title = this->title();
   const GridGeometry g = planGrid(shown_, tokens_, maxColumns_, viewportSize(), style());
   columns_ = g.columns;
   side_ = g.side;
@@ -152,6 +221,15 @@ void AttentionMapGrid::layoutGrid() {
     restyle();  // new axes take the theme
   grid_->setTitle(title);
   requestReplot();
+}
+
+QString AttentionMapGrid::title() const {
+  QString title = probeName_.isEmpty() ? tr("Probe attention") : tr("Attention on %1").arg(probeName_);
+  if (step_ >= 0) title += tr(" · step %1").arg(QString::number(step_, 'g', 12));
+  if (groupSize_ > 1)
+    title += aggregation() == Aggregation::PerHeadMean ? tr(" · head means (%1 ch.)").arg(groupSize_)
+                                                       : tr(" · channels");
+  return title;
 }
 
 QSize AttentionMapGrid::beginFigure(const FigureOptions& options, const QSize& size) {
@@ -219,15 +297,23 @@ void AttentionMapGrid::showEnlarged(int layer, int index) {
     dialog_ = new QDialog(this);
     auto* layout = new QVBoxLayout(dialog_);
     layout->setContentsMargins(0, 0, 0, 0);
-    enlarged_ = new MatrixHeatmap(dialog_);
+    // Every token is labelled: the map gets a label row per token and scrolls when that is more
+    // than the screen holds.
+    auto* scroll = new QScrollArea(dialog_);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    enlarged_ = new MatrixHeatmap;
     enlarged_->setExportName(QStringLiteral("attention_map"));
     enlarged_->setColourScale(MatrixHeatmap::ColourScale::Sequential, 0.0, 1.0);
     enlarged_->setAxisTitles(tr("key position"), tr("query position"));
-    layout->addWidget(enlarged_);
-    dialog_->resize(620, 560);
+    scroll->setWidget(enlarged_);
+    layout->addWidget(scroll);
   }
   enlargedKey_ = {layer, index};
   refreshEnlarged();
+  const QSize want = enlarged_->minimumSize().expandedTo(QSize(620, 560)) + QSize(24, 24);
+  const QScreen* screen = window() ? window()->screen() : nullptr;
+  dialog_->resize(screen ? want.boundedTo(screen->availableGeometry().size() * 0.9) : want);
   dialog_->show();
   dialog_->raise();
 }
@@ -238,12 +324,17 @@ void AttentionMapGrid::refreshEnlarged() {
   const MatrixData& m = shown_[layer][index];
   QString title = layerName(layer) + QStringLiteral(" · ") + mapTitle(layer, index);
   if (groupSize_ > 1 && aggregation() == Aggregation::PerHeadMean)
-    title += tr(" (mean of channels %1–%2)").arg(index * groupSize_).arg((index + 1) * groupSize_ - 1);
+    title += tr(" (mean of channels %1–%2)").arg(shownIds_[layer][index] * groupSize_).arg((shownIds_[layer][index] + 1) * groupSize_ - 1);
   if (step_ >= 0) title += tr(" · step %1").arg(QString::number(step_, 'g', 12));
   enlarged_->setDarkTheme(isDarkTheme());
   enlarged_->setMatrix(m, title);
   const bool labelled = tokens_.size() == m.rows && tokens_.size() == m.cols;
   enlarged_->setLabels(labelled ? tokens_ : QStringList(), labelled ? tokens_ : QStringList());
+  // A label's height per row and column (the axis thins labels that do not fit), plus the margins
+  // of the axes, the colour scale and the title.
+  const int pitch = enlarged_->fontMetrics().height() + 2;
+  const int side = std::max(m.rows, m.cols) * pitch;
+  enlarged_->setMinimumSize(side + 220, side + 160);
   dialog_->setWindowTitle(title);
 }
 
@@ -253,7 +344,7 @@ void AttentionMapGrid::writeCsv(QTextStream& out) const {
     for (int i = 0; i < mapCount(l); ++i) {
       const MatrixData& m = shown_[l][i];
       const bool labelled = tokens_.size() == m.rows && tokens_.size() == m.cols;
-      const QString prefix = QString::number(l < static_cast<int>(layerIds_.size()) ? layerIds_[l] : l) +
+      const QString prefix = QString::number(layerId(l)) +
                              QLatin1Char(',') + mapTitle(l, i) + QLatin1Char(',');
       for (int r = 0; r < m.rows; ++r)
         for (int c = 0; c < m.cols; ++c)

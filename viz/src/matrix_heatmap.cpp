@@ -166,6 +166,10 @@ void MatrixHeatmap::updateTicks() {
   }
 }
 
+int MatrixHeatmap::labelStep(Qt::Orientation orientation) const {
+  return orientation == Qt::Horizontal ? parts_->xStep : parts_->yStep;
+}
+
 MatrixHeatmap::Cell MatrixHeatmap::cellAt(const QPointF& pos) const {
   if (rows_ == 0 || isShowingMessage() || !plot()->axisRect()->rect().contains(pos.toPoint())) return {};
   const int c = static_cast<int>(std::floor(plot()->xAxis->pixelToCoord(pos.x()) + 0.5));

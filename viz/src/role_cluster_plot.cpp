@@ -27,6 +27,10 @@ QString at(const QStringList& list, int i) { return i < list.size() ? list[i] : 
 RoleClusterPlot::RoleClusterPlot(QWidget* parent) : PlotWidget(parent), items_(std::make_unique<Items>()) {
   setExportName(QStringLiteral("role_clusters"));
   auto* bar = controlBar();
+  sourceBox_ = new QComboBox(this);
+  sourceBox_->setToolTip(tr("Which TP layer and head the role vectors come from"));
+  sourceBox_->setVisible(false);
+  bar->addWidget(sourceBox_);
   bar->addWidget(new QLabel(tr("Colour by"), this));
   colourBox_ = new QComboBox(this);
   colourBox_->addItem(tr("k-means cluster"), static_cast<int>(ColourBy::Cluster));
@@ -39,7 +43,15 @@ RoleClusterPlot::RoleClusterPlot(QWidget* parent) : PlotWidget(parent), items_(s
   kBox_->setValue(4);
   kBox_->setToolTip(tr("Number of k-means clusters"));
   bar->addWidget(kBox_);
-  bar->addStretch(1);
+  caption_ = new QLabel(this);
+  caption_->hide();  // shown with a caption (a hidden label takes no room from a narrow dock)
+  caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  caption_->setMinimumWidth(0);
+  caption_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the dock
+  bar->addWidget(caption_, 1);
+  connect(sourceBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0) Q_EMIT sourceChanged(i);
+  });
   connect(colourBox_, &QComboBox::currentIndexChanged, this,
           [this] { setColourBy(static_cast<ColourBy>(colourBox_->currentData().toInt())); });
   connect(kBox_, &QSpinBox::valueChanged, this, &RoleClusterPlot::kChanged);
@@ -112,6 +124,28 @@ void RoleClusterPlot::setAxisTitles(const QString& x, const QString& y) {
   plot()->yAxis->setLabel(y);
   requestReplot();
 }
+
+void RoleClusterPlot::setSources(const QStringList& names, int current) {
+  const QSignalBlocker block(sourceBox_);
+  QStringList now;
+  for (int i = 0; i < sourceBox_->count(); ++i) now << sourceBox_->itemText(i);
+  if (now != names) {
+    sourceBox_->clear();
+    sourceBox_->addItems(names);
+  }
+  sourceBox_->setCurrentIndex(current);
+  sourceBox_->setVisible(names.size() > 1);
+}
+
+int RoleClusterPlot::source() const { return sourceBox_->currentIndex(); }
+
+void RoleClusterPlot::setCaption(const QString& caption) {
+  caption_->setText(caption);
+  caption_->setToolTip(caption);
+  caption_->setVisible(!caption.isEmpty());
+}
+
+QString RoleClusterPlot::caption() const { return caption_->text(); }
 
 QStringList RoleClusterPlot::groupNames() const { return groups_; }
 

@@ -250,13 +250,13 @@ QString CoreEditor::factorName(int index) const {
   return {};
 }
 
-void CoreEditor::showLearnedCore(const std::vector<float>& values, int R, qint64 step) {
+void CoreEditor::showLearnedCore(const std::vector<float>& values, int R, qint64 step, const QString& whose) {
   editable_ = false;
   learnedStep_ = step;
   std::vector<double> v(values.begin(), values.end());
   heatmap_->setMatrix(v, R, R, QString("learned C at step %1").arg(step));
   stableRank_ = model_core::stableRank(v, R, R);
-  banner_->setText("Showing the learned C of the training run (read-only). Editing forks a new run from the latest checkpoint.");
+  banner_->setText(whose.isEmpty() ? QString("Showing a learned C (read-only). Editing forks a new run from the latest checkpoint.") : whose);
   banner_->show();
   readout_->setText(QString("stable rank (number of heads) %1 · spectrum %2")
                         .arg(stableRank_, 0, 'f', 3)

@@ -39,7 +39,8 @@ class CoreEditor : public QWidget {
   /// Shows the design `spec` (THSA family; other variants show an explanation).
   void setSpec(const spec::AttentionSpec& spec);
   /// Shows a learned C (training in progress): read-only; an edit then asks to fork a run.
-  void showLearnedCore(const std::vector<float>& values, int R, qint64 step);
+  /// `whose` says whose C it is and what an edit does, for the banner (empty: a generic text).
+  void showLearnedCore(const std::vector<float>& values, int R, qint64 step, const QString& whose = {});
   /// The run's layer count and the layer shown; `perLayer` when the layers' designs differ.
   void setLayers(int count, int current, bool perLayer);
   int layer() const;

@@ -81,7 +81,14 @@ void DesignDocks::showLearnedCore() {
   const auto& snap = *last_;
   for (size_t i = 0; i < snap.cores.size() && i < snap.core_layers.size(); ++i)
     if (snap.core_layers[i] == model_->currentLayer()) {
-      core_->showLearnedCore(snap.cores[i].values, snap.cores[i].rows(), snap.step);
+      const QString name = model_->currentRun().name;
+      const QString whose =
+          model_->isTraining(model_->current())
+              ? QString("Showing the learned C of %1, which is training (read-only). Editing forks a new run from "
+                        "its latest checkpoint.").arg(name)
+              : QString("Showing the learned C of %1 at step %2 (read-only): the run stays as trained. Editing "
+                        "forks a new run from its checkpoint with the edited C.").arg(name).arg(snap.step);
+      core_->showLearnedCore(snap.cores[i].values, snap.cores[i].rows(), snap.step, whose);
       return;
     }
 }

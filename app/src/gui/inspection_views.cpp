@@ -1,9 +1,14 @@
 #include "gui/inspection_views.h"
 
+#include <QFutureWatcher>
+#include <QLabel>
+#include <QLineEdit>
+#include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 
 #include "gui/session_model.h"
 #include "model_core/inspection_files.h"
+#include "model_core/run_directory.h"
 #include "gui/training_controller.h"
 #include "viz/attention_map_grid.h"
 #include "viz/role_cluster_plot.h"
@@ -14,13 +19,38 @@ namespace tensorscope::app {
 
 namespace {
 QString stepHeader(const QString& run, std::int64_t step) { return QString("%1 · step %2").arg(run).arg(step); }
+
+/// What the probe field asks for, by task.
+QString probeHint(const std::string& task) {
+  if (task == "fashion_mnist") return "a validation image number, e.g. 7 (Enter)";
+  if (task == "char_lm") return "a text, e.g. In the beginning (Enter)";
+  if (task == "arithmetic") return "a question, e.g. 12+7= (Enter)";
+  return "a question, e.g. 3142 (Enter)";
+}
+
+/// A stopped run's probe, computed on a worker thread.
+struct ProbeResult {
+  std::shared_ptr<const model_core::InspectionSnapshot> snapshot;
+  QString error;
+};
 }  // namespace
 
 InspectionViews::InspectionViews(SessionModel* model, TrainingController* controller,
                                  const InspectionViewWidgets& views, ViewHeaderSetter setHeader, QObject* parent)
-    : QObject(parent), model_(model), v_(views), setHeader_(std::move(setHeader)) {
+    : QObject(parent), setHeader_(std::move(setHeader)), model_(model), v_(views), controller_(controller) {
   connect(controller, &TrainingController::inspected, this, &InspectionViews::onInspection);
+  connect(controller, &TrainingController::message, this, [this](const QString& text) {
+    if (text.startsWith("probe ")) {  // the training run could not read the probe
+      trainerProbe_.clear();
+      note(text, true);
+    }
+  });
   connect(v_.roles, &viz::RoleClusterPlot::kChanged, this, &InspectionViews::reclusterRoles);
+  connect(v_.roles, &viz::RoleClusterPlot::sourceChanged, this, [this](int index) {
+    if (last_ && index >= 0 && index < static_cast<int>(last_->roles.size()))
+      setRoleSource(last_->roles[index].layer, last_->roles[index].head);
+  });
+  if (v_.probe) connect(v_.probe, &QLineEdit::returnPressed, this, [this] { setProbe(v_.probe->text()); });
   // The views show the selected run: a new session, another run, a run that starts training or
   // gets a run directory (Open run…) shows it again.
   connect(model_, &SessionModel::sessionReset, this, [this] {
@@ -37,6 +67,7 @@ InspectionViews::InspectionViews(SessionModel* model, TrainingController* contro
       live_.reset();
       liveRun_ = runId;
     }
+    trainerProbe_.clear();  // a trainer starts with the default probe
     showSelectedRun();
   });
   // The stable-rank views follow the layer chosen in the core editor, and choose it too.
@@ -70,6 +101,7 @@ void InspectionViews::showSelectedRun() {
   const RunEntry& run = model_->run(index);
   shownRun_ = run.id;
   shownName_ = run.name;
+  if (v_.probe) v_.probe->setPlaceholderText(probeHint(run.config.task.name));
   const bool training = model_->isTraining(index);
   clearInspectionViews(training ? QString("%1 is training: its first inspection comes at step %2")
                                       .arg(run.name)
@@ -109,10 +141,79 @@ void InspectionViews::showSelectedRun() {
       }
     }
   }
+  show(snap);
+  applyProbe();
+}
+
+void InspectionViews::show(std::shared_ptr<const model_core::InspectionSnapshot> snap) {
   if (snap) drawSnapshot(*snap);
   last_ = snap;
   setHeaders();
-  Q_EMIT inspected(run.id, snap);
+  Q_EMIT inspected(shownRun_, snap);
+}
+
+void InspectionViews::note(const QString& text, bool error) {
+  noteIsError_ = error && !text.isEmpty();
+  if (!v_.probeNote) return;
+  v_.probeNote->setText(text);
+  v_.probeNote->setToolTip(text);
+  v_.probeNote->setStyleSheet(noteIsError_ ? "color: #d0342c;" : "");
+}
+
+void InspectionViews::setProbe(const QString& probe) {
+  probe_ = probe;
+  if (v_.probe && v_.probe->text() != probe) v_.probe->setText(probe);
+  note({});
+  const int index = model_->current();
+  // Back to the default on a stopped run: its kept inspection is the default probe's.
+  if (probe_.isEmpty() && index >= 0 && index < model_->count() && !model_->isTraining(index)) showSelectedRun();
+  else applyProbe();
+}
+
+void InspectionViews::applyProbe() {
+  const int index = model_->current();
+  if (index < 0 || index >= model_->count()) return;
+  const RunEntry& run = model_->run(index);
+  const quint64 ticket = ++probeTicket_;
+  probeRunning_ = false;
+  if (model_->isTraining(index)) {
+    if (probe_ != trainerProbe_) {
+      controller_->requestInspection(probe_);
+      trainerProbe_ = probe_;
+      note(QString("%1 computes the maps at its next step").arg(run.name));
+    }
+    return;
+  }
+  if (probe_.isEmpty()) return;  // the kept inspection (the default probe) is on show
+  if (run.runDir.isEmpty()) {
+    note(QString("%1 has no trained weights to probe: train it first").arg(run.name), true);
+    return;
+  }
+  probeRunning_ = true;
+  note(QString("probing %1 at its checkpoint…").arg(run.name));
+  auto* watcher = new QFutureWatcher<ProbeResult>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, ticket, runId = run.id] {
+    watcher->deleteLater();
+    if (ticket != probeTicket_ || runId != model_->currentRun().id) return;  // another probe or run since
+    probeRunning_ = false;
+    const ProbeResult r = watcher->result();
+    if (r.snapshot) {
+      note({});
+      show(r.snapshot);
+    } else {
+      note(r.error, true);
+    }
+    Q_EMIT probeFinished();
+  });
+  watcher->setFuture(QtConcurrent::run([dir = run.runDir.toStdString(), probe = probe_.toStdString()] {
+    ProbeResult r;
+    try {
+      r.snapshot = std::make_shared<const model_core::InspectionSnapshot>(model_core::probeRun(dir, probe));
+    } catch (const std::exception& e) {
+      r.error = QString::fromStdString(e.what());
+    }
+    return r;
+  }));
 }
 
 void InspectionViews::setHeaders() {
@@ -120,7 +221,7 @@ void InspectionViews::setHeaders() {
   setHeader_(v_.stableRank, rankHistory_ || (last_ && !last_->stable_ranks.empty()) ? shownName_ : QString());
   setHeader_(v_.spectrum, step);
   setHeader_(v_.maps, step);
-  setHeader_(v_.roles, last_ && last_->roles.rows() > 0 ? step : QString());
+  setHeader_(v_.roles, last_ && !last_->roles.empty() ? step : QString());
 }
 
 void InspectionViews::onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap) {
@@ -129,6 +230,7 @@ void InspectionViews::onInspection(std::shared_ptr<const model_core::InspectionS
   liveRun_ = model_->trainingRunId();
   if (liveRun_ != model_->currentRun().id) return;  // another run is on show
   if (!snap->stable_ranks.empty()) v_.stableRank->appendSnapshot(double(snap->step), snap->core_layers, snap->stable_ranks);
+  if (!noteIsError_) note({});
   drawSnapshot(*snap);
   last_ = snap;
   setHeaders();
@@ -159,24 +261,50 @@ void InspectionViews::drawSnapshot(const model_core::InspectionSnapshot& snap) {
   QStringList tokens;
   for (const auto& t : snap.probe_tokens) tokens << QString::fromStdString(t);
   v_.maps->setGroupSize(design.core ? std::max(1, design.sizes.D) : 1);
+  v_.maps->setProbeName(QString::fromStdString(snap.probe));
   v_.maps->setMaps(maps, tokens, layers, step);
   drawRoles(&snap, v_.roles->k());
 }
 
 void InspectionViews::reclusterRoles(int k) { drawRoles(last_.get(), k); }
 
+void InspectionViews::setRoleSource(int layer, int head) {
+  if (roleChoice_ == std::make_pair(layer, head)) return;
+  roleChoice_ = {layer, head};
+  lastRoles_ = {};  // another head's picture: nothing to align with
+  drawRoles(last_.get(), v_.roles->k());
+}
+
 void InspectionViews::drawRoles(const model_core::InspectionSnapshot* shown, int k) {
   if (!shown) return;  // the views say why they are empty
-  if (shown->roles.rows() < 3) {
+  if (shown->roles.empty() || shown->roles.front().vectors.rows() < 3) {
+    v_.roles->setSources({}, -1);
+    v_.roles->setCaption({});
     v_.roles->showMessage(QString("%1 has no role vectors: they appear for TP-attention models (variant tp).").arg(shownName_));
     return;
   }
   const auto& snap = *shown;
-  auto p = projectRoles(snap.roles, k);
+  // The chosen layer and head when this inspection has them, else head 0 of the last TP layer.
+  QStringList names;
+  int current = -1, fallback = 0;
+  for (size_t i = 0; i < snap.roles.size(); ++i) {
+    const auto& r = snap.roles[i];
+    names << QString("layer %1 · head %2").arg(r.layer).arg(r.head);
+    if (std::make_pair(r.layer, r.head) == roleChoice_) current = static_cast<int>(i);
+    if (r.head == 0) fallback = static_cast<int>(i);
+  }
+  if (current < 0) {
+    current = fallback;
+    roleChoice_ = {snap.roles[current].layer, snap.roles[current].head};
+    lastRoles_ = {};
+  }
+  v_.roles->setSources(names, current);
+  const auto& roles = snap.roles[current].vectors;
+  auto p = projectRoles(roles, k);
   alignRoleProjection(p, lastRoles_);  // the same probe: the picture turns and relabels smoothly
   lastRoles_ = p;
   QStringList tokens, contexts, labels;
-  for (int i = 0; i < snap.roles.rows(); ++i) {
+  for (int i = 0; i < roles.rows(); ++i) {
     tokens << QString::fromStdString(snap.role_tokens[i]);
     contexts << QString::fromStdString(snap.role_contexts[i]);
     labels << QString::fromStdString(snap.role_labels[i]);
@@ -185,6 +313,12 @@ void InspectionViews::drawRoles(const model_core::InspectionSnapshot* shown, int
   v_.roles->setClusters(p.clusters);
   v_.roles->setAxisTitles(QString("PC1 (%1%)").arg(100 * p.explainedPc1, 0, 'f', 1),
                           QString("PC2 (%1%)").arg(100 * p.explainedPc2, 0, 'f', 1));
+  const QString probe = snap.role_probe.empty() ? QString("the probe examples") : QString::fromStdString(snap.role_probe);
+  v_.roles->setCaption(QString("Role vectors of layer %1, head %2 · %3 tokens of %4")
+                           .arg(roleChoice_.first)
+                           .arg(roleChoice_.second)
+                           .arg(roles.rows())
+                           .arg(probe));
 }
 
 }  // namespace tensorscope::app

@@ -11,6 +11,8 @@
 #include <functional>
 #include <memory>
 
+class QLabel;
+class QLineEdit;
 class QWidget;
 
 #include "gui/run_features.h"
@@ -35,6 +37,8 @@ struct InspectionViewWidgets {
   viz::SpectrumPlot* spectrum = nullptr;
   viz::AttentionMapGrid* maps = nullptr;
   viz::RoleClusterPlot* roles = nullptr;
+  QLineEdit* probe = nullptr;     ///< the probe the user types (Enter runs it)
+  QLabel* probeNote = nullptr;    ///< what the probe does, or why it cannot
 };
 
 /// Sets the header ("run · step") a view shows; empty: the view shows no run's data.
@@ -52,6 +56,17 @@ class InspectionViews : public QObject {
   quint64 shownRun() const { return shownRun_; }
   /// Shows the selected run again (from its run directory unless it is the training run).
   void showSelectedRun();
+  /// Computes the attention maps (and everything else of an inspection) on `probe`: typed text, an
+  /// image number, or empty for the task's default. The training run answers at its next step
+  /// boundary (also while paused) and keeps the probe; a stopped run is probed from its checkpoint
+  /// on a worker thread. The probe stays for every run shown until it is cleared.
+  void setProbe(const QString& probe);
+  QString probe() const { return probe_; }
+  /// True while a stopped run's probe is computed.
+  bool probing() const { return probeRunning_; }
+  /// The role vector set shown: (layer, head); (-1, -1) before any.
+  std::pair<int, int> roleSource() const { return roleChoice_; }
+  void setRoleSource(int layer, int head);
 
  Q_SIGNALS:
   /// Something the user should read in the status bar.
@@ -59,6 +74,8 @@ class InspectionViews : public QObject {
   /// The inspection the views now show, of run `runId` (null: that run has none), after they drew
   /// it: a new one of the training run, or the selected run's from its directory.
   void inspected(quint64 runId, std::shared_ptr<const tensorscope::model_core::InspectionSnapshot> snapshot);
+  /// A stopped run's probe finished (drawn, or refused with the reason in the probe note).
+  void probeFinished();
 
  private:
   void onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap);
@@ -71,6 +88,11 @@ class InspectionViews : public QObject {
   /// Draws the role clusters of `shown` with k clusters (nothing without an inspection).
   void drawRoles(const model_core::InspectionSnapshot* shown, int k);
   void setHeaders();
+  /// Applies the probe to the run on show (after it changed, or the run did).
+  void applyProbe();
+  void note(const QString& text, bool error = false);
+  /// Shows `snap` as the selected run's inspection (after it was read or probed).
+  void show(std::shared_ptr<const model_core::InspectionSnapshot> snap);
 
   ViewHeaderSetter setHeader_;
   quint64 shownRun_ = 0;
@@ -84,6 +106,13 @@ class InspectionViews : public QObject {
   InspectionViewWidgets v_;
   std::shared_ptr<const model_core::InspectionSnapshot> last_;
   RoleProjection lastRoles_;  ///< the role picture on show, to align the next one with
+  std::pair<int, int> roleChoice_{-1, -1};
+  TrainingController* controller_;
+  QString probe_;
+  quint64 probeTicket_ = 0;  ///< the newest probe asked for; older answers are dropped
+  bool probeRunning_ = false;
+  QString trainerProbe_;     ///< the probe the training run was last given
+  bool noteIsError_ = false;
 };
 
 }  // namespace tensorscope::app

@@ -7,7 +7,9 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
+#include <QHBoxLayout>
 #include <QKeyEvent>
+#include <QLabel>
 #include <QLineEdit>
 #include <QAbstractSpinBox>
 #include <QMenuBar>
@@ -19,12 +21,14 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTimer>
+#include <QVBoxLayout>
 
 #include "diagram_view/diagram_view.h"
 #include "gui/app_theme.h"
 #include "gui/core_editor.h"
 #include "gui/design_docks.h"
 #include "gui/design_panel.h"
+#include "gui/figure_dialog.h"
 #include "gui/figure_export.h"
 #include "gui/inspection_views.h"
 #include "gui/live_views.h"
@@ -78,7 +82,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     auto* dock = qobject_cast<QDockWidget*>(w);
     if (dock) dock->setWindowTitle(header.isEmpty() ? dock->objectName() : dock->objectName() + " · " + header);
   };
-  inspection_ = new InspectionViews(model_, driver_->controller(), {stableRank_, spectrum_, maps_, roles_}, setHeader, this);
+  inspection_ = new InspectionViews(model_, driver_->controller(),
+                                    {stableRank_, spectrum_, maps_, roles_, probeEdit_, probeNote_}, setHeader, this);
   connect(inspection_, &InspectionViews::inspected, designDocks_, &DesignDocks::showInspection);
   const auto status = [this](const QString& text, int ms) { statusBar()->showMessage(text, ms); };
   connect(live_, &LiveViews::message, this, status);
@@ -172,7 +177,28 @@ void MainWindow::buildDocks() {
   auto* rankDock = addDock("Stable rank", stableRank_, Qt::BottomDockWidgetArea);
   tabifyDockWidget(rankDock, addDock("Spectrum of C", spectrum_, Qt::BottomDockWidgetArea));
   rankDock->raise();
-  auto* mapsDock = addDock("Attention maps", maps_, Qt::BottomDockWidgetArea);
+  // The maps dock: a probe the user types above the maps (InspectionViews runs it).
+  auto* mapsPane = new QWidget;
+  auto* mapsColumn = new QVBoxLayout(mapsPane);
+  mapsColumn->setContentsMargins(4, 2, 0, 0);
+  mapsColumn->setSpacing(2);
+  auto* probeRow = new QHBoxLayout;
+  auto* probeLabel = new QLabel("Probe");
+  probeEdit_ = new QLineEdit;
+  probeEdit_->setObjectName("probe");
+  probeEdit_->setClearButtonEnabled(true);
+  probeEdit_->setToolTip("The input the attention maps are computed on. Enter runs it on the run shown "
+                         "(at its next step while it trains); an empty probe is the task's first "
+                         "validation example");
+  probeLabel->setBuddy(probeEdit_);
+  probeNote_ = new QLabel;
+  probeNote_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the dock
+  probeRow->addWidget(probeLabel);
+  probeRow->addWidget(probeEdit_, 2);
+  probeRow->addWidget(probeNote_, 3);
+  mapsColumn->addLayout(probeRow);
+  mapsColumn->addWidget(maps_, 1);
+  auto* mapsDock = addDock("Attention maps", mapsPane, Qt::BottomDockWidgetArea);
   tabifyDockWidget(mapsDock, addDock("Role clusters", roles_, Qt::BottomDockWidgetArea));
   mapsDock->raise();
   // Sizes apply once the window has its geometry.
@@ -249,15 +275,18 @@ bool MainWindow::openRunDirectory(const QString& dir) {
 }
 
 bool MainWindow::exportFigures(const QString& dir) {
-  const auto report = app::exportFigures(dir, {plots(), core_, model_->currentSpec(), dark_});
+  // The options the export dialog last took (the same figures as File > Export figures).
+  const auto report = app::exportFigures(dir, {plots(), core_, model_->currentSpec(), dark_, model_->currentRun().name},
+                                         FigureDialog::remembered());
+  const QString skipped = report.skipped.isEmpty() ? QString() : " Skipped (nothing to show): " + report.skipped.join("; ");
   if (!report.ok()) {
-    showError("Export figures", QString("%1 of %2 files could not be written (the others were):\n%3")
+    showError("Export figures", QString("%1 of %2 files could not be written (the others were):\n%3%4")
                                     .arg(report.failures.size())
                                     .arg(report.files)
-                                    .arg(report.failures.join('\n')));
+                                    .arg(report.failures.join('\n'), skipped));
     return false;
   }
-  statusBar()->showMessage("Exported every view to " + dir, 8000);
+  statusBar()->showMessage(QString("Wrote %1 files to %2.%3").arg(report.files).arg(dir, skipped), 10000);
   return true;
 }
 

@@ -10,6 +10,8 @@
 
 #include "gui/training_driver.h"
 
+class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
 
 namespace tensorscope::viz {
@@ -75,6 +77,9 @@ class MainWindow : public QMainWindow {
   viz::SpectrumPlot* spectrumPlot() const { return spectrum_; }
   viz::AttentionMapGrid* attentionMaps() const { return maps_; }
   viz::RoleClusterPlot* roleClusters() const { return roles_; }
+  QLineEdit* probeEdit() const { return probeEdit_; }
+  QLabel* probeNote() const { return probeNote_; }
+  InspectionViews* inspectionViews() const { return inspection_; }
   QList<QDockWidget*> docks() const;
 
   /// Adds a run directory written by `tensorscope train` and shows its curves.
@@ -125,6 +130,8 @@ class MainWindow : public QMainWindow {
   viz::SpectrumPlot* spectrum_ = nullptr;
   viz::AttentionMapGrid* maps_ = nullptr;
   viz::RoleClusterPlot* roles_ = nullptr;
+  QLineEdit* probeEdit_ = nullptr;
+  QLabel* probeNote_ = nullptr;
 };
 
 }  // namespace tensorscope::app

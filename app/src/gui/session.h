@@ -50,7 +50,7 @@ Session defaultSession();
 RunEntry referenceDenseThsaRun();
 
 /// A run config for `spec` with the default model, task and training settings of the explorer.
-model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& spec, const QString& task = "arithmetic");
+model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& spec, const QString& task = "sort");
 
 
 /// Example sessions shipped in resources/sessions (names and paths).

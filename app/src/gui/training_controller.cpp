@@ -121,6 +121,10 @@ void TrainingController::requestCheckpoint() {
   if (control_) control_->requestCheckpoint();
 }
 
+void TrainingController::requestInspection(const QString& probe) {
+  if (control_) control_->requestInspection(probe.toStdString());
+}
+
 void TrainingController::resume() {
   if (control_) control_->resume();
 }

@@ -36,6 +36,9 @@ class TrainingController : public QObject {
   void stop();
   /// Asks for a checkpoint at the next step boundary (also while paused); checkpointed() follows.
   void requestCheckpoint();
+  /// Sets the probe of the run's inspections (empty: the task's default) and asks for an
+  /// inspection at the next step boundary (also while paused); inspected() follows.
+  void requestInspection(const QString& probe);
 
   bool running() const { return worker_.joinable(); }
   bool paused() const { return control_ && control_->paused(); }

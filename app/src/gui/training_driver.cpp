@@ -81,6 +81,7 @@ bool TrainingDriver::launch(const RunEntry& run, const QString& dir, bool resume
   model_->setTrainingRun(run.id, resume);
   model_->setStatus(run.id, resume ? "resuming…" : "training…");
   panel_->setState(true, false);
+  panel_->setTokensPerStep(run.config.train.batch * model_core::modelSequenceLength(run.config));
   model_core::WarmStart warm;
   if (!resume && !run.initFrom.isEmpty()) warm.checkpoint_dir = run.initFrom.toStdString();  // a fork: cores from its design
   return controller_->start(run.config, dir, resume, steps, warm);

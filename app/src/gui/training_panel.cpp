@@ -5,14 +5,55 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QStyle>
 #include <QVBoxLayout>
+#include <cmath>
+#include <functional>
 #include <thread>
+#include <utility>
 
 namespace tensorscope::app {
+namespace {
+
+/// The learning rate: typed as 0.002, 2e-3 or 3E-4 (scientific notation is how learning rates
+/// are written; a plain spin box takes "1e-3" as 1), shown compactly, stepped by factors of two.
+/// What does not read as a rate in range is not clamped: the previous rate stays and `rejected`
+/// says what was typed.
+class LearningRateBox : public QDoubleSpinBox {
+ public:
+  std::function<void(const QString& typed)> rejected;
+
+  LearningRateBox() {
+    setDecimals(12);  // the value is kept as typed (the text comes from textFromValue)
+    setRange(1e-7, 10.0);
+    setKeyboardTracking(false);
+    connect(lineEdit(), &QLineEdit::textEdited, this, [this](const QString& t) { typed_ = t; });
+    connect(this, &QAbstractSpinBox::editingFinished, this, [this] {
+      const QString typed = std::exchange(typed_, QString());
+      if (!typed.isEmpty() && !readable(typed) && rejected) rejected(typed);
+    });
+  }
+  QValidator::State validate(QString& text, int&) const override {
+    return readable(text) ? QValidator::Acceptable : QValidator::Intermediate;  // leaving the field decides
+  }
+  double valueFromText(const QString& text) const override { return text.trimmed().toDouble(); }
+  QString textFromValue(double value) const override { return QString::number(value, 'g', 6); }
+  void stepBy(int steps) override { setValue(value() * std::pow(2.0, steps)); }
+
+ private:
+  bool readable(const QString& text) const {
+    bool ok = false;
+    const double v = text.trimmed().toDouble(&ok);  // C locale: "2e-3" reads
+    return ok && std::isfinite(v) && v >= minimum() && v <= maximum();
+  }
+  QString typed_;
+};
+
+}  // namespace
 
 TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -28,10 +69,15 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   layers_->setRange(1, 24);
   seqLen_ = new QSpinBox;
   seqLen_->setRange(8, 4096);
-  lr_ = new QDoubleSpinBox;
-  lr_->setDecimals(5);
-  lr_->setRange(1e-5, 1.0);
-  lr_->setSingleStep(1e-4);
+  auto* lr = new LearningRateBox;
+  lr->setToolTip("Peak learning rate, e.g. 0.002 or 2e-3 (arrows: double, halve)");
+  lr->rejected = [this, lr](const QString& typed) {
+    inputNote_->setText(QString("Learning rate: “%1” is not a number from %2 to %3; it stays %4.")
+                            .arg(typed, lr->textFromValue(lr->minimum()), lr->textFromValue(lr->maximum()),
+                                 lr->textFromValue(lr->value())));
+    inputNote_->show();
+  };
+  lr_ = lr;
   device_ = new QComboBox;
   device_->addItems({"cpu", "cuda"});
   threads_ = new QSpinBox;
@@ -49,6 +95,11 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   deviceRow->addWidget(threads_);
   form->addRow("Device", deviceRow);
   layout->addLayout(form);
+  inputNote_ = new QLabel;
+  inputNote_->setWordWrap(true);
+  inputNote_->setStyleSheet("color: #d0342c;");
+  inputNote_->hide();
+  layout->addWidget(inputNote_);
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPlay), "Train");
@@ -86,8 +137,11 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   connect(device_, &QComboBox::currentTextChanged, this, changed);
   for (auto* b : {steps_, batch_, layers_, seqLen_, threads_}) connect(b, &QSpinBox::valueChanged, this, changed);
   connect(lr_, &QDoubleSpinBox::valueChanged, this, changed);
+  connect(lr_, &QDoubleSpinBox::valueChanged, inputNote_, &QLabel::hide);  // a good rate answers the note
   setState(false, false);
 }
+
+QString TrainingPanel::inputNote() const { return inputNote_->isHidden() ? QString() : inputNote_->text(); }
 
 void TrainingPanel::setConfig(const model_core::RunConfig& c) {
   loading_ = true;
@@ -130,6 +184,8 @@ void TrainingPanel::onStarted(qint64 firstStep, qint64 totalSteps, const QString
   first_ = firstStep;
   total_ = std::max<qint64>(1, totalSteps);
   clock_.start();
+  window_.clear();
+  window_.emplace_back(0.0, firstStep);
   progress_->setRange(0, static_cast<int>(total_));
   progress_->setValue(static_cast<int>(firstStep));
   runtime_->setText(QString("device %1 · %2 threads").arg(device).arg(threads));
@@ -138,16 +194,20 @@ void TrainingPanel::onStarted(qint64 firstStep, qint64 totalSteps, const QString
 
 void TrainingPanel::onMetrics(const model_core::MetricsSnapshot& m) {
   progress_->setValue(static_cast<int>(m.step));
-  const double done = double(m.step - first_);
-  const double secs = clock_.isValid() ? clock_.elapsed() / 1000.0 : 0;
-  const double eta = done > 0 ? secs / done * double(total_ - m.step) : 0;
-  const double stepsPerSecond = secs > 0 ? done / secs : 0;
+  // The rate over the last 5 s (at least the last two updates): smooth, yet it follows a change.
+  const double now = clock_.isValid() ? clock_.elapsed() / 1000.0 : 0;
+  window_.emplace_back(now, m.step);
+  while (window_.size() > 2 && now - window_[1].first >= 5.0) window_.pop_front();
+  const double span = window_.back().first - window_.front().first;
+  const double stepsPerSecond = span > 0 ? double(window_.back().second - window_.front().second) / span : 0;
+  const double tokensPerSecond = stepsPerSecond * double(tokensPerStep_);
+  const double eta = stepsPerSecond > 0 ? double(total_ - m.step) / stepsPerSecond : 0;
   status_->setText(QString("step %1 / %2 · loss %3 · %4 steps/s · %5 tokens/s · ETA %6:%7")
                        .arg(m.step)
                        .arg(total_)
                        .arg(m.loss, 0, 'f', 4)
                        .arg(stepsPerSecond, 0, 'f', stepsPerSecond < 10 ? 2 : 1)
-                       .arg(m.tokens_per_second, 0, 'f', 0)
+                       .arg(tokensPerSecond, 0, 'f', 0)
                        .arg(int(eta) / 60, 2, 10, QChar('0'))
                        .arg(int(eta) % 60, 2, 10, QChar('0')));
 }

@@ -4,6 +4,8 @@
 
 #include <QElapsedTimer>
 #include <QWidget>
+#include <deque>
+#include <utility>
 
 #include "model_core/run_config.h"
 #include "model_core/snapshots.h"
@@ -32,6 +34,8 @@ class TrainingPanel : public QWidget {
   /// Reflects the controller's state: idle, running, paused.
   void setState(bool running, bool paused);
   void onStarted(qint64 firstStep, qint64 totalSteps, const QString& device, int threads);
+  /// Tokens one step trains on (batch × the model's sequence length), for tokens/s.
+  void setTokensPerStep(qint64 tokens) { tokensPerStep_ = tokens; }
   void onMetrics(const model_core::MetricsSnapshot& last);
   void onFinished(const QString& summary);
   /// No run trains: shows the selected run's status (its last result, or "not trained") and an
@@ -42,6 +46,9 @@ class TrainingPanel : public QWidget {
   QPushButton* pauseButton() const { return pause_; }
   QPushButton* stepButton() const { return step_; }
   QPushButton* stopButton() const { return stop_; }
+  QDoubleSpinBox* learningRateBox() const { return lr_; }
+  /// Why a typed setting was not taken (empty when none).
+  QString inputNote() const;
 
  Q_SIGNALS:
   void startRequested();
@@ -59,9 +66,14 @@ class TrainingPanel : public QWidget {
   QPushButton *start_ = nullptr, *pause_ = nullptr, *step_ = nullptr, *stop_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QLabel* status_ = nullptr;
+  QLabel* inputNote_ = nullptr;  ///< why a typed setting was not taken
   QLabel* runtime_ = nullptr;
   qint64 first_ = 0, total_ = 1;
   QElapsedTimer clock_;
+  /// (seconds on clock_, step) of the last few seconds: steps/s, tokens/s and the ETA all come from
+  /// this one window, so they agree with each other.
+  std::deque<std::pair<double, qint64>> window_;
+  qint64 tokensPerStep_ = 0;
   bool paused_ = false;
   bool loading_ = false;
 };

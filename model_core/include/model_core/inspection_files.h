@@ -9,9 +9,10 @@
 ///   each step and drops the records a resume overtook (as the curves do).
 /// - inspection.safetensors: the newest inspection in full, written atomically with each checkpoint:
 ///   tensors `core.L` (F32 [R, R]), `spectrum.L` (F64 [k]) per layer L with a core, `maps.L`
-///   (F32 [H, N, M]) per layer with maps, `roles` (F32 [rows, D]) for TP models; the step, the
-///   layers, the stable ranks and every token text in `__metadata__` (format
-///   "tensorscope.inspection", version 1).
+///   (F32 [H, N, M]) per layer with maps, `roles.L` (F32 [heads, rows, D]) per TP layer; the step,
+///   the layers, the stable ranks, every token text and the captions of the probes ("probe",
+///   "role_probe") in `__metadata__` (format "tensorscope.inspection", version 2). Version 1 files
+///   (one `roles` [rows, D]: head 0 of the last layer, no captions) still read.
 
 #include <cstdint>
 #include <optional>

@@ -38,6 +38,12 @@ spec::CoreSpec learnedCoreSpec(const std::string& run_dir, int layer);
 /// Evaluates a run directory's checkpoint on every split of its task.
 std::vector<EvalSnapshot> evaluateRun(const std::string& run_dir);
 
+/// The inspection of a run directory's checkpoint with the attention maps of `probe` (see
+/// TrainingSession::inspect: typed text, an image number, or empty for the default example).
+/// Throws std::invalid_argument with the reason for a probe the model cannot read or a run
+/// without readable weights.
+InspectionSnapshot probeRun(const std::string& run_dir, const std::string& probe);
+
 /// File protocol of `tensorscope infer`: reads `tokens` (I64 [B, N]) or `patches` (F32 [B, T, P])
 /// from `input`, writes `logits` (F32) to `output`.
 void inferFiles(const std::string& run_dir, const std::string& input, const std::string& output);

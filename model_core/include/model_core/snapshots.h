@@ -26,6 +26,13 @@ struct EvalSnapshot {
   double exact_match = -1; ///< question-answer tasks (greedy decoding); -1 when not applicable
 };
 
+/// The TP role vectors of one head of one layer: [rows, D].
+struct RoleVectors {
+  int layer = 0;
+  int head = 0;
+  HostTensor vectors;
+};
+
 /// What the views show about the model's insides at one step.
 struct InspectionSnapshot {
   std::int64_t step = 0;
@@ -33,15 +40,25 @@ struct InspectionSnapshot {
   std::vector<HostTensor> cores;            ///< their effective C, [R, R]
   std::vector<double> stable_ranks;         ///< ‖C‖_F²/‖C‖_2² per core
   std::vector<std::vector<double>> spectra; ///< singular values per core
-  /// Attention maps for the probe example: per layer, one map per head/channel ([N, N] or [d, d]).
+  /// Attention maps for the probe input: per layer, one map per head/channel ([N, N] or [d, d]).
   std::vector<std::vector<HostTensor>> maps;
   std::vector<std::string> probe_tokens;    ///< token texts of the probe input
-  /// TP role vectors of head 0 of the last TP layer for a probe batch: [rows, D], one row per
-  /// (example, non-padding token); empty for other variants.
-  HostTensor roles;
+  /// What the probe input is, for captions: "validation example 0", "typed: 12+7", "validation
+  /// image 3 (Sneaker)".
+  std::string probe;
+  /// TP role vectors of every head of every TP layer for a probe batch (empty for other variants):
+  /// the same rows, one per (example, non-padding token), for every entry.
+  std::vector<RoleVectors> roles;
+  std::string role_probe;                   ///< what the role rows come from, for captions
   std::vector<std::string> role_tokens;     ///< token text of each role row
   std::vector<std::string> role_labels;     ///< structural label of each role row
   std::vector<std::string> role_contexts;   ///< the question around each token
+  /// The role vectors of (layer, head), or null.
+  const RoleVectors* rolesOf(int layer, int head) const {
+    for (const auto& r : roles)
+      if (r.layer == layer && r.head == head) return &r;
+    return nullptr;
+  }
 };
 
 }  // namespace tensorscope::model_core

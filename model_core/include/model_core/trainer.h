@@ -40,10 +40,18 @@ class TrainerControl {
   /// Asks for a checkpoint at the next step boundary, also while paused (e.g. to fork the run from
   /// its current state). The sink's onCheckpoint reports it.
   void requestCheckpoint();
+  /// Sets the probe input of this run's inspections from now on (see TrainingSession::inspect; empty:
+  /// the task's default) and asks for an inspection at the next step boundary, also while paused.
+  /// The sink's onInspection reports it; a probe the model cannot read is reported through
+  /// onMessage and the default probe comes back.
+  void requestInspection(const std::string& probe);
+  /// The probe of the next inspections, without asking for one.
+  void setProbe(const std::string& probe);
+  std::string probe() const;
   /// Called by the trainer between steps: blocks while paused (until resume, step or stop),
-  /// calling `writeCheckpoint` (when given) for each checkpoint request meanwhile.
-  /// Returns false when the run must stop.
-  bool waitToProceed(const std::function<void()>& writeCheckpoint = {});
+  /// calling `writeCheckpoint` / `inspect` (when given) for each checkpoint / inspection request
+  /// meanwhile. Returns false when the run must stop.
+  bool waitToProceed(const std::function<void()>& writeCheckpoint = {}, const std::function<void()>& inspect = {});
 
   /// Fault injection for testing the divergence guard: the loss of step `step` becomes NaN, so
   /// its gradients are NaN too, exactly as a real blow-up would deliver them.
@@ -59,6 +67,8 @@ class TrainerControl {
   std::condition_variable cv_;
   bool paused_ = false;
   bool checkpointRequested_ = false;
+  bool inspectionRequested_ = false;
+  std::string probe_;
   int pendingSteps_ = 0;
   std::atomic<std::int64_t> faultStep_{-1};
   std::function<void()> sleepProbe_;

@@ -46,22 +46,47 @@ void TrainerControl::requestCheckpoint() {
   cv_.notify_all();
 }
 
-bool TrainerControl::waitToProceed(const std::function<void()>& writeCheckpoint) {
+void TrainerControl::requestInspection(const std::string& probe) {
+  {
+    std::lock_guard lock(mutex_);
+    probe_ = probe;
+    inspectionRequested_ = true;
+  }
+  cv_.notify_all();
+}
+
+void TrainerControl::setProbe(const std::string& probe) {
+  std::lock_guard lock(mutex_);
+  probe_ = probe;
+}
+
+std::string TrainerControl::probe() const {
+  std::lock_guard lock(mutex_);
+  return probe_;
+}
+
+bool TrainerControl::waitToProceed(const std::function<void()>& writeCheckpoint, const std::function<void()>& inspect) {
   std::unique_lock lock(mutex_);
   for (;;) {
     cv_.wait(lock, [&] {
-      const bool go = stop_.load() || !paused_ || pendingSteps_ > 0 || (checkpointRequested_ && writeCheckpoint);
+      const bool go = stop_.load() || !paused_ || pendingSteps_ > 0 || (checkpointRequested_ && writeCheckpoint) ||
+                      (inspectionRequested_ && inspect);
       if (!go && sleepProbe_) sleepProbe_();
       return go;
     });
+    // Requests are served before a stop too: a stop right after them still gets what they asked.
+    const std::function<void()>* job = nullptr;
     if (checkpointRequested_ && writeCheckpoint) {
       checkpointRequested_ = false;
-      lock.unlock();
-      writeCheckpoint();
-      lock.lock();
-      continue;
+      job = &writeCheckpoint;
+    } else if (inspectionRequested_ && inspect) {
+      inspectionRequested_ = false;
+      job = &inspect;
     }
-    break;
+    if (!job) break;
+    lock.unlock();
+    (*job)();
+    lock.lock();
   }
   if (stop_.load()) return false;
   if (paused_ && pendingSteps_ > 0) --pendingSteps_;

@@ -23,6 +23,7 @@ namespace {
 using json = nlohmann::json;
 constexpr const char* kFormat = "tensorscope.inspection";
 constexpr int kMaxLayers = 4096;
+constexpr size_t kMaxCaptionBytes = 4096;  // a probe caption (typed text stays far below)
 
 std::string layerName(const char* what, int layer) { return std::string(what) + "." + std::to_string(layer); }
 
@@ -122,18 +123,29 @@ std::string serializeInspection(const InspectionSnapshot& snap) {
     f.tensors[layerName("maps", int(l))] =
         makeTensorData(all, {static_cast<int64_t>(maps.size()), maps[0].shape.at(0), maps[0].shape.at(1)});
   }
-  if (snap.roles.shape.size() == 2) f.tensors["roles"] = makeTensorData(snap.roles.values, snap.roles.shape);
+  // Role vectors: one [heads, rows, D] tensor per TP layer (heads in order, as inspect gives them).
+  std::map<int, std::vector<const RoleVectors*>> roleLayers;
+  for (const auto& r : snap.roles) roleLayers[r.layer].push_back(&r);
+  for (const auto& [layer, heads] : roleLayers) {
+    std::vector<float> all;
+    for (const RoleVectors* h : heads) all.insert(all.end(), h->vectors.values.begin(), h->vectors.values.end());
+    const auto& shape = heads.front()->vectors.shape;
+    f.tensors[layerName("roles", layer)] = makeTensorData(all, {static_cast<int64_t>(heads.size()), shape.at(0), shape.at(1)});
+  }
   json ranks = json::array();
   for (double r : snap.stable_ranks) ranks.push_back(std::isfinite(r) ? json(r) : json(nullptr));
   size_t layers = snap.maps.size();
   for (int l : snap.core_layers) layers = std::max(layers, size_t(l) + 1);
+  for (const auto& r : snap.roles) layers = std::max(layers, size_t(r.layer) + 1);
   f.metadata = {{"format", kFormat},
-                {"version", "1"},
+                {"version", "2"},
                 {"step", std::to_string(snap.step)},
                 {"layers", std::to_string(layers)},
                 {"core_layers", json(snap.core_layers).dump()},
                 {"stable_ranks", ranks.dump()},
                 {"probe_tokens", stringArray(snap.probe_tokens).dump()},
+                {"probe", snap.probe},
+                {"role_probe", snap.role_probe},
                 {"role_tokens", stringArray(snap.role_tokens).dump()},
                 {"role_labels", stringArray(snap.role_labels).dump()},
                 {"role_contexts", stringArray(snap.role_contexts).dump()}};
@@ -180,8 +192,12 @@ InspectionSnapshot parseInspection(std::string_view bytes, const std::string& so
     }
     return out;
   };
-  if (meta("format") != kFormat || meta("version") != "1")
-    fail(source, std::string("not a Tensorscope inspection (format \"") + kFormat + "\", version 1)");
+  // Version 1 (the first days of inspection files) kept head 0 of the last TP layer as "roles"
+  // [rows, D] and no probe captions.
+  const std::string& version = meta("version");
+  if (meta("format") != kFormat || (version != "1" && version != "2"))
+    fail(source, std::string("not a Tensorscope inspection (format \"") + kFormat + "\", version 1 or 2)");
+  const bool v1 = version == "1";
 
   InspectionSnapshot s;
   s.step = integer("step", 0, kMaxRunStep);
@@ -232,13 +248,38 @@ InspectionSnapshot parseInspection(std::string_view bytes, const std::string& so
   s.role_tokens = texts("role_tokens");
   s.role_labels = texts("role_labels");
   s.role_contexts = texts("role_contexts");
-  if (unused.count("roles")) {
-    const TensorData& r = take("roles", DType::F32, 2);
-    s.roles = {r.shape, floatsOf(r)};
+  if (!v1) {
+    const auto text = [&](const char* key) {
+      const std::string& t = meta(key);
+      if (t.size() > kMaxCaptionBytes) fail(source, std::string("metadata \"") + key + "\" is too long");
+      return t;
+    };
+    s.probe = text("probe");
+    s.role_probe = text("role_probe");
   }
-  const auto rows = static_cast<size_t>(s.roles.rows());
-  if (s.role_tokens.size() != rows || s.role_labels.size() != rows || s.role_contexts.size() != rows)
-    fail(source, "the role texts must have one entry per row of \"roles\" (" + std::to_string(rows) + ")");
+  int64_t rows = -1, width = -1;
+  const auto addRoles = [&](int layer, const TensorData& r, int64_t heads, int64_t n, int64_t d) {
+    if ((rows >= 0 && n != rows) || (width >= 0 && d != width))
+      fail(source, "the role tensors must all have the same rows and width");
+    rows = n, width = d;
+    const auto all = floatsOf(r);
+    const auto per = static_cast<size_t>(n * d);
+    for (int64_t h = 0; h < heads; ++h)
+      s.roles.push_back({layer, static_cast<int>(h),
+                         {{n, d}, std::vector<float>(all.begin() + h * per, all.begin() + (h + 1) * per)}});
+  };
+  if (v1 && unused.count("roles")) {
+    const TensorData& r = take("roles", DType::F32, 2);
+    addRoles(std::max(0, layers - 1), r, 1, r.shape[0], r.shape[1]);
+  }
+  for (int l = 0; l < layers && !v1; ++l)
+    if (unused.count(layerName("roles", l))) {
+      const TensorData& r = take(layerName("roles", l), DType::F32, 3);
+      addRoles(l, r, r.shape[0], r.shape[1], r.shape[2]);
+    }
+  const auto roleRows = static_cast<size_t>(std::max<int64_t>(0, rows));
+  if (s.role_tokens.size() != roleRows || s.role_labels.size() != roleRows || s.role_contexts.size() != roleRows)
+    fail(source, "the role texts must have one entry per row of the role vectors (" + std::to_string(roleRows) + ")");
   if (!unused.empty()) fail(source, "unknown tensor \"" + unused.begin()->first + "\"");
   return s;
 }

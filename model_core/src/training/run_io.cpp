@@ -31,6 +31,10 @@ std::vector<EvalSnapshot> evaluateRun(const std::string& runDir) {
   return out;
 }
 
+InspectionSnapshot probeRun(const std::string& runDir, const std::string& probe) {
+  return openRun(runDir)->inspect(probe);
+}
+
 void inferFiles(const std::string& runDir, const std::string& input, const std::string& output) {
   auto session = openRun(runDir);
   const auto tensors = readTensorMap(input);

@@ -403,9 +403,29 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
     lastCheckpoint = session.step();
     sink.onCheckpoint(session.step(), runDir);
   };
+  // An inspection with the probe the user chose (a probe the model cannot read: the default one,
+  // and a message). Scheduled ones go into the stable rank history; requested ones, at a step
+  // the history may already hold, only to the views and the next checkpoint.
+  const auto inspectNow = [&](bool scheduled) {
+    InspectionSnapshot snap;
+    const std::string probe = control.probe();
+    try {
+      snap = session.inspect(probe);
+    } catch (const std::invalid_argument& e) {
+      sink.onMessage("probe " + probe + ": " + e.what() + "; the maps show the default probe");
+      control.setProbe("");
+      snap = session.inspect("");
+    }
+    if (scheduled) {
+      inspectionLog << inspectionRecord(snap) << '\n' << std::flush;
+      if (!inspectionLog) throw std::runtime_error("cannot append to " + runDir + "/" + kInspectionLogName);
+    }
+    sink.onInspection(snap);
+    lastInspection = std::move(snap);
+  };
   try {
     while (session.step() < total) {
-      if (!control.waitToProceed(checkpointNow)) {
+      if (!control.waitToProceed(checkpointNow, [&] { inspectNow(false); })) {
         result.stopped_early = true;
         status = "stopped";
         break;
@@ -466,13 +486,7 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
           metrics.add(rec);
         }
       }
-      if (step % t.inspect_interval == 0 || step == total) {
-        auto snap = session.inspect();
-        inspectionLog << inspectionRecord(snap) << '\n' << std::flush;
-        if (!inspectionLog) throw std::runtime_error("cannot append to " + runDir + "/" + kInspectionLogName);
-        sink.onInspection(snap);
-        lastInspection = std::move(snap);
-      }
+      if (step % t.inspect_interval == 0 || step == total) inspectNow(true);
       if (step % t.checkpoint_interval == 0) {
         if (!guard.above()) {
           checkpointNow();

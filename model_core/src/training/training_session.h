@@ -41,8 +41,12 @@ class TrainingSession {
   EvalSnapshot evaluate(Split split, int64_t examples);
   /// The splits evaluated for this task, with their display names.
   std::vector<std::pair<Split, std::string>> evalSplits() const;
-  /// Cores, stable ranks, spectra, probe maps and TP roles at the current step.
-  InspectionSnapshot inspect();
+  /// Cores, stable ranks, spectra, probe maps and TP roles at the current step. `probe` is what the
+  /// attention maps are computed on: empty for the first evaluation example (image), else typed
+  /// text (a question of a question-answer task, which the model then answers; a text for char_lm)
+  /// or an image task's validation image number. Throws std::invalid_argument, with the reason,
+  /// for a probe the model cannot read (an unknown character, longer than the context).
+  InspectionSnapshot inspect(const std::string& probe = "");
 
   /// Writes model.safetensors, optimizer.safetensors and trainer_state.json into `dir` (a staging
   /// directory of CheckpointStore); refuses (std::runtime_error) when a weight is not finite.
@@ -67,6 +71,13 @@ class TrainingSession {
   WarmStartReport warmStart(const std::string& dir, bool coresFromConfig);
 
  private:
+  /// A probe input (batch of one), its token texts and its caption.
+  struct Probe {
+    torch::Tensor input;
+    std::vector<std::string> tokens;
+    std::string description;
+  };
+  Probe probeInput(const std::string& probe);
   torch::Tensor sequenceLoss(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& mask);
   double exactMatch(const TokenBatch& batch);
 

@@ -30,7 +30,9 @@ InspectionSnapshot sample() {
   s.spectra = {{4.5, 1.25}};
   s.maps = {{{{3, 3}, std::vector<float>(9, 1.f / 3)}}, {{{3, 3}, std::vector<float>(9, 0.25f)}, {{3, 3}, std::vector<float>(9, 0.5f)}}};
   s.probe_tokens = {"1", "+", "2_x"};
-  s.roles = {{2, 3}, {1, 2, 3, 4, 5, 6}};
+  s.probe = "typed \u201c1+2\u201d";
+  s.role_probe = "2 interpolation examples";
+  s.roles = {{0, 0, {{2, 3}, {1, 2, 3, 4, 5, 6}}}, {0, 1, {{2, 3}, {6, 5, 4, 3, 2, 1}}}, {1, 0, {{2, 3}, {0, 1, 0, 1, 0, 1}}}};
   s.role_tokens = {"1", "+"};
   s.role_labels = {"operand", "operator"};
   s.role_contexts = {"1+2=", "1+2="};
@@ -56,8 +58,15 @@ void expectSame(const InspectionSnapshot& a, const InspectionSnapshot& b) {
     }
   }
   EXPECT_EQ(a.probe_tokens, b.probe_tokens);
-  EXPECT_EQ(a.roles.shape, b.roles.shape);
-  EXPECT_EQ(a.roles.values, b.roles.values);
+  EXPECT_EQ(a.probe, b.probe);
+  EXPECT_EQ(a.role_probe, b.role_probe);
+  ASSERT_EQ(a.roles.size(), b.roles.size());
+  for (size_t i = 0; i < a.roles.size(); ++i) {
+    EXPECT_EQ(a.roles[i].layer, b.roles[i].layer);
+    EXPECT_EQ(a.roles[i].head, b.roles[i].head);
+    EXPECT_EQ(a.roles[i].vectors.shape, b.roles[i].vectors.shape);
+    EXPECT_EQ(a.roles[i].vectors.values, b.roles[i].vectors.values);
+  }
   EXPECT_EQ(a.role_tokens, b.role_tokens);
   EXPECT_EQ(a.role_labels, b.role_labels);
   EXPECT_EQ(a.role_contexts, b.role_contexts);
@@ -82,6 +91,24 @@ TEST(InspectionFile, RoundTripsEveryPartOfASnapshot) {
   expectSame(parseInspection(serializeInspection(s)), s);
   InspectionSnapshot empty;  // a model without cores, maps or roles
   expectSame(parseInspection(serializeInspection(empty)), empty);
+}
+
+// Files of the first version (head 0 of the last layer as "roles", no captions) still read.
+TEST(InspectionFile, ReadsTheFirstVersion) {
+  auto f = parseSafetensors(serializeInspection(sample()));
+  f.metadata["version"] = "1";
+  f.metadata.erase("probe");
+  f.metadata.erase("role_probe");
+  f.tensors.erase("roles.0");
+  f.tensors.erase("roles.1");
+  f.tensors["roles"] = makeTensorData(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  const auto s = parseInspection(withFile(f));
+  ASSERT_EQ(s.roles.size(), 1u);
+  EXPECT_EQ(s.roles[0].layer, 1);  // the last of the file's two layers
+  EXPECT_EQ(s.roles[0].head, 0);
+  EXPECT_EQ(s.roles[0].vectors.values, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_TRUE(s.probe.empty());
+  EXPECT_EQ(s.role_tokens, sample().role_tokens);
 }
 
 TEST(InspectionFile, RefusesADamagedFileWithTheReason) {
@@ -115,7 +142,17 @@ TEST(InspectionFile, RefusesADamagedFileWithTheReason) {
   {
     auto f = good;
     f.metadata["role_labels"] = "[\"operand\"]";
-    EXPECT_NE(refusal(withFile(f)).find("one entry per row of \"roles\" (2)"), std::string::npos);
+    EXPECT_NE(refusal(withFile(f)).find("one entry per row of the role vectors (2)"), std::string::npos);
+  }
+  {
+    auto f = good;
+    f.tensors["roles.1"] = makeTensorData(std::vector<float>{1, 2, 3, 4}, {1, 2, 2});
+    EXPECT_NE(refusal(withFile(f)).find("the role tensors must all have the same rows and width"), std::string::npos);
+  }
+  {
+    auto f = good;
+    f.metadata["probe"] = std::string(5000, 'x');
+    EXPECT_NE(refusal(withFile(f)).find("metadata \"probe\" is too long"), std::string::npos);
   }
   {
     auto f = good;

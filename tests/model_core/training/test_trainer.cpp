@@ -7,6 +7,7 @@
 
 #include "files/atomic_file.h"
 #include "files/read_file.h"
+#include "model_core/inspection_files.h"
 #include "model_core/run_config.h"
 #include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
@@ -50,23 +51,92 @@ void expectFiniteCheckpoint(const std::string& run) {
 }  // namespace
 
 // What the views get, copied out of the model by one converter (io/host_tensor_torch.h): a core
-// is [R, R], and TP roles are one row of D values per non-padding probe token, each labelled.
-TEST(Trainer, InspectionHoldsCoresAndOneRoleRowPerProbeToken) {
+// is [R, R], and TP roles are one row of D values per non-padding probe token, each labelled, for
+// every head of every layer.
+TEST(Trainer, InspectionHoldsCoresAndOneRoleRowPerProbeTokenForEveryHead) {
   TrainingSession thsa(tinyRun("thsa", 1));
   const auto a = thsa.inspect();
   ASSERT_EQ(a.cores.size(), 2u);  // two layers
   EXPECT_EQ(a.cores[0].shape, (std::vector<std::int64_t>{16, 16}));
   EXPECT_EQ(a.cores[0].values.size(), 256u);
-  EXPECT_TRUE(a.roles.shape.empty());
+  EXPECT_TRUE(a.roles.empty());
+  EXPECT_NE(a.probe.find("example 0"), std::string::npos) << a.probe;
   TrainingSession tp(tinyRun("tp", 1));
   const auto b = tp.inspect();
   EXPECT_TRUE(b.cores.empty());
-  ASSERT_GT(b.roles.rows(), 0);
-  EXPECT_EQ(b.roles.cols(), 8);  // D
-  EXPECT_EQ(b.roles.values.size(), static_cast<std::size_t>(b.roles.rows()) * 8);
-  EXPECT_EQ(b.role_tokens.size(), static_cast<std::size_t>(b.roles.rows()));
+  ASSERT_EQ(b.roles.size(), 4u);  // 2 layers x 2 heads
+  for (int layer = 0; layer < 2; ++layer)
+    for (int head = 0; head < 2; ++head) {
+      const RoleVectors* r = b.rolesOf(layer, head);
+      ASSERT_NE(r, nullptr) << layer << "," << head;
+      ASSERT_GT(r->vectors.rows(), 0);
+      EXPECT_EQ(r->vectors.cols(), 8);  // D
+      EXPECT_EQ(r->vectors.values.size(), static_cast<std::size_t>(r->vectors.rows()) * 8);
+      EXPECT_EQ(b.role_tokens.size(), static_cast<std::size_t>(r->vectors.rows()));
+    }
+  EXPECT_NE(b.rolesOf(0, 0)->vectors.values, b.rolesOf(0, 1)->vectors.values) << "heads have their own roles";
   EXPECT_EQ(b.role_labels.size(), b.role_tokens.size());
+  EXPECT_NE(b.role_probe.find("8 "), std::string::npos) << b.role_probe;
   for (const auto& t : b.role_tokens) EXPECT_NE(t, "<pad>");
+}
+
+// A typed probe: the question of a question-answer task, which the model answers, so that the maps
+// cover question and answer; a probe the model cannot read is refused with the reason.
+TEST(Trainer, InspectsATypedProbe) {
+  TrainingSession s(tinyRun("mhsa", 1));
+  const auto snap = s.inspect("0123");
+  ASSERT_GE(snap.probe_tokens.size(), 6u);
+  EXPECT_EQ(std::vector<std::string>(snap.probe_tokens.begin(), snap.probe_tokens.begin() + 6),
+            (std::vector<std::string>{"<bos>", "0", "1", "2", "3", "<sep>"}));
+  EXPECT_LE(snap.probe_tokens.size(), 24u);
+  EXPECT_EQ(snap.probe.rfind("typed \u201c0123\u201d, answered", 0), 0u) << snap.probe;
+  ASSERT_EQ(snap.maps.size(), 2u);
+  const auto n = static_cast<std::int64_t>(snap.probe_tokens.size());
+  EXPECT_EQ(snap.maps[0].at(0).shape, (std::vector<std::int64_t>{n, n}));
+  const auto refusal = [&](const std::string& probe) {
+    try {
+      s.inspect(probe);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(refusal("01x").find("cannot be read by this model"), std::string::npos) << refusal("01x");
+  EXPECT_NE(refusal(std::string(30, '1')).find("context of 24"), std::string::npos) << refusal(std::string(30, '1'));
+  // The model still trains after a refusal (inspect leaves evaluation mode however it ends).
+  EXPECT_TRUE(s.model()->is_training());
+}
+
+// While paused, an inspection with a typed probe comes at once; a probe the model cannot read
+// brings the default back with a message.
+TEST(Trainer, InspectsOnRequestWithTheProbeEvenWhilePaused) {
+  TempDir dir("train_probe_request");
+  auto c = tinyRun("mhsa", 6);
+  c.train.inspect_interval = 100;  // no scheduled inspection before the end
+  TrainerControl control;
+  control.pause();
+  Recorder rec;
+  std::thread worker([&] { train(c, dir.path("run"), control, rec); });
+  control.step();
+  for (int i = 0; i < 200 && rec.metrics.size() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  control.requestInspection("01");
+  for (int i = 0; i < 200 && rec.inspections.empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(rec.inspections.size(), 1u);
+  EXPECT_EQ(rec.inspections[0].step, 1);
+  EXPECT_EQ(rec.inspections[0].probe.rfind("typed", 0), 0u) << rec.inspections[0].probe;
+  control.requestInspection("zz");
+  for (int i = 0; i < 200 && rec.inspections.size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(rec.inspections.size(), 2u);
+  EXPECT_EQ(rec.inspections[1].probe.find("typed"), std::string::npos) << "the default probe again";
+  ASSERT_FALSE(rec.messages.empty());
+  EXPECT_NE(rec.messages.back().find("probe zz"), std::string::npos) << rec.messages.back();
+  EXPECT_EQ(control.probe(), "");
+  EXPECT_EQ(rec.metrics.size(), 1u) << "serving the requests must not take a step";
+  control.resume();
+  worker.join();
+  EXPECT_EQ(rec.inspections.size(), 3u);  // and the last step's
+  // Requested inspections stay out of the stable rank history; the final one is in it.
+  EXPECT_EQ(readInspectionHistory(dir.path("run")).steps, (std::vector<std::int64_t>{6}));
 }
 
 TEST(Trainer, WritesARunDirectoryAndLearns) {

@@ -37,6 +37,10 @@ class AttentionMapGrid : public PlotWidget {
   void setMaps(const std::vector<std::vector<MatrixData>>& maps, const QStringList& tokens,
                const std::vector<int>& layerIds = {}, double step = -1);
   void clear(const QString& message);
+  /// What the probe input is ("typed “12+7”, answered “19”"), for the title; empty: "Probe".
+  void setProbeName(const QString& name) { probeName_ = name; }
+  /// The grid's title as drawn.
+  QString title() const;
   /// Channels per head (R / H). Above 1 it enables the per-head mean aggregation.
   void setGroupSize(int channelsPerHead);
   int groupSize() const { return groupSize_; }
@@ -48,6 +52,15 @@ class AttentionMapGrid : public PlotWidget {
   /// Whether a click opens the enlarged view (on by default); mapClicked is emitted regardless.
   void setEnlargeOnClick(bool on) { enlargeOnClick_ = on; }
 
+  /// Shows only the model's layer `layerId` / head `head` (-1: all); the combo boxes in the control
+  /// bar set them too. A head of a THSA layer is its mean map or its channels, as aggregated.
+  void setLayerFilter(int layerId);
+  void setHeadFilter(int head);
+  int layerFilter() const { return layerFilter_; }
+  int headFilter() const { return headFilter_; }
+  /// Heads of the widest layer given (channels / group size for THSA).
+  int headCount() const;
+
   int layerCount() const { return static_cast<int>(shown_.size()); }
   /// Maps shown for a layer (after aggregation).
   int mapCount(int layer) const;
@@ -56,7 +69,7 @@ class AttentionMapGrid : public PlotWidget {
   QString mapTitle(int layer, int index) const;
   /// The model's index of shown layer `layer` (its layerIds entry), and the step of the maps
   /// (-1 when not given): for data exports.
-  int layerId(int layer) const { return layer < static_cast<int>(layerIds_.size()) ? layerIds_[layer] : layer; }
+  int layerId(int layer) const { return layer >= 0 && layer < layerCount() ? shownLayerIds_[layer] : layer; }
   double step() const { return step_; }
   /// Grid columns and side of one map in pixels (after layout).
   int gridColumns() const { return columns_; }
@@ -95,9 +108,18 @@ class AttentionMapGrid : public PlotWidget {
   void refreshEnlarged();
   QString layerName(int layer) const;
 
+  /// Fills the layer and head boxes for the maps given (keeping the choice where it still exists).
+  void updateFilterBoxes();
+
   std::vector<std::vector<MatrixData>> raw_, shown_;
+  std::vector<int> shownLayerIds_;          ///< the model's layer of each shown row
+  std::vector<std::vector<int>> shownIds_;  ///< the head / channel number of each shown map
   QStringList tokens_;
   std::vector<int> layerIds_;
+  int layerFilter_ = -1, headFilter_ = -1;
+  QString probeName_;
+  QComboBox* layerBox_ = nullptr;
+  QComboBox* headBox_ = nullptr;
   double step_ = -1;
   int groupSize_ = 1;
   Aggregation aggregation_ = Aggregation::PerHeadMean;

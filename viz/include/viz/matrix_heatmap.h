@@ -68,6 +68,8 @@ class MatrixHeatmap : public PlotWidget {
   QPointF cellCentre(int row, int col) const;
   /// The read-out text for a cell (labels, indices, value, frozen state).
   QString cellText(int row, int col) const;
+  /// Every how many columns (Qt::Horizontal) or rows a label is drawn (1: all), after layout.
+  int labelStep(Qt::Orientation orientation) const;
 
  Q_SIGNALS:
   /// A mouse press on a cell.

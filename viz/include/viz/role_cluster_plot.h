@@ -9,6 +9,7 @@
 #include "viz/plot_widget.h"
 
 class QComboBox;
+class QLabel;
 class QSpinBox;
 
 namespace tensorscope::viz {
@@ -33,6 +34,13 @@ class RoleClusterPlot : public PlotWidget {
   void setK(int k);
   int k() const;
   void setAxisTitles(const QString& x, const QString& y);
+  /// The role vector sets the user can pick from ("layer 1 · head 0", …) and the one shown; the box
+  /// hides itself for fewer than two. A pick emits sourceChanged.
+  void setSources(const QStringList& names, int current);
+  int source() const;
+  /// What the points show (which probe, layer and head), next to the controls.
+  void setCaption(const QString& caption);
+  QString caption() const;
 
   int pointCount() const { return static_cast<int>(xs_.size()); }
   /// Legend entries of the current colouring, in legend order.
@@ -47,6 +55,8 @@ class RoleClusterPlot : public PlotWidget {
  Q_SIGNALS:
   /// The user changed k in the spin box.
   void kChanged(int k);
+  /// The user picked role vector set `index` (of setSources).
+  void sourceChanged(int index);
 
  protected:
   void writeCsv(QTextStream& out) const override;
@@ -66,6 +76,8 @@ class RoleClusterPlot : public PlotWidget {
   std::vector<std::vector<int>> members_;  // point indices per group
   QComboBox* colourBox_ = nullptr;
   QSpinBox* kBox_ = nullptr;
+  QComboBox* sourceBox_ = nullptr;
+  QLabel* caption_ = nullptr;
   struct Items;
   std::unique_ptr<Items> items_;
 };
