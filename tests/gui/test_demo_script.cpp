@@ -27,12 +27,13 @@ std::string errorOf(const std::string& text) {
 
 TEST(DemoScript, TheShippedScriptParses) {
   const auto script = readDemoScript(TENSORSCOPE_SOURCE_DIR "/docs/demo_training.txt");
-  ASSERT_EQ(script.size(), 7u);
+  ASSERT_EQ(script.size(), 8u);
   EXPECT_EQ(script[0].name, "run");
   EXPECT_EQ(script[0].arg, "1");
-  EXPECT_EQ(script[0].line, 3);  // after the two comment lines
-  EXPECT_EQ(script[4].arg, "docs/images/explorer_training.png") << "relative to where the demo runs, not one machine";
-  EXPECT_EQ(script[6].name, "wait-end");
+  EXPECT_EQ(script[0].line, 5);  // after the four comment lines
+  EXPECT_EQ(script[3].name, "probe");
+  EXPECT_EQ(script[5].arg, "docs/images/explorer_training.png") << "relative to where the demo runs, not one machine";
+  EXPECT_EQ(script[7].name, "wait-end");
   const auto again = parseDemoScript(formatDemoScript(script), "again");
   ASSERT_EQ(again.size(), script.size());
   for (size_t i = 0; i < script.size(); ++i) {
@@ -44,7 +45,7 @@ TEST(DemoScript, TheShippedScriptParses) {
 TEST(DemoScript, EveryBadLineIsRefusedWithItsNumber) {
   EXPECT_EQ(errorOf("run 1\n\n  # comment\ntrian 5\n"),
             "demo.txt line 4: unknown command 'trian' (known: preset, run, session, train, wait-step, wait-end, fork, "
-            "wait-ms, dock, theme, screenshot, figures, stop, quit)");
+            "wait-ms, dock, theme, screenshot, figures, stop, quit, probe)");
   EXPECT_EQ(errorOf("wait-step\n"), "demo.txt line 1: wait-step needs a whole number");
   EXPECT_EQ(errorOf("wait-ms soon\n"), "demo.txt line 1: wait-ms needs a whole number >= 0; got 'soon'");
   EXPECT_EQ(errorOf("train -4\n"), "demo.txt line 1: train needs a whole number >= 0; got '-4'");
@@ -66,4 +67,13 @@ TEST(DemoScript, DirectoriesAndDevicesAreNotScripts) {
       EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     }
   }
+}
+
+// The probe command: its text is optional (empty: back to the default probe).
+TEST(DemoScript, ProbeTakesOptionalText) {
+  const auto script = parseDemoScript("probe 52907314\nprobe\nprobe 12+7=\n", "demo.txt");
+  ASSERT_EQ(script.size(), 3u);
+  EXPECT_EQ(script[0].arg, "52907314");
+  EXPECT_EQ(script[1].arg, "");
+  EXPECT_EQ(script[2].arg, "12+7=");
 }

@@ -93,8 +93,8 @@ TEST(Probes, ATypedProbeRunsOnAStoppedRunsCheckpoint) {
   const auto shown = w.inspectionViews()->shown();
   ASSERT_TRUE(shown);
   EXPECT_EQ(shown->step, 2);
-  EXPECT_TRUE(QString::fromStdString(shown->probe).startsWith("typed “312”, answered “")) << shown->probe;
-  EXPECT_TRUE(maps->title().contains("Attention on typed “312”")) << maps->title().toStdString();
+  EXPECT_TRUE(QString::fromStdString(shown->probe).startsWith("“312” → “")) << shown->probe;
+  EXPECT_TRUE(maps->title().startsWith("Probe “312” → “")) << maps->title().toStdString();
   const int n = static_cast<int>(shown->probe_tokens.size());
   EXPECT_EQ(maps->displayedMap(0, 0).rows, n);
   ASSERT_GE(n, 5);  // an untrained model may answer up to the context's end
@@ -116,7 +116,7 @@ TEST(Probes, ATypedProbeRunsOnAStoppedRunsCheckpoint) {
   w.inspectionViews()->setProbe("");
   ASSERT_TRUE(w.inspectionViews()->shown());
   EXPECT_EQ(maps->displayedMap(0, 0).rows, defaultSide);
-  EXPECT_FALSE(maps->title().contains("typed"));
+  EXPECT_FALSE(maps->title().contains("“312”")) << maps->title().toStdString();
 }
 
 TEST(Probes, TheTrainingRunAnswersATypedProbeAtItsNextStep) {
@@ -130,9 +130,9 @@ TEST(Probes, TheTrainingRunAnswersATypedProbeAtItsNextStep) {
   // Served while paused: no step is needed.
   ASSERT_TRUE(waitFor([&] {
     const auto s = w.inspectionViews()->shown();
-    return s && QString::fromStdString(s->probe).startsWith("typed “4321”");
+    return s && QString::fromStdString(s->probe).startsWith("“4321” → “");
   }, 60000));
-  EXPECT_TRUE(w.attentionMaps()->title().contains("typed “4321”"));
+  EXPECT_TRUE(w.attentionMaps()->title().contains("“4321”"));
   w.controller()->stop();
   w.controller()->waitForFinished();
 }

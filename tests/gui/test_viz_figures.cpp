@@ -318,6 +318,26 @@ TEST(VizFigure, OneByOneMatrixDrawsItsCell) {
   EXPECT_LT(shown.blue(), 100) << shown.name().toStdString();
 }
 
+// "Dark theme leaves the C heatmaps white": in the dark theme zero is the dark page, and the
+// signs keep their hues.
+TEST(VizFigure, TheDarkThemesDivergingScaleCentresOnDark) {
+  MatrixHeatmap heatmap;
+  heatmap.setMatrix({-1.0, 0.0, 1.0}, 1, 3, QStringLiteral("C"));
+  heatmap.setDarkTheme(true);
+  settle(heatmap, QSize(360, 200));
+  const QImage dark = heatmap.plotArea()->grab().toImage();
+  const QColor zero = dark.pixelColor(heatmap.cellCentre(0, 1).toPoint());
+  EXPECT_LT(zero.lightness(), 80) << zero.name().toStdString();
+  const QColor negative = dark.pixelColor(heatmap.cellCentre(0, 0).toPoint());
+  const QColor positive = dark.pixelColor(heatmap.cellCentre(0, 2).toPoint());
+  EXPECT_GT(negative.blue(), negative.red()) << negative.name().toStdString();
+  EXPECT_GT(positive.red(), positive.blue()) << positive.name().toStdString();
+  heatmap.setDarkTheme(false);
+  heatmap.replotNow();
+  const QColor light = heatmap.plotArea()->grab().toImage().pixelColor(heatmap.cellCentre(0, 1).toPoint());
+  EXPECT_GT(light.lightness(), 220) << "light: zero is white, as in print";
+}
+
 TEST(VizFigure, FrozenCellsAreStrokedOnlyWhenLargeAndAlwaysDesaturated) {
   MatrixHeatmap big;
   const int n = 52;

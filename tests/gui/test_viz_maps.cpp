@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QElapsedTimer>
+#include <QFontMetrics>
 #include <QMouseEvent>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -211,6 +212,22 @@ TEST(VizAttention, LayerAndHeadFilters) {
   EXPECT_EQ(grid.headFilter(), -1);
 }
 
+// Issue 13, "title cut": a long probe caption is elided to the grid's width, never pushed off both sides.
+TEST(VizAttention, ALongTitleIsElidedToTheWidth) {
+  AttentionMapGrid grid;
+  grid.setMaps(taggedMaps(1, 2, 3), {"a", "b", "c"}, {0}, 10);
+  grid.setProbeName(QStringLiteral("“%1” → “%2”").arg(QString(60, QChar('7')), QString(60, QChar('1'))));
+  settle(grid, QSize(420, 300));
+  grid.setMaps(taggedMaps(1, 2, 3), {"a", "b", "c"}, {0}, 11);
+  EXPECT_TRUE(grid.title().startsWith(QStringLiteral("Probe “777"))) << grid.title().toStdString();
+  const QString drawn = grid.drawnTitle();
+  EXPECT_TRUE(drawn.endsWith(QChar(0x2026))) << drawn.toStdString();
+  EXPECT_TRUE(drawn.startsWith(QStringLiteral("Probe “777"))) << drawn.toStdString();
+  EXPECT_LT(drawn.size(), grid.title().size());
+  // It fits over the maps (the colour scale has its own column), which can be narrower than the dock.
+  EXPECT_LE(QFontMetrics(QFont(QFont().family(), 10, QFont::Bold)).horizontalAdvance(drawn), grid.plotArea()->width() - 40);
+}
+
 // Issue 13: enlarged, every token of the probe is labelled (the view scrolls when it must).
 TEST(VizAttention, TheEnlargedMapLabelsEveryToken) {
   AttentionMapGrid grid;
@@ -320,4 +337,14 @@ TEST(VizRoles, UpdateCostPerSnapshot) {
   plot.replotNow();
   std::printf("[   perf   ] RoleClusterPlot 4096 points: update + replot %.1f ms\n", timer.nsecsElapsed() / 1e6);
   EXPECT_EQ(plot.groupNames().size(), 6);
+}
+
+// At a laptop's dock width the step labels of the stable rank plot do not run into each other.
+TEST(VizStableRank, ANarrowPlotGetsFewerStepLabels) {
+  StableRankPlot plot;
+  plot.setLayerHistory(0, {25, 50, 75, 100, 125, 150, 175, 200, 225, 250, 275, 300, 325}, std::vector<double>(13, 3.9));
+  settle(plot, QSize(200, 220));
+  EXPECT_LE(plot.stepLabelCount(), 3);
+  settle(plot, QSize(700, 300));
+  EXPECT_GE(plot.stepLabelCount(), 4);
 }

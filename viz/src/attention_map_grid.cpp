@@ -3,6 +3,7 @@
 #include <QComboBox>
 #include <QDialog>
 #include <QHBoxLayout>
+#include <QFontMetrics>
 #include <QLabel>
 #include <QScreen>
 #include <QScrollArea>
@@ -219,18 +220,21 @@ void AttentionMapGrid::layoutGrid() {
   if (grid_->populate(plot(), shown_, g, [this](int l, int i) { return mapTitle(l, i); },
                       [this](int l) { return layerName(l); }))
     restyle();  // new axes take the theme
-  grid_->setTitle(title);
+  // Elided to the width there is (a long probe must not push the title off both sides).
+  const QFontMetrics metrics(grid_->title->font());
+  grid_->setTitle(metrics.elidedText(title, Qt::ElideRight, std::max(60, g.plotSize.width() - g.scaleWidth - 16)));
   requestReplot();
 }
 
 QString AttentionMapGrid::title() const {
-  QString title = probeName_.isEmpty() ? tr("Probe attention") : tr("Attention on %1").arg(probeName_);
+  QString title = probeName_.isEmpty() ? tr("Probe attention") : tr("Probe %1").arg(probeName_);
   if (step_ >= 0) title += tr(" · step %1").arg(QString::number(step_, 'g', 12));
   if (groupSize_ > 1)
-    title += aggregation() == Aggregation::PerHeadMean ? tr(" · head means (%1 ch.)").arg(groupSize_)
-                                                       : tr(" · channels");
+    title += aggregation() == Aggregation::PerHeadMean ? tr(" · head means") : tr(" · channels");
   return title;
 }
+
+QString AttentionMapGrid::drawnTitle() const { return grid_->title->text(); }
 
 QSize AttentionMapGrid::beginFigure(const FigureOptions& options, const QSize& size) {
   Q_UNUSED(options);
@@ -238,6 +242,7 @@ QSize AttentionMapGrid::beginFigure(const FigureOptions& options, const QSize& s
   if (grid_->populate(plot(), shown_, g, [this](int l, int i) { return mapTitle(l, i); },
                       [this](int l) { return layerName(l); }))
     restyle();
+  grid_->setTitle(QFontMetrics(grid_->title->font()).elidedText(title(), Qt::ElideRight, std::max(60, g.plotSize.width() - g.scaleWidth - 16)));
   return g.plotSize + QSize(0, 2);  // the grid's rows can round one unit past its planned height
 }
 

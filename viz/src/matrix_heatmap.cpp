@@ -116,7 +116,7 @@ void MatrixHeatmap::setColourScale(ColourScale scale, double lower, double upper
   scale_ = scale;
   lower_ = lower;
   upper_ = upper > lower ? upper : lower + 1.0;
-  parts_->map->setGradient(scale == ColourScale::Diverging ? detail::divergingGradient()
+  parts_->map->setGradient(scale == ColourScale::Diverging ? detail::divergingGradient(isDarkTheme())
                                                           : detail::sequentialGradient());
   applyColourRange();
 }
@@ -221,6 +221,7 @@ bool MatrixHeatmap::frozenCellsStroked() const { return parts_->overlay->stroked
 
 void MatrixHeatmap::themeChanged() {
   parts_->overlay->setColour(theme().hatch);
+  if (scale_ == ColourScale::Diverging) parts_->map->setGradient(detail::divergingGradient(isDarkTheme()));
   plot()->xAxis->grid()->setVisible(false);
   plot()->yAxis->grid()->setVisible(false);
 }

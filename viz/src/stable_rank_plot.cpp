@@ -1,5 +1,6 @@
 #include "viz/stable_rank_plot.h"
 
+#include <QEvent>
 #include <QTextStream>
 #include <algorithm>
 #include <cmath>
@@ -20,6 +21,19 @@ struct StableRankPlot::Items {
   QCPItemText* headsLabel = nullptr;
   QCPItemTracer* tracer = nullptr;
 };
+
+int StableRankPlot::stepLabelCount() const {
+  int n = 0;
+  for (double t : plot()->xAxis->tickVector())
+    if (plot()->xAxis->range().contains(t)) ++n;
+  return n;
+}
+
+bool StableRankPlot::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == plot() && event->type() == QEvent::Resize)  // about 90 px per step label
+    plot()->xAxis->ticker()->setTickCount(std::clamp(plot()->width() / 90, 2, 6));
+  return PlotWidget::eventFilter(watched, event);
+}
 
 StableRankPlot::StableRankPlot(QWidget* parent) : PlotWidget(parent), items_(std::make_unique<Items>()) {
   setExportName(QStringLiteral("stable_rank"));

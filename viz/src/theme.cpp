@@ -119,9 +119,17 @@ QCPColorGradient sequentialGradient() {
   return g;
 }
 
-QCPColorGradient divergingGradient() {
+QCPColorGradient divergingGradient(bool dark) {
   QCPColorGradient g;
   g.clearColorStops();
+  if (dark) {  // zero is the dark page, not a white glare; the ends keep RdBu's hues
+    g.setColorStopAt(0.0, QColor(67, 147, 230));
+    g.setColorStopAt(0.25, QColor(42, 86, 138));
+    g.setColorStopAt(0.5, QColor(48, 50, 56));
+    g.setColorStopAt(0.75, QColor(150, 60, 52));
+    g.setColorStopAt(1.0, QColor(240, 80, 60));
+    return g;
+  }
   g.setColorStopAt(0.0, QColor(33, 102, 172));
   g.setColorStopAt(0.25, QColor(146, 197, 222));
   g.setColorStopAt(0.5, QColor(247, 247, 247));

@@ -37,6 +37,6 @@ QCPScatterStyle::ScatterShape scatterShape(int index);
 /// Sequential map for values in [0, 1] (viridis).
 QCPColorGradient sequentialGradient();
 /// Diverging map with white at the centre (RdBu reversed).
-QCPColorGradient divergingGradient();
+QCPColorGradient divergingGradient(bool dark = false);
 
 }  // namespace tensorscope::viz::detail

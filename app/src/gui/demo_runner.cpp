@@ -1,9 +1,11 @@
 #include "gui/demo_runner.h"
+#include "gui/inspection_views.h"
 #include "gui/session.h"
 
 #include <QFileInfo>
 
 #include <QApplication>
+#include <QLabel>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <iostream>
@@ -94,6 +96,18 @@ void DemoRunner::next() {
           found = true;
         }
       if (!found) return fail("no dock titled " + arg);
+    } else if (cmd == "probe") {  // the maps on a typed probe; waits until they show it
+      auto* views = window_->inspectionViews();
+      if (!probeIssued_) {
+        views->setProbe(arg);
+        probeIssued_ = true;
+      }
+      if (views->probeRefused()) return fail("probe refused: " + window_->probeNote()->text());
+      const auto shown = views->shown();
+      const bool done = arg.isEmpty() ? !views->probing()
+                                      : shown && QString::fromStdString(shown->probe).startsWith("“" + arg + "”");
+      if (!done) return;
+      probeIssued_ = false;
     } else if (cmd == "theme") {
       window_->setDarkTheme(arg == "dark");
     } else if (cmd == "screenshot") {

@@ -13,6 +13,7 @@
 ///   theme light|dark
 ///   screenshot PATH    save the window as PNG
 ///   figures DIR        export every view to DIR
+///   probe [TEXT]       compute the attention maps on TEXT (empty: the default); waits until shown
 ///   stop               stop training
 ///   quit
 
@@ -48,6 +49,7 @@ class DemoRunner : public QObject {
   int pc_ = 0;
   qint64 lastStep_ = 0;
   bool trainingEnded_ = true;
+  bool probeIssued_ = false;
   int exitCode_ = 0;
   QElapsedTimer waitClock_;  ///< the current wait-ms command's clock
   qint64 waitUntil_ = -1;    ///< its length in ms; -1 when no wait-ms is under way

@@ -11,7 +11,7 @@
 namespace tensorscope::app {
 namespace {
 
-enum class Arg { None, Optional, Count, Text };
+enum class Arg { None, Optional, Count, Text, OptionalText };
 
 struct Syntax {
   const char* name;
@@ -22,7 +22,7 @@ constexpr Syntax kCommands[] = {
     {"preset", Arg::Text},    {"run", Arg::Count},     {"session", Arg::Text}, {"train", Arg::Optional},
     {"wait-step", Arg::Count}, {"wait-end", Arg::None}, {"fork", Arg::None},    {"wait-ms", Arg::Count},
     {"dock", Arg::Text},      {"theme", Arg::Text},    {"screenshot", Arg::Text}, {"figures", Arg::Text},
-    {"stop", Arg::None},      {"quit", Arg::None},
+    {"stop", Arg::None},      {"quit", Arg::None},     {"probe", Arg::OptionalText},
 };
 
 std::string_view trim(std::string_view s) {
@@ -88,6 +88,8 @@ std::vector<DemoCommand> parseDemoScript(std::string_view text, const std::strin
         break;
       case Arg::Text:
         if (c.arg.empty()) fail(c.name + " needs an argument");
+        break;
+      case Arg::OptionalText:
         break;
     }
     if (c.name == "theme" && c.arg != "light" && c.arg != "dark") fail("theme is light or dark; got " + inQuotes(c.arg));

@@ -64,6 +64,8 @@ class InspectionViews : public QObject {
   QString probe() const { return probe_; }
   /// True while a stopped run's probe is computed.
   bool probing() const { return probeRunning_; }
+  /// True when the last probe was refused (the probe note says why).
+  bool probeRefused() const { return noteIsError_; }
   /// The role vector set shown: (layer, head); (-1, -1) before any.
   std::pair<int, int> roleSource() const { return roleChoice_; }
   void setRoleSource(int layer, int head);

@@ -43,8 +43,8 @@ struct InspectionSnapshot {
   /// Attention maps for the probe input: per layer, one map per head/channel ([N, N] or [d, d]).
   std::vector<std::vector<HostTensor>> maps;
   std::vector<std::string> probe_tokens;    ///< token texts of the probe input
-  /// What the probe input is, for captions: "validation example 0", "typed: 12+7", "validation
-  /// image 3 (Sneaker)".
+  /// What the probe input is, for captions: "validation example 0 “3142”", a typed question and
+  /// the model's answer "“3142” → “1234”", typed text "“In the”", "validation image 3 (class 7)".
   std::string probe;
   /// TP role vectors of every head of every TP layer for a probe batch (empty for other variants):
   /// the same rows, one per (example, non-padding token), for every entry.

@@ -83,13 +83,13 @@ TrainingSession::Probe TrainingSession::probeInput(const std::string& probe) {
         if (next == Vocabulary::kEos) break;
         answer += vocab.tokens.at(next);
       }
-      p.description = "typed " + inQuotes(probe) + ", answered " + inQuotes(answer);
+      p.description = inQuotes(probe) + " \u2192 " + inQuotes(answer);  // question → the model's answer
     } else {
       if (static_cast<int64_t>(ids.size()) > N)
         throw std::invalid_argument("the probe has " + std::to_string(ids.size()) + " characters; the model's context is " +
                                     std::to_string(N));
       seq = ids;
-      p.description = "typed " + inQuotes(probe);
+      p.description = inQuotes(probe);
     }
   }
   if (fixedLength) seq.resize(N, Vocabulary::kPad);

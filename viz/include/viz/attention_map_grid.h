@@ -37,10 +37,11 @@ class AttentionMapGrid : public PlotWidget {
   void setMaps(const std::vector<std::vector<MatrixData>>& maps, const QStringList& tokens,
                const std::vector<int>& layerIds = {}, double step = -1);
   void clear(const QString& message);
-  /// What the probe input is ("typed “12+7”, answered “19”"), for the title; empty: "Probe".
+  /// What the probe input is ("“12+7=” → “19”"), for the title; empty: "Probe attention".
   void setProbeName(const QString& name) { probeName_ = name; }
-  /// The grid's title as drawn.
+  /// The grid's title in full, and as drawn (elided to the width there is).
   QString title() const;
+  QString drawnTitle() const;
   /// Channels per head (R / H). Above 1 it enables the per-head mean aggregation.
   void setGroupSize(int channelsPerHead);
   int groupSize() const { return groupSize_; }

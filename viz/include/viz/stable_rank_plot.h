@@ -39,8 +39,13 @@ class StableRankPlot : public PlotWidget {
   std::pair<double, double> xRange() const;
   std::pair<double, double> yRange() const;
 
+  /// Step labels on the x axis as last drawn.
+  int stepLabelCount() const;
+
  protected:
   void writeCsv(QTextStream& out) const override;
+  /// A narrow dock gets fewer step labels (they must not run into each other).
+  bool eventFilter(QObject* watched, QEvent* event) override;
   void themeChanged() override;
   void hoverAt(const QPointF& pos) override;
 
