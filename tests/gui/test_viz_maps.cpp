@@ -10,9 +10,11 @@
 #include <QMouseEvent>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTemporaryDir>
 #include <cmath>
 
 #include "viz/attention_map_grid.h"
+#include "viz/figure_options.h"
 #include "viz/matrix_heatmap.h"
 #include "viz/role_cluster_plot.h"
 #include "viz/spectrum_plot.h"
@@ -226,6 +228,28 @@ TEST(VizAttention, ALongTitleIsElidedToTheWidth) {
   EXPECT_LT(drawn.size(), grid.title().size());
   // It fits over the maps (the colour scale has its own column), which can be narrower than the dock.
   EXPECT_LE(QFontMetrics(QFont(QFont().family(), 10, QFont::Bold)).horizontalAdvance(drawn), grid.plotArea()->width() - 40);
+}
+
+// A figure keeps the probe whole where it can: two title lines instead of an elided one.
+TEST(VizAttention, AFigureTitleTakesTwoLinesRatherThanLoseTheProbe) {
+  QTemporaryDir tmp;
+  AttentionMapGrid grid;
+  grid.setProbeName(QStringLiteral("“What is the value of 5 - 15*8?” → “-115”"));
+  grid.setMaps(taggedMaps(1, 2, 6), {"a", "b", "c", "d", "e", "f"}, {0}, 1234);
+  grid.setGroupSize(1);
+  settle(grid, QSize(300, 300));
+  FigureOptions o;
+  o.widthMm = 60;
+  o.dpi = 100;
+  ASSERT_TRUE(grid.exportPng(tmp.filePath(QStringLiteral("maps.png")), o)) << grid.exportError().toStdString();
+  const QStringList lines = grid.lastFigureTitle().split(QLatin1Char('\n'));
+  ASSERT_EQ(lines.size(), 2) << grid.lastFigureTitle().toStdString();
+  EXPECT_TRUE(lines[0].startsWith(QStringLiteral("Probe “What is"))) << lines[0].toStdString();
+  EXPECT_EQ(lines[1], QStringLiteral("step 1234"));
+  // Wide enough, one line, whole.
+  o.widthMm = 200;
+  ASSERT_TRUE(grid.exportPng(tmp.filePath(QStringLiteral("wide.png")), o));
+  EXPECT_EQ(grid.lastFigureTitle(), grid.title());
 }
 
 // Issue 13: enlarged, every token of the probe is labelled (the view scrolls when it must).

@@ -242,8 +242,21 @@ QSize AttentionMapGrid::beginFigure(const FigureOptions& options, const QSize& s
   if (grid_->populate(plot(), shown_, g, [this](int l, int i) { return mapTitle(l, i); },
                       [this](int l) { return layerName(l); }))
     restyle();
-  grid_->setTitle(QFontMetrics(grid_->title->font()).elidedText(title(), Qt::ElideRight, std::max(60, g.plotSize.width() - g.scaleWidth - 16)));
-  return g.plotSize + QSize(0, 2);  // the grid's rows can round one unit past its planned height
+  // A figure keeps the whole probe where it can: a title wider than the maps takes two lines (the
+  // probe, then step and aggregation), each elided only if it still does not fit.
+  const QFontMetrics metrics(grid_->title->font());
+  const int width = std::max(60, g.plotSize.width() - g.scaleWidth - 16);
+  QString text = title();
+  int extra = 0;
+  const int cut = text.indexOf(QStringLiteral(" · step"));
+  if (metrics.horizontalAdvance(text) > width && cut > 0) {
+    text = metrics.elidedText(text.left(cut), Qt::ElideRight, width) + QLatin1Char('\n') +
+           metrics.elidedText(text.mid(cut + 3), Qt::ElideRight, width);
+    extra = metrics.lineSpacing();
+  }
+  grid_->setTitle(extra > 0 ? text : metrics.elidedText(text, Qt::ElideRight, width));
+  figureTitle_ = grid_->title->text();
+  return g.plotSize + QSize(0, 2 + extra);  // the grid's rows can round one unit past its planned height
 }
 
 void AttentionMapGrid::endFigure() { layoutGrid(); }

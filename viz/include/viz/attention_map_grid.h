@@ -42,6 +42,8 @@ class AttentionMapGrid : public PlotWidget {
   /// The grid's title in full, and as drawn (elided to the width there is).
   QString title() const;
   QString drawnTitle() const;
+  /// The title the last exported figure drew (two lines when one was too wide).
+  QString lastFigureTitle() const { return figureTitle_; }
   /// Channels per head (R / H). Above 1 it enables the per-head mean aggregation.
   void setGroupSize(int channelsPerHead);
   int groupSize() const { return groupSize_; }
@@ -119,6 +121,7 @@ class AttentionMapGrid : public PlotWidget {
   std::vector<int> layerIds_;
   int layerFilter_ = -1, headFilter_ = -1;
   QString probeName_;
+  QString figureTitle_;  ///< the title of the last figure, as drawn
   QComboBox* layerBox_ = nullptr;
   QComboBox* headBox_ = nullptr;
   double step_ = -1;
