@@ -21,6 +21,9 @@ PACKAGES=(
   python3-torch python3-numpy poppler-utils libxml2-utils
   # real data sets used by the training tasks
   dataset-fashion-mnist bible-kjv
+  # the Debian package and desktop integration (issue 20): dpkg-shlibdeps, the desktop entry's and
+  # AppStream's validators, man, lintian
+  dpkg-dev desktop-file-utils appstream man-db lintian
 )
 
 missing=()

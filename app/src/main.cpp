@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/args.h"
@@ -9,11 +10,14 @@
 #include "model_core/runtime.h"
 #if TENSORSCOPE_WITH_GUI
 #include <QApplication>
+#include <QFileInfo>
 #include <QTimer>
 
 #include "gui/demo_runner.h"
 #include "gui/image_file.h"
 #include "gui/main_window.h"
+#include "gui/session.h"
+#include "gui/session_files.h"
 #endif
 
 using namespace tensorscope;
@@ -23,7 +27,7 @@ namespace {
 #if TENSORSCOPE_WITH_GUI
 int runGui(int argc, char** argv, std::vector<std::string> words) {
   app::Args args(std::move(words));
-  std::optional<std::string> screenshot, demo;
+  std::optional<std::string> screenshot, demo, file;
   QSize size(1600, 1000);  // of reproducible pictures, whatever the screen (offscreen's is 800 x 600)
   try {
     screenshot = args.takeOption("--screenshot");
@@ -42,9 +46,14 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
     const auto threads = args.takeInt("--threads", 1, 4096);
     if (threads) model_core::setThreadsOverride(static_cast<int>(*threads));  // runs started here honour it too
     else model_core::configureThreads(0);
-    if (const auto cmd = args.takeCommand())
-      throw app::UsageError("unknown command '" + *cmd + "'; see tensorscope --help");
-    args.positionals(0, 0, "tensorscope [--threads T] [--demo SCRIPT] [--screenshot PNG] [--size WxH]");
+    // `tensorscope FILE` (the file manager's "Open with"): a session file or a run directory.
+    if (const auto word = args.takeCommand()) {
+      std::error_code ec;
+      if (!std::filesystem::exists(*word, ec))
+        throw app::UsageError("unknown command '" + *word + "' (and no session file or run directory of that name); see tensorscope --help");
+      file = *word;
+    }
+    args.positionals(0, 0, "tensorscope [--threads T] [--demo SCRIPT] [--screenshot PNG] [--size WxH] [SESSION | RUN_DIR]");
   } catch (const std::exception& e) {
     std::cerr << "tensorscope: " << e.what() << "\n";
     return app::kExitUsage;
@@ -63,6 +72,13 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
   app::MainWindow window(options);
   if (screenshot || demo) window.resize(size);
   window.show();
+  if (file) {  // as File > Open (or Open run…): a file that does not read gets the same message
+    const QString path = QString::fromStdString(*file);
+    const bool opened = QFileInfo(path).isDir() ? window.openRunDirectory(path)
+                        : app::isExampleSession(path) ? window.files().openExample(path)
+                                                      : window.files().open(path);
+    if (!opened) std::cerr << "tensorscope: cannot open " << *file << " (the window says why)\n";
+  }
   int rc = app::kExitOk;
   std::unique_ptr<app::DemoRunner> runner;
   if (demo) {

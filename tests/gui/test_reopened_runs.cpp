@@ -13,6 +13,7 @@
 #include "gui/training_controller.h"
 #include "model_core/inspection_files.h"
 #include "viz/attention_map_grid.h"
+#include "viz/curves_plot.h"
 #include "viz/role_cluster_plot.h"
 #include "viz/spectrum_plot.h"
 #include "viz/stable_rank_plot.h"
@@ -117,4 +118,25 @@ TEST(ReopenedRuns, EveryViewComesBackFromTheRunDirectoryAndFollowsTheSelectedRun
   EXPECT_TRUE(w.attentionMaps()->isShowingMessage());
   EXPECT_TRUE(labelSays(w.attentionMaps(), "The inspection of " + w.model().run(1).name + " is damaged"));
 
+}
+
+// Open run… (and `tensorscope RUN_DIR`): a run that comes with a history draws its curves at once,
+// not only after the session is saved and reopened.
+TEST(ReopenedRuns, AnOpenedRunDirectoryDrawsItsCurves) {
+  QString runDir;
+  {
+    app::MainWindow w(testOptions());
+    w.model().select(1);
+    useLightThsaRun(w, 1);
+    ASSERT_TRUE(w.training().start(/*steps=*/3));
+    w.controller()->waitForFinished();
+    ASSERT_TRUE(waitFor([&] { return !w.model().isTraining(1); }, 20000));
+    runDir = w.model().run(1).runDir;
+  }
+  app::MainWindow w(testOptions());
+  const int before = w.model().count();
+  ASSERT_TRUE(w.openRunDirectory(runDir));
+  ASSERT_EQ(w.model().count(), before + 1);
+  const QString name = w.model().run(before).name;
+  EXPECT_EQ(w.curves()->pointCount("train loss", name), 3) << "the opened run's curves are not drawn";
 }

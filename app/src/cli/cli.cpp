@@ -35,6 +35,7 @@ std::string helpText() {
 usage:
   tensorscope [--threads T] [--screenshot PNG]     open the explorer window
        [--demo SCRIPT] [--size WxH]                (a script of steps; the size of its pictures)
+       [SESSION.json | RUN_DIR]                    (and open a session file or a run directory)
   tensorscope --version                            versions, device, threads and BLAS in use
   tensorscope spec preset NAME                     print a complete default spec as JSON
   tensorscope spec preset --list                   list the preset names
@@ -72,7 +73,8 @@ options:
   -h, --help       this text
 
 exit codes: 0 success, 1 invalid input or failure (with the reason), 2 usage error
-docs: README.md, docs/spec-format.md, docs/cost-model.md
+docs: README.md, docs/spec-format.md, docs/cost-model.md (installed under share/doc/tensorscope);
+man tensorscope
 )";
 }
 

@@ -75,10 +75,8 @@ void DemoRunner::next() {
     } else if (cmd == "session") {
       // An example session opens as an untitled copy, as from the menu: its runs never go into
       // the (installed, read-only) examples folder.
-      const QString path = QFileInfo(arg).canonicalFilePath();
-      bool example = false;
-      for (const QString& e : exampleSessionPaths()) example = example || QFileInfo(e).canonicalFilePath() == path;
-      if (!(example ? window_->files().openExample(arg) : window_->files().open(arg))) return fail("cannot open session " + arg);
+      if (!(isExampleSession(arg) ? window_->files().openExample(arg) : window_->files().open(arg)))
+        return fail("cannot open session " + arg);
     } else if (cmd == "train") {
       trainingEnded_ = false;
       lastStep_ = 0;

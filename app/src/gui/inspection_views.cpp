@@ -24,7 +24,7 @@ QString stepHeader(const QString& run, std::int64_t step) { return QString("%1 Â
 QString probeHint(const std::string& task) {
   if (task == "fashion_mnist") return "a validation image number, e.g. 7 (Enter)";
   if (task == "char_lm") return "a text, e.g. In the beginning (Enter)";
-  if (task == "arithmetic") return "a question, e.g. 12+7= (Enter)";
+  if (task == "arithmetic") return "a question, e.g. What is 12 plus 7? (Enter)";
   return "a question, e.g. 3142 (Enter)";
 }
 

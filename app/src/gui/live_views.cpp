@@ -53,10 +53,17 @@ void LiveViews::syncRuns() {
     const QString parent = forkParentName(run, model_->session().runs);
     if (step != curves_->runStepOffset(run.name)) curves_->setRunOrigin(run.name, step, parent);
   }
+  // A run that came with a history (Open run…, `tensorscope RUN_DIR`) draws it at once.
+  for (int i = 0; i < model_->count(); ++i) {
+    const RunEntry& run = model_->run(i);
+    if (run.runDir.isEmpty() || model_->isTraining(i) || loadedDirs_.contains(run.runDir)) continue;
+    loadCurves(i);
+  }
 }
 
 void LiveViews::reloadAllCurves() {
   curves_->clear();
+  loadedDirs_.clear();
   syncRuns();
   for (int i = 0; i < model_->count(); ++i) loadCurves(i);
 }
@@ -65,6 +72,7 @@ void LiveViews::loadCurves(int index) {
   if (index < 0 || !model_->overlaid(index)) return;
   const RunEntry& run = model_->run(index);
   if (run.runDir.isEmpty()) return;
+  loadedDirs_.insert(run.runDir);
   const auto curves = readMetricsCurves(run.runDir.toStdString());
   if (curves.damaged > 0)
     Q_EMIT message(QString("skipped %1 damaged line(s) of %2/metrics.jsonl (line %3: %4)")

@@ -8,6 +8,7 @@
 /// counts it from the log). The metric filter is remembered across sessions and restarts.
 
 #include <QObject>
+#include <QSet>
 #include <QVector>
 
 namespace tensorscope::viz {
@@ -49,6 +50,7 @@ class LiveViews : public QObject {
   double lastStep_ = -1;
   double lastTime_ = 0;
   bool clockKnown_ = false;
+  QSet<QString> loadedDirs_;  ///< run directories whose metrics.jsonl the curves hold
 };
 
 }  // namespace tensorscope::app

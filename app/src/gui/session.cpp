@@ -16,6 +16,15 @@
 #include "spec/cost_model.h"
 #include "spec/json_reader.h"
 
+// Set by app/CMakeLists.txt; other builds of this file (the session fuzz harness) find resources
+// only where an install puts them.
+#ifndef TENSORSCOPE_BIN_TO_DATA
+#define TENSORSCOPE_BIN_TO_DATA "../share"
+#endif
+#ifndef TENSORSCOPE_BUILD_DIR
+#define TENSORSCOPE_BUILD_DIR ""
+#endif
+
 namespace tensorscope::app {
 namespace {
 
@@ -194,17 +203,35 @@ RunEntry referenceDenseThsaRun() {
   return {"THSA dense · reference size", c, {}, {}};
 }
 
+QString resourceDirectory(const QString& kind) {
+  const QString bin = QCoreApplication::applicationDirPath();
+  // Installed: DATADIR/tensorscope/KIND relative to the binary's BINDIR (GNUInstallDirs), wherever
+  // the prefix was moved.
+  const QDir installed(QDir(bin).filePath(QStringLiteral(TENSORSCOPE_BIN_TO_DATA "/tensorscope/") + kind));
+  if (installed.exists()) return installed.canonicalPath();
+  // A binary of this build tree (the explorer, the tests) reads the source tree's resources; an
+  // installed one never does.
+  const QString build = QFileInfo(QStringLiteral(TENSORSCOPE_BUILD_DIR)).canonicalFilePath();
+  const QString here = QFileInfo(bin).canonicalFilePath();
+  if (!build.isEmpty() && (here == build || here.startsWith(build + '/')))
+    return QStringLiteral(TENSORSCOPE_SOURCE_DIR "/resources/") + kind;
+  return {};
+}
+
 QStringList exampleSessionPaths() {
   QStringList out;
-  for (const QString& base : {QCoreApplication::applicationDirPath() + "/../../resources/sessions",
-                              QCoreApplication::applicationDirPath() + "/../share/tensorscope/sessions",
-                              QString(TENSORSCOPE_SOURCE_DIR) + "/resources/sessions"}) {
-    QDir d(base);
-    if (!d.exists()) continue;
-    for (const auto& f : d.entryList({"*.json"}, QDir::Files, QDir::Name)) out << d.absoluteFilePath(f);
-    if (!out.isEmpty()) break;
-  }
+  const QDir d(resourceDirectory(QStringLiteral("sessions")));
+  if (d.path().isEmpty() || !d.exists()) return out;
+  for (const auto& f : d.entryList({"*.json"}, QDir::Files, QDir::Name)) out << d.absoluteFilePath(f);
   return out;
+}
+
+bool isExampleSession(const QString& path) {
+  const QString canonical = QFileInfo(path).canonicalFilePath();
+  if (canonical.isEmpty()) return false;
+  for (const QString& e : exampleSessionPaths())
+    if (QFileInfo(e).canonicalFilePath() == canonical) return true;
+  return false;
 }
 
 QString autosavePath() {

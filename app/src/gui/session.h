@@ -55,6 +55,12 @@ model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& spec, const QS
 
 /// Example sessions shipped in resources/sessions (names and paths).
 QStringList exampleSessionPaths();
+/// True when `path` is one of exampleSessionPaths() (they open as untitled copies).
+bool isExampleSession(const QString& path);
+/// Where the resources of `kind` ("sessions", "examples") are: the installed
+/// DATADIR/tensorscope/KIND next to the binary's prefix, else (a binary of the build tree) the source
+/// tree's resources/KIND; empty when neither.
+QString resourceDirectory(const QString& kind);
 
 /// Where the explorer autosaves the open session (every minute and on close).
 QString autosavePath();
