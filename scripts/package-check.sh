@@ -23,6 +23,15 @@ tensorscope --version | head -1
 tensorscope spec preset thsa >/dev/null
 man -w tensorscope >/dev/null
 desktop-file-validate /usr/share/applications/tensorscope.desktop
+if command -v gio >/dev/null; then  # the file manager's view: a session file has Tensorscope's MIME type
+  TMPM=$(mktemp -d)
+  cp resources/sessions/tp_role_clusters.json "$TMPM/study.tensorscope.json"
+  type=$(gio info -a standard::content-type "$TMPM/study.tensorscope.json" | awk '/content-type/ {print $2}')
+  rm -rf "$TMPM"
+  [ "$type" = application/x-tensorscope-session ] || { echo "package: a session file is $type" >&2; exit 1; }
+  gio mime application/x-tensorscope-session | grep -q "tensorscope.desktop" \
+    || { echo "package: Tensorscope does not open session files" >&2; exit 1; }
+fi
 TMP=$(mktemp -d)
 HOME=$TMP XDG_DATA_HOME=$TMP/data QT_QPA_PLATFORM=offscreen \
   tensorscope --screenshot "$TMP/window.png" /usr/share/tensorscope/sessions/tp_role_clusters.json >/dev/null

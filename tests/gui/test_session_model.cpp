@@ -170,3 +170,12 @@ TEST(SessionModel, ANewSessionIsRefusedWhileARunTrains) {
 }
 
 }  // namespace
+
+// Issue 20: session files are NAME.tensorscope.json (their own MIME type by the longer glob), and a
+// name typed without .json gets that suffix; any .json name is kept.
+TEST(SessionFileNames, ANameWithoutJsonGetsTheSessionSuffix) {
+  EXPECT_EQ(tensorscope::app::withSessionSuffix("/tmp/study"), "/tmp/study.tensorscope.json");
+  EXPECT_EQ(tensorscope::app::withSessionSuffix("/tmp/study.json"), "/tmp/study.json");
+  EXPECT_EQ(tensorscope::app::withSessionSuffix("/tmp/study.tensorscope.json"), "/tmp/study.tensorscope.json");
+  EXPECT_EQ(tensorscope::app::withSessionSuffix(""), "");
+}

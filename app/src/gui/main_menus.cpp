@@ -17,6 +17,7 @@
 #include "gui/figure_export.h"
 #include "gui/main_window.h"
 #include "gui/runs_panel.h"
+#include "gui/session.h"
 #include "gui/session_files.h"
 #include "gui/session_model.h"
 #include "gui/training_controller.h"
@@ -85,7 +86,7 @@ void buildMainMenus(MainWindow& w) {
   SessionModel* const model = &w.model();
   TrainingDriver* const driver = &w.training();
   QMenu* file = w.menuBar()->addMenu("&File");
-  const QString filter = "Tensorscope session (*.json);;All files (*)";
+  const QString filter = kSessionFileFilter;
   file->addAction("&Open session…", QKeySequence::Open, window, [window, filter] {
     const QString p = QFileDialog::getOpenFileName(window, "Open session", {}, filter);
     if (!p.isEmpty()) window->files().open(p);
@@ -101,7 +102,8 @@ void buildMainMenus(MainWindow& w) {
   for (const auto& p : exampleSessionPaths())
     examples->addAction(QFileInfo(p).baseName(), window, [window, p] { window->files().openExample(p); });
   const auto saveAs = [window, filter] {
-    const QString p = QFileDialog::getSaveFileName(window, "Save session as", "session.json", filter);
+    const QString p = withSessionSuffix(
+        QFileDialog::getSaveFileName(window, "Save session as", QStringLiteral("session") + kSessionSuffix, filter));
     if (!p.isEmpty()) window->files().save(p);
   };
   file->addAction("&Save session", QKeySequence::Save, window, [window] { window->files().saveInteractively(); });

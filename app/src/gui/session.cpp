@@ -226,6 +226,11 @@ QStringList exampleSessionPaths() {
   return out;
 }
 
+QString withSessionSuffix(const QString& path) {
+  if (path.isEmpty() || path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive)) return path;
+  return path + QString::fromLatin1(kSessionSuffix);
+}
+
 bool isExampleSession(const QString& path) {
   const QString canonical = QFileInfo(path).canonicalFilePath();
   if (canonical.isEmpty()) return false;

@@ -55,6 +55,12 @@ model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& spec, const QS
 
 /// Example sessions shipped in resources/sessions (names and paths).
 QStringList exampleSessionPaths();
+/// Session files are JSON named NAME.tensorscope.json: the longer glob gives them their own MIME
+/// type (application/x-tensorscope-session) while they stay .json files; any .json opens.
+inline constexpr const char* kSessionSuffix = ".tensorscope.json";
+inline constexpr const char* kSessionFileFilter = "Tensorscope session (*.tensorscope.json *.json);;All files (*)";
+/// `path` as a session file name: a name without ".json" gets ".tensorscope.json".
+QString withSessionSuffix(const QString& path);
 /// True when `path` is one of exampleSessionPaths() (they open as untitled copies).
 bool isExampleSession(const QString& path);
 /// Where the resources of `kind` ("sessions", "examples") are: the installed

@@ -108,7 +108,8 @@ bool SessionFiles::save(const QString& path) {
 bool SessionFiles::saveInteractively() {
   QString path = model_->path();
   if (path.isEmpty())
-    path = QFileDialog::getSaveFileName(window_, "Save session", "session.json", "Tensorscope session (*.json);;All files (*)");
+    path = withSessionSuffix(QFileDialog::getSaveFileName(window_, "Save session", QStringLiteral("session") + kSessionSuffix,
+                                                          kSessionFileFilter));
   return !path.isEmpty() && save(path);
 }
 
