@@ -39,14 +39,6 @@ void useLightTpRun(app::MainWindow& w) {
   w.trainingPanel()->setConfig(c);
 }
 
-/// Trains the selected run `steps` steps and waits until it has stopped.
-void trainStopped(app::MainWindow& w, int steps) {
-  const int index = w.model().current();
-  ASSERT_TRUE(w.training().start(steps));
-  w.controller()->waitForFinished();
-  ASSERT_TRUE(waitFor([&] { return !w.model().isTraining(index); }, 20000));
-}
-
 }  // namespace
 
 TEST(Probes, RoleClustersShowTheChosenLayerAndHeadWithACaption) {

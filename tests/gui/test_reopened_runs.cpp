@@ -47,9 +47,7 @@ TEST(ReopenedRuns, EveryViewComesBackFromTheRunDirectoryAndFollowsTheSelectedRun
     app::MainWindow w(testOptions());
     w.model().select(1);
     useLightThsaRun(w, 2);
-    ASSERT_TRUE(w.training().start(/*steps=*/3));
-    w.controller()->waitForFinished();
-    ASSERT_TRUE(waitFor([&] { return !w.model().isTraining(1); }, 20000));
+    trainStopped(w, 3);
     runDir = w.model().run(1).runDir;
     ASSERT_FALSE(runDir.isEmpty());
     ASSERT_TRUE(w.files().save(sessionPath));
@@ -128,9 +126,7 @@ TEST(ReopenedRuns, AnOpenedRunDirectoryDrawsItsCurves) {
     app::MainWindow w(testOptions());
     w.model().select(1);
     useLightThsaRun(w, 1);
-    ASSERT_TRUE(w.training().start(/*steps=*/3));
-    w.controller()->waitForFinished();
-    ASSERT_TRUE(waitFor([&] { return !w.model().isTraining(1); }, 20000));
+    trainStopped(w, 3);
     runDir = w.model().run(1).runDir;
   }
   app::MainWindow w(testOptions());

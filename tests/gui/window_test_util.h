@@ -11,6 +11,8 @@
 #include "gui/main_window.h"
 #include "gui/session_files.h"
 #include "gui/session_model.h"
+#include "gui/training_controller.h"
+#include "gui/training_driver.h"
 #include "gui/training_panel.h"
 
 namespace tensorscope::test {
@@ -41,6 +43,14 @@ inline void useLightThsaRun(app::MainWindow& w, int layers, int checkpointInterv
   small.model.layers = layers;
   if (checkpointInterval > 0) small.train.checkpoint_interval = checkpointInterval;
   w.trainingPanel()->setConfig(small);
+}
+
+/// Trains the selected run `steps` steps and waits until it has stopped.
+inline void trainStopped(app::MainWindow& w, int steps) {
+  const int index = w.model().current();
+  ASSERT_TRUE(w.training().start(steps));
+  w.controller()->waitForFinished();
+  ASSERT_TRUE(waitFor([&] { return !w.model().isTraining(index); }, 20000));
 }
 
 /// For looking at what users see: with $TS_GUI_SCREENSHOT_DIR set, shows the window at 1500 x 950

@@ -40,6 +40,12 @@ struct Recorder : ProgressSink {
   void onMessage(const std::string& m) override { messages.push_back(m); }
 };
 
+/// Polls `done` (the recorder fills from the trainer thread) for up to 2 s.
+template <typename F>
+void waitUntil(F done) {
+  for (int i = 0; i < 200 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
 std::string fileBytes(const std::string& p) { return tensorscope::files::readWholeFile(p); }
 
 /// The run's current checkpoint holds finite weights only.
@@ -118,14 +124,14 @@ TEST(Trainer, InspectsOnRequestWithTheProbeEvenWhilePaused) {
   Recorder rec;
   std::thread worker([&] { train(c, dir.path("run"), control, rec); });
   control.step();
-  for (int i = 0; i < 200 && rec.metrics.size() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  waitUntil([&] { return !rec.metrics.empty(); });
   control.requestInspection("01");
-  for (int i = 0; i < 200 && rec.inspections.empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  waitUntil([&] { return !rec.inspections.empty(); });
   ASSERT_EQ(rec.inspections.size(), 1u);
   EXPECT_EQ(rec.inspections[0].step, 1);
   EXPECT_EQ(rec.inspections[0].probe.rfind("\u201c01\u201d", 0), 0u) << rec.inspections[0].probe;
   control.requestInspection("zz");
-  for (int i = 0; i < 200 && rec.inspections.size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  waitUntil([&] { return rec.inspections.size() >= 2; });
   ASSERT_EQ(rec.inspections.size(), 2u);
   EXPECT_NE(rec.inspections[1].probe.find("example 0"), std::string::npos) << "the default probe again";
   ASSERT_FALSE(rec.messages.empty());
@@ -233,7 +239,7 @@ TEST(Trainer, PauseSingleStepResume) {
   Recorder rec;
   std::thread worker([&] { train(c, dir.path("run"), control, rec); });
   control.step();
-  for (int i = 0; i < 200 && rec.metrics.size() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  waitUntil([&] { return !rec.metrics.empty(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(rec.metrics.size(), 1u) << "a single step while paused";
   control.resume();
@@ -250,9 +256,9 @@ TEST(Trainer, WritesACheckpointOnRequestEvenWhilePaused) {
   Recorder rec;
   std::thread worker([&] { train(c, dir.path("run"), control, rec); });
   control.step();
-  for (int i = 0; i < 200 && rec.metrics.size() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  waitUntil([&] { return !rec.metrics.empty(); });
   control.requestCheckpoint();
-  for (int i = 0; i < 200 && rec.checkpoints.empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  waitUntil([&] { return !rec.checkpoints.empty(); });
   ASSERT_EQ(rec.checkpoints.size(), 1u);
   EXPECT_EQ(rec.checkpoints.front(), 1);
   EXPECT_EQ(rec.metrics.size(), 1u) << "serving the request must not take a step";
