@@ -66,7 +66,7 @@ run_stage() {
 
 # --- the machine -----------------------------------------------------------------------------------
 if command -v nvidia-smi >/dev/null; then
-  nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>&1 | head -n 4
+  nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>&1 | sed -n 1,4p
 else
   echo "none (no nvidia-smi on this machine)"
 fi >"$out/gpu.txt"

@@ -12,14 +12,16 @@ dpkg-deb --contents "$deb" | awk '{print $6}' | grep -E '^\./usr/(bin/tensorscop
 if command -v lintian >/dev/null; then
   lintian --fail-on error "$deb" || { echo "package: lintian reports errors" >&2; exit 1; }
 fi
-if dpkg-query -W -f='${Status}' tensorscope 2>/dev/null | grep -q "install ok installed"; then
+# Never `producer | grep -q` under pipefail: grep -q leaves at its first match, a producer that
+# writes again (gio flushes every line) dies of SIGPIPE and the pipeline fails at random.
+if [ "$(dpkg-query -W -f='${Status}' tensorscope 2>/dev/null || true)" = "install ok installed" ]; then
   echo "package: tensorscope is installed on this machine already; not touching it" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get install -y -qq "$deb" >/dev/null
 trap 'apt-get purge -y -qq tensorscope >/dev/null 2>&1 || true' EXIT
-tensorscope --version | head -1
+tensorscope --version | sed -n 1p  # sed reads to the end: head would leave early (SIGPIPE under pipefail)
 tensorscope spec preset thsa >/dev/null
 man -w tensorscope >/dev/null
 desktop-file-validate /usr/share/applications/tensorscope.desktop
@@ -29,8 +31,9 @@ if command -v gio >/dev/null; then  # the file manager's view: a session file ha
   type=$(gio info -a standard::content-type "$TMPM/study.tensorscope.json" | awk '/content-type/ {print $2}')
   rm -rf "$TMPM"
   [ "$type" = application/x-tensorscope-session ] || { echo "package: a session file is $type" >&2; exit 1; }
-  gio mime application/x-tensorscope-session | grep -q "tensorscope.desktop" \
-    || { echo "package: Tensorscope does not open session files" >&2; exit 1; }
+  openers=$(gio mime application/x-tensorscope-session)
+  grep -q "tensorscope.desktop" <<<"$openers" \
+    || { echo "package: Tensorscope does not open session files; gio says: $openers" >&2; exit 1; }
 fi
 TMP=$(mktemp -d)
 HOME=$TMP XDG_DATA_HOME=$TMP/data QT_QPA_PLATFORM=offscreen \

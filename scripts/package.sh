@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${TENSORSCOPE_BUILD_DIR:-build}
 bash scripts/build.sh "$@" >&2
 (cd "$BUILD_DIR" && cpack -G DEB -B "$PWD/package" >&2)
-deb=$(ls -t "$BUILD_DIR"/package/tensorscope_*.deb | head -1)
+deb=$(ls -t "$BUILD_DIR"/package/tensorscope_*.deb | sed -n 1p)
 realpath "$deb"

@@ -21,7 +21,7 @@ if [ "$mode" = ours ]; then
   out=$("$checker" "${files[@]}" 2>&1); rc=$?
   echo "$out" | head -40
   clean=$(echo "$out" | grep -c '^clean ')
-  if [ $rc -ne 0 ] || [ "$clean" -ne ${#files[@]} ] || echo "$out" | grep -q AddressSanitizer; then
+  if [ $rc -ne 0 ] || [ "$clean" -ne ${#files[@]} ] || grep -q AddressSanitizer <<<"$out"; then
     echo "FAIL: $clean of ${#files[@]} diagrams laid out clean"; exit 1
   fi
   echo "PASS: all ${#files[@]} preset diagrams lay out without a sanitizer finding"
@@ -35,7 +35,7 @@ elif [ "$mode" = upstream ]; then
     *) echo "SKIP: the reproducer is pinned to Debian 12's Graphviz 2.42; this is $version"
        echo "$out" | tail -5; exit 77 ;;
   esac
-  if echo "$out" | grep -q "attempting double-free"; then
+  if grep -q "attempting double-free" <<<"$out"; then
     echo "PASS: Graphviz $version still frees twice on the reproducer (the emitted DOT avoids the trigger)"
   else
     echo "FAIL: no double free on the reproducer: the upstream bug or its trigger changed"; echo "$out" | tail -20; exit 1

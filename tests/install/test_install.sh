@@ -22,8 +22,12 @@ export HOME="$TMP/home" XDG_DATA_HOME="$TMP/home/data" XDG_CONFIG_HOME="$TMP/hom
 mkdir -p "$HOME"
 cd "$TMP"  # not the source tree
 
-"$BIN" --version | grep -q '^Tensorscope ' || fail "--version"
-"$BIN" spec preset thsa | grep -q '"variant": "thsa"' || fail "spec preset thsa"
+# has PATTERN TEXT: never `producer | grep -q` under pipefail (grep -q leaves at its first match and
+# a producer that writes again dies of SIGPIPE, so the pipeline fails at random).
+has() { grep -q -- "$1" <<<"$2"; }
+VERSION=$("$BIN" --version)
+has '^Tensorscope ' "$VERSION" || fail "--version"
+has '"variant": "thsa"' "$("$BIN" spec preset thsa)" || fail "spec preset thsa"
 for f in sessions/thsa_design_space.json sessions/tp_role_clusters.json examples/copy_multilinear.json; do
   [ -f "$P/share/tensorscope/$f" ] || fail "share/tensorscope/$f not installed"
 done
@@ -35,11 +39,12 @@ done
 [ -f "$P/share/doc/tensorscope/attention-variants.md" ] || fail "no design docs (with the papers' references)"
 MAN="$P/share/man/man1/tensorscope.1.gz"
 [ -f "$MAN" ] || fail "no man page"
-zcat "$MAN" | grep -q '^\.SH COMMANDS' || fail "the man page has no COMMANDS"
-zcat "$MAN" | grep -q 'spec preset' || fail "the man page misses the spec commands"
+MAN_TEXT=$(zcat "$MAN")
+has '^\.SH COMMANDS' "$MAN_TEXT" || fail "the man page has no COMMANDS"
+has 'spec preset' "$MAN_TEXT" || fail "the man page misses the spec commands"
 [ -f "$P/share/doc/tensorscope/copyright" ] && [ -f "$P/share/doc/tensorscope/changelog.gz" ] || fail "no copyright or changelog"
 if command -v man >/dev/null; then
-  MANPATH="$P/share/man" man -P cat tensorscope 2>/dev/null | grep -q 'tensorscope' || fail "man tensorscope"
+  has 'tensorscope' "$(MANPATH="$P/share/man" man -P cat tensorscope 2>/dev/null)" || fail "man tensorscope"
 fi
 COMP="$P/share/bash-completion/completions/tensorscope"
 [ -f "$COMP" ] || fail "no bash completion"
@@ -48,7 +53,7 @@ got=$(PATH="$P/bin:$PATH" bash -c "source '$COMP'; COMP_WORDS=(tensorscope di); 
 got=$(PATH="$P/bin:$PATH" bash -c "source '$COMP'; COMP_WORDS=(tensorscope diagram --preset skip_l); COMP_CWORD=3; _tensorscope; echo \${COMPREPLY[*]}")
 [ "$got" = "skip_left" ] || fail "bash completes presets to '$got'"
 
-if "$BIN" --version | grep -q '^Qt '; then  # the explorer and its desktop integration
+if has '^Qt ' "$VERSION"; then  # the explorer and its desktop integration
   D="$P/share/applications/tensorscope.desktop"
   [ -f "$D" ] || fail "no desktop entry"
   if command -v desktop-file-validate >/dev/null; then desktop-file-validate "$D" || fail "desktop-file-validate"; fi
@@ -72,7 +77,7 @@ if "$BIN" --version | grep -q '^Qt '; then  # the explorer and its desktop integ
   [ -s "$OUT/installed_example.png" ] || fail "no screenshot of the installed example"
   # Its runs went to the user's data folder, not next to the installed (read-only) examples.
   [ -z "$(find "$P/share/tensorscope" -name '*.runs' -o -name 'metrics.jsonl')" ] || fail "runs written into share/tensorscope"
-  find "$XDG_DATA_HOME" -name metrics.jsonl | grep -q . || fail "no run under the user's data folder"
+  [ -n "$(find "$XDG_DATA_HOME" -name metrics.jsonl)" ] || fail "no run under the user's data folder"
   # A file that does not read: refused with the reason, the window still opens.
   echo '{"format": "nonsense"}' >"$TMP/bad.json"
   "$BIN" --screenshot "$TMP/bad.png" "$TMP/bad.json" >"$TMP/bad.log" 2>&1 || true
