@@ -24,6 +24,9 @@ PACKAGES=(
   # the Debian package and desktop integration (issue 20): dpkg-shlibdeps, the desktop entry's and
   # AppStream's validators, man, lintian
   dpkg-dev desktop-file-utils appstream man-db lintian
+  # sweeps on Slurm (issue 14): a real single-node cluster for the tests (tests/slurm); no service
+  # is started by installing them (the test starts its own daemons in a temporary directory)
+  slurm-wlm slurmctld slurmd slurm-client munge
 )
 
 missing=()

@@ -18,16 +18,19 @@ _tensorscope() {
     esac
   done
   case $prev in
-    --threads|--steps|--seed|--batch|--seq|--dpi|--count) return ;;
+    --threads|--steps|--seed|--batch|--seq|--dpi|--count|--jobs|--x) return ;;
     --preset) COMPREPLY=($(compgen -W "$(tensorscope spec preset --list 2>/dev/null)" -- "$cur")); return ;;
-    --format) COMPREPLY=($(compgen -W "svg pdf png dot tikz pytorch" -- "$cur")); return ;;
+    --format)
+      if [[ $command == sweep ]]; then COMPREPLY=($(compgen -W "md csv latex json" -- "$cur"))
+      else COMPREPLY=($(compgen -W "svg pdf png dot tikz pytorch" -- "$cur")); fi
+      return ;;
     --theme) COMPREPLY=($(compgen -W "light dark" -- "$cur")); return ;;
     --device) COMPREPLY=($(compgen -W "cpu cuda" -- "$cur")); return ;;
     --init-cores) COMPREPLY=($(compgen -W "config checkpoint" -- "$cur")); return ;;
     --task) COMPREPLY=($(compgen -W "arithmetic char_lm fashion_mnist copy reverse sort" -- "$cur")); return ;;
     --size) COMPREPLY=($(compgen -W "1280x800 1600x1000 1920x1080" -- "$cur")); return ;;
     --out|--resume|--run|--init-from) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --config|--spec|--weights|--input|--output|--save-weights|--demo|--screenshot)
+    --config|--spec|--weights|--input|--output|--save-weights|--demo|--screenshot|--figure)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   local options
@@ -36,7 +39,7 @@ _tensorscope() {
       if [[ $cur == -* ]]; then
         options="--threads --screenshot --demo --size --version --help"
       else  # a command, or a session file / run directory to open in the window
-        COMPREPLY=($(compgen -W "spec attention diagram train eval infer export task" -- "$cur") $(compgen -f -- "$cur"))
+        COMPREPLY=($(compgen -W "spec attention diagram train eval infer export sweep task" -- "$cur") $(compgen -f -- "$cur"))
         return
       fi ;;
     spec)
@@ -52,6 +55,15 @@ _tensorscope() {
     eval) options="--run" ;;
     infer) options="--run --input --output" ;;
     export) options="--run --format --out" ;;
+    sweep)
+      case $sub in
+        "") COMPREPLY=($(compgen -W "plan run run-trial status report" -- "$cur")); return ;;
+        plan) [[ $cur == -* ]] || { COMPREPLY=($(compgen -f -- "$cur")); return; }; options="--out" ;;
+        run) [[ $cur == -* ]] || { COMPREPLY=($(compgen -d -- "$cur")); return; }; options="--jobs --retry-failed --json" ;;
+        status) [[ $cur == -* ]] || { COMPREPLY=($(compgen -d -- "$cur")); return; }; options="--json" ;;
+        report) [[ $cur == -* ]] || { COMPREPLY=($(compgen -d -- "$cur")); return; }; options="--format --out --figure --x" ;;
+        run-trial) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+      esac ;;
     task)
       [[ -z $sub ]] && { COMPREPLY=($(compgen -W "sample" -- "$cur")); return; }
       options="--task --seed --count" ;;

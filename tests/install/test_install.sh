@@ -28,9 +28,12 @@ has() { grep -q -- "$1" <<<"$2"; }
 VERSION=$("$BIN" --version)
 has '^Tensorscope ' "$VERSION" || fail "--version"
 has '"variant": "thsa"' "$("$BIN" spec preset thsa)" || fail "spec preset thsa"
-for f in sessions/thsa_design_space.json sessions/tp_role_clusters.json examples/copy_multilinear.json; do
+for f in sessions/thsa_design_space.json sessions/tp_role_clusters.json examples/copy_multilinear.json \
+  sweeps/tuformer_design_space.json sweeps/heads_vs_rank.json; do
   [ -f "$P/share/tensorscope/$f" ] || fail "share/tensorscope/$f not installed"
 done
+"$BIN" sweep plan "$P/share/tensorscope/sweeps/tuformer_design_space.json" --out "$TMP/sweep" >"$TMP/sweep.log" \
+  || { cat "$TMP/sweep.log"; fail "sweep plan of an installed sweep"; }
 "$BIN" train --config "$P/share/tensorscope/examples/copy_multilinear.json" --out "$TMP/run" --steps 3 >"$TMP/train.log" \
   || { cat "$TMP/train.log"; fail "train from the installed example"; }
 [ -f "$TMP/run/config.json" ] || fail "the run directory has no config.json"

@@ -7,6 +7,7 @@
 #include "cli/attention_command.h"
 #include "cli/diagram_command.h"
 #include "cli/spec_commands.h"
+#include "cli/sweep_commands.h"
 #include "cli/train_commands.h"
 #include "model_core/runtime.h"
 #if TENSORSCOPE_WITH_GUI
@@ -17,7 +18,7 @@
 
 namespace tensorscope::app {
 namespace {
-const std::set<std::string> kCommands = {"spec", "attention", "train", "eval", "infer", "export", "task", "diagram"};
+const std::set<std::string> kCommands = {"spec", "attention", "train", "eval", "infer", "export", "task", "diagram", "sweep"};
 }
 
 bool isHeadlessInvocation(const std::vector<std::string>& args) {
@@ -63,6 +64,20 @@ usage:
                                                    tokens [B,N] I64 (or patches) -> logits
   tensorscope export --run RUN_DIR --format pytorch --out DIR
                                                    model.py + model.safetensors + config.json
+  tensorscope sweep plan SWEEP.json --out DIR     expand a sweep into trial directories; print the
+                                                   trials, parameter counts and estimated cost
+  tensorscope sweep run DIR [--jobs J] [--retry-failed]
+                                                   train the pending trials, J at a time (resumable;
+                                                   Ctrl-C stops and keeps their checkpoints)
+  tensorscope sweep submit DIR --slurm [--partition P] [--time T] [--cpus-per-task C] [--gpus G]
+                           [--array-limit K] [--retry-failed] [--dry-run]
+                                                   the pending trials as a Slurm job array
+  tensorscope sweep run-trial DIR INDEX [--device cpu|cuda]
+                                                   train one trial (what run and Slurm jobs call)
+  tensorscope sweep status DIR [--json]            each trial's state, step and result
+  tensorscope sweep report DIR [--format md|csv|latex|json] [--out FILE]
+                               [--figure FILE.svg|png|pdf] [--x parameters|AXIS]
+                                                   per-design mean ± std over seeds, and a figure
   tensorscope task sample --task NAME [--seed N] [--count K]
                                                    show generated data (arithmetic, char_lm,
                                                    fashion_mnist, copy, reverse, sort)
@@ -73,7 +88,7 @@ options:
   -h, --help       this text
 
 exit codes: 0 success, 1 invalid input or failure (with the reason), 2 usage error
-docs: README.md, docs/spec-format.md, docs/cost-model.md (installed under share/doc/tensorscope);
+docs: README.md, docs/spec-format.md, docs/cost-model.md, docs/sweeps.md (installed under share/doc/tensorscope);
 man tensorscope
 )";
 }
@@ -116,6 +131,7 @@ int runCli(const std::vector<std::string>& words, std::ostream& out, std::ostrea
     if (cmd == "infer") return runInferCommand(args, out, err);
     if (cmd == "export") return runExportCommand(args, out, err);
     if (cmd == "task") return runTaskCommand(args, out, err);
+    if (cmd == "sweep") return runSweepCommand(args, out, err);
     throw UsageError("unknown command '" + cmd.value_or("") + "'; see tensorscope --help");
   } catch (const UsageError& e) {
     err << "tensorscope: " << e.what() << "\n";

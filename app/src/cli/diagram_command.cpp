@@ -47,17 +47,7 @@ bool loadSpec(const std::optional<std::string>& path, const std::optional<std::s
   return false;
 }
 
-#if TENSORSCOPE_WITH_GUI
-/// Rendering needs a QApplication; a headless command makes an offscreen one for its duration.
-std::unique_ptr<QApplication> ensureApplication() {
-  if (QCoreApplication::instance()) return nullptr;
-  if (!qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-  static int argc = 1;
-  static char name[] = "tensorscope";
-  static char* argv[] = {name, nullptr};
-  return std::make_unique<QApplication>(argc, argv);
-}
-#endif
+
 
 int check(const spec::AttentionSpec& s, Args& args, std::int64_t seq, const std::string& what, std::ostream& out,
           std::ostream& err) {
@@ -119,7 +109,7 @@ int runDiagramCommand(Args& args, std::ostream& out, std::ostream& err) {
   const auto network = spec::buildTensorNetwork(s, seq);
   const bool rendered = *format == diagram_view::ExportFormat::Svg || *format == diagram_view::ExportFormat::Pdf ||
                         *format == diagram_view::ExportFormat::Png;
-  const auto app = rendered ? ensureApplication() : nullptr;
+  const auto app = rendered ? ensureOffscreenApplication() : nullptr;
   const QString path = QString::fromStdString(*outPath);
   diagram_view::exportDiagram(network, *format, path, options);
   out << "wrote " << *outPath << " (" << *formatText << ", " << network.nodes.size() << " tensors, "
@@ -128,5 +118,16 @@ int runDiagramCommand(Args& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 #endif
 }
+
+#if TENSORSCOPE_WITH_GUI
+std::shared_ptr<void> ensureOffscreenApplication() {
+  if (QCoreApplication::instance()) return nullptr;
+  if (!qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  static int argc = 1;
+  static char name[] = "tensorscope";
+  static char* argv[] = {name, nullptr};
+  return std::make_shared<QApplication>(argc, argv);
+}
+#endif
 
 }  // namespace tensorscope::app

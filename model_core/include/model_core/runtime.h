@@ -35,6 +35,8 @@ int configureThreads(int requested = 0);
 /// The process's `--threads T`: it means what it says for every later configureThreads call, a run
 /// config's `threads` included. 0 clears it. Applies it at once and returns the number in effect.
 int setThreadsOverride(int threads);
+/// The `--threads T` in effect, 0 when none was given.
+int threadsOverride();
 
 /// Current runtime facts (cheap; call after configureThreads).
 RuntimeInfo runtimeInfo();

@@ -91,6 +91,8 @@ namespace {
 std::atomic<int> g_threadsOverride{0};
 }  // namespace
 
+int threadsOverride() { return g_threadsOverride.load(); }
+
 int setThreadsOverride(int threads) {
   g_threadsOverride.store(threads > 0 ? threads : 0);
   return configureThreads(0);

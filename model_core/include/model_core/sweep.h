@@ -1,0 +1,179 @@
+#pragma once
+/// Design-space experiments (issue 14): a sweep file (a base run config, axes, seeds, a budget per
+/// trial, an optional parameter-budget rule and the metric to compare), its expansion into trials,
+/// the files of a sweep directory, and the report of its results. Torch-free: the command line
+/// trains the trials; the fuzz harness builds this reader alone. docs/sweeps.md is the user's guide.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model_core/run_config.h"
+
+namespace tensorscope::model_core {
+
+inline constexpr const char* kSweepFormat = "tensorscope.sweep";
+inline constexpr const char* kSweepPlanFormat = "tensorscope.sweep_plan";
+inline constexpr const char* kTrialResultFormat = "tensorscope.trial_result";
+/// Most trials one sweep may expand into (a bound on what a file can ask for).
+inline constexpr std::int64_t kMaxSweepTrials = 4096;
+
+/// One value of an axis: the config fields it sets (dotted paths into the run config's JSON, e.g.
+/// "model.attention.core" or "train.lr"; a path through an array without an index sets every
+/// element, "model.attention[1].causal" one of them; null removes the field) and its label in
+/// trial names and reports.
+struct SweepAxisValue {
+  std::string label;
+  nlohmann::json set = nlohmann::json::object();
+  std::string solve;  ///< on the parameter match's axis: this value's size to solve (else the match's)
+};
+
+struct SweepAxis {
+  std::string name;
+  std::vector<SweepAxisValue> values;
+};
+
+/// "Match the attention parameters of the reference design": every trial whose value on `axis` is
+/// not `reference` gets the size named by `solve` that brings its attention layers' trainable
+/// parameter count closest to that of the reference trial with the same other values; the plan is
+/// refused when the closest is further than `tolerance` (relative).
+struct ParameterMatch {
+  std::string axis;
+  std::string reference;
+  /// head_size (D, with R = H·D where R was H·D), heads (H, likewise), rank (R) or d_model (F)
+  std::string solve = "head_size";
+  double tolerance = 0.01;
+};
+
+/// Which number a sweep compares: an evaluation record's field on one split.
+struct SweepMetric {
+  std::string name = "loss";  ///< loss (lower is better), accuracy or exact_match (higher is better)
+  std::string split;          ///< empty: the task's first evaluation split
+  bool higherIsBetter() const { return name != "loss"; }
+};
+
+struct SweepFile {
+  std::string name;
+  std::string description;
+  nlohmann::json base;  ///< a complete run config ("tensorscope.run_config"), the file's "set" applied
+  std::vector<SweepAxis> axes;
+  std::vector<std::uint64_t> seeds{1};  ///< train.seed of each repeat
+  std::int64_t steps = 0;               ///< per trial; 0: the base config's train.steps
+  double seconds = 0;                   ///< per trial wall-clock limit; 0: none
+  std::optional<ParameterMatch> match;
+  SweepMetric metric;
+};
+
+/// Parses a sweep file. `baseDir` resolves "base_file" (a run config path relative to the sweep
+/// file). Throws std::invalid_argument listing every problem ("field: message" lines).
+SweepFile sweepFromJson(const std::string& text, const std::string& baseDir = ".");
+SweepFile readSweepFile(const std::string& path);
+std::string sweepToJson(const SweepFile& sweep);
+
+/// One trial of a plan: its place in the grid and its complete run config.
+struct Trial {
+  std::int64_t index = 0;
+  std::string name;                                 ///< "007-skip_left-s2": the trial directory's name
+  std::vector<std::pair<std::string, std::string>> labels;  ///< (axis, value label), in axis order
+  std::uint64_t seed = 1;
+  std::string design;                               ///< the labels joined: what seeds are averaged over
+  RunConfig config;
+  std::int64_t attention_parameters = 0;            ///< trainable, all attention layers
+  std::string matched;                              ///< what the parameter match set ("D=13"), or empty
+  double attention_gflop_per_step = 0;              ///< forward + backward (3x forward) of the attention layers
+};
+
+/// Expands the grid (axes in order, seeds innermost), applies the budget and the parameter match,
+/// and validates every trial's config. Throws std::invalid_argument naming each trial and problem.
+std::vector<Trial> expandSweep(const SweepFile& sweep);
+
+/// Attention layers' trainable parameters of a config (the quantity the parameter match compares).
+std::int64_t attentionParameters(const RunConfig& config);
+
+/// Sets a dotted path of a run config's JSON (see SweepAxisValue). Throws std::invalid_argument.
+void setConfigPath(nlohmann::json& config, const std::string& path, const nlohmann::json& value);
+
+// ---- The sweep directory ------------------------------------------------------------------------
+// DIR/sweep.json             the sweep file (as planned)
+// DIR/plan.json              the trials: index, name, labels, seed, parameters, cost
+// DIR/trials/NAME/run.json   the trial's complete run config (tensorscope train --config takes it)
+// DIR/trials/NAME/run/       its run directory (checkpoints, metrics.jsonl)
+// DIR/trials/NAME/result.json  its outcome, written atomically when it ends (trial_result)
+// DIR/trials/NAME/lock       held (flock) while a process trains it
+// DIR/slurm.json             submitted job arrays (sweep submit --slurm)
+
+std::string planToJson(const SweepFile& sweep, const std::vector<Trial>& trials);
+/// Writes DIR/sweep.json, DIR/plan.json and each trial's run.json (atomically). Refuses a DIR that
+/// holds a different plan (trials would be mixed); the same plan again changes nothing.
+void writeSweepDirectory(const std::string& dir, const SweepFile& sweep, const std::vector<Trial>& trials);
+
+/// A planned sweep read back: the sweep file and its trials (configs from run.json).
+struct SweepPlan {
+  std::string dir;
+  SweepFile sweep;
+  std::vector<Trial> trials;
+  std::string trialDir(const Trial& t) const { return dir + "/trials/" + t.name; }
+  std::string runDir(const Trial& t) const { return trialDir(t) + "/run"; }
+};
+/// Throws std::invalid_argument for a directory that is not a sweep or whose files are damaged.
+SweepPlan readSweepPlan(const std::string& dir);
+
+/// The outcome of a trial (result.json).
+struct TrialResult {
+  std::string status;   ///< finished, diverged or failed
+  std::string message;
+  std::int64_t steps = 0;
+  double wall_seconds = 0;        ///< training time over every session of the trial (elapsed_seconds)
+  double tokens_per_second = 0;   ///< median over its training records
+  std::optional<double> final_metric;  ///< the metric at the last evaluation
+  std::optional<double> best_metric;   ///< the best over its evaluations
+  std::int64_t best_step = -1;
+  nlohmann::json final_eval = nlohmann::json::object();  ///< split -> {loss, accuracy, exact_match} at the end
+  std::string where;  ///< "local" or "slurm job J_I", for people
+};
+std::string trialResultToJson(const TrialResult& r);
+TrialResult parseTrialResult(const std::string& text, const std::string& path);
+
+/// Reads a trial's metrics log into a result (status and message are the caller's).
+TrialResult summariseTrialRun(const std::string& runDir, const SweepMetric& metric, const std::string& firstSplit);
+
+enum class TrialState { Pending, Running, Interrupted, Finished, Diverged, Failed };
+const char* trialStateName(TrialState s);
+struct TrialStatus {
+  TrialState state = TrialState::Pending;
+  std::int64_t step = 0;  ///< last training step recorded
+  std::optional<TrialResult> result;
+};
+/// What the files say of a trial: result.json (finished, diverged, failed), a held lock (running),
+/// a run directory with a checkpoint (interrupted) or nothing (pending).
+TrialStatus trialStatus(const SweepPlan& plan, const Trial& t);
+
+// ---- Reports ------------------------------------------------------------------------------------
+struct DesignSummary {
+  std::string design;
+  std::vector<std::pair<std::string, std::string>> labels;  ///< without the seed
+  std::int64_t attention_parameters = 0;
+  int trials = 0, finished = 0;
+  double mean = 0, std = 0;  ///< of the final metric over finished seeds (std: sample, 0 for one)
+  double best_mean = 0;
+  double tokens_per_second = 0;
+  double best_step = 0;  ///< mean step of the best evaluation
+};
+struct SweepReport {
+  std::string name, metric, split;
+  bool higher_is_better = false;
+  std::vector<std::pair<Trial, TrialStatus>> trials;
+  std::vector<DesignSummary> designs;
+};
+SweepReport buildReport(const SweepPlan& plan);
+/// md, csv, latex or json. Throws std::invalid_argument for another format.
+std::string formatReport(const SweepReport& report, const std::string& format);
+/// An SVG figure: the metric (mean ± std over seeds) against `x` ("parameters" or an axis name),
+/// one series per value of the other axes, and beside it the metric's mean curve per design over
+/// training steps (from the trials' metrics logs). Throws std::invalid_argument for an unknown x.
+std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& report, const std::string& x);
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,1186 @@
+// Sweep files, their expansion into trials, the sweep directory and its reports (model_core/sweep.h).
+// Torch-free: tests/fuzz builds this file with the run config reader alone.
+#include "model_core/sweep.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "files/atomic_file.h"
+#include "files/read_file.h"
+#include "model_core/run_files.h"
+#include "spec/cost_model.h"
+#include "spec/json_reader.h"
+
+namespace tensorscope::model_core {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+constexpr int kVersion = 1;
+
+class Problems : public spec::FieldReader {
+ public:
+  explicit Problems(std::string what) : what_(std::move(what)) {}
+  void add(const std::string& field, const std::string& msg) { fail(field, msg); }
+  [[noreturn]] void raise() const {
+    std::string m = "invalid " + what_ + ":";
+    for (const auto& line : lines()) m += "\n  " + line;
+    throw std::invalid_argument(m);
+  }
+
+ private:
+  std::string what_;
+};
+
+std::string shortNumber(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
+/// A label from a plain axis value: strings as they are, numbers short, anything else as JSON.
+std::string labelOf(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
+  if (v.is_number()) return shortNumber(v.get<double>());
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return spec::jsonPreview(v, 24);
+}
+
+/// Trial directory names keep [A-Za-z0-9._+-]; anything else becomes '_'.
+std::string safeName(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) out += (std::isalnum(c) || c == '.' || c == '-' || c == '+') ? char(c) : '_';
+  return out.empty() ? "_" : out;
+}
+
+std::string firstEvalSplit(const RunConfig& c) { return c.task.name == "arithmetic" ? "interpolation" : "validation"; }
+
+std::vector<std::string> evalSplits(const RunConfig& c) {
+  if (c.task.name == "arithmetic") return {"interpolation", "extrapolation"};
+  return {"validation"};
+}
+
+/// Splits "model.attention[1].core" into keys and indices ({"model"}, {"attention", 1}, {"core"}).
+struct PathStep {
+  std::string key;
+  std::optional<std::size_t> index;
+};
+std::vector<PathStep> parsePath(const std::string& path) {
+  if (path.empty()) throw std::invalid_argument("an empty path");
+  std::vector<PathStep> steps;
+  std::size_t i = 0;
+  while (i <= path.size()) {
+    const auto dot = path.find('.', i);
+    std::string part = path.substr(i, dot == std::string::npos ? std::string::npos : dot - i);
+    PathStep step;
+    const auto br = part.find('[');
+    if (br != std::string::npos) {
+      if (part.back() != ']' || br + 2 > part.size() - 1)
+        throw std::invalid_argument("'" + path + "': an index is written [i]");
+      const std::string digits = part.substr(br + 1, part.size() - br - 2);
+      if (digits.empty() || digits.size() > 4 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
+        throw std::invalid_argument("'" + path + "': the index must be a number below 10000");
+      step.index = std::stoul(digits);
+      part = part.substr(0, br);
+    }
+    if (part.empty()) throw std::invalid_argument("'" + path + "' has an empty field name");
+    step.key = part;
+    steps.push_back(step);
+    if (dot == std::string::npos) break;
+    i = dot + 1;
+  }
+  return steps;
+}
+
+void setSteps(json& node, const std::vector<PathStep>& steps, std::size_t at, const json& value, const std::string& path) {
+  if (!node.is_object()) throw std::invalid_argument("'" + path + "': '" + steps[at - (at > 0)].key + "' is not an object");
+  const auto& step = steps[at];
+  const bool last = at + 1 == steps.size();
+  if (last && !step.index) {
+    if (value.is_null()) node.erase(step.key);
+    else node[step.key] = value;
+    return;
+  }
+  if (!node.contains(step.key)) {
+    if (step.index) throw std::invalid_argument("'" + path + "': there is no '" + step.key + "' to index");
+    node[step.key] = json::object();
+  }
+  json& child = node[step.key];
+  if (step.index) {
+    if (!child.is_array() || *step.index >= child.size())
+      throw std::invalid_argument("'" + path + "': '" + step.key + "' has no element " + std::to_string(*step.index));
+    if (last) {
+      child[*step.index] = value;
+      return;
+    }
+    setSteps(child[*step.index], steps, at + 1, value, path);
+  } else if (child.is_array()) {  // every element (e.g. each layer's attention spec)
+    for (auto& e : child) setSteps(e, steps, at + 1, value, path);
+  } else {
+    setSteps(child, steps, at + 1, value, path);
+  }
+}
+
+const std::set<std::string> kSolves = {"head_size", "heads", "rank", "d_model"};
+const std::set<std::string> kMetrics = {"loss", "accuracy", "exact_match"};
+
+/// The attention specs of a run config's JSON, as a list (a single spec is one element).
+std::vector<json*> attentionSpecs(json& config) {
+  std::vector<json*> out;
+  if (!config.contains("model") || !config["model"].contains("attention")) return out;
+  json& a = config["model"]["attention"];
+  if (a.is_array())
+    for (auto& e : a) out.push_back(&e);
+  else
+    out.push_back(&a);
+  return out;
+}
+
+/// Sets the solved size to x in every attention spec (and model.d_model for d_model).
+void applySolve(json& config, const std::string& solve, int x) {
+  for (json* s : attentionSpecs(config)) {
+    if (!s->is_object() || !s->contains("sizes") || !(*s)["sizes"].is_object()) continue;
+    json& z = (*s)["sizes"];
+    if (solve == "head_size") {
+      const bool tied = z.contains("H") && z.contains("D") && z.contains("R") && z["H"].is_number_integer() &&
+                        z["D"].is_number_integer() && z["R"].is_number_integer() &&
+                        z["R"].get<std::int64_t>() == z["H"].get<std::int64_t>() * z["D"].get<std::int64_t>();
+      z["D"] = x;
+      if (tied) z["R"] = z["H"].get<std::int64_t>() * x;
+    } else if (solve == "heads") {
+      const bool tied = z.contains("H") && z.contains("D") && z.contains("R") && z["H"].is_number_integer() &&
+                        z["D"].is_number_integer() && z["R"].is_number_integer() &&
+                        z["R"].get<std::int64_t>() == z["H"].get<std::int64_t>() * z["D"].get<std::int64_t>();
+      z["H"] = x;
+      if (tied) z["R"] = z["D"].get<std::int64_t>() * x;
+    } else if (solve == "rank") {
+      z["R"] = x;
+    } else {
+      z["F"] = x;
+    }
+  }
+  if (solve == "d_model") config["model"]["d_model"] = x;
+}
+
+int currentSolveValue(json& config, const std::string& solve) {
+  if (solve == "d_model") return config["model"].value("d_model", 64);
+  for (json* s : attentionSpecs(config))
+    if (s->is_object() && s->contains("sizes") && (*s)["sizes"].is_object())
+      return (*s)["sizes"].value(solve == "head_size" ? "D" : solve == "heads" ? "H" : "R", 16);
+  return 16;
+}
+
+RunConfig parseTrialConfig(const json& j, const std::string& trial) {
+  try {
+    return runConfigFromJson(j.dump());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("trial " + trial + ": " + e.what());
+  }
+}
+
+std::optional<double> metricOf(const json& rec, const std::string& name) {
+  if (!rec.contains(name) || !rec[name].is_number()) return std::nullopt;
+  const double v = rec[name].get<double>();
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string joinLabels(const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::string s;
+  for (const auto& [axis, label] : labels) s += (s.empty() ? "" : " · ") + label;
+  return s.empty() ? "base" : s;
+}
+
+}  // namespace
+
+// ---- The sweep file -----------------------------------------------------------------------------
+
+SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
+  json j;
+  try {
+    j = spec::parseUntrustedJson(text);
+  } catch (const spec::JsonError& e) {
+    throw std::invalid_argument(std::string("invalid sweep: malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw std::invalid_argument("invalid sweep: the document must be a JSON object");
+  Problems p("sweep");
+  if (!spec::hasEnvelope(j, kSweepFormat, kVersion)) {
+    p.add("format", std::string("a sweep file starts {\"format\": \"") + kSweepFormat + "\", \"version\": 1, …}");
+    p.raise();
+  }
+  p.rejectUnknown(j, "", {"format", "version", "name", "description", "base", "base_file", "set", "axes", "seeds",
+                          "budget", "match_parameters", "metric"});
+  SweepFile s;
+  p.read(j, "name", "", s.name);
+  p.read(j, "description", "", s.description);
+  if (s.name.empty()) p.add("name", "give the sweep a name (it titles its reports)");
+  if (s.name.size() > 200) p.add("name", "is longer than 200 characters");
+  // The base run config, inline or from a file beside the sweep.
+  if (j.contains("base") == j.contains("base_file")) {
+    p.add("base", "give the base run config inline (\"base\") or as a file (\"base_file\"), one of them");
+  } else if (j.contains("base")) {
+    s.base = j["base"];
+  } else if (!j["base_file"].is_string()) {
+    p.add("base_file", "must be a path; got " + spec::kindName(j["base_file"]));
+  } else {
+    const std::string path = (fs::path(baseDir) / j["base_file"].get<std::string>()).string();
+    try {
+      s.base = spec::parseUntrustedJson(files::readBoundedFile(path));
+    } catch (const std::exception& e) {
+      p.add("base_file", e.what());
+    }
+  }
+  if (j.contains("set")) {
+    if (!j["set"].is_object()) {
+      p.add("set", "must be an object of config paths and their values");
+    } else {
+      for (const auto& [key, val] : j["set"].items()) {
+        try {
+          if (!s.base.is_null()) setConfigPath(s.base, key, val);
+        } catch (const std::invalid_argument& e) {
+          p.add("set", e.what());
+        }
+      }
+    }
+  }
+  if (!s.base.is_null()) {
+    try {
+      (void)runConfigFromJson(s.base.dump());
+    } catch (const std::invalid_argument& e) {
+      p.add(j.contains("base") ? "base" : "base_file", e.what());
+    }
+  }
+  // Axes.
+  if (j.contains("axes")) {
+    const json& axes = j["axes"];
+    if (!axes.is_array()) {
+      p.add("axes", "must be an array of axes");
+    } else {
+      std::set<std::string> names;
+      for (std::size_t i = 0; i < axes.size(); ++i) {
+        const std::string f = "axes[" + std::to_string(i) + "]";
+        const json& a = axes[i];
+        if (!a.is_object()) {
+          p.add(f, "must be an object {\"name\", \"path\"?, \"values\"}");
+          continue;
+        }
+        p.rejectUnknown(a, f + ".", {"name", "path", "values"});
+        SweepAxis axis;
+        std::string path;
+        p.read(a, "name", f + ".", axis.name);
+        p.read(a, "path", f + ".", path);
+        if (axis.name.empty()) axis.name = path;
+        if (axis.name.empty()) p.add(f + ".name", "name the axis (or give its path)");
+        else if (!names.insert(axis.name).second) p.add(f + ".name", "'" + axis.name + "' names two axes");
+        if (axis.name == "seed") p.add(f + ".name", "seeds are the sweep's \"seeds\", not an axis");
+        if (!path.empty()) {
+          try {
+            (void)parsePath(path);
+          } catch (const std::invalid_argument& e) {
+            p.add(f + ".path", e.what());
+            continue;  // its values cannot be read without it
+          }
+        }
+        if (!a.contains("values") || !a["values"].is_array() || a["values"].empty()) {
+          p.add(f + ".values", "must be a non-empty array");
+          continue;
+        }
+        std::set<std::string> labels;
+        for (std::size_t k = 0; k < a["values"].size(); ++k) {
+          const json& v = a["values"][k];
+          const std::string vf = f + ".values[" + std::to_string(k) + "]";
+          SweepAxisValue value;
+          if (v.is_object() && (v.contains("set") || v.contains("label"))) {
+            // {"label": L, "set": {path: value, …}}, or on an axis with a path {"label": L, "value": V}.
+            p.rejectUnknown(v, vf + ".", {"label", "set", "value", "solve"});
+            p.read(v, "label", vf + ".", value.label);
+            if (p.read(v, "solve", vf + ".", value.solve) && !kSolves.count(value.solve))
+              p.add(vf + ".solve", "must be head_size, heads, rank or d_model; got '" + value.solve + "'");
+            if (!path.empty() && v.contains("value")) {
+              value.set[path] = v["value"];
+            } else if (!path.empty() && !v.contains("set")) {
+              p.add(vf + ".value", "give the value of " + path);
+            } else if (path.empty() && v.contains("value")) {
+              p.add(vf + ".value", "this axis has no path; say what the value sets in \"set\"");
+            }
+            if (v.contains("set") && !v["set"].is_object()) {
+              p.add(vf + ".set", "must be an object of config paths and their values");
+            } else if (!v.contains("set") && path.empty()) {
+              p.add(vf + ".set", "must be an object of config paths and their values");
+            } else if (v.contains("set")) {
+              for (const auto& [key, val] : v["set"].items()) {
+                try {
+                  (void)parsePath(key);
+                  value.set[key] = val;
+                } catch (const std::invalid_argument& e) {
+                  p.add(vf + ".set", e.what());
+                }
+              }
+            }
+          } else if (!path.empty()) {
+            value.set[path] = v;
+            value.label = labelOf(v);
+          } else {
+            p.add(vf, "an axis without a path takes values {\"label\": …, \"set\": {path: value, …}}");
+            continue;
+          }
+          if (value.label.empty()) value.label = labelOf(v.is_object() && v.contains("value") ? v["value"] : v);
+          if (value.label.size() > 64) p.add(vf + ".label", "is longer than 64 characters");
+          if (!labels.insert(value.label).second) p.add(vf + ".label", "'" + value.label + "' labels two values");
+          axis.values.push_back(std::move(value));
+        }
+        s.axes.push_back(std::move(axis));
+      }
+    }
+  }
+  if (j.contains("seeds")) {
+    const json& seeds = j["seeds"];
+    s.seeds.clear();
+    if (!seeds.is_array() || seeds.empty()) {
+      p.add("seeds", "must be a non-empty array of integers");
+    } else {
+      std::set<std::uint64_t> seen;
+      for (std::size_t i = 0; i < seeds.size(); ++i) {
+        if (!seeds[i].is_number_unsigned()) {
+          p.add("seeds[" + std::to_string(i) + "]", "must be an integer >= 0; got " + spec::jsonPreview(seeds[i]));
+        } else if (!seen.insert(seeds[i].get<std::uint64_t>()).second) {
+          p.add("seeds[" + std::to_string(i) + "]", "repeats seed " + std::to_string(seeds[i].get<std::uint64_t>()));
+        } else {
+          s.seeds.push_back(seeds[i].get<std::uint64_t>());
+        }
+      }
+    }
+  }
+  if (j.contains("budget")) {
+    const json& b = j["budget"];
+    if (!b.is_object()) {
+      p.add("budget", "must be an object {\"steps\": N} and/or {\"seconds\": S}");
+    } else {
+      p.rejectUnknown(b, "budget.", {"steps", "seconds"});
+      if (p.read(b, "steps", "budget.", s.steps) && (s.steps < 1 || s.steps > kMaxRunStep))
+        p.add("budget.steps", "must be in [1, 2^40]");
+      if (p.read(b, "seconds", "budget.", s.seconds) && !(s.seconds > 0 && s.seconds <= 1e7))
+        p.add("budget.seconds", "must be in (0, 1e7]");
+    }
+  }
+  if (j.contains("match_parameters")) {
+    const json& m = j["match_parameters"];
+    if (!m.is_object()) {
+      p.add("match_parameters", "must be an object {\"axis\", \"reference\", \"solve\", \"tolerance\"}");
+    } else {
+      p.rejectUnknown(m, "match_parameters.", {"axis", "reference", "solve", "tolerance"});
+      ParameterMatch pm;
+      p.read(m, "axis", "match_parameters.", pm.axis);
+      p.read(m, "reference", "match_parameters.", pm.reference);
+      p.read(m, "solve", "match_parameters.", pm.solve);
+      p.read(m, "tolerance", "match_parameters.", pm.tolerance);
+      const auto axis = std::find_if(s.axes.begin(), s.axes.end(), [&](const SweepAxis& a) { return a.name == pm.axis; });
+      if (axis == s.axes.end()) {
+        p.add("match_parameters.axis", "'" + pm.axis + "' is not one of the sweep's axes");
+      } else if (std::none_of(axis->values.begin(), axis->values.end(),
+                              [&](const SweepAxisValue& v) { return v.label == pm.reference; })) {
+        p.add("match_parameters.reference", "'" + pm.reference + "' is not a value of axis '" + pm.axis + "'");
+      }
+      if (!kSolves.count(pm.solve)) p.add("match_parameters.solve", "must be head_size, heads, rank or d_model; got '" + pm.solve + "'");
+      if (!(pm.tolerance > 0 && pm.tolerance < 1)) p.add("match_parameters.tolerance", "must be in (0, 1), e.g. 0.01 for 1%");
+      s.match = pm;
+    }
+  }
+  if (j.contains("metric")) {
+    const json& m = j["metric"];
+    if (m.is_string()) {
+      s.metric.name = m.get<std::string>();
+    } else if (m.is_object()) {
+      p.rejectUnknown(m, "metric.", {"name", "split"});
+      p.read(m, "name", "metric.", s.metric.name);
+      p.read(m, "split", "metric.", s.metric.split);
+    } else {
+      p.add("metric", "must be loss, accuracy or exact_match, or {\"name\", \"split\"}");
+    }
+    if (!kMetrics.count(s.metric.name)) p.add("metric", "must be loss, accuracy or exact_match; got '" + s.metric.name + "'");
+  }
+  if (p.empty()) {
+    std::int64_t n = static_cast<std::int64_t>(s.seeds.size());
+    for (const auto& a : s.axes) n = std::min<std::int64_t>(n * static_cast<std::int64_t>(a.values.size()), kMaxSweepTrials + 1);
+    if (n > kMaxSweepTrials) p.add("axes", "expand to more than " + std::to_string(kMaxSweepTrials) + " trials");
+    const auto base = runConfigFromJson(s.base.dump());
+    if (!s.metric.split.empty()) {
+      const auto splits = evalSplits(base);
+      if (std::find(splits.begin(), splits.end(), s.metric.split) == splits.end())
+        p.add("metric.split", "task " + base.task.name + " evaluates on " + splits.front() +
+                                  (splits.size() > 1 ? " and " + splits.back() : "") + ", not '" + s.metric.split + "'");
+    }
+    if (s.metric.name == "exact_match" && base.task.name != "arithmetic" && base.task.name != "copy" &&
+        base.task.name != "reverse" && base.task.name != "sort")
+      p.add("metric", "exact_match is measured on question-answer tasks; task " + base.task.name + " has loss and accuracy");
+  }
+  if (!p.empty()) p.raise();
+  return s;
+}
+
+SweepFile readSweepFile(const std::string& path) {
+  std::string text;
+  try {
+    text = files::readBoundedFile(path);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+  try {
+    return sweepFromJson(text, fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(path + ": " + e.what());
+  }
+}
+
+std::string sweepToJson(const SweepFile& s) {
+  json j = {{"format", kSweepFormat}, {"version", kVersion}, {"name", s.name}};
+  if (!s.description.empty()) j["description"] = s.description;
+  j["base"] = s.base;  // with "set" applied
+  json axes = json::array();
+  for (const auto& a : s.axes) {
+    json values = json::array();
+    for (const auto& v : a.values) {
+      json value = {{"label", v.label}, {"set", v.set}};
+      if (!v.solve.empty()) value["solve"] = v.solve;
+      values.push_back(value);
+    }
+    axes.push_back({{"name", a.name}, {"values", values}});
+  }
+  j["axes"] = axes;
+  j["seeds"] = s.seeds;
+  json budget = json::object();
+  if (s.steps > 0) budget["steps"] = s.steps;
+  if (s.seconds > 0) budget["seconds"] = s.seconds;
+  if (!budget.empty()) j["budget"] = budget;
+  if (s.match)
+    j["match_parameters"] = {{"axis", s.match->axis}, {"reference", s.match->reference}, {"solve", s.match->solve},
+                             {"tolerance", s.match->tolerance}};
+  j["metric"] = {{"name", s.metric.name}};
+  if (!s.metric.split.empty()) j["metric"]["split"] = s.metric.split;
+  return j.dump(2);
+}
+
+// ---- Expansion ----------------------------------------------------------------------------------
+
+void setConfigPath(json& config, const std::string& path, const json& value) { setSteps(config, parsePath(path), 0, value, path); }
+
+std::int64_t attentionParameters(const RunConfig& c) {
+  std::int64_t n = 0;
+  for (int l = 0; l < c.model.layers; ++l) n += spec::parameterCount(layerSpec(c.model, l));
+  return n;
+}
+
+std::vector<Trial> expandSweep(const SweepFile& s) {
+  // Grid points: one value index per axis, the last axis fastest; seeds innermost.
+  std::vector<std::vector<std::size_t>> points{{}};
+  for (const auto& a : s.axes) {
+    std::vector<std::vector<std::size_t>> next;
+    for (const auto& pt : points)
+      for (std::size_t k = 0; k < a.values.size(); ++k) {
+        auto q = pt;
+        q.push_back(k);
+        next.push_back(q);
+      }
+    points = std::move(next);
+  }
+  std::vector<std::string> problems;
+  const auto configAt = [&](const std::vector<std::size_t>& pt, std::uint64_t seed) {
+    json c = s.base;
+    for (std::size_t i = 0; i < s.axes.size(); ++i)
+      for (const auto& [path, value] : s.axes[i].values[pt[i]].set.items()) setConfigPath(c, path, value);
+    setConfigPath(c, "train.seed", seed);
+    if (s.steps > 0) setConfigPath(c, "train.steps", s.steps);
+    return c;
+  };
+  std::size_t matchAxis = 0, reference = 0;
+  if (s.match) {
+    for (std::size_t i = 0; i < s.axes.size(); ++i)
+      if (s.axes[i].name == s.match->axis) matchAxis = i;
+    for (std::size_t k = 0; k < s.axes[matchAxis].values.size(); ++k)
+      if (s.axes[matchAxis].values[k].label == s.match->reference) reference = k;
+  }
+  std::vector<Trial> trials;
+  const int width = std::to_string(points.size() * s.seeds.size()).size() < 3 ? 3 : 4;
+  for (const auto& pt : points) {
+    for (const auto seed : s.seeds) {
+      Trial t;
+      t.index = static_cast<std::int64_t>(trials.size());
+      t.seed = seed;
+      const std::string number = std::to_string(t.index);
+      std::string name(static_cast<std::size_t>(std::max<int>(0, width - static_cast<int>(number.size()))), '0');
+      name.append(number);
+      for (std::size_t i = 0; i < s.axes.size(); ++i) {
+        t.labels.emplace_back(s.axes[i].name, s.axes[i].values[pt[i]].label);
+        name.push_back('-');
+        name.append(safeName(s.axes[i].values[pt[i]].label));
+      }
+      t.design = joinLabels(t.labels);
+      t.name = name + "-s" + std::to_string(seed);
+      try {
+        json c = configAt(pt, seed);
+        t.config = parseTrialConfig(c, t.name);
+        if (s.match && pt[matchAxis] != reference) {
+          auto refPt = pt;
+          refPt[matchAxis] = reference;
+          const auto ref = parseTrialConfig(configAt(refPt, seed), t.name + " (its reference " + s.match->reference + ")");
+          const std::int64_t target = attentionParameters(ref);
+          const auto& own = s.axes[matchAxis].values[pt[matchAxis]].solve;
+          const std::string solve = own.empty() ? s.match->solve : own;
+          const int now = currentSolveValue(c, solve);
+          int best = -1;
+          std::int64_t bestGap = -1, bestCount = 0;
+          for (int x = 1; x <= std::max(4 * now, 64) && x <= 8192; ++x) {
+            json cx = c;
+            applySolve(cx, solve, x);
+            RunConfig rc;
+            try {
+              rc = runConfigFromJson(cx.dump());
+            } catch (const std::invalid_argument&) {
+              continue;  // e.g. H·D above the widest layer: not a candidate
+            }
+            const std::int64_t count = attentionParameters(rc);
+            const std::int64_t gap = std::llabs(count - target);
+            if (bestGap < 0 || gap < bestGap) bestGap = gap, best = x, bestCount = count;
+          }
+          if (best < 0) {
+            problems.push_back("trial " + t.name + ": no " + solve + " gives a valid config");
+            continue;
+          }
+          const double rel = target > 0 ? double(bestGap) / double(target) : 0;
+          if (rel > s.match->tolerance) {
+            problems.push_back("trial " + t.name + ": the closest " + solve + " (" + std::to_string(best) +
+                               ") gives " + std::to_string(bestCount) + " attention parameters, " +
+                               shortNumber(100 * rel) + "% from " + s.match->reference + "'s " + std::to_string(target) +
+                               "; the tolerance is " + shortNumber(100 * s.match->tolerance) +
+                               "%: widen it or solve another size");
+            continue;
+          }
+          applySolve(c, solve, best);
+          t.config = parseTrialConfig(c, t.name);
+          t.matched = std::string(solve == "head_size" ? "D" : solve == "heads" ? "H" : solve == "rank" ? "R" : "F") + "=" +
+                      std::to_string(best);
+        }
+        t.attention_parameters = attentionParameters(t.config);
+        const auto N = modelSequenceLength(t.config);
+        double flops = 0;
+        for (int l = 0; l < t.config.model.layers; ++l)
+          flops += spec::estimateCost(layerSpec(t.config.model, l), t.config.train.batch, N).forward_flops;
+        t.attention_gflop_per_step = 3 * flops / 1e9;
+      } catch (const std::invalid_argument& e) {
+        problems.push_back(e.what());
+        continue;
+      }
+      trials.push_back(std::move(t));
+    }
+  }
+  if (!problems.empty()) {
+    std::string m = "the sweep '" + s.name + "' does not expand:";
+    for (std::size_t i = 0; i < problems.size() && i < 20; ++i) m += "\n  " + problems[i];
+    if (problems.size() > 20) m += "\n  … and " + std::to_string(problems.size() - 20) + " more";
+    throw std::invalid_argument(m);
+  }
+  return trials;
+}
+
+// ---- The sweep directory ------------------------------------------------------------------------
+
+std::string planToJson(const SweepFile& s, const std::vector<Trial>& trials) {
+  json list = json::array();
+  for (const auto& t : trials) {
+    json labels = json::object();
+    for (const auto& [axis, label] : t.labels) labels[axis] = label;
+    json e = {{"index", t.index},          {"name", t.name},
+              {"labels", labels},          {"seed", t.seed},
+              {"design", t.design},        {"attention_parameters", t.attention_parameters},
+              {"attention_gflop_per_step", t.attention_gflop_per_step}, {"steps", t.config.train.steps}};
+    if (!t.matched.empty()) e["matched"] = t.matched;
+    list.push_back(e);
+  }
+  return json{{"format", kSweepPlanFormat}, {"version", kVersion}, {"name", s.name}, {"trials", list}}.dump(2);
+}
+
+void writeSweepDirectory(const std::string& dir, const SweepFile& s, const std::vector<Trial>& trials) {
+  const std::string planText = planToJson(s, trials), sweepText = sweepToJson(s);
+  const fs::path root(dir);
+  if (fs::exists(root / "plan.json")) {
+    std::string old;
+    try {
+      old = files::readBoundedFile((root / "plan.json").string());
+    } catch (const std::runtime_error& e) {
+      throw std::invalid_argument(e.what());
+    }
+    if (old != planText || files::readBoundedFile((root / "sweep.json").string()) != sweepText)
+      throw std::invalid_argument(dir + " holds another plan (plan.json differs): plan into a new directory, or remove "
+                                        "this one if its trials are not needed");
+  } else if (fs::exists(root) && !fs::is_directory(root)) {
+    throw std::invalid_argument(dir + " is not a directory");
+  } else if (fs::exists(root) && !fs::is_empty(root)) {
+    throw std::invalid_argument(dir + " is not empty and holds no sweep plan: plan into a new directory");
+  }
+  std::error_code ec;
+  fs::create_directories(root / "trials", ec);
+  if (ec) throw std::runtime_error("cannot create " + (root / "trials").string() + ": " + ec.message());
+  for (const auto& t : trials) {
+    fs::create_directories(root / "trials" / t.name, ec);
+    if (ec) throw std::runtime_error("cannot create " + (root / "trials" / t.name).string() + ": " + ec.message());
+    files::writeFileAtomically((root / "trials" / t.name / "run.json").string(), runConfigToJson(t.config));
+  }
+  files::writeFileAtomically((root / "sweep.json").string(), sweepText);
+  files::writeFileAtomically((root / "plan.json").string(), planText);  // last: a plan exists once it is complete
+}
+
+SweepPlan readSweepPlan(const std::string& dir) {
+  SweepPlan plan;
+  plan.dir = dir;
+  const fs::path root(dir);
+  if (!fs::is_directory(root)) throw std::invalid_argument(dir + " is not a directory");
+  if (!fs::exists(root / "plan.json"))
+    throw std::invalid_argument(dir + " holds no sweep plan (plan.json); make one with: tensorscope sweep plan SWEEP.json --out " + dir);
+  plan.sweep = readSweepFile((root / "sweep.json").string());
+  // The trials are expanded again from the sweep file and checked against plan.json: a hand-edited
+  // or damaged plan is refused rather than trusted.
+  plan.trials = expandSweep(plan.sweep);
+  std::string text;
+  try {
+    text = files::readBoundedFile((root / "plan.json").string());
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+  if (text != planToJson(plan.sweep, plan.trials))
+    throw std::invalid_argument((root / "plan.json").string() +
+                                " does not match sweep.json (edited or damaged): plan the sweep again into a new directory");
+  for (auto& t : plan.trials) {
+    const std::string path = plan.trialDir(t) + "/run.json";
+    const auto config = readRunConfig(path);
+    if (runConfigToJson(config) != runConfigToJson(t.config))
+      throw std::invalid_argument(path + " differs from the plan: plan the sweep again into a new directory");
+  }
+  return plan;
+}
+
+// ---- Trial results ------------------------------------------------------------------------------
+
+std::string trialResultToJson(const TrialResult& r) {
+  json j = {{"format", kTrialResultFormat}, {"version", kVersion}, {"status", r.status}, {"message", r.message},
+            {"steps", r.steps}, {"wall_seconds", r.wall_seconds}, {"tokens_per_second", r.tokens_per_second},
+            {"best_step", r.best_step}, {"final_eval", r.final_eval}, {"where", r.where}};
+  j["final_metric"] = r.final_metric ? json(*r.final_metric) : json();
+  j["best_metric"] = r.best_metric ? json(*r.best_metric) : json();
+  return j.dump(2);
+}
+
+TrialResult parseTrialResult(const std::string& text, const std::string& path) {
+  json j;
+  try {
+    j = spec::parseUntrustedJson(text);
+  } catch (const spec::JsonError& e) {
+    throw std::invalid_argument(path + ": malformed JSON: " + e.what());
+  }
+  if (!spec::hasEnvelope(j, kTrialResultFormat, kVersion))
+    throw std::invalid_argument(path + ": not a trial result (format " + kTrialResultFormat + ", version 1)");
+  Problems p(path);
+  p.rejectUnknown(j, "", {"format", "version", "status", "message", "steps", "wall_seconds", "tokens_per_second",
+                          "best_step", "final_eval", "where", "final_metric", "best_metric"});
+  TrialResult r;
+  p.read(j, "status", "", r.status);
+  p.read(j, "message", "", r.message);
+  p.read(j, "steps", "", r.steps);
+  p.read(j, "wall_seconds", "", r.wall_seconds);
+  p.read(j, "tokens_per_second", "", r.tokens_per_second);
+  p.read(j, "best_step", "", r.best_step);
+  p.read(j, "where", "", r.where);
+  if (r.status != "finished" && r.status != "diverged" && r.status != "failed")
+    p.add("status", "must be finished, diverged or failed; got '" + r.status + "'");
+  for (const char* key : {"final_metric", "best_metric"}) {
+    if (!j.contains(key) || j[key].is_null()) continue;
+    double v = 0;
+    if (p.read(j, key, "", v)) (std::string(key) == "final_metric" ? r.final_metric : r.best_metric) = v;
+  }
+  if (j.contains("final_eval")) {
+    if (j["final_eval"].is_object()) r.final_eval = j["final_eval"];
+    else p.add("final_eval", "must be an object");
+  }
+  if (!p.empty()) p.raise();
+  return r;
+}
+
+TrialResult summariseTrialRun(const std::string& runDir, const SweepMetric& metric, const std::string& firstSplit) {
+  TrialResult r;
+  const std::string split = metric.split.empty() ? firstSplit : metric.split;
+  std::vector<double> rates;
+  std::int64_t lastEvalStep = -1;
+  readMetrics(
+      runDir,
+      [&](std::int64_t, const json& rec) {
+        const std::string kind = rec.value("kind", std::string());
+        const std::int64_t step = rec["step"].get<std::int64_t>();
+        if (kind == "train") {
+          r.steps = std::max(r.steps, step);
+          if (auto v = metricOf(rec, "tokens_per_second")) rates.push_back(*v);
+          if (auto v = metricOf(rec, "elapsed_seconds")) r.wall_seconds = std::max(r.wall_seconds, *v);
+        } else if (kind == "eval") {
+          const std::string s = rec.value("split", std::string());
+          json e = json::object();
+          for (const char* k : {"loss", "accuracy", "exact_match"})
+            if (auto v = metricOf(rec, k)) e[k] = *v;
+          if (step >= lastEvalStep) {
+            if (step > lastEvalStep) r.final_eval = json::object();
+            r.final_eval[s] = e;
+            lastEvalStep = step;
+          }
+          if (s != split) return;
+          const auto v = metricOf(rec, metric.name);
+          if (!v) return;
+          r.final_metric = *v;
+          if (!r.best_metric || (metric.higherIsBetter() ? *v > *r.best_metric : *v < *r.best_metric))
+            r.best_metric = *v, r.best_step = step;
+        }
+      },
+      [](std::int64_t, const std::string&) {});
+  r.tokens_per_second = median(rates);
+  return r;
+}
+
+const char* trialStateName(TrialState s) {
+  switch (s) {
+    case TrialState::Pending: return "pending";
+    case TrialState::Running: return "running";
+    case TrialState::Interrupted: return "interrupted";
+    case TrialState::Finished: return "finished";
+    case TrialState::Diverged: return "diverged";
+    case TrialState::Failed: return "failed";
+  }
+  return "?";
+}
+
+TrialStatus trialStatus(const SweepPlan& plan, const Trial& t) {
+  TrialStatus st;
+  const std::string dir = plan.trialDir(t);
+  const std::string resultPath = dir + "/result.json";
+  if (fs::exists(resultPath)) {
+    st.result = parseTrialResult(files::readBoundedFile(resultPath), resultPath);
+    st.state = st.result->status == "finished" ? TrialState::Finished
+               : st.result->status == "diverged" ? TrialState::Diverged
+                                                 : TrialState::Failed;
+    st.step = st.result->steps;
+    return st;
+  }
+  const std::string lock = dir + "/lock";
+  if (fs::exists(lock)) {
+    const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      if (::flock(fd, LOCK_SH | LOCK_NB) != 0) st.state = TrialState::Running;
+      ::close(fd);
+    }
+  }
+  std::int64_t step = 0;
+  readMetrics(
+      plan.runDir(t),
+      [&](std::int64_t, const json& rec) {
+        if (rec.value("kind", std::string()) == "train") step = std::max(step, rec["step"].get<std::int64_t>());
+      },
+      [](std::int64_t, const std::string&) {});
+  st.step = step;
+  if (st.state != TrialState::Running && fs::exists(plan.runDir(t) + "/config.json")) st.state = TrialState::Interrupted;
+  return st;
+}
+
+// ---- Reports ------------------------------------------------------------------------------------
+
+SweepReport buildReport(const SweepPlan& plan) {
+  SweepReport rep;
+  rep.name = plan.sweep.name;
+  rep.metric = plan.sweep.metric.name;
+  rep.higher_is_better = plan.sweep.metric.higherIsBetter();
+  rep.split = plan.sweep.metric.split.empty() && !plan.trials.empty() ? firstEvalSplit(plan.trials.front().config)
+                                                                       : plan.sweep.metric.split;
+  std::map<std::string, std::size_t> at;
+  for (const auto& t : plan.trials) {
+    rep.trials.emplace_back(t, trialStatus(plan, t));
+    if (!at.count(t.design)) {
+      at[t.design] = rep.designs.size();
+      DesignSummary d;
+      d.design = t.design;
+      d.labels = t.labels;
+      d.attention_parameters = t.attention_parameters;
+      rep.designs.push_back(d);
+    }
+  }
+  for (auto& d : rep.designs) {
+    std::vector<double> finals, bests, rates, steps;
+    for (const auto& [t, st] : rep.trials) {
+      if (t.design != d.design) continue;
+      ++d.trials;
+      if (st.state != TrialState::Finished || !st.result || !st.result->final_metric) continue;
+      ++d.finished;
+      finals.push_back(*st.result->final_metric);
+      if (st.result->best_metric) bests.push_back(*st.result->best_metric), steps.push_back(double(st.result->best_step));
+      rates.push_back(st.result->tokens_per_second);
+    }
+    const auto mean = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double x : v) s += x;
+      return v.empty() ? 0.0 : s / double(v.size());
+    };
+    d.mean = mean(finals);
+    if (finals.size() > 1) {
+      double ss = 0;
+      for (double x : finals) ss += (x - d.mean) * (x - d.mean);
+      d.std = std::sqrt(ss / double(finals.size() - 1));
+    }
+    d.best_mean = mean(bests);
+    d.tokens_per_second = mean(rates);
+    d.best_step = mean(steps);
+  }
+  return rep;
+}
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(digits);
+  s << v;
+  return s.str();
+}
+
+std::string latexEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::string("&%$#_{}").find(c) != std::string::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string csvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string formatReport(const SweepReport& r, const std::string& format) {
+  const int digits = r.metric == "loss" ? 4 : 3;
+  const std::string metricTitle = r.metric + " (" + r.split + (r.higher_is_better ? ", higher is better)" : ", lower is better)");
+  if (format == "json") {
+    json designs = json::array();
+    for (const auto& d : r.designs) {
+      json labels = json::object();
+      for (const auto& [a, l] : d.labels) labels[a] = l;
+      designs.push_back({{"design", d.design}, {"labels", labels}, {"attention_parameters", d.attention_parameters},
+                         {"trials", d.trials}, {"finished", d.finished},
+                         {"mean", d.finished ? json(d.mean) : json()}, {"std", d.finished ? json(d.std) : json()},
+                         {"best_mean", d.finished ? json(d.best_mean) : json()},
+                         {"tokens_per_second", d.tokens_per_second}, {"best_step", d.best_step}});
+    }
+    json trials = json::array();
+    for (const auto& [t, st] : r.trials) {
+      json e = {{"index", t.index}, {"name", t.name}, {"design", t.design}, {"seed", t.seed},
+                {"state", trialStateName(st.state)}, {"step", st.step}};
+      if (st.result) e["result"] = json::parse(trialResultToJson(*st.result));
+      trials.push_back(e);
+    }
+    return json{{"format", "tensorscope.sweep_report"}, {"version", kVersion}, {"name", r.name}, {"metric", r.metric},
+                {"split", r.split}, {"higher_is_better", r.higher_is_better}, {"designs", designs}, {"trials", trials}}
+               .dump(2) + "\n";
+  }
+  std::ostringstream o;
+  if (format == "csv") {
+    o << "design,attention_parameters,trials,finished," << r.metric << "_mean," << r.metric
+      << "_std,best_mean,best_step,tokens_per_second\n";
+    for (const auto& d : r.designs)
+      o << csvField(d.design) << "," << d.attention_parameters << "," << d.trials << "," << d.finished << ","
+        << (d.finished ? shortNumber(d.mean) : "") << "," << (d.finished ? shortNumber(d.std) : "") << ","
+        << (d.finished ? shortNumber(d.best_mean) : "") << "," << (d.finished ? fixed(d.best_step, 0) : "") << ","
+        << (d.finished ? fixed(d.tokens_per_second, 0) : "") << "\n";
+    return o.str();
+  }
+  if (format == "md") {
+    o << "## " << r.name << "\n\n";
+    o << "| design | attention params | seeds | " << metricTitle << " | best | best step | tokens/s |\n";
+    o << "|---|---|---|---|---|---|---|\n";
+    for (const auto& d : r.designs) {
+      o << "| " << d.design << " | " << d.attention_parameters << " | " << d.finished << "/" << d.trials << " | ";
+      if (d.finished)
+        o << fixed(d.mean, digits) << " ± " << fixed(d.std, digits) << " | " << fixed(d.best_mean, digits) << " | "
+          << fixed(d.best_step, 0) << " | " << fixed(d.tokens_per_second, 0) << " |\n";
+      else
+        o << "– | – | – | – |\n";
+    }
+    o << "\n| trial | state | step | " << r.metric << " | wall s |\n|---|---|---|---|---|\n";
+    for (const auto& [t, st] : r.trials) {
+      o << "| " << t.name << " | " << trialStateName(st.state) << " | " << st.step << " | ";
+      if (st.result && st.result->final_metric) o << fixed(*st.result->final_metric, digits);
+      else o << "–";
+      o << " | " << (st.result ? fixed(st.result->wall_seconds, 0) : "–") << " |\n";
+    }
+    return o.str();
+  }
+  if (format == "latex") {
+    o << "% " << r.name << ": " << metricTitle << ", mean $\\pm$ std over seeds (tensorscope sweep report)\n";
+    o << "\\begin{tabular}{lrrr}\n\\hline\n";
+    o << "Design & Attention params & Seeds & " << latexEscape(r.metric) << " \\\\\n\\hline\n";
+    for (const auto& d : r.designs) {
+      o << latexEscape(d.design) << " & " << d.attention_parameters << " & " << d.finished << " & ";
+      if (d.finished) o << "$" << fixed(d.mean, digits) << " \\pm " << fixed(d.std, digits) << "$";
+      else o << "--";
+      o << " \\\\\n";
+    }
+    o << "\\hline\n\\end{tabular}\n";
+    return o.str();
+  }
+  throw std::invalid_argument("unknown report format '" + format + "'; the formats are md, csv, latex and json");
+}
+
+// ---- The figure ---------------------------------------------------------------------------------
+
+namespace {
+
+const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+std::string xmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+/// "Nice" ticks covering [lo, hi].
+std::vector<double> ticks(double lo, double hi, int target = 5) {
+  if (!(hi > lo)) hi = lo + 1;
+  const double raw = (hi - lo) / target, mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag;
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (raw <= m * mag) {
+      step = m * mag;
+      break;
+    }
+  std::vector<double> t;
+  for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) t.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
+  return t;
+}
+
+std::string tickLabel(double v) {
+  std::ostringstream s;
+  if (std::abs(v) >= 1e4) s << shortNumber(v / 1000) << "k";
+  else s << shortNumber(v);
+  return s.str();
+}
+
+/// One plot panel: axes box, ticks, labels; maps data to pixels.
+struct Panel {
+  double x0, y0, w, h, xlo, xhi, ylo, yhi;
+  bool categorical = false;
+  double px(double x) const { return x0 + (x - xlo) / (xhi - xlo) * w; }
+  double py(double y) const { return y0 + h - (y - ylo) / (yhi - ylo) * h; }
+};
+
+void drawAxes(std::ostringstream& o, const Panel& p, const std::string& xlabel, const std::string& ylabel,
+              const std::vector<std::string>& categories) {
+  o << "<rect x='" << p.x0 << "' y='" << p.y0 << "' width='" << p.w << "' height='" << p.h
+    << "' fill='none' stroke='#444'/>\n";
+  for (double v : ticks(p.ylo, p.yhi)) {
+    if (v < p.ylo - 1e-12 || v > p.yhi + 1e-12) continue;
+    o << "<line x1='" << p.x0 << "' x2='" << p.x0 + p.w << "' y1='" << p.py(v) << "' y2='" << p.py(v)
+      << "' stroke='#ddd'/><text x='" << p.x0 - 6 << "' y='" << p.py(v) + 4 << "' text-anchor='end'>" << tickLabel(v)
+      << "</text>\n";
+  }
+  if (p.categorical) {
+    for (std::size_t i = 0; i < categories.size(); ++i)
+      o << "<text x='" << p.px(double(i)) << "' y='" << p.y0 + p.h + 18 << "' text-anchor='middle'>"
+        << xmlEscape(categories[i]) << "</text>\n";
+  } else {
+    for (double v : ticks(p.xlo, p.xhi)) {
+      if (v < p.xlo - 1e-12 || v > p.xhi + 1e-12) continue;
+      o << "<text x='" << p.px(v) << "' y='" << p.y0 + p.h + 18 << "' text-anchor='middle'>" << tickLabel(v) << "</text>\n";
+    }
+  }
+  o << "<text x='" << p.x0 + p.w / 2 << "' y='" << p.y0 + p.h + 40 << "' text-anchor='middle'>" << xmlEscape(xlabel)
+    << "</text>\n";
+  o << "<text transform='translate(" << p.x0 - 48 << "," << p.y0 + p.h / 2 << ") rotate(-90)' text-anchor='middle'>"
+    << xmlEscape(ylabel) << "</text>\n";
+}
+
+}  // namespace
+
+std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const std::string& x) {
+  // Left: metric against x, one series per value of the other axes. Right: mean curves per design.
+  std::size_t xAxis = 0;
+  const bool byParams = x == "parameters";
+  if (!byParams) {
+    const auto& axes = plan.sweep.axes;
+    const auto it = std::find_if(axes.begin(), axes.end(), [&](const SweepAxis& a) { return a.name == x; });
+    if (it == axes.end()) {
+      std::string names = "parameters";
+      for (const auto& a : axes) names += ", " + a.name;
+      throw std::invalid_argument("the figure's x is '" + x + "'; this sweep has: " + names);
+    }
+    xAxis = static_cast<std::size_t>(it - axes.begin());
+  }
+  std::vector<std::string> categories;
+  bool numericX = !byParams;
+  if (!byParams)
+    for (const auto& v : plan.sweep.axes[xAxis].values) {
+      categories.push_back(v.label);
+      char* end = nullptr;
+      (void)std::strtod(v.label.c_str(), &end);
+      numericX = numericX && end && *end == 0 && !v.label.empty();
+    }
+  // Series: designs grouped by their labels other than x (for parameters: each design its own series).
+  struct Point {
+    double x, mean, std;
+  };
+  std::map<std::string, std::vector<Point>> series;
+  std::vector<std::string> order;
+  for (const auto& d : r.designs) {
+    if (!d.finished) continue;
+    std::string key;
+    double xv = double(d.attention_parameters);
+    for (std::size_t i = 0; i < d.labels.size(); ++i) {
+      if (!byParams && i == xAxis) {
+        xv = double(std::find(categories.begin(), categories.end(), d.labels[i].second) - categories.begin());
+        continue;
+      }
+      key += (key.empty() ? "" : " · ") + d.labels[i].second;
+    }
+    if (byParams) key = d.design;
+    if (key.empty()) key = r.metric;
+    if (!series.count(key)) order.push_back(key);
+    series[key].push_back({xv, d.mean, d.std});
+  }
+  // Curves: the metric over steps, mean over the finished seeds of each design (at steps all share).
+  std::map<std::string, std::map<std::int64_t, std::vector<double>>> curves;
+  const std::string split = r.split;
+  for (const auto& [t, st] : r.trials) {
+    if (st.state != TrialState::Finished) continue;
+    auto& c = curves[t.design];
+    readMetrics(
+        plan.runDir(t),
+        [&](std::int64_t, const json& rec) {
+          if (rec.value("kind", std::string()) != "eval" || rec.value("split", std::string()) != split) return;
+          if (auto v = metricOf(rec, r.metric)) c[rec["step"].get<std::int64_t>()].push_back(*v);
+        },
+        [](std::int64_t, const std::string&) {});
+  }
+  double ylo = 1e300, yhi = -1e300, shi = 1;
+  for (const auto& [k, pts] : series)
+    for (const auto& p : pts) ylo = std::min(ylo, p.mean - p.std), yhi = std::max(yhi, p.mean + p.std);
+  bool anyCurve = false;
+  for (const auto& [d, c] : curves)
+    for (const auto& [step, vals] : c) {
+      double m = 0;
+      for (double v : vals) m += v;
+      m /= double(vals.size());
+      ylo = std::min(ylo, m), yhi = std::max(yhi, m), shi = std::max(shi, double(step));
+      anyCurve = true;
+    }
+  if (ylo > yhi) ylo = 0, yhi = 1;
+  if (r.metric != "loss") ylo = std::min(ylo, 0.0), yhi = std::max(yhi, std::min(1.0, yhi * 1.05));
+  const double pad = (yhi - ylo) * 0.05 + 1e-12;
+  ylo -= r.metric == "loss" ? pad : 0, yhi += pad;
+  double xlo = 0, xhi = 1;
+  if (byParams) {
+    xlo = 1e300, xhi = -1e300;
+    for (const auto& d : r.designs) xlo = std::min(xlo, double(d.attention_parameters)), xhi = std::max(xhi, double(d.attention_parameters));
+    const double xp = std::max((xhi - xlo) * 0.08, std::max(1.0, xhi * 0.02));
+    xlo -= xp, xhi += xp;
+  } else {
+    xlo = -0.5, xhi = double(categories.size()) - 0.5;
+  }
+  const int W = 1200, H = 580;
+  std::ostringstream o;
+  o << "<?xml version='1.0' encoding='UTF-8'?>\n<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
+    << "' viewBox='0 0 " << W << " " << H << "' font-family='DejaVu Sans, sans-serif' font-size='13'>\n";
+  o << "<rect width='100%' height='100%' fill='white'/>\n";
+  o << "<text x='" << W / 2 << "' y='26' text-anchor='middle' font-size='17'>" << xmlEscape(r.name) << "</text>\n";
+  const std::string ylabel = r.metric + " (" + r.split + ")";
+  Panel a{80, 50, 470, 400, xlo, xhi, ylo, yhi, !byParams};
+  drawAxes(o, a, byParams ? "attention parameters" : x, ylabel + ", mean ± std over seeds", categories);
+  std::size_t colour = 0;
+  std::vector<std::pair<std::string, const char*>> legend;
+  for (const auto& key : order) {
+    auto pts = series[key];
+    std::sort(pts.begin(), pts.end(), [](const Point& p, const Point& q) { return p.x < q.x; });
+    const char* col = kPalette[colour++ % 8];
+    legend.emplace_back(key, col);
+    if (!byParams && numericX && pts.size() > 1) {  // a line only where the axis is a quantity
+      o << "<polyline fill='none' stroke='" << col << "' stroke-width='1.5' points='";
+      for (const auto& p : pts) o << a.px(p.x) << "," << a.py(p.mean) << " ";
+      o << "'/>\n";
+    }
+    for (const auto& p : pts) {
+      const double cx = a.px(p.x);
+      o << "<line x1='" << cx << "' x2='" << cx << "' y1='" << a.py(p.mean - p.std) << "' y2='" << a.py(p.mean + p.std)
+        << "' stroke='" << col << "' stroke-width='1.5'/>";
+      o << "<line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='" << a.py(p.mean - p.std) << "' y2='"
+        << a.py(p.mean - p.std) << "' stroke='" << col << "'/><line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='"
+        << a.py(p.mean + p.std) << "' y2='" << a.py(p.mean + p.std) << "' stroke='" << col << "'/>";
+      o << "<circle cx='" << cx << "' cy='" << a.py(p.mean) << "' r='4.5' fill='" << col << "'/>\n";
+    }
+  }
+  Panel b{660, 50, 470, 400, 0, shi, ylo, yhi, false};
+  drawAxes(o, b, "training step", ylabel + ", mean over seeds", {});
+  colour = 0;
+  std::vector<std::pair<std::string, const char*>> curveLegend;
+  for (const auto& d : r.designs) {
+    if (!curves.count(d.design)) continue;
+    const char* col = kPalette[colour++ % 8];
+    curveLegend.emplace_back(d.design, col);
+    o << "<polyline fill='none' stroke='" << col << "' stroke-width='1.8' points='";
+    for (const auto& [step, vals] : curves[d.design]) {
+      double m = 0;
+      for (double v : vals) m += v;
+      o << b.px(double(step)) << "," << b.py(m / double(vals.size())) << " ";
+    }
+    o << "'/>\n";
+  }
+  if (!anyCurve)
+    o << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h / 2 << "' text-anchor='middle' fill='#888'>no finished trial yet</text>\n";
+  const auto drawLegend = [&](const std::vector<std::pair<std::string, const char*>>& items, double x0) {
+    double y = 522;
+    double xx = x0;
+    for (const auto& [label, col] : items) {
+      const double w = 30 + 7.2 * double(label.size());
+      if (xx + w > x0 + 520) xx = x0, y += 18;
+      o << "<rect x='" << xx << "' y='" << y - 9 << "' width='12' height='12' fill='" << col << "'/><text x='" << xx + 17
+        << "' y='" << y + 1 << "'>" << xmlEscape(label) << "</text>\n";
+      xx += w;
+    }
+  };
+  drawLegend(legend, 30);
+  drawLegend(curveLegend, 610);
+  o << "</svg>\n";
+  return o.str();
+}
+
+}  // namespace tensorscope::model_core
