@@ -90,6 +90,22 @@ if [ "$MODE" = gui ]; then
 else
   check report-png-headless 2 "headless build writes figures as SVG" -- "$BIN" sweep report "$TMP/sw" --figure "$TMP/fig.png"
 fi
+# A wall-clock budget: the trial stops after its seconds, is evaluated where it stopped, and says so.
+/usr/bin/python3 - "$TMP" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+s = json.load(open(f"{tmp}/sweep.json"))
+s.update(name="timed", seeds=[1], budget={"steps": 1000000, "seconds": 2})
+s["axes"][0]["values"] = s["axes"][0]["values"][:1]
+s.pop("match_parameters")
+json.dump(s, open(f"{tmp}/timed.json", "w"))
+PY
+"$BIN" sweep plan "$TMP/timed.json" --out "$TMP/timed" >/dev/null
+check timed-run 0 '"finished": 1' -- "$BIN" --threads 1 sweep run "$TMP/timed"
+check timed-result-says-budget 0 '"message": "stopped by the budget of 2[.0-9]* s at step [0-9]+"' -- cat "$TMP/timed/trials/000-mhsa-s1/result.json"
+check timed-result-evaluated 0 '"final_metric": 0\.[0-9]+' -- cat "$TMP/timed/trials/000-mhsa-s1/result.json"
+check timed-wall-within-budget 0 '^ok$' -- /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('ok' if 1.5 < r['wall_seconds'] < 4 and r['steps'] < 1000000 else r)" "$TMP/timed/trials/000-mhsa-s1/result.json"
+
 # A plan into a directory holding another plan is refused.
 sed 's/"seeds": \[/"seeds": [3, /' "$TMP/sweep.json" > "$TMP/sweep3.json"
 check plan-other-into-same-dir 1 "holds another plan" -- "$BIN" sweep plan "$TMP/sweep3.json" --out "$TMP/sw"

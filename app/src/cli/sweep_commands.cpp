@@ -151,7 +151,7 @@ int runTrial(const SweepPlan& plan, const Trial& t, const std::string& device, s
   std::condition_variable cv;
   bool done = false, deadlineHit = false;
   std::thread timer;
-  if (plan.sweep.seconds > 0) {
+  if (plan.sweep.seconds > 0 && remaining > 0) {
     timer = std::thread([&] {
       std::unique_lock<std::mutex> l(m);
       if (!cv.wait_for(l, std::chrono::duration<double>(std::max(remaining, 0.0)), [&] { return done; })) {
@@ -186,6 +186,8 @@ int runTrial(const SweepPlan& plan, const Trial& t, const std::string& device, s
       const auto result = model_core::train(config, runDir, control, sink, resume);
       r.message = result.message;
       r.status = result.diverged ? "diverged" : "finished";
+      stopTimer();  // a deadline counts only where it stopped the run, not after its last step
+      if (!result.stopped_early) deadlineHit = false;
     }
     if (r.status.empty()) r.status = "finished";
   } catch (const std::exception& e) {
@@ -213,7 +215,9 @@ int runTrial(const SweepPlan& plan, const Trial& t, const std::string& device, s
   if (deadlineHit && r.status == "finished") {
     // A trial stopped by its time budget is evaluated where it stopped, so every trial's final
     // number is measured at its last step.
-    r.message = "stopped by the budget of " + std::to_string(plan.sweep.seconds) + " s at step " + std::to_string(r.steps);
+    std::ostringstream budget;
+    budget << plan.sweep.seconds;
+    r.message = "stopped by the budget of " + budget.str() + " s at step " + std::to_string(r.steps);
     const std::string split = plan.sweep.metric.split.empty() ? firstSplit : plan.sweep.metric.split;
     nlohmann::json evals = nlohmann::json::object();
     for (const auto& e : model_core::evaluateRun(runDir)) {

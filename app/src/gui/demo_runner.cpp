@@ -10,6 +10,7 @@
 #include <QElapsedTimer>
 #include <iostream>
 
+#include "gui/experiments_panel.h"
 #include "gui/image_file.h"
 #include "gui/main_window.h"
 #include "gui/session_files.h"
@@ -77,6 +78,9 @@ void DemoRunner::next() {
       // the (installed, read-only) examples folder.
       if (!(isExampleSession(arg) ? window_->files().openExample(arg) : window_->files().open(arg)))
         return fail("cannot open session " + arg);
+    } else if (cmd == "sweep") {  // a sweep directory in the Experiments dock, its files read
+      if (!window_->openSweepDirectory(arg)) return fail("cannot open sweep " + arg);
+      window_->experiments()->refresh(true);
     } else if (cmd == "train") {
       trainingEnded_ = false;
       lastStep_ = 0;

@@ -14,6 +14,7 @@
 ///   screenshot PATH    save the window as PNG
 ///   figures DIR        export every view to DIR
 ///   probe [TEXT]       compute the attention maps on TEXT (empty: the default); waits until shown
+///   sweep DIR          open a sweep directory in the Experiments dock (its files read before the next line)
 ///   stop               stop training
 ///   quit
 

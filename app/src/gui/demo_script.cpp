@@ -22,7 +22,7 @@ constexpr Syntax kCommands[] = {
     {"preset", Arg::Text},    {"run", Arg::Count},     {"session", Arg::Text}, {"train", Arg::Optional},
     {"wait-step", Arg::Count}, {"wait-end", Arg::None}, {"fork", Arg::None},    {"wait-ms", Arg::Count},
     {"dock", Arg::Text},      {"theme", Arg::Text},    {"screenshot", Arg::Text}, {"figures", Arg::Text},
-    {"stop", Arg::None},      {"quit", Arg::None},     {"probe", Arg::OptionalText},
+    {"stop", Arg::None},      {"quit", Arg::None},     {"probe", Arg::OptionalText}, {"sweep", Arg::Text},
 };
 
 std::string_view trim(std::string_view s) {

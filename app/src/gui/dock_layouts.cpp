@@ -21,6 +21,7 @@ QString dockLayoutName(DockLayout layout) {
     case DockLayout::Design: return "Design";
     case DockLayout::Train: return "Train";
     case DockLayout::Present: return "Present";
+    case DockLayout::Experiments: return "Experiments";
   }
   return {};
 }
@@ -45,12 +46,29 @@ void applyDockLayout(QMainWindow& w, DockLayout layout, const QByteArray& defaul
       vertical("Diagram", 0.38, "Curves");
       break;
     case DockLayout::Present:  // what an audience reads: the diagram, C and the curves, no forms
-      for (const char* t : {"Design", "Training", "Runs", "Spec (JSON)"})
+      for (const char* t : {"Design", "Training", "Runs", "Spec (JSON)", "Experiments"})
         if (auto* d = dock(w, t)) d->hide();
       raise(w, {"Diagram", "Stable rank", "Attention maps"});
       vertical("Diagram", 0.62, "Curves");
       break;
+    case DockLayout::Experiments:
+      enlargeExperimentsDock(w);
+      break;
   }
+}
+
+void enlargeExperimentsDock(QMainWindow& w) {
+  QDockWidget* e = dock(w, "Experiments");
+  if (!e || e->isFloating()) return;
+  e->show();
+  e->raise();
+  w.resizeDocks({e}, {w.height() / 2}, Qt::Vertical);
+  QList<QDockWidget*> row{e};
+  for (const char* t : {"Stable rank", "Attention maps"})
+    if (auto* d = dock(w, t); d && d->isVisible() && !d->isFloating() && w.dockWidgetArea(d) == w.dockWidgetArea(e)) row.append(d);
+  QList<int> widths{w.width() * 2 / 3};
+  for (int i = 1; i < row.size(); ++i) widths.append(w.width() / 3 / int(row.size() - 1));
+  w.resizeDocks(row, widths, Qt::Horizontal);
 }
 
 }  // namespace tensorscope::app

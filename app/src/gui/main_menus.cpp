@@ -165,11 +165,19 @@ void buildMainMenus(MainWindow& w) {
   bar->addAction(undo);
   bar->addAction(redo);
 
+  QMenu* experiments = w.menuBar()->addMenu("E&xperiments");
+  experiments->addAction("&Open sweep…", window, [window] {
+    const QString dir = QFileDialog::getExistingDirectory(window, "Open a sweep directory (made by tensorscope sweep plan)");
+    if (!dir.isEmpty()) window->openSweepDirectory(dir);
+  });
+  experiments->addAction("&Sweep this design…", window, [window] { window->sweepCurrentDesign(); })
+      ->setToolTip("Compare the current design with Tuformer's designs over seeds, at equal parameters");
+
   QMenu* view = w.menuBar()->addMenu("&View");
   for (QDockWidget* d : window->docks()) view->addAction(d->toggleViewAction());
   view->addSeparator();
   QMenu* layouts = view->addMenu("&Layout");
-  for (auto layout : {DockLayout::Default, DockLayout::Design, DockLayout::Train, DockLayout::Present})
+  for (auto layout : {DockLayout::Default, DockLayout::Design, DockLayout::Train, DockLayout::Present, DockLayout::Experiments})
     layouts->addAction(layout == DockLayout::Default ? QString("&Reset to default") : "&" + dockLayoutName(layout), window,
                        [window, layout] { applyDockLayout(*window, layout, window->defaultLayout()); });
   auto* dark = view->addAction("&Dark theme");

@@ -11,6 +11,8 @@
 #include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
+#include <QRegularExpression>
+#include <QStandardPaths>
 #include <QAbstractSpinBox>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -28,6 +30,8 @@
 #include "gui/core_editor.h"
 #include "gui/design_docks.h"
 #include "gui/design_panel.h"
+#include "gui/dock_layouts.h"
+#include "gui/experiments_panel.h"
 #include "gui/figure_dialog.h"
 #include "gui/figure_export.h"
 #include "gui/inspection_views.h"
@@ -37,6 +41,7 @@
 #include "gui/runs_panel.h"
 #include "gui/session_files.h"
 #include "gui/session_model.h"
+#include "gui/sweep_dialog.h"
 #include "gui/training_controller.h"
 #include "gui/training_driver.h"
 #include "gui/training_panel.h"
@@ -201,6 +206,15 @@ void MainWindow::buildDocks() {
   auto* mapsDock = addDock("Attention maps", mapsPane, Qt::BottomDockWidgetArea);
   tabifyDockWidget(mapsDock, addDock("Role clusters", roles_, Qt::BottomDockWidgetArea));
   mapsDock->raise();
+  experiments_ = new ExperimentsPanel;
+  tabifyDockWidget(curvesDock, addDock("Experiments", experiments_, Qt::BottomDockWidgetArea));
+  curvesDock->raise();
+  connect(experiments_, &ExperimentsPanel::openRunRequested, this, &MainWindow::openRunDirectory);
+  connect(experiments_, &ExperimentsPanel::openSweepRequested, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Open a sweep directory (made by tensorscope sweep plan)");
+    if (!dir.isEmpty()) openSweepDirectory(dir);
+  });
+  connect(experiments_, &ExperimentsPanel::message, this, [this](const QString& text) { statusBar()->showMessage(text, 8000); });
   // Sizes apply once the window has its geometry.
   QTimer::singleShot(0, this, [this, designDock, diagramDock, coreDock, curvesDock] {
     resizeDocks({designDock, diagramDock, coreDock}, {330, 560, 520}, Qt::Horizontal);
@@ -272,6 +286,29 @@ bool MainWindow::openRunDirectory(const QString& dir) {
     showError("Cannot open run directory", dir + ": " + QString::fromUtf8(e.what()));
     return false;
   }
+}
+
+bool MainWindow::openSweepDirectory(const QString& dir) {
+  QString error;
+  if (!experiments_->openSweep(dir, &error)) {
+    showError("Cannot open the sweep", error);
+    return false;
+  }
+  enlargeExperimentsDock(*this);  // room for the tables and the figure
+  return true;
+}
+
+void MainWindow::sweepCurrentDesign() {
+  const auto& run = model_->currentRun();
+  const QString base = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/sweeps/";
+  QString name = run.name;
+  name.replace(QRegularExpression("[^A-Za-z0-9._-]+"), "_");
+  QString dir = base + name;
+  for (int i = 2; QFileInfo::exists(dir); ++i) dir = base + name + "-" + QString::number(i);
+  SweepDialog dialog(run.name, run.config, dir, this);
+  if (dialog.exec() != QDialog::Accepted || dialog.planned().isEmpty()) return;
+  if (openSweepDirectory(dialog.planned()))
+    statusBar()->showMessage("Planned the sweep in " + dialog.planned() + "; Run pending trials starts it", 10000);
 }
 
 bool MainWindow::exportFigures(const QString& dir) {

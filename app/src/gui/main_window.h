@@ -30,6 +30,7 @@ namespace tensorscope::app {
 
 class CoreEditor;
 class DesignDocks;
+class ExperimentsPanel;
 class DesignPanel;
 class InspectionViews;
 class LiveViews;
@@ -80,10 +81,15 @@ class MainWindow : public QMainWindow {
   QLineEdit* probeEdit() const { return probeEdit_; }
   QLabel* probeNote() const { return probeNote_; }
   InspectionViews* inspectionViews() const { return inspection_; }
+  ExperimentsPanel* experiments() const { return experiments_; }
   QList<QDockWidget*> docks() const;
 
   /// Adds a run directory written by `tensorscope train` and shows its curves.
   bool openRunDirectory(const QString& dir);
+  /// Opens a sweep directory in the Experiments dock (and shows the dock).
+  bool openSweepDirectory(const QString& dir);
+  /// Experiments > Sweep this design: the dialog, then the planned sweep in the Experiments dock.
+  void sweepCurrentDesign();
   /// Writes every current view (curves, stable rank, spectrum, maps, roles, core, diagram) to `dir`.
   bool exportFigures(const QString& dir);
   void setDarkTheme(bool dark);
@@ -132,6 +138,7 @@ class MainWindow : public QMainWindow {
   viz::RoleClusterPlot* roles_ = nullptr;
   QLineEdit* probeEdit_ = nullptr;
   QLabel* probeNote_ = nullptr;
+  ExperimentsPanel* experiments_ = nullptr;
 };
 
 }  // namespace tensorscope::app

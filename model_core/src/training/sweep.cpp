@@ -1016,17 +1016,29 @@ void drawAxes(std::ostringstream& o, const Panel& p, const std::string& xlabel, 
       << "</text>\n";
   }
   if (p.categorical) {
-    for (std::size_t i = 0; i < categories.size(); ++i)
-      o << "<text x='" << p.px(double(i)) << "' y='" << p.y0 + p.h + 18 << "' text-anchor='middle'>"
-        << xmlEscape(categories[i]) << "</text>\n";
+    // Labels that would collide (long or many) are turned 30 degrees, anchored at their tick.
+    std::size_t longest = 0;
+    for (const auto& c : categories) longest = std::max(longest, c.size());
+    const bool turn = !categories.empty() && double(longest) * 7.5 > p.w / double(categories.size());
+    for (std::size_t i = 0; i < categories.size(); ++i) {
+      const double x = p.px(double(i)), y = p.y0 + p.h + (turn ? 12 : 18);
+      if (turn)
+        o << "<text transform='translate(" << x << "," << y << ") rotate(-30)' text-anchor='end'>";
+      else
+        o << "<text x='" << x << "' y='" << y << "' text-anchor='middle'>";
+      o << xmlEscape(categories[i]) << "</text>\n";
+    }
   } else {
     for (double v : ticks(p.xlo, p.xhi)) {
       if (v < p.xlo - 1e-12 || v > p.xhi + 1e-12) continue;
       o << "<text x='" << p.px(v) << "' y='" << p.y0 + p.h + 18 << "' text-anchor='middle'>" << tickLabel(v) << "</text>\n";
     }
   }
-  o << "<text x='" << p.x0 + p.w / 2 << "' y='" << p.y0 + p.h + 40 << "' text-anchor='middle'>" << xmlEscape(xlabel)
-    << "</text>\n";
+  std::size_t longest = 0;
+  for (const auto& c : categories) longest = std::max(longest, c.size());
+  const bool turned = p.categorical && !categories.empty() && double(longest) * 7.5 > p.w / double(categories.size());
+  o << "<text x='" << p.x0 + p.w / 2 << "' y='" << p.y0 + p.h + (turned ? 24 + 4.0 * double(longest) : 40.0)
+    << "' text-anchor='middle'>" << xmlEscape(xlabel) << "</text>\n";
   o << "<text transform='translate(" << p.x0 - 48 << "," << p.y0 + p.h / 2 << ") rotate(-90)' text-anchor='middle'>"
     << xmlEscape(ylabel) << "</text>\n";
 }
@@ -1124,7 +1136,12 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
   o << "<rect width='100%' height='100%' fill='white'/>\n";
   o << "<text x='" << W / 2 << "' y='26' text-anchor='middle' font-size='17'>" << xmlEscape(r.name) << "</text>\n";
   const std::string ylabel = r.metric + " (" + r.split + ")";
-  Panel a{80, 50, 470, 400, xlo, xhi, ylo, yhi, !byParams};
+  // Turned category labels take room below the axis: the panels are shorter by as much.
+  std::size_t longest = 0;
+  for (const auto& c : categories) longest = std::max(longest, c.size());
+  const bool turned = !byParams && !categories.empty() && double(longest) * 7.5 > 470.0 / double(categories.size());
+  const double ph = turned ? std::max(200.0, 400.0 - 4.0 * double(longest)) : 400.0;
+  Panel a{80, 50, 470, ph, xlo, xhi, ylo, yhi, !byParams};
   drawAxes(o, a, byParams ? "attention parameters" : x, ylabel + ", mean ± std over seeds", categories);
   std::size_t colour = 0;
   std::vector<std::pair<std::string, const char*>> legend;
@@ -1148,7 +1165,7 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
       o << "<circle cx='" << cx << "' cy='" << a.py(p.mean) << "' r='4.5' fill='" << col << "'/>\n";
     }
   }
-  Panel b{660, 50, 470, 400, 0, shi, ylo, yhi, false};
+  Panel b{660, 50, 470, ph, 0, shi, ylo, yhi, false};
   drawAxes(o, b, "training step", ylabel + ", mean over seeds", {});
   colour = 0;
   std::vector<std::pair<std::string, const char*>> curveLegend;
@@ -1177,7 +1194,7 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
       xx += w;
     }
   };
-  drawLegend(legend, 30);
+  if (legend.size() > 1) drawLegend(legend, 30);  // one series needs no key
   drawLegend(curveLegend, 610);
   o << "</svg>\n";
   return o.str();

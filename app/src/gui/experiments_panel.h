@@ -1,0 +1,83 @@
+#pragma once
+/// The Experiments dock (issue 14, docs/sweeps.md): open a sweep directory, watch its trials'
+/// status update live (trained here or on Slurm: it reads the trial directories), the comparison
+/// table and the figure; run the pending trials in a `tensorscope sweep run` process or stop it;
+/// double-click a trial to open its run in the explorer. The files are read on a worker thread.
+
+#include <QFutureWatcher>
+#include <QProcess>
+#include <QString>
+#include <QWidget>
+#include <memory>
+
+#include "model_core/sweep.h"
+
+class QLabel;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+class QTimer;
+
+namespace tensorscope::app {
+
+/// What one refresh read from a sweep directory.
+struct SweepSnapshot {
+  model_core::SweepReport report;
+  QString svg;
+  QString error;  ///< a file that could not be read (the last good snapshot stays shown)
+};
+
+class ExperimentsPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ExperimentsPanel(QWidget* parent = nullptr);
+  ~ExperimentsPanel() override;
+
+  /// Opens a planned sweep directory. Returns false (with the reason in `error`) for one that is not.
+  bool openSweep(const QString& dir, QString* error = nullptr);
+  QString sweepDir() const;
+  /// Reads the directory now (also called every two seconds while a sweep is open); `wait` blocks
+  /// until the snapshot is shown (tests).
+  void refresh(bool wait = false);
+  /// Starts `tensorscope sweep run DIR --jobs J` (its trials in their own processes); stop sends it
+  /// SIGTERM, and every trial stops at a checkpoint.
+  bool startRun();
+  void stopRun();
+  bool running() const;
+  /// The tensorscope binary that runs sweeps (default: this program).
+  void setProgram(const QString& path) { program_ = path; }
+
+  QTableWidget* trialsTable() const { return trials_; }
+  QTableWidget* designsTable() const { return designs_; }
+  QLabel* summary() const { return summary_; }
+  const SweepSnapshot& snapshot() const { return shown_; }
+
+ Q_SIGNALS:
+  /// A trial's run directory to open in the explorer (double-click).
+  void openRunRequested(const QString& runDir);
+  /// The user asked to open a sweep directory (the window shows the dialog).
+  void openSweepRequested();
+  void message(const QString& text);
+
+ private:
+  void show(const SweepSnapshot& s);
+  void updateButtons();
+
+  std::unique_ptr<model_core::SweepPlan> plan_;
+  SweepSnapshot shown_;
+  QFutureWatcher<SweepSnapshot> watcher_;
+  bool refreshAgain_ = false;
+  QProcess process_;
+  QString program_;
+  QTimer* timer_ = nullptr;
+  QLabel* path_ = nullptr;
+  QLabel* summary_ = nullptr;
+  QSpinBox* jobs_ = nullptr;
+  QPushButton* run_ = nullptr;
+  QPushButton* stop_ = nullptr;
+  QTableWidget* trials_ = nullptr;
+  QTableWidget* designs_ = nullptr;
+  QWidget* figure_ = nullptr;
+};
+
+}  // namespace tensorscope::app

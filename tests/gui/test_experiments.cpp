@@ -1,0 +1,172 @@
+// The Experiments dock and Experiments > Sweep this design (issue 14), offscreen: a planned sweep is
+// shown with its trials and comparison, a real `tensorscope sweep run` started from the dock trains
+// it while the tables update, a trial opens as a run, and the dialog plans a sweep of the current
+// design or says why it cannot.
+#include <QCheckBox>
+#include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QSpinBox>
+#include <QFile>
+#include <QLabel>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <gtest/gtest.h>
+
+#include "gui/experiments_panel.h"
+#include "gui/sweep_dialog.h"
+#include "model_core/sweep.h"
+#include "spec/attention_spec.h"
+#include "window_test_util.h"
+
+namespace tensorscope::test {
+namespace {
+
+/// A tiny copy-task decoder (trains in about a second).
+model_core::RunConfig tinyCopy(int steps) {
+  model_core::RunConfig c;
+  c.task.name = "copy";
+  c.task.seq_len = 24;
+  c.task.algorithmic_length = 5;
+  c.model.layers = 2;
+  c.model.d_model = 16;
+  c.model.ffn_multiplier = 2;
+  auto s = spec::makeSpecPreset("mhsa");
+  s.sizes.F = 16;
+  s.sizes.H = 2;
+  s.sizes.D = 8;
+  s.sizes.R = 16;
+  s.sizes.seq_len = 24;
+  s.causal = true;
+  c.model.attention = {s};
+  c.train.steps = steps;
+  c.train.batch = 4;
+  c.train.warmup = 2;
+  c.train.eval_interval = 10;
+  c.train.eval_examples = 8;
+  c.train.checkpoint_interval = 10;
+  c.train.inspect_interval = 10;
+  return c;
+}
+
+QString planTiny(const QString& dir, int steps, int seeds) {
+  app::DesignSweepChoice c;
+  c.name = "tiny";
+  c.designs = {"thsa"};
+  c.seeds = seeds;
+  c.steps = steps;
+  c.metric = "accuracy";
+  c.tolerance = 0.5;
+  const auto sweep = model_core::sweepFromJson(app::designSweepJson(tinyCopy(steps), c).dump());
+  model_core::writeSweepDirectory(dir.toStdString(), sweep, model_core::expandSweep(sweep));
+  return dir;
+}
+
+TEST(ExperimentsDock, ARealSweepRunStartedFromTheDockTrainsAndShowsItsComparison) {
+  QTemporaryDir tmp;
+  app::MainWindow w(testOptions());
+  w.resize(1500, 950);
+  w.show();
+  const QString dir = planTiny(tmp.filePath("sweep"), 30, 2);
+  ASSERT_TRUE(w.openSweepDirectory(dir));
+  auto* panel = w.experiments();
+  EXPECT_TRUE(w.findChild<QDockWidget*>("Experiments")->isVisible());
+  panel->refresh(true);
+  ASSERT_EQ(panel->trialsTable()->rowCount(), 4);
+  EXPECT_EQ(panel->trialsTable()->item(0, 0)->text(), "000-this_design-s1");
+  EXPECT_EQ(panel->trialsTable()->item(3, 1)->text(), "pending");
+  EXPECT_EQ(panel->designsTable()->rowCount(), 2);
+  EXPECT_EQ(panel->summary()->text(), "4 pending");
+
+  panel->setProgram(TS_TENSORSCOPE_BINARY);
+  ASSERT_TRUE(panel->startRun());
+  EXPECT_TRUE(panel->running());
+  ASSERT_TRUE(waitFor([&] { return !panel->running(); }, 240000));
+  panel->refresh(true);
+  EXPECT_EQ(panel->summary()->text(), "4 finished");
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(panel->trialsTable()->item(i, 1)->text(), "finished");
+    EXPECT_EQ(panel->trialsTable()->item(i, 2)->text(), "30/30");
+    EXPECT_TRUE(panel->trialsTable()->item(i, 5)->text().startsWith("local"));
+  }
+  // The comparison row says what `sweep report` says.
+  const auto report = model_core::buildReport(model_core::readSweepPlan(dir.toStdString()));
+  EXPECT_EQ(panel->designsTable()->item(1, 0)->text(), "thsa");
+  EXPECT_EQ(panel->designsTable()->item(1, 2)->text(), "2/2");
+  EXPECT_EQ(panel->designsTable()->item(1, 3)->text(),
+            QString::number(report.designs[1].mean, 'f', 3) + " ± " + QString::number(report.designs[1].std, 'f', 3));
+  EXPECT_FALSE(panel->snapshot().svg.isEmpty());
+  screenshotIfAsked(w, "experiments_dock");
+  // Double-clicking a trial opens its run in the explorer.
+  const int runs = w.model().count();
+  Q_EMIT panel->trialsTable()->cellDoubleClicked(2, 0);
+  ASSERT_EQ(w.model().count(), runs + 1);
+  EXPECT_TRUE(w.model().currentRun().runDir.endsWith("002-thsa-s1/run"));
+}
+
+TEST(ExperimentsDock, StopKeepsCheckpointsAndRunResumes) {
+  QTemporaryDir tmp;
+  app::MainWindow w(testOptions());
+  const QString dir = planTiny(tmp.filePath("sweep"), 400, 1);
+  ASSERT_TRUE(w.openSweepDirectory(dir));
+  auto* panel = w.experiments();
+  panel->setProgram(TS_TENSORSCOPE_BINARY);
+  ASSERT_TRUE(panel->startRun());
+  const auto plan = model_core::readSweepPlan(dir.toStdString());
+  ASSERT_TRUE(waitFor([&] { return model_core::trialStatus(plan, plan.trials[0]).step >= 30; }, 120000));
+  panel->stopRun();
+  ASSERT_TRUE(waitFor([&] { return !panel->running(); }, 60000));
+  const auto st = model_core::trialStatus(plan, plan.trials[0]);
+  EXPECT_EQ(st.state, model_core::TrialState::Interrupted) << model_core::trialStateName(st.state);
+  ASSERT_TRUE(panel->startRun());
+  ASSERT_TRUE(waitFor([&] { return !panel->running(); }, 240000));
+  panel->refresh(true);
+  EXPECT_EQ(panel->summary()->text(), "2 finished");
+}
+
+TEST(ExperimentsDock, ADirectoryThatIsNoSweepIsRefusedWithTheReason) {
+  QTemporaryDir tmp;
+  app::ExperimentsPanel panel;
+  QString error;
+  EXPECT_FALSE(panel.openSweep(tmp.path(), &error));
+  EXPECT_TRUE(error.contains("holds no sweep plan (plan.json)")) << error.toStdString();
+  EXPECT_TRUE(panel.sweepDir().isEmpty());
+}
+
+TEST(SweepThisDesign, PlansTheCurrentDesignAgainstTheChosenOnesAtEqualParameters) {
+  QTemporaryDir tmp;
+  app::SweepDialog dialog("Tiny", tinyCopy(50), tmp.filePath("planned"));
+  dialog.designBox("skip_right")->setChecked(true);
+  dialog.designBox("trainable_heads_only")->setChecked(true);
+  dialog.seedsBox()->setValue(2);
+  dialog.toleranceBox()->setValue(40);
+  dialog.accept();
+  ASSERT_EQ(dialog.planned(), tmp.filePath("planned")) << dialog.error().toStdString();
+  const auto plan = model_core::readSweepPlan(tmp.filePath("planned").toStdString());
+  ASSERT_EQ(plan.trials.size(), 10u);  // this design, mhsa, skip_right, trainable_heads_only, thsa × 2 seeds
+  const auto& ref = plan.trials[0];
+  EXPECT_EQ(ref.labels[0].second, "this design");
+  for (const auto& t : plan.trials) {
+    EXPECT_EQ(t.config.train.steps, 50);
+    EXPECT_LE(std::abs(double(t.attention_parameters - ref.attention_parameters)) / double(ref.attention_parameters), 0.4)
+        << t.name;
+  }
+  EXPECT_EQ(plan.trials[6].labels[0].second, "trainable_heads_only");
+  EXPECT_EQ(plan.trials[6].config.model.attention[0].sizes.D, 1);
+  EXPECT_EQ(plan.trials[6].matched.rfind("H=", 0), 0u);
+}
+
+TEST(SweepThisDesign, SaysWhyItPlansNothing) {
+  QTemporaryDir tmp;
+  app::SweepDialog dialog("Tiny", tinyCopy(50), tmp.filePath("planned"));
+  dialog.toleranceBox()->setValue(0.1);  // no dense core size comes within 0.1% of MHSA here
+  dialog.accept();
+  EXPECT_TRUE(dialog.planned().isEmpty());
+  EXPECT_TRUE(dialog.error().contains("the tolerance is 0.1%")) << dialog.error().toStdString();
+  EXPECT_FALSE(QFile::exists(tmp.filePath("planned/plan.json")));
+  for (const QString& d : app::kTuformerDesigns) dialog.designBox(d)->setChecked(false);
+  dialog.accept();
+  EXPECT_EQ(dialog.error(), "Choose at least one design to compare with.");
+}
+
+}  // namespace
+}  // namespace tensorscope::test
