@@ -1,4 +1,5 @@
-// Sweep files (tensorscope sweep plan) and trial results (result.json): a sweep or
+// Sweep files (tensorscope sweep plan), trial results (result.json) and a sweep's Slurm jobs
+// (slurm.json): a sweep or
 // std::invalid_argument naming the field; a sweep's JSON is a fixed point of parse ∘ serialise, and a
 // small sweep expands into trials or is refused with a reason (never a crash).
 #include "fuzz_util.h"
@@ -9,6 +10,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(fuzz::text(data, size));
   try {
     (void)parseTrialResult(text, "result.json");
+  } catch (const std::invalid_argument&) {
+  }
+  try {
+    for (const auto& job : parseSlurmJobs(text, "slurm.json")) FUZZ_CHECK(!job.id.empty());
   } catch (const std::invalid_argument&) {
   }
   SweepFile s;

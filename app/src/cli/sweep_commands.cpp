@@ -256,47 +256,6 @@ const Trial& trialAt(const SweepPlan& plan, const std::string& index) {
 // running `tensorscope sweep run-trial DIR INDEX`. Each trial's outcome stays in its directory
 // (result.json), so reports never need Slurm's accounting; squeue tells what is queued or running.
 
-constexpr const char* kSlurmJobsFormat = "tensorscope.slurm_jobs";
-
-struct SlurmJob {
-  std::string id;
-  std::vector<std::int64_t> indices;
-  std::string script;
-};
-
-std::vector<SlurmJob> readSlurmJobs(const std::string& dir) {
-  const std::string path = dir + "/slurm.json";
-  std::vector<SlurmJob> jobs;
-  if (!fs::exists(path)) return jobs;
-  nlohmann::json j;
-  try {
-    j = spec::parseUntrustedJson(files::readBoundedFile(path));
-  } catch (const std::exception& e) {
-    throw std::invalid_argument(path + ": " + e.what());
-  }
-  if (!spec::hasEnvelope(j, kSlurmJobsFormat, 1) || !j.contains("jobs") || !j["jobs"].is_array())
-    throw std::invalid_argument(path + ": not a record of Slurm jobs (format " + kSlurmJobsFormat + ", version 1)");
-  for (const auto& e : j["jobs"]) {
-    if (!e.is_object() || !e.contains("job_id") || !e["job_id"].is_string() || !e.contains("indices") ||
-        !e["indices"].is_array())
-      throw std::invalid_argument(path + ": a job needs \"job_id\" (a string) and \"indices\"");
-    SlurmJob job;
-    job.id = e["job_id"].get<std::string>();
-    for (const auto& i : e["indices"])
-      if (i.is_number_integer()) job.indices.push_back(i.get<std::int64_t>());
-    job.script = e.value("script", std::string());
-    jobs.push_back(job);
-  }
-  return jobs;
-}
-
-void writeSlurmJobs(const std::string& dir, const std::vector<SlurmJob>& jobs) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& j : jobs) list.push_back({{"job_id", j.id}, {"indices", j.indices}, {"script", j.script}});
-  files::writeFileAtomically(dir + "/slurm.json",
-                             nlohmann::json{{"format", kSlurmJobsFormat}, {"version", 1}, {"jobs", list}}.dump(2) + "\n");
-}
-
 /// Runs a program (no shell) and returns its exit status and what it printed (stdout and stderr).
 int capture(const std::vector<std::string>& words, std::string& output) {
   int pipeFd[2];
@@ -330,7 +289,7 @@ int capture(const std::vector<std::string>& words, std::string& output) {
 
 /// What squeue says of the sweep's array tasks: trial index -> "PENDING (job 12_3)". `note` says
 /// why nothing could be asked (no squeue, no controller).
-std::map<std::int64_t, std::string> slurmStates(const std::vector<SlurmJob>& jobs, std::string& note) {
+std::map<std::int64_t, std::string> slurmStates(const std::vector<model_core::SlurmJob>& jobs, std::string& note) {
   std::map<std::int64_t, std::string> states;
   if (jobs.empty()) return states;
   std::string ids;
@@ -425,7 +384,7 @@ int runCommand(Args& args, std::ostream& out, std::ostream& err) {
   std::vector<const Trial*> queue;
   int ended = 0, skipped = 0;
   std::string note;
-  const auto queued = slurmStates(readSlurmJobs(plan.dir), note);  // trials handed to Slurm are its to run
+  const auto queued = slurmStates(model_core::readSlurmJobs(plan.dir), note);  // trials handed to Slurm are its to run
   for (const auto& t : plan.trials) {
     const auto st = model_core::trialStatus(plan, t);
     if (st.state != TrialState::Finished && queued.count(t.index)) {
@@ -549,7 +508,7 @@ int submitCommand(Args& args, std::ostream& out, std::ostream& err) {
   if (partition) safe(*partition, "--partition");
   if (time) safe(*time, "--time");
   const auto plan = model_core::readSweepPlan(fs::absolute(pos[0]).lexically_normal().string());
-  auto jobs = readSlurmJobs(plan.dir);
+  auto jobs = model_core::readSlurmJobs(plan.dir);
   std::string note;
   const auto queued = slurmStates(jobs, note);
   std::vector<std::int64_t> indices;
@@ -613,7 +572,7 @@ int submitCommand(Args& args, std::ostream& out, std::ostream& err) {
   if (id.empty() || !std::all_of(id.begin(), id.end(), ::isdigit))
     throw std::runtime_error("sbatch answered '" + reply + "', not a job id");
   jobs.push_back({id, indices, script});
-  writeSlurmJobs(plan.dir, jobs);
+  model_core::writeSlurmJobs(plan.dir, jobs);
   out << "submitted Slurm job " << id << ": " << indices.size() << " trials (array " << array << ")\n"
       << "follow it: tensorscope sweep status " << plan.dir << "\n";
   return kExitOk;
@@ -631,7 +590,7 @@ int statusCommand(Args& args, std::ostream& out) {
     return kExitOk;
   }
   std::string note;
-  const auto jobs = readSlurmJobs(plan.dir);
+  const auto jobs = model_core::readSlurmJobs(plan.dir);
   const auto queued = slurmStates(jobs, note);
   std::map<std::string, int> counts;
   out << "sweep '" << plan.sweep.name << "' (" << plan.dir << "): " << plan.trials.size() << " trials, metric "

@@ -151,6 +151,19 @@ struct TrialStatus {
 /// a run directory with a checkpoint (interrupted) or nothing (pending).
 TrialStatus trialStatus(const SweepPlan& plan, const Trial& t);
 
+// ---- Slurm jobs of a sweep (DIR/slurm.json) -----------------------------------------------------
+inline constexpr const char* kSlurmJobsFormat = "tensorscope.slurm_jobs";
+struct SlurmJob {
+  std::string id;                     ///< Slurm's job id (digits)
+  std::vector<std::int64_t> indices;  ///< the trials of its array
+  std::string script;                 ///< the sbatch script it ran
+};
+/// Parses slurm.json. Throws std::invalid_argument naming the path and the field.
+std::vector<SlurmJob> parseSlurmJobs(const std::string& text, const std::string& path);
+/// DIR/slurm.json, or no jobs when the sweep was never submitted.
+std::vector<SlurmJob> readSlurmJobs(const std::string& dir);
+void writeSlurmJobs(const std::string& dir, const std::vector<SlurmJob>& jobs);
+
 // ---- Reports ------------------------------------------------------------------------------------
 struct DesignSummary {
   std::string design;

@@ -806,6 +806,69 @@ TrialStatus trialStatus(const SweepPlan& plan, const Trial& t) {
   return st;
 }
 
+// ---- Slurm jobs ---------------------------------------------------------------------------------
+
+std::vector<SlurmJob> parseSlurmJobs(const std::string& text, const std::string& path) {
+  json j;
+  try {
+    j = spec::parseUntrustedJson(text);
+  } catch (const spec::JsonError& e) {
+    throw std::invalid_argument(path + ": malformed JSON: " + e.what());
+  }
+  if (!spec::hasEnvelope(j, kSlurmJobsFormat, kVersion) || !j.contains("jobs") || !j["jobs"].is_array())
+    throw std::invalid_argument(path + ": not a record of Slurm jobs (format " + kSlurmJobsFormat + ", version 1)");
+  Problems p(path);
+  p.rejectUnknown(j, "", {"format", "version", "jobs"});
+  std::vector<SlurmJob> jobs;
+  for (std::size_t i = 0; i < j["jobs"].size(); ++i) {
+    const json& e = j["jobs"][i];
+    const std::string f = "jobs[" + std::to_string(i) + "]";
+    if (!e.is_object()) {
+      p.add(f, "must be an object {\"job_id\", \"indices\", \"script\"}");
+      continue;
+    }
+    p.rejectUnknown(e, f + ".", {"job_id", "indices", "script"});
+    SlurmJob job;
+    p.read(e, "job_id", f + ".", job.id);
+    p.read(e, "script", f + ".", job.script);
+    if (job.id.empty() || job.id.size() > 20 || !std::all_of(job.id.begin(), job.id.end(), ::isdigit))
+      p.add(f + ".job_id", "must be Slurm's job id (digits); got " + spec::jsonPreview(e.value("job_id", json())));
+    if (!e.contains("indices") || !e["indices"].is_array()) {
+      p.add(f + ".indices", "must be an array of trial indices");
+    } else {
+      for (const auto& x : e["indices"]) {
+        if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() >= kMaxSweepTrials) {
+          p.add(f + ".indices", "holds " + spec::jsonPreview(x) + ", not a trial index");
+          break;
+        }
+        job.indices.push_back(x.get<std::int64_t>());
+      }
+    }
+    jobs.push_back(job);
+  }
+  if (!p.empty()) p.raise();
+  return jobs;
+}
+
+std::vector<SlurmJob> readSlurmJobs(const std::string& dir) {
+  const std::string path = dir + "/slurm.json";
+  if (!fs::exists(path)) return {};
+  std::string text;
+  try {
+    text = files::readBoundedFile(path);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+  return parseSlurmJobs(text, path);
+}
+
+void writeSlurmJobs(const std::string& dir, const std::vector<SlurmJob>& jobs) {
+  json list = json::array();
+  for (const auto& j : jobs) list.push_back({{"job_id", j.id}, {"indices", j.indices}, {"script", j.script}});
+  files::writeFileAtomically(dir + "/slurm.json",
+                             json{{"format", kSlurmJobsFormat}, {"version", kVersion}, {"jobs", list}}.dump(2) + "\n");
+}
+
 // ---- Reports ------------------------------------------------------------------------------------
 
 SweepReport buildReport(const SweepPlan& plan) {
@@ -1090,11 +1153,12 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
     if (!series.count(key)) order.push_back(key);
     series[key].push_back({xv, d.mean, d.std});
   }
-  // Curves: the metric over steps, mean over the finished seeds of each design (at steps all share).
+  // Curves: the metric over steps, the mean over the seeds of each design that reached each step
+  // (running trials too, so a sweep's curves grow while it trains).
   std::map<std::string, std::map<std::int64_t, std::vector<double>>> curves;
   const std::string split = r.split;
   for (const auto& [t, st] : r.trials) {
-    if (st.state != TrialState::Finished) continue;
+    if (st.state == TrialState::Pending) continue;
     auto& c = curves[t.design];
     readMetrics(
         plan.runDir(t),
@@ -1104,7 +1168,8 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
         },
         [](std::int64_t, const std::string&) {});
   }
-  double ylo = 1e300, yhi = -1e300, shi = 1;
+  // Each panel has its own value range: the end points would be squashed by the early curve.
+  double ylo = 1e300, yhi = -1e300, clo = 1e300, chi = -1e300, shi = 1;
   for (const auto& [k, pts] : series)
     for (const auto& p : pts) ylo = std::min(ylo, p.mean - p.std), yhi = std::max(yhi, p.mean + p.std);
   bool anyCurve = false;
@@ -1113,13 +1178,17 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
       double m = 0;
       for (double v : vals) m += v;
       m /= double(vals.size());
-      ylo = std::min(ylo, m), yhi = std::max(yhi, m), shi = std::max(shi, double(step));
+      clo = std::min(clo, m), chi = std::max(chi, m), shi = std::max(shi, double(step));
       anyCurve = true;
     }
-  if (ylo > yhi) ylo = 0, yhi = 1;
-  if (r.metric != "loss") ylo = std::min(ylo, 0.0), yhi = std::max(yhi, std::min(1.0, yhi * 1.05));
-  const double pad = (yhi - ylo) * 0.05 + 1e-12;
-  ylo -= r.metric == "loss" ? pad : 0, yhi += pad;
+  const auto range = [&](double& lo, double& hi) {
+    if (lo > hi) lo = 0, hi = 1;
+    if (r.metric != "loss") lo = std::max(0.0, lo), hi = std::min(1.0, hi);
+    const double pad = std::max((hi - lo) * 0.08, 1e-3);
+    lo -= pad, hi += pad;
+  };
+  range(ylo, yhi);
+  range(clo, chi);
   double xlo = 0, xhi = 1;
   if (byParams) {
     xlo = 1e300, xhi = -1e300;
@@ -1165,8 +1234,8 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
       o << "<circle cx='" << cx << "' cy='" << a.py(p.mean) << "' r='4.5' fill='" << col << "'/>\n";
     }
   }
-  Panel b{660, 50, 470, ph, 0, shi, ylo, yhi, false};
-  drawAxes(o, b, "training step", ylabel + ", mean over seeds", {});
+  Panel b{660, 50, 470, ph, 0, shi, clo, chi, false};
+  drawAxes(o, b, "training step", ylabel + ", mean over the seeds at each step", {});
   colour = 0;
   std::vector<std::pair<std::string, const char*>> curveLegend;
   for (const auto& d : r.designs) {
@@ -1182,12 +1251,12 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
     o << "'/>\n";
   }
   if (!anyCurve)
-    o << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h / 2 << "' text-anchor='middle' fill='#888'>no finished trial yet</text>\n";
+    o << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h / 2 << "' text-anchor='middle' fill='#888'>no evaluation yet</text>\n";
   const auto drawLegend = [&](const std::vector<std::pair<std::string, const char*>>& items, double x0) {
     double y = 522;
     double xx = x0;
     for (const auto& [label, col] : items) {
-      const double w = 30 + 7.2 * double(label.size());
+      const double w = 34 + 8.2 * double(label.size());
       if (xx + w > x0 + 520) xx = x0, y += 18;
       o << "<rect x='" << xx << "' y='" << y - 9 << "' width='12' height='12' fill='" << col << "'/><text x='" << xx + 17
         << "' y='" << y + 1 << "'>" << xmlEscape(label) << "</text>\n";

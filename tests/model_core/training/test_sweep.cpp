@@ -302,5 +302,22 @@ TEST(SweepStatus, PendingInterruptedRunningAndEndedComeFromTheFiles) {
   EXPECT_NE(errorOf([] { parseTrialResult("[]", "r.json"); }).find("not a trial result"), std::string::npos);
 }
 
+TEST(SweepSlurmJobs, TheRecordIsWrittenAndReadBackAndDamageIsRefused) {
+  TempDir tmp("sweep_slurm");
+  EXPECT_TRUE(readSlurmJobs(tmp.path()).empty());
+  writeSlurmJobs(tmp.path(), {{"41", {0, 1, 2}, "a.sbatch"}, {"42", {2}, "b.sbatch"}});
+  const auto jobs = readSlurmJobs(tmp.path());
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[1].id, "42");
+  EXPECT_EQ(jobs[0].indices, (std::vector<std::int64_t>{0, 1, 2}));
+  const auto e = errorOf([] {
+    parseSlurmJobs(R"({"format": "tensorscope.slurm_jobs", "version": 1, "jobs": [{"job_id": "4;2", "indices": [-1]}]})",
+                   "slurm.json");
+  });
+  EXPECT_NE(e.find("jobs[0].job_id: must be Slurm's job id (digits)"), std::string::npos) << e;
+  EXPECT_NE(e.find("jobs[0].indices: holds -1, not a trial index"), std::string::npos) << e;
+  EXPECT_NE(errorOf([] { parseSlurmJobs("{}", "slurm.json"); }).find("not a record of Slurm jobs"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tensorscope::model_core
