@@ -8,10 +8,13 @@
 #include <QSpinBox>
 #include <QFile>
 #include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <gtest/gtest.h>
 
+#include "gui/design_panel.h"
 #include "gui/experiments_panel.h"
 #include "gui/sweep_dialog.h"
 #include "model_core/sweep.h"
@@ -153,6 +156,36 @@ TEST(SweepThisDesign, PlansTheCurrentDesignAgainstTheChosenOnesAtEqualParameters
   EXPECT_EQ(plan.trials[6].labels[0].second, "trainable_heads_only");
   EXPECT_EQ(plan.trials[6].config.model.attention[0].sizes.D, 1);
   EXPECT_EQ(plan.trials[6].matched.rfind("H=", 0), 0u);
+}
+
+TEST(SweepThisDesign, AlsoVariesAConfigFieldFromTheDesignDock) {
+  QTemporaryDir tmp;
+  app::SweepDialog dialog("Tiny", tinyCopy(50), tmp.filePath("planned"));
+  dialog.designBox("thsa")->setChecked(false);
+  dialog.seedsBox()->setValue(1);
+  dialog.toleranceBox()->setValue(40);
+  dialog.alsoPathEdit()->setText("train.lr");
+  dialog.alsoValuesEdit()->setText("0.001, 0.003");
+  if (!qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR").isEmpty()) {  // how the dialog looks, at its own size
+    dialog.show();
+    for (int i = 0; i < 8; ++i) QApplication::processEvents();
+    QDir().mkpath(qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR"));
+    EXPECT_TRUE(dialog.grab().toImage().save(QDir(qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR")).filePath("sweep_dialog.png")));
+  }
+  dialog.accept();
+  ASSERT_EQ(dialog.planned(), tmp.filePath("planned")) << dialog.error().toStdString();
+  const auto plan = model_core::readSweepPlan(tmp.filePath("planned").toStdString());
+  ASSERT_EQ(plan.trials.size(), 4u);  // (this design, mhsa) × two learning rates
+  EXPECT_EQ(plan.trials[1].name, "001-this_design-0.003-s1");
+  EXPECT_DOUBLE_EQ(plan.trials[1].config.train.lr, 0.003);
+  // A bad path is refused with the config reader's words; the Design dock's button opens the dialog.
+  app::SweepDialog bad("Tiny", tinyCopy(50), tmp.filePath("bad"));
+  bad.alsoPathEdit()->setText("train.colour");
+  bad.alsoValuesEdit()->setText("red");
+  bad.accept();
+  EXPECT_TRUE(bad.error().contains("unknown field \"colour\"")) << bad.error().toStdString();
+  app::MainWindow w(testOptions());
+  EXPECT_NE(w.designPanel()->findChild<QPushButton*>("sweepDesign"), nullptr);
 }
 
 TEST(SweepThisDesign, SaysWhyItPlansNothing) {

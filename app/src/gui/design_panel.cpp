@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
+#include <QPushButton>
 #include <QGroupBox>
 #include <QLabel>
 #include <QSignalBlocker>
@@ -102,6 +103,12 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   cost_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   costLayout->addWidget(cost_);
   layout->addWidget(costBox);
+  auto* sweep = new QPushButton("Sweep this design…");
+  sweep->setObjectName("sweepDesign");
+  sweep->setToolTip("Train this design beside Tuformer's designs over seeds, at its parameter count "
+                    "(the Experiments dock runs and compares them)");
+  connect(sweep, &QPushButton::clicked, this, &DesignPanel::sweepRequested);
+  layout->addWidget(sweep);
 
   locked_ = new QLabel("This run is training: its design is fixed while it trains (edit C to fork it, or stop it "
                        "first).");

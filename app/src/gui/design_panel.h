@@ -33,6 +33,8 @@ class DesignPanel : public QWidget {
 
  Q_SIGNALS:
   void specChanged(const tensorscope::spec::AttentionSpec& spec);
+  /// "Sweep this design…": compare the run's design with Tuformer's designs (the window's dialog).
+  void sweepRequested();
 
  private:
   void applyPreset(const QString& name);

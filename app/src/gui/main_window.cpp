@@ -210,6 +210,7 @@ void MainWindow::buildDocks() {
   tabifyDockWidget(curvesDock, addDock("Experiments", experiments_, Qt::BottomDockWidgetArea));
   curvesDock->raise();
   connect(experiments_, &ExperimentsPanel::openRunRequested, this, &MainWindow::openRunDirectory);
+  connect(design_, &DesignPanel::sweepRequested, this, &MainWindow::sweepCurrentDesign);
   connect(experiments_, &ExperimentsPanel::openSweepRequested, this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, "Open a sweep directory (made by tensorscope sweep plan)");
     if (!dir.isEmpty()) openSweepDirectory(dir);

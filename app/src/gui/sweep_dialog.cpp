@@ -66,6 +66,22 @@ nlohmann::json designSweepJson(const model_core::RunConfig& base, const DesignSw
                 {"seeds", seeds},
                 {"budget", {{"steps", c.steps}}},
                 {"metric", c.metric.toStdString()}};
+  if (!c.alsoPath.trimmed().isEmpty()) {
+    json values = json::array();
+    for (const QString& v : c.alsoValues.split(',', Qt::SkipEmptyParts)) {
+      const std::string text = v.trimmed().toStdString();
+      json value;
+      try {
+        value = json::parse(text);  // numbers, true/false, "quoted strings"
+      } catch (const json::exception&) {
+        value = text;  // a bare word is a string (e.g. sinusoidal)
+      }
+      if (value.is_structured()) throw std::invalid_argument("the values of " + c.alsoPath.toStdString() + " are numbers or words; got " + text);
+      values.push_back(value);
+    }
+    if (values.empty()) throw std::invalid_argument("give the values of " + c.alsoPath.toStdString() + ", separated by commas");
+    sweep["axes"].push_back({{"path", c.alsoPath.trimmed().toStdString()}, {"values", values}});
+  }
   if (c.matchParameters)
     sweep["match_parameters"] = {{"axis", "design"}, {"reference", "this design"}, {"solve", "head_size"},
                                  {"tolerance", c.tolerance}};
@@ -117,6 +133,14 @@ SweepDialog::SweepDialog(const QString& runName, const model_core::RunConfig& ba
   matchRow->addWidget(tolerance_);
   matchRow->addStretch(1);
   form->addRow("Parameters", matchRow);
+  auto* alsoRow = new QHBoxLayout;
+  alsoPath_ = new QLineEdit;
+  alsoPath_->setPlaceholderText("config path, e.g. train.lr");
+  alsoValues_ = new QLineEdit;
+  alsoValues_->setPlaceholderText("values, e.g. 0.001, 0.002");
+  alsoRow->addWidget(alsoPath_, 1);
+  alsoRow->addWidget(alsoValues_, 1);
+  form->addRow("Also vary", alsoRow);
   auto* dirRow = new QHBoxLayout;
   dir_ = new QLineEdit(defaultDir);
   auto* choose = new QPushButton("Choose…");
@@ -158,6 +182,8 @@ DesignSweepChoice SweepDialog::choice() const {
   c.metric = metric_->currentText();
   c.matchParameters = match_->isChecked();
   c.tolerance = tolerance_->value() / 100.0;
+  c.alsoPath = alsoPath_->text().trimmed();
+  c.alsoValues = alsoValues_->text();
   return c;
 }
 

@@ -26,6 +26,10 @@ struct DesignSweepChoice {
   QString metric = "loss";
   bool matchParameters = true;  ///< every design at the current design's attention parameter count
   double tolerance = 0.03;
+  /// A second axis, optional: a config path (e.g. train.lr) and its values as JSON scalars
+  /// ("0.001, 0.002"); empty path: none.
+  QString alsoPath;
+  QString alsoValues;
 };
 
 /// The designs the dialog offers, as core presets (mhsa is the variant itself).
@@ -34,7 +38,8 @@ extern const QStringList kTuformerDesigns;
 /// The sweep file (tensorscope.sweep) of the choice: base = `base` (the current run's config), a
 /// "design" axis whose first value is the current design unchanged ("this design") and then each
 /// chosen design with the current H and D (R = H·D; the D = 1 designs get H·D heads), seeds, steps,
-/// the metric, and the parameter match with "this design" as the reference.
+/// the metric, the parameter match with "this design" as the reference, and the second axis when
+/// given. Throws std::invalid_argument for values that do not read.
 nlohmann::json designSweepJson(const model_core::RunConfig& base, const DesignSweepChoice& choice);
 
 class SweepDialog : public QDialog {
@@ -52,6 +57,8 @@ class SweepDialog : public QDialog {
   QSpinBox* seedsBox() const { return seeds_; }
   QSpinBox* stepsBox() const { return steps_; }
   QDoubleSpinBox* toleranceBox() const { return tolerance_; }
+  QLineEdit* alsoPathEdit() const { return alsoPath_; }
+  QLineEdit* alsoValuesEdit() const { return alsoValues_; }
   QCheckBox* designBox(const QString& design) const;
 
   /// Plans the sweep (the OK button); one that does not expand keeps the dialog open with the reason.
@@ -67,6 +74,8 @@ class SweepDialog : public QDialog {
   QCheckBox* match_ = nullptr;
   QDoubleSpinBox* tolerance_ = nullptr;
   QLineEdit* dir_ = nullptr;
+  QLineEdit* alsoPath_ = nullptr;
+  QLineEdit* alsoValues_ = nullptr;
   QLabel* error_ = nullptr;
   QString planned_;
 };
