@@ -689,6 +689,10 @@ int reportCommand(Args& args, std::ostream& out) {
 
 }  // namespace
 
+std::map<std::int64_t, std::string> slurmQueue(const std::string& sweepDir, std::string& note) {
+  return slurmStates(model_core::readSlurmJobs(sweepDir), note);
+}
+
 int runSweepCommand(Args& args, std::ostream& out, std::ostream& err) {
   const auto sub = args.takeCommand();
   if (sub == "plan") return planCommand(args, out);

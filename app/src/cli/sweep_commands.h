@@ -1,7 +1,10 @@
 #pragma once
 /// `tensorscope sweep plan | run | run-trial | status | report` (issue 14, docs/sweeps.md).
 
+#include <cstdint>
 #include <iosfwd>
+#include <map>
+#include <string>
 
 #include "cli/args.h"
 
@@ -11,5 +14,9 @@ namespace tensorscope::app {
 inline constexpr int kExitTrialInterrupted = 3;
 
 int runSweepCommand(Args& args, std::ostream& out, std::ostream& err);
+
+/// What Slurm's squeue says of a sweep's recorded jobs (DIR/slurm.json): trial index -> e.g.
+/// "PENDING (job 12_3)". Empty without jobs; `note` says why squeue could not be asked.
+std::map<std::int64_t, std::string> slurmQueue(const std::string& sweepDir, std::string& note);
 
 }  // namespace tensorscope::app

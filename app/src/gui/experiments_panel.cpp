@@ -19,6 +19,8 @@
 #include <cmath>
 #include <map>
 
+#include "cli/sweep_commands.h"
+
 namespace tensorscope::app {
 namespace {
 
@@ -58,6 +60,8 @@ SweepSnapshot readSnapshot(const model_core::SweepPlan& plan) {
   SweepSnapshot s;
   try {
     s.report = model_core::buildReport(plan);
+    std::string note;  // (no squeue here: the files alone tell the states)
+    s.slurm = slurmQueue(plan.dir, note);
     // With equal parameters (or any axis), the axis tells the designs apart better than parameters.
     const std::string x = plan.sweep.axes.empty() ? "parameters" : plan.sweep.axes.front().name;
     s.svg = QString::fromStdString(model_core::reportFigureSvg(plan, s.report, x));
@@ -222,14 +226,20 @@ void ExperimentsPanel::show(const SweepSnapshot& s) {
   std::map<std::string, int> counts;
   for (int i = 0; i < trials_->rowCount(); ++i) {
     const auto& [t, st] = r.trials[static_cast<std::size_t>(i)];
-    const std::string state = model_core::trialStateName(st.state);
+    const bool ended = st.state == model_core::TrialState::Finished || st.state == model_core::TrialState::Failed ||
+                       st.state == model_core::TrialState::Diverged;
+    const auto queued = s.slurm.find(t.index);
+    const bool inSlurm = !ended && st.state != model_core::TrialState::Running && queued != s.slurm.end();
+    const std::string state = inSlurm ? "queued" : model_core::trialStateName(st.state);
     ++counts[state];
     trials_->setItem(i, 0, cell(QString::fromStdString(t.name)));
     trials_->setItem(i, 1, cell(QString::fromStdString(state)));
     trials_->setItem(i, 2, cell(QString("%1/%2").arg(st.step).arg(t.config.train.steps), true));
     trials_->setItem(i, 3, cell(st.result && st.result->final_metric ? number(*st.result->final_metric, digits) : "–", true));
     trials_->setItem(i, 4, cell(st.result ? number(st.result->wall_seconds, 0) : "–", true));
-    trials_->setItem(i, 5, cell(st.result ? QString::fromStdString(st.result->where) : QString()));
+    trials_->setItem(i, 5, cell(st.result ? QString::fromStdString(st.result->where)
+                                : queued != s.slurm.end() ? "slurm " + QString::fromStdString(queued->second)
+                                                          : QString()));
     if (st.state == model_core::TrialState::Failed && st.result)
       trials_->item(i, 1)->setToolTip(QString::fromStdString(st.result->message));
   }

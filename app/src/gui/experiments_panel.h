@@ -8,6 +8,7 @@
 #include <QProcess>
 #include <QString>
 #include <QWidget>
+#include <map>
 #include <memory>
 
 #include "model_core/sweep.h"
@@ -23,6 +24,7 @@ namespace tensorscope::app {
 /// What one refresh read from a sweep directory.
 struct SweepSnapshot {
   model_core::SweepReport report;
+  std::map<std::int64_t, std::string> slurm;  ///< squeue's state of trials handed to Slurm
   QString svg;
   QString error;  ///< a file that could not be read (the last good snapshot stays shown)
 };
