@@ -149,13 +149,17 @@ ExperimentsPanel::ExperimentsPanel(QWidget* parent) : QWidget(parent) {
   });
   process_.setProcessChannelMode(QProcess::MergedChannels);
   connect(&process_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus) {
-    const QString tail = QString::fromUtf8(process_.readAll()).trimmed().section('\n', -1);
+    output_ += process_.readAll();
+    const QString tail = QString::fromUtf8(output_).trimmed().section('\n', -1);  // the run's last words
     Q_EMIT message(code == 0 ? "Sweep run ended" : code == 130 ? "Sweep stopped; Run resumes the interrupted trials"
                                                               : "Sweep run ended with status " + QString::number(code) + ": " + tail);
     updateButtons();
     refresh();
   });
-  connect(&process_, &QProcess::readyRead, this, [this] { process_.readAll(); });  // progress comes from the files
+  connect(&process_, &QProcess::readyRead, this, [this] {  // progress comes from the files; keep the last words
+    output_ += process_.readAll();
+    if (output_.size() > 8192) output_ = output_.right(4096);
+  });
   updateButtons();
 }
 
@@ -253,6 +257,7 @@ void ExperimentsPanel::show(const SweepSnapshot& s) {
 
 bool ExperimentsPanel::startRun() {
   if (!plan_ || running()) return false;
+  output_.clear();
   const QStringList args = {"sweep", "run", QString::fromStdString(plan_->dir), "--jobs", QString::number(jobs_->value()), "--json"};
   process_.start(program_.isEmpty() ? QCoreApplication::applicationFilePath() : program_, args);
   if (!process_.waitForStarted(5000)) {

@@ -70,6 +70,7 @@ class ExperimentsPanel : public QWidget {
   QFutureWatcher<SweepSnapshot> watcher_;
   bool refreshAgain_ = false;
   QProcess process_;
+  QByteArray output_;  ///< the tail of the run's output, for its last line when it fails
   QString program_;
   QTimer* timer_ = nullptr;
   QLabel* path_ = nullptr;
