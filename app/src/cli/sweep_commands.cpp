@@ -385,6 +385,8 @@ int runCommand(Args& args, std::ostream& out, std::ostream& err) {
   int ended = 0, skipped = 0;
   std::string note;
   const auto queued = slurmStates(model_core::readSlurmJobs(plan.dir), note);  // trials handed to Slurm are its to run
+  if (!note.empty())  // a submitted trial may then also start here; its lock keeps the two from training at once
+    err << "tensorscope: " << note << "; trials submitted to Slurm cannot be told apart from pending ones\n";
   for (const auto& t : plan.trials) {
     const auto st = model_core::trialStatus(plan, t);
     if (st.state != TrialState::Finished && queued.count(t.index)) {
