@@ -13,18 +13,10 @@ trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/check_lib.sh"
 
 "$BIN" spec preset mhsa > "$TMP/spec.json" || { echo "FAIL spec preset"; exit 1; }
+/usr/bin/python3 "$(dirname "$0")/tiny_copy_config.py" "$TMP/spec.json" 40 10 5 20 > "$TMP/base.json" || { echo "FAIL base config"; exit 1; }
 /usr/bin/python3 - "$TMP" <<'PY'
 import json, sys
 tmp = sys.argv[1]
-spec = json.load(open(f"{tmp}/spec.json"))
-spec["sizes"].update({"F": 16, "H": 2, "D": 8, "R": 16, "seq_len": 24})
-spec["causal"] = True
-base = {"format": "tensorscope.run_config", "version": 1,
-        "model": {"kind": "decoder", "layers": 2, "d_model": 16, "ffn_multiplier": 2, "attention": spec},
-        "task": {"name": "copy", "seq_len": 24, "algorithmic_length": 5, "seed": 1},
-        "train": {"steps": 40, "batch": 4, "warmup": 2, "eval_interval": 10, "eval_examples": 8,
-                  "checkpoint_interval": 5, "inspect_interval": 20, "seed": 1}}
-json.dump(base, open(f"{tmp}/base.json", "w"), indent=2)
 sweep = {"format": "tensorscope.sweep", "version": 1, "name": "copy: MHSA vs dense THSA",
          "base_file": "base.json",
          "axes": [{"name": "design", "values": [

@@ -22,17 +22,11 @@ slurm_start "$TMP/slurm" || { echo "FAIL the Slurm fixture did not start"; cat "
 ok "slurm-fixture-idle"
 
 "$BIN" spec preset mhsa > "$TMP/spec.json" || { echo "FAIL spec preset"; exit 1; }
+/usr/bin/python3 "$(dirname "$0")/../cli/tiny_copy_config.py" "$TMP/spec.json" 60 20 20 60 > "$TMP/base.json" || { echo "FAIL base config"; exit 1; }
 /usr/bin/python3 - "$TMP" <<'PY'
 import json, sys
 tmp = sys.argv[1]
-spec = json.load(open(f"{tmp}/spec.json"))
-spec["sizes"].update({"F": 16, "H": 2, "D": 8, "R": 16, "seq_len": 24})
-spec["causal"] = True
-base = {"format": "tensorscope.run_config", "version": 1,
-        "model": {"kind": "decoder", "layers": 2, "d_model": 16, "ffn_multiplier": 2, "attention": spec},
-        "task": {"name": "copy", "seq_len": 24, "algorithmic_length": 5, "seed": 1},
-        "train": {"steps": 60, "batch": 4, "warmup": 2, "eval_interval": 20, "eval_examples": 8,
-                  "checkpoint_interval": 20, "inspect_interval": 60, "seed": 1}}
+base = json.load(open(f"{tmp}/base.json"))
 sweep = {"format": "tensorscope.sweep", "version": 1, "name": "slurm check", "base": base,
          "axes": [{"name": "design", "values": [
              {"label": "mhsa", "set": {"model.attention.variant": "mhsa"}},

@@ -139,7 +139,7 @@ int runTrial(const SweepPlan& plan, const Trial& t, const std::string& device, s
     return kExitOk;
   }
   const bool resume = fs::exists(runDir + "/config.json");
-  const std::string firstSplit = t.config.task.name == "arithmetic" ? "interpolation" : "validation";
+  const std::string firstSplit = model_core::evaluationSplitNames(t.config).front();
   double remaining = 0;
   if (plan.sweep.seconds > 0) {
     const auto before = model_core::summariseTrialRun(runDir, plan.sweep.metric, firstSplit);

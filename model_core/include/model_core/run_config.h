@@ -70,5 +70,8 @@ std::vector<std::string> validateRunConfig(const RunConfig& config);
 spec::AttentionSpec layerSpec(const ModelConfig& model, int layer);
 /// Tokens the model sees per example: task.seq_len, or for fashion_mnist the (28/patch)² patches.
 std::int64_t modelSequenceLength(const RunConfig& config);
+/// The names of the splits a run of `config` is evaluated on, as its metrics log records them
+/// ("interpolation" and "extrapolation" for arithmetic, else "validation"; TrainingSession::evalSplits).
+std::vector<std::string> evaluationSplitNames(const RunConfig& config);
 
 }  // namespace tensorscope::model_core

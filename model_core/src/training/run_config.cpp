@@ -178,6 +178,11 @@ std::int64_t modelSequenceLength(const RunConfig& c) {
   return c.task.seq_len;
 }
 
+std::vector<std::string> evaluationSplitNames(const RunConfig& c) {
+  if (c.task.name == "arithmetic") return {"interpolation", "extrapolation"};
+  return {"validation"};
+}
+
 std::vector<std::string> validateRunConfig(const RunConfig& c) {
   std::vector<std::string> out;
   auto add = [&](const std::string& f, const std::string& m) { out.push_back(f + ": " + m); };

@@ -67,12 +67,7 @@ std::string safeName(const std::string& s) {
   return out.empty() ? "_" : out;
 }
 
-std::string firstEvalSplit(const RunConfig& c) { return c.task.name == "arithmetic" ? "interpolation" : "validation"; }
-
-std::vector<std::string> evalSplits(const RunConfig& c) {
-  if (c.task.name == "arithmetic") return {"interpolation", "extrapolation"};
-  return {"validation"};
-}
+std::string firstEvalSplit(const RunConfig& c) { return evaluationSplitNames(c).front(); }
 
 /// Splits "model.attention[1].core" into keys and indices ({"model"}, {"attention", 1}, {"core"}).
 struct PathStep {
@@ -155,18 +150,13 @@ void applySolve(json& config, const std::string& solve, int x) {
   for (json* s : attentionSpecs(config)) {
     if (!s->is_object() || !s->contains("sizes") || !(*s)["sizes"].is_object()) continue;
     json& z = (*s)["sizes"];
-    if (solve == "head_size") {
-      const bool tied = z.contains("H") && z.contains("D") && z.contains("R") && z["H"].is_number_integer() &&
-                        z["D"].is_number_integer() && z["R"].is_number_integer() &&
-                        z["R"].get<std::int64_t>() == z["H"].get<std::int64_t>() * z["D"].get<std::int64_t>();
-      z["D"] = x;
-      if (tied) z["R"] = z["H"].get<std::int64_t>() * x;
-    } else if (solve == "heads") {
-      const bool tied = z.contains("H") && z.contains("D") && z.contains("R") && z["H"].is_number_integer() &&
-                        z["D"].is_number_integer() && z["R"].is_number_integer() &&
-                        z["R"].get<std::int64_t>() == z["H"].get<std::int64_t>() * z["D"].get<std::int64_t>();
-      z["H"] = x;
-      if (tied) z["R"] = z["D"].get<std::int64_t>() * x;
+    // R follows a solved H or D where it was H·D (Kronecker cores and MHSA need R = H·D).
+    const bool tied = z.contains("H") && z.contains("D") && z.contains("R") && z["H"].is_number_integer() &&
+                      z["D"].is_number_integer() && z["R"].is_number_integer() &&
+                      z["R"].get<std::int64_t>() == z["H"].get<std::int64_t>() * z["D"].get<std::int64_t>();
+    if (solve == "head_size" || solve == "heads") {
+      z[solve == "head_size" ? "D" : "H"] = x;
+      if (tied) z["R"] = z["H"].get<std::int64_t>() * z["D"].get<std::int64_t>();
     } else if (solve == "rank") {
       z["R"] = x;
     } else {
@@ -426,7 +416,7 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
     if (n > kMaxSweepTrials) p.add("axes", "expand to more than " + std::to_string(kMaxSweepTrials) + " trials");
     const auto base = runConfigFromJson(s.base.dump());
     if (!s.metric.split.empty()) {
-      const auto splits = evalSplits(base);
+      const auto splits = evaluationSplitNames(base);
       if (std::find(splits.begin(), splits.end(), s.metric.split) == splits.end())
         p.add("metric.split", "task " + base.task.name + " evaluates on " + splits.front() +
                                   (splits.size() > 1 ? " and " + splits.back() : "") + ", not '" + s.metric.split + "'");
