@@ -3,10 +3,12 @@
 /// inspections of the model's insides (cores, attention maps, TP roles). Torch-free.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model_core/host_tensor.h"
+#include "model_core/network_values.h"
 
 namespace tensorscope::model_core {
 
@@ -53,6 +55,9 @@ struct InspectionSnapshot {
   std::vector<std::string> role_tokens;     ///< token text of each role row
   std::vector<std::string> role_labels;     ///< structural label of each role row
   std::vector<std::string> role_contexts;   ///< the question around each token
+  /// Every tensor of one layer's diagram on the same probe, when the run was asked for it
+  /// (TrainerControl::setNetworkLayer); null otherwise. Not written to inspection files.
+  std::shared_ptr<const NetworkValues> network;
   /// The role vectors of (layer, head), or null.
   const RoleVectors* rolesOf(int layer, int head) const {
     for (const auto& r : roles)

@@ -48,6 +48,10 @@ class TrainerControl {
   /// The probe of the next inspections, without asking for one.
   void setProbe(const std::string& probe);
   std::string probe() const;
+  /// The layer whose diagram values every inspection from now on carries
+  /// (InspectionSnapshot::network, for the diagram's inspector); -1 (the default): none.
+  void setNetworkLayer(int layer);
+  int networkLayer() const;
   /// Called by the trainer between steps: blocks while paused (until resume, step or stop),
   /// calling `writeCheckpoint` / `inspect` (when given) for each checkpoint / inspection request
   /// meanwhile. Returns false when the run must stop.
@@ -69,6 +73,7 @@ class TrainerControl {
   bool checkpointRequested_ = false;
   bool inspectionRequested_ = false;
   std::string probe_;
+  int networkLayer_ = -1;
   int pendingSteps_ = 0;
   std::atomic<std::int64_t> faultStep_{-1};
   std::function<void()> sleepProbe_;

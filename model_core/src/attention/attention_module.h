@@ -20,6 +20,9 @@ struct AttentionOutput {
   torch::Tensor y;      // [B, N, F]
   torch::Tensor maps;   // display maps (see displayMapShape), or undefined
   torch::Tensor roles;  // tp only: role vectors [B, H, N, D], or undefined
+  /// The layer's input x [B, N, F] as it entered the attention (inside a model: after the block's
+  /// layer norm); set by the model's blocks when they report what their layers computed.
+  torch::Tensor input;
 };
 
 /// The options a forward pass takes beyond the input.

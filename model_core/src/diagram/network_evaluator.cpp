@@ -193,17 +193,22 @@ torch::Tensor NetworkEvaluator::runStep(const PlanStep& s, const std::map<std::s
   throw std::logic_error("unknown plan operation");
 }
 
+void NetworkEvaluator::run(std::map<std::string, torch::Tensor>& values, const std::set<std::string>& needed,
+                           std::int64_t batch) const {
+  std::map<char, std::int64_t> sizes{{'b', batch}};
+  for (const auto& l : spec::networkIndices(network_)) sizes[l.index] = l.size;
+  for (const auto& s : network_.plan)
+    if (needed.empty() || needed.count(s.output)) values[s.output] = runStep(s, values, sizes);
+}
+
 NetworkValue NetworkEvaluator::evaluate(const std::vector<NamedWeight>& weights, const torch::Tensor& x,
                                         bool withMaps) const {
   auto values = bind(weights, x);
-  std::map<char, std::int64_t> sizes{{'b', x.size(0)}};
-  for (const auto& l : spec::networkIndices(network_)) sizes[l.index] = l.size;
   std::set<std::string> needed{network_.output};
   if (withMaps && !network_.maps.empty()) needed.insert(network_.maps);
   for (auto it = network_.plan.rbegin(); it != network_.plan.rend(); ++it)
     if (needed.count(it->output)) needed.insert(it->inputs.begin(), it->inputs.end());
-  for (const auto& s : network_.plan)
-    if (needed.count(s.output)) values[s.output] = runStep(s, values, sizes);
+  run(values, needed, x.size(0));
   NetworkValue v;
   v.y = values.at(network_.output);
   if (withMaps && !network_.maps.empty()) {
@@ -212,6 +217,13 @@ NetworkValue NetworkEvaluator::evaluate(const std::vector<NamedWeight>& weights,
     v.maps = values.at(network_.maps).reshape(shape);
   }
   return v;
+}
+
+std::map<std::string, torch::Tensor> NetworkEvaluator::evaluateAll(const std::vector<NamedWeight>& weights,
+                                                                   const torch::Tensor& x) const {
+  auto values = bind(weights, x);
+  run(values, {}, x.size(0));
+  return values;
 }
 
 }  // namespace tensorscope::model_core

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,27 @@ class NetworkEvaluator {
   /// Runs the plan (only the steps y, and with `withMaps` the maps, depend on).
   NetworkValue evaluate(const std::vector<NamedWeight>& weights, const torch::Tensor& x, bool withMaps = true) const;
 
+  /// Every tensor of the network: the bound nodes (as `bind`) and the output of every plan step,
+  /// the display maps' steps included, by id. What the diagram's inspector shows.
+  std::map<std::string, torch::Tensor> evaluateAll(const std::vector<NamedWeight>& weights, const torch::Tensor& x) const;
+
  private:
+  /// Runs the plan steps whose outputs are in `needed` (empty: every step) into `values`.
+  void run(std::map<std::string, torch::Tensor>& values, const std::set<std::string>& needed, std::int64_t batch) const;
   torch::Tensor runStep(const spec::PlanStep& step, const std::map<std::string, torch::Tensor>& values,
                         const std::map<char, std::int64_t>& sizes) const;
 
   spec::TensorNetwork network_;
 };
+
+}  // namespace tensorscope::model_core
+
+namespace tensorscope::model_core {
+struct NetworkValues;
+
+/// Fills `out.spec`, `out.network` and `out.values` by evaluating every tensor of `spec`'s
+/// network with `weights` (contract names) on `x` [1, N, F].
+void evaluateNetworkValues(const spec::AttentionSpec& spec, const std::vector<NamedWeight>& weights,
+                           const torch::Tensor& x, NetworkValues& out);
 
 }  // namespace tensorscope::model_core

@@ -60,6 +60,16 @@ void TrainerControl::setProbe(const std::string& probe) {
   probe_ = probe;
 }
 
+void TrainerControl::setNetworkLayer(int layer) {
+  std::lock_guard lock(mutex_);
+  networkLayer_ = layer;
+}
+
+int TrainerControl::networkLayer() const {
+  std::lock_guard lock(mutex_);
+  return networkLayer_;
+}
+
 std::string TrainerControl::probe() const {
   std::lock_guard lock(mutex_);
   return probe_;

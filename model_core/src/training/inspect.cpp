@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "analysis/core_analysis_torch.h"
+#include "diagram/network_evaluator.h"
 #include "io/host_tensor_torch.h"
 #include "training/training_session.h"
 
@@ -98,13 +99,39 @@ TrainingSession::Probe TrainingSession::probeInput(const std::string& probe) {
   return p;
 }
 
+namespace {
+/// Puts a model in evaluation mode and back into training mode however the scope ends (a probe it
+/// cannot read throws).
+struct EvalScope {
+  explicit EvalScope(Transformer& m) : model(m) { model->eval(); }
+  ~EvalScope() { model->train(); }
+  Transformer& model;
+};
+}  // namespace
+
+NetworkValues TrainingSession::inspectNetwork(int layer, const std::string& probe) {
+  torch::NoGradGuard noGrad;
+  EvalScope evalScope(model_);
+  const auto blocks = model_->blocks();
+  if (layer < 0 || layer >= static_cast<int>(blocks.size()))
+    throw std::invalid_argument("the model has " + std::to_string(blocks.size()) + " layers (0 to " +
+                                std::to_string(blocks.size() - 1) + "), not layer " + std::to_string(layer));
+  Probe p = probeInput(probe);
+  std::vector<AttentionOutput> outs;
+  model_->forward(p.input, {}, &outs);
+  const auto attention = blocks[static_cast<size_t>(layer)]->attention();
+  NetworkValues v;
+  evaluateNetworkValues(attention->spec(), attention->namedWeights(), outs.at(static_cast<size_t>(layer)).input, v);
+  v.layer = layer;
+  v.step = step_;
+  v.probe = std::move(p.description);
+  v.tokens = std::move(p.tokens);
+  return v;
+}
+
 InspectionSnapshot TrainingSession::inspect(const std::string& probe) {
   torch::NoGradGuard noGrad;
-  model_->eval();
-  struct TrainAgain {  // the model trains again however this ends (a probe it cannot read throws)
-    Transformer& model;
-    ~TrainAgain() { model->train(); }
-  } trainAgain{model_};
+  EvalScope evalScope(model_);
   InspectionSnapshot snap;
   snap.step = step_;
   const auto blocks = model_->blocks();

@@ -35,6 +35,10 @@ InspectionSnapshot probeRun(const std::string& runDir, const std::string& probe)
   return openRun(runDir)->inspect(probe);
 }
 
+NetworkValues runNetworkValues(const std::string& runDir, int layer, const std::string& probe) {
+  return openRun(runDir)->inspectNetwork(layer, probe);
+}
+
 void inferFiles(const std::string& runDir, const std::string& input, const std::string& output) {
   auto session = openRun(runDir);
   const auto tensors = readTensorMap(input);

@@ -409,12 +409,21 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   const auto inspectNow = [&](bool scheduled) {
     InspectionSnapshot snap;
     const std::string probe = control.probe();
+    std::string used = probe;
     try {
       snap = session.inspect(probe);
     } catch (const std::invalid_argument& e) {
       sink.onMessage("probe " + probe + ": " + e.what() + "; the maps show the default probe");
       control.setProbe("");
+      used.clear();
       snap = session.inspect("");
+    }
+    if (const int layer = control.networkLayer(); layer >= 0) {
+      try {
+        snap.network = std::make_shared<const NetworkValues>(session.inspectNetwork(layer, used));
+      } catch (const std::invalid_argument& e) {
+        sink.onMessage(std::string("the diagram's values: ") + e.what());
+      }
     }
     if (scheduled) {
       inspectionLog << inspectionRecord(snap) << '\n' << std::flush;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model_core/network_values.h"
 #include "model_core/run_config.h"
 #include "model_core/snapshots.h"
 #include "training/adamw.h"
@@ -47,6 +48,10 @@ class TrainingSession {
   /// or an image task's validation image number. Throws std::invalid_argument, with the reason,
   /// for a probe the model cannot read (an unknown character, longer than the context).
   InspectionSnapshot inspect(const std::string& probe = "");
+  /// Every tensor of layer `layer`'s diagram on `probe` (read as inspect reads it): x is what
+  /// enters that layer's attention. Throws std::invalid_argument for a layer the model lacks or a
+  /// probe it cannot read.
+  NetworkValues inspectNetwork(int layer, const std::string& probe = "");
 
   /// Writes model.safetensors, optimizer.safetensors and trainer_state.json into `dir` (a staging
   /// directory of CheckpointStore); refuses (std::runtime_error) when a weight is not finite.

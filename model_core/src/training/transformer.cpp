@@ -31,9 +31,13 @@ BlockImpl::BlockImpl(const spec::AttentionSpec& s, int ffnMultiplier, double res
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput* inspect) {
-  auto a = attn_->forward(ln1_(x), options);
+  const auto input = ln1_(x);
+  auto a = attn_->forward(input, options);
   auto h = x + drop_(a.y);
-  if (inspect) *inspect = std::move(a);
+  if (inspect) {
+    a.input = input;
+    *inspect = std::move(a);
+  }
   return h + drop_(fc2_(torch::gelu(fc1_(ln2_(h)))));
 }
 
