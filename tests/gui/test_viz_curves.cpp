@@ -325,9 +325,20 @@ TEST(VizCurvesFigure, TheLegendFollowsTheFigureOptionsAndComesBack) {
   EXPECT_LE(top.bottom(), axisTop.top() + 1);
   const QRectF bottom = exportAt(LegendPosition::Bottom);
   EXPECT_GE(bottom.top(), plot.lastFigureLayout().axisOuterRects.value(0).bottom() - 1);
+  // At the right of a double-column figure, one entry per row; in a single column (with the
+  // accuracy and learning-rate axes) there is no room beside the curves: the legend goes below.
+  o = FigureOptions::forColumn(ColumnPreset::Double);
   const QRectF right = exportAt(LegendPosition::Right);
+  EXPECT_FALSE(plot.lastFigureLegendMovedBelow());
   EXPECT_GE(right.left(), plot.lastFigureLayout().axisOuterRects.value(0).right() - 1);
   EXPECT_GT(right.height(), right.width() / 4) << "one entry per row";
+  EXPECT_GE(plot.lastFigureLayout().axisRects.value(0).width(), plot.lastFigureLayout().figure.width() / 2);
+  o = FigureOptions::forColumn(ColumnPreset::Single);
+  const QRectF narrowRight = exportAt(LegendPosition::Right);
+  EXPECT_TRUE(plot.lastFigureLegendMovedBelow());
+  EXPECT_GE(narrowRight.top(), plot.lastFigureLayout().axisOuterRects.value(0).bottom() - 1);
+  // Three value axes (loss; accuracy; learning rate) take the rest.
+  EXPECT_GE(plot.lastFigureLayout().axisRects.value(0).width(), 0.4 * plot.lastFigureLayout().figure.width());
   const QRectF inside = exportAt(LegendPosition::Inside);
   EXPECT_TRUE(plot.lastFigureLayout().axisRects.value(0).contains(inside.center()));
   EXPECT_FALSE(plotArea.isEmpty());

@@ -606,6 +606,15 @@ void CurvesPlot::legendOnTop() {
   p->plotLayout()->setRowSpacing(0);
 }
 
+void CurvesPlot::legendBelow() {
+  QCPLayoutGrid* main = plot()->plotLayout();
+  if (legend_->layout()) legend_->layout()->take(legend_);
+  main->simplify();
+  const int row = main->rowCount();
+  main->addElement(row, 0, legend_);
+  main->setRowStretchFactor(row, 0.001);
+}
+
 QSize CurvesPlot::beginFigure(const FigureOptions& options, const QSize& size) {
   QCustomPlot* p = plot();
   updateLegend(&options);
@@ -620,6 +629,8 @@ QSize CurvesPlot::beginFigure(const FigureOptions& options, const QSize& size) {
   if (legend_->layout()) legend_->layout()->take(legend_);
   p->plotLayout()->simplify();
   QCPLayoutGrid* main = p->plotLayout();
+  figureLegendRight_ = options.legend == LegendPosition::Right;
+  figureLegendMoved_ = false;
   switch (options.legend) {
     case LegendPosition::None:
       legend_->setVisible(false);
@@ -628,12 +639,9 @@ QSize CurvesPlot::beginFigure(const FigureOptions& options, const QSize& size) {
     case LegendPosition::Top:
       legendOnTop();
       break;
-    case LegendPosition::Bottom: {
-      const int row = main->rowCount();
-      main->addElement(row, 0, legend_);
-      main->setRowStretchFactor(row, 0.001);
+    case LegendPosition::Bottom:
+      legendBelow();
       break;
-    }
     case LegendPosition::Right: {
       legend_->setVertical(true);
       int row = 0;
@@ -654,6 +662,14 @@ QSize CurvesPlot::beginFigure(const FigureOptions& options, const QSize& size) {
 }
 
 void CurvesPlot::figureLaidOut() {
+  // A journal column with the accuracy and learning-rate axes has no room for a legend beside the
+  // curves as well: below it goes, rather than leaving the curves a sliver.
+  if (figureLegendRight_ && plot()->axisRect()->width() < plot()->viewport().width() / 2) {
+    legend_->setVertical(false);
+    legendBelow();
+    layOutNow();
+    figureLegendMoved_ = true;
+  }
   figureLegendRect_ = legend_->visible() ? QRectF(legend_->outerRect()) : QRectF();
   figureLegendEntries_ = legend_->visible() ? static_cast<int>(legend_->entries().size()) : 0;
 }

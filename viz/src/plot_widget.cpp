@@ -368,6 +368,11 @@ QString PlotWidget::emptyReason() const {
   return tr("nothing plotted yet");
 }
 
+void PlotWidget::layOutNow() {
+  for (auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
+    plot_->plotLayout()->update(phase);
+}
+
 QSize PlotWidget::beginFigure(const FigureOptions& options, const QSize& size) {
   Q_UNUSED(options);
   return size;
@@ -580,13 +585,9 @@ bool PlotWidget::renderFigure(const FigureOptions& o, const std::function<bool(c
     plot_->replot(QCustomPlot::rpImmediateRefresh);
   });
   plot_->setViewport(QRect(QPoint(0, 0), size));
-  const auto layOut = [this] {
-    for (auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
-      plot_->plotLayout()->update(phase);
-  };
-  layOut();
+  layOutNow();
   figureLaidOut();
-  layOut();
+  layOutNow();
   figureLayout_ = {};
   figureLayout_.figure = QRectF(QPointF(0, 0), QSizeF(size));
   if (legendShown && legend->visible()) {

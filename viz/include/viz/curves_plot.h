@@ -179,6 +179,9 @@ class CurvesPlot : public PlotWidget {
   /// Where the last figure drew the compact legend (empty when it drew none) and its entries.
   QRectF lastFigureLegendRect() const { return figureLegendRect_; }
   int lastFigureLegendEntries() const { return figureLegendEntries_; }
+  /// Whether the last figure put a legend asked for at the right below the plot instead: beside
+  /// it, the curves would have kept less than half the figure's width.
+  bool lastFigureLegendMovedBelow() const { return figureLegendMoved_; }
 
  protected:
 
@@ -207,6 +210,8 @@ class CurvesPlot : public PlotWidget {
   void updateLegend(const FigureOptions* figure = nullptr);
   /// Takes the legend out of wherever it is and puts it in the row above the plot (as built).
   void legendOnTop();
+  /// Takes the legend out of wherever it is and puts it in a row below everything.
+  void legendBelow();
   void updateTimeUnits();
   void afterUpdate();
   void applyPendingRescale() const;
@@ -221,6 +226,8 @@ class CurvesPlot : public PlotWidget {
   QRectF figureLegendRect_;
   int figureTickCountBefore_ = 5;
   int figureLegendEntries_ = 0;
+  bool figureLegendRight_ = false;  // the figure being drawn asked for the legend at the right
+  bool figureLegendMoved_ = false;
   bool minutes_ = false;     // the time axis counts minutes
   double smoothing_ = 0;
   bool autoRescale_ = true;

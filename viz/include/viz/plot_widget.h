@@ -133,6 +133,8 @@ class PlotWidget : public QWidget {
   /// After the first layout pass at the figure's size, before the final one and the drawing (e.g.
   /// to re-plan tick labels for the new axis lengths).
   virtual void figureLaidOut() {}
+  /// One layout pass of the plot at its current viewport (for a hook that moved an element).
+  void layOutNow();
   /// After the drawing: undo what beginFigure changed.
   virtual void endFigure() {}
   /// Whether a figure sets the axes' fonts to the figure's point size (false for views whose
