@@ -25,6 +25,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "spec/contraction_steps.h"
 #include "spec/validation.h"
 #include "tensor_network_builder.h"
 
@@ -207,80 +208,15 @@ std::vector<std::string> checkNetwork(const TensorNetwork& net) {
 }
 
 NetworkCost networkCost(const TensorNetwork& net, std::int64_t batch) {
-  std::map<char, double> size;
-  for (const auto& l : networkIndices(net)) size[l.index] = static_cast<double>(l.size);
-  size['b'] = static_cast<double>(batch);
-  auto count = [&](const std::string& subs) {
-    double n = 1;
-    for (char ch : subs) n *= size.count(ch) ? size[ch] : 1.0;
-    return n;
-  };
-  std::map<std::string, const SoftmaxBox*> boxes;
-  for (const auto& b : net.boxes) boxes[b.id] = &b;
-  // Steps y depends on, walking back from the output.
-  std::set<std::string> needed{net.output};
-  for (auto it = net.plan.rbegin(); it != net.plan.rend(); ++it)
-    if (needed.count(it->output)) needed.insert(it->inputs.begin(), it->inputs.end());
-
+  // The per-step counting is planStepCosts' (contraction_steps.cpp), shared with contraction stepping.
   NetworkCost cost;
-  auto keep = [&](const std::string& id, double elements) {
-    if (elements > cost.largest_intermediate_elements) {
-      cost.largest_intermediate_elements = elements;
-      cost.largest_intermediate = id;
+  for (const auto& s : planStepCosts(net, batch)) {
+    if (!s.needed_for_y) continue;
+    cost.flops += s.flops;
+    if (s.peak_elements > cost.largest_intermediate_elements) {
+      cost.largest_intermediate_elements = s.peak_elements;
+      cost.largest_intermediate = s.peak;
     }
-  };
-  for (const auto& s : net.plan) {
-    if (!needed.count(s.output)) continue;
-    const auto t = parseEinsum(s.einsum);
-    const double out = count(t.output);
-    if (s.op == PlanStep::Op::Divide) {
-      cost.flops += out;
-      keep(s.output, out);
-      continue;
-    }
-    // A prefix sum multiplies the operands before L along `along`, then sums cumulatively.
-    auto operands = t.operands;
-    std::string result = t.output;
-    if (s.op == PlanStep::Op::PrefixSum) {
-      const std::string mask = operands.back();
-      operands.pop_back();
-      std::replace(result.begin(), result.end(), mask[0], mask[1]);
-    }
-    std::string cur = operands.front();
-    if (operands.size() == 1 && cur.size() > result.size()) cost.flops += count(cur);
-    for (size_t i = 1; i < operands.size(); ++i) {
-      const std::string& next = operands[i];
-      std::string later = result;
-      for (size_t j = i + 1; j < operands.size(); ++j) later += operands[j];
-      std::string all = cur;
-      for (char ch : next)
-        if (all.find(ch) == std::string::npos) all += ch;
-      std::string pair;
-      for (char ch : all)
-        if (later.find(ch) != std::string::npos) pair += ch;
-      cost.flops += (pair.size() < all.size() ? 2.0 : 1.0) * count(all);
-      if (i + 1 < operands.size()) keep(s.output + " (partial)", count(pair));
-      cur = pair;
-    }
-    double perElement = (s.scale != 1.0 ? 1.0 : 0.0) + static_cast<double>(s.addends.size());
-    switch (s.op) {
-      case PlanStep::Op::Softmax: {
-        const auto it = boxes.find(s.box);
-        const bool scaled = it != boxes.end() && (it->second->scale != 1.0 || it->second->position_scale);
-        perElement += 5.0 + (scaled ? 1.0 : 0.0);
-        break;
-      }
-      case PlanStep::Op::EluPlusOne:
-      case PlanStep::Op::Normalize: perElement += 2.0; break;
-      case PlanStep::Op::PrefixSum:
-      case PlanStep::Op::Mask3:
-      case PlanStep::Op::Mean0: perElement += 1.0; break;
-      case PlanStep::Op::None:
-      case PlanStep::Op::SelectLast:
-      case PlanStep::Op::Divide: break;
-    }
-    cost.flops += perElement * out;
-    keep(s.output, out);
   }
   return cost;
 }
