@@ -227,10 +227,24 @@ TEST(DailyTool, PanelsShowNothingOfAnotherSessionOrDesign) {
   snap->core_layers = {0, 1};
   snap->stable_ranks = {3.5, 2.5};
   snap->spectra = {{2.0, 1.0}, {3.0, 1.0}};
+  // Maps of both layers and TP role vectors of six tokens, so that every view has data to keep.
+  const model_core::HostTensor map{{3, 3}, {1, 0, 0, 0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f}};
+  snap->maps = {{map, map}, {map}};
+  snap->probe_tokens = {"a", "b", "c"};
+  snap->probe = "validation example 0";
+  model_core::HostTensor roleRows{{6, 2}, {}};
+  for (int i = 0; i < 12; ++i) roleRows.values.push_back(static_cast<float>((i * 7) % 5) - 2.0f);
+  snap->roles = {{0, 0, roleRows}};
+  snap->role_tokens = {"1", "+", "2", "=", "3", "."};
+  snap->role_labels = {"digit", "operator", "digit", "equals", "digit", "end"};
+  snap->role_contexts = std::vector<std::string>(6, "1+2=3");
+  snap->role_probe = "1 validation example";
   w.model().setTrainingRun(w.model().currentRun().id);  // the views show the selected run's inspections
   Q_EMIT w.controller()->inspected(snap);
   ASSERT_EQ(w.stableRankPlot()->layers(), (std::vector<int>{0, 1}));
   ASSERT_FALSE(w.spectrumPlot()->isShowingMessage());
+  ASSERT_FALSE(w.attentionMaps()->isShowingMessage());
+  ASSERT_FALSE(w.roleClusters()->isShowingMessage()) << "the role clusters show the TP roles before the switch";
   w.model().setTrainingRun(0);
   const auto examples = app::exampleSessionPaths();
   ASSERT_FALSE(examples.isEmpty());
@@ -257,6 +271,22 @@ TEST(DailyTool, PanelsShowNothingOfAnotherSessionOrDesign) {
   m.model().select(0);
   for (auto* heat : m.coreEditor()->findChildren<viz::MatrixHeatmap*>())
     if (heat != m.coreEditor()->heatmap()) EXPECT_TRUE(heat->isHidden()) << "a factor panel of no C";
+}
+
+// The Training dock said "stopped at step N" of the previous session's run after another session
+// was opened.
+TEST(DailyTool, TheTrainingDockForgetsARunOfAnotherSession) {
+  app::MainWindow w(testOptions());
+  w.model().select(1);
+  useLightThsaRun(w, 1);
+  trainStopped(w, 3);
+  ASSERT_TRUE(w.trainingPanel()->statusText().contains("step")) << w.trainingPanel()->statusText().toStdString();
+  // Offscreen, the question whether to save the trained session is answered with Discard.
+  const auto examples = app::exampleSessionPaths();
+  ASSERT_FALSE(examples.isEmpty());
+  ASSERT_TRUE(w.files().openExample(examples.front()));
+  EXPECT_FALSE(w.trainingPanel()->statusText().contains("step")) << w.trainingPanel()->statusText().toStdString();
+  EXPECT_FALSE(w.trainingPanel()->statusText().contains("stopped")) << w.trainingPanel()->statusText().toStdString();
 }
 
 TEST(DailyTool, ADamagedRunDirectoryIsRefusedWithTheReason) {

@@ -16,6 +16,7 @@
 #include "model_core/safetensors.h"
 #include "spec/attention_spec.h"
 #include "spec/core_spec.h"
+#include "viz/attention_map_grid.h"
 #include "viz/matrix_heatmap.h"
 #include "viz/role_cluster_plot.h"
 
@@ -104,10 +105,45 @@ TEST(Figures, LearnedCoreIsExportedAfterAnInspection) {
   EXPECT_EQ(file.metadata.at("step"), "1234");
   EXPECT_FALSE(file.tensors.count("core.A")) << "design factors are not passed off as learned ones";
   EXPECT_FALSE(QFile::exists(tmp.filePath("core_A.png")));
-  EXPECT_TRUE(report.skipped.join('\n').contains("core_A: the learned C is shown"));
+  EXPECT_TRUE(report.skipped.join('\n').contains("core_A: The factors of the learned C are read from the run's checkpoint"))
+      << report.skipped.join('\n').toStdString();
   // Back on the design: the design C again.
   editor.setSpec(kronecker());
   EXPECT_EQ(editor.learnedStep(), -1);
+}
+
+// A stopped run's learned C comes with its learned factors (read from its checkpoint): they are
+// drawn in the factor panels and exported as figures and data, not the design's.
+TEST(Figures, LearnedFactorsAreExportedWithTheLearnedCore) {
+  QTemporaryDir tmp;
+  app::CoreEditor editor;
+  editor.resize(600, 700);
+  editor.show();
+  const auto design = kronecker();
+  editor.setSpec(design);
+  const auto& z = design.sizes;
+  auto learnedCore = *design.core;
+  for (auto* f : {&learnedCore.a, &learnedCore.b}) f->kind = spec::FactorKind::Trainable;
+  learnedCore.a.values.clear();
+  for (int i = 0; i < z.H * z.H; ++i) learnedCore.a.values.push_back(0.5 + 0.1 * i);
+  learnedCore.b.values.clear();
+  for (int i = 0; i < z.D * z.D; ++i) learnedCore.b.values.push_back(-0.2 + 0.01 * i);
+  const auto C = spec::materializeCore(learnedCore, z.H, z.D, z.R);
+  editor.showLearnedCore(std::vector<float>(C.begin(), C.end()), z.R, 500, {}, &learnedCore);
+  EXPECT_TRUE(editor.factorA()->hasFigure());
+  EXPECT_NEAR(editor.factorA()->value(0, 1), 0.6, 1e-12);
+  app::FigureExportOptions options;
+  options.formats = {"svg"};
+  const auto report = app::exportFigures(tmp.path(), {{}, &editor, design, false, "run"}, options);
+  EXPECT_TRUE(report.ok()) << report.failures.join('\n').toStdString();
+  EXPECT_TRUE(QFile::exists(tmp.filePath("core_A.svg")));
+  EXPECT_TRUE(QFile::exists(tmp.filePath("core_B.svg")));
+  const auto file = readBack(tmp.filePath("core.safetensors"));
+  EXPECT_EQ(file.metadata.at("source"), "learned");
+  const auto a = model_core::toFloatVector(file.tensors.at("core.A"));
+  ASSERT_EQ(a.size(), learnedCore.a.values.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], learnedCore.a.values[i], 1e-6);
+  EXPECT_NEAR(model_core::toFloatVector(file.tensors.at("core.B")).back(), learnedCore.b.values.back(), 1e-6);
 }
 
 TEST(Figures, DialogRemembersItsOptions) {
@@ -132,4 +168,35 @@ TEST(Figures, DialogRemembersItsOptions) {
   dialog.adjustSize();
   const QString keep = qEnvironmentVariable("TS_FIGURE_DIR");
   if (!keep.isEmpty()) dialog.grab().save(keep + "/figure_dialog.png");
+}
+
+// The attention maps as data (CSV and safetensors): one [maps, query, key] tensor per layer with
+// the values drawn, and the run, step and what the maps are in the metadata.
+TEST(Figures, AttentionMapsAreExportedAsData) {
+  QTemporaryDir tmp;
+  viz::AttentionMapGrid maps;
+  maps.resize(800, 500);
+  maps.show();
+  const auto map = [](float shift) {
+    viz::MatrixData m{3, 3, {}};
+    for (int i = 0; i < 9; ++i) m.values.push_back(shift + 0.01f * static_cast<float>(i));
+    return m;
+  };
+  maps.setMaps({{map(0.1f), map(0.2f)}, {map(0.3f), map(0.4f)}}, {"a", "b", "c"}, {0, 1}, 40);
+  QApplication::processEvents();
+  app::FigureExportOptions options;
+  options.formats = {"svg"};
+  const auto report = app::exportFigures(tmp.path(), {{&maps}, nullptr, kronecker(), false, "maps_run"}, options);
+  EXPECT_TRUE(report.ok()) << report.failures.join('\n').toStdString();
+  const auto file = readBack(tmp.filePath("attention_maps.safetensors"));
+  EXPECT_EQ(file.metadata.at("run"), "maps_run");
+  EXPECT_EQ(file.metadata.at("step"), "40");
+  ASSERT_TRUE(file.tensors.count("maps.layer1"));
+  EXPECT_EQ(file.tensors.at("maps.layer1").shape, (std::vector<int64_t>{2, 3, 3}));
+  const auto values = model_core::toFloatVector(file.tensors.at("maps.layer1"));
+  EXPECT_NEAR(values.front(), 0.3f, 1e-6);
+  EXPECT_NEAR(values.back(), 0.48f, 1e-6);
+  QFile csv(tmp.filePath(maps.exportName() + ".csv"));
+  ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
+  EXPECT_GE(QString::fromUtf8(csv.readAll()).count('\n'), 4 * 9) << "every entry of every map";
 }

@@ -250,11 +250,21 @@ QString CoreEditor::factorName(int index) const {
   return {};
 }
 
-void CoreEditor::showLearnedCore(const std::vector<float>& values, int R, qint64 step, const QString& whose) {
+void CoreEditor::showLearnedCore(const std::vector<float>& values, int R, qint64 step, const QString& whose,
+                                 const spec::CoreSpec* factors) {
   editable_ = false;
   learnedStep_ = step;
   std::vector<double> v(values.begin(), values.end());
   heatmap_->setMatrix(v, R, R, QString("learned C at step %1").arg(step));
+  // The design's factors beside a learned C would show another C: the learned ones, or why not.
+  const bool structured = spec_.core && spec_.core->structure != CoreStructure::Dense;
+  if (structured && factors && factors->structure == spec_.core->structure)
+    showFactors(*factors, QString("learned (step %1) ").arg(step));
+  else if (structured) {
+    factorA_->clear(QString("The factors of the learned C are read from the run's checkpoint once training stops "
+                            "(training reports C only)."));
+    factorB_->clear("");
+  }
   stableRank_ = model_core::stableRank(v, R, R);
   banner_->setText(whose.isEmpty() ? QString("Showing a learned C (read-only). Editing forks a new run from the latest checkpoint.") : whose);
   banner_->show();
@@ -414,6 +424,27 @@ void CoreEditor::editCell(int row, int col, bool continuingStroke) {
   emitEdit(s, what, stroke_);
 }
 
+void CoreEditor::showFactors(const spec::CoreSpec& core, const QString& learned) {
+  const auto& z = spec_.sizes;
+  // The factors' own rows and columns, not channels of C: C = s·(A ⊗ B), A is H×H, B is D×D.
+  if (core.structure == CoreStructure::Kronecker) {
+    factorA_->setMatrix(currentFactorValues(core.a, z.H), z.H, z.H,
+                        QString("%1factor A of C = s·(A ⊗ B) (%2×%2, %3)").arg(learned).arg(z.H).arg(QString::fromStdString(std::string(spec::toString(core.a.kind)))));
+    factorB_->setMatrix(currentFactorValues(core.b, z.D), z.D, z.D,
+                        QString("%1factor B of C = s·(A ⊗ B) (%2×%2, %3)").arg(learned).arg(z.D).arg(QString::fromStdString(std::string(spec::toString(core.b.kind)))));
+    factorA_->setAxisTitles("column of A (head h′)", "row of A (head h)");
+    factorB_->setAxisTitles("column of B (d′)", "row of B (d)");
+  } else if (core.structure == CoreStructure::LowRank) {
+    factorA_->setMatrix(core.u_values, z.R, core.rank, QString("%1factor U of C = U·Vᵀ (R×ρ, ρ = %2)").arg(learned).arg(core.rank));
+    factorB_->setMatrix(core.v_values, z.R, core.rank, QString("%1factor V of C = U·Vᵀ (R×ρ)").arg(learned));
+    factorA_->setAxisTitles("column of U (base map j)", "row of U (query channel r)");
+    factorB_->setAxisTitles("column of V (base map j)", "row of V (key channel s)");
+  } else {
+    factorA_->clear("dense C: no factors");
+    factorB_->clear("");
+  }
+}
+
 void CoreEditor::refresh() {
   loading_ = true;
   learnedStep_ = -1;
@@ -479,23 +510,7 @@ void CoreEditor::refresh() {
   auto frozen = spec::coreTrainableEntries(core, z.H, z.D, z.R);  // the heatmap hatches frozen entries
   for (auto& m : frozen) m = m ? 0 : 1;
   heatmap_->setMask(frozen);
-  if (kron) {
-    // The factors' own rows and columns, not channels of C: C = s·(A ⊗ B), A is H×H, B is D×D.
-    factorA_->setMatrix(currentFactorValues(core.a, z.H), z.H, z.H,
-                        QString("factor A of C = s·(A ⊗ B) (%1×%1, %2)").arg(z.H).arg(QString::fromStdString(std::string(spec::toString(core.a.kind)))));
-    factorB_->setMatrix(currentFactorValues(core.b, z.D), z.D, z.D,
-                        QString("factor B of C = s·(A ⊗ B) (%1×%1, %2)").arg(z.D).arg(QString::fromStdString(std::string(spec::toString(core.b.kind)))));
-    factorA_->setAxisTitles("column of A (head h′)", "row of A (head h)");
-    factorB_->setAxisTitles("column of B (d′)", "row of B (d)");
-  } else if (lowRank) {
-    factorA_->setMatrix(core.u_values, z.R, core.rank, QString("factor U of C = U·Vᵀ (R×ρ, ρ = %1)").arg(core.rank));
-    factorB_->setMatrix(core.v_values, z.R, core.rank, QString("factor V of C = U·Vᵀ (R×ρ)"));
-    factorA_->setAxisTitles("column of U (base map j)", "row of U (query channel r)");
-    factorB_->setAxisTitles("column of V (base map j)", "row of V (key channel s)");
-  } else {
-    factorA_->clear("dense C: no factors");
-    factorB_->clear("");
-  }
+  showFactors(core, "");
   const auto sv = model_core::singularValues(C, z.R, z.R);
   stableRank_ = model_core::stableRank(C, z.R, z.R);
   auto mhsa = spec::makeSpecPreset("mhsa");

@@ -40,7 +40,10 @@ class CoreEditor : public QWidget {
   void setSpec(const spec::AttentionSpec& spec);
   /// Shows a learned C (training in progress): read-only; an edit then asks to fork a run.
   /// `whose` says whose C it is and what an edit does, for the banner (empty: a generic text).
-  void showLearnedCore(const std::vector<float>& values, int R, qint64 step, const QString& whose = {});
+  /// `factors`: the learned core read from the run's checkpoint of the same step, whose factors
+  /// the factor panels then show (training reports C only: without it they say so).
+  void showLearnedCore(const std::vector<float>& values, int R, qint64 step, const QString& whose = {},
+                       const spec::CoreSpec* factors = nullptr);
   /// The run's layer count and the layer shown; `perLayer` when the layers' designs differ.
   void setLayers(int count, int current, bool perLayer);
   int layer() const;
@@ -100,6 +103,8 @@ class CoreEditor : public QWidget {
   int stroke_ = 0;
   double stableRank_ = 0;
   qint64 learnedStep_ = -1;
+  /// Draws the factors of `core` in the factor panels (dense: none); `learned` prefixes titles.
+  void showFactors(const spec::CoreSpec& core, const QString& learned);
   viz::MatrixHeatmap* heatmap_ = nullptr;
   viz::MatrixHeatmap* factorA_ = nullptr;
   viz::MatrixHeatmap* factorB_ = nullptr;

@@ -1,11 +1,16 @@
 #include "gui/design_docks.h"
 
+#include <QFile>
 #include <QPlainTextEdit>
+
+#include <optional>
+
 
 #include "diagram_view/diagram_view.h"
 #include "gui/core_editor.h"
 #include "gui/design_panel.h"
 #include "gui/session_model.h"
+#include "model_core/run_directory.h"
 #include "model_core/snapshots.h"
 #include "spec/spec_json.h"
 #include "spec/tensor_network.h"
@@ -88,7 +93,18 @@ void DesignDocks::showLearnedCore() {
                         "its latest checkpoint.").arg(name)
               : QString("Showing the learned C of %1 at step %2 (read-only): the run stays as trained. Editing "
                         "forks a new run from its checkpoint with the edited C.").arg(name).arg(snap.step);
-      core_->showLearnedCore(snap.cores[i].values, snap.cores[i].rows(), snap.step, whose);
+      // A stopped run's factors come from its checkpoint when that is the inspection's step.
+      std::optional<spec::CoreSpec> factors;
+      const auto& run = model_->currentRun();
+      if (!model_->isTraining(model_->current()) && !run.runDir.isEmpty()) {
+        const std::string dir = QFile::encodeName(run.runDir).toStdString();
+        try {
+          if (model_core::inspectRunDirectory(dir).checkpoint_step == snap.step)
+            factors = model_core::learnedCoreSpec(dir, model_->currentLayer());
+        } catch (const std::exception&) {  // no factors then: the panels say where they come from
+        }
+      }
+      core_->showLearnedCore(snap.cores[i].values, snap.cores[i].rows(), snap.step, whose, factors ? &*factors : nullptr);
       return;
     }
 }

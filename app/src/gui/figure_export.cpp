@@ -104,7 +104,7 @@ bool exportCoreData(const QString& dir, const CoreEditor& core, const QString& r
     std::vector<int64_t> frozen(c->mask().begin(), c->mask().end());
     file.tensors["core.frozen"] = model_core::makeTensorData(frozen, {c->rows(), c->cols()}, model_core::DType::U8);
   }
-  for (int i = 0; i < 2 && !learned; ++i) {  // a learned C comes without its factors
+  for (int i = 0; i < 2; ++i) {  // the factors shown: the design's, or the learned C's own
     const QString name = core.factorName(i);
     viz::MatrixHeatmap* f = i == 0 ? core.factorA() : core.factorB();
     if (name.isEmpty() || !f->hasFigure()) continue;
@@ -141,11 +141,7 @@ ExportReport exportFigures(const QString& dir, const FigureSources& sources, con
       for (int i = 0; i < 2; ++i) {
         const QString name = core.factorName(i);
         if (name.isEmpty()) continue;
-        if (core.learnedStep() >= 0) {
-          report.skipped << "core_" + name + ": the learned C is shown, and training reports C, not its factors";
-          continue;
-        }
-        out.figure(i == 0 ? core.factorA() : core.factorB(), "core_" + name, options);
+        out.figure(i == 0 ? core.factorA() : core.factorB(), "core_" + name, options);  // skipped with the reason when empty
       }
       if (options.data) exportCoreData(dir, core, sources.run, report);
     }
