@@ -151,8 +151,16 @@ TEST(VizCurvesAxes, AccuracyOnItsOwnFixedAxisAndLearningRateOutside) {
   EXPECT_EQ(plot.axisOf("lr"), CurvesPlot::Axis::Rate);
   EXPECT_TRUE(plot.axisShown(CurvesPlot::Axis::Accuracy));
   EXPECT_TRUE(plot.axisShown(CurvesPlot::Axis::Rate));
+  settle(plot, QSize(700, 420));
   EXPECT_EQ(plot.axisLabel(CurvesPlot::Axis::Accuracy), "accuracy / exact match");
   EXPECT_EQ(plot.axisLabel(CurvesPlot::Axis::Rate), "learning rate");
+  // A short plot (a laptop's curves dock) shortens the titles instead of running them into the
+  // legend; a tall one has the full words again.
+  settle(plot, QSize(600, 170));
+  EXPECT_TRUE(plot.axisLabel(CurvesPlot::Axis::Accuracy) == "accuracy" || plot.axisLabel(CurvesPlot::Axis::Accuracy) == "acc.")
+      << plot.axisLabel(CurvesPlot::Axis::Accuracy).toStdString();
+  settle(plot, QSize(700, 420));
+  EXPECT_EQ(plot.axisLabel(CurvesPlot::Axis::Accuracy), "accuracy / exact match");
   const auto [a0, a1] = plot.axisRange(CurvesPlot::Axis::Accuracy);
   EXPECT_NEAR(a0, 0.0, 0.05);
   EXPECT_LT(a0, 0.0);

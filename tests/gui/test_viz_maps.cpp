@@ -367,8 +367,15 @@ TEST(VizRoles, UpdateCostPerSnapshot) {
 TEST(VizStableRank, ANarrowPlotGetsFewerStepLabels) {
   StableRankPlot plot;
   plot.setLayerHistory(0, {25, 50, 75, 100, 125, 150, 175, 200, 225, 250, 275, 300, 325}, std::vector<double>(13, 3.9));
+  plot.setHeadsReference(4);
   settle(plot, QSize(200, 220));
   EXPECT_LE(plot.stepLabelCount(), 3);
+  EXPECT_GE(plot.stepLabelCount(), 2) << "one step label says nothing of the scale";
   settle(plot, QSize(700, 300));
   EXPECT_GE(plot.stepLabelCount(), 4);
+  // The "H = 4 heads" label sits above its line, not on the curve just below it.
+  const QRectF label = plot.headsLabelRect();
+  ASSERT_FALSE(label.isEmpty());
+  EXPECT_LE(label.bottom(), plot.pixelOf(4.0) + 1);
+  EXPECT_GE(label.top(), plot.pixelOf(4.0 * 1.2) - 1) << "inside the plot (its range ends at 1.2 × the top line)";
 }

@@ -138,6 +138,8 @@ CurvesPlot::CurvesPlot(QWidget* parent) : PlotWidget(parent), hover_(std::make_u
   p->legend->setVisible(false);  // the curves draw their own compact legend
   legend_ = new detail::CurvesLegend(p);
   legendOnTop();
+  // A rotated axis title longer than its axis runs into the legend row: shorter words then.
+  connect(p, &QCustomPlot::afterLayout, this, &CurvesPlot::fitAxisTitles);
   p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   p->axisRect()->setRangeDragAxes({p->xAxis}, {p->yAxis, p->yAxis2, rateAxis_});
   p->axisRect()->setRangeZoomAxes({p->xAxis}, {p->yAxis, p->yAxis2, rateAxis_});
@@ -724,6 +726,22 @@ void CurvesPlot::updateLegend(const FigureOptions* figure) {
   });
   for (const auto& [split, marker] : splits) entries.push_back({split, QPen(neutral, 1.2), marker, Entry::Split});
   legend_->setEntries(std::move(entries));
+}
+
+void CurvesPlot::fitAxisTitles() {
+  const int room = plot()->axisRect()->height();
+  const auto fit = [room](QCPAxis* axis, const QStringList& choices) {
+    const QFontMetrics fm(axis->labelFont());
+    QString pick = choices.back();
+    for (const QString& c : choices)
+      if (fm.horizontalAdvance(c) <= room) {
+        pick = c;
+        break;
+      }
+    if (axis->label() != pick) axis->setLabel(pick);
+  };
+  fit(plot()->yAxis2, {tr("accuracy / exact match"), tr("accuracy"), tr("acc.")});
+  fit(rateAxis_, {tr("learning rate"), tr("lr")});
 }
 
 void CurvesPlot::afterUpdate() {

@@ -29,9 +29,17 @@ int StableRankPlot::stepLabelCount() const {
   return n;
 }
 
+QRectF StableRankPlot::headsLabelRect() const {
+  if (!items_->headsLabel->visible()) return {};
+  const QPointF tl = items_->headsLabel->topLeft->pixelPosition(), br = items_->headsLabel->bottomRight->pixelPosition();
+  return QRectF(tl, br).normalized();
+}
+
+double StableRankPlot::pixelOf(double value) const { return plot()->yAxis->coordToPixel(value); }
+
 bool StableRankPlot::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == plot() && event->type() == QEvent::Resize)  // about 90 px per step label
-    plot()->xAxis->ticker()->setTickCount(std::clamp(plot()->width() / 90, 2, 6));
+  if (watched == plot() && event->type() == QEvent::Resize)  // about 70 px per step label, three at least
+    plot()->xAxis->ticker()->setTickCount(std::clamp(plot()->width() / 70, 3, 6));
   return PlotWidget::eventFilter(watched, event);
 }
 
@@ -56,7 +64,7 @@ StableRankPlot::StableRankPlot(QWidget* parent) : PlotWidget(parent), items_(std
   items_->headsLabel = new QCPItemText(p);
   items_->headsLabel->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
   items_->headsLabel->position->setTypeY(QCPItemPosition::ptPlotCoords);
-  items_->headsLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  items_->headsLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);  // above its line, off the data below
   items_->headsLabel->setVisible(false);
   items_->tracer = new QCPItemTracer(p);
   items_->tracer->setStyle(QCPItemTracer::tsCircle);
@@ -149,7 +157,7 @@ void StableRankPlot::afterUpdate() {
   for (const auto& [layer, line] : lines_)
     for (double r : line->ranks)
       if (std::isfinite(r)) hi = std::max(hi, r);
-  p->yAxis->setRange(lo, hi * 1.12);
+  p->yAxis->setRange(lo, hi * 1.2);  // room above the top line for the "H heads" label
   if (!lines_.empty()) {
     p->xAxis->rescale(true);
     const QCPRange x = p->xAxis->range();

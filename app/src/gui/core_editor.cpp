@@ -87,14 +87,18 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
   });
   form->addRow("Preset", preset_);
   form->addRow("Structure", structure_);
+  // Rows a laptop's dock (about 400 px) holds without scrolling sideways.
   auto* kinds = new QHBoxLayout;
   kinds->addWidget(new QLabel("A (H×H)"));
-  kinds->addWidget(kindA_);
+  kinds->addWidget(kindA_, 1);
   kinds->addWidget(new QLabel("B (D×D)"));
-  kinds->addWidget(kindB_);
-  kinds->addWidget(new QLabel("s"));
-  kinds->addWidget(scale_);
+  kinds->addWidget(kindB_, 1);
   form->addRow("Factors", kinds);
+  form->addRow("Scale s", scale_);
+  for (QComboBox* c : {kindA_, kindB_}) {
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(6);
+  }
   rank_ = new QSpinBox;
   rank_->setRange(1, 4096);
   rank_->setToolTip("ρ of a low-rank core C = U·Vᵀ (U, V: R×ρ): its cost and its stable rank both follow ρ");
@@ -115,11 +119,16 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
   value_->setDecimals(3);
   value_->setValue(1.0);
   value_->setToolTip("Value a click sets (dense C, or a fixed/trainable factor)");
-  toolsRow->addWidget(value_);
+  toolsRow->addStretch(1);
+  layout->addLayout(toolsRow);
+  auto* valueRow = new QHBoxLayout;
+  valueRow->addWidget(new QLabel("Value"));
+  valueRow->addWidget(value_);
   toDense_ = new QPushButton("Make dense");
   toDense_->setToolTip("Materialise C as a dense matrix with the trainable entries it has now");
-  toolsRow->addWidget(toDense_);
-  layout->addLayout(toolsRow);
+  valueRow->addWidget(toDense_);
+  valueRow->addStretch(1);
+  layout->addLayout(valueRow);
 
   heatmap_ = new viz::MatrixHeatmap;
   heatmap_->setMinimumHeight(260);
@@ -452,8 +461,10 @@ void CoreEditor::refresh() {
   for (QWidget* w : std::initializer_list<QWidget*>{preset_, structure_, kindA_, kindB_, scale_, value_, toDense_, rank_})
     w->setEnabled(hasCore && editable_);
   // A variant without C shows no factor panels and no stale preset of another design.
-  factorA_->setVisible(hasCore);
-  factorB_->setVisible(hasCore);
+  // A dense C has no factors: its panels go, and C gets their room.
+  const bool factored = hasCore && spec_.core->structure != CoreStructure::Dense;
+  factorA_->setVisible(factored);
+  factorB_->setVisible(factored);
   if (!hasCore) {
     preset_->setCurrentIndex(0);
     layerNote_->setText("no core C in this variant");

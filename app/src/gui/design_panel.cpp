@@ -82,11 +82,12 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   bias_ = new QCheckBox("bias");
   coreSoftmax_ = new QCheckBox("softmax(g) cores");
   coreSoftmax_->setToolTip("multilinear: softmax over the core weights (paper) or raw weights (authors' code)");
-  auto* flags = new QHBoxLayout;
+  auto* flags = new QHBoxLayout;  // two short rows: a laptop's dock is about 300 px wide
   flags->addWidget(causal_);
   flags->addWidget(bias_);
-  flags->addWidget(coreSoftmax_);
+  flags->addStretch(1);
   form->addRow(flags);
+  form->addRow(coreSoftmax_);
   dropout_ = new QDoubleSpinBox;
   dropout_->setRange(0.0, 0.95);
   dropout_->setSingleStep(0.05);
@@ -100,6 +101,7 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   bRow->addRow("batch B", batch_);
   costLayout->addLayout(bRow);
   cost_ = new QLabel;
+  cost_->setWordWrap(true);  // long lines would widen the dock past a laptop's share of the screen
   cost_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   costLayout->addWidget(cost_);
   layout->addWidget(costBox);

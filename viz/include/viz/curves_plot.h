@@ -212,6 +212,8 @@ class CurvesPlot : public PlotWidget {
   void legendOnTop();
   /// Takes the legend out of wherever it is and puts it in a row below everything.
   void legendBelow();
+  /// Shortens the right axes' titles to what their height holds (after each layout).
+  void fitAxisTitles();
   void updateTimeUnits();
   void afterUpdate();
   void applyPendingRescale() const;

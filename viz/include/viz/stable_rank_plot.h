@@ -1,4 +1,5 @@
 #pragma once
+#include <QRectF>
 /// Stable rank ‖C‖_F² / ‖C‖_2² of each layer's core C over training steps: one line per layer,
 /// with an optional dashed reference at the number of heads H.
 
@@ -41,6 +42,10 @@ class StableRankPlot : public PlotWidget {
 
   /// Step labels on the x axis as last drawn.
   int stepLabelCount() const;
+  /// Where the "H = … heads" label is drawn, in widget pixels (empty when there is none).
+  QRectF headsLabelRect() const;
+  /// The pixel height of stable rank `value` on the plot.
+  double pixelOf(double value) const;
 
  protected:
   void writeCsv(QTextStream& out) const override;
