@@ -87,6 +87,69 @@ void DiagramScene::rebuild() {
 
   content_ = itemsBoundingRect().adjusted(-style::kMargin, -style::kMargin, style::kMargin, style::kMargin);
   setSceneRect(content_);
+  rings_.clear();  // clear() deleted them
+  applyHighlight();
+}
+
+std::pair<DiagramScene::Element, QString> DiagramScene::elementOf(const QGraphicsItem* item) {
+  for (; item; item = item->parentItem()) {
+    if (item->type() == TensorItem::Type) return {Element::Tensor, static_cast<const TensorItem*>(item)->nodeId()};
+    if (!item->data(kKindKey).isValid()) continue;
+    const auto e = static_cast<Element>(item->data(kKindKey).toInt());
+    const QString id = item->data(kIdKey).toString();
+    switch (e) {
+      case Element::Leg:
+      case Element::LegLabel:
+      case Element::Hyperedge: return {Element::Leg, id};
+      case Element::SoftmaxBox:
+      case Element::SoftmaxBall:
+      case Element::ScaleLabel: return {Element::SoftmaxBox, id};
+      default: return {Element::Title, {}};
+    }
+  }
+  return {Element::Title, {}};
+}
+
+void DiagramScene::setHighlight(const Highlight& highlight) {
+  if (highlight == highlight_) return;
+  highlight_ = highlight;
+  applyHighlight();
+}
+
+bool DiagramScene::isDimmed(Element element, const QString& id) const {
+  for (const QGraphicsItem* item : items()) {
+    const auto [e, itemId] = elementOf(item);
+    if (e == element && itemId == id) return item->opacity() < 1.0;
+  }
+  return false;
+}
+
+void DiagramScene::applyHighlight() {
+  for (QGraphicsItem* ring : rings_) {
+    removeItem(ring);
+    delete ring;
+  }
+  rings_.clear();
+  const bool on = highlight_.active();
+  constexpr double kDim = 0.22;
+  for (QGraphicsItem* item : items()) {
+    const auto [e, id] = elementOf(item);
+    bool keep = true;
+    if (on && e == Element::Tensor) keep = highlight_.tensors.contains(id);
+    else if (on && e == Element::Leg) keep = highlight_.legs.contains(id);
+    else if (on && e == Element::SoftmaxBox) keep = highlight_.boxes.contains(id);
+    item->setOpacity(keep ? 1.0 : kDim);
+  }
+  const DiagramPalette palette = paletteFor(options_.theme);
+  for (const QString& id : highlight_.emphasised) {
+    QGraphicsItem* tensor = tensorItem(id);
+    if (!tensor) continue;
+    const QRectF r = tensor->mapRectToScene(tensor->boundingRect()).adjusted(-5, -5, 5, 5);
+    auto* ring = addEllipse(r, makePen(palette.selection, 3.0, options_), Qt::NoBrush);
+    ring->setZValue(zLabel + 1);
+    ring->setAcceptedMouseButtons(Qt::NoButton);
+    rings_ << ring;
+  }
 }
 
 void DiagramScene::addLegs() {

@@ -5,6 +5,7 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QLabel>
+#include <QMouseEvent>
 #include <QMenu>
 #include <QScrollBar>
 #include <QTimer>
@@ -116,6 +117,23 @@ void DiagramView::setShowSizes(bool sizes) {
 }
 
 double DiagramView::zoom() const { return transform().m11(); }
+
+std::pair<DiagramScene::Element, QString> DiagramView::elementAt(const QPoint& viewPos) const {
+  // The topmost item that means something: a label over a leg wins, the background means nothing.
+  for (QGraphicsItem* item : items(viewPos)) {
+    const auto hit = DiagramScene::elementOf(item);
+    if (hit.first != DiagramScene::Element::Title) return hit;
+  }
+  return {DiagramScene::Element::Title, {}};
+}
+
+void DiagramView::mousePressEvent(QMouseEvent* event) {
+  if (event->button() == Qt::LeftButton) {
+    const auto [kind, id] = elementAt(event->pos());
+    if (kind != DiagramScene::Element::Title) Q_EMIT elementClicked(kind, id);
+  }
+  QGraphicsView::mousePressEvent(event);  // selection (core clicks) and panning as before
+}
 
 void DiagramView::setZoom(double factor) {
   fitted_ = false;

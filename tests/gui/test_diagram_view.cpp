@@ -4,7 +4,9 @@
 #include <QApplication>
 #include <QFile>
 #include <QFileInfo>
+#include <QGraphicsEllipseItem>
 #include <QGraphicsItem>
+#include <QGraphicsPathItem>
 #include <QLabel>
 #include <QMenu>
 #include <QTemporaryDir>
@@ -218,4 +220,58 @@ TEST(DiagramView, AViewShownBeforeItsDockIsLaidOutFitsOnceShown) {
   view.fitToView();
   EXPECT_NEAR(view.zoom(), shown, 1e-9) << "the first picture is already the fitted one";
   EXPECT_GT(shown, 0.5);
+}
+
+// Teaching (issue 15): a click names the element under it (a tensor, a leg or its label, a softmax
+// box), and highlights dim everything else, with a ring on the emphasised tensors.
+TEST(DiagramView, ClicksNameTheTensorLegOrBoxUnderThem) {
+  ShownView v(diagram_test::smallThsa());
+  QSignalSpy clicked(&v.view, &DiagramView::elementClicked);
+  QTest::mouseClick(v.view.viewport(), Qt::LeftButton, {}, v.at("Wk"));
+  ASSERT_EQ(clicked.count(), 1);
+  EXPECT_EQ(clicked.at(0).at(0).value<diagram_view::DiagramScene::Element>(), diagram_view::DiagramScene::Element::Tensor);
+  EXPECT_EQ(clicked.at(0).at(1).toString(), "Wk");
+  // A leg: the midpoint of one of the leg paths, found through the scene's items.
+  auto* scene = v.view.diagramScene();
+  bool legSeen = false, boxSeen = false;
+  for (QGraphicsItem* item : scene->items()) {
+    const auto [kind, id] = diagram_view::DiagramScene::elementOf(item);
+    if (kind == diagram_view::DiagramScene::Element::Leg && !legSeen && item->type() == QGraphicsPathItem::Type) {
+      const auto* path = static_cast<QGraphicsPathItem*>(item);
+      const QPoint p = v.view.mapFromScene(path->path().pointAtPercent(0.5));
+      const auto hit = v.view.elementAt(p);
+      if (hit.first == diagram_view::DiagramScene::Element::Leg) {
+        EXPECT_EQ(hit.second.size(), 1) << "an index letter";
+        legSeen = true;
+      }
+    }
+    if (kind == diagram_view::DiagramScene::Element::SoftmaxBox && item->type() == QGraphicsEllipseItem::Type) {
+      const auto hit = v.view.elementAt(v.view.mapFromScene(item->sceneBoundingRect().center()));
+      EXPECT_EQ(hit.first, diagram_view::DiagramScene::Element::SoftmaxBox);
+      EXPECT_EQ(hit.second, id);
+      boxSeen = true;
+    }
+  }
+  EXPECT_TRUE(legSeen);
+  EXPECT_TRUE(boxSeen) << "the softmax ball";
+}
+
+TEST(DiagramView, AHighlightDimsEverythingElseAndRingsTheEmphasised) {
+  ShownView v(diagram_test::smallThsa());
+  auto* scene = v.view.diagramScene();
+  using E = diagram_view::DiagramScene::Element;
+  EXPECT_FALSE(scene->isDimmed(E::Tensor, "Wq"));
+  const int before = static_cast<int>(scene->items().size());
+  v.view.setHighlight({{"x_q", "Wq"}, {}, {}, {"Wq"}});
+  EXPECT_FALSE(scene->isDimmed(E::Tensor, "Wq"));
+  EXPECT_FALSE(scene->isDimmed(E::Tensor, "x_q"));
+  EXPECT_TRUE(scene->isDimmed(E::Tensor, "Wk"));
+  EXPECT_TRUE(scene->isDimmed(E::Tensor, "C"));
+  EXPECT_EQ(static_cast<int>(scene->items().size()), before + 1) << "one ring";
+  // Survives a rebuild (a theme change), and clears.
+  v.view.setTheme(diagram_view::Theme::Dark);
+  EXPECT_TRUE(v.view.diagramScene()->isDimmed(E::Tensor, "Wk"));
+  v.view.setHighlight({});
+  EXPECT_FALSE(scene->isDimmed(E::Tensor, "Wk"));
+  EXPECT_EQ(static_cast<int>(scene->items().size()), before);
 }

@@ -7,6 +7,9 @@
 
 #include <QGraphicsScene>
 #include <QString>
+#include <QStringList>
+
+#include <utility>
 
 #include "diagram_view/diagram_layout.h"
 #include "diagram_view/diagram_style.h"
@@ -23,6 +26,7 @@ class DiagramScene : public QGraphicsScene {
  public:
   /// What an item of the scene draws; stored in the item's data(kKindKey).
   enum class Element { Tensor, Leg, LegLabel, Hyperedge, SoftmaxBox, SoftmaxBall, ScaleLabel, Title, Equation };
+  Q_ENUM(Element)
   static constexpr int kKindKey = 0;  ///< data key holding the Element (as int)
   static constexpr int kIdKey = 1;    ///< data key holding a tensor or box id (QString)
 
@@ -44,6 +48,23 @@ class DiagramScene : public QGraphicsScene {
   /// Everything drawn, with a margin: the page of an export.
   QRectF contentRect() const { return content_; }
 
+  /// What a click at `item` means: (Tensor, node id), (Leg, index letter: a leg, its label or a
+  /// hyperedge dot) or (SoftmaxBox, box id: its outline, ball or scale); (Title, "") for nothing.
+  static std::pair<Element, QString> elementOf(const QGraphicsItem* item);
+
+  /// Teaching highlights: the tensors, legs (index letters) and boxes given stay as drawn, every
+  /// other tensor, leg and box is dimmed; the `emphasised` tensors get a ring in the accent
+  /// colour. Empty lists (all three): no highlight, everything as drawn. Survives rebuilds.
+  struct Highlight {
+    QStringList tensors, legs, boxes, emphasised;
+    bool active() const { return !tensors.isEmpty() || !legs.isEmpty() || !boxes.isEmpty(); }
+    bool operator==(const Highlight&) const = default;
+  };
+  void setHighlight(const Highlight& highlight);
+  const Highlight& highlight() const { return highlight_; }
+  /// Whether the item of tensor, leg index or box `id` is drawn dimmed now (tests).
+  bool isDimmed(Element element, const QString& id) const;
+
  Q_SIGNALS:
   /// A tensor was selected (clicked).
   void tensorSelected(QString nodeId);
@@ -57,11 +78,14 @@ class DiagramScene : public QGraphicsScene {
   void addTitle();
   QGraphicsTextItem* addNote(const QString& text, const QFont& font, const QColor& colour);
   void onSelectionChanged();
+  void applyHighlight();
 
   spec::TensorNetwork network_;
   DiagramOptions options_;
   DiagramLayout layout_;
   QRectF content_;
+  Highlight highlight_;
+  QList<QGraphicsItem*> rings_;  ///< the emphasis rings on show
 };
 
 }  // namespace tensorscope::diagram_view

@@ -52,6 +52,10 @@ class DiagramView : public QGraphicsView {
   bool exportTo(ExportFormat format, const QString& path, QString* error = nullptr) const;
   /// The right-click menu (Fit, then one export per format), built fresh.
   QMenu* createContextMenu();
+  /// See DiagramScene::setHighlight (teaching: what a plan step contracts, what a lesson points at).
+  void setHighlight(const DiagramScene::Highlight& highlight) { scene_->setHighlight(highlight); }
+  /// The element a click at `viewPos` (viewport pixels) reaches; (Title, "") for none.
+  std::pair<DiagramScene::Element, QString> elementAt(const QPoint& viewPos) const;
 
  public Q_SLOTS:
   void zoomIn();
@@ -64,6 +68,9 @@ class DiagramView : public QGraphicsView {
  Q_SIGNALS:
   void coreSelected(QString nodeId);
   void tensorSelected(QString nodeId);
+  /// A left click on a tensor (kind Tensor, its node id), a leg, its label or a joining dot (Leg,
+  /// the index letter) or a softmax / elementwise box (SoftmaxBox, the box id).
+  void elementClicked(tensorscope::diagram_view::DiagramScene::Element kind, QString id);
   void zoomChanged(double factor);
   /// An export from the context menu: written to `path`, or failed with `error` (empty on success).
   void exported(QString path, QString error);
@@ -73,6 +80,7 @@ class DiagramView : public QGraphicsView {
   void resizeEvent(QResizeEvent* event) override;
   void showEvent(QShowEvent* event) override;
   void contextMenuEvent(QContextMenuEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
 
  private:
   void updateHeader();
