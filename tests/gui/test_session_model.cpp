@@ -14,8 +14,10 @@ namespace {
 using namespace tensorscope;
 
 /// The default session (MHSA, THSA, dense THSA at the reference size) with run 1 (THSA) current.
+/// The default session's first three runs (MHSA, THSA, heads-only THSA).
 app::Session threeRuns() {
   auto s = app::defaultSession();
+  s.runs.resize(3);
   s.current = 1;
   return s;
 }

@@ -1,4 +1,5 @@
 #include "gui/demo_runner.h"
+
 #include "gui/inspection_views.h"
 #include "gui/session.h"
 
@@ -13,6 +14,9 @@
 #include "gui/experiments_panel.h"
 #include "gui/image_file.h"
 #include "gui/main_window.h"
+#include "gui/teaching_views.h"
+#include "gui/tensor_inspector.h"
+#include "viz/matrix_heatmap.h"
 #include "gui/session_files.h"
 #include "gui/session_model.h"
 #include "gui/training_driver.h"
@@ -98,6 +102,25 @@ void DemoRunner::next() {
           found = true;
         }
       if (!found) return fail("no dock titled " + arg);
+    } else if (cmd == "inspect" || cmd == "plan-step") {  // the diagram's inspector, once its values are there
+      QDockWidget* dock = window_->dock("Inspector");
+      if (!dock) return fail("no Inspector dock");
+      dock->show();
+      dock->raise();
+      auto* inspector = window_->inspector();
+      if (!inspector->values() || window_->teaching()->computing()) return;  // not yet
+      if (cmd == "plan-step") {
+        const int step = arg.toInt();
+        if (step > inspector->stepCount()) return fail("the plan has " + QString::number(inspector->stepCount()) + " steps");
+        inspector->stepTo(step - 1);
+      } else {
+        using E = diagram_view::DiagramScene::Element;
+        const bool ok = arg.startsWith("box:")   ? inspector->showElement(E::SoftmaxBox, arg.mid(4))
+                        : arg.startsWith("leg:") ? inspector->showElement(E::Leg, arg.mid(4))
+                                                 : inspector->showElement(E::Tensor, arg);
+        if (!ok) return fail("no element " + arg + " in the layer's diagram");
+      }
+      inspector->heatmap()->replotNow();  // drawn before a screenshot that follows
     } else if (cmd == "probe") {  // the maps on a typed probe; waits until they show it
       auto* views = window_->inspectionViews();
       if (!probeIssued_) {

@@ -15,6 +15,9 @@
 ///   figures DIR        export every view to DIR
 ///   probe [TEXT]       compute the attention maps on TEXT (empty: the default); waits until shown
 ///   sweep DIR          open a sweep directory in the Experiments dock (its files read before the next line)
+///   inspect ID         show the diagram's element ID in the Inspector (a tensor, "box:ID", "leg:LETTER");
+///                      waits until the layer's values are there
+///   plan-step N        show step N (1-based; 0: none) of the evaluation plan, as Next does
 ///   stop               stop training
 ///   quit
 

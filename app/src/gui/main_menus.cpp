@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "gui/core_editor.h"
 #include "gui/dock_layouts.h"
+#include "gui/teaching_views.h"
 #include "gui/figure_dialog.h"
 #include "gui/figure_export.h"
 #include "gui/main_window.h"
@@ -176,6 +177,7 @@ void buildMainMenus(MainWindow& w) {
   QMenu* view = w.menuBar()->addMenu("&View");
   for (QDockWidget* d : window->docks()) view->addAction(d->toggleViewAction());
   view->addSeparator();
+  view->addAction(window->presenter()->toggleAction());
   QMenu* layouts = view->addMenu("&Layout");
   for (auto layout : {DockLayout::Default, DockLayout::Design, DockLayout::Train, DockLayout::Present, DockLayout::Experiments})
     layouts->addAction(layout == DockLayout::Default ? QString("&Reset to default") : "&" + dockLayoutName(layout), window,
@@ -195,7 +197,9 @@ void buildMainMenus(MainWindow& w) {
              {"Shift+F5", "stop (keeps the checkpoint)"}, {"Ctrl+Z / Ctrl+Shift+Z", "undo / redo a design edit"},
              {"Ctrl+O / Ctrl+S / Ctrl+Shift+S", "open / save / save session as"}, {"Ctrl+E", "export every view as figures"},
              {"Ctrl+Shift+D", "dark theme"}, {"Ctrl + wheel, drag", "zoom and pan the diagram"},
-             {"Right click", "export a plot, C or a factor of C (PNG, SVG, PDF at a size in mm; CSV)"}})
+             {"Click on the diagram", "show that tensor, leg or softmax box in the Inspector"},
+             {"F11", "presenter mode: the diagram and the Inspector full screen; Right / Left step the plan, Space plays, Esc leaves"},
+             {"Right click", "export a plot, C or a factor of C (PNG, SVG, PDF at a size in mm; CSV); on the diagram: SVG, PDF, PNG, TikZ, DOT"}})
       rows += QString("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys, what);
     QMessageBox::information(window, "Keyboard shortcuts", "<table>" + rows + "</table>");
   });

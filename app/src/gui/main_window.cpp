@@ -20,6 +20,7 @@
 #include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
+#include <algorithm>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTimer>
@@ -42,6 +43,8 @@
 #include "gui/session_files.h"
 #include "gui/session_model.h"
 #include "gui/sweep_dialog.h"
+#include "gui/teaching_views.h"
+#include "gui/tensor_inspector.h"
 #include "gui/training_controller.h"
 #include "gui/training_driver.h"
 #include "gui/training_panel.h"
@@ -90,6 +93,23 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   inspection_ = new InspectionViews(model_, driver_->controller(),
                                     {stableRank_, spectrum_, maps_, roles_, probeEdit_, probeNote_}, setHeader, this);
   connect(inspection_, &InspectionViews::inspected, designDocks_, &DesignDocks::showInspection);
+  teaching_ = new TeachingViews(model_, driver_->controller(), inspection_, diagram_, inspector_, this);
+  presenter_ = new PresenterMode(this, inspector_, diagram_, this);
+  if (QDockWidget* inspectorDock = dock("Inspector")) {
+    // Only a visible inspector costs anything; a click on a tensor (not C: the core editor) shows it.
+    connect(inspectorDock, &QDockWidget::visibilityChanged, teaching_, &TeachingViews::setActive);
+    connect(diagram_, &diagram_view::DiagramView::elementClicked, this,
+            [this, inspectorDock](diagram_view::DiagramScene::Element kind, const QString& id) {
+              const auto& nodes = diagram_->network().nodes;
+              const bool core = kind == diagram_view::DiagramScene::Element::Tensor &&
+                                std::any_of(nodes.begin(), nodes.end(), [&](const auto& n) {
+                                  return n.kind == spec::NodeKind::Core && QString::fromStdString(n.id) == id;
+                                });
+              if (core) return;
+              inspectorDock->show();
+              inspectorDock->raise();
+            });
+  }
   const auto status = [this](const QString& text, int ms) { statusBar()->showMessage(text, ms); };
   connect(live_, &LiveViews::message, this, status);
   connect(inspection_, &InspectionViews::message, this, status);
@@ -146,6 +166,12 @@ QDockWidget* MainWindow::addDock(const QString& title, QWidget* content, Qt::Doc
 
 QList<QDockWidget*> MainWindow::docks() const { return findChildren<QDockWidget*>(); }
 
+QDockWidget* MainWindow::dock(const QString& title) const {
+  for (QDockWidget* d : docks())
+    if (d->objectName() == title) return d;
+  return nullptr;
+}
+
 std::vector<viz::PlotWidget*> MainWindow::plots() const { return {curves_, stableRank_, spectrum_, maps_, roles_}; }
 
 void MainWindow::buildDocks() {
@@ -176,6 +202,10 @@ void MainWindow::buildDocks() {
   auto* diagramDock = addDock("Diagram", diagram_, Qt::RightDockWidgetArea);
   auto* coreDock = addDock("Core matrix C", core_, Qt::RightDockWidgetArea, true);
   splitDockWidget(diagramDock, coreDock, Qt::Horizontal);
+  // The diagram's inspector beside C: what any tensor of the diagram holds, and the plan step by step.
+  inspector_ = new TensorInspector;
+  tabifyDockWidget(coreDock, addDock("Inspector", inspector_, Qt::RightDockWidgetArea, true));
+  coreDock->raise();
   tabifyDockWidget(diagramDock, addDock("Spec (JSON)", specText_, Qt::RightDockWidgetArea));
   QTimer::singleShot(0, diagramDock, &QDockWidget::raise);
   auto* curvesDock = addDock("Curves", curves_, Qt::BottomDockWidgetArea);

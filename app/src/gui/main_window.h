@@ -31,6 +31,9 @@ namespace tensorscope::app {
 class CoreEditor;
 class DesignDocks;
 class ExperimentsPanel;
+class TensorInspector;
+class TeachingViews;
+class PresenterMode;
 class DesignPanel;
 class InspectionViews;
 class LiveViews;
@@ -82,7 +85,13 @@ class MainWindow : public QMainWindow {
   QLabel* probeNote() const { return probeNote_; }
   InspectionViews* inspectionViews() const { return inspection_; }
   ExperimentsPanel* experiments() const { return experiments_; }
+  TensorInspector* inspector() const { return inspector_; }
+  TeachingViews* teaching() const { return teaching_; }
+  PresenterMode* presenter() const { return presenter_; }
+  diagram_view::DiagramView* diagram() const { return diagram_; }
   QList<QDockWidget*> docks() const;
+  /// The dock titled `title` (its object name), or null.
+  QDockWidget* dock(const QString& title) const;
 
   /// Adds a run directory written by `tensorscope train` and shows its curves.
   bool openRunDirectory(const QString& dir);
@@ -139,6 +148,9 @@ class MainWindow : public QMainWindow {
   QLineEdit* probeEdit_ = nullptr;
   QLabel* probeNote_ = nullptr;
   ExperimentsPanel* experiments_ = nullptr;
+  TensorInspector* inspector_ = nullptr;
+  TeachingViews* teaching_ = nullptr;
+  PresenterMode* presenter_ = nullptr;
 };
 
 }  // namespace tensorscope::app

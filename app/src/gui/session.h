@@ -41,8 +41,9 @@ struct Session {
   void save(const QString& path) const;
 };
 
-/// The default session: THSA against MHSA at (nearly) equal parameter count on arithmetic, and
-/// dense THSA at the benchmark's reference size (referenceDenseThsaRun).
+/// The default session: MHSA, dense THSA and heads-only THSA (64 heads of size 1) at (nearly) equal
+/// attention parameter count on reversing 16 digits, and dense THSA at the benchmark's reference
+/// size (referenceDenseThsaRun).
 Session defaultSession();
 
 /// Dense THSA at the reference size of bench/train_bench (KJV char LM, F = 128, 4 layers, H = 4,
@@ -50,7 +51,7 @@ Session defaultSession();
 RunEntry referenceDenseThsaRun();
 
 /// A run config for `spec` with the default model, task and training settings of the explorer.
-model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& spec, const QString& task = "sort");
+model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& spec, const QString& task = "reverse");
 
 
 /// Example sessions shipped in resources/sessions (names and paths).

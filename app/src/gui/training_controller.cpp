@@ -95,6 +95,7 @@ bool TrainingController::start(const model_core::RunConfig& config, const QStrin
     return false;
   }
   control_ = std::make_unique<model_core::TrainerControl>();
+  control_->setNetworkLayer(networkLayer_);
   sink_ = std::make_shared<Sink>();
   runDir_ = runDir;
   auto sink = sink_;
@@ -123,6 +124,11 @@ void TrainingController::requestCheckpoint() {
 
 void TrainingController::requestInspection(const QString& probe) {
   if (control_) control_->requestInspection(probe.toStdString());
+}
+
+void TrainingController::setNetworkLayer(int layer) {
+  networkLayer_ = layer;
+  if (control_) control_->setNetworkLayer(layer);
 }
 
 void TrainingController::resume() {

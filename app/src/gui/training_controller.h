@@ -39,6 +39,10 @@ class TrainingController : public QObject {
   /// Sets the probe of the run's inspections (empty: the task's default) and asks for an
   /// inspection at the next step boundary (also while paused); inspected() follows.
   void requestInspection(const QString& probe);
+  /// The layer whose diagram values the inspections carry (the diagram's inspector), this run and
+  /// the next ones; -1: none (they cost an evaluation of every tensor of the layer).
+  void setNetworkLayer(int layer);
+  int networkLayer() const { return networkLayer_; }
 
   bool running() const { return worker_.joinable(); }
   bool paused() const { return control_ && control_->paused(); }
@@ -68,6 +72,7 @@ class TrainingController : public QObject {
   std::thread worker_;
   QTimer timer_;
   QString runDir_;
+  int networkLayer_ = -1;
 };
 
 }  // namespace tensorscope::app

@@ -5,6 +5,8 @@
 #include <ATen/core/grad_mode.h>
 #include <torch/utils.h>
 
+#include <mutex>
+
 #include "diagram/network_evaluator.h"
 #include "io/host_tensor_torch.h"
 #include "model_core/memory_guard.h"
@@ -29,6 +31,10 @@ NetworkValues designNetworkValues(const spec::AttentionSpec& spec, std::int64_t 
   // Every intermediate of the network is kept: the evaluation's own estimate, twice over.
   requireMemory(2.0 * estimateLayerMemory(spec, 1, N, 4, false),
                 "showing every tensor of this design's diagram at N=" + std::to_string(N), "Use fewer tokens.");
+  // One at a time: two calls seeding and drawing from the global generator at once would not give
+  // each its seed's values.
+  static std::mutex generatorUse;
+  const std::lock_guard lock(generatorUse);
   torch::manual_seed(seed);
   auto module = makeAttentionModule(spec);
   module->eval();

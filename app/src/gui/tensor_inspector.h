@@ -1,0 +1,149 @@
+#pragma once
+/// The diagram's inspector (issue 15): the value of any tensor of a layer's executable diagram for
+/// the probe input of the selected run — weights, the input, and what every plan step computed
+/// (q⊙C, the logits per channel, P, Ω, roles, S, T ...). A matrix is a heatmap; a tensor of higher
+/// order is a heatmap of two chosen legs with a slider per other leg; hovering reads the exact
+/// entry; the header gives the shape with leg symbols and sizes. Contraction stepping plays the
+/// plan one step at a time (Back / Next / Play): each step asks the diagram to highlight what it
+/// has contracted so far and shows its result, shape, FLOPs, memory and partial equation. The
+/// "Orders" page compares the plan's contraction order with every other order of each
+/// multi-operand contraction and shows how the cost grows with N.
+
+#include <QStringList>
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+#include "diagram_view/diagram_scene.h"
+#include "model_core/network_values.h"
+#include "spec/contraction_steps.h"
+
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QSlider;
+class QTabWidget;
+class QTableWidget;
+class QTimer;
+class QVBoxLayout;
+
+namespace tensorscope::viz {
+class MatrixHeatmap;
+}
+
+namespace tensorscope::app {
+
+class TensorInspector : public QWidget {
+  Q_OBJECT
+ public:
+  using Element = diagram_view::DiagramScene::Element;
+  using Highlight = diagram_view::DiagramScene::Highlight;
+
+  explicit TensorInspector(QWidget* parent = nullptr);
+  ~TensorInspector() override;
+
+  /// The values to show (what the layer computed on one input) and a caption saying whose they
+  /// are; the element shown stays when the new values have it (a live run's next inspection).
+  void setValues(std::shared_ptr<const model_core::NetworkValues> values, const QString& caption);
+  /// No values: the page says `why`; the stepping stays (it needs only the network).
+  void clear(const QString& why);
+  /// The design on show and its diagram's network: the plan to step through (the values' network
+  /// replaces it when values come) and the cost pages.
+  void setDesign(const spec::AttentionSpec& design, const spec::TensorNetwork& network);
+  std::shared_ptr<const model_core::NetworkValues> values() const { return values_; }
+
+  /// Shows what a click on the diagram reached: a tensor (its value), a box (the step that
+  /// evaluates it), a leg index (the step that sums it, else y). False when there is no such
+  /// element; the page then says so.
+  bool showElement(Element kind, const QString& id);
+  /// Shows the value named `id`: a node or a plan step's output. False when there is none.
+  bool showTensor(const QString& id);
+  /// The id on show (empty for none).
+  QString shownId() const { return shownId_; }
+  /// "X^Q · x_q: [b = 1, N = 8, F = 32]"-style header of the tensor on show.
+  QString headerText() const;
+
+  /// The heatmap's legs (positions in the shown tensor's legs) and the index of every other leg.
+  void setAxes(int rowLeg, int colLeg);
+  void setSliceIndex(int leg, int index);
+  int rowLeg() const { return rowLeg_; }
+  int colLeg() const { return colLeg_; }
+  /// The legs of the tensor on show (its batch leg first when it has one).
+  const std::vector<spec::Leg>& legs() const { return legs_; }
+  viz::MatrixHeatmap* heatmap() const { return heatmap_; }
+  /// The row-major position in the shown tensor of the heatmap's entry (row, col).
+  std::int64_t flatIndexOf(int row, int col) const;
+
+  // --- Contraction stepping --------------------------------------------------------------------
+  int stepCount() const { return static_cast<int>(steps_.size()); }
+  /// The plan step on show; -1 before the first (nothing highlighted).
+  int currentStep() const { return step_; }
+  const std::vector<spec::StepInfo>& steps() const { return steps_; }
+  /// Shows plan step `index` (-1: none): highlights what it has contracted so far, shows its
+  /// result when values are there, says its shape, FLOPs, memory and equation.
+  void stepTo(int index);
+  void next();
+  void back();
+  /// Plays the plan from the current step at `stepsPerSecond` (Play / Pause).
+  void setPlaying(bool playing);
+  bool playing() const;
+  void setSpeed(double stepsPerSecond);
+  /// The step's text as shown (tests, presenter mode).
+  QString stepText() const;
+  /// Larger fonts for presenting (1: as the desktop).
+  void setFontScale(double scale);
+
+  /// The contraction-order comparisons on the Orders page (tests).
+  const std::vector<spec::OrderComparison>& orderComparisons() const { return orders_; }
+  QTableWidget* ordersTable() const { return ordersTable_; }
+  QString scalingText() const;
+
+ Q_SIGNALS:
+  /// What the diagram should highlight (empty: nothing).
+  void highlightRequested(const tensorscope::diagram_view::DiagramScene::Highlight& highlight);
+  void stepChanged(int index);
+  /// The tensor on show changed (its id).
+  void shown(const QString& id);
+
+ private:
+  void rebuildAxes();
+  void redraw();
+  void updateStepText();
+  void fillOrders();
+  void setPlan(const spec::TensorNetwork& network);
+  const spec::TensorNode* node(const QString& id) const;
+
+  std::shared_ptr<const model_core::NetworkValues> values_;
+  spec::TensorNetwork network_;
+  spec::AttentionSpec design_;
+  std::vector<spec::StepInfo> steps_;
+  std::vector<spec::OrderComparison> orders_;
+  int step_ = -1;
+  QString shownId_;
+  std::vector<spec::Leg> legs_;
+  std::vector<int> slice_;
+  int rowLeg_ = -1, colLeg_ = -1;
+
+  QLabel* caption_;
+  QLabel* header_;
+  QLabel* stepLabel_;
+  QPushButton* backButton_;
+  QPushButton* nextButton_;
+  QPushButton* playButton_;
+  QComboBox* speed_;
+  QComboBox* rows_;
+  QComboBox* cols_;
+  QWidget* sliders_;
+  QVBoxLayout* slidersLayout_;
+  viz::MatrixHeatmap* heatmap_;
+  QTabWidget* tabs_;
+  QTableWidget* ordersTable_;
+  QLabel* scaling_;
+  QTimer* timer_;
+  double fontScale_ = 1.0;
+};
+
+/// "b = 1, N = 8, F = 32"-style shape of legs.
+QString legsText(const std::vector<spec::Leg>& legs);
+
+}  // namespace tensorscope::app

@@ -1,0 +1,250 @@
+// Issue 15, teaching through live diagrams: the inspector shows the right value of every tensor of
+// every variant's diagram (the evaluator's own intermediates, sliced as the heatmap says), the plan
+// steps through every variant, and in the window a click on the diagram shows that tensor for the
+// selected run: a design never trained (random weights), a stopped run (its checkpoint) and the
+// training run (live).
+#include <gtest/gtest.h>
+
+#include <QDockWidget>
+#include <QGraphicsItem>
+#include <QMenuBar>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTest>
+
+#include "diagram_view/diagram_view.h"
+#include "gui/session_model.h"
+#include "gui/teaching_views.h"
+#include "gui/tensor_inspector.h"
+#include "gui/training_controller.h"
+#include "model_core/network_values.h"
+#include "spec/attention_spec.h"
+#include "spec/contraction_steps.h"
+#include "viz/matrix_heatmap.h"
+#include "window_test_util.h"
+
+using namespace tensorscope;
+using namespace tensorscope::test;
+using Element = diagram_view::DiagramScene::Element;
+
+namespace {
+
+/// The entry of `t` at multi-index `idx`, by its own row-major strides.
+float entry(const model_core::HostTensor& t, const std::vector<std::int64_t>& idx) {
+  std::int64_t flat = 0;
+  for (size_t i = 0; i < t.shape.size(); ++i) flat = flat * t.shape[i] + idx[i];
+  return t.values[static_cast<size_t>(flat)];
+}
+
+/// Checks that the inspector's heatmap shows `id` of `v` as sliced: every drawn entry equals the
+/// tensor's entry at (row, col) with the other legs at their slider's index.
+void expectHeatmapShows(app::TensorInspector& inspector, const model_core::NetworkValues& v, const QString& id) {
+  const auto* t = v.find(id.toStdString());
+  ASSERT_NE(t, nullptr) << id.toStdString();
+  ASSERT_TRUE(inspector.showTensor(id)) << id.toStdString();
+  const auto& legs = inspector.legs();
+  ASSERT_EQ(legs.size(), t->shape.size()) << id.toStdString();
+  for (size_t i = 0; i < legs.size(); ++i) {
+    EXPECT_EQ(legs[i].size, t->shape[i]) << id.toStdString() << " leg " << i;
+    EXPECT_NE(legs[i].symbol, "axis") << id.toStdString() << ": the legs are named from the network";
+  }
+  // The last index of every other leg, so a wrong stride shows.
+  std::vector<std::int64_t> idx(legs.size(), 0);
+  for (size_t i = 0; i < legs.size(); ++i) {
+    if (static_cast<int>(i) == inspector.rowLeg() || static_cast<int>(i) == inspector.colLeg()) continue;
+    idx[i] = legs[i].size - 1;
+    inspector.setSliceIndex(static_cast<int>(i), static_cast<int>(idx[i]));
+  }
+  const auto* heat = inspector.heatmap();
+  const int rows = heat->rows(), cols = heat->cols();
+  ASSERT_GT(rows * cols, 0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      if (inspector.rowLeg() >= 0) idx[static_cast<size_t>(inspector.rowLeg())] = r;
+      if (inspector.colLeg() >= 0) idx[static_cast<size_t>(inspector.colLeg())] = c;
+      ASSERT_EQ(heat->value(r, c), static_cast<double>(entry(*t, idx))) << id.toStdString() << " at " << r << ", " << c;
+    }
+}
+
+}  // namespace
+
+TEST(TeachingInspector, ShowsEveryTensorOfEveryVariantAsTheEvaluatorComputedIt) {
+  app::TensorInspector inspector;
+  inspector.resize(600, 700);
+  std::uint64_t seed = 3;
+  for (const auto& name : spec::specPresetNames()) {
+    SCOPED_TRACE(name);
+    auto s = spec::makeSpecPreset(name);
+    s.causal = seed % 2 == 0;
+    const auto values = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(s, 5, ++seed));
+    inspector.setDesign(s, values->network);
+    inspector.setValues(values, QString::fromStdString(name));
+    for (const auto& n : values->network.nodes) expectHeatmapShows(inspector, *values, QString::fromStdString(n.id));
+    for (const auto& st : values->network.plan) expectHeatmapShows(inspector, *values, QString::fromStdString(st.output));
+    // A box shows the step that evaluates it; a leg the step that sums it.
+    for (const auto& b : values->network.boxes) {
+      ASSERT_TRUE(inspector.showElement(Element::SoftmaxBox, QString::fromStdString(b.id))) << b.id;
+      const auto steps = spec::contractionSteps(values->network, 1);
+      const auto it = std::find_if(steps.begin(), steps.end(), [&](const auto& st) { return st.box == b.id; });
+      ASSERT_NE(it, steps.end()) << b.id;
+      EXPECT_EQ(inspector.shownId().toStdString(), it->output);
+    }
+    EXPECT_FALSE(inspector.showTensor("no_such_tensor"));
+  }
+}
+
+TEST(TeachingInspector, SteppingCoversEveryVariant) {
+  app::TensorInspector inspector;
+  QSignalSpy highlights(&inspector, &app::TensorInspector::highlightRequested);
+  for (const auto& name : spec::specPresetNames()) {
+    SCOPED_TRACE(name);
+    const auto s = spec::makeSpecPreset(name);
+    const auto values = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(s, 4, 1));
+    inspector.setDesign(s, values->network);
+    inspector.setValues(values, "");
+    const auto steps = spec::contractionSteps(values->network, 1);
+    ASSERT_EQ(inspector.stepCount(), static_cast<int>(steps.size()));
+    inspector.stepTo(-1);
+    for (size_t k = 0; k < steps.size(); ++k) {
+      highlights.clear();
+      inspector.next();
+      ASSERT_EQ(inspector.currentStep(), static_cast<int>(k));
+      ASSERT_EQ(highlights.count(), 1);
+      const auto h = highlights.at(0).at(0).value<diagram_view::DiagramScene::Highlight>();
+      QStringList drawn;
+      for (const auto& n : steps[k].drawn_nodes) drawn << QString::fromStdString(n);
+      EXPECT_EQ(h.tensors, drawn) << "step " << k;
+      if (!steps[k].box.empty()) EXPECT_TRUE(h.boxes.contains(QString::fromStdString(steps[k].box)));
+      EXPECT_EQ(inspector.shownId().toStdString(), steps[k].output) << "the step's result is shown";
+      EXPECT_TRUE(inspector.stepText().contains(QString("Step %1 of %2").arg(k + 1).arg(steps.size())));
+    }
+    inspector.next();  // at the end it stays
+    EXPECT_EQ(inspector.currentStep(), static_cast<int>(steps.size()) - 1);
+    inspector.back();
+    EXPECT_EQ(inspector.currentStep(), static_cast<int>(steps.size()) - 2);
+  }
+}
+
+TEST(TeachingInspector, PlayingWalksThePlanAndStopsAtTheEnd) {
+  app::TensorInspector inspector;
+  const auto s = spec::makeSpecPreset("mhsa");
+  const auto values = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(s, 4, 1));
+  inspector.setDesign(s, values->network);
+  inspector.setValues(values, "");
+  inspector.setSpeed(50);
+  inspector.setPlaying(true);
+  EXPECT_TRUE(inspector.playing());
+  ASSERT_TRUE(waitFor([&] { return !inspector.playing(); }, 5000));
+  EXPECT_EQ(inspector.currentStep(), inspector.stepCount() - 1);
+}
+
+// The cost page: linear attention contracts keys with values first, and grows linearly in N where
+// MHSA grows quadratically.
+TEST(TeachingInspector, TheCostPageComparesOrdersAndGrowthInN) {
+  app::TensorInspector inspector;
+  auto s = spec::makeSpecPreset("thsa_linear");
+  const auto values = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(s, 6, 1));
+  inspector.setDesign(s, values->network);
+  inspector.setValues(values, "");
+  ASSERT_FALSE(inspector.orderComparisons().empty());
+  EXPECT_EQ(inspector.ordersTable()->rowCount(), static_cast<int>(inspector.orderComparisons().size()));
+  bool cheaper = false;
+  for (const auto& o : inspector.orderComparisons()) cheaper = cheaper || o.most_expensive.flops > 10 * o.cheapest.flops;
+  EXPECT_TRUE(cheaper) << "some contraction has a much worse order";
+  const QString text = inspector.scalingText();
+  EXPECT_TRUE(text.contains("This design: FLOPs ∝ N^1.0")) << text.toStdString();
+  EXPECT_TRUE(text.contains("MHSA of the same width: FLOPs ∝ N^1.9") || text.contains("MHSA of the same width: FLOPs ∝ N^2.0"))
+      << text.toStdString();
+}
+
+// In the window: a click on a tensor of the diagram shows it in the Inspector, for a design never
+// trained (random weights on a random input, as designNetworkValues computes them), then for the
+// run after training (its checkpoint), then live while it trains.
+TEST(TeachingWindow, AClickOnTheDiagramShowsThatTensorForTheSelectedRun) {
+  app::MainWindow w(testOptions());
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  w.model().select(1);  // THSA
+  useLightThsaRun(w, 1);
+  QDockWidget* dock = w.dock("Inspector");
+  ASSERT_NE(dock, nullptr);
+  auto* view = w.diagram();
+  ASSERT_TRUE(waitFor([&] { return view->diagramScene()->tensorItem("Wq") != nullptr; }, 5000));
+  QApplication::processEvents();
+  const QPoint at = view->mapFromScene(view->diagramScene()->tensorItem("Wq")->scenePos());
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, at);
+  EXPECT_TRUE(dock->isVisible());
+  auto* inspector = w.inspector();
+  ASSERT_TRUE(waitFor([&] { return inspector->values() && !w.teaching()->computing(); }, 20000));
+  EXPECT_EQ(inspector->shownId(), "Wq");
+  const auto design = model_core::designNetworkValues(w.model().currentSpec(), app::TeachingViews::kDesignTokens, 1);
+  EXPECT_EQ(inspector->values()->find("Wq")->values, design.find("Wq")->values) << "random weights of seed 1";
+  EXPECT_EQ(inspector->values()->step, -1);
+
+  // Trained and stopped: the checkpoint's values on the default probe.
+  trainStopped(w, 3);
+  ASSERT_TRUE(waitFor([&] { return inspector->values() && inspector->values()->step == 3 && !w.teaching()->computing(); }, 60000))
+      << "values of step " << (inspector->values() ? inspector->values()->step : -2) << "; "
+      << w.findChild<QDockWidget*>("Inspector")->isVisible();
+  EXPECT_EQ(inspector->shownId(), "Wq");
+  const auto run = model_core::runNetworkValues(w.model().currentRun().runDir.toStdString(), 0, "");
+  EXPECT_EQ(inspector->values()->find(run.network.output)->values, run.find(run.network.output)->values);
+  // A softmax box: the attention weights.
+  QApplication::processEvents();
+  ASSERT_TRUE(inspector->showElement(Element::SoftmaxBox, "attn"));
+  EXPECT_EQ(inspector->shownId(), "P");
+
+  // Live: the training run sends the layer's values with its inspections.
+  ASSERT_TRUE(w.training().start(6));
+  ASSERT_TRUE(waitFor([&] { return inspector->values() && inspector->values()->step > 3; }, 60000));
+  EXPECT_EQ(w.controller()->networkLayer(), 0);
+  w.controller()->stop();
+  w.controller()->waitForFinished();
+  // A hidden inspector costs the training run nothing.
+  dock->hide();
+  QApplication::processEvents();
+  EXPECT_EQ(w.controller()->networkLayer(), -1);
+}
+
+// Presenter mode: full screen, only the diagram and the inspector, large type, the plan on the
+// arrow keys; everything comes back when it ends.
+TEST(TeachingWindow, PresenterModeShowsTheDiagramAndInspectorAndComesBack) {
+  app::MainWindow w(testOptions());
+  w.resize(1280, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QApplication::processEvents();
+  QStringList visibleBefore;
+  for (QDockWidget* d : w.docks())
+    if (d->isVisible()) visibleBefore << d->objectName();
+  auto* presenter = w.presenter();
+  presenter->toggleAction()->trigger();
+  QApplication::processEvents();
+  ASSERT_TRUE(presenter->active());
+  EXPECT_TRUE(w.isFullScreen() || w.windowState().testFlag(Qt::WindowFullScreen));
+  for (QDockWidget* d : w.docks()) {
+    const bool shown = d->objectName() == "Diagram" || d->objectName() == "Inspector";
+    EXPECT_EQ(d->isVisible(), shown) << d->objectName().toStdString();
+  }
+  EXPECT_FALSE(w.menuBar()->isVisible());
+  EXPECT_GT(w.inspector()->font().pointSizeF(), QApplication::font().pointSizeF() * 1.4);
+  // The arrow keys step the plan.
+  ASSERT_TRUE(waitFor([&] { return w.inspector()->stepCount() > 0; }, 5000));
+  const int before = w.inspector()->currentStep();
+  QTest::keyClick(&w, Qt::Key_Right);
+  EXPECT_EQ(w.inspector()->currentStep(), before + 1);
+  QTest::keyClick(&w, Qt::Key_Left);
+  EXPECT_EQ(w.inspector()->currentStep(), before);
+  QTest::keyClick(&w, Qt::Key_Escape);
+  QApplication::processEvents();
+  EXPECT_FALSE(presenter->active());
+  EXPECT_TRUE(w.menuBar()->isVisible());
+  QStringList visibleAfter;
+  for (QDockWidget* d : w.docks())
+    if (d->isVisible()) visibleAfter << d->objectName();
+  visibleAfter.sort();
+  visibleBefore.sort();
+  EXPECT_EQ(visibleAfter, visibleBefore);
+  EXPECT_NEAR(w.inspector()->font().pointSizeF(), QApplication::font().pointSizeF(), 0.01);
+}
