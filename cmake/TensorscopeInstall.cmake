@@ -3,7 +3,7 @@
 # completion, and with the GUI the desktop entry, icons, AppStream metainfo and the session MIME
 # type. The installed binary finds its resources relative to its prefix (app/src/gui/session.cpp).
 install(TARGETS tensorscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY resources/sessions resources/examples resources/sweeps DESTINATION ${CMAKE_INSTALL_DATADIR}/tensorscope)
+install(DIRECTORY resources/sessions resources/examples resources/sweeps resources/lessons DESTINATION ${CMAKE_INSTALL_DATADIR}/tensorscope)
 install(FILES README.md resources/desktop/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # Debian's changelog.gz of a native package, compressed reproducibly at build time.
 add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/doc/changelog.gz

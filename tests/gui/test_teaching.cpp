@@ -7,19 +7,25 @@
 
 #include <QDockWidget>
 #include <QGraphicsItem>
+#include <QMenu>
 #include <QMenuBar>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTest>
 
 #include "diagram_view/diagram_view.h"
+#include "gui/lab_panels.h"
+#include "gui/lesson_panel.h"
 #include "gui/session_model.h"
+#include "gui/training_driver.h"
+#include "gui/training_panel.h"
 #include "gui/teaching_views.h"
 #include "gui/tensor_inspector.h"
 #include "gui/training_controller.h"
 #include "model_core/network_values.h"
 #include "spec/attention_spec.h"
 #include "spec/contraction_steps.h"
+#include "spec/lesson.h"
 #include "viz/matrix_heatmap.h"
 #include "window_test_util.h"
 
@@ -248,3 +254,97 @@ TEST(TeachingWindow, PresenterModeShowsTheDiagramAndInspectorAndComesBack) {
   EXPECT_EQ(visibleAfter, visibleBefore);
   EXPECT_NEAR(w.inspector()->font().pointSizeF(), QApplication::font().pointSizeF(), 0.01);
 }
+
+// --- Lessons ---------------------------------------------------------------------------------------
+
+namespace {
+
+const char* const kLessonIds[] = {"mhsa_tensor_network", "thsa_stable_rank", "design_space_equal_parameters",
+                                  "low_rank_bottleneck", "tp_roles", "linear_attention", "multilinear_block_terms"};
+
+/// Plays lesson `id` as a scripted learner: at every step with a check, the check must not hold
+/// before the learner acts and must hold after doing exactly the step's action (what "Show me"
+/// does); then Next.
+void playLesson(const QString& id) {
+  app::MainWindow w(testOptions());
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  ASSERT_TRUE(w.startLesson(id)) << id.toStdString();
+  auto* panel = w.lessonPanel();
+  auto* runner = w.lessons();
+  const auto* lesson = panel->lesson();
+  ASSERT_NE(lesson, nullptr);
+  const auto settle = [] {
+    for (int i = 0; i < 5; ++i) QApplication::processEvents(QEventLoop::AllEvents, 20);
+  };
+  for (size_t k = 0; k < lesson->steps.size(); ++k) {
+    const auto& step = lesson->steps[k];
+    SCOPED_TRACE(id.toStdString() + " step " + std::to_string(k + 1) + ": " + step.title);
+    ASSERT_EQ(panel->stepIndex(), static_cast<int>(k));
+    settle();
+    ASSERT_TRUE(waitFor([&] { return w.inspector()->stepCount() > 0; }, 10000)) << "the plan of the step's design";
+    if (step.check) {
+      panel->setState(runner->state());
+      EXPECT_FALSE(panel->checkMet()) << "met before the learner acted: " << spec::describeCheck(*step.check);
+    }
+    if (step.action.kind == spec::LessonActionKind::Train) {
+      // A light batch: the check counts steps, and the test should not wait for a full one.
+      auto light = w.model().currentRun().config;
+      light.train.batch = 4;
+      light.train.eval_examples = 8;
+      w.trainingPanel()->setConfig(light);
+    }
+    if (step.action.kind == spec::LessonActionKind::EditCore) ASSERT_FALSE(step.action.paint.empty()) << "a scripted edit";
+    ASSERT_TRUE(runner->performAction()) << "the action could not be done";
+    if (step.action.kind == spec::LessonActionKind::Train) {
+      ASSERT_TRUE(waitFor([&] { return !w.controller()->running(); }, 240000));
+      ASSERT_TRUE(waitFor([&] { return !w.model().isTraining(w.model().current()); }, 20000));
+    }
+    if (step.action.kind == spec::LessonActionKind::RunLab) {
+      if (step.action.lab == spec::LessonLab::Bottleneck) ASSERT_TRUE(w.bottleneckLab()->waitForResult());
+      else ASSERT_TRUE(w.stableRankLab()->waitForResult());
+    }
+    if (step.check) {
+      const bool met = waitFor(
+          [&] {
+            panel->setState(runner->state());
+            return panel->checkMet();
+          },
+          60000);
+      EXPECT_TRUE(met) << "not met after the action: " << spec::describeCheck(*step.check) << "; "
+                       << panel->checkText().toStdString();
+      if (!met) return;
+    }
+    if (k + 1 < lesson->steps.size()) ASSERT_TRUE(panel->next());
+  }
+  EXPECT_FALSE(panel->next()) << "the last step has no next";
+}
+
+}  // namespace
+
+TEST(TeachingLessons, SevenLessonsShipOneIdeaEach) {
+  QString problems;
+  const auto lessons = app::shippedLessons(&problems);
+  EXPECT_TRUE(problems.isEmpty()) << problems.toStdString();
+  QStringList ids;
+  for (const auto& l : lessons) ids << QString::fromStdString(l.id);
+  QStringList expected;
+  for (const char* id : kLessonIds) expected << id;
+  EXPECT_EQ(ids, expected) << "in their order";
+  // The Lessons menu offers every one, and starting one shows its first step.
+  app::MainWindow w(testOptions());
+  QStringList titles;
+  for (QAction* a : w.menuBar()->actions())
+    if (a->text() == "&Lessons")
+      for (QAction* item : a->menu()->actions()) titles << item->text();
+  for (const auto& l : lessons) EXPECT_TRUE(titles.contains(QString::fromStdString(l.title))) << l.title;
+}
+
+TEST(TeachingLessons, MhsaAsATensorNetwork) { playLesson("mhsa_tensor_network"); }
+TEST(TeachingLessons, ThsaAndTheStableRankOfC) { playLesson("thsa_stable_rank"); }
+TEST(TeachingLessons, TheDesignSpaceAtEqualParameters) { playLesson("design_space_equal_parameters"); }
+TEST(TeachingLessons, TheLowRankBottleneck) { playLesson("low_rank_bottleneck"); }
+TEST(TeachingLessons, TpRolesAndTheirClusters) { playLesson("tp_roles"); }
+TEST(TeachingLessons, LinearAndDimensionWiseAttention) { playLesson("linear_attention"); }
+TEST(TeachingLessons, MultilinearBlockTermAttention) { playLesson("multilinear_block_terms"); }

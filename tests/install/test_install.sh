@@ -29,7 +29,7 @@ VERSION=$("$BIN" --version)
 has '^Tensorscope ' "$VERSION" || fail "--version"
 has '"variant": "thsa"' "$("$BIN" spec preset thsa)" || fail "spec preset thsa"
 for f in sessions/thsa_design_space.json sessions/tp_role_clusters.json examples/copy_multilinear.json \
-  sweeps/tuformer_design_space.json sweeps/heads_vs_rank.json; do
+  sweeps/tuformer_design_space.json sweeps/heads_vs_rank.json lessons/thsa_stable_rank.json lessons/low_rank_bottleneck.json; do
   [ -f "$P/share/tensorscope/$f" ] || fail "share/tensorscope/$f not installed"
 done
 "$BIN" sweep plan "$P/share/tensorscope/sweeps/tuformer_design_space.json" --out "$TMP/sweep" >"$TMP/sweep.log" \

@@ -11,7 +11,10 @@
 #include <QElapsedTimer>
 #include <iostream>
 
+#include "gui/dock_layouts.h"
 #include "gui/experiments_panel.h"
+#include "gui/lab_panels.h"
+#include "gui/lesson_panel.h"
 #include "gui/image_file.h"
 #include "gui/main_window.h"
 #include "gui/teaching_views.h"
@@ -121,6 +124,39 @@ void DemoRunner::next() {
         if (!ok) return fail("no element " + arg + " in the layer's diagram");
       }
       inspector->heatmap()->replotNow();  // drawn before a screenshot that follows
+    } else if (cmd == "lesson") {
+      if (!window_->startLesson(arg)) return fail("no lesson " + arg);
+    } else if (cmd == "lesson-do") {  // Show me, then wait for the check (training ends first)
+      auto* panel = window_->lessonPanel();
+      if (!panel->step()) return fail("no lesson step to do");
+      if (!actionIssued_) {
+        if (!window_->lessons()->performAction()) return fail("the lesson's action could not be done");
+        actionIssued_ = true;
+      }
+      panel->setState(window_->lessons()->state());
+      if (window_->controller()->running() || !panel->checkMet()) return;  // not yet
+      actionIssued_ = false;
+    } else if (cmd == "lesson-next") {
+      if (!window_->lessonPanel()->next()) return fail("the lesson cannot go on: " + window_->lessonPanel()->checkText());
+    } else if (cmd == "lab") {
+      if (arg == "bottleneck") {
+        window_->openLab("Bottleneck lab");
+        if (!window_->bottleneckLab()->fit() || !window_->bottleneckLab()->waitForResult()) return fail("the bottleneck lab failed");
+      } else if (arg == "stable_rank") {
+        window_->openLab("Stable-rank lab");
+        if (!window_->stableRankLab()->generate() || !window_->stableRankLab()->waitForResult()) return fail("the stable-rank lab failed");
+      } else {
+        return fail("no lab " + arg + " (bottleneck, stable_rank)");
+      }
+    } else if (cmd == "layout") {
+      bool found = false;
+      for (auto layout : {DockLayout::Default, DockLayout::Design, DockLayout::Train, DockLayout::Present,
+                          DockLayout::Experiments, DockLayout::Teach})
+        if (dockLayoutName(layout).compare(arg, Qt::CaseInsensitive) == 0) {
+          applyDockLayout(*window_, layout, window_->defaultLayout());
+          found = true;
+        }
+      if (!found) return fail("no layout " + arg);
     } else if (cmd == "probe") {  // the maps on a typed probe; waits until they show it
       auto* views = window_->inspectionViews();
       if (!probeIssued_) {

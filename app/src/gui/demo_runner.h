@@ -18,6 +18,11 @@
 ///   inspect ID         show the diagram's element ID in the Inspector (a tensor, "box:ID", "leg:LETTER");
 ///                      waits until the layer's values are there
 ///   plan-step N        show step N (1-based; 0: none) of the evaluation plan, as Next does
+///   lesson ID          start lesson ID in the Lesson dock
+///   lesson-do          do the lesson step's action (Show me); waits until its check holds
+///   lesson-next        go to the lesson's next step (its check must hold)
+///   lab NAME           open and run a lab (bottleneck | stable_rank); waits for its result
+///   layout NAME        View > Layout NAME (Default, Design, Train, Present, Experiments, Teach)
 ///   stop               stop training
 ///   quit
 
@@ -54,6 +59,7 @@ class DemoRunner : public QObject {
   qint64 lastStep_ = 0;
   bool trainingEnded_ = true;
   bool probeIssued_ = false;
+  bool actionIssued_ = false;  // lesson-do asked for its action and waits for the check
   int exitCode_ = 0;
   QElapsedTimer waitClock_;  ///< the current wait-ms command's clock
   qint64 waitUntil_ = -1;    ///< its length in ms; -1 when no wait-ms is under way

@@ -23,7 +23,8 @@ constexpr Syntax kCommands[] = {
     {"wait-step", Arg::Count}, {"wait-end", Arg::None}, {"fork", Arg::None},    {"wait-ms", Arg::Count},
     {"dock", Arg::Text},      {"theme", Arg::Text},    {"screenshot", Arg::Text}, {"figures", Arg::Text},
     {"stop", Arg::None},      {"quit", Arg::None},     {"probe", Arg::OptionalText}, {"sweep", Arg::Text},
-    {"inspect", Arg::Text},   {"plan-step", Arg::Count},
+    {"inspect", Arg::Text},   {"plan-step", Arg::Count}, {"lesson", Arg::Text},  {"lesson-do", Arg::None},
+    {"lesson-next", Arg::None}, {"lab", Arg::Text},      {"layout", Arg::Text},
 };
 
 std::string_view trim(std::string_view s) {

@@ -22,6 +22,7 @@ QString dockLayoutName(DockLayout layout) {
     case DockLayout::Train: return "Train";
     case DockLayout::Present: return "Present";
     case DockLayout::Experiments: return "Experiments";
+    case DockLayout::Teach: return "Teach";
   }
   return {};
 }
@@ -37,9 +38,10 @@ void applyDockLayout(QMainWindow& w, DockLayout layout, const QByteArray& defaul
   switch (layout) {
     case DockLayout::Default:
       break;
-    case DockLayout::Design:  // design, diagram and C large; the plots a strip
+    case DockLayout::Design:  // design, diagram and C large; the plots a strip; the form over the runs list
       raise(w, {"Design", "Diagram", "Stable rank", "Attention maps"});
       vertical("Diagram", 0.78, "Curves");
+      vertical("Design", 0.7, "Runs");
       break;
     case DockLayout::Train:  // the live plots large; the training settings in front
       raise(w, {"Training", "Diagram", "Stable rank", "Attention maps"});
@@ -53,6 +55,12 @@ void applyDockLayout(QMainWindow& w, DockLayout layout, const QByteArray& defaul
       break;
     case DockLayout::Experiments:
       enlargeExperimentsDock(w);
+      break;
+    case DockLayout::Teach:  // a lesson beside the diagram and its inspector; the forms and lists go
+      for (const char* t : {"Design", "Training", "Runs", "Spec (JSON)", "Experiments"})
+        if (auto* d = dock(w, t)) d->hide();
+      raise(w, {"Lesson", "Diagram", "Inspector", "Curves"});
+      vertical("Diagram", 0.7, "Curves");
       break;
   }
 }

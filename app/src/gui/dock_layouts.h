@@ -1,8 +1,8 @@
 #pragma once
 /// Dock arrangements of the explorer for its three uses, chosen from View > Layout: Design (the
 /// design docks large), Train (the live plots large), Present (the diagram and C for a projector,
-/// plots below) and Experiments (a sweep's tables and figure large), plus the default arrangement
-/// of a first start.
+/// plots below), Experiments (a sweep's tables and figure large) and Teach (the lesson, the diagram
+/// and its inspector), plus the default arrangement of a first start.
 
 #include <QByteArray>
 #include <QString>
@@ -11,7 +11,7 @@ class QMainWindow;
 
 namespace tensorscope::app {
 
-enum class DockLayout { Default, Design, Train, Present, Experiments };
+enum class DockLayout { Default, Design, Train, Present, Experiments, Teach };
 
 /// The menu name of a layout ("Design", …).
 QString dockLayoutName(DockLayout layout);

@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "gui/core_editor.h"
 #include "gui/dock_layouts.h"
+#include "gui/lesson_panel.h"
 #include "gui/teaching_views.h"
 #include "gui/figure_dialog.h"
 #include "gui/figure_export.h"
@@ -179,7 +180,8 @@ void buildMainMenus(MainWindow& w) {
   view->addSeparator();
   view->addAction(window->presenter()->toggleAction());
   QMenu* layouts = view->addMenu("&Layout");
-  for (auto layout : {DockLayout::Default, DockLayout::Design, DockLayout::Train, DockLayout::Present, DockLayout::Experiments})
+  for (auto layout : {DockLayout::Default, DockLayout::Design, DockLayout::Train, DockLayout::Present, DockLayout::Experiments,
+                      DockLayout::Teach})
     layouts->addAction(layout == DockLayout::Default ? QString("&Reset to default") : "&" + dockLayoutName(layout), window,
                        [window, layout] { applyDockLayout(*window, layout, window->defaultLayout()); });
   auto* dark = view->addAction("&Dark theme");
@@ -188,6 +190,16 @@ void buildMainMenus(MainWindow& w) {
   dark->setShortcut(QKeySequence("Ctrl+Shift+D"));
   QObject::connect(dark, &QAction::triggered, window, &MainWindow::setDarkTheme);  // the user's choice
   QObject::connect(window, &MainWindow::themeChanged, dark, &QAction::setChecked);  // a session's
+
+  QMenu* lessons = w.menuBar()->addMenu("&Lessons");
+  for (const auto& l : window->lessonPanel()->lessons()) {
+    QAction* a = lessons->addAction(QString::fromStdString(l.title), window,
+                                    [window, id = QString::fromStdString(l.id)] { window->startLesson(id); });
+    a->setToolTip(QString::fromStdString(l.summary));
+  }
+  lessons->addSeparator();
+  lessons->addAction("&Low-rank bottleneck lab", window, [window] { window->openLab("Bottleneck lab"); });
+  lessons->addAction("&Stable-rank lab", window, [window] { window->openLab("Stable-rank lab"); });
 
   QMenu* help = w.menuBar()->addMenu("&Help");
   help->addAction("&Keyboard shortcuts", QKeySequence::HelpContents, window, [window] {

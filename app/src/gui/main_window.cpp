@@ -42,6 +42,8 @@
 #include "gui/runs_panel.h"
 #include "gui/session_files.h"
 #include "gui/session_model.h"
+#include "gui/lab_panels.h"
+#include "gui/lesson_panel.h"
 #include "gui/sweep_dialog.h"
 #include "gui/teaching_views.h"
 #include "gui/tensor_inspector.h"
@@ -49,6 +51,9 @@
 #include "gui/training_driver.h"
 #include "gui/training_panel.h"
 #include "model_core/runtime.h"
+#include "model_core/snapshots.h"
+#include "spec/core_spec.h"
+#include "spec/validation.h"
 #include "viz/attention_map_grid.h"
 #include "viz/curves_plot.h"
 #include "viz/role_cluster_plot.h"
@@ -95,6 +100,48 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   connect(inspection_, &InspectionViews::inspected, designDocks_, &DesignDocks::showInspection);
   teaching_ = new TeachingViews(model_, driver_->controller(), inspection_, diagram_, inspector_, this);
   presenter_ = new PresenterMode(this, inspector_, diagram_, this);
+  presenter_->setKeepLesson([this] { return lessonPanel_->step() != nullptr; });
+  // Lessons and labs.
+  QString lessonProblems;
+  lessonPanel_->setLessons(shippedLessons(&lessonProblems), lessonProblems);
+  lessonRunner_ = new LessonRunner(this, lessonPanel_, this);
+  lessonRunner_->setLabOpener([this](spec::LessonLab lab) {
+    openLab(lab == spec::LessonLab::Bottleneck ? "Bottleneck lab" : "Stable-rank lab");
+  });
+  lessonRunner_->setLabRunner([this](spec::LessonLab lab) {
+    return lab == spec::LessonLab::Bottleneck ? bottleneckLab_->fit() : stableRankLab_->useDesignCore() || stableRankLab_->generate();
+  });
+  connect(bottleneckLab_, &BottleneckLab::labDone, lessonRunner_, [this] { lessonRunner_->labDone(spec::LessonLab::Bottleneck); });
+  connect(stableRankLab_, &StableRankLab::labDone, lessonRunner_, [this] { lessonRunner_->labDone(spec::LessonLab::StableRank); });
+  // The bottleneck lab can fit a trained run's maps; the stable-rank lab can take the design's C.
+  connect(inspection_, &InspectionViews::inspected, this,
+          [this](quint64, std::shared_ptr<const model_core::InspectionSnapshot> snap) {
+            QStringList names;
+            std::vector<model_core::HostTensor> maps;
+            if (snap)
+              for (size_t l = 0; l < snap->maps.size(); ++l)
+                for (size_t h = 0; h < snap->maps[l].size(); ++h)
+                  if (snap->maps[l][h].rows() > 0 && snap->maps[l][h].rows() == snap->maps[l][h].cols()) {
+                    names << QString("%1 · layer %2 · map %3").arg(model_->currentRun().name).arg(l).arg(h);
+                    maps.push_back(snap->maps[l][h]);
+                  }
+            bottleneckLab_->setRunMaps(names, std::move(maps));
+          });
+  const auto coreToLab = [this] {
+    if (model_->count() == 0) return;
+    const auto s = model_->currentSpec();
+    const auto& z = s.sizes;
+    if (!s.core || !spec::validate(s).empty() || z.R > CoreEditor::kMaxDrawnCoreWidth) {
+      stableRankLab_->setCore({}, 0, 0);
+      return;
+    }
+    const auto C = spec::materializeCore(*s.core, z.H, z.D, z.R);
+    stableRankLab_->setCore({{z.R, z.R}, std::vector<float>(C.begin(), C.end())}, z.H, z.D);
+  };
+  connect(model_, &SessionModel::designChanged, this, coreToLab);
+  connect(model_, &SessionModel::currentChanged, this, coreToLab);
+  connect(model_, &SessionModel::sessionReset, this, coreToLab);
+  coreToLab();
   if (QDockWidget* inspectorDock = dock("Inspector")) {
     // Only a visible inspector costs anything; a click on a tensor (not C: the core editor) shows it.
     connect(inspectorDock, &QDockWidget::visibilityChanged, teaching_, &TeachingViews::setActive);
@@ -165,6 +212,22 @@ QDockWidget* MainWindow::addDock(const QString& title, QWidget* content, Qt::Doc
 }
 
 QList<QDockWidget*> MainWindow::docks() const { return findChildren<QDockWidget*>(); }
+
+bool MainWindow::startLesson(const QString& id) {
+  QDockWidget* d = dock("Lesson");
+  if (!d || !lessonPanel_->start(id)) return false;
+  d->show();
+  d->raise();
+  return true;
+}
+
+void MainWindow::openLab(const QString& title) {
+  QDockWidget* d = dock(title);
+  if (!d) return;
+  d->show();
+  d->raise();
+  if (!d->isFloating()) resizeDocks({d}, {height() / 2}, Qt::Vertical);
+}
 
 QDockWidget* MainWindow::dock(const QString& title) const {
   for (QDockWidget* d : docks())
@@ -237,8 +300,17 @@ void MainWindow::buildDocks() {
   tabifyDockWidget(mapsDock, addDock("Role clusters", roles_, Qt::BottomDockWidgetArea));
   mapsDock->raise();
   experiments_ = new ExperimentsPanel;
-  tabifyDockWidget(curvesDock, addDock("Experiments", experiments_, Qt::BottomDockWidgetArea));
+  auto* experimentsDock = addDock("Experiments", experiments_, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(curvesDock, experimentsDock);
+  // Teaching: the labs beside the experiments, the lessons beside the design forms.
+  bottleneckLab_ = new BottleneckLab;
+  stableRankLab_ = new StableRankLab;
+  tabifyDockWidget(experimentsDock, addDock("Bottleneck lab", bottleneckLab_, Qt::BottomDockWidgetArea, true));
+  tabifyDockWidget(experimentsDock, addDock("Stable-rank lab", stableRankLab_, Qt::BottomDockWidgetArea, true));
   curvesDock->raise();
+  lessonPanel_ = new LessonPanel;
+  tabifyDockWidget(designDock, addDock("Lesson", lessonPanel_, Qt::LeftDockWidgetArea, true));
+  designDock->raise();
   connect(experiments_, &ExperimentsPanel::openRunRequested, this, &MainWindow::openRunDirectory);
   connect(design_, &DesignPanel::sweepRequested, this, &MainWindow::sweepCurrentDesign);
   connect(experiments_, &ExperimentsPanel::openSweepRequested, this, [this] {
@@ -397,6 +469,8 @@ void MainWindow::setDarkTheme(bool dark) {
   Q_EMIT themeChanged(dark);
   applyApplicationTheme(dark);
   for (viz::PlotWidget* w : findChildren<viz::PlotWidget*>()) w->setDarkTheme(dark);  // the C heatmaps too
+  bottleneckLab_->setDarkTheme(dark);
+  stableRankLab_->setDarkTheme(dark);
   diagram_->setTheme(dark ? diagram_view::Theme::Dark : diagram_view::Theme::Light);
 }
 

@@ -34,6 +34,10 @@ class ExperimentsPanel;
 class TensorInspector;
 class TeachingViews;
 class PresenterMode;
+class LessonPanel;
+class LessonRunner;
+class BottleneckLab;
+class StableRankLab;
 class DesignPanel;
 class InspectionViews;
 class LiveViews;
@@ -88,6 +92,14 @@ class MainWindow : public QMainWindow {
   TensorInspector* inspector() const { return inspector_; }
   TeachingViews* teaching() const { return teaching_; }
   PresenterMode* presenter() const { return presenter_; }
+  LessonPanel* lessonPanel() const { return lessonPanel_; }
+  LessonRunner* lessons() const { return lessonRunner_; }
+  BottleneckLab* bottleneckLab() const { return bottleneckLab_; }
+  StableRankLab* stableRankLab() const { return stableRankLab_; }
+  /// Starts lesson `id` in the Lesson dock (false when there is none).
+  bool startLesson(const QString& id);
+  /// Shows a lab's dock large (the bottleneck or stable-rank lab).
+  void openLab(const QString& title);
   diagram_view::DiagramView* diagram() const { return diagram_; }
   QList<QDockWidget*> docks() const;
   /// The dock titled `title` (its object name), or null.
@@ -151,6 +163,10 @@ class MainWindow : public QMainWindow {
   TensorInspector* inspector_ = nullptr;
   TeachingViews* teaching_ = nullptr;
   PresenterMode* presenter_ = nullptr;
+  LessonPanel* lessonPanel_ = nullptr;
+  LessonRunner* lessonRunner_ = nullptr;
+  BottleneckLab* bottleneckLab_ = nullptr;
+  StableRankLab* stableRankLab_ = nullptr;
 };
 
 }  // namespace tensorscope::app

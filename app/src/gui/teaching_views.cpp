@@ -180,11 +180,10 @@ void PresenterMode::setActive(bool active) {
     savedState_ = window_->saveState();
     savedGeometry_ = window_->geometry();
     wasMaximized_ = window_->isMaximized();
-    QDockWidget* lesson = nullptr;
+    const bool lesson = keepLesson_ && keepLesson_();
     for (QDockWidget* d : window_->findChildren<QDockWidget*>()) {
       const QString t = d->objectName();
-      if (t == "Lesson" && d->isVisible()) lesson = d;
-      if (t != "Diagram" && t != "Inspector" && !(t == "Lesson" && lesson == d)) d->hide();
+      if (t != "Diagram" && t != "Inspector" && !(t == "Lesson" && lesson)) d->hide();
     }
     QDockWidget* diagramDock = nullptr;
     QDockWidget* inspectorDock = nullptr;

@@ -10,6 +10,7 @@
 #include <QObject>
 #include <QRect>
 #include <QString>
+#include <functional>
 #include <memory>
 
 class QAction;
@@ -70,7 +71,7 @@ class TeachingViews : public QObject {
 };
 
 /// Presenter mode (View > Presenter mode, F11): the window full screen with only the diagram and
-/// the inspector (and the Lesson dock when it is open), large fonts, menus and toolbars hidden;
+/// the inspector (and the Lesson dock while a lesson runs), large fonts, menus and toolbars hidden;
 /// Right / Left step the plan, Space plays it, Esc or F11 leave, and everything comes back as it
 /// was (docks, geometry, fonts).
 class PresenterMode : public QObject {
@@ -80,6 +81,8 @@ class PresenterMode : public QObject {
                 QObject* parent = nullptr);
   /// The View menu's checkable entry (F11).
   QAction* toggleAction() const { return toggle_; }
+  /// Whether the Lesson dock stays beside the diagram (a lesson is running).
+  void setKeepLesson(std::function<bool()> keep) { keepLesson_ = std::move(keep); }
   bool active() const { return active_; }
   void setActive(bool active);
   /// The inspector's font scale while presenting.
@@ -99,6 +102,7 @@ class PresenterMode : public QObject {
   QRect savedGeometry_;
   bool wasMaximized_ = false;
   QList<QWidget*> hiddenBars_;
+  std::function<bool()> keepLesson_;
 };
 
 }  // namespace tensorscope::app

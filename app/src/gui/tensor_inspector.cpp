@@ -211,6 +211,7 @@ const spec::TensorNode* TensorInspector::node(const QString& id) const {
 }
 
 bool TensorInspector::showElement(Element kind, const QString& id) {
+  lastElement_ = kind == Element::Leg ? "leg:" + id : id;
   if (kind == Element::Tensor) return showTensor(id);
   const auto& steps = steps_;
   if (kind == Element::SoftmaxBox) {

@@ -60,6 +60,9 @@ class TensorInspector : public QWidget {
   bool showTensor(const QString& id);
   /// The id on show (empty for none).
   QString shownId() const { return shownId_; }
+  /// The diagram element last asked for: a node id, a box id or "leg:<index>" (a lesson's
+  /// "inspected" check); stepping through the plan does not change it.
+  QString lastElement() const { return lastElement_; }
   /// "X^Q · x_q: [b = 1, N = 8, F = 32]"-style header of the tensor on show.
   QString headerText() const;
 
@@ -120,6 +123,7 @@ class TensorInspector : public QWidget {
   std::vector<spec::OrderComparison> orders_;
   int step_ = -1;
   QString shownId_;
+  QString lastElement_;
   std::vector<spec::Leg> legs_;
   std::vector<int> slice_;
   int rowLeg_ = -1, colLeg_ = -1;

@@ -1,0 +1,507 @@
+// Issue 13: what the views promise, checked in the window (written by a helper session).
+// "Right click exports" on every plot (C and its factors included) and on the diagram; factor
+// panels labelled as rows and columns of the factor; the Design and Train layouts at laptop size;
+// the diagram fitted at start and saying why a design is invalid; role clusters of a reopened TP
+// run. Each test builds its own window (window_test_util.h).
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QDialog>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QKeyEvent>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QMenu>
+#include <QRegularExpression>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <QToolBar>
+#include <QUndoStack>
+#include <memory>
+
+#include "diagram_view/diagram_view.h"
+#include "gui/core_editor.h"
+#include "gui/figure_dialog.h"
+#include "gui/training_controller.h"
+#include "model_core/snapshots.h"
+#include "spec/attention_spec.h"
+#include "spec/core_spec.h"
+#include "viz/attention_map_grid.h"
+#include "viz/curves_plot.h"
+#include "viz/matrix_heatmap.h"
+#include "viz/plot_widget.h"
+#include "viz/role_cluster_plot.h"
+#include "viz/spectrum_plot.h"
+#include "viz/stable_rank_plot.h"
+#include "window_test_util.h"
+
+using namespace tensorscope;
+using namespace tensorscope::test;
+
+namespace {
+
+/// Answers what a context-menu export opens, as a user would: the popup menu (its entries are
+/// recorded; the entry named `choose` is activated with the keyboard, none: the menu is closed),
+/// the explorer's figure dialog (accepted as it stands) and the save dialog (`savePath` typed and
+/// accepted). It polls from the event loops the menu and dialogs run, so nothing it does blocks.
+/// After 20 s it closes whatever is open, so that a broken flow fails instead of hanging.
+class ExportDriver : public QObject {
+ public:
+  ExportDriver(QString choose, QString savePath) : choose_(std::move(choose)), savePath_(std::move(savePath)) {
+    clock_.start();
+    timer_.setInterval(15);
+    connect(&timer_, &QTimer::timeout, this, [this] { poll(); });
+    timer_.start();
+  }
+  QStringList menuEntries, questions;
+  bool sawMenu = false, sawFigureDialog = false, sawFileDialog = false, gaveUp = false;
+
+ private:
+  void poll() {
+    if (auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget()); menu && !sawMenu) {
+      sawMenu = true;
+      QAction* target = nullptr;
+      for (QAction* a : menu->actions()) {
+        if (a->isSeparator()) continue;
+        menuEntries << a->text();
+        if (a->text() == choose_) target = a;
+      }
+      if (!target) {
+        menu->close();
+        return;
+      }
+      menu->setActiveAction(target);
+      QCoreApplication::postEvent(menu, new QKeyEvent(QEvent::KeyPress, Qt::Key_Return, Qt::NoModifier));
+      return;
+    }
+    QWidget* modal = QApplication::activeModalWidget();
+    if (auto* files = qobject_cast<QFileDialog*>(modal)) {
+      sawFileDialog = true;
+      // Typed into the name field as a user would (a full path is taken as it is).
+      auto* name = files->findChild<QLineEdit*>("fileNameEdit");
+      if (!name) return;
+      name->setText(savePath_);
+      QMetaObject::invokeMethod(files, "accept");  // QDialog::accept is a public slot
+      return;
+    }
+    if (auto* box = qobject_cast<QMessageBox*>(modal)) {  // not expected: said, and closed
+      questions << box->text();
+      box->reject();
+      return;
+    }
+    if (auto* figure = qobject_cast<app::FigureDialog*>(modal)) {
+      sawFigureDialog = true;
+      figure->accept();
+      return;
+    }
+    if (clock_.elapsed() > 20000) {
+      gaveUp = true;
+      if (QWidget* popup = QApplication::activePopupWidget()) popup->close();
+      if (auto* dialog = qobject_cast<QDialog*>(modal)) dialog->reject();
+    }
+  }
+
+  QString choose_, savePath_;
+  QTimer timer_;
+  QElapsedTimer clock_;
+};
+
+/// The axis titles of a plot, read from its QCustomPlot's axes (QCPAxis objects, "label" property).
+QStringList axisTitles(viz::PlotWidget* plot) {
+  QStringList titles;
+  for (QObject* o : plot->plotArea()->findChildren<QObject*>())
+    if (QString::fromLatin1(o->metaObject()->className()) == QLatin1String("QCPAxis")) {
+      const QString label = o->property("label").toString();
+      if (!label.isEmpty()) titles << label;
+    }
+  return titles;
+}
+
+bool anyStartsWith(const QStringList& list, const QString& prefix) {
+  for (const auto& s : list)
+    if (s.startsWith(prefix)) return true;
+  return false;
+}
+
+QDockWidget* dockNamed(app::MainWindow& w, const QString& name) { return w.findChild<QDockWidget*>(name); }
+
+/// Whether a dock is on screen: a dock behind another of its tab group stays "visible" to Qt but is
+/// moved out of the window, with nothing of it exposed.
+bool onScreen(QDockWidget* d) { return d && d->isVisible() && !d->visibleRegion().isEmpty(); }
+
+/// A View > Layout entry ("&Design", "&Train", …).
+QAction* layoutAction(app::MainWindow& w, const QString& text) {
+  for (QMenu* m : w.findChildren<QMenu*>())
+    if (m->title() == "&Layout")
+      for (QAction* a : m->actions())
+        if (a->text() == text) return a;
+  return nullptr;
+}
+
+void settle(int rounds = 10) {
+  for (int i = 0; i < rounds; ++i) {
+    QApplication::processEvents();
+    QTest::qWait(5);
+  }
+}
+
+/// An inspection of a two-layer model: stable ranks, spectra, maps and TP role vectors of six
+/// tokens (no learned C, so the core editor keeps showing the design's C and its factors).
+std::shared_ptr<model_core::InspectionSnapshot> fullSnapshot() {
+  auto snap = std::make_shared<model_core::InspectionSnapshot>();
+  snap->step = 25;
+  snap->core_layers = {0, 1};
+  snap->stable_ranks = {3.5, 2.5};
+  snap->spectra = {{2.0, 1.0}, {3.0, 1.0}};
+  const model_core::HostTensor map{{3, 3}, {1, 0, 0, 0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f}};
+  snap->maps = {{map, map}, {map}};
+  snap->probe_tokens = {"a", "b", "c"};
+  snap->probe = "validation example 0";
+  model_core::HostTensor roleRows{{6, 2}, {}};
+  for (int i = 0; i < 12; ++i) roleRows.values.push_back(static_cast<float>((i * 7) % 5) - 2.0f);
+  snap->roles = {{0, 0, roleRows}};
+  snap->role_tokens = {"1", "+", "2", "=", "3", "."};
+  snap->role_labels = {"digit", "operator", "digit", "equals", "digit", "end"};
+  snap->role_contexts = std::vector<std::string>(6, "1+2=3");
+  snap->role_probe = "1 validation example";
+  return snap;
+}
+
+/// The current run's design with the core preset `preset` (R = H·D), as one Design-dock edit.
+void useCorePreset(app::MainWindow& w, const char* preset) {
+  auto s = w.model().currentSpec();
+  s.sizes.R = s.sizes.H * s.sizes.D;
+  s.core = spec::makeCorePreset(preset, s.sizes.H, s.sizes.D);
+  w.model().editDesign(s, QString("core preset ") + preset);
+}
+
+/// Run `index` trains with batch 4, `layers` layers and 8 evaluation examples (the Training dock's
+/// settings; the default 128 evaluation examples made a stop take seconds on a busy machine).
+void useLightRun(app::MainWindow& w, int index, int layers) {
+  w.model().select(index);
+  auto c = w.model().session().runs[size_t(index)].config;
+  c.train.batch = 4;
+  c.train.eval_examples = 8;
+  c.model.layers = layers;
+  w.trainingPanel()->setConfig(c);
+}
+
+/// Run 1 becomes a light two-layer TP model (2 heads of 8), as in test_probes.cpp, with 8
+/// evaluation examples.
+void useLightTpRun(app::MainWindow& w) {
+  w.model().select(1);
+  auto c = w.model().session().runs[1].config;
+  auto s = spec::makeSpecPreset("tp");
+  s.sizes.F = c.model.d_model;
+  s.sizes.H = 2;
+  s.sizes.D = 8;
+  s.sizes.R = 16;
+  s.sizes.seq_len = c.task.seq_len;
+  s.causal = true;
+  c.model.attention = {s};
+  c.model.layers = 2;
+  c.train.batch = 4;
+  c.train.eval_examples = 8;
+  w.model().setCurrentConfig(c);
+  w.trainingPanel()->setConfig(c);
+}
+
+}  // namespace
+
+// 1. "Right click exports": every plot of the window that has something to show (the core matrix
+// C and its factor panels included) offers PNG, SVG, PDF and CSV in its context menu, the figure
+// entries ask with the explorer's figure dialog, and the SVG entry writes the file chosen. The
+// diagram's menu offers SVG, PDF, PNG and TikZ, and its SVG entry writes the file too.
+TEST(DailyToolViews, EveryPlotAndTheDiagramExportFromTheirContextMenu) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  app::MainWindow w(testOptions());
+  w.resize(1280, 800);
+  w.show();
+  settle();
+  w.model().select(1);  // THSA
+  w.coreEditor()->setStructure("kronecker");  // C = s·(A ⊗ B): the factor panels have matrices
+  ASSERT_EQ(w.model().currentSpec().core->structure, spec::CoreStructure::Kronecker);
+  w.model().setTrainingRun(w.model().currentRun().id);  // the views show the selected run's inspections
+  Q_EMIT w.controller()->inspected(fullSnapshot());
+  // Curve points as training draws them (after the lock: a new training run starts without curves).
+  const QString run = w.model().currentRun().name;
+  for (int step = 1; step <= 5; ++step) w.curves()->appendPoint("train loss", step, 2.0 / step, run);
+  settle();
+
+  // The views that must have data now, so that the loop below covers them.
+  const std::vector<std::pair<viz::PlotWidget*, const char*>> expected = {
+      {w.curves(), "curves"},
+      {w.stableRankPlot(), "stable rank"},
+      {w.spectrumPlot(), "spectrum"},
+      {w.attentionMaps(), "attention maps"},
+      {w.roleClusters(), "role clusters"},
+      {w.coreEditor()->heatmap(), "core matrix C"},
+      {w.coreEditor()->factorA(), "factor A"},
+      {w.coreEditor()->factorB(), "factor B"}};
+  for (const auto& [plot, name] : expected)
+    EXPECT_TRUE(plot->hasFigure()) << name << " has nothing to export: " << plot->emptyReason().toStdString();
+
+  int exported = 0;
+  const auto plots = w.findChildren<viz::PlotWidget*>();
+  for (viz::PlotWidget* plot : plots) {
+    if (!plot->hasFigure()) continue;
+    const QString label = plot->exportName() + " (" + plot->metaObject()->className() + ")";
+    SCOPED_TRACE(label.toStdString());
+    const QString path = dir.filePath(QString("plot%1.svg").arg(exported));
+    ExportDriver driver("Export SVG…", path);
+    // What a right click on the plot does (the plot's customContextMenuRequested).
+    Q_EMIT plot->plotArea()->customContextMenuRequested(QPoint(20, 20));
+    settle(2);
+    ASSERT_FALSE(driver.gaveUp) << "the export did not finish";
+    ASSERT_TRUE(driver.sawMenu) << "no context menu";
+    for (const char* entry : {"Export PNG…", "Export SVG…", "Export PDF…", "Export data (CSV)…"})
+      EXPECT_TRUE(driver.menuEntries.contains(entry)) << entry << " missing from " << driver.menuEntries.join(" | ").toStdString();
+    EXPECT_TRUE(driver.sawFigureDialog) << "the figure entry did not ask with the explorer's figure dialog";
+    EXPECT_TRUE(driver.sawFileDialog) << "the figure entry asked for no file";
+    EXPECT_TRUE(driver.questions.isEmpty()) << driver.questions.join(" | ").toStdString();
+    EXPECT_TRUE(QFileInfo::exists(path)) << "nothing written at " << path.toStdString() << ": " << plot->exportError().toStdString();
+    EXPECT_GT(QFileInfo(path).size(), 200) << path.toStdString();
+    QFile svg(path);
+    if (svg.open(QIODevice::ReadOnly)) {
+      EXPECT_TRUE(svg.readAll().contains("<svg")) << "not an SVG";
+    }
+    ++exported;
+  }
+  EXPECT_GE(exported, int(expected.size()));
+
+  // The diagram's context menu (what its contextMenuEvent pops up).
+  auto* diagram = w.findChild<diagram_view::DiagramView*>();
+  ASSERT_TRUE(diagram);
+  std::unique_ptr<QMenu> menu(diagram->createContextMenu());
+  QStringList texts;
+  QAction* svgEntry = nullptr;
+  for (QAction* a : menu->actions()) {
+    texts << a->text();
+    if (a->data().toString() == ".svg") svgEntry = a;
+  }
+  for (const char* format : {"SVG", "PDF", "PNG", "TikZ"}) {
+    bool offered = false;
+    for (QAction* a : menu->actions())
+      if (a->text().contains(format) && a->isEnabled()) offered = true;
+    EXPECT_TRUE(offered) << format << " missing or disabled in " << texts.join(" | ").toStdString();
+  }
+  ASSERT_TRUE(svgEntry);
+  const QString diagramPath = dir.filePath("diagram.svg");
+  {
+    ExportDriver driver({}, diagramPath);
+    svgEntry->trigger();
+    EXPECT_TRUE(driver.sawFileDialog);
+    EXPECT_FALSE(driver.gaveUp);
+  }
+  EXPECT_GT(QFileInfo(diagramPath).size(), 200) << "the diagram's SVG entry wrote nothing";
+  w.model().setTrainingRun(0);
+}
+
+// 2. The factor panels are labelled as rows and columns of the factor (A and B of a Kronecker C,
+// U and V of a low-rank one), never with C's channel titles.
+TEST(DailyToolViews, FactorPanelsNameTheRowsAndColumnsOfTheirFactor) {
+  app::MainWindow w(testOptions());
+  w.model().select(1);
+  auto* core = w.coreEditor();
+  const QStringList cTitles = axisTitles(core->heatmap());
+  ASSERT_FALSE(cTitles.isEmpty()) << "C's heatmap has no axis titles to compare with";
+
+  const auto expectFactorTitles = [&](const char* what, const QString& a, const QString& b) {
+    SCOPED_TRACE(what);
+    EXPECT_EQ(core->factorName(0), a);
+    EXPECT_EQ(core->factorName(1), b);
+    for (auto [panel, name] : {std::pair{core->factorA(), a}, std::pair{core->factorB(), b}}) {
+      EXPECT_FALSE(panel->isHidden()) << "the panel of " << name.toStdString() << " is hidden";
+      EXPECT_TRUE(panel->hasFigure()) << name.toStdString() << ": " << panel->emptyReason().toStdString();
+      const QStringList titles = axisTitles(panel);
+      EXPECT_TRUE(anyStartsWith(titles, "row of " + name)) << titles.join(" | ").toStdString();
+      EXPECT_TRUE(anyStartsWith(titles, "column of " + name)) << titles.join(" | ").toStdString();
+      for (const auto& t : cTitles) EXPECT_FALSE(titles.contains(t)) << "C's title \"" << t.toStdString() << "\" on " << name.toStdString();
+    }
+  };
+
+  useCorePreset(w, "skip_right");
+  ASSERT_EQ(w.model().currentSpec().core->structure, spec::CoreStructure::Kronecker);
+  expectFactorTitles("preset skip_right", "A", "B");
+
+  useCorePreset(w, "low_rank");
+  ASSERT_EQ(w.model().currentSpec().core->structure, spec::CoreStructure::LowRank);
+  expectFactorTitles("preset low_rank", "U", "V");
+
+  // A custom Kronecker C chosen in the core editor itself.
+  useCorePreset(w, "thsa");
+  core->setStructure("kronecker");
+  ASSERT_EQ(w.model().currentSpec().core->structure, spec::CoreStructure::Kronecker);
+  expectFactorTitles("kronecker chosen in the core editor", "A", "B");
+}
+
+// 3. View > Layout > Design and Train (Present and Reset: DailyTool.LayoutPresets…). Design: "design,
+// diagram and C large; the plots a strip" (dock_layouts.cpp). Train: "the live plots large; the
+// training settings in front". At a laptop's 1280 x 800 no visible dock is squeezed below its
+// minimum and the status bar stays inside the window.
+TEST(DailyToolViews, DesignAndTrainLayoutsKeepTheirPromiseAtLaptopSize) {
+  app::MainWindow w(testOptions());
+  w.resize(1280, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  settle();
+  const auto find = [&](const char* name) {
+    QDockWidget* d = dockNamed(w, name);
+    EXPECT_TRUE(d) << name;
+    return d;
+  };
+  const auto checkFits = [&](const char* layout) {
+    SCOPED_TRACE(layout);
+    for (QDockWidget* d : w.docks()) {
+      if (!onScreen(d) || d->isFloating()) continue;
+      const QSize min = d->minimumSizeHint().expandedTo(d->minimumSize());
+      EXPECT_GE(d->width(), min.width()) << d->objectName().toStdString() << " narrower than its minimum";
+      EXPECT_GE(d->height(), min.height()) << d->objectName().toStdString() << " lower than its minimum";
+      EXPECT_TRUE(w.rect().contains(d->geometry())) << d->objectName().toStdString() << " reaches out of the window";
+    }
+    QStatusBar* bar = w.statusBar();
+    EXPECT_TRUE(bar->isVisible());
+    EXPECT_TRUE(w.rect().contains(bar->geometry())) << "the status bar is outside the window";
+    EXPECT_GT(bar->height(), 0);
+  };
+
+  QAction* design = layoutAction(w, "&Design");
+  QAction* train = layoutAction(w, "&Train");
+  ASSERT_TRUE(design && train);
+
+  // A dock the user closed comes back with the preset.
+  find("Core matrix C")->close();
+  design->trigger();
+  settle();
+  EXPECT_EQ(w.size(), QSize(1280, 800));
+  for (const char* name : {"Design", "Diagram", "Core matrix C"}) EXPECT_TRUE(onScreen(find(name))) << name << " not shown in Design";
+  EXPECT_FALSE(onScreen(find("Training"))) << "the Design form is in front of its tab group";
+  EXPECT_TRUE(onScreen(find("Curves")));
+  // The plots a strip: at 800 px it cannot be lower than the Experiments dock's minimum (228 px,
+  // tabbed behind the curves), so the diagram and C get about twice its height, not 0.78 : 0.22.
+  const int strip = find("Curves")->height();
+  EXPECT_GT(find("Diagram")->height(), 3 * strip / 2) << "Design: the diagram is not large against the plots' strip";
+  EXPECT_GT(find("Core matrix C")->height(), 3 * strip / 2) << "Design: C is not large against the plots' strip";
+  for (const char* plot : {"Stable rank", "Attention maps"}) EXPECT_EQ(find(plot)->height(), strip) << plot << " is not in the strip";
+  checkFits("Design");
+  const int curvesInDesign = find("Curves")->height();
+
+  train->trigger();
+  settle();
+  EXPECT_TRUE(onScreen(find("Training"))) << "Train: the training settings are not in front";
+  EXPECT_FALSE(onScreen(find("Design")));
+  for (const char* name : {"Curves", "Stable rank", "Attention maps", "Diagram"}) EXPECT_TRUE(onScreen(find(name))) << name;
+  auto* toolbar = w.findChild<QToolBar*>("TrainingToolbar");
+  ASSERT_TRUE(toolbar);
+  EXPECT_TRUE(toolbar->isVisible()) << "the training controls are hidden";
+  EXPECT_GT(find("Curves")->height(), find("Diagram")->height()) << "Train: the curves do not get the larger share";
+  EXPECT_GT(find("Curves")->height(), curvesInDesign);
+  EXPECT_GT(find("Attention maps")->height(), find("Diagram")->height()) << "Train: the live plots are not large";
+  checkFits("Train");
+}
+
+// View > Layout > Design promises "the design docks large" (dock_layouts.h): the Design form gets
+// the larger share of the left column (it had 184 px against the Runs list's 244 px at 1280 x 800).
+TEST(DailyToolViews, TheDesignLayoutGivesTheDesignFormTheLargerShare) {
+  app::MainWindow w(testOptions());
+  w.resize(1280, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  settle();
+  QAction* design = layoutAction(w, "&Design");
+  ASSERT_TRUE(design);
+  design->trigger();
+  settle();
+  QDockWidget* form = dockNamed(w, "Design");
+  ASSERT_TRUE(onScreen(form));
+  EXPECT_GT(form->height(), dockNamed(w, "Runs")->height()) << "the Runs list is larger than the design form";
+  EXPECT_GT(form->height(), dockNamed(w, "Curves")->height()) << "the plots' strip is higher than the design form";
+}
+
+// 4. The diagram in the window is fitted once the window is shown (not drawn at a fraction of the
+// viewport), and an invalid design puts a notice naming the problem on it, gone once it is valid.
+TEST(DailyToolViews, TheDiagramIsFittedAtStartAndSaysWhenTheDesignIsInvalid) {
+  app::MainWindow w(testOptions());
+  w.resize(1280, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  settle(20);
+  auto* diagram = w.findChild<diagram_view::DiagramView*>();
+  ASSERT_TRUE(diagram);
+  ASSERT_TRUE(diagram->isVisible());
+  const double shown = diagram->zoom();
+  const QRectF items = diagram->diagramScene()->itemsBoundingRect();
+  ASSERT_FALSE(items.isEmpty());
+  const QRectF onScreen = diagram->mapFromScene(items).boundingRect();
+  const QSize viewport = diagram->viewport()->size();
+  const double fill = std::max(onScreen.width() / viewport.width(), onScreen.height() / viewport.height());
+  diagram->fitToView();
+  EXPECT_NEAR(diagram->zoom(), shown, 0.02 * diagram->zoom()) << "the diagram shown at start is not the fitted one";
+  if (shown < 1.49) {  // fitToView never scales above 1.5x
+    EXPECT_GT(fill, 0.75) << "the diagram fills " << fill * 100 << "% of its view at zoom " << shown;
+  }
+
+  // An invalid design: a Kronecker C needs R = H·D (the same edit the Design dock makes).
+  w.model().select(1);
+  w.coreEditor()->setStructure("kronecker");
+  settle();
+  ASSERT_TRUE(diagram->notice().isEmpty()) << diagram->notice().toStdString();
+  auto s = w.model().currentSpec();
+  s.sizes.R += 1;
+  w.model().editDesign(s, "R");
+  EXPECT_FALSE(diagram->notice().isEmpty()) << "an invalid design shows no notice";
+  EXPECT_TRUE(diagram->notice().contains("R = H*D") || diagram->notice().contains("R = H·D")) << diagram->notice().toStdString();
+  EXPECT_TRUE(diagram->notice().contains("invalid")) << diagram->notice().toStdString();
+  // Valid again (undo, and an edit that puts R back): the notice goes.
+  w.model().undoStack()->undo();
+  EXPECT_TRUE(diagram->notice().isEmpty()) << "undo: " << diagram->notice().toStdString();
+  w.model().undoStack()->redo();
+  ASSERT_FALSE(diagram->notice().isEmpty());
+  s.sizes.R -= 1;
+  w.model().editDesign(s, "R back");
+  EXPECT_TRUE(diagram->notice().isEmpty()) << "edit: " << diagram->notice().toStdString();
+}
+
+// 5. A reopened session: the role clusters of its TP run come back from the run directory with a
+// caption naming the layer and head; an MHSA run (trained: it has an inspection) says it has no
+// role vectors.
+TEST(DailyToolViews, RoleClustersComeBackForAReopenedTpRun) {
+  QTemporaryDir dir;
+  const QString sessionPath = dir.filePath("tp.tensorscope.json");
+  {
+    app::MainWindow w(testOptions());
+    useLightTpRun(w);
+    trainStopped(w, 2);
+    ASSERT_FALSE(w.roleClusters()->isShowingMessage()) << "no roles before the reopen: " << w.roleClusters()->emptyReason().toStdString();
+    useLightRun(w, 0, 1);  // MHSA
+    trainStopped(w, 2);
+    ASSERT_FALSE(w.model().run(0).runDir.isEmpty());
+    ASSERT_TRUE(w.files().save(sessionPath));
+  }
+  app::MainWindow w(testOptions());
+  ASSERT_TRUE(w.files().open(sessionPath));
+  ASSERT_EQ(w.model().run(1).config.model.attention.front().variant, spec::Variant::Tp);
+  w.model().select(1);
+  auto* roles = w.roleClusters();
+  EXPECT_FALSE(roles->isShowingMessage()) << roles->emptyReason().toStdString();
+  EXPECT_GT(roles->pointCount(), 2);
+  EXPECT_TRUE(roles->caption().contains(QRegularExpression("layer \\d+, head \\d+"))) << roles->caption().toStdString();
+  EXPECT_TRUE(roles->caption().startsWith("Role vectors of layer 1, head 0")) << roles->caption().toStdString();
+
+  w.model().select(0);
+  EXPECT_TRUE(roles->isShowingMessage());
+  EXPECT_TRUE(roles->emptyReason().contains("has no role vectors")) << roles->emptyReason().toStdString();
+  EXPECT_TRUE(roles->emptyReason().contains(w.model().run(0).name)) << roles->emptyReason().toStdString();
+
+  // And back: the TP run's points again.
+  w.model().select(1);
+  EXPECT_FALSE(roles->isShowingMessage());
+  EXPECT_GT(roles->pointCount(), 2);
+}
