@@ -20,6 +20,7 @@
 #include "gui/teaching_views.h"
 #include "gui/tensor_inspector.h"
 #include "viz/matrix_heatmap.h"
+#include "viz/plot_widget.h"
 #include "gui/session_files.h"
 #include "gui/session_model.h"
 #include "gui/training_driver.h"
@@ -172,6 +173,9 @@ void DemoRunner::next() {
     } else if (cmd == "theme") {
       window_->setDarkTheme(arg == "dark");
     } else if (cmd == "screenshot") {
+      // Replots are coalesced onto the next turn of the event loop: draw them now, so a picture
+      // taken right after a change (a theme, a probe) shows it.
+      for (viz::PlotWidget* plot : window_->findChildren<viz::PlotWidget*>()) plot->replotNow();
       try {
         savePngAtomically(window_->grab().toImage(), arg);
       } catch (const std::exception& e) {
