@@ -16,6 +16,7 @@
 #include "spec/core_spec.h"
 #include "spec/cost_model.h"
 #include "spec/json_reader.h"
+#include "json_pretty.h"
 #include "spec/spec_json.h"
 #include "spec/tensor_network.h"
 #include "spec/validation.h"
@@ -897,43 +898,6 @@ ojson actionToJson(const LessonAction& a) {
   return j;
 }
 
-bool isNumberRow(const ojson& j) {
-  if (!j.is_array() || j.empty()) return false;
-  for (const auto& x : j)
-    if (!x.is_number()) return false;
-  return true;
-}
-
-/// json::dump(indent) with arrays of numbers (matrix rows, ranges) kept on one line.
-void prettyPrint(const ojson& j, int indent, int depth, std::string& out) {
-  const std::string pad(static_cast<size_t>(indent) * (depth + 1), ' ');
-  const std::string close(static_cast<size_t>(indent) * depth, ' ');
-  if (j.is_object() && !j.empty()) {
-    out += "{\n";
-    size_t i = 0;
-    for (auto it = j.begin(); it != j.end(); ++it, ++i) {
-      out += pad + ojson(it.key()).dump() + ": ";
-      prettyPrint(it.value(), indent, depth + 1, out);
-      out += (i + 1 < j.size() ? ",\n" : "\n");
-    }
-    out += close + "}";
-  } else if (j.is_array() && !j.empty() && !isNumberRow(j)) {
-    out += "[\n";
-    for (size_t i = 0; i < j.size(); ++i) {
-      out += pad;
-      prettyPrint(j[i], indent, depth + 1, out);
-      out += (i + 1 < j.size() ? ",\n" : "\n");
-    }
-    out += close + "]";
-  } else if (isNumberRow(j)) {
-    out += "[";
-    for (size_t i = 0; i < j.size(); ++i) out += (i ? ", " : "") + j[i].dump();
-    out += "]";
-  } else {
-    out += j.dump();
-  }
-}
-
 bool labIn(LessonLab lab, const std::vector<LessonLab>& labs) {
   return std::find(labs.begin(), labs.end(), lab) != labs.end();
 }
@@ -1110,7 +1074,7 @@ std::string lessonToJson(const Lesson& l, int indent) {
   j["steps"] = std::move(steps);
   if (indent < 0) return j.dump();
   std::string out;
-  prettyPrint(j, indent, 0, out);
+  detail::prettyPrint(j, indent, 0, out);
   return out + "\n";
 }
 

@@ -1,6 +1,7 @@
 #include "spec/spec_json.h"
 
 #include "spec/json_reader.h"
+#include "json_pretty.h"
 
 #include <nlohmann/json.hpp>
 
@@ -227,44 +228,6 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
   out = std::move(c);
 }
 
-bool isNumberRow(const json& j) {
-  if (!j.is_array() || j.empty()) return false;
-  for (const auto& x : j)
-    if (!x.is_number()) return false;
-  return true;
-}
-
-/// Pretty-prints like json::dump(indent) but keeps arrays of numbers (matrix rows, vectors) on one
-/// line, so a spec with an R x R core stays readable and diffable.
-void prettyPrint(const json& j, int indent, int depth, std::string& out) {
-  const std::string pad(static_cast<size_t>(indent) * (depth + 1), ' ');
-  const std::string close(static_cast<size_t>(indent) * depth, ' ');
-  if (j.is_object() && !j.empty()) {
-    out += "{\n";
-    size_t i = 0;
-    for (auto it = j.begin(); it != j.end(); ++it, ++i) {
-      out += pad + json(it.key()).dump() + ": ";
-      prettyPrint(it.value(), indent, depth + 1, out);
-      out += (i + 1 < j.size() ? ",\n" : "\n");
-    }
-    out += close + "}";
-  } else if (j.is_array() && !j.empty() && !isNumberRow(j)) {
-    out += "[\n";
-    for (size_t i = 0; i < j.size(); ++i) {
-      out += pad;
-      prettyPrint(j[i], indent, depth + 1, out);
-      out += (i + 1 < j.size() ? ",\n" : "\n");
-    }
-    out += close + "]";
-  } else if (isNumberRow(j)) {
-    out += "[";
-    for (size_t i = 0; i < j.size(); ++i) out += (i ? ", " : "") + j[i].dump();
-    out += "]";
-  } else {
-    out += j.dump();
-  }
-}
-
 }  // namespace
 
 SpecError::SpecError(std::vector<Issue> issues)
@@ -313,7 +276,7 @@ std::string toJson(const AttentionSpec& s, int indent) {
   }
   if (indent < 0) return j.dump();
   std::string out;
-  prettyPrint(j, indent, 0, out);
+  detail::prettyPrint(j, indent, 0, out);
   return out;
 }
 
