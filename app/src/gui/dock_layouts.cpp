@@ -65,12 +65,12 @@ void applyDockLayout(QMainWindow& w, DockLayout layout, const QByteArray& defaul
   }
 }
 
-void enlargeExperimentsDock(QMainWindow& w) {
-  QDockWidget* e = dock(w, "Experiments");
+void enlargeBottomDock(QMainWindow& w, const QString& title, double heightShare) {
+  QDockWidget* e = w.findChild<QDockWidget*>(title);
   if (!e || e->isFloating()) return;
   e->show();
   e->raise();
-  w.resizeDocks({e}, {w.height() / 2}, Qt::Vertical);
+  w.resizeDocks({e}, {int(w.height() * heightShare)}, Qt::Vertical);
   QList<QDockWidget*> row{e};
   for (const char* t : {"Stable rank", "Attention maps"})
     if (auto* d = dock(w, t); d && d->isVisible() && !d->isFloating() && w.dockWidgetArea(d) == w.dockWidgetArea(e)) row.append(d);

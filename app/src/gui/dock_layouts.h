@@ -21,9 +21,10 @@ QString dockLayoutName(DockLayout layout);
 /// starts from the same place (docks the user closed come back).
 void applyDockLayout(QMainWindow& window, DockLayout layout, const QByteArray& defaultState);
 
-/// Gives the Experiments dock the front of its tab group, half the window's height and most of the
-/// bottom row (the docks beside it stay, narrower). Used by the Experiments layout and when a sweep
-/// is opened; changes nothing of a floating dock.
-void enlargeExperimentsDock(QMainWindow& window);
+/// Gives the bottom-row dock titled `title` the front of its tab group, `heightShare` of the
+/// window's height and most of the bottom row (the docks beside it stay, narrower). Used for the
+/// Experiments dock (its layout, an opened sweep) and the labs; changes nothing of a floating dock.
+void enlargeBottomDock(QMainWindow& window, const QString& title, double heightShare = 0.5);
+inline void enlargeExperimentsDock(QMainWindow& window) { enlargeBottomDock(window, "Experiments"); }
 
 }  // namespace tensorscope::app

@@ -222,11 +222,7 @@ bool MainWindow::startLesson(const QString& id) {
 }
 
 void MainWindow::openLab(const QString& title) {
-  QDockWidget* d = dock(title);
-  if (!d) return;
-  d->show();
-  d->raise();
-  if (!d->isFloating()) resizeDocks({d}, {height() / 2}, Qt::Vertical);
+  enlargeBottomDock(*this, title, 0.62);  // a lab's plots and matrices want the room
 }
 
 QDockWidget* MainWindow::dock(const QString& title) const {
