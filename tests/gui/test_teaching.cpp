@@ -85,8 +85,19 @@ TEST(TeachingInspector, ShowsEveryTensorOfEveryVariantAsTheEvaluatorComputedIt) 
     const auto values = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(s, 5, ++seed));
     inspector.setDesign(s, values->network);
     inspector.setValues(values, QString::fromStdString(name));
-    for (const auto& n : values->network.nodes) expectHeatmapShows(inspector, *values, QString::fromStdString(n.id));
-    for (const auto& st : values->network.plan) expectHeatmapShows(inspector, *values, QString::fromStdString(st.output));
+    // Every value: nodes, step results and the logits of softmax and φ steps.
+    for (const auto& [id, value] : values->values) expectHeatmapShows(inspector, *values, QString::fromStdString(id));
+    int logits = 0;
+    for (const auto& st : values->network.plan)
+      if (values->find(st.output + ".logits")) {
+        ++logits;
+        ASSERT_TRUE(inspector.showTensor(QString::fromStdString(st.output)));
+        inspector.setShowLogits(true);
+        EXPECT_EQ(inspector.shownId().toStdString(), st.output + ".logits");
+        inspector.setShowLogits(false);
+        EXPECT_EQ(inspector.shownId().toStdString(), st.output);
+      }
+    EXPECT_GT(logits, 0) << "every variant has a softmax, a normalisation or φ";
     // A box shows the step that evaluates it; a leg the step that sums it.
     for (const auto& b : values->network.boxes) {
       ASSERT_TRUE(inspector.showElement(Element::SoftmaxBox, QString::fromStdString(b.id))) << b.id;

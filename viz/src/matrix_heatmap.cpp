@@ -3,6 +3,7 @@
 #include <QTextStream>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "mask_overlay.h"
 #include "plot_helpers.h"
@@ -81,8 +82,12 @@ void MatrixHeatmap::setMatrix(const std::vector<double>& values, int rows, int c
   // along a side that span is empty (a 1×1 factor drew empty axes): give it the cell's extent.
   data->setRange(cols == 1 ? QCPRange(-0.5, 0.5) : QCPRange(0, cols - 1),
                  rows == 1 ? QCPRange(-0.5, 0.5) : QCPRange(0, rows - 1));
+  // Non-finite entries (a softmax's masked −∞ logits) are drawn transparent; hovering still reads them.
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) data->setCell(c, r, values_[static_cast<std::size_t>(r) * cols + c]);
+    for (int c = 0; c < cols; ++c) {
+      const double v = values_[static_cast<std::size_t>(r) * cols + c];
+      data->setCell(c, r, std::isfinite(v) ? v : std::numeric_limits<double>::quiet_NaN());
+    }
   applyColourRange();
   plot()->xAxis->setRange(-0.5, cols - 0.5);
   plot()->yAxis->setRange(-0.5, rows - 0.5);

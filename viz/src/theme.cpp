@@ -106,6 +106,7 @@ QCPScatterStyle::ScatterShape scatterShape(int index) {
 
 QCPColorGradient sequentialGradient() {
   QCPColorGradient g;
+  g.setNanHandling(QCPColorGradient::nhTransparent);  // a masked (−∞) or missing entry is not a colour
   g.clearColorStops();
   g.setColorStopAt(0.0, QColor(68, 1, 84));
   g.setColorStopAt(0.125, QColor(71, 44, 122));
@@ -121,6 +122,7 @@ QCPColorGradient sequentialGradient() {
 
 QCPColorGradient divergingGradient(bool dark) {
   QCPColorGradient g;
+  g.setNanHandling(QCPColorGradient::nhTransparent);
   g.clearColorStops();
   if (dark) {  // zero is the dark page, not a white glare; the ends keep RdBu's hues
     g.setColorStopAt(0.0, QColor(67, 147, 230));

@@ -289,6 +289,7 @@ LessonRunner::LessonRunner(MainWindow* window, LessonPanel* panel, QObject* pare
           [this](const QVector<model_core::MetricsSnapshot>& batch) {
             if (!batch.isEmpty()) trainingStep_ = batch.back().step;
           });
+  connect(&window_->model(), &SessionModel::statusChanged, this, [this](quint64 runId) { checkpointSteps_.erase(runId); });
   connect(window_->controller(), &TrainingController::evaluated, this, [this](const model_core::EvalSnapshot& e) {
     evalLoss_[window_->model().trainingRunId()] = e.loss;
   });
@@ -344,7 +345,13 @@ spec::LessonState LessonRunner::state() const {
   if (model.isTraining(model.current())) {
     st.trained_steps = trainingStep_;
   } else if (!run.runDir.isEmpty()) {
-    st.trained_steps = std::max<std::int64_t>(0, model_core::inspectRunDirectory(QFile::encodeName(run.runDir).toStdString()).checkpoint_step);
+    // Verifying a checkpoint reads its files: once per run and status, not four times a second.
+    auto it = checkpointSteps_.find(run.id);
+    if (it == checkpointSteps_.end())
+      it = checkpointSteps_
+               .emplace(run.id, model_core::inspectRunDirectory(QFile::encodeName(run.runDir).toStdString()).checkpoint_step)
+               .first;
+    st.trained_steps = std::max<std::int64_t>(0, it->second);
   }
   auto* inspector = window_->inspector();
   st.inspected = inspector->lastElement().toStdString();

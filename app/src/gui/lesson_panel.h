@@ -114,6 +114,8 @@ class LessonRunner : public QObject {
   std::vector<spec::LessonLab> labsDone_;
   std::int64_t trainingStep_ = 0;         ///< the training run's newest step
   std::map<quint64, double> evalLoss_;    ///< each run's newest evaluation loss (this window)
+  /// Each stopped run's checkpoint step, read once per status change (state() is polled).
+  mutable std::map<quint64, std::int64_t> checkpointSteps_;
   QTimer* timer_;
   std::function<void(spec::LessonLab)> openLab_;
   std::function<bool(spec::LessonLab)> runLab_;

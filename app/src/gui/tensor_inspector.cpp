@@ -1,6 +1,7 @@
 #include "gui/tensor_inspector.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -90,6 +91,11 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
   header_->setWordWrap(true);
   header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   valueLayout->addWidget(header_);
+  logits_ = new QCheckBox("before the softmax (logits)");
+  logits_->setToolTip("For a softmax, normalisation or φ step: show what the operation was applied to (masked "
+                      "entries are −∞ and drawn blank)");
+  logits_->setEnabled(false);
+  valueLayout->addWidget(logits_);
   auto* axesRow = new QHBoxLayout;
   rows_ = new QComboBox;
   cols_ = new QComboBox;
@@ -146,6 +152,7 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
   connect(nextButton_, &QPushButton::clicked, this, &TensorInspector::next);
   connect(playButton_, &QPushButton::toggled, this, &TensorInspector::setPlaying);
   connect(speed_, &QComboBox::currentIndexChanged, this, [this] { setSpeed(speed_->currentData().toDouble()); });
+  connect(logits_, &QCheckBox::toggled, this, &TensorInspector::setShowLogits);
   connect(rows_, &QComboBox::activated, this, [this](int i) { setAxes(rows_->itemData(i).toInt(), colLeg_); });
   connect(cols_, &QComboBox::activated, this, [this](int i) { setAxes(rowLeg_, cols_->itemData(i).toInt()); });
   updateStepText();
@@ -192,6 +199,12 @@ void TensorInspector::setValues(std::shared_ptr<const model_core::NetworkValues>
   } else {
     heatmap_->clear("Click a tensor, a leg or a softmax box on the diagram, or step through the plan.");
   }
+}
+
+void TensorInspector::setShowLogits(bool logits) {
+  if (shownId_.isEmpty() || !values_) return;
+  const QString base = shownId_.endsWith(".logits") ? shownId_.chopped(7) : shownId_;
+  showTensor(logits ? base + ".logits" : base);
 }
 
 void TensorInspector::clear(const QString& why) {
@@ -242,18 +255,29 @@ bool TensorInspector::showTensor(const QString& id) {
     return false;
   }
   shownId_ = id;
-  // Legs: a drawn node's (its batch leg first), a step result's from the plan.
+  // Legs: a drawn node's (its batch leg first), a step result's from the plan (its logits have the
+  // same legs).
   legs_.clear();
   QString what;
+  const bool logits = id.endsWith(".logits");
+  const QString stepId = logits ? id.chopped(7) : id;
+  {
+    const QSignalBlocker block(logits_);
+    logits_->setEnabled(values_->find((stepId + ".logits").toStdString()) != nullptr);
+    logits_->setChecked(logits);
+  }
   if (const spec::TensorNode* n = node(id)) {
     if (n->batched) legs_.push_back({'b', "B", 1});
     legs_.insert(legs_.end(), n->legs.begin(), n->legs.end());
     what = QString("%1 (%2): %3").arg(QString::fromStdString(n->label), id, QString::fromStdString(n->role));
   } else {
     for (const auto& s : steps_)
-      if (QString::fromStdString(s.output) == id) {
+      if (QString::fromStdString(s.output) == stepId) {
         legs_ = s.result_legs;
-        what = QString("%1: %2").arg(id, QString::fromStdString(s.role));
+        what = logits ? QString("%1: what the %2 of %3 is applied to (%4)")
+                            .arg(id, s.op == spec::PlanStep::Op::EluPlusOne ? "φ" : "normalisation", stepId,
+                                 QString::fromStdString(s.role))
+                      : QString("%1: %2").arg(id, QString::fromStdString(s.role));
       }
   }
   std::int64_t count = 1;

@@ -18,6 +18,7 @@
 #include "model_core/network_values.h"
 #include "spec/contraction_steps.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QPushButton;
@@ -56,8 +57,11 @@ class TensorInspector : public QWidget {
   /// evaluates it), a leg index (the step that sums it, else y). False when there is no such
   /// element; the page then says so.
   bool showElement(Element kind, const QString& id);
-  /// Shows the value named `id`: a node or a plan step's output. False when there is none.
+  /// Shows the value named `id`: a node, a plan step's output, or "<output>.logits" (what a
+  /// softmax or φ step was applied to). False when there is none.
   bool showTensor(const QString& id);
+  /// Whether a softmax / φ step is shown by its logits (the checkbox "before the softmax").
+  void setShowLogits(bool logits);
   /// The id on show (empty for none).
   QString shownId() const { return shownId_; }
   /// The diagram element last asked for: a node id, a box id or "leg:<index>" (a lesson's
@@ -135,6 +139,7 @@ class TensorInspector : public QWidget {
   QPushButton* nextButton_;
   QPushButton* playButton_;
   QComboBox* speed_;
+  QCheckBox* logits_;  ///< a softmax / φ step: show what the operation was applied to
   QComboBox* rows_;
   QComboBox* cols_;
   QWidget* sliders_;

@@ -19,8 +19,10 @@ struct NetworkValues {
   spec::AttentionSpec spec;      ///< the layer's design (a trained run's learned core included)
   spec::TensorNetwork network;   ///< built for `spec` at the input's length
   /// By node id and by plan-step output id: the input x, the weights viewed to their node's legs,
-  /// the constants, and the result of every plan step (the display maps' steps included). Batched
-  /// tensors keep their leading batch axis, of size 1 (one probe).
+  /// the constants, and the result of every plan step (the display maps' steps included); for a
+  /// step ending in a softmax, a normalisation or φ, also "<output>.logits", what that operation
+  /// was applied to (a softmax's input scaled and masked: masked entries -inf). Batched tensors keep
+  /// their leading batch axis, of size 1 (one probe).
   std::map<std::string, HostTensor> values;
   int layer = 0;                   ///< the model's layer (0 for a lone design)
   std::int64_t step = -1;          ///< training step of the weights; -1 for random weights

@@ -130,7 +130,7 @@ std::map<std::string, torch::Tensor> NetworkEvaluator::bind(const std::vector<Na
 }
 
 torch::Tensor NetworkEvaluator::runStep(const PlanStep& s, const std::map<std::string, torch::Tensor>& values,
-                                        const std::map<char, std::int64_t>& sizes) const {
+                                        const std::map<char, std::int64_t>& sizes, torch::Tensor* preOp) const {
   const auto terms = spec::parseEinsum(s.einsum);
   const std::string& out = terms.output;
   std::vector<torch::Tensor> operands;
@@ -175,12 +175,16 @@ torch::Tensor NetworkEvaluator::runStep(const PlanStep& s, const std::map<std::s
       }
       if (box->causal)
         r = r.masked_fill(futureEntries(out, box->normalized, box->query, r), -std::numeric_limits<double>::infinity());
+      if (preOp) *preOp = r;
       return at::softmax(r, axisOf(out, box->normalized, s.output));
     }
     case PlanStep::Op::Normalize:
       if (box->causal) r = r.masked_fill(futureEntries(out, box->normalized, box->query, r), 0.0);
+      if (preOp) *preOp = r;
       return r / r.sum(axisOf(out, box->normalized, s.output), /*keepdim=*/true);
-    case PlanStep::Op::EluPlusOne: return at::elu(r) + 1.0;
+    case PlanStep::Op::EluPlusOne:
+      if (preOp) *preOp = r;
+      return at::elu(r) + 1.0;
     case PlanStep::Op::Mask3: {
       const std::int64_t d = r.dim();
       if (d < 3) throw std::logic_error("step '" + s.output + "': Mask3 needs three axes");
@@ -194,11 +198,15 @@ torch::Tensor NetworkEvaluator::runStep(const PlanStep& s, const std::map<std::s
 }
 
 void NetworkEvaluator::run(std::map<std::string, torch::Tensor>& values, const std::set<std::string>& needed,
-                           std::int64_t batch) const {
+                           std::int64_t batch, bool logits) const {
   std::map<char, std::int64_t> sizes{{'b', batch}};
   for (const auto& l : spec::networkIndices(network_)) sizes[l.index] = l.size;
-  for (const auto& s : network_.plan)
-    if (needed.empty() || needed.count(s.output)) values[s.output] = runStep(s, values, sizes);
+  for (const auto& s : network_.plan) {
+    if (!needed.empty() && !needed.count(s.output)) continue;
+    torch::Tensor pre;
+    values[s.output] = runStep(s, values, sizes, logits ? &pre : nullptr);
+    if (pre.defined()) values[s.output + ".logits"] = pre;
+  }
 }
 
 NetworkValue NetworkEvaluator::evaluate(const std::vector<NamedWeight>& weights, const torch::Tensor& x,
@@ -222,7 +230,7 @@ NetworkValue NetworkEvaluator::evaluate(const std::vector<NamedWeight>& weights,
 std::map<std::string, torch::Tensor> NetworkEvaluator::evaluateAll(const std::vector<NamedWeight>& weights,
                                                                    const torch::Tensor& x) const {
   auto values = bind(weights, x);
-  run(values, {}, x.size(0));
+  run(values, {}, x.size(0), /*logits=*/true);
   return values;
 }
 

@@ -44,14 +44,19 @@ class NetworkEvaluator {
   NetworkValue evaluate(const std::vector<NamedWeight>& weights, const torch::Tensor& x, bool withMaps = true) const;
 
   /// Every tensor of the network: the bound nodes (as `bind`) and the output of every plan step,
-  /// the display maps' steps included, by id. What the diagram's inspector shows.
+  /// the display maps' steps included, by id; for a step whose operation is a softmax, a
+  /// normalisation or φ, also what it was applied to, as "<output>.logits" (scaled and masked as
+  /// the softmax sees it: masked entries -inf). What the diagram's inspector shows.
   std::map<std::string, torch::Tensor> evaluateAll(const std::vector<NamedWeight>& weights, const torch::Tensor& x) const;
 
  private:
-  /// Runs the plan steps whose outputs are in `needed` (empty: every step) into `values`.
-  void run(std::map<std::string, torch::Tensor>& values, const std::set<std::string>& needed, std::int64_t batch) const;
+  /// Runs the plan steps whose outputs are in `needed` (empty: every step) into `values`; with
+  /// `logits`, also each operation's input as "<output>.logits".
+  void run(std::map<std::string, torch::Tensor>& values, const std::set<std::string>& needed, std::int64_t batch,
+           bool logits = false) const;
+  /// One step; `preOp`, when given, receives the tensor the step's operation is applied to.
   torch::Tensor runStep(const spec::PlanStep& step, const std::map<std::string, torch::Tensor>& values,
-                        const std::map<char, std::int64_t>& sizes) const;
+                        const std::map<char, std::int64_t>& sizes, torch::Tensor* preOp = nullptr) const;
 
   spec::TensorNetwork network_;
 };

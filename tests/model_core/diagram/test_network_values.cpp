@@ -107,6 +107,15 @@ TEST(NetworkValues, EveryTensorOfEveryPresetIsWhatItsDefinitionGives) {
       for (const auto& st : net.plan) {
         recomputed += checkStep(net, st, v) ? 1 : 0;
         ++steps;
+        // A softmax step's logits (masked entries -inf) give its result through the softmax alone.
+        if (st.op == spec::PlanStep::Op::Softmax) {
+          const auto* logits = v.find(st.output + ".logits");
+          ASSERT_NE(logits, nullptr) << st.output;
+          const auto& box = *std::find_if(net.boxes.begin(), net.boxes.end(), [&](const auto& b) { return b.id == st.box; });
+          const auto out = spec::parseEinsum(st.einsum).output;
+          const auto axis = static_cast<std::int64_t>(out.find(box.normalized));
+          expectClose(tensorOf(*v.find(st.output)), at::softmax(tensorOf(*logits), axis), st.output + " from its logits");
+        }
       }
       // The output and the display maps are the module's forward.
       ForwardOptions o;
