@@ -222,23 +222,8 @@ TEST(DailyTool, LayoutPresetsArrangeTheDocksAndResetBringsClosedOnesBack) {
 // design without C shows no C of another design.
 TEST(DailyTool, PanelsShowNothingOfAnotherSessionOrDesign) {
   app::MainWindow w(testOptions());
-  auto snap = std::make_shared<model_core::InspectionSnapshot>();
-  snap->step = 25;
-  snap->core_layers = {0, 1};
-  snap->stable_ranks = {3.5, 2.5};
-  snap->spectra = {{2.0, 1.0}, {3.0, 1.0}};
   // Maps of both layers and TP role vectors of six tokens, so that every view has data to keep.
-  const model_core::HostTensor map{{3, 3}, {1, 0, 0, 0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f}};
-  snap->maps = {{map, map}, {map}};
-  snap->probe_tokens = {"a", "b", "c"};
-  snap->probe = "validation example 0";
-  model_core::HostTensor roleRows{{6, 2}, {}};
-  for (int i = 0; i < 12; ++i) roleRows.values.push_back(static_cast<float>((i * 7) % 5) - 2.0f);
-  snap->roles = {{0, 0, roleRows}};
-  snap->role_tokens = {"1", "+", "2", "=", "3", "."};
-  snap->role_labels = {"digit", "operator", "digit", "equals", "digit", "end"};
-  snap->role_contexts = std::vector<std::string>(6, "1+2=3");
-  snap->role_probe = "1 validation example";
+  const auto snap = fullSnapshot();
   w.model().setTrainingRun(w.model().currentRun().id);  // the views show the selected run's inspections
   Q_EMIT w.controller()->inspected(snap);
   ASSERT_EQ(w.stableRankPlot()->layers(), (std::vector<int>{0, 1}));

@@ -151,28 +151,6 @@ void settle(int rounds = 10) {
   }
 }
 
-/// An inspection of a two-layer model: stable ranks, spectra, maps and TP role vectors of six
-/// tokens (no learned C, so the core editor keeps showing the design's C and its factors).
-std::shared_ptr<model_core::InspectionSnapshot> fullSnapshot() {
-  auto snap = std::make_shared<model_core::InspectionSnapshot>();
-  snap->step = 25;
-  snap->core_layers = {0, 1};
-  snap->stable_ranks = {3.5, 2.5};
-  snap->spectra = {{2.0, 1.0}, {3.0, 1.0}};
-  const model_core::HostTensor map{{3, 3}, {1, 0, 0, 0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f}};
-  snap->maps = {{map, map}, {map}};
-  snap->probe_tokens = {"a", "b", "c"};
-  snap->probe = "validation example 0";
-  model_core::HostTensor roleRows{{6, 2}, {}};
-  for (int i = 0; i < 12; ++i) roleRows.values.push_back(static_cast<float>((i * 7) % 5) - 2.0f);
-  snap->roles = {{0, 0, roleRows}};
-  snap->role_tokens = {"1", "+", "2", "=", "3", "."};
-  snap->role_labels = {"digit", "operator", "digit", "equals", "digit", "end"};
-  snap->role_contexts = std::vector<std::string>(6, "1+2=3");
-  snap->role_probe = "1 validation example";
-  return snap;
-}
-
 /// The current run's design with the core preset `preset` (R = H·D), as one Design-dock edit.
 void useCorePreset(app::MainWindow& w, const char* preset) {
   auto s = w.model().currentSpec();
@@ -189,26 +167,6 @@ void useLightRun(app::MainWindow& w, int index, int layers) {
   c.train.batch = 4;
   c.train.eval_examples = 8;
   c.model.layers = layers;
-  w.trainingPanel()->setConfig(c);
-}
-
-/// Run 1 becomes a light two-layer TP model (2 heads of 8), as in test_probes.cpp, with 8
-/// evaluation examples.
-void useLightTpRun(app::MainWindow& w) {
-  w.model().select(1);
-  auto c = w.model().session().runs[1].config;
-  auto s = spec::makeSpecPreset("tp");
-  s.sizes.F = c.model.d_model;
-  s.sizes.H = 2;
-  s.sizes.D = 8;
-  s.sizes.R = 16;
-  s.sizes.seq_len = c.task.seq_len;
-  s.causal = true;
-  c.model.attention = {s};
-  c.model.layers = 2;
-  c.train.batch = 4;
-  c.train.eval_examples = 8;
-  w.model().setCurrentConfig(c);
   w.trainingPanel()->setConfig(c);
 }
 
@@ -477,7 +435,7 @@ TEST(DailyToolViews, RoleClustersComeBackForAReopenedTpRun) {
   const QString sessionPath = dir.filePath("tp.tensorscope.json");
   {
     app::MainWindow w(testOptions());
-    useLightTpRun(w);
+    useLightTpRun(w, 8);
     trainStopped(w, 2);
     ASSERT_FALSE(w.roleClusters()->isShowingMessage()) << "no roles before the reopen: " << w.roleClusters()->emptyReason().toStdString();
     useLightRun(w, 0, 1);  // MHSA

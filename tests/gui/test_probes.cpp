@@ -19,28 +19,6 @@
 using namespace tensorscope;
 using namespace tensorscope::test;
 
-namespace {
-
-/// Run 1 becomes a light two-layer TP model (2 heads of 8).
-void useLightTpRun(app::MainWindow& w) {
-  w.model().select(1);
-  auto c = w.model().session().runs[1].config;
-  auto s = spec::makeSpecPreset("tp");
-  s.sizes.F = c.model.d_model;
-  s.sizes.H = 2;
-  s.sizes.D = 8;
-  s.sizes.R = 16;
-  s.sizes.seq_len = c.task.seq_len;
-  s.causal = true;
-  c.model.attention = {s};
-  c.model.layers = 2;
-  c.train.batch = 4;
-  w.model().setCurrentConfig(c);
-  w.trainingPanel()->setConfig(c);
-}
-
-}  // namespace
-
 TEST(Probes, RoleClustersShowTheChosenLayerAndHeadWithACaption) {
   app::MainWindow w(testOptions());
   useLightTpRun(w);

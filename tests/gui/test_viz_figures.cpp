@@ -19,17 +19,12 @@
 #include "viz/curves_plot.h"
 #include "viz/matrix_heatmap.h"
 #include "viz/role_cluster_plot.h"
+#include "viz_test_util.h"
 
 using namespace tensorscope::viz;
+using namespace tensorscope::test;
 
 namespace {
-
-void settle(PlotWidget& w, QSize size = QSize(640, 420)) {
-  w.resize(size);
-  w.show();
-  for (int i = 0; i < 3; ++i) QApplication::processEvents();
-  w.replotNow();
-}
 
 // Where figures go: TS_FIGURE_DIR (kept, to be looked at) or a temporary folder.
 QString figurePath(const QTemporaryDir& tmp, const QString& name) {

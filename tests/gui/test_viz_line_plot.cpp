@@ -9,24 +9,21 @@
 #include <QImage>
 #include <QMouseEvent>
 #include <QTemporaryDir>
-#include <QXmlStreamReader>
 #include <cmath>
 
 #include "viz/line_plot.h"
+#include "viz_test_util.h"
 
 using namespace tensorscope::viz;
+using namespace tensorscope::test;
 
 namespace {
 
-void settle(PlotWidget& w, QSize size = QSize(640, 420)) {
-  w.resize(size);
-  w.show();
-  for (int i = 0; i < 3; ++i) QApplication::processEvents();
+/// settle() and one more replot: the reference labels are placed after a layout.
+void settlePlaced(PlotWidget& w, QSize size = QSize(640, 420)) {
+  settle(w, size);
   w.replotNow();
-  w.replotNow();  // the reference labels are placed after a layout
 }
-
-QStringList csvLines(const QString& text) { return text.split(QLatin1Char('\n'), Qt::SkipEmptyParts); }
 
 // An error curve as the bottleneck lab draws it: falling with d_p, exact (0) from d_p = 11.
 void fillBottleneck(LinePlot& plot) {
@@ -56,7 +53,7 @@ TEST(VizLinePlot, SeriesAreDrawnWithTheirPoints) {
   EXPECT_FALSE(plot.isShowingMessage());
   EXPECT_TRUE(plot.hasFigure());
   EXPECT_EQ(plot.xTitle(), QStringLiteral("head size d_p"));
-  settle(plot);
+  settlePlaced(plot);
   // Every point lies inside the x range, and the drawn pixels change where the first point is.
   const auto [xlo, xhi] = plot.xRange();
   EXPECT_LT(xlo, 1.0);
@@ -84,7 +81,7 @@ TEST(VizLinePlot, LogAxisDrawsZerosAtTheFloor) {
   plot.setLogY(true);
   EXPECT_TRUE(plot.logY());
   plot.setLogFloor(1e-12);
-  settle(plot);
+  settlePlaced(plot);
   const auto [ylo, yhi] = plot.yRange();
   EXPECT_GT(ylo, 0.0);
   EXPECT_LE(ylo, 1e-12);
@@ -113,7 +110,7 @@ TEST(VizLinePlot, ReferenceLinesSitAtTheirXWithSeparateLabels) {
   plot.addReferenceLine(12, QStringLiteral("N = 12"));
   ASSERT_EQ(plot.referenceLines().size(), 2u);
   EXPECT_EQ(plot.referenceLines()[1].label, QStringLiteral("N = 12"));
-  settle(plot, QSize(520, 360));
+  settlePlaced(plot, QSize(520, 360));
   // The line at x = 11 passes through the point at d_p = 11.
   EXPECT_NEAR(plot.referencePixelX(0), plot.pointPixel(QStringLiteral("mean KL"), 10).x(), 0.6);
   EXPECT_NEAR(plot.referencePixelX(1), plot.pointPixel(QStringLiteral("mean KL"), 11).x(), 0.6);
@@ -177,7 +174,7 @@ TEST(VizLinePlot, FigureExportWritesAnSvg) {
   plot.setLogY(true);
   plot.addReferenceLine(11, QStringLiteral("N − 1"));
   plot.addReferenceLine(12, QStringLiteral("N = 12"));
-  settle(plot);
+  settlePlaced(plot);
   const QString keep = qEnvironmentVariable("TS_FIGURE_DIR");
   if (!keep.isEmpty()) QDir().mkpath(keep);
   const QString svg = keep.isEmpty() ? dir.filePath(QStringLiteral("line.svg")) : QDir(keep).filePath("line_plot.svg");
@@ -186,17 +183,7 @@ TEST(VizLinePlot, FigureExportWritesAnSvg) {
   QFile file(svg);
   ASSERT_TRUE(file.open(QIODevice::ReadOnly));
   const QByteArray bytes = file.readAll();
-  QXmlStreamReader xml(bytes);
-  QString root;
-  int elements = 0;
-  while (!xml.atEnd())
-    if (xml.readNext() == QXmlStreamReader::StartElement) {
-      if (root.isEmpty()) root = xml.name().toString();
-      ++elements;
-    }
-  EXPECT_FALSE(xml.hasError()) << xml.errorString().toStdString();
-  EXPECT_EQ(root, QStringLiteral("svg"));
-  EXPECT_GT(elements, 20);
+  expectSvgDocument(bytes);
   EXPECT_TRUE(bytes.contains("mm\"")) << "width/height in millimetres";
   if (!keep.isEmpty()) {
     ASSERT_TRUE(plot.exportFigure(QDir(keep).filePath("line_plot.png"), options));

@@ -10,32 +10,23 @@
 #include <QMouseEvent>
 #include <QSignalSpy>
 #include <QTemporaryDir>
-#include <QXmlStreamReader>
 #include <cmath>
 #include <limits>
 
 #include "viz/curves_plot.h"
 #include "viz/matrix_heatmap.h"
+#include "viz_test_util.h"
 
 using namespace tensorscope::viz;
+using namespace tensorscope::test;
 
 namespace {
-
-// Shows the widget and lets queued replots and layouts run, so geometry can be read.
-void settle(PlotWidget& w, QSize size = QSize(640, 420)) {
-  w.resize(size);
-  w.show();
-  for (int i = 0; i < 3; ++i) QApplication::processEvents();
-  w.replotNow();
-}
 
 void mouse(QWidget* target, QEvent::Type type, QPointF pos, Qt::MouseButton button = Qt::NoButton,
            Qt::MouseButtons buttons = Qt::NoButton) {
   QMouseEvent event(type, pos, target->mapToGlobal(pos), button, buttons, Qt::NoModifier);
   QApplication::sendEvent(target, &event);
 }
-
-QStringList csvLines(const QString& text) { return text.split(QLatin1Char('\n'), Qt::SkipEmptyParts); }
 
 }  // namespace
 
@@ -198,17 +189,7 @@ TEST(VizExport, CsvPngSvgPdf) {
   ASSERT_TRUE(plot.exportSvg(svg));
   QFile svgFile(svg);
   ASSERT_TRUE(svgFile.open(QIODevice::ReadOnly));
-  QXmlStreamReader xml(&svgFile);
-  QString root;
-  int elements = 0;
-  while (!xml.atEnd())
-    if (xml.readNext() == QXmlStreamReader::StartElement) {
-      if (root.isEmpty()) root = xml.name().toString();
-      ++elements;
-    }
-  EXPECT_FALSE(xml.hasError()) << xml.errorString().toStdString();
-  EXPECT_EQ(root, QStringLiteral("svg"));
-  EXPECT_GT(elements, 20);
+  expectSvgDocument(svgFile.readAll());
 
   const QString pdf = dir.filePath(QStringLiteral("c.pdf"));
   ASSERT_TRUE(plot.exportPdf(pdf));

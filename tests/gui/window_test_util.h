@@ -1,5 +1,5 @@
 #pragma once
-// Helpers of the explorer-window tests (test_main_window.cpp, test_daily_tool.cpp).
+// Helpers of the explorer-window tests (test_main_window.cpp, test_daily_tool*.cpp, test_probes.cpp, …).
 
 #include <QApplication>
 #include <QDir>
@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "gui/main_window.h"
 #include "gui/session_files.h"
@@ -14,6 +17,8 @@
 #include "gui/training_controller.h"
 #include "gui/training_driver.h"
 #include "gui/training_panel.h"
+#include "model_core/snapshots.h"
+#include "spec/attention_spec.h"
 
 namespace tensorscope::test {
 
@@ -43,6 +48,49 @@ inline void useLightThsaRun(app::MainWindow& w, int layers, int checkpointInterv
   small.model.layers = layers;
   if (checkpointInterval > 0) small.train.checkpoint_interval = checkpointInterval;
   w.trainingPanel()->setConfig(small);
+}
+
+/// Run 1 becomes a light two-layer TP model (2 heads of 8, batch 4), with `evalExamples`
+/// evaluation examples (0: the run's own).
+inline void useLightTpRun(app::MainWindow& w, int evalExamples = 0) {
+  w.model().select(1);
+  auto c = w.model().session().runs[1].config;
+  auto s = spec::makeSpecPreset("tp");
+  s.sizes.F = c.model.d_model;
+  s.sizes.H = 2;
+  s.sizes.D = 8;
+  s.sizes.R = 16;
+  s.sizes.seq_len = c.task.seq_len;
+  s.causal = true;
+  c.model.attention = {s};
+  c.model.layers = 2;
+  c.train.batch = 4;
+  if (evalExamples > 0) c.train.eval_examples = evalExamples;
+  w.model().setCurrentConfig(c);
+  w.trainingPanel()->setConfig(c);
+}
+
+/// An inspection of a two-layer model with data for every view: stable ranks, spectra, maps of
+/// both layers and TP role vectors of six tokens (no learned C, so the core editor keeps showing
+/// the design's C and its factors).
+inline std::shared_ptr<model_core::InspectionSnapshot> fullSnapshot() {
+  auto snap = std::make_shared<model_core::InspectionSnapshot>();
+  snap->step = 25;
+  snap->core_layers = {0, 1};
+  snap->stable_ranks = {3.5, 2.5};
+  snap->spectra = {{2.0, 1.0}, {3.0, 1.0}};
+  const model_core::HostTensor map{{3, 3}, {1, 0, 0, 0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f}};
+  snap->maps = {{map, map}, {map}};
+  snap->probe_tokens = {"a", "b", "c"};
+  snap->probe = "validation example 0";
+  model_core::HostTensor roleRows{{6, 2}, {}};
+  for (int i = 0; i < 12; ++i) roleRows.values.push_back(static_cast<float>((i * 7) % 5) - 2.0f);
+  snap->roles = {{0, 0, roleRows}};
+  snap->role_tokens = {"1", "+", "2", "=", "3", "."};
+  snap->role_labels = {"digit", "operator", "digit", "equals", "digit", "end"};
+  snap->role_contexts = std::vector<std::string>(6, "1+2=3");
+  snap->role_probe = "1 validation example";
+  return snap;
 }
 
 /// Trains the selected run `steps` steps and waits until it has stopped.

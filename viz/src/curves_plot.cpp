@@ -154,13 +154,9 @@ CurvesPlot::CurvesPlot(QWidget* parent) : PlotWidget(parent), hover_(std::make_u
     updateTimeUnits();
   });
 
-  hover_->tracer = new QCPItemTracer(p);
-  hover_->tracer->setStyle(QCPItemTracer::tsCircle);
-  hover_->tracer->setSize(9);
+  hover_->tracer = detail::addHoverTracer(p, 9, QString::fromLatin1(kHoverLayer));
   hover_->tracer->setInterpolating(false);
-  hover_->tracer->setVisible(false);
   hover_->tracer->setSelectable(false);
-  hover_->tracer->setLayer(QString::fromLatin1(kHoverLayer));
   afterUpdate();
   restyle();
 }
@@ -371,8 +367,7 @@ void CurvesPlot::setSeries(const QString& series, const std::vector<double>& ste
 }
 
 void CurvesPlot::removeRun(const QString& run) {
-  hover_->tracer->setGraph(nullptr);
-  hover_->tracer->setVisible(false);
+  detail::detachTracer(hover_->tracer);
   for (auto it = series_.begin(); it != series_.end();) {
     if (it->first.first == run) {
       plot()->removeGraph(it->second->line);
@@ -394,8 +389,7 @@ void CurvesPlot::removeRun(const QString& run) {
 }
 
 void CurvesPlot::clear() {
-  hover_->tracer->setGraph(nullptr);
-  hover_->tracer->setVisible(false);
+  detail::detachTracer(hover_->tracer);
   for (auto& [key, s] : series_) {
     plot()->removeGraph(s->line);
     plot()->removeGraph(s->raw);
@@ -446,11 +440,7 @@ void CurvesPlot::setLogY(bool on) {
   }
   if (on == logY()) return;
   auto* axis = plot()->yAxis;
-  axis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
-  if (on)
-    axis->setTicker(QSharedPointer<detail::LogTicker>::create());
-  else
-    axis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  detail::setLogScale(axis, on);
   axis->setNumberFormat(QStringLiteral("gb"));
   rescale();
   requestReplot();
@@ -550,8 +540,7 @@ void CurvesPlot::setTimeAxis(bool on) {
   minutes_ = false;
   plot()->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
   plot()->xAxis->setLabel(on ? tr("training time (s)") : tr("step"));
-  hover_->tracer->setGraph(nullptr);
-  hover_->tracer->setVisible(false);
+  detail::detachTracer(hover_->tracer);
   refillAll();
   autoRescale_ = true;  // the old x range means nothing now
   afterUpdate();
@@ -911,10 +900,7 @@ void CurvesPlot::hoverAt(const QPointF& pos) {
     setHoverText(QString(), pos.toPoint());
     return;
   }
-  tracer->setGraph(hit.graph);
-  tracer->setGraphKey(hit.key);
-  tracer->setPen(QPen(hit.graph->pen().color(), 2));
-  tracer->setVisible(true);
+  detail::moveTracerTo(tracer, hit);
   QString text = hit.graph->name() + QLatin1Char('\n');
   const Series* series = nullptr;
   for (const auto& [key, s] : series_)

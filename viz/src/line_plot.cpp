@@ -28,20 +28,9 @@ LinePlot::LinePlot(QWidget* parent) : PlotWidget(parent), items_(std::make_uniqu
   setExportName(QStringLiteral("line_plot"));
   emptyMessage_ = tr("Nothing to plot yet");
   auto* p = plot();
-  p->legend->setFillOrder(QCPLegend::foColumnsFirst);
-  p->legend->setWrap(4);
-  p->legend->setIconSize(26, 10);
-  p->plotLayout()->insertRow(0);
-  detail::placeLegend(p, 0, 0, Qt::Horizontal);
-  p->plotLayout()->setRowStretchFactor(0, 0.001);
-  p->plotLayout()->setRowSpacing(0);
-  p->legend->setVisible(false);
+  detail::placeLegendAbove(p, 4, 26);
   p->addLayer(QStringLiteral("tsReferenceLabels"), p->layer(QStringLiteral("main")), QCustomPlot::limAbove);
-  items_->tracer = new QCPItemTracer(p);
-  items_->tracer->setStyle(QCPItemTracer::tsCircle);
-  items_->tracer->setSize(10);
-  items_->tracer->setVisible(false);
-  items_->tracer->setLayer(QString::fromLatin1(kHoverLayer));
+  items_->tracer = detail::addHoverTracer(p, 10, QString::fromLatin1(kHoverLayer));
   // Label positions depend on the axis lengths: re-plan them whenever the plot is drawn.
   connect(p, &QCustomPlot::afterLayout, this, [this] { placeReferenceLabels(); });
   restyle();
@@ -77,8 +66,7 @@ void LinePlot::setSeries(const QString& name, const std::vector<double>& x, cons
 void LinePlot::removeSeries(const QString& name) {
   const auto it = std::find_if(series_.begin(), series_.end(), [&](const auto& s) { return s->name == name; });
   if (it == series_.end()) return;
-  items_->tracer->setGraph(nullptr);
-  items_->tracer->setVisible(false);
+  detail::detachTracer(items_->tracer);
   plot()->removeGraph((*it)->graph);
   series_.erase(it);
   themeChanged();
@@ -86,8 +74,7 @@ void LinePlot::removeSeries(const QString& name) {
 }
 
 void LinePlot::clear() {
-  items_->tracer->setGraph(nullptr);
-  items_->tracer->setVisible(false);
+  detail::detachTracer(items_->tracer);
   plot()->clearGraphs();
   series_.clear();
   clearReferenceLines();
@@ -112,11 +99,7 @@ void LinePlot::refill(Series& s) {
 void LinePlot::setLogY(bool on) {
   if (on == logY()) return;
   auto* axis = plot()->yAxis;
-  axis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
-  if (on)
-    axis->setTicker(QSharedPointer<detail::LogTicker>::create());
-  else
-    axis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  detail::setLogScale(axis, on);
   axis->setNumberFormat(on ? QStringLiteral("eb") : QStringLiteral("gb"));
   axis->setNumberPrecision(on ? 0 : 6);
   for (auto& s : series_) refill(*s);
@@ -376,12 +359,8 @@ void LinePlot::themeChanged() {
 
 void LinePlot::hoverAt(const QPointF& pos) {
   const detail::NearestPoint hit = detail::nearestGraphPoint(plot(), pos, 24.0);
-  auto* tracer = items_->tracer;
-  tracer->setVisible(hit.graph != nullptr);
+  detail::moveTracerTo(items_->tracer, hit);
   if (hit.graph) {
-    tracer->setGraph(hit.graph);
-    tracer->setGraphKey(hit.key);
-    tracer->setPen(QPen(hit.graph->pen().color(), 2));
     QString value = detail::formatValue(hit.value);
     // The true value, not the floor it is drawn at.
     for (const auto& s : series_)

@@ -134,6 +134,47 @@ void placeLegend(QCustomPlot* plot, int row, int column, Qt::Orientation spacerD
   }
 }
 
+void placeLegendAbove(QCustomPlot* plot, int wrap, int iconWidth) {
+  plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  plot->legend->setWrap(wrap);
+  plot->legend->setIconSize(iconWidth, 10);
+  plot->plotLayout()->insertRow(0);
+  placeLegend(plot, 0, 0, Qt::Horizontal);
+  plot->plotLayout()->setRowStretchFactor(0, 0.001);
+  plot->plotLayout()->setRowSpacing(0);
+  plot->legend->setVisible(false);
+}
+
+QCPItemTracer* addHoverTracer(QCustomPlot* plot, double size, const QString& layer) {
+  auto* tracer = new QCPItemTracer(plot);
+  tracer->setStyle(QCPItemTracer::tsCircle);
+  tracer->setSize(size);
+  tracer->setVisible(false);
+  tracer->setLayer(layer);
+  return tracer;
+}
+
+void moveTracerTo(QCPItemTracer* tracer, const NearestPoint& hit) {
+  tracer->setVisible(hit.graph != nullptr);
+  if (!hit.graph) return;
+  tracer->setGraph(hit.graph);
+  tracer->setGraphKey(hit.key);
+  tracer->setPen(QPen(hit.graph->pen().color(), 2));
+}
+
+void detachTracer(QCPItemTracer* tracer) {
+  tracer->setGraph(nullptr);
+  tracer->setVisible(false);
+}
+
+void setLogScale(QCPAxis* axis, bool on) {
+  axis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+  if (on)
+    axis->setTicker(QSharedPointer<LogTicker>::create());
+  else
+    axis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+}
+
 QString formatValue(double value) {
   if (!std::isfinite(value)) return QString::number(value);
   return QString::number(value, 'g', 4);

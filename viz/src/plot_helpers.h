@@ -54,6 +54,20 @@ class LogTicker : public QCPAxisTicker {
 /// natural size (a legend alone in a cell stretches its rows/columns over the whole cell).
 /// `row`/`column` give the sub-layout's orientation: legend then spacer along that direction.
 void placeLegend(QCustomPlot* plot, int row, int column, Qt::Orientation spacerDirection);
+/// The legend in a new top row of its own that takes no more height than it needs (placeLegend),
+/// filled row by row with `wrap` entries a row and icons `iconWidth` × 10; hidden to start with.
+void placeLegendAbove(QCustomPlot* plot, int wrap, int iconWidth);
+
+/// The hover marker: a hidden circle of `size` pixels on `layer` (PlotWidget::kHoverLayer).
+QCPItemTracer* addHoverTracer(QCustomPlot* plot, double size, const QString& layer);
+/// Puts `tracer` on the point `hit` found, in its graph's colour, and shows it; hides it when
+/// `hit` found no point.
+void moveTracerTo(QCPItemTracer* tracer, const NearestPoint& hit);
+/// Takes `tracer` off its graph (before graphs are removed) and hides it.
+void detachTracer(QCPItemTracer* tracer);
+
+/// Switches `axis` between a linear scale and a logarithmic one with LogTicker's ticks.
+void setLogScale(QCPAxis* axis, bool on);
 
 /// Four significant digits, no trailing zeros ("0.1234", "1.5e-05").
 QString formatValue(double value);

@@ -48,14 +48,7 @@ StableRankPlot::StableRankPlot(QWidget* parent) : PlotWidget(parent), items_(std
   auto* p = plot();
   p->xAxis->setLabel(tr("step"));
   p->yAxis->setLabel(tr("stable rank of C"));
-  p->legend->setFillOrder(QCPLegend::foColumnsFirst);
-  p->legend->setWrap(6);
-  p->legend->setIconSize(22, 10);
-  p->plotLayout()->insertRow(0);
-  detail::placeLegend(p, 0, 0, Qt::Horizontal);
-  p->plotLayout()->setRowStretchFactor(0, 0.001);
-  p->plotLayout()->setRowSpacing(0);
-  p->legend->setVisible(false);
+  detail::placeLegendAbove(p, 6, 22);
 
   items_->heads = new QCPItemStraightLine(p);
   items_->heads->point1->setCoords(0, 0);
@@ -66,11 +59,7 @@ StableRankPlot::StableRankPlot(QWidget* parent) : PlotWidget(parent), items_(std
   items_->headsLabel->position->setTypeY(QCPItemPosition::ptPlotCoords);
   items_->headsLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);  // above its line, off the data below
   items_->headsLabel->setVisible(false);
-  items_->tracer = new QCPItemTracer(p);
-  items_->tracer->setStyle(QCPItemTracer::tsCircle);
-  items_->tracer->setSize(9);
-  items_->tracer->setVisible(false);
-  items_->tracer->setLayer(QString::fromLatin1(kHoverLayer));
+  items_->tracer = detail::addHoverTracer(p, 9, QString::fromLatin1(kHoverLayer));
   restyle();
   afterUpdate();
 }
@@ -131,8 +120,7 @@ void StableRankPlot::setHighlightedLayer(int layer) {
 }
 
 void StableRankPlot::clear() {
-  items_->tracer->setGraph(nullptr);
-  items_->tracer->setVisible(false);
+  detail::detachTracer(items_->tracer);
   plot()->clearGraphs();
   lines_.clear();
   afterUpdate();
@@ -219,12 +207,8 @@ void StableRankPlot::themeChanged() {
 
 void StableRankPlot::hoverAt(const QPointF& pos) {
   const detail::NearestPoint hit = detail::nearestGraphPoint(plot(), pos, 24.0);
-  auto* tracer = items_->tracer;
-  tracer->setVisible(hit.graph != nullptr);
+  detail::moveTracerTo(items_->tracer, hit);
   if (hit.graph) {
-    tracer->setGraph(hit.graph);
-    tracer->setGraphKey(hit.key);
-    tracer->setPen(QPen(hit.graph->pen().color(), 2));
     setHoverText(tr("%1 · step %2\nstable rank %3")
                      .arg(hit.graph->name(), QString::number(hit.key, 'g', 12), detail::formatValue(hit.value)),
                  pos.toPoint());

@@ -71,6 +71,44 @@ QLabel* errorLabel(QWidget* parent) {
   return label;
 }
 
+/// Ends a lab's controls column: the error line, `about` in italics, a stretch; fixes the column's
+/// width. Returns the error line.
+QLabel* finishControls(QWidget* controls, QVBoxLayout* left, const QString& about) {
+  QLabel* error = errorLabel(controls);
+  left->addWidget(error);
+  auto* note = wrapped(about, controls);
+  {
+    QFont f = note->font();
+    f.setItalic(true);
+    note->setFont(f);
+  }
+  left->addWidget(note);
+  left->addStretch(1);
+  controls->setMinimumWidth(250);
+  controls->setMaximumWidth(330);
+  return error;
+}
+
+/// The controls column left of the results, which take the remaining width.
+void placeSideBySide(QWidget* lab, QWidget* controls, QWidget* results) {
+  auto* top = new QHBoxLayout(lab);
+  top->addWidget(controls);
+  top->addWidget(results, 1);
+}
+
+/// Runs `work` on a worker thread (QtConcurrent); `done` gets its Outcome on `owner`'s thread.
+/// The watcher is a child of `owner`, so no answer reaches a destroyed owner.
+template <typename Outcome, typename Work, typename Done>
+void runOnWorker(QObject* owner, Work work, Done done) {
+  auto* watcher = new QFutureWatcher<Outcome>(owner);
+  QObject::connect(watcher, &QFutureWatcherBase::finished, owner, [watcher, done] {
+    const Outcome outcome = watcher->result();
+    watcher->deleteLater();
+    done(outcome);
+  });
+  watcher->setFuture(QtConcurrent::run(std::move(work)));
+}
+
 double maxValue(const std::vector<float>& values) {
   double m = 0;
   for (float v : values) m = std::max(m, static_cast<double>(v));
@@ -155,11 +193,31 @@ std::vector<viz::MatrixData> slices(const model_core::HostTensor& t) {
 }  // namespace
 
 // =============================================================================================
+// LabPanel
+// =============================================================================================
+
+LabPanel::LabPanel(QWidget* parent) : QWidget(parent) {}
+
+bool LabPanel::waitUntilIdle(int timeoutMs) { return processUntil([this] { return !busy(); }, timeoutMs); }
+
+QString LabPanel::statusText() const { return status_->text(); }
+QString LabPanel::errorText() const { return error_->isHidden() ? QString() : error_->text(); }
+
+void LabPanel::setError(const QString& text) {
+  error_->setText(text);
+  error_->setVisible(!text.isEmpty());
+}
+
+void LabPanel::setDarkTheme(bool dark) {
+  for (viz::PlotWidget* w : findChildren<viz::PlotWidget*>()) w->setDarkTheme(dark);
+}
+
+// =============================================================================================
 // BottleneckLab
 // =============================================================================================
 
 BottleneckLab::BottleneckLab(QWidget* parent)
-    : QWidget(parent), latest_(std::make_shared<std::atomic<std::uint64_t>>(0)) {
+    : LabPanel(parent), latest_(std::make_shared<std::atomic<std::uint64_t>>(0)) {
   buildUi();
   resetDrawing();  // also computes the first (random) target
 }
@@ -283,20 +341,9 @@ void BottleneckLab::buildUi() {
   status_ = wrapped(tr("Press Fit to fit every head size."), fitBox);
   fitLayout->addWidget(status_);
   left->addWidget(fitBox);
-  error_ = errorLabel(controls);
-  left->addWidget(error_);
-  auto* about = wrapped(tr("Theorem 1 (Bhojanapalli et al. 2020): one head of size d_p ≥ N can represent any "
-                           "attention pattern of N tokens. The lab finds how small d_p can be."),
-                        controls);
-  {
-    QFont f = about->font();
-    f.setItalic(true);
-    about->setFont(f);
-  }
-  left->addWidget(about);
-  left->addStretch(1);
-  controls->setMinimumWidth(250);
-  controls->setMaximumWidth(330);
+  error_ = finishControls(controls, left,
+                          tr("Theorem 1 (Bhojanapalli et al. 2020): one head of size d_p ≥ N can represent any "
+                             "attention pattern of N tokens. The lab finds how small d_p can be."));
 
   // Results
   auto* results = new QWidget(this);
@@ -341,10 +388,7 @@ void BottleneckLab::buildUi() {
   right->addWidget(threshold_);
   right->addLayout(shownRow);
   right->addLayout(maps, 6);
-
-  auto* top = new QHBoxLayout(this);
-  top->addWidget(controls);
-  top->addWidget(results, 1);
+  placeSideBySide(this, controls, results);
 
   progressTimer_ = new QTimer(this);
   progressTimer_->setInterval(200);
@@ -635,13 +679,7 @@ bool BottleneckLab::fit() {
                      .arg(sizes.front())
                      .arg(sizes.back())
                      .arg(target_.rows());
-  auto* watcher = new QFutureWatcher<BottleneckOutcome>(this);
-  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
-    const BottleneckOutcome outcome = watcher->result();
-    watcher->deleteLater();
-    finished(outcome);
-  });
-  watcher->setFuture(QtConcurrent::run([target = target_, sizes, generation, latest = latest_] {
+  runOnWorker<BottleneckOutcome>(this, [target = target_, sizes, generation, latest = latest_] {
     BottleneckOutcome out;
     out.generation = generation;
     if (latest->load() != generation) {  // superseded or cancelled before it started
@@ -657,7 +695,7 @@ bool BottleneckLab::fit() {
     }
     out.seconds = timer.elapsed() / 1000.0;
     return out;
-  }));
+  }, [this](const BottleneckOutcome& outcome) { finished(outcome); });
   cancelButton_->setEnabled(true);
   fitButton_->setText(tr("Fit again"));
   progressTimer_->start();
@@ -675,8 +713,6 @@ void BottleneckLab::cancel() {
   fitButton_->setText(tr("Fit"));
   status_->setText(tr("Cancelled: the fit's answer will be ignored."));
 }
-
-bool BottleneckLab::waitForResult(int timeoutMs) { return processUntil([this] { return !busy(); }, timeoutMs); }
 
 void BottleneckLab::updateProgress() {
   if (!busy()) return;
@@ -711,8 +747,6 @@ int BottleneckLab::thresholdFound() const {
 }
 
 QString BottleneckLab::thresholdText() const { return threshold_->text(); }
-QString BottleneckLab::statusText() const { return status_->text(); }
-QString BottleneckLab::errorText() const { return error_->isHidden() ? QString() : error_->text(); }
 
 void BottleneckLab::showCurve() {
   if (!curve_) return;
@@ -823,20 +857,11 @@ void BottleneckLab::showFitted() {
                          tr("fitted, d_p = %1: max error %2").arg(d).arg(number(point->error, 2)));
 }
 
-void BottleneckLab::setError(const QString& text) {
-  error_->setText(text);
-  error_->setVisible(!text.isEmpty());
-}
-
-void BottleneckLab::setDarkTheme(bool dark) {
-  for (viz::PlotWidget* w : findChildren<viz::PlotWidget*>()) w->setDarkTheme(dark);
-}
-
 // =============================================================================================
 // StableRankLab
 // =============================================================================================
 
-StableRankLab::StableRankLab(QWidget* parent) : QWidget(parent) { buildUi(); }
+StableRankLab::StableRankLab(QWidget* parent) : LabPanel(parent) { buildUi(); }
 
 StableRankLab::~StableRankLab() = default;
 
@@ -923,20 +948,10 @@ void StableRankLab::buildUi() {
   left->addWidget(coreBox);
   status_ = wrapped(QString(), controls);
   left->addWidget(status_);
-  error_ = errorLabel(controls);
-  left->addWidget(error_);
-  auto* about = wrapped(tr("Tuformer: THSA's core C mixes the R = H·D channels; an MHSA layer is THSA with a "
-                           "block-diagonal C of stable rank H. A C of stable rank s behaves like about round(s) heads."),
-                        controls);
-  {
-    QFont f = about->font();
-    f.setItalic(true);
-    about->setFont(f);
-  }
-  left->addWidget(about);
-  left->addStretch(1);
-  controls->setMinimumWidth(250);
-  controls->setMaximumWidth(330);
+  error_ = finishControls(controls, left,
+                          tr("Tuformer: THSA's core C mixes the R = H·D channels; an MHSA layer is THSA with a "
+                             "block-diagonal C of stable rank H. A C of stable rank s behaves like about round(s) "
+                             "heads."));
 
   auto* results = new QWidget(this);
   auto* grid = new QGridLayout(results);
@@ -981,10 +996,7 @@ void StableRankLab::buildUi() {
   grid->setRowStretch(2, 7);
   grid->setColumnStretch(0, 1);
   grid->setColumnStretch(1, 1);
-
-  auto* top = new QHBoxLayout(this);
-  top->addWidget(controls);
-  top->addWidget(results, 1);
+  placeSideBySide(this, controls, results);
 
   liveTimer_ = new QTimer(this);
   liveTimer_->setSingleShot(true);
@@ -1140,13 +1152,7 @@ bool StableRankLab::start(const model_core::HostTensor& core, bool designCore, d
   const std::uint64_t generation = ++generation_;
   running_ = generation;
   status_->setText(tr("Computing…"));
-  auto* watcher = new QFutureWatcher<StableRankOutcome>(this);
-  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
-    const StableRankOutcome outcome = watcher->result();
-    watcher->deleteLater();
-    finished(outcome);
-  });
-  watcher->setFuture(QtConcurrent::run([input, designCore, targetStableRank, shape, generation]() mutable {
+  runOnWorker<StableRankOutcome>(this, [input, designCore, targetStableRank, shape, generation]() mutable {
     StableRankOutcome out;
     out.generation = generation;
     out.designCore = designCore;
@@ -1159,11 +1165,9 @@ bool StableRankLab::start(const model_core::HostTensor& core, bool designCore, d
       out.error = QString::fromUtf8(e.what());
     }
     return out;
-  }));
+  }, [this](const StableRankOutcome& outcome) { finished(outcome); });
   return true;
 }
-
-bool StableRankLab::waitForResult(int timeoutMs) { return processUntil([this] { return !busy(); }, timeoutMs); }
 
 void StableRankLab::finished(const StableRankOutcome& outcome) {
   if (outcome.generation != running_) return;  // a newer request is on its way
@@ -1243,16 +1247,5 @@ void StableRankLab::showResult() {
 }
 
 QString StableRankLab::readoutText() const { return readout_->text(); }
-QString StableRankLab::errorText() const { return error_->isHidden() ? QString() : error_->text(); }
-QString StableRankLab::statusText() const { return status_->text(); }
-
-void StableRankLab::setError(const QString& text) {
-  error_->setText(text);
-  error_->setVisible(!text.isEmpty());
-}
-
-void StableRankLab::setDarkTheme(bool dark) {
-  for (viz::PlotWidget* w : findChildren<viz::PlotWidget*>()) w->setDarkTheme(dark);
-}
 
 }  // namespace tensorscope::app

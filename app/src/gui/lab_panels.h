@@ -47,6 +47,34 @@ class SpectrumPlot;
 
 namespace tensorscope::app {
 
+/// What both labs share: a status line and an error line under their controls, the generations
+/// of their worker computations (a newer request supersedes a running one: only the answer of
+/// generation running_ is shown), waiting for that answer, the plots' theme and labDone().
+class LabPanel : public QWidget {
+  Q_OBJECT
+ public:
+  bool busy() const { return running_ != 0; }
+  QString statusText() const;
+  QString errorText() const;
+  void setDarkTheme(bool dark);
+
+ Q_SIGNALS:
+  /// The lab has a new result (for lessons; the bottleneck lab emits it after fitted()).
+  void labDone();
+
+ protected:
+  explicit LabPanel(QWidget* parent);
+  /// Processes events until no computation is running (tests, lessons); false on timeout.
+  bool waitUntilIdle(int timeoutMs);
+  /// Shows `text` in the error line; an empty text hides it.
+  void setError(const QString& text);
+
+  QLabel* status_ = nullptr;
+  QLabel* error_ = nullptr;
+  std::uint64_t generation_ = 0;  ///< of the newest request; older answers are dropped
+  std::uint64_t running_ = 0;     ///< generation of the computation being waited for (0: none)
+};
+
 /// What one bottleneck fit returned (on the worker thread).
 struct BottleneckOutcome {
   std::uint64_t generation = 0;
@@ -56,7 +84,7 @@ struct BottleneckOutcome {
   bool skipped = false;  ///< cancelled before it started
 };
 
-class BottleneckLab : public QWidget {
+class BottleneckLab : public LabPanel {
   Q_OBJECT
  public:
   enum class Source { Random, Drawn, Run };
@@ -109,9 +137,8 @@ class BottleneckLab : public QWidget {
   bool fit();
   /// Drops the running fit (its answer will be ignored).
   void cancel();
-  bool busy() const { return running_ != 0; }
   /// Processes events until no fit is running (tests, lessons); false on timeout.
-  bool waitForResult(int timeoutMs = 120000);
+  bool waitForResult(int timeoutMs = 120000) { return waitUntilIdle(timeoutMs); }
   /// The last fit shown (nullopt before the first, or after the target changed).
   const std::optional<model_core::BottleneckCurve>& curve() const { return curve_; }
   /// The smallest d_p of the last fit with error < kExactError; -1 when none (or no fit).
@@ -121,18 +148,13 @@ class BottleneckLab : public QWidget {
   int shownHeadSize() const;
 
   QString thresholdText() const;
-  QString statusText() const;
-  QString errorText() const;
   viz::LinePlot* errorPlot() const { return plot_; }
   viz::MatrixHeatmap* targetView() const { return targetView_; }
   viz::MatrixHeatmap* fittedView() const { return fittedView_; }
-  void setDarkTheme(bool dark);
 
  Q_SIGNALS:
-  /// A fit's curve is shown.
+  /// A fit's curve is shown (labDone() follows).
   void fitted();
-  /// The lab has a new result (after fitted(); for lessons).
-  void labDone();
   /// The target P changed (its curve, if any, is cleared).
   void targetChanged();
 
@@ -149,7 +171,6 @@ class BottleneckLab : public QWidget {
   void showCurve();
   void showFitted();
   void updateProgress();
-  void setError(const QString& text);
 
   // controls
   QSpinBox* nSpin_ = nullptr;
@@ -166,8 +187,6 @@ class BottleneckLab : public QWidget {
   QSpinBox* toSpin_ = nullptr;
   QPushButton* fitButton_ = nullptr;
   QPushButton* cancelButton_ = nullptr;
-  QLabel* status_ = nullptr;
-  QLabel* error_ = nullptr;
   QLabel* threshold_ = nullptr;
   QSpinBox* shownSpin_ = nullptr;
   QSlider* shownSlider_ = nullptr;
@@ -185,8 +204,6 @@ class BottleneckLab : public QWidget {
   QString problem_;
   std::optional<model_core::BottleneckCurve> curve_;
   model_core::HostTensor curveTarget_;  ///< the target the shown curve was fitted to
-  std::uint64_t generation_ = 0;  ///< of the newest request; older answers are dropped
-  std::uint64_t running_ = 0;     ///< generation of the fit being waited for (0: none)
   std::shared_ptr<std::atomic<std::uint64_t>> latest_;  ///< read by workers not yet started
   qint64 startedMs_ = 0;
   QString runningWhat_;
@@ -204,7 +221,7 @@ struct StableRankOutcome {
   double targetStableRank = 0;
 };
 
-class StableRankLab : public QWidget {
+class StableRankLab : public LabPanel {
   Q_OBJECT
  public:
   enum class CoreSource { Generated, Design };
@@ -237,22 +254,14 @@ class StableRankLab : public QWidget {
   /// Runs the lab with the design's C (sizes H and D become the design's). False without one.
   bool useDesignCore();
   CoreSource coreSource() const { return coreSource_; }
-  bool busy() const { return running_ != 0; }
-  bool waitForResult(int timeoutMs = 60000);
+  bool waitForResult(int timeoutMs = 60000) { return waitUntilIdle(timeoutMs); }
   const std::optional<model_core::StableRankLab>& result() const { return result_; }
 
   QString readoutText() const;
-  QString errorText() const;
-  QString statusText() const;
   viz::MatrixHeatmap* coreView() const { return coreView_; }
   viz::SpectrumPlot* spectrumView() const { return spectrum_; }
   viz::AttentionMapGrid* thsaMaps() const { return thsaMaps_; }
   viz::AttentionMapGrid* mhsaMaps() const { return mhsaMaps_; }
-  void setDarkTheme(bool dark);
-
- Q_SIGNALS:
-  /// A result is shown.
-  void labDone();
 
  protected:
   /// The first time the lab is shown it generates a core of the default stable rank.
@@ -264,7 +273,6 @@ class StableRankLab : public QWidget {
   void finished(const StableRankOutcome& outcome);
   void showResult();
   void sizesChanged();
-  void setError(const QString& text);
 
   QSpinBox* fSpin_ = nullptr;
   QSpinBox* hSpin_ = nullptr;
@@ -278,8 +286,6 @@ class StableRankLab : public QWidget {
   QPushButton* generateButton_ = nullptr;
   QPushButton* designButton_ = nullptr;
   QCheckBox* liveCheck_ = nullptr;
-  QLabel* status_ = nullptr;
-  QLabel* error_ = nullptr;
   QLabel* readout_ = nullptr;
   QLabel* thsaTitle_ = nullptr;
   QLabel* mhsaTitle_ = nullptr;
@@ -294,8 +300,6 @@ class StableRankLab : public QWidget {
   CoreSource coreSource_ = CoreSource::Generated;
   std::optional<model_core::StableRankLab> result_;
   double resultTarget_ = 0;  ///< the stable rank asked for (generated cores)
-  std::uint64_t generation_ = 0;
-  std::uint64_t running_ = 0;
   bool updating_ = false;
   bool shownOnce_ = false;
 };
