@@ -183,7 +183,13 @@ TEST(TeachingWindow, AClickOnTheDiagramShowsThatTensorForTheSelectedRun) {
   w.show();
   ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
   w.model().select(1);  // THSA
-  useLightThsaRun(w, 1);
+  {  // light, on one thread (no OpenMP threads spinning against the tests ctest runs beside it)
+    auto small = w.model().session().runs[1].config;
+    small.train.batch = 4;
+    small.model.layers = 1;
+    small.train.threads = 1;
+    w.trainingPanel()->setConfig(small);
+  }
   QDockWidget* dock = w.dock("Inspector");
   ASSERT_NE(dock, nullptr);
   auto* view = w.diagram();
@@ -201,7 +207,7 @@ TEST(TeachingWindow, AClickOnTheDiagramShowsThatTensorForTheSelectedRun) {
 
   // Trained and stopped: the checkpoint's values on the default probe.
   trainStopped(w, 3);
-  ASSERT_TRUE(waitFor([&] { return inspector->values() && inspector->values()->step == 3 && !w.teaching()->computing(); }, 60000))
+  ASSERT_TRUE(waitFor([&] { return inspector->values() && inspector->values()->step == 3 && !w.teaching()->computing(); }, 180000))
       << "values of step " << (inspector->values() ? inspector->values()->step : -2) << "; "
       << w.findChild<QDockWidget*>("Inspector")->isVisible();
   EXPECT_EQ(inspector->shownId(), "Wq");
@@ -214,7 +220,7 @@ TEST(TeachingWindow, AClickOnTheDiagramShowsThatTensorForTheSelectedRun) {
 
   // Live: the training run sends the layer's values with its inspections.
   ASSERT_TRUE(w.training().start(6));
-  ASSERT_TRUE(waitFor([&] { return inspector->values() && inspector->values()->step > 3; }, 60000));
+  ASSERT_TRUE(waitFor([&] { return inspector->values() && inspector->values()->step > 3; }, 180000));
   EXPECT_EQ(w.controller()->networkLayer(), 0);
   w.controller()->stop();
   w.controller()->waitForFinished();
@@ -300,16 +306,19 @@ void playLesson(const QString& id) {
       EXPECT_FALSE(panel->checkMet()) << "met before the learner acted: " << spec::describeCheck(*step.check);
     }
     if (step.action.kind == spec::LessonActionKind::Train) {
-      // A light batch: the check counts steps, and the test should not wait for a full one.
+      // A light batch on one thread: the check counts steps, and the test should not wait for a
+      // full batch, nor for OpenMP threads spinning against the other tests ctest runs beside it
+      // (the explorer itself makes them sleep; a test process does not).
       auto light = w.model().currentRun().config;
       light.train.batch = 4;
       light.train.eval_examples = 8;
+      light.train.threads = 1;
       w.trainingPanel()->setConfig(light);
     }
     if (step.action.kind == spec::LessonActionKind::EditCore) ASSERT_FALSE(step.action.paint.empty()) << "a scripted edit";
     ASSERT_TRUE(runner->performAction()) << "the action could not be done";
     if (step.action.kind == spec::LessonActionKind::Train) {
-      ASSERT_TRUE(waitFor([&] { return !w.controller()->running(); }, 240000));
+      ASSERT_TRUE(waitFor([&] { return !w.controller()->running(); }, 600000));
       ASSERT_TRUE(waitFor([&] { return !w.model().isTraining(w.model().current()); }, 20000));
     }
     if (step.action.kind == spec::LessonActionKind::RunLab) {
