@@ -224,6 +224,25 @@ TEST(TeachingWindow, AClickOnTheDiagramShowsThatTensorForTheSelectedRun) {
   EXPECT_EQ(w.controller()->networkLayer(), 0);
   w.controller()->stop();
   w.controller()->waitForFinished();
+  // Selecting the training run shows its values, never the run shown before it meanwhile.
+  w.model().select(0);  // MHSA
+  {
+    auto light = w.model().session().runs[0].config;
+    light.train.batch = 4;
+    light.train.threads = 1;
+    light.train.eval_examples = 8;
+    w.trainingPanel()->setConfig(light);
+  }
+  ASSERT_TRUE(w.training().start(100000));
+  w.model().select(1);  // THSA, stopped: its checkpoint's values
+  ASSERT_TRUE(waitFor([&] { return inspector->values() && inspector->values()->spec.variant == spec::Variant::Thsa && !w.teaching()->computing(); }, 180000));
+  w.model().select(0);
+  for (int i = 0; i < 3; ++i) QApplication::processEvents();
+  EXPECT_TRUE(!inspector->values() || inspector->values()->spec.variant == spec::Variant::Mhsa)
+      << "THSA's values stayed on show for the training MHSA run";
+  ASSERT_TRUE(waitFor([&] { return inspector->values() && inspector->values()->spec.variant == spec::Variant::Mhsa; }, 180000));
+  w.controller()->stop();
+  w.controller()->waitForFinished();
   // A hidden inspector costs the training run nothing.
   dock->hide();
   QApplication::processEvents();

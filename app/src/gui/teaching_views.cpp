@@ -67,6 +67,7 @@ void TeachingViews::refresh() {
 }
 
 void TeachingViews::show(std::shared_ptr<const model_core::NetworkValues> values, const QString& caption) {
+  shownRun_ = values && model_->count() ? model_->currentRun().id : 0;
   if (values) inspector_->setValues(std::move(values), caption);
   else inspector_->clear(caption);
   Q_EMIT valuesShown();
@@ -85,7 +86,8 @@ void TeachingViews::refreshNow() {
   if (model_->isTraining(model_->current())) {
     controller_->setNetworkLayer(layer);
     controller_->requestInspection(lastProbe_);  // values at the next step boundary, also while paused
-    if (!inspector_->values() || inspector_->values()->layer != layer)
+    // Never another run's values (or another layer's) while this one's are on their way.
+    if (!inspector_->values() || shownRun_ != run.id || inspector_->values()->layer != layer)
       show(nullptr, QString("%1 is training: the values of layer %2 arrive with its next inspection.").arg(run.name).arg(layer));
     return;
   }

@@ -67,6 +67,7 @@ class TeachingViews : public QObject {
   bool pending_ = false;
   bool computing_ = false;
   quint64 ticket_ = 0;  ///< the newest computation asked for; older answers are dropped
+  quint64 shownRun_ = 0;  ///< the run whose values the inspector shows (0: none)
   QString lastProbe_;
 };
 
