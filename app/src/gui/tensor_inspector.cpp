@@ -41,6 +41,9 @@ std::int64_t product(const std::vector<spec::Leg>& legs) {
   return n;
 }
 
+/// The index of the "Cost of orders" page.
+constexpr int kOrdersPage = 1;
+
 /// Sequence lengths of the cost-growth page.
 const std::vector<std::int64_t> kScalingSeqs{128, 256, 512, 1024, 2048, 4096};
 
@@ -137,6 +140,7 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
   scaling_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   ordersLayout->addWidget(scaling_);
   tabs_->addTab(ordersPage, "Cost of orders");
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { ensureOrders(); });
   layout->addWidget(tabs_, 1);
 
   timer_ = new QTimer(this);
@@ -163,7 +167,8 @@ TensorInspector::~TensorInspector() = default;
 void TensorInspector::setDesign(const spec::AttentionSpec& design, const spec::TensorNetwork& network) {
   design_ = design;
   if (!values_) setPlan(network);
-  fillOrders();
+  ordersStale_ = true;
+  ensureOrders();
 }
 
 void TensorInspector::setPlan(const spec::TensorNetwork& network) {
@@ -187,7 +192,8 @@ void TensorInspector::setValues(std::shared_ptr<const model_core::NetworkValues>
     return;
   }
   setPlan(values_->network);
-  fillOrders();
+  ordersStale_ = true;
+  ensureOrders();
   if (!shownId_.isEmpty() && values_->find(shownId_.toStdString())) {
     const auto rows = rowLeg_, cols = colLeg_;
     const auto slice = slice_;
@@ -557,7 +563,30 @@ void TensorInspector::fillOrders() {
                     "; 1: linear, 2: quadratic)<br>" + lines.join("<br>"));
 }
 
-QString TensorInspector::scalingText() const { return scaling_->text(); }
+void TensorInspector::ensureOrders() {
+  // Only a page on show is worth filling: painting C edits the design many times a second.
+  if (!ordersStale_ || tabs_->currentIndex() != kOrdersPage) return;
+  fillOrders();
+  ordersStale_ = false;
+}
+
+const std::vector<spec::OrderComparison>& TensorInspector::orderComparisons() {
+  if (ordersStale_) {
+    fillOrders();
+    ordersStale_ = false;
+  }
+  return orders_;
+}
+
+QTableWidget* TensorInspector::ordersTable() {
+  orderComparisons();
+  return ordersTable_;
+}
+
+QString TensorInspector::scalingText() {
+  orderComparisons();
+  return scaling_->text();
+}
 
 void TensorInspector::setFontScale(double scale) {
   fontScale_ = scale;

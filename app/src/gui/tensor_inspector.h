@@ -100,10 +100,11 @@ class TensorInspector : public QWidget {
   /// Larger fonts for presenting (1: as the desktop).
   void setFontScale(double scale);
 
-  /// The contraction-order comparisons on the Orders page (tests).
-  const std::vector<spec::OrderComparison>& orderComparisons() const { return orders_; }
-  QTableWidget* ordersTable() const { return ordersTable_; }
-  QString scalingText() const;
+  /// The contraction-order comparisons on the Orders page (tests). The page is filled when it is
+  /// shown or asked for, not on every design edit.
+  const std::vector<spec::OrderComparison>& orderComparisons();
+  QTableWidget* ordersTable();
+  QString scalingText();
 
  Q_SIGNALS:
   /// What the diagram should highlight (empty: nothing).
@@ -117,6 +118,8 @@ class TensorInspector : public QWidget {
   void redraw();
   void updateStepText();
   void fillOrders();
+  /// Fills the Orders page if the design or values changed since it was last filled.
+  void ensureOrders();
   void setPlan(const spec::TensorNetwork& network);
   const spec::TensorNode* node(const QString& id) const;
 
@@ -126,6 +129,7 @@ class TensorInspector : public QWidget {
   std::vector<spec::StepInfo> steps_;
   std::vector<spec::OrderComparison> orders_;
   int step_ = -1;
+  bool ordersStale_ = true;
   QString shownId_;
   QString lastElement_;
   std::vector<spec::Leg> legs_;
