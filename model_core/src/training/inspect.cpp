@@ -109,27 +109,31 @@ struct EvalScope {
 };
 }  // namespace
 
-NetworkValues TrainingSession::inspectNetwork(int layer, const std::string& probe) {
-  torch::NoGradGuard noGrad;
-  EvalScope evalScope(model_);
+NetworkValues TrainingSession::networkValues(int layer, const Probe& p, const std::vector<AttentionOutput>& outs) const {
   const auto blocks = model_->blocks();
   if (layer < 0 || layer >= static_cast<int>(blocks.size()))
     throw std::invalid_argument("the model has " + std::to_string(blocks.size()) + " layers (0 to " +
                                 std::to_string(blocks.size() - 1) + "), not layer " + std::to_string(layer));
-  Probe p = probeInput(probe);
-  std::vector<AttentionOutput> outs;
-  model_->forward(p.input, {}, &outs);
   const auto attention = blocks[static_cast<size_t>(layer)]->attention();
   NetworkValues v;
   evaluateNetworkValues(attention->spec(), attention->namedWeights(), outs.at(static_cast<size_t>(layer)).input, v);
   v.layer = layer;
   v.step = step_;
-  v.probe = std::move(p.description);
-  v.tokens = std::move(p.tokens);
+  v.probe = p.description;
+  v.tokens = p.tokens;
   return v;
 }
 
-InspectionSnapshot TrainingSession::inspect(const std::string& probe) {
+NetworkValues TrainingSession::inspectNetwork(int layer, const std::string& probe) {
+  torch::NoGradGuard noGrad;
+  EvalScope evalScope(model_);
+  const Probe p = probeInput(probe);
+  std::vector<AttentionOutput> outs;
+  model_->forward(p.input, {}, &outs);
+  return networkValues(layer, p, outs);
+}
+
+InspectionSnapshot TrainingSession::inspect(const std::string& probe, int networkLayer) {
   torch::NoGradGuard noGrad;
   EvalScope evalScope(model_);
   InspectionSnapshot snap;
@@ -146,11 +150,14 @@ InspectionSnapshot TrainingSession::inspect(const std::string& probe) {
   }
 
   // Attention maps of the probe (a typed one, or the first evaluation example / image).
-  Probe p = probeInput(probe);
-  snap.probe_tokens = std::move(p.tokens);
-  snap.probe = std::move(p.description);
+  const Probe p = probeInput(probe);
+  snap.probe_tokens = p.tokens;
+  snap.probe = p.description;
   std::vector<AttentionOutput> outs;
   model_->forward(p.input, {true, false}, &outs);
+  // The diagram's values of one layer on the same probe and forward (a typed question is answered
+  // by greedy decoding once, not again for the values).
+  if (networkLayer >= 0) snap.network = std::make_shared<const NetworkValues>(networkValues(networkLayer, p, outs));
   for (const auto& o : outs) {
     std::vector<HostTensor> layer;
     if (o.maps.defined()) {

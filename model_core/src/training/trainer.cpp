@@ -409,21 +409,19 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   const auto inspectNow = [&](bool scheduled) {
     InspectionSnapshot snap;
     const std::string probe = control.probe();
-    std::string used = probe;
+    // The diagram's values of the layer the Inspector shows come with it (TrainerControl::networkLayer).
+    int layer = control.networkLayer();
+    if (layer >= config.model.layers) {  // not a probe problem: said, and the maps still come
+      sink.onMessage("the diagram's values: the model has " + std::to_string(config.model.layers) + " layers, not layer " +
+                     std::to_string(layer));
+      layer = -1;
+    }
     try {
-      snap = session.inspect(probe);
+      snap = session.inspect(probe, layer);
     } catch (const std::invalid_argument& e) {
       sink.onMessage("probe " + probe + ": " + e.what() + "; the maps show the default probe");
       control.setProbe("");
-      used.clear();
-      snap = session.inspect("");
-    }
-    if (const int layer = control.networkLayer(); layer >= 0) {
-      try {
-        snap.network = std::make_shared<const NetworkValues>(session.inspectNetwork(layer, used));
-      } catch (const std::invalid_argument& e) {
-        sink.onMessage(std::string("the diagram's values: ") + e.what());
-      }
+      snap = session.inspect("", layer);
     }
     if (scheduled) {
       inspectionLog << inspectionRecord(snap) << '\n' << std::flush;

@@ -47,7 +47,9 @@ class TrainingSession {
   /// text (a question of a question-answer task, which the model then answers; a text for char_lm)
   /// or an image task's validation image number. Throws std::invalid_argument, with the reason,
   /// for a probe the model cannot read (an unknown character, longer than the context).
-  InspectionSnapshot inspect(const std::string& probe = "");
+  /// With `networkLayer` ≥ 0, the snapshot also carries every tensor of that layer's diagram on the
+  /// same probe (InspectionSnapshot::network; std::invalid_argument for a layer the model lacks).
+  InspectionSnapshot inspect(const std::string& probe = "", int networkLayer = -1);
   /// Every tensor of layer `layer`'s diagram on `probe` (read as inspect reads it): x is what
   /// enters that layer's attention. Throws std::invalid_argument for a layer the model lacks or a
   /// probe it cannot read.
@@ -83,6 +85,8 @@ class TrainingSession {
     std::string description;
   };
   Probe probeInput(const std::string& probe);
+  /// Every tensor of layer `layer`'s diagram from a forward pass on probe `p` (its outputs `outs`).
+  NetworkValues networkValues(int layer, const Probe& p, const std::vector<AttentionOutput>& outs) const;
   torch::Tensor sequenceLoss(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& mask);
   double exactMatch(const TokenBatch& batch);
 

@@ -91,6 +91,15 @@ TEST(RunNetworkValues, ATrainingRunSendsTheChosenLayerWithItsInspections) {
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->values, core.values);
   }
+  // A layer the model lacks is said, and the inspections still come (without values).
+  TrainerControl wrong;
+  wrong.setNetworkLayer(5);
+  Inspections refused;
+  train(config, dir.path("wrong"), wrong, refused);
+  ASSERT_FALSE(refused.got.empty());
+  for (const auto& s : refused.got) EXPECT_EQ(s.network, nullptr);
+  ASSERT_FALSE(refused.messages.empty());
+  EXPECT_NE(refused.messages.front().find("not layer 5"), std::string::npos) << refused.messages.front();
   // Without a layer asked for, inspections carry no diagram values.
   TrainerControl plain;
   Inspections none;
