@@ -7,6 +7,7 @@
 # usage: test_install.sh BUILD_DIR OUT_DIR   (OUT_DIR keeps the screenshots)
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=$2
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
@@ -63,6 +64,22 @@ if has '^Qt ' "$VERSION"; then  # the explorer and its desktop integration
   M="$P/share/metainfo/io.github.tensorscope.Tensorscope.metainfo.xml"
   [ -f "$M" ] || fail "no AppStream metainfo"
   if command -v appstreamcli >/dev/null; then appstreamcli validate --no-net "$M" >/dev/null || fail "appstreamcli validate"; fi
+  # Its screenshots are this repository's files at the address the ID names: each URL's path after
+  # the branch must be a PNG of the source tree with the width and height the metainfo states.
+  python3 - "$M" "$SRC" <<'PY' || fail "the AppStream screenshots do not name the source tree's images"
+import struct, sys, xml.dom.minidom as m
+images = m.parse(sys.argv[1]).getElementsByTagName("image")
+assert images, "no screenshot"
+prefix = "https://raw.githubusercontent.com/tensorscope/tensorscope/main/"
+for image in images:
+    url = image.firstChild.data.strip()
+    assert url.startswith(prefix), url
+    with open(sys.argv[2] + "/" + url[len(prefix):], "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", url
+    size = struct.unpack(">II", head[16:24])
+    assert size == (int(image.getAttribute("width")), int(image.getAttribute("height"))), (url, size)
+PY
   python3 -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$P/share/mime/packages/tensorscope-session.xml" \
     || fail "the MIME type is not XML"
   for s in 16 32 48 64 128 256 512; do
