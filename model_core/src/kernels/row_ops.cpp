@@ -79,9 +79,6 @@ void softmaxRowBackwardD(const double* p, const double* dp, int64_t n, double t,
 void axpyD(int64_t n, double a, const double* x, double* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
-void axpyIntoD(int64_t n, double a, const double* x, const double* y, double* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = y[i] + a * x[i];
-}
 double dotD(int64_t n, const double* x, const double* y) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i) s += x[i] * y[i];
@@ -116,7 +113,7 @@ void phiPanelD(const double* ct, int64_t ldc, double* S, int64_t lds, const doub
       den[j] += f * z[s];
     }
 }
-void phiBackwardRowsD(int64_t rows, const double* c, const double* q, const double* s, const double* z, int64_t n,
+void phiBackwardRowsD(int64_t rows, const double* c, const double* q, double* s, const double* z, int64_t n,
                       const double* a, const double* b, double* dq, double* dc, double* ds, double* dz,
                       const double* k, const double* w, double* dk, double* sums) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -133,6 +130,7 @@ void phiBackwardRowsD(int64_t rows, const double* c, const double* q, const doub
       if (k) {
         sum += ds[o + i] * k[i];
         dk[i] += ds[o + i] * w[r];
+        s[o + i] -= k[i] * w[r];
       }
     }
     if (k) sums[r] = sum;
@@ -145,7 +143,7 @@ const RowOps<float>& rowOpsFloat() { return current().ops; }
 
 const RowOps<double>& rowOpsDouble() {
   static const RowOps<double> ops{minMaxD, expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
-                                  axpyD,   axpyIntoD, dotD,       mul3D,     phiRowD,                phiPrimeScaleD,
+                                  axpyD,   dotD,       mul3D,     phiRowD,                phiPrimeScaleD,
                                   phiPanelD, phiBackwardRowsD};
   return ops;
 }

@@ -5,7 +5,8 @@
 //
 // float rows use a branch-free polynomial exp (Cephes' expf reduction and coefficients, also the
 // scheme of the exp in PyTorch's Vectorized<float> and llama.cpp's ggml_v_expf): relative error
-// below 1.2e-7 on [-87, 88], tested against std::exp in tests/model_core/kernels. double rows use
+// below 1.2e-7 on [-87, 88], tested against std::exp in tests/model_core/kernels; linear THSA's two
+// hot passes use a base-2 form without range reduction (row_ops_impl.h, phiBase2). double rows use
 // std::exp: the float64 path serves the tests' precision, not speed.
 
 #include <cstdint>
@@ -32,8 +33,6 @@ struct RowOps {
   void (*softmaxRowBackward)(const T* p, const T* dp, int64_t n, T t, T delta, T* dx);
   /// y_i += a·x_i
   void (*axpy)(int64_t n, T a, const T* x, T* y);
-  /// out_i = y_i + a·x_i (out may be y).
-  void (*axpyInto)(int64_t n, T a, const T* x, const T* y, T* out);
   /// Σ x_i·y_i
   T (*dot)(int64_t n, const T* x, const T* y);
   /// y_i = a·x_i·z_i, or y_i += a·x_i·z_i with accumulate.
@@ -54,8 +53,9 @@ struct RowOps {
   /// i < n; the row arrays c, s, dc and ds have stride n. With ∂num_r = a_r, ∂den_r = b_r and
   /// u = c_r,i·q_i:  ∂u = (a_r·s_r,i + b_r·z_i)·φ'(u),  dq_i += Σ_r ∂u·c_r,i,  dc_r,i += ∂u·q_i,
   /// ds_r,i += a_r·φ(u),  dz_i += Σ_r b_r·φ(u). With k (causal layers), from the updated ds:
-  /// sums_r = Σ_i ds_r,i·k_i and dk_i += Σ_r w_r·ds_r,i (the value and key-feature gradients).
-  void (*phiBackwardRows)(int64_t rows, const T* c, const T* q, const T* s, const T* z, int64_t n, const T* a,
+  /// sums_r = Σ_i ds_r,i·k_i and dk_i += Σ_r w_r·ds_r,i (the value and key-feature gradients), and
+  /// the state rows are rewound to the state before this position once used: s_r,i −= w_r·k_i.
+  void (*phiBackwardRows)(int64_t rows, const T* c, const T* q, T* s, const T* z, int64_t n, const T* a,
                           const T* b, T* dq, T* dc, T* ds, T* dz, const T* k, const T* w, T* dk, T* sums);
 };
 

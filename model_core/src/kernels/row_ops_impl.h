@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#if TS_VEC_BYTES == 64
 #include <immintrin.h>
-#endif
 
 #include "kernels/row_ops.h"
 
@@ -36,9 +34,30 @@ inline float hsum(vfloat v) {
   return s;
 }
 
-inline vfloat clampLow(vfloat x, float lo) { return x < lo ? splat(lo) : x; }
+// min/max as single instructions: GCC 12 turns `a < b ? a : b` on vector types into a compare
+// and a masked move (two instructions; the same NaN and signed-zero answers as minps/maxps, which
+// return the second operand then). The clamps pass the bound first, so a NaN stays NaN.
+inline vfloat vmin(vfloat a, vfloat b) {
+#if TS_VEC_BYTES == 64
+  return (vfloat)_mm512_maskz_min_ps(__mmask16(0xFFFF), (__m512)a, (__m512)b);  // (maskz: see expNonPositive)
+#elif TS_VEC_BYTES == 32
+  return (vfloat)_mm256_min_ps((__m256)a, (__m256)b);
+#else
+  return (vfloat)_mm_min_ps((__m128)a, (__m128)b);
+#endif
+}
+inline vfloat vmax(vfloat a, vfloat b) {
+#if TS_VEC_BYTES == 64
+  return (vfloat)_mm512_maskz_max_ps(__mmask16(0xFFFF), (__m512)a, (__m512)b);
+#elif TS_VEC_BYTES == 32
+  return (vfloat)_mm256_max_ps((__m256)a, (__m256)b);
+#else
+  return (vfloat)_mm_max_ps((__m128)a, (__m128)b);
+#endif
+}
+inline vfloat clampLow(vfloat x, float lo) { return vmax(splat(lo), x); }
 inline float clampLow(float x, float lo) { return x < lo ? lo : x; }
-inline vfloat clampHigh(vfloat x, float hi) { return x > hi ? splat(hi) : x; }
+inline vfloat clampHigh(vfloat x, float hi) { return vmin(splat(hi), x); }
 inline float clampHigh(float x, float hi) { return x > hi ? hi : x; }
 inline vfloat pow2(vfloat n) {  // 2^n for integral n in [-126, 127], by building the exponent bits
   const vint bits = (__builtin_convertvector(n, vint) + 127) << 23;
@@ -158,11 +177,6 @@ void axpyF(int64_t n, float a, const float* x, float* y) {
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
-void axpyIntoF(int64_t n, float a, const float* x, const float* y, float* out) {
-  int64_t i = 0;
-  for (; i + W <= n; i += W) store(out + i, load(y + i) + load(x + i) * a);
-  for (; i < n; ++i) out[i] = y[i] + a * x[i];
-}
 
 float dotF(int64_t n, const float* x, const float* y) {
   vfloat s{};
@@ -201,16 +215,61 @@ inline vfloat expNonPositive(vfloat x) {
 }
 inline float expNonPositive(float x) { return expPoly(x); }
 
-inline vfloat vmin(vfloat a, vfloat b) { return a < b ? a : b; }
-inline vfloat vmax(vfloat a, vfloat b) { return a > b ? a : b; }
 inline float vmin(float a, float b) { return a < b ? a : b; }
 inline float vmax(float a, float b) { return a > b ? a : b; }
 
 /// φ(u) = elu(u) + 1 = max(u, 0) + e^min(u, 0), and φ'(u) = e^min(u, 0) (1 above zero: e^0 is exactly 1).
 template <typename V>
 inline V phi(V u, V& df) {
-  df = expNonPositive(vmin(u, V{} + 0.0f));
-  return vmax(u, V{} + 0.0f) + df;
+  df = expNonPositive(vmin(V{} + 0.0f, u));  // (zero first: a NaN u stays NaN)
+  return vmax(V{} + 0.0f, u) + df;
+}
+
+/// The hot passes of linear THSA (phiPanel, phiBackwardRows) work in base 2 and divided by ln 2:
+/// with t = u·log2(e) (log2(e) folded into q, one product per element as before),
+///   φ(u)/ln2 = max(t, 0) + 2^min(t,0)/ln2   and   φ'(u)/ln2 = 2^min(t,0)/ln2,
+/// and callers multiply ln 2 back into the per-channel scalars (a, b) or the per-channel sums, so
+/// the per-element work has no range reduction by ln 2 (two FMAs in Cephes' exp), no r² term, and
+/// φ's sum is an add instead of an FMA. f = t − round(t) ∈ [−½, ½] and 2^f/ln2 is a degree-6
+/// minimax polynomial fitted here (Remez exchange on the relative error): 9.3e-8 relative in
+/// float32 Horner; the argument itself carries the rounding of u·log2(e), relative error about
+/// 2·|u|·2^-24 in e^u — the conditioning exp already has on a rounded u (tests/model_core/kernels).
+constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
+
+template <typename V>
+inline V exp2FracOverLn2(V f) {
+  V p = f * 2.2139327484183013e-4f + 1.9332014489918947e-3f;
+  p = p * f + 1.3876546174287796e-2f;
+  p = p * f + 8.007431775331497e-2f;
+  p = p * f + 3.4657353162765503e-1f;
+  p = p * f + 1.0f;
+  return p * f + 1.4426950216293335f;
+}
+
+/// 2^t/ln2 for t <= 0.
+inline vfloat exp2NonPositiveOverLn2(vfloat t) {
+#if TS_VEC_BYTES == 64
+  // vreduceps gives f = t − round(t) in one instruction (0 for ±∞ and huge t, so no clamp is
+  // needed: vscalefps then scales by 2^-∞ = 0); round(t) = t − f is exact.
+  const vfloat f = (vfloat)_mm512_maskz_reduce_ps(__mmask16(0xFFFF), (__m512)t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return (vfloat)_mm512_maskz_scalef_ps(__mmask16(0xFFFF), (__m512)exp2FracOverLn2(f), (__m512)(t - f));
+#else
+  t = clampLow(t, -126.0f);
+  const vfloat fx = (t + 12582912.0f) - 12582912.0f;
+  return exp2FracOverLn2(t - fx) * pow2(fx);
+#endif
+}
+inline float exp2NonPositiveOverLn2(float t) {
+  t = clampLow(t, -126.0f);
+  const float fx = (t + 12582912.0f) - 12582912.0f;
+  return exp2FracOverLn2(t - fx) * pow2(fx);
+}
+
+/// φ(u)/ln2 from t = u·log2(e), and e = φ'(u)/ln2.
+template <typename V>
+inline V phiBase2(V t, V& e) {
+  e = exp2NonPositiveOverLn2(vmin(V{} + 0.0f, t));  // (zero first: a NaN t stays NaN)
+  return vmax(V{} + 0.0f, t) + e;
 }
 
 inline float hsumFast(vfloat v) {  // halves added first: 8 dependent adds instead of 16 with AVX-512
@@ -254,7 +313,7 @@ void phiPanelBlock(const float* ct, int64_t ldc, float* S, int64_t lds, const fl
     if constexpr (Causal) vv[j] = load(v + j * W);
   }
   for (int64_t s = 0; s < R; ++s) {
-    const vfloat qs = splat(q[s]), zs = splat(z[s]);
+    const vfloat qs = splat(q[s] * kLog2e), zs = splat(z[s]);
     const float* cr = ct + s * ldc;
     float* sr = S + s * lds;
     for (int j = 0; j < NV; ++j) {
@@ -263,13 +322,13 @@ void phiPanelBlock(const float* ct, int64_t ldc, float* S, int64_t lds, const fl
         sv += vv[j] * k[s];
         store(sr + j * W, sv);
       }
-      vfloat d;
-      const vfloat f = phi(load(cr + j * W) * qs, d);
+      vfloat e;
+      const vfloat f = phiBase2(load(cr + j * W) * qs, e);  // φ/ln2
       an[j] += f * sv;
       ad[j] += f * zs;
     }
   }
-  for (int j = 0; j < NV; ++j) store(num + j * W, an[j]), store(den + j * W, ad[j]);
+  for (int j = 0; j < NV; ++j) store(num + j * W, an[j] * kLn2), store(den + j * W, ad[j] * kLn2);
 }
 
 template <bool Causal>
@@ -296,33 +355,35 @@ void phiPanelF(const float* ct, int64_t ldc, float* S, int64_t lds, const float*
 
 /// ROWS channels at one position: q, z, dq, dz (and k, dk) are loaded once for all of them.
 template <int ROWS, bool Causal>
-void phiBackwardRowsImpl(const float* c, const float* q, const float* s, const float* z, int64_t n, const float* a,
+void phiBackwardRowsImpl(const float* c, const float* q, float* s, const float* z, int64_t n, const float* a,
                          const float* b, float* dq, float* dc, float* ds, float* dz, const float* k, const float* w,
                          float* dk, float* sums) {
   vfloat va[ROWS], vb[ROWS], vw[ROWS], acc[ROWS];
-  for (int r = 0; r < ROWS; ++r) {
-    va[r] = splat(a[r]), vb[r] = splat(b[r]), acc[r] = splat(0.0f);
+  for (int r = 0; r < ROWS; ++r) {  // ln 2 goes into a and b: φ and φ' come divided by it (phiBase2)
+    va[r] = splat(a[r] * kLn2), vb[r] = splat(b[r] * kLn2), acc[r] = splat(0.0f);
     if constexpr (Causal) vw[r] = splat(w[r]);
   }
   int64_t i = 0;
   for (; i + W <= n; i += W) {
-    const vfloat qi = load(q + i), zi = load(z + i);
+    const vfloat qi = load(q + i), zi = load(z + i), qt = qi * kLog2e;
     vfloat dqi = load(dq + i), dzi = load(dz + i), dki{};
     if constexpr (Causal) dki = load(dk + i);
     for (int r = 0; r < ROWS; ++r) {
       const int64_t at = r * n + i;
       const vfloat ci = load(c + at);
-      vfloat df;
-      const vfloat f = phi(ci * qi, df);
-      const vfloat du = (load(s + at) * va[r] + zi * vb[r]) * df;
+      vfloat e;
+      const vfloat f = phiBase2(ci * qt, e);
+      const vfloat si = load(s + at), du = (si * va[r] + zi * vb[r]) * e;
       dqi += du * ci;
       store(dc + at, load(dc + at) + du * qi);
       const vfloat dsi = load(ds + at) + f * va[r];
       store(ds + at, dsi);
       dzi += f * vb[r];
       if constexpr (Causal) {
-        acc[r] += dsi * load(k + i);
+        const vfloat ki = load(k + i);
+        acc[r] += dsi * ki;
         dki += dsi * vw[r];
+        store(s + at, si - ki * vw[r]);  // the state before this position
       }
     }
     store(dq + i, dqi);
@@ -333,16 +394,17 @@ void phiBackwardRowsImpl(const float* c, const float* q, const float* s, const f
   for (; i < n; ++i) {
     for (int r = 0; r < ROWS; ++r) {
       const int64_t at = r * n + i;
-      float df;
-      const float f = phi(c[at] * q[i], df);
-      const float du = (s[at] * a[r] + z[i] * b[r]) * df;
+      float e;
+      const float f = phiBase2(c[at] * (q[i] * kLog2e), e), ar = a[r] * kLn2, br = b[r] * kLn2;
+      const float du = (s[at] * ar + z[i] * br) * e;
       dq[i] += du * c[at];
       dc[at] += du * q[i];
-      ds[at] += f * a[r];
-      dz[i] += f * b[r];
+      ds[at] += f * ar;
+      dz[i] += f * br;
       if constexpr (Causal) {
         tail[r] += ds[at] * k[i];
         dk[i] += ds[at] * w[r];
+        s[at] -= k[i] * w[r];
       }
     }
   }
@@ -351,7 +413,7 @@ void phiBackwardRowsImpl(const float* c, const float* q, const float* s, const f
 }
 
 template <bool Causal>
-void phiBackwardRowsAll(int64_t rows, const float* c, const float* q, const float* s, const float* z, int64_t n,
+void phiBackwardRowsAll(int64_t rows, const float* c, const float* q, float* s, const float* z, int64_t n,
                         const float* a, const float* b, float* dq, float* dc, float* ds, float* dz, const float* k,
                         const float* w, float* dk, float* sums) {
   switch (rows) {
@@ -362,7 +424,7 @@ void phiBackwardRowsAll(int64_t rows, const float* c, const float* q, const floa
   }
 }
 
-void phiBackwardRowsF(int64_t rows, const float* c, const float* q, const float* s, const float* z, int64_t n,
+void phiBackwardRowsF(int64_t rows, const float* c, const float* q, float* s, const float* z, int64_t n,
                       const float* a, const float* b, float* dq, float* dc, float* ds, float* dz, const float* k,
                       const float* w, float* dk, float* sums) {
   if (k) phiBackwardRowsAll<true>(rows, c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums);

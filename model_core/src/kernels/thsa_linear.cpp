@@ -15,7 +15,7 @@ namespace {
 constexpr int64_t kChunk = 32;  // positions between two checkpoints of the causal state
 
 /// Channels per backward item: a block's state rows (block × R values) stay near 16 Ki values. (A
-/// causal block keeps kChunk states; blocks sized for L2 instead measured the same, bench/README.md.)
+/// causal block keeps its checkpoints; blocks sized for L2 instead measured the same, bench/README.md.)
 int64_t channelBlock(int64_t R) { return std::clamp<int64_t>((int64_t(1) << 14) / std::max<int64_t>(R, 1), 1, R); }
 
 /// Forward panels: channels padded to kPhiPanelAlign, at most kPanel of them per item (the panel's
@@ -54,12 +54,12 @@ void fullState(const Geometry<T>& g, int64_t b, const T* K, int64_t r0, int64_t 
   gemm<T>(true, false, nr, g.p.R, g.p.N, T(1), g.v(b, 0) + r0, g.ld(), K, g.p.R, T(0), St, g.p.R);
 }
 
-/// The causal state rows of channels [r0, r0 + nr) after position n: to = from + K_n·v[n, r]ᵀ (to may be from).
+/// The causal state rows of channels [r0, r0 + nr), advanced over position n: St += K_n·v[n, r]ᵀ.
 template <typename T>
-void advance(const Geometry<T>& g, int64_t b, int64_t n, const T* K, int64_t r0, int64_t nr, const T* from, T* to) {
+void advance(const Geometry<T>& g, int64_t b, int64_t n, const T* K, int64_t r0, int64_t nr, T* St) {
   const auto& ops = rowOps<T>();
   const T* v = g.v(b, n);
-  for (int64_t r = 0; r < nr; ++r) ops.axpyInto(g.p.R, v[r0 + r], K + n * g.p.R, from + r * g.p.R, to + r * g.p.R);
+  for (int64_t r = 0; r < nr; ++r) ops.axpy(g.p.R, v[r0 + r], K + n * g.p.R, St + r * g.p.R);
 }
 
 }  // namespace
@@ -114,7 +114,7 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
   par.run(B * groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
     std::vector<T> K(size_t(N * R)), Z(size_t(p.causal ? N * R : R)), St(size_t(cb * R));
-    std::vector<T> checkpoints(p.causal ? size_t(chunks * cb * R) : 0), states(p.causal ? size_t(kChunk * cb * R) : 0);
+    std::vector<T> checkpoints(p.causal ? size_t(chunks * cb * R) : 0);
     std::vector<T> dS(size_t(cb * R)), dzBar(static_cast<size_t>(R)), dzPos(static_cast<size_t>(R));
     std::vector<T> dCloc(size_t(R * R), T(0));  // accumulated even when dC is not asked (a scratch target)
     int64_t featuresOf = -1;
@@ -128,7 +128,7 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
           std::fill(St.begin(), St.end(), T(0));
           for (int64_t n = 0; n < N; ++n) {
             if (n % kChunk == 0) std::copy(St.begin(), St.begin() + area, checkpoints.begin() + (n / kChunk) * area);
-            advance(g, b, n, K.data(), r0, nr, St.data(), St.data());
+            advance(g, b, n, K.data(), r0, nr, St.data());
           }
         } else {
           fullState(g, b, K.data(), r0, nr, St.data());
@@ -137,13 +137,12 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
         std::fill(dzBar.begin(), dzBar.end(), T(0));
         for (int64_t c = chunks - 1; c >= 0; --c) {
           const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk);
-          if (p.causal) {  // the prefix states of this chunk, from its checkpoint
-            for (int64_t n = n0; n < n1; ++n)
-              advance(g, b, n, K.data(), r0, nr, n == n0 ? checkpoints.data() + c * area : states.data() + (n - n0 - 1) * area,
-                      states.data() + (n - n0) * area);
-          }
+          // Causal: St holds the state after position n1 − 1 (the last one exactly, after the pass
+          // above; an earlier chunk restarts from the next chunk's checkpoint instead of the rewound one).
+          if (p.causal && c + 1 < chunks)
+            std::copy(checkpoints.begin() + (c + 1) * area, checkpoints.begin() + (c + 2) * area, St.begin());
           for (int64_t n = n1 - 1; n >= n0; --n) {
-            const T* S = p.causal ? states.data() + (n - n0) * area : St.data();
+            T* S = St.data();  // S_n; a causal pass leaves S_{n-1} behind
             const T* z = p.causal ? Z.data() + n * R : Z.data();
             const T* q = g.q(b, n);
             T* dq = slab + n * 2 * R;

@@ -11,8 +11,11 @@
 // with no horizontal sums. φ is max(u, 0) + e^min(u, 0): one exp serves φ and φ'. Only Ω and the
 // denominators [B, N, R] are kept. Backward items are (sequence, block of channels), four channels
 // per pass (RowOps::phiBackwardRows), walking the positions in reverse with the running suffix ∂S̄
-// (and ∂z̄); a causal layer recomputes its prefix states chunk by chunk from checkpoints taken every
-// 32 positions (memory (N/32)·block·R per thread), never storing all N states.
+// (and ∂z̄); a causal layer walks its prefix states backwards, each pass rewinding the state it has
+// used by that position's update (S_{n-1} = S_n − K_n·v_nᵀ, fused into phiBackwardRows), restarting
+// every 32 positions from an exact checkpoint (memory (N/32)·block·R per thread) so that rounding
+// cannot build up over more positions than the forward's own prefix sums add; never all N states.
+// φ in the two hot passes is computed in base 2 (row_ops_impl.h, phiBase2).
 
 #include <cstdint>
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -118,9 +119,6 @@ TEST(RowOps, SoftmaxRowsAndTheirGradientsMatchFloat64) {
         EXPECT_NEAR(y[i], 1.0 + 2.0 * v[i], 1e-6);
         rdot += double(x[i]) * v[i];
       }
-      std::vector<float> into(static_cast<size_t>(n));
-      ops.axpyInto(n, -0.5f, v.data(), y.data(), into.data());
-      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(into[i], y[i] - 0.5 * v[i], 1e-6);
       EXPECT_NEAR(ops.dot(n, x.data(), v.data()), rdot, 1e-5 * (1 + std::abs(rdot)));
       ops.mul3(n, 0.5f, x.data(), v.data(), y.data(), false);
       for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(y[i], 0.5f * x[i] * v[i]);
@@ -157,11 +155,13 @@ TEST(RowOps, PhiPassesOfLinearThsaMatchFloat64) {
         const auto area = static_cast<size_t>(rows * n);
         std::vector<float> dq(len, 0.1f), dc(area, 0.2f), ds(area, 0.3f), dz(len, 0.4f), dk(len, 0.5f);
         auto dq2 = dq, dc2 = dc, ds2 = ds, dz2 = dz;
+        auto s1 = s, s2 = s;  // the causal pass rewinds its state rows; the plain one leaves them
         float sums[4];
-        ops.phiBackwardRows(rows, c.data(), q.data(), s.data(), z.data(), n, a, b, dq.data(), dc.data(), ds.data(),
+        ops.phiBackwardRows(rows, c.data(), q.data(), s1.data(), z.data(), n, a, b, dq.data(), dc.data(), ds.data(),
                             dz.data(), nullptr, nullptr, nullptr, nullptr);
-        ops.phiBackwardRows(rows, c.data(), q.data(), s.data(), z.data(), n, a, b, dq2.data(), dc2.data(), ds2.data(),
+        ops.phiBackwardRows(rows, c.data(), q.data(), s2.data(), z.data(), n, a, b, dq2.data(), dc2.data(), ds2.data(),
                             dz2.data(), k.data(), w, dk.data(), sums);
+        EXPECT_EQ(s1, s);
         std::vector<double> rdq(len, 0.1), rdz(len, 0.4), rdk(len, 0.5);
         for (int64_t r = 0; r < rows; ++r) {
           double rsum = 0;
@@ -174,6 +174,7 @@ TEST(RowOps, PhiPassesOfLinearThsaMatchFloat64) {
             EXPECT_NEAR(ds[at], 0.3 + phi(u) * a[r], 1e-5);
             EXPECT_EQ(dc2[at], dc[at]);
             EXPECT_EQ(ds2[at], ds[at]);
+            EXPECT_NEAR(s2[at], double(s[at]) - double(k[i]) * w[r], 1e-6 * (1 + std::abs(s[at])));
             rsum += (0.3 + phi(u) * a[r]) * k[i];
             rdk[i] += (0.3 + phi(u) * a[r]) * w[r];
           }
@@ -220,6 +221,61 @@ TEST(RowOps, PhiPassesOfLinearThsaMatchFloat64) {
         }
         for (int64_t j = width; j < lds; ++j)  // columns beyond the panel are never touched
           for (int64_t s = 0; s < R; ++s) EXPECT_EQ(S2[s * lds + j], S0[s * lds + j]);
+      }
+    }
+  }
+}
+
+// The hot passes evaluate φ in base 2 (t = u·log2 e, a degree-6 polynomial of 2^f, f = t − round t):
+// every value of φ and φ' they use, swept over u from −110 to 20 (every vector lane and the scalar
+// tail), is within 2.5e-7 of the float64 value relative, plus the rounding the argument u·log2 e
+// carries (about 2·|u|·2^-24 relative in e^u). Below u = −87 (2^-126) e^u goes to zero with
+// AVX-512 (vscalefps) and stays at 2^-126/ln2·2^f, under 2e-38, in the other builds.
+TEST(RowOps, HotPhiPassesAreAccurateToTheirArgumentsRounding) {
+  IsaGuard guard;
+  auto bound = [](double u, double value) {
+    return (2.5e-7 + 2.0 * std::abs(u) * 0x1p-24) * value + (u < -87.0 ? 2e-38 : 1e-44);
+  };
+  for (const char* isa : buildsHere()) {
+    forceRowOpsIsa(isa);
+    SCOPED_TRACE(isa);
+    const auto& ops = rowOpsFloat();
+    constexpr int64_t width = 48, steps = 8000;  // three vectors of every build
+    for (int64_t start = 0; start < steps; start += width) {
+      // Forward: one state row of ones and z = 1 give num_j = den_j = φ(c_j·q).
+      std::vector<float> ct(width), S(width, 1.0f), num(width), den(width);
+      const float q = 1.0f, z = 1.0f;
+      for (int64_t j = 0; j < width; ++j) ct[size_t(j)] = float(-110.0 + 130.0 * double(start + j) / steps);
+      ops.phiPanel(ct.data(), width, S.data(), width, &q, &z, 1, width, nullptr, nullptr, num.data(), den.data());
+      for (int64_t j = 0; j < width; ++j) {
+        const double u = ct[size_t(j)];
+        ASSERT_NEAR(num[size_t(j)], phi(u), bound(u, phi(u))) << "u = " << u;
+        ASSERT_EQ(den[size_t(j)], num[size_t(j)]);
+      }
+      if (start == 0) {  // a NaN argument gives NaN, never a finite φ (the exp must not hide it)
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::vector<float> nanNum(width), nanDen(width);
+        ops.phiPanel(ct.data(), width, S.data(), width, &nan, &z, 1, width, nullptr, nullptr, nanNum.data(), nanDen.data());
+        for (int64_t j = 0; j < width; ++j) ASSERT_TRUE(std::isnan(nanNum[size_t(j)]) && std::isnan(nanDen[size_t(j)]));
+        std::vector<float> x(width, nan), f(width);
+        ops.phiRow(x.data(), width, f.data());
+        for (float v : f) ASSERT_TRUE(std::isnan(v));
+      }
+      // Backward (row length 23: vectors and a tail): with s = 1, a = 1, b = 0 and q = 1,
+      // dc = φ'(u) and ds = φ(u).
+      constexpr int64_t n = 23;
+      for (int64_t i0 = 0; i0 < width; i0 += n) {
+        const int64_t len = std::min(n, width - i0);
+        std::vector<float> qs(size_t(len), 1.0f), s1(size_t(len), 1.0f), zs(size_t(len), 0.0f), dq(size_t(len), 0.0f),
+            dc(size_t(len), 0.0f), ds(size_t(len), 0.0f), dz(size_t(len), 0.0f);
+        const float a = 1.0f, b = 0.0f;
+        ops.phiBackwardRows(1, ct.data() + i0, qs.data(), s1.data(), zs.data(), len, &a, &b, dq.data(), dc.data(),
+                            ds.data(), dz.data(), nullptr, nullptr, nullptr, nullptr);
+        for (int64_t i = 0; i < len; ++i) {
+          const double u = ct[size_t(i0 + i)];
+          ASSERT_NEAR(dc[size_t(i)], phiPrime(u), bound(u, phiPrime(u))) << "u = " << u;
+          ASSERT_NEAR(ds[size_t(i)], phi(u), bound(u, phi(u))) << "u = " << u;
+        }
       }
     }
   }
