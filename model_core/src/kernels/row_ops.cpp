@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace tensorscope::model_core::kernels {
 
@@ -113,30 +114,34 @@ void phiPanelD(const double* ct, int64_t ldc, double* S, int64_t lds, const doub
       den[j] += f * z[s];
     }
 }
-void phiBackwardRowsD(int64_t rows, const double* c, const double* q, double* s, const double* z, int64_t n,
-                      const double* a, const double* b, double* dq, double* dc, double* ds, double* dz,
-                      const double* k, const double* w, double* dk, double* sums) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t o = r * n;
-    double sum = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      double df;
-      const double f = phiD(c[o + i] * q[i], df);
-      const double du = (s[o + i] * a[r] + z[i] * b[r]) * df;
-      dq[i] += du * c[o + i];
-      dc[o + i] += du * q[i];
-      ds[o + i] += f * a[r];
-      dz[i] += f * b[r];
-      if (k) {
-        sum += ds[o + i] * k[i];
-        dk[i] += ds[o + i] * w[r];
-        s[o + i] -= k[i] * w[r];
+void phiBackwardBlockD(const PhiBackwardBlock<double>& p) {
+  const int64_t R = p.R;
+  std::vector<double> S(p.s, p.s + p.rows * R);  // rewound here when causal
+  for (int64_t j = p.len - 1; j >= 0; --j) {
+    const double* q = p.q + j * p.ldq;
+    const double* z = p.z + (p.k ? j * R : 0);
+    for (int64_t r = 0; r < p.rows; ++r) {
+      const double a = p.a[j * p.ldab + r], b = p.b[j * p.ldab + r], w = p.k ? p.w[j * p.ldw + r] : 0.0;
+      double sum = 0;
+      for (int64_t i = 0; i < R; ++i) {
+        const int64_t o = r * R + i;
+        double df;
+        const double f = phiD(p.c[o] * q[i], df);
+        const double du = (S[size_t(o)] * a + z[i] * b) * df;
+        p.dq[j * p.lddq + i] += du * p.c[o];
+        p.dc[o] += du * q[i];
+        p.ds[o] += f * a;
+        p.dz[(p.k ? j * R : 0) + i] += f * b;
+        if (p.k) {
+          sum += p.ds[o] * p.k[j * R + i];
+          p.dk[j * p.lddk + i] += p.ds[o] * w;
+          S[size_t(o)] -= p.k[j * R + i] * w;
+        }
       }
+      if (p.k) p.sums[j * p.ldsums + r] = sum;
     }
-    if (k) sums[r] = sum;
   }
 }
-
 }  // namespace
 
 const RowOps<float>& rowOpsFloat() { return current().ops; }
@@ -144,7 +149,7 @@ const RowOps<float>& rowOpsFloat() { return current().ops; }
 const RowOps<double>& rowOpsDouble() {
   static const RowOps<double> ops{minMaxD, expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
                                   axpyD,   dotD,       mul3D,     phiRowD,                phiPrimeScaleD,
-                                  phiPanelD, phiBackwardRowsD};
+                                  phiPanelD, phiBackwardBlockD};
   return ops;
 }
 

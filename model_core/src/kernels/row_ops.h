@@ -16,6 +16,46 @@ namespace tensorscope::model_core::kernels {
 /// phiPanel's widths and row paddings are multiples of this (a multiple of every vector width).
 constexpr int64_t kPhiPanelAlign = 16;
 
+/// Channels and positions of one PhiBackwardBlock call.
+constexpr int64_t kPhiBlockMaxRows = 4, kPhiBlockMaxLen = 64;
+
+/// The backward of linear THSA (docs/attention-variants.md §4) for `rows` (1 to kPhiBlockMaxRows)
+/// consecutive channels r over `len` (1 to kPhiBlockMaxLen) consecutive positions j, walked from the
+/// last to the first, vectorised across i < R. Each channel's row of C, its state, its ∂S̄ and its
+/// ∂C stay in registers over all the positions (one load and one store per call), so a position
+/// costs no stores per channel but the causal value-gradient partial sums. With ∂num = a, ∂den = b
+/// and u = C[r,i]·q_j[i]:
+///   ∂u = (a_j,r·S_j[r,i] + b_j,r·z_j[i])·φ'(u),   dq_j[i] += Σ_r ∂u·C[r,i],   dc[r,i] += Σ_j ∂u·q_j[i],
+///   ds[r,i] += a_j,r·φ(u)  (the running suffix ∂S̄ after position j),   dz_j[i] += Σ_r b_j,r·φ(u).
+/// Causal (k given): S_j is the prefix state, passed for the last position and rewound in registers,
+/// S_{j-1} = S_j − w_j,r·k_j (s itself is not written); z_j, k_j and dz_j are rows of len × R arrays;
+/// and from the updated ∂S̄: sums_j,r = Σ_i ∂S̄[r,i]·k_j[i] (written) and dk_j[i] += Σ_r w_j,r·∂S̄[r,i].
+/// Full (k null): S and z are the same for every position, and dz (R values) takes the sum over j.
+template <typename T>
+struct PhiBackwardBlock {
+  int64_t rows = 0, len = 0, R = 0;
+  const T* c = nullptr;  ///< rows × R: C's rows
+  const T* s = nullptr;  ///< rows × R: the state (causal: after the last position)
+  const T* q = nullptr;  ///< position j at q + j·ldq
+  int64_t ldq = 0;
+  const T* z = nullptr;                  ///< causal: len × R; full: R
+  const T* a = nullptr;                  ///< a_j,r at a[j·ldab + r]
+  const T* b = nullptr;                  ///< b_j,r at b[j·ldab + r]
+  int64_t ldab = 0;
+  const T* k = nullptr;  ///< causal: len × R key features; null for a full layer
+  const T* w = nullptr;  ///< causal: w_j,r = v[position j, channel r] at w[j·ldw + r]
+  int64_t ldw = 0;
+  T* dq = nullptr;  ///< dq_j at dq + j·lddq (+=)
+  int64_t lddq = 0;
+  T* dz = nullptr;  ///< causal: len × R (+=); full: R (+=)
+  T* dk = nullptr;  ///< causal: dk_j at dk + j·lddk (+=)
+  int64_t lddk = 0;
+  T* dc = nullptr;  ///< rows × R (+=)
+  T* ds = nullptr;  ///< rows × R (+=): ∂S̄, carried from call to call
+  T* sums = nullptr;  ///< causal: sums_j,r at sums[j·ldsums + r] (written)
+  int64_t ldsums = 0;
+};
+
 template <typename T>
 struct RowOps {
   /// Smallest and largest of x[0, n), n >= 1.
@@ -49,14 +89,8 @@ struct RowOps {
   /// S[s·lds + j] += k_s·v_j (stored); v is then read for j < width.
   void (*phiPanel)(const T* ct, int64_t ldc, T* S, int64_t lds, const T* q, const T* z, int64_t R, int64_t width,
                    const T* k, const T* v, T* num, T* den);
-  /// The backward of `rows` (1 to 4) consecutive channels at one position, vectorised across
-  /// i < n; the row arrays c, s, dc and ds have stride n. With ∂num_r = a_r, ∂den_r = b_r and
-  /// u = c_r,i·q_i:  ∂u = (a_r·s_r,i + b_r·z_i)·φ'(u),  dq_i += Σ_r ∂u·c_r,i,  dc_r,i += ∂u·q_i,
-  /// ds_r,i += a_r·φ(u),  dz_i += Σ_r b_r·φ(u). With k (causal layers), from the updated ds:
-  /// sums_r = Σ_i ds_r,i·k_i and dk_i += Σ_r w_r·ds_r,i (the value and key-feature gradients), and
-  /// the state rows are rewound to the state before this position once used: s_r,i −= w_r·k_i.
-  void (*phiBackwardRows)(int64_t rows, const T* c, const T* q, T* s, const T* z, int64_t n, const T* a,
-                          const T* b, T* dq, T* dc, T* ds, T* dz, const T* k, const T* w, T* dk, T* sums);
+  /// The backward of linear THSA for a block of channels over a run of positions (PhiBackwardBlock).
+  void (*phiBackwardBlock)(const PhiBackwardBlock<T>& p);
 };
 
 /// The operations for this CPU (picked on first use; thread-safe).

@@ -353,82 +353,99 @@ void phiPanelF(const float* ct, int64_t ldc, float* S, int64_t lds, const float*
   else phiPanelAll<false>(ct, ldc, S, lds, q, z, R, width, k, v, num, den);
 }
 
-/// ROWS channels at one position: q, z, dq, dz (and k, dk) are loaded once for all of them.
+inline vfloat loadAs(const float* p, vfloat) { return load(p); }
+inline float loadAs(const float* p, float) { return *p; }
+inline void storeAs(float* p, vfloat v) { store(p, v); }
+inline void storeAs(float* p, float v) { *p = v; }
+
+/// The lanes [i, i + lanes of V) of a PhiBackwardBlock (V = vfloat, or float for the tail): C's
+/// rows, the states, ∂S̄ and ∂C of the ROWS channels live in registers across the positions; acc
+/// holds the causal value-gradient partial sums per (position, channel), lanes of V each.
+template <int ROWS, bool Causal, typename V>
+inline void phiBackwardLanes(const PhiBackwardBlock<float>& p, int64_t i, float* acc) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  const int64_t R = p.R;
+  V c[ROWS], S[ROWS], dS[ROWS], dC[ROWS];
+  for (int r = 0; r < ROWS; ++r) {
+    c[r] = loadAs(p.c + r * R + i, V{});
+    S[r] = loadAs(p.s + r * R + i, V{});
+    dS[r] = loadAs(p.ds + r * R + i, V{});
+    dC[r] = loadAs(p.dc + r * R + i, V{});
+  }
+  V dzAll{};
+  for (int64_t j = p.len - 1; j >= 0; --j) {
+    const V qj = loadAs(p.q + j * p.ldq + i, V{}), qt = qj * kLog2e;
+    const V zj = loadAs(p.z + (Causal ? j * R : 0) + i, V{});
+    V kj{}, dkj{};
+    if constexpr (Causal) kj = loadAs(p.k + j * R + i, V{});
+    V dqj{}, dzj{};
+    for (int r = 0; r < ROWS; ++r) {
+      // ln 2 goes into a and b: φ and φ' come divided by it (phiBase2).
+      const float ar = p.a[j * p.ldab + r] * kLn2, br = p.b[j * p.ldab + r] * kLn2;
+      V e;
+      const V f = phiBase2(c[r] * qt, e);
+      const V du = (S[r] * ar + zj * br) * e;
+      dqj += du * c[r];
+      dC[r] += du * qj;
+      dS[r] += f * ar;
+      dzj += f * br;
+      if constexpr (Causal) {
+        const float wr = p.w[j * p.ldw + r];
+        float* at = acc + (j * ROWS + r) * L;
+        storeAs(at, loadAs(at, V{}) + dS[r] * kj);
+        dkj += dS[r] * wr;
+        S[r] -= kj * wr;  // the state before position j
+      }
+    }
+    float* dq = p.dq + j * p.lddq + i;
+    storeAs(dq, loadAs(dq, V{}) + dqj);
+    if constexpr (Causal) {
+      float* dz = p.dz + j * R + i;
+      storeAs(dz, loadAs(dz, V{}) + dzj);
+      float* dk = p.dk + j * p.lddk + i;
+      storeAs(dk, loadAs(dk, V{}) + dkj);
+    } else {
+      dzAll += dzj;
+    }
+  }
+  for (int r = 0; r < ROWS; ++r) {
+    storeAs(p.ds + r * R + i, dS[r]);
+    storeAs(p.dc + r * R + i, dC[r]);
+  }
+  if constexpr (!Causal) storeAs(p.dz + i, loadAs(p.dz + i, V{}) + dzAll);
+}
+
 template <int ROWS, bool Causal>
-void phiBackwardRowsImpl(const float* c, const float* q, float* s, const float* z, int64_t n, const float* a,
-                         const float* b, float* dq, float* dc, float* ds, float* dz, const float* k, const float* w,
-                         float* dk, float* sums) {
-  vfloat va[ROWS], vb[ROWS], vw[ROWS], acc[ROWS];
-  for (int r = 0; r < ROWS; ++r) {  // ln 2 goes into a and b: φ and φ' come divided by it (phiBase2)
-    va[r] = splat(a[r] * kLn2), vb[r] = splat(b[r] * kLn2), acc[r] = splat(0.0f);
-    if constexpr (Causal) vw[r] = splat(w[r]);
+void phiBackwardBlockImpl(const PhiBackwardBlock<float>& p) {
+  // Causal partial sums: W lanes per (position, channel) for the vectors, one for the tail.
+  float accVec[Causal ? kPhiBlockMaxLen * ROWS * W : 1], accTail[Causal ? kPhiBlockMaxLen * ROWS : 1];
+  if constexpr (Causal) {
+    std::fill(accVec, accVec + p.len * ROWS * W, 0.0f);
+    std::fill(accTail, accTail + p.len * ROWS, 0.0f);
   }
   int64_t i = 0;
-  for (; i + W <= n; i += W) {
-    const vfloat qi = load(q + i), zi = load(z + i), qt = qi * kLog2e;
-    vfloat dqi = load(dq + i), dzi = load(dz + i), dki{};
-    if constexpr (Causal) dki = load(dk + i);
-    for (int r = 0; r < ROWS; ++r) {
-      const int64_t at = r * n + i;
-      const vfloat ci = load(c + at);
-      vfloat e;
-      const vfloat f = phiBase2(ci * qt, e);
-      const vfloat si = load(s + at), du = (si * va[r] + zi * vb[r]) * e;
-      dqi += du * ci;
-      store(dc + at, load(dc + at) + du * qi);
-      const vfloat dsi = load(ds + at) + f * va[r];
-      store(ds + at, dsi);
-      dzi += f * vb[r];
-      if constexpr (Causal) {
-        const vfloat ki = load(k + i);
-        acc[r] += dsi * ki;
-        dki += dsi * vw[r];
-        store(s + at, si - ki * vw[r]);  // the state before this position
-      }
-    }
-    store(dq + i, dqi);
-    store(dz + i, dzi);
-    if constexpr (Causal) store(dk + i, dki);
-  }
-  float tail[ROWS] = {};
-  for (; i < n; ++i) {
-    for (int r = 0; r < ROWS; ++r) {
-      const int64_t at = r * n + i;
-      float e;
-      const float f = phiBase2(c[at] * (q[i] * kLog2e), e), ar = a[r] * kLn2, br = b[r] * kLn2;
-      const float du = (s[at] * ar + z[i] * br) * e;
-      dq[i] += du * c[at];
-      dc[at] += du * q[i];
-      ds[at] += f * ar;
-      dz[i] += f * br;
-      if constexpr (Causal) {
-        tail[r] += ds[at] * k[i];
-        dk[i] += ds[at] * w[r];
-        s[at] -= k[i] * w[r];
-      }
-    }
-  }
+  for (; i + W <= p.R; i += W) phiBackwardLanes<ROWS, Causal, vfloat>(p, i, accVec);
+  for (; i < p.R; ++i) phiBackwardLanes<ROWS, Causal, float>(p, i, accTail);
   if constexpr (Causal)
-    for (int r = 0; r < ROWS; ++r) sums[r] = hsumFast(acc[r]) + tail[r];
+    for (int64_t j = 0; j < p.len; ++j)
+      for (int r = 0; r < ROWS; ++r)
+        p.sums[j * p.ldsums + r] = hsumFast(load(accVec + (j * ROWS + r) * W)) + accTail[j * ROWS + r];
 }
 
 template <bool Causal>
-void phiBackwardRowsAll(int64_t rows, const float* c, const float* q, float* s, const float* z, int64_t n,
-                        const float* a, const float* b, float* dq, float* dc, float* ds, float* dz, const float* k,
-                        const float* w, float* dk, float* sums) {
-  switch (rows) {
-    case 4: phiBackwardRowsImpl<4, Causal>(c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums); break;
-    case 3: phiBackwardRowsImpl<3, Causal>(c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums); break;
-    case 2: phiBackwardRowsImpl<2, Causal>(c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums); break;
-    default: phiBackwardRowsImpl<1, Causal>(c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums); break;
+void phiBackwardBlockRows(const PhiBackwardBlock<float>& p) {
+  static_assert(kPhiBlockMaxRows == 4);
+  switch (p.rows) {
+    case 4: phiBackwardBlockImpl<4, Causal>(p); break;
+    case 3: phiBackwardBlockImpl<3, Causal>(p); break;
+    case 2: phiBackwardBlockImpl<2, Causal>(p); break;
+    default: phiBackwardBlockImpl<1, Causal>(p); break;
   }
 }
 
-void phiBackwardRowsF(int64_t rows, const float* c, const float* q, float* s, const float* z, int64_t n,
-                      const float* a, const float* b, float* dq, float* dc, float* ds, float* dz, const float* k,
-                      const float* w, float* dk, float* sums) {
-  if (k) phiBackwardRowsAll<true>(rows, c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums);
-  else phiBackwardRowsAll<false>(rows, c, q, s, z, n, a, b, dq, dc, ds, dz, k, w, dk, sums);
+void phiBackwardBlockF(const PhiBackwardBlock<float>& p) {
+  if (p.k) phiBackwardBlockRows<true>(p);
+  else phiBackwardBlockRows<false>(p);
 }
 
 }  // namespace TS_ROW_OPS_NS

@@ -7,7 +7,7 @@ namespace tensorscope::model_core::kernels {
 
 RowOps<float> rowOpsFloat_sse2() {
   using namespace sse2;
-  return {minMaxF, expSumDotF, expWriteF, softmaxColumnBackwardF, softmaxRowBackwardF, axpyF, dotF, mul3F, phiRowF, phiPrimeScaleF, phiPanelF, phiBackwardRowsF};
+  return {minMaxF, expSumDotF, expWriteF, softmaxColumnBackwardF, softmaxRowBackwardF, axpyF, dotF, mul3F, phiRowF, phiPrimeScaleF, phiPanelF, phiBackwardBlockF};
 }
 
 }  // namespace tensorscope::model_core::kernels

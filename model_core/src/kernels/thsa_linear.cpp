@@ -12,7 +12,8 @@
 namespace tensorscope::model_core::kernels {
 namespace {
 
-constexpr int64_t kChunk = 32;  // positions between two checkpoints of the causal state
+constexpr int64_t kChunk = 32;  // positions between two checkpoints of the causal state; one backward block
+static_assert(kChunk <= kPhiBlockMaxLen);
 
 /// Channels per backward item: a block's state rows (block × R values) stay near 16 Ki values. (A
 /// causal block keeps its checkpoints; blocks sized for L2 instead measured the same, bench/README.md.)
@@ -48,18 +49,11 @@ void keyFeatures(const Geometry<T>& g, int64_t b, T* K, T* Z) {
   }
 }
 
-/// The state rows Sᵀ[r0 + r, :] = Σ_m v[m, r0 + r]·K_m over all positions (full layers).
+/// The state rows of channels [r0, r0 + nr) over positions [n0, n1): St = beta·St + Σ_m v[m, r]·K_m
+/// (Sᵀ[r, :]), one GEMM.
 template <typename T>
-void fullState(const Geometry<T>& g, int64_t b, const T* K, int64_t r0, int64_t nr, T* St) {
-  gemm<T>(true, false, nr, g.p.R, g.p.N, T(1), g.v(b, 0) + r0, g.ld(), K, g.p.R, T(0), St, g.p.R);
-}
-
-/// The causal state rows of channels [r0, r0 + nr), advanced over position n: St += K_n·v[n, r]ᵀ.
-template <typename T>
-void advance(const Geometry<T>& g, int64_t b, int64_t n, const T* K, int64_t r0, int64_t nr, T* St) {
-  const auto& ops = rowOps<T>();
-  const T* v = g.v(b, n);
-  for (int64_t r = 0; r < nr; ++r) ops.axpy(g.p.R, v[r0 + r], K + n * g.p.R, St + r * g.p.R);
+void addState(const Geometry<T>& g, int64_t b, const T* K, int64_t r0, int64_t nr, int64_t n0, int64_t n1, T beta, T* St) {
+  gemm<T>(true, false, nr, g.p.R, n1 - n0, T(1), g.v(b, n0) + r0, g.ld(), K + n0 * g.p.R, g.p.R, beta, St, g.p.R);
 }
 
 }  // namespace
@@ -115,7 +109,8 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
     const auto& ops = rowOps<T>();
     std::vector<T> K(size_t(N * R)), Z(size_t(p.causal ? N * R : R)), St(size_t(cb * R));
     std::vector<T> checkpoints(p.causal ? size_t(chunks * cb * R) : 0);
-    std::vector<T> dS(size_t(cb * R)), dzBar(static_cast<size_t>(R)), dzPos(static_cast<size_t>(R));
+    std::vector<T> dS(size_t(cb * R)), dzBar(static_cast<size_t>(R)), dzChunk(p.causal ? size_t(kChunk * R) : 0);
+    std::vector<T> dNum(size_t(kChunk * cb)), dDen(size_t(kChunk * cb));
     std::vector<T> dCloc(size_t(R * R), T(0));  // accumulated even when dC is not asked (a scratch target)
     int64_t featuresOf = -1;
     for (int64_t item = begin; item < end; ++item) {
@@ -124,50 +119,58 @@ void linearThsaBackward(const LinearThsaProblem<T>& p, const T* omega, const T* 
       T* slab = slabs.data() + (grp * B + b) * N * 2 * R;  // row n: dq at 0, ∂K at R
       for (int64_t blk = split.firstBlock(grp); blk < split.endBlock(grp); ++blk) {
         const int64_t r0 = blk * cb, nr = std::min(cb, R - r0), area = nr * R;
-        if (p.causal) {
-          std::fill(St.begin(), St.end(), T(0));
-          for (int64_t n = 0; n < N; ++n) {
-            if (n % kChunk == 0) std::copy(St.begin(), St.begin() + area, checkpoints.begin() + (n / kChunk) * area);
-            advance(g, b, n, K.data(), r0, nr, St.data());
+        if (p.causal) {  // the state before each chunk, and after the last position in St
+          std::fill(checkpoints.begin(), checkpoints.begin() + area, T(0));
+          for (int64_t c = 0; c < chunks; ++c) {
+            const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk);
+            T* next = c + 1 < chunks ? checkpoints.data() + (c + 1) * area : St.data();
+            std::copy(checkpoints.begin() + c * area, checkpoints.begin() + (c + 1) * area, next);
+            addState(g, b, K.data(), r0, nr, n0, n1, T(1), next);
           }
         } else {
-          fullState(g, b, K.data(), r0, nr, St.data());
+          addState(g, b, K.data(), r0, nr, 0, N, T(0), St.data());
         }
         std::fill(dS.begin(), dS.end(), T(0));
         std::fill(dzBar.begin(), dzBar.end(), T(0));
         for (int64_t c = chunks - 1; c >= 0; --c) {
-          const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk);
-          // Causal: St holds the state after position n1 − 1 (the last one exactly, after the pass
-          // above; an earlier chunk restarts from the next chunk's checkpoint instead of the rewound one).
-          if (p.causal && c + 1 < chunks)
-            std::copy(checkpoints.begin() + (c + 1) * area, checkpoints.begin() + (c + 2) * area, St.begin());
-          for (int64_t n = n1 - 1; n >= n0; --n) {
-            T* S = St.data();  // S_n; a causal pass leaves S_{n-1} behind
-            const T* z = p.causal ? Z.data() + n * R : Z.data();
-            const T* q = g.q(b, n);
-            T* dq = slab + n * 2 * R;
-            std::fill(dzPos.begin(), dzPos.end(), T(0));
-            // S_n holds K_n·v_nᵀ (causal): with the suffix row ∂S̄ updated by position n,
-            // ∂v[n,r] = ∂S̄[r,:]·K_n and ∂K_n += Σ_r v[n,r]·∂S̄[r,:] (+ ∂z̄ below), in the same pass.
-            T* dv = dqkv + (b * N + n) * ld + 2 * R;
-            const T* v = g.v(b, n);
-            T* dK = slab + n * 2 * R + R;
-            for (int64_t r = 0; r < nr; r += 4) {  // four channels share the loads of q, z, dq, ∂z (and K_n, ∂K_n)
-              const int64_t rows = std::min<int64_t>(4, nr - r), at = (b * N + n) * R + r0 + r;
-              T a[4], bb[4], sums[4];
-              for (int64_t j = 0; j < rows; ++j) {
-                a[j] = dOmega[at + j] / den[at + j];
-                bb[j] = -dOmega[at + j] * omega[at + j] / den[at + j];
-              }
-              ops.phiBackwardRows(rows, p.C + (r0 + r) * R, q, S + r * R, z, R, a, bb, dq, dCloc.data() + (r0 + r) * R,
-                                  dS.data() + r * R, dzPos.data(), p.causal ? K.data() + n * R : nullptr,
-                                  p.causal ? v + r0 + r : nullptr, dK, sums);
-              if (p.causal)
-                for (int64_t j = 0; j < rows; ++j) dv[r0 + r + j] = sums[j];
+          const int64_t n0 = c * kChunk, len = std::min(N, n0 + kChunk) - n0;
+          // Causal: the state after the chunk's last position. The pass above ends with it for the
+          // last chunk; an earlier one starts from the next chunk's checkpoint, so the rewinding
+          // (inside phiBackwardBlock) never runs over more than kChunk positions.
+          const T* Send = p.causal && c + 1 < chunks ? checkpoints.data() + (c + 1) * area : St.data();
+          for (int64_t j = 0; j < len; ++j)  // ∂num = ∂Ω/den and ∂den = −∂Ω·Ω/den
+            for (int64_t r = 0; r < nr; ++r) {
+              const int64_t at = (b * N + n0 + j) * R + r0 + r;
+              dNum[size_t(j * cb + r)] = dOmega[at] / den[at];
+              dDen[size_t(j * cb + r)] = -dOmega[at] * omega[at] / den[at];
             }
-            ops.axpy(R, T(1), dzPos.data(), dzBar.data());
-            if (p.causal) ops.axpy(R, T(1), dzBar.data(), dK);
+          if (p.causal) std::fill(dzChunk.begin(), dzChunk.end(), T(0));
+          for (int64_t r = 0; r < nr; r += kPhiBlockMaxRows) {
+            PhiBackwardBlock<T> pb;
+            pb.rows = std::min(kPhiBlockMaxRows, nr - r), pb.len = len, pb.R = R;
+            pb.c = p.C + (r0 + r) * R, pb.s = Send + r * R;
+            pb.q = g.q(b, n0), pb.ldq = ld;
+            pb.z = p.causal ? Z.data() + n0 * R : Z.data();
+            pb.a = dNum.data() + r, pb.b = dDen.data() + r, pb.ldab = cb;
+            pb.dq = slab + n0 * 2 * R, pb.lddq = 2 * R;
+            pb.dc = dCloc.data() + (r0 + r) * R, pb.ds = dS.data() + r * R;
+            if (p.causal) {
+              // S_n holds K_n·v_nᵀ: with the suffix ∂S̄ updated by position n, ∂v[n,r] = ∂S̄[r,:]·K_n
+              // (written straight into dqkv) and ∂K_n += Σ_r v[n,r]·∂S̄[r,:] (+ ∂z̄ below).
+              pb.k = K.data() + n0 * R, pb.w = g.v(b, n0) + r0 + r, pb.ldw = ld;
+              pb.dz = dzChunk.data();
+              pb.dk = slab + n0 * 2 * R + R, pb.lddk = 2 * R;
+              pb.sums = dqkv + (b * N + n0) * ld + 2 * R + r0 + r, pb.ldsums = ld;
+            } else {
+              pb.dz = dzBar.data();  // the sum over every position
+            }
+            ops.phiBackwardBlock(pb);
           }
+          if (p.causal)  // ∂K_n += ∂z̄ after position n, the suffix sum of the per-position ∂z
+            for (int64_t j = len - 1; j >= 0; --j) {
+              ops.axpy(R, T(1), dzChunk.data() + j * R, dzBar.data());
+              ops.axpy(R, T(1), dzBar.data(), slab + (n0 + j) * 2 * R + R);
+            }
         }
         if (!p.causal) {
           // S = Σ_m K_m·v_mᵀ over every m: ∂v[:, block] = K·∂S̄ᵀ, ∂K += v[:, block]·∂S̄ + ∂z̄.

@@ -9,12 +9,13 @@
 // the item walks the positions, taking a rank-one update per position (causal), and one pass over s
 // vectorised across the panel's channels (RowOps::phiPanel) gives every numerator and denominator
 // with no horizontal sums. φ is max(u, 0) + e^min(u, 0): one exp serves φ and φ'. Only Ω and the
-// denominators [B, N, R] are kept. Backward items are (sequence, block of channels), four channels
-// per pass (RowOps::phiBackwardRows), walking the positions in reverse with the running suffix ∂S̄
-// (and ∂z̄); a causal layer walks its prefix states backwards, each pass rewinding the state it has
-// used by that position's update (S_{n-1} = S_n − K_n·v_nᵀ, fused into phiBackwardRows), restarting
-// every 32 positions from an exact checkpoint (memory (N/32)·block·R per thread) so that rounding
-// cannot build up over more positions than the forward's own prefix sums add; never all N states.
+// denominators [B, N, R] are kept. Backward items are (sequence, block of channels), walking the
+// positions in reverse, 32 at a time (RowOps::phiBackwardBlock): four channels' rows of C, states,
+// suffix ∂S̄ and ∂C stay in registers across the 32 positions, so a position stores only dq, ∂z
+// and ∂K, shared by the four (and, causal, the ∂v partial sums). A causal layer rewinds
+// its prefix states in those registers (S_{n-1} = S_n − K_n·v_nᵀ) from an exact checkpoint taken
+// every 32 positions (one GEMM per 32 positions; memory (N/32)·block·R per thread), so that
+// rounding cannot build up over more positions than the forward's own prefix sums add; never all N states.
 // φ in the two hot passes is computed in base 2 (row_ops_impl.h, phiBase2).
 
 #include <cstdint>

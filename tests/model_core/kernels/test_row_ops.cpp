@@ -146,48 +146,6 @@ TEST(RowOps, PhiPassesOfLinearThsaMatchFloat64) {
         EXPECT_NEAR(f[i], phi(xc), 2e-7 * phi(xc));
         EXPECT_NEAR(y[i], 2.0 * phiPrime(xc), 4e-7 * phiPrime(xc));
       }
-      // Backward of 1-4 rows at once, plain and causal (row arrays with stride n).
-      for (int64_t rows = 1; rows <= 4; ++rows) {
-        SCOPED_TRACE("rows=" + std::to_string(rows));
-        const auto c = randomRow(rng, rows * n, 1.0f), s = randomRow(rng, rows * n, 1.0f),
-                   q = randomRow(rng, n, 1.5f), z = randomRow(rng, n, 1.0f), k = randomRow(rng, n, 1.0f);
-        const float a[4] = {0.7f, -0.2f, 1.1f, 0.4f}, b[4] = {-0.4f, 0.9f, 0.3f, -1.2f}, w[4] = {1.3f, -0.6f, 0.2f, 2.0f};
-        const auto area = static_cast<size_t>(rows * n);
-        std::vector<float> dq(len, 0.1f), dc(area, 0.2f), ds(area, 0.3f), dz(len, 0.4f), dk(len, 0.5f);
-        auto dq2 = dq, dc2 = dc, ds2 = ds, dz2 = dz;
-        auto s1 = s, s2 = s;  // the causal pass rewinds its state rows; the plain one leaves them
-        float sums[4];
-        ops.phiBackwardRows(rows, c.data(), q.data(), s1.data(), z.data(), n, a, b, dq.data(), dc.data(), ds.data(),
-                            dz.data(), nullptr, nullptr, nullptr, nullptr);
-        ops.phiBackwardRows(rows, c.data(), q.data(), s2.data(), z.data(), n, a, b, dq2.data(), dc2.data(), ds2.data(),
-                            dz2.data(), k.data(), w, dk.data(), sums);
-        EXPECT_EQ(s1, s);
-        std::vector<double> rdq(len, 0.1), rdz(len, 0.4), rdk(len, 0.5);
-        for (int64_t r = 0; r < rows; ++r) {
-          double rsum = 0;
-          for (int64_t i = 0; i < n; ++i) {
-            const int64_t at = r * n + i;
-            const double u = double(c[at]) * q[i], du = (double(s[at]) * a[r] + double(z[i]) * b[r]) * phiPrime(u);
-            rdq[i] += du * c[at];
-            rdz[i] += phi(u) * b[r];
-            EXPECT_NEAR(dc[at], 0.2 + du * q[i], 1e-5);
-            EXPECT_NEAR(ds[at], 0.3 + phi(u) * a[r], 1e-5);
-            EXPECT_EQ(dc2[at], dc[at]);
-            EXPECT_EQ(ds2[at], ds[at]);
-            EXPECT_NEAR(s2[at], double(s[at]) - double(k[i]) * w[r], 1e-6 * (1 + std::abs(s[at])));
-            rsum += (0.3 + phi(u) * a[r]) * k[i];
-            rdk[i] += (0.3 + phi(u) * a[r]) * w[r];
-          }
-          EXPECT_NEAR(sums[r], rsum, 1e-5 * (1 + std::abs(rsum)));
-        }
-        for (int64_t i = 0; i < n; ++i) {
-          EXPECT_NEAR(dq[i], rdq[i], 1e-5 * (1 + std::abs(rdq[i])));
-          EXPECT_NEAR(dz[i], rdz[i], 1e-5 * (1 + std::abs(rdz[i])));
-          EXPECT_NEAR(dk[i], rdk[i], 1e-5 * (1 + std::abs(rdk[i])));
-          EXPECT_EQ(dq2[i], dq[i]);
-          EXPECT_EQ(dz2[i], dz[i]);
-        }
-      }
     }
     // Panels across channels: widths of 1 to 5 vectors of every build (16, 48, 80 channels), R
     // not a multiple of any width, padded row strides; the causal form updates the state first.
@@ -226,6 +184,131 @@ TEST(RowOps, PhiPassesOfLinearThsaMatchFloat64) {
   }
 }
 
+namespace {
+
+/// The arrays of one PhiBackwardBlock call, random, with padded strides.
+template <typename T>
+struct BlockCase {
+  int64_t rows, len, R;
+  bool causal;
+  std::vector<T> c, s, q, z, a, b, k, w, dq, dz, dk, dc, ds, sums;
+  int64_t ldq, ldab, ldw, lddq, lddk, ldsums;
+  BlockCase(std::mt19937& rng, int64_t rows_, int64_t len_, int64_t R_, bool causal_)
+      : rows(rows_), len(len_), R(R_), causal(causal_), ldq(R_ + 3), ldab(rows_ + 2), ldw(rows_ + 1), lddq(R_ + 5),
+        lddk(R_ + 2), ldsums(rows_ + 3) {
+    auto fill = [&](int64_t n, float scale) {
+      const auto v = randomRow(rng, n, scale);
+      return std::vector<T>(v.begin(), v.end());
+    };
+    c = fill(rows * R, 1.0f), s = fill(rows * R, 1.0f), q = fill(len * ldq, 1.5f);
+    z = fill(causal ? len * R : R, 1.0f), a = fill(len * ldab, 0.7f), b = fill(len * ldab, 0.7f);
+    k = fill(len * R, 1.0f), w = fill(len * ldw, 1.0f);
+    dq = fill(len * lddq, 0.3f), dz = fill(causal ? len * R : R, 0.3f), dk = fill(len * lddk, 0.3f);
+    dc = fill(rows * R, 0.3f), ds = fill(rows * R, 0.3f), sums = fill(len * ldsums, 0.3f);
+  }
+  /// The same case in another precision (the reference's float64 copy).
+  template <typename U>
+  explicit BlockCase(const BlockCase<U>& o)
+      : rows(o.rows), len(o.len), R(o.R), causal(o.causal), ldq(o.ldq), ldab(o.ldab), ldw(o.ldw), lddq(o.lddq),
+        lddk(o.lddk), ldsums(o.ldsums) {
+    auto d = [](const std::vector<U>& v) { return std::vector<T>(v.begin(), v.end()); };
+    c = d(o.c), s = d(o.s), q = d(o.q), z = d(o.z), a = d(o.a), b = d(o.b), k = d(o.k), w = d(o.w);
+    dq = d(o.dq), dz = d(o.dz), dk = d(o.dk), dc = d(o.dc), ds = d(o.ds), sums = d(o.sums);
+  }
+  PhiBackwardBlock<T> args() {
+    PhiBackwardBlock<T> p;
+    p.rows = rows, p.len = len, p.R = R, p.c = c.data(), p.s = s.data(), p.q = q.data(), p.ldq = ldq;
+    p.z = z.data(), p.a = a.data(), p.b = b.data(), p.ldab = ldab;
+    p.dq = dq.data(), p.lddq = lddq, p.dz = dz.data(), p.dc = dc.data(), p.ds = ds.data();
+    if (causal) {
+      p.k = k.data(), p.w = w.data(), p.ldw = ldw, p.dk = dk.data(), p.lddk = lddk;
+      p.sums = sums.data(), p.ldsums = ldsums;
+    }
+    return p;
+  }
+};
+
+/// What a block computes, from its definition with every suffix written out as a sum (no running
+/// recurrences): S_j = S_end − Σ_{j' > j} w_j',r·k_j' (causal), ∂S̄_j = ds + Σ_{j' ≥ j} a_j',r·φ(u_j').
+template <typename T>
+BlockCase<double> blockReference(const BlockCase<T>& in) {
+  BlockCase<double> out(in);
+  const int64_t R = in.R;
+  auto u = [&](int64_t j, int64_t r, int64_t i) { return out.c[size_t(r * R + i)] * out.q[size_t(j * in.ldq + i)]; };
+  auto A = [&](int64_t j, int64_t r) { return out.a[size_t(j * in.ldab + r)]; };
+  auto Bv = [&](int64_t j, int64_t r) { return out.b[size_t(j * in.ldab + r)]; };
+  auto W = [&](int64_t j, int64_t r) { return out.w[size_t(j * in.ldw + r)]; };
+  const std::vector<double> ds0 = out.ds;
+  for (int64_t j = 0; j < in.len; ++j)
+    for (int64_t r = 0; r < in.rows; ++r) {
+      double sum = 0;
+      for (int64_t i = 0; i < R; ++i) {
+        double S = out.s[size_t(r * R + i)], dSbar = ds0[size_t(r * R + i)];
+        if (in.causal)
+          for (int64_t jj = j + 1; jj < in.len; ++jj) S -= W(jj, r) * out.k[size_t(jj * R + i)];
+        for (int64_t jj = j; jj < in.len; ++jj) dSbar += A(jj, r) * phi(u(jj, r, i));
+        const double z = out.z[size_t((in.causal ? j * R : 0) + i)];
+        const double du = (A(j, r) * S + Bv(j, r) * z) * phiPrime(u(j, r, i));
+        out.dq[size_t(j * in.lddq + i)] += du * out.c[size_t(r * R + i)];
+        out.dc[size_t(r * R + i)] += du * out.q[size_t(j * in.ldq + i)];
+        out.dz[size_t((in.causal ? j * R : 0) + i)] += Bv(j, r) * phi(u(j, r, i));
+        if (j == 0) out.ds[size_t(r * R + i)] = dSbar;
+        if (in.causal) {
+          sum += dSbar * out.k[size_t(j * R + i)];
+          out.dk[size_t(j * in.lddk + i)] += W(j, r) * dSbar;
+        }
+      }
+      if (in.causal) out.sums[size_t(j * in.ldsums + r)] = sum;
+    }
+  return out;
+}
+
+template <typename T>
+void expectBlockNear(const BlockCase<T>& got, const BlockCase<double>& want, double tol) {
+  auto near = [&](const std::vector<T>& g, const std::vector<double>& w, const char* what) {
+    ASSERT_EQ(g.size(), w.size());
+    double scale = 1;
+    for (double x : w) scale = std::max(scale, std::abs(x));
+    for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(double(g[i]), w[i], tol * scale) << what << "[" << i << "]";
+  };
+  near(got.dq, want.dq, "dq");
+  near(got.dz, want.dz, "dz");
+  near(got.dk, want.dk, "dk");
+  near(got.dc, want.dc, "dc");
+  near(got.ds, want.ds, "ds");
+  near(got.sums, want.sums, "sums");
+  EXPECT_EQ(std::vector<double>(got.s.begin(), got.s.end()), want.s) << "the state is read, never written";
+}
+
+}  // namespace
+
+// The backward block of linear THSA, full and causal, 1-4 channels over 1, 7 and the most
+// positions, R not a multiple of any vector width and padded strides, every build here and the
+// float64 operations, against its definition with the suffix sums written out.
+TEST(RowOps, PhiBackwardBlockMatchesItsDefinition) {
+  IsaGuard guard;
+  std::mt19937 rng(17);
+  for (bool causal : {false, true})
+    for (int64_t rows = 1; rows <= kPhiBlockMaxRows; ++rows)
+      for (int64_t len : {int64_t(1), int64_t(7), kPhiBlockMaxLen})
+        for (int64_t R : {1, 5, 16, 23, 40}) {
+          SCOPED_TRACE((causal ? "causal" : "full") + std::string(" rows=") + std::to_string(rows) +
+                       " len=" + std::to_string(len) + " R=" + std::to_string(R));
+          for (const char* isa : buildsHere()) {
+            SCOPED_TRACE(isa);
+            forceRowOpsIsa(isa);
+            BlockCase<float> f(rng, rows, len, R, causal);
+            const auto want = blockReference(f);
+            rowOpsFloat().phiBackwardBlock(f.args());
+            expectBlockNear(f, want, 2e-5);
+          }
+          BlockCase<double> d(rng, rows, len, R, causal);
+          const auto want = blockReference(d);
+          rowOpsDouble().phiBackwardBlock(d.args());
+          expectBlockNear(d, want, 1e-12);
+        }
+}
+
 // The hot passes evaluate φ in base 2 (t = u·log2 e, a degree-6 polynomial of 2^f, f = t − round t):
 // every value of φ and φ' they use, swept over u from −110 to 20 (every vector lane and the scalar
 // tail), is within 2.5e-7 of the float64 value relative, plus the rounding the argument u·log2 e
@@ -261,16 +344,18 @@ TEST(RowOps, HotPhiPassesAreAccurateToTheirArgumentsRounding) {
         ops.phiRow(x.data(), width, f.data());
         for (float v : f) ASSERT_TRUE(std::isnan(v));
       }
-      // Backward (row length 23: vectors and a tail): with s = 1, a = 1, b = 0 and q = 1,
+      // Backward (rows of 23 values: vectors and a tail): with s = 1, a = 1, b = 0, z = 0 and q = 1,
       // dc = φ'(u) and ds = φ(u).
       constexpr int64_t n = 23;
       for (int64_t i0 = 0; i0 < width; i0 += n) {
         const int64_t len = std::min(n, width - i0);
-        std::vector<float> qs(size_t(len), 1.0f), s1(size_t(len), 1.0f), zs(size_t(len), 0.0f), dq(size_t(len), 0.0f),
-            dc(size_t(len), 0.0f), ds(size_t(len), 0.0f), dz(size_t(len), 0.0f);
+        std::vector<float> ones(size_t(len), 1.0f), zeros(size_t(len), 0.0f), dq(size_t(len), 0.0f),
+            dz(size_t(len), 0.0f), dc(size_t(len), 0.0f), ds(size_t(len), 0.0f);
         const float a = 1.0f, b = 0.0f;
-        ops.phiBackwardRows(1, ct.data() + i0, qs.data(), s1.data(), zs.data(), len, &a, &b, dq.data(), dc.data(),
-                            ds.data(), dz.data(), nullptr, nullptr, nullptr, nullptr);
+        PhiBackwardBlock<float> p;
+        p.rows = 1, p.len = 1, p.R = len, p.c = ct.data() + i0, p.s = ones.data(), p.q = ones.data();
+        p.z = zeros.data(), p.a = &a, p.b = &b, p.dq = dq.data(), p.dz = dz.data(), p.dc = dc.data(), p.ds = ds.data();
+        ops.phiBackwardBlock(p);
         for (int64_t i = 0; i < len; ++i) {
           const double u = ct[size_t(i0 + i)];
           ASSERT_NEAR(dc[size_t(i)], phiPrime(u), bound(u, phiPrime(u))) << "u = " << u;
