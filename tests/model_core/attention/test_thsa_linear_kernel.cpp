@@ -68,6 +68,7 @@ TEST(LinearThsaKernel, MatchesTheEquationsAndTheirGradients) {
       checkAgainstReference(1, 100, 19, causal);  // one sequence: grouped partial sums
       checkAgainstReference(4, 40, 3, causal);
       checkAgainstReference(2, 37, 70, causal);  // two forward panels (64 + 16 padded channels)
+      checkAgainstReference(1, 40, 150, causal);  // three panels; two backward channel blocks (109 + 41)
     }
   }
   at::set_num_threads(before);
