@@ -225,7 +225,7 @@ inline V phi(V u, V& df) {
   return vmax(V{} + 0.0f, u) + df;
 }
 
-/// The hot passes of linear THSA (phiPanel, phiBackwardRows) work in base 2 and divided by ln 2:
+/// The hot passes of linear THSA (phiPanel, phiBackwardBlock) work in base 2 and divided by ln 2:
 /// with t = u·log2(e) (log2(e) folded into q, one product per element as before),
 ///   φ(u)/ln2 = max(t, 0) + 2^min(t,0)/ln2   and   φ'(u)/ln2 = 2^min(t,0)/ln2,
 /// and callers multiply ln 2 back into the per-channel scalars (a, b) or the per-channel sums, so
