@@ -218,9 +218,11 @@ TEST(TeachingWindow, AClickOnTheDiagramShowsThatTensorForTheSelectedRun) {
   ASSERT_TRUE(inspector->showElement(Element::SoftmaxBox, "attn"));
   EXPECT_EQ(inspector->shownId(), "P");
 
-  // Live: the training run sends the layer's values with its inspections.
-  ASSERT_TRUE(w.training().start(6));
+  // Live: the training run sends the layer's values with its inspections. (It trains until
+  // stopped: a run that finished before the check would have handed the layer back already.)
+  ASSERT_TRUE(w.training().start(100000));
   ASSERT_TRUE(waitFor([&] { return inspector->values() && inspector->values()->step > 3; }, 180000));
+  ASSERT_TRUE(w.model().isTraining(w.model().current()));
   EXPECT_EQ(w.controller()->networkLayer(), 0);
   w.controller()->stop();
   w.controller()->waitForFinished();
