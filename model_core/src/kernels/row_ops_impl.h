@@ -86,10 +86,16 @@ inline V expReduced(V x, V fx) {
   return y * r * r + r + 1.0f;
 }
 
+/// x rounded to the nearest integer (|x| < 2^22) by the 1.5·2^23 trick, in float arithmetic.
+template <typename V>
+inline V roundNearest(V x) {
+  return (x + 12582912.0f) - 12582912.0f;
+}
+
 template <typename V>
 inline V expPoly(V x) {
   x = clampHigh(clampLow(x, -87.0f), 88.0f);
-  const V fx = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const V fx = roundNearest(x * 1.44269504088896341f);
   return expReduced(x, fx) * pow2(fx);
 }
 
@@ -255,13 +261,13 @@ inline vfloat exp2NonPositiveOverLn2(vfloat t) {
   return (vfloat)_mm512_maskz_scalef_ps(__mmask16(0xFFFF), (__m512)exp2FracOverLn2(f), (__m512)(t - f));
 #else
   t = clampLow(t, -126.0f);
-  const vfloat fx = (t + 12582912.0f) - 12582912.0f;
+  const vfloat fx = roundNearest(t);
   return exp2FracOverLn2(t - fx) * pow2(fx);
 #endif
 }
 inline float exp2NonPositiveOverLn2(float t) {
   t = clampLow(t, -126.0f);
-  const float fx = (t + 12582912.0f) - 12582912.0f;
+  const float fx = roundNearest(t);
   return exp2FracOverLn2(t - fx) * pow2(fx);
 }
 
