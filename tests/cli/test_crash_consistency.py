@@ -8,7 +8,8 @@ random moments. After each kill the run is resumed (`--resume`), or, when the ki
 first checkpoint committed, `--resume` must refuse with the reason and `--config … --out` the same
 directory must restart it. Every outcome must then be exact: the final weights and optimizer
 byte-identical to the reference, every metric record of the reference present once and equal
-(timings aside), metrics.csv in agreement, and no litter (temporary files, staging directories,
+(timings aside), metrics.csv in agreement, `latest` and inspection.safetensors at the final
+checkpoint, and no litter (temporary files, staging directories,
 checkpoints beyond the current and the previous one).
 
 usage: test_crash_consistency.py TENSORSCOPE WORKDIR [--kills N] [--random N] [--seed S] [--report FILE]
@@ -90,7 +91,25 @@ def check_outcome(run_dir, ref_files, ref_records, ref_csv_lines):
     with open(os.path.join(run_dir, "run_status.json")) as f:
         if json.load(f).get("status") != "finished":
             problems.append("run_status.json does not say finished")
+    # `latest` and the inspection file follow the final checkpoint (a resume repairs both).
+    with open(os.path.join(run_dir, "checkpoint.json")) as f:
+        current = json.load(f)["current"]
+    if os.readlink(os.path.join(run_dir, "latest")) != current:
+        problems.append("stale latest: names %s, the pointer %s" % (os.readlink(os.path.join(run_dir, "latest")), current))
+    step = inspection_step(run_dir)
+    if step != json.load(open(os.path.join(run_dir, current, "manifest.json")))["step"]:
+        problems.append("stale inspection.safetensors: holds step %s" % step)
     return problems
+
+
+def inspection_step(run_dir):
+    """The step in inspection.safetensors' metadata (None without the file)."""
+    path = os.path.join(run_dir, "inspection.safetensors")
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        return int(json.loads(f.read(n))["__metadata__"]["step"])
 
 
 def finish(bin_path, cfg, run_dir, stats):
@@ -156,7 +175,7 @@ def main():
                         for i in range(a.kills)))
     points = [min(p, total_ops) for p in points]
     stats = {"kills": 0, "kills_at_file_operations": 0, "kills_at_random_moments": 0, "resumed": 0,
-             "refused_then_restarted": 0, "divergent": 0, "lost_records": 0, "stuck": 0, "litter": 0,
+             "refused_then_restarted": 0, "divergent": 0, "lost_records": 0, "stuck": 0, "litter": 0, "stale": 0,
              "file_operations_per_run": total_ops}
     failures = []
 
@@ -168,7 +187,7 @@ def main():
             return
         for p in check_outcome(run_dir, ref_files, ref_records, ref_csv_lines):
             key = "divergent" if "differs" in p else "lost_records" if "records" in p or "csv" in p else \
-                  "litter" if "litter" in p else "stuck"
+                  "litter" if "litter" in p else "stale" if "stale" in p else "stuck"
             stats[key] += 1
             failures.append("%s: %s" % (tag, p))
 

@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <filesystem>
 #include <ostream>
 #include <set>
 
@@ -136,6 +137,14 @@ int runCli(const std::vector<std::string>& words, std::ostream& out, std::ostrea
   } catch (const UsageError& e) {
     err << "tensorscope: " << e.what() << "\n";
     return kExitUsage;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A sentence instead of the library's "filesystem error: cannot …: reason [path]" (the path
+    // shortened: a name over NAME_MAX would otherwise be echoed whole).
+    std::string path = e.path1().string();
+    if (path.size() > 120) path = path.substr(0, 100) + "…(" + std::to_string(path.size()) + " bytes)";
+    err << "tensorscope: cannot use " << (path.empty() ? std::string("a file") : path) << ": " << e.code().message()
+        << "\n";
+    return kExitFailure;
   } catch (const std::exception& e) {
     err << "tensorscope: " << e.what() << "\n";
     return kExitFailure;

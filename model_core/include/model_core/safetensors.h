@@ -95,6 +95,10 @@ struct SafetensorsHeader {
 
 /// Largest header accepted, as in the reference implementation.
 inline constexpr uint64_t kMaxSafetensorsHeaderSize = 100'000'000;
+/// Most tensors (and metadata keys) in one file. Tensorscope's largest files (a 64-layer model's
+/// optimizer state) hold about 2,000; a header naming more is refused while it is parsed, so a
+/// hostile header of 200,000 entries costs tens of MB to refuse, not hundreds.
+inline constexpr std::size_t kMaxSafetensorsEntries = 16'384;
 
 /// Reads and validates a whole file. Throws SafetensorsError.
 SafetensorsFile readSafetensors(const std::string& path);

@@ -104,11 +104,14 @@ void checkLongEnough(uint64_t totalSize, const std::string& source) {
 Json parseHeaderJson(std::string_view text, const std::string& source) {
   constexpr int kMaxDepth = 32;
   try {
-    return spec::parseUntrustedJson(text, kMaxDepth);
+    return spec::parseUntrustedJson(text, kMaxDepth, kMaxSafetensorsEntries + 1);  // + __metadata__
   } catch (const spec::DuplicateKeyError& e) {
     fail(source, e.depth() == 1 ? "duplicate tensor name " + quote(e.key()) + " in the header"
                                 : "duplicate key " + quote(e.key()) + " in a header object");
   } catch (const spec::JsonError& e) {
+    if (std::string(e.what()).find("members") != std::string::npos)
+      fail(source, "header names more than " + std::to_string(kMaxSafetensorsEntries) +
+                       " tensors or metadata keys (the most Tensorscope reads in one file)");
     fail(source, std::string("header is not valid JSON: ") + e.what());
   }
   return {};
@@ -228,6 +231,9 @@ SafetensorsHeader validateHeader(std::string_view text, uint64_t dataSize, const
       header.metadata.emplace(kv.key(), kv.value().get<std::string>());
     }
   }
+  if (header.tensors.size() > kMaxSafetensorsEntries)
+    fail(source, "header names more than " + std::to_string(kMaxSafetensorsEntries) +
+                     " tensors or metadata keys (the most Tensorscope reads in one file)");
   checkCoverage(header, source);
   return header;
 }

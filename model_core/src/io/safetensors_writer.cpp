@@ -113,6 +113,9 @@ Layout layOut(const std::map<std::string, TensorView>& tensors, const std::map<s
     offset += *needed;
     layout.chunks.push_back(view.bytes);
   }
+  if (header.size() > kMaxSafetensorsEntries + 1)
+    fail(target, std::to_string(header.size()) + " tensors and metadata exceed the limit of " +
+                     std::to_string(kMaxSafetensorsEntries) + " per file");
   std::string json;
   try {
     json = header.dump();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 
 #include "files/atomic_file.h"
 #include "files/read_file.h"
@@ -62,9 +64,49 @@ std::string stepName(std::int64_t step) {
   return std::string(b) + tag;
 }
 
-bool isTemporaryName(const std::string& name) {
-  // writeFileAtomically and the safetensors writer: "." + target + ".tmp" + digits.
-  return name.size() > 1 && name[0] == '.' && name.find(".tmp") != std::string::npos;
+bool allDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// The temporary file of an atomic write of `target` (writeFileAtomically and the safetensors
+/// writer: "." + target + ".tmp" + digits), or of any target when `target` is empty.
+bool isTemporaryOf(const std::string& name, std::string_view target) {
+  if (name.size() < 2 || name[0] != '.') return false;
+  const auto at = name.rfind(".tmp");
+  if (at == std::string::npos || at < 2 || !allDigits(std::string_view(name).substr(at + 4))) return false;
+  return target.empty() || std::string_view(name).substr(1, at - 1) == target;
+}
+
+bool isTemporaryName(const std::string& name) { return isTemporaryOf(name, {}); }
+
+/// "step-" + 12 digits + "." + 8 hex digits: a checkpoint directory stepName() made.
+bool isStepName(const std::string& name) {
+  if (name.size() != 5 + 12 + 1 + 8 || name.rfind("step-", 0) != 0 || name[17] != '.') return false;
+  return allDigits(std::string_view(name).substr(5, 12)) &&
+         std::all_of(name.begin() + 18, name.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+bool isStageName(const std::string& name) {
+  return name.rfind(kStagePrefix, 0) == 0 && allDigits(std::string_view(name).substr(std::strlen(kStagePrefix)));
+}
+
+/// Every name Tensorscope writes at the top of a run folder (the legacy layout's files included).
+constexpr const char* kRunFileNames[] = {
+    "checkpoint.json", "config.json",    "metrics.jsonl",    "metrics.csv",         "run_status.json",
+    "inspections.jsonl", "inspection.safetensors", "init.json", "train.lock", "latest",
+    "model.safetensors", "optimizer.safetensors", "trainer_state.json"};
+
+bool isRunFileName(const std::string& name) {
+  for (const char* known : kRunFileNames)
+    if (name == known) return true;
+  return false;
+}
+
+/// A temporary file of one of the run folder's own files (or of the `latest` link).
+bool isRunTemporary(const std::string& name) {
+  for (const char* known : kRunFileNames)
+    if (isTemporaryOf(name, known)) return true;
+  return false;
 }
 
 struct Pointer {
@@ -105,7 +147,21 @@ CheckpointStore::CheckpointStore(std::string runDir) : runDir_(std::move(runDir)
 
 bool CheckpointStore::hasCommitted() const { return fs::exists(runDir_ + "/" + kPointer); }
 
+void CheckpointStore::requireOwnCheckpointsFolder() const {
+  const fs::path dir = fs::path(runDir_) / kDirectory;
+  std::error_code ec;
+  if (fs::is_symlink(dir, ec))
+    throw std::invalid_argument(
+        dir.string() + " is a symbolic link (to " + fs::read_symlink(dir, ec).string() +
+        "); Tensorscope removes old checkpoints from a run's checkpoints folder and never does so through a "
+        "link (two runs sharing one target would delete each other's checkpoints). Put the whole run folder on "
+        "the other disk instead (the run folder itself may be a link), or remove the link");
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw std::invalid_argument(dir.string() + " is not a folder; a run keeps its checkpoints in that folder");
+}
+
 std::string CheckpointStore::stage() const {
+  requireOwnCheckpointsFolder();
   const std::string dir = runDir_ + "/" + kDirectory + "/" + kStagePrefix + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -116,6 +172,7 @@ std::string CheckpointStore::stage() const {
 
 CheckpointInfo CheckpointStore::commit(const std::string& staged, std::int64_t step,
                                        const std::map<std::string, std::int64_t>& counters) const {
+  requireOwnCheckpointsFolder();
   nlohmann::json files = nlohmann::json::array();
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(staged))
@@ -145,11 +202,11 @@ CheckpointInfo CheckpointStore::commit(const std::string& staged, std::int64_t s
   files::writeFileAtomically(runDir_ + "/" + kPointer, pointer.dump(2) + "\n");  // the commit point
   linkLatest(runDir_, relative);
 
-  // Checkpoints older than the previous one are no longer needed.
+  // Checkpoints older than the previous one are no longer needed; nothing else in the folder is
+  // touched (only names stepName() makes go).
   for (const auto& e : fs::directory_iterator(runDir_ + "/" + kDirectory)) {
-    const std::string rel = std::string(kDirectory) + "/" + e.path().filename().string();
-    if (rel == relative || (old && rel == old->current) || e.path().filename().string().rfind(kStagePrefix, 0) == 0)
-      continue;
+    const std::string name = e.path().filename().string(), rel = std::string(kDirectory) + "/" + name;
+    if (!isStepName(name) || rel == relative || (old && rel == old->current)) continue;
     files::fileOperation("remove");
     std::error_code ec;
     fs::remove_all(e.path(), ec);
@@ -228,6 +285,7 @@ std::optional<CheckpointInfo> CheckpointStore::latest(std::vector<std::string>* 
 }
 
 void CheckpointStore::pointAt(const CheckpointInfo& checkpoint) const {
+  requireOwnCheckpointsFolder();
   const std::string relative = std::string(kDirectory) + "/" + fs::path(checkpoint.dir).filename().string();
   nlohmann::json pointer = {{"format", "tensorscope.checkpoint_pointer"}, {"version", 1}, {"current", relative},
                             {"previous", nullptr}};
@@ -236,15 +294,18 @@ void CheckpointStore::pointAt(const CheckpointInfo& checkpoint) const {
 }
 
 std::vector<std::string> CheckpointStore::removeLitter() const {
+  requireOwnCheckpointsFolder();
   std::vector<std::string> removed;
   std::error_code ec;
   auto remove = [&](const fs::path& p) {
     files::fileOperation("remove");
     if (fs::remove_all(p, ec) > 0) removed.push_back(p.string());
   };
+  // Only names Tensorscope makes: the temporaries of its own files, staging directories and
+  // checkpoint directories no pointer names. A user's file, folder or link stays where it is.
   if (fs::is_directory(runDir_))
     for (const auto& e : fs::directory_iterator(runDir_))
-      if (isTemporaryName(e.path().filename().string())) remove(e.path());
+      if (isRunTemporary(e.path().filename().string())) remove(e.path());
   const std::string dir = runDir_ + "/" + kDirectory;
   if (!fs::is_directory(dir)) return removed;
   std::string problem;
@@ -252,15 +313,77 @@ std::vector<std::string> CheckpointStore::removeLitter() const {
   const bool known = pointer && problem.empty();
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string(), rel = std::string(kDirectory) + "/" + name;
-    const bool staging = name.rfind(kStagePrefix, 0) == 0;
-    // With an unreadable pointer only staging directories go: the rest may be all that is left.
-    if (staging || (known && rel != pointer->current && rel != pointer->previous) || (!pointer && !staging))
+    if (isStageName(name)) {
       remove(e.path());
-    else if (e.is_directory())
-      for (const auto& f : fs::directory_iterator(e.path()))
-        if (isTemporaryName(f.path().filename().string())) remove(f.path());
+    } else if (isStepName(name)) {
+      // With an unreadable pointer no checkpoint goes: the rest may be all that is left.
+      if ((known && rel != pointer->current && rel != pointer->previous) || !pointer)
+        remove(e.path());
+      else if (e.is_directory() && !e.is_symlink())
+        for (const auto& f : fs::directory_iterator(e.path()))
+          if (isTemporaryName(f.path().filename().string())) remove(f.path());
+    }
   }
   return removed;
+}
+
+std::vector<std::string> foreignRunFolderEntries(const std::string& runDir) {
+  std::vector<std::string> foreign;
+  std::error_code ec;
+  if (!fs::is_directory(runDir, ec)) return foreign;
+  for (const auto& e : fs::directory_iterator(runDir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == kDirectory) {
+      if (e.is_symlink()) {
+        foreign.push_back(name + " (a symbolic link)");
+      } else if (!e.is_directory()) {
+        foreign.push_back(name + " (not a folder)");
+      } else {
+        for (const auto& c : fs::directory_iterator(e.path(), ec)) {
+          const std::string inner = c.path().filename().string();
+          if (!isStepName(inner) && !isStageName(inner)) foreign.push_back(std::string(kDirectory) + "/" + inner);
+        }
+      }
+    } else if (name == "config.json") {
+      // A run's config says what it is; a user's config.json of another program is not ours.
+      bool ours = false;
+      try {
+        const auto j = spec::parseUntrustedJson(files::readBoundedFile(e.path().string()));
+        ours = j.is_object() && j.contains("format") && j["format"] == "tensorscope.run_config";
+      } catch (const std::exception&) {
+      }
+      if (!ours) foreign.push_back(name + " (not a Tensorscope run config)");
+    } else if (name == "latest") {
+      if (!e.is_symlink()) foreign.push_back(name + " (not the link Tensorscope makes)");
+    } else if (!isRunFileName(name) && !isRunTemporary(name)) {
+      foreign.push_back(name);
+    }
+    if (foreign.size() >= 6) break;  // enough to say why
+  }
+  return foreign;
+}
+
+std::vector<std::string> removeUncommittedRunFiles(const std::string& runDir) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const char* name : {"config.json", "metrics.jsonl", "metrics.csv", "run_status.json", "inspections.jsonl",
+                           "inspection.safetensors", "init.json", "latest"}) {
+    const fs::path p = fs::path(runDir) / name;
+    if (!fs::is_symlink(p, ec) && !fs::exists(p, ec)) continue;
+    files::fileOperation("remove");
+    if (fs::remove(p, ec)) removed.push_back(name);
+  }
+  return removed;
+}
+
+bool CheckpointStore::repairLatest(const CheckpointInfo& checkpoint) const {
+  const std::string relative = std::string(kDirectory) + "/" + fs::path(checkpoint.dir).filename().string();
+  std::error_code ec;
+  const fs::path link = fs::path(runDir_) / "latest";
+  if (fs::is_symlink(link, ec) && fs::read_symlink(link, ec).string() == relative) return false;
+  if (fs::exists(link, ec) && !fs::is_symlink(link, ec)) return false;  // not ours to replace
+  linkLatest(runDir_, relative);
+  return true;
 }
 
 std::string checkpointFilesDir(const std::string& runDir) {

@@ -50,13 +50,32 @@ class CheckpointStore {
   /// Points checkpoint.json at `checkpoint` alone (after falling back to it), so that the next
   /// commit keeps it as the previous checkpoint.
   void pointAt(const CheckpointInfo& checkpoint) const;
-  /// Removes what no committed checkpoint needs: staging directories, temporary files of atomic
-  /// writes and checkpoint directories the pointer does not name. Returns what it removed.
+  /// Removes what no committed checkpoint needs: staging directories, temporary files of the run's
+  /// own atomic writes and checkpoint directories the pointer does not name — only names Tensorscope
+  /// makes; anything else in the folder stays. Returns what it removed.
   std::vector<std::string> removeLitter() const;
+  /// Points `latest` at `checkpoint` when it names another (a kill between the pointer's commit and
+  /// the link's rename leaves it behind). Returns whether it changed the link.
+  bool repairLatest(const CheckpointInfo& checkpoint) const;
+
+  /// Every call that writes or deletes (stage, commit, pointAt, removeLitter) first refuses a
+  /// `checkpoints` that is a symbolic link or not a folder (std::invalid_argument with the remedy):
+  /// old checkpoints are deleted there, never through a link.
+  void requireOwnCheckpointsFolder() const;
 
  private:
   std::string runDir_;
 };
+
+/// The entries of `runDir` that Tensorscope did not make (a user's files and folders, a config.json
+/// that is no run config, a symbolically linked checkpoints/, foreign names inside it), at most six:
+/// a new run starts only in a folder where this is empty. Empty for a missing folder.
+std::vector<std::string> foreignRunFolderEntries(const std::string& runDir);
+
+/// Removes the run files a start wrote before its first checkpoint commit (config.json, the metrics
+/// logs, the inspections, run_status.json, init.json, latest), so that the run starts again in place.
+/// Returns the names removed.
+std::vector<std::string> removeUncommittedRunFiles(const std::string& runDir);
 
 /// Checks one checkpoint directory against its manifest (format, every file's size and digest).
 /// Returns an empty string and fills `info` when it verifies, else the reason.

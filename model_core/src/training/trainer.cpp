@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstring>
 #include <cmath>
@@ -18,6 +20,7 @@
 
 #include "build_config.h"
 #include "files/atomic_file.h"
+#include "files/run_lock.h"
 #include "model_core/inspection_files.h"
 #include "model_core/memory_guard.h"
 #include "model_core/run_files.h"
@@ -227,6 +230,47 @@ void writeRunStatus(const std::string& runDir, const std::string& status, const 
   files::writeFileAtomically(runDir + "/run_status.json", ended.dump(2) + "\n");
 }
 
+/// Creates the run folder (and its parents), with a sentence for a name the file system cannot hold
+/// instead of std::filesystem's text.
+void createRunFolder(const std::string& runDir) {
+  for (const auto& part : fs::path(runDir)) {
+    const std::string name = part.string();
+    if (name.size() > NAME_MAX)
+      throw std::invalid_argument("the run folder " + spec::jsonPreview(runDir, 80) + " has a name of " +
+                                  std::to_string(name.size()) + " bytes (" + spec::jsonPreview(name, 40) +
+                                  "); a file or folder name may have at most " + std::to_string(NAME_MAX) +
+                                  " bytes: choose a shorter --out");
+  }
+  std::error_code ec;
+  fs::create_directories(runDir, ec);
+  if (ec || !fs::is_directory(runDir))
+    throw std::runtime_error("cannot create the run folder " + runDir + ": " +
+                             (ec ? ec.message() : std::string("a file of that name is in the way")));
+}
+
+/// Who trains, for another writer's refusal: this process's command line, shortened.
+std::string lockHolderName() {
+  std::string cmd(4096, '\0');
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  in.read(cmd.data(), std::streamsize(cmd.size()));
+  cmd.resize(std::size_t(std::max<std::streamsize>(in.gcount(), 0)));
+  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+  while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+  if (const auto slash = cmd.rfind('/', cmd.find(' ')); slash != std::string::npos) cmd.erase(0, slash + 1);
+  if (cmd.size() > 160) cmd = cmd.substr(0, 157) + "...";
+  return cmd.empty() ? std::string("Tensorscope") : "\"" + cmd + "\"";
+}
+
+/// The step of the run's inspection file; -1 without a readable one.
+std::int64_t inspectionStep(const std::string& runDir) {
+  try {
+    const auto snap = readInspection(runDir);
+    return snap ? snap->step : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
 std::string configWithVersions(const RunConfig& config) {
   auto j = nlohmann::json::parse(runConfigToJson(config));
   j["versions"] = {{"tensorscope", TENSORSCOPE_VERSION_STRING}, {"libtorch", TORCH_VERSION}};
@@ -311,8 +355,21 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   if (config.train.device == "cuda") requireGpuMemory(needBytes, what + " on the GPU", advice);
   const int threads = configureThreads(config.train.threads);
 
-  fs::create_directories(runDir);
+  createRunFolder(runDir);
+  // Nothing is written or deleted before these checks: a folder that is not a run of ours is
+  // refused whole, and one writer holds the folder for the whole training (docs/reliability.md).
+  if (!resume) {
+    if (const auto foreign = foreignRunFolderEntries(runDir); !foreign.empty()) {
+      std::string list;
+      for (const auto& f : foreign) list += (list.empty() ? "" : ", ") + f;
+      throw std::invalid_argument(runDir + " is neither empty nor a Tensorscope run (it holds " + list +
+                                  "); a run replaces and deletes files of its folder, so a new run starts only in an "
+                                  "empty or new folder: choose another --out");
+    }
+  }
+  const files::RunLock lock = files::RunLock::acquire(runDir, lockHolderName());
   const CheckpointStore store(runDir);
+  store.requireOwnCheckpointsFolder();
   const bool committed = store.hasCommitted();
   const bool legacy = !committed && fs::exists(runDir + "/model.safetensors");  // before checkpoint directories
   if (!resume && (committed || legacy))
@@ -328,6 +385,18 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
   // What a killed write left: temporary files, staging and uncommitted checkpoint directories.
   if (const auto removed = store.removeLitter(); !removed.empty())
     notes.push_back("removed " + std::to_string(removed.size()) + " leftover file(s) of an interrupted write in " + runDir);
+  // A start stopped before its first checkpoint commit left only Tensorscope's files: it starts
+  // again in place (a sweep trial, or the same --out again).
+  if (!resume)
+    if (const auto removed = removeUncommittedRunFiles(runDir); !removed.empty()) {
+      std::string list;
+      for (const auto& r : removed) list += (list.empty() ? "" : ", ") + r;
+      notes.push_back("starting again in " + runDir + ": a start before it stopped before its first checkpoint (removed " +
+                      list + ")");
+    }
+  // `latest` names the checkpoint the pointer names (a kill between the two leaves it behind).
+  if (from && !fellBack && store.repairLatest(*from))
+    notes.push_back(runDir + "/latest named an older checkpoint; it names step " + std::to_string(from->step) + " again");
 
   TrainingSession session(config, std::move(task));
   MetricsLog metrics(runDir);
@@ -431,6 +500,14 @@ TrainResult train(const RunConfig& config, const std::string& runDir, TrainerCon
     lastInspection = std::move(snap);
   };
   try {
+    // The inspection file shows the checkpoint the run continues from: one of another step (a kill
+    // between a commit and the inspection's write, a fallback to the previous checkpoint, or an
+    // inspection interval that the checkpoint's step is not on) is computed again from the loaded
+    // weights, so a reopened run shows the views of the weights it has.
+    if (resume && inspectionStep(runDir) != session.step()) {
+      inspectNow(false);
+      writeInspection(runDir, *lastInspection);
+    }
     while (session.step() < total) {
       if (!control.waitToProceed(checkpointNow, [&] { inspectNow(false); })) {
         result.stopped_early = true;

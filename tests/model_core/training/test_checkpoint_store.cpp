@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "files/atomic_file.h"
@@ -136,6 +137,83 @@ TEST(CheckpointStore, LitterOfInterruptedWritesIsRemovedAndCommittedCheckpointsA
   fs::create_directories(e.path + "/checkpoints/step-000000000000.0000abcd");
   const CheckpointStore fresh(e.path);
   EXPECT_EQ(fresh.removeLitter().size(), 1u);
+}
+
+// Issue 33: clean-up removes only names Tensorscope makes; the reported case deleted a user's
+// checkpoints/best/, a top-level .draft.tmp.txt and everything behind a linked checkpoints/.
+TEST(CheckpointStore, CleanUpAndCommitsDeleteOnlyNamesTensorscopeMakes) {
+  Dir d("foreign");
+  const CheckpointStore store(d.path);
+  commitStep(store, 5, "five");
+  fs::create_directories(d.path + "/checkpoints/best");
+  overwrite(d.path + "/checkpoints/best/model.pt", "the user's");
+  overwrite(d.path + "/checkpoints/step-7.txt", "a user's file named like a step");
+  overwrite(d.path + "/.draft.tmp.txt", "draft");
+  fs::create_directories(d.path + "/.tmp");
+  overwrite(d.path + "/.tmp/keep", "keep");
+  overwrite(d.path + "/.notes.txt.tmp12", "a temporary of a name that is not ours");
+  overwrite(d.path + "/.config.json.tmp12", "ours");
+  const auto removed = store.removeLitter();
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(fs::path(removed[0]).filename(), ".config.json.tmp12");
+  commitStep(store, 10, "ten");
+  commitStep(store, 15, "fifteen");  // step 5's directory goes; nothing of the user's does
+  for (const char* kept : {"/checkpoints/best/model.pt", "/checkpoints/step-7.txt", "/.draft.tmp.txt", "/.tmp/keep",
+                           "/.notes.txt.tmp12"})
+    EXPECT_TRUE(fs::exists(d.path + kept)) << kept;
+  std::size_t steps = 0;
+  for (const auto& e : fs::directory_iterator(d.path + "/checkpoints"))
+    steps += e.path().filename().string().rfind("step-0", 0) == 0;
+  EXPECT_EQ(steps, 2u);
+  // Foreign entries: a new run refuses this folder and says what is in it.
+  const auto foreign = foreignRunFolderEntries(d.path);
+  EXPECT_FALSE(foreign.empty());
+  Dir own("own_files");
+  overwrite(own.path + "/config.json", "{\"format\": \"tensorscope.run_config\", \"version\": 1}");
+  overwrite(own.path + "/metrics.jsonl", "");
+  overwrite(own.path + "/.metrics.csv.tmp99", "");
+  overwrite(own.path + "/train.lock", "");
+  fs::create_directories(own.path + "/checkpoints/.stage-12");
+  fs::create_directories(own.path + "/checkpoints/step-000000000000.0000abcd");
+  EXPECT_TRUE(foreignRunFolderEntries(own.path).empty());
+  overwrite(own.path + "/config.json", "{\"mine\": 1}");
+  ASSERT_EQ(foreignRunFolderEntries(own.path).size(), 1u);
+  EXPECT_EQ(foreignRunFolderEntries(own.path)[0], "config.json (not a Tensorscope run config)");
+}
+
+TEST(CheckpointStore, ALinkedCheckpointsFolderIsRefusedAndNothingBehindItIsDeleted) {
+  Dir d("linked");
+  Dir scratch("scratch");
+  overwrite(scratch.path + "/README", "x");
+  fs::create_directories(scratch.path + "/step-000000000001.0000abcd");
+  fs::create_directory_symlink(scratch.path, d.path + "/checkpoints");
+  const CheckpointStore store(d.path);
+  const auto refusal = [&](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no refusal");
+  };
+  EXPECT_NE(refusal([&] { store.stage(); }).find("is a symbolic link"), std::string::npos);
+  EXPECT_NE(refusal([&] { store.removeLitter(); }).find("is a symbolic link"), std::string::npos);
+  EXPECT_TRUE(fs::exists(scratch.path + "/README"));
+  EXPECT_TRUE(fs::exists(scratch.path + "/step-000000000001.0000abcd"));
+  ASSERT_EQ(foreignRunFolderEntries(d.path).size(), 1u);
+  EXPECT_EQ(foreignRunFolderEntries(d.path)[0], "checkpoints (a symbolic link)");
+}
+
+TEST(CheckpointStore, RepairLatestPointsTheLinkAtTheCurrentCheckpoint) {
+  Dir d("latest");
+  const CheckpointStore store(d.path);
+  const auto first = commitStep(store, 5, "five");
+  const auto second = commitStep(store, 10, "ten");
+  EXPECT_FALSE(store.repairLatest(second));  // already right
+  fs::remove(d.path + "/latest");
+  fs::create_directory_symlink("checkpoints/" + fs::path(first.dir).filename().string(), d.path + "/latest");
+  EXPECT_TRUE(store.repairLatest(second));
+  EXPECT_EQ(readWholeFile(d.path + "/latest/model.bin"), "ten");
 }
 
 TEST(CheckpointStore, AFailedCommitLeavesTheLastCheckpointInPlace) {

@@ -136,7 +136,8 @@ namespace {
 class BoundedBuilder {
  public:
   using Dom = nlohmann::detail::json_sax_dom_parser<json>;
-  BoundedBuilder(json& out, int maxDepth) : dom_(out), maxDepth_(maxDepth) {}
+  BoundedBuilder(json& out, int maxDepth, std::size_t maxMembers)
+      : dom_(out), maxDepth_(maxDepth), maxMembers_(maxMembers) {}
 
   bool null() { return dom_.null(); }
   bool boolean(bool v) { return dom_.boolean(v); }
@@ -151,6 +152,8 @@ class BoundedBuilder {
     return dom_.start_object(n);
   }
   bool key(json::string_t& k) {
+    if (keys_.back().size() >= maxMembers_)
+      throw JsonError("an object has more than " + std::to_string(maxMembers_) + " members");
     if (!keys_.back().insert(k).second) throw DuplicateKeyError(k, int(keys_.size()));
     return dom_.key(k);
   }
@@ -179,6 +182,7 @@ class BoundedBuilder {
 
   Dom dom_;
   int maxDepth_;
+  std::size_t maxMembers_;
   int depth_ = 0;
   std::vector<std::set<std::string>> keys_;  // one per open object
 };
@@ -190,7 +194,7 @@ DuplicateKeyError::DuplicateKeyError(const std::string& key, int depth)
       key_(key),
       depth_(depth) {}
 
-json parseUntrustedJson(std::string_view text, int maxDepth) {
+json parseUntrustedJson(std::string_view text, int maxDepth, std::size_t maxMembers) {
   // nlohmann's lexer takes a NUL byte for the end of the input and ignores whatever follows it;
   // JSON text cannot contain one, so it is refused with its place.
   if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
@@ -202,7 +206,7 @@ json parseUntrustedJson(std::string_view text, int maxDepth) {
                     ": a NUL byte, which JSON text cannot contain");
   }
   json out;
-  BoundedBuilder builder(out, maxDepth);
+  BoundedBuilder builder(out, maxDepth, maxMembers);
   try {
     json::sax_parse(text.begin(), text.end(), &builder);
   } catch (const JsonError&) {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -37,9 +38,11 @@ class DuplicateKeyError : public JsonError {
 };
 
 /// Parses `text` in time and memory linear in its size. Throws JsonError: a syntax error (its line
-/// and column), a NUL byte, a number out of range, nesting deeper than `maxDepth`, or (as
-/// DuplicateKeyError) an object that repeats a key.
-nlohmann::json parseUntrustedJson(std::string_view text, int maxDepth = kMaxJsonDepth);
+/// and column), a NUL byte, a number out of range, nesting deeper than `maxDepth`, an object of more
+/// than `maxMembers` members (refused when the next one is read, so a reader that expects few keys
+/// never builds a huge value first), or (as DuplicateKeyError) an object that repeats a key.
+nlohmann::json parseUntrustedJson(std::string_view text, int maxDepth = kMaxJsonDepth,
+                                  std::size_t maxMembers = SIZE_MAX);
 
 /// Whether `j` is an object whose "format" is the string `format` and whose "version" is the
 /// integer `version` (wrong types count as a mismatch, never as a library exception).
