@@ -29,6 +29,7 @@
 #include "spec/cost_model.h"
 #include "spec/json_reader.h"
 #include "training/checkpoint_store.h"
+#include "training/divergence_guard.h"
 #include "training/training_session.h"
 
 namespace tensorscope::model_core {
@@ -182,36 +183,6 @@ class MetricsLog {
 
   std::string dir_;
   int jsonl_ = -1, csv_ = -1;
-};
-
-/// Finite divergence (a loss that explodes but stays finite, e.g. a learning rate far too large):
-/// trips when the loss stays above `factor` × the running minimum of its moving average for
-/// `steps` consecutive steps. The minimum is taken over a moving average (weight 0.1 per step) so
-/// that one lucky batch does not set the bar; every input is a logged train loss, so a resume
-/// rebuilds the same state from metrics.jsonl and decides exactly as the uninterrupted run.
-class DivergenceGuard {
- public:
-  DivergenceGuard(double factor, int64_t steps) : factor_(factor), steps_(steps) {}
-  /// Feeds one step's loss; true when the guard trips.
-  bool observe(double loss) {
-    if (factor_ <= 0) return false;
-    average_ = seen_ ? 0.9 * average_ + 0.1 * loss : loss;
-    seen_ = true;
-    minimum_ = std::min(minimum_, average_);
-    over_ = loss > factor_ * minimum_ ? over_ + 1 : 0;
-    return over_ >= steps_;
-  }
-  bool above() const { return over_ > 0; }
-  int64_t stepsAbove() const { return over_; }
-  double minimum() const { return minimum_; }
-  double factor() const { return factor_; }
-
- private:
-  double factor_;
-  int64_t steps_;
-  bool seen_ = false;
-  double average_ = 0, minimum_ = std::numeric_limits<double>::infinity();
-  int64_t over_ = 0;
 };
 
 std::string shortNumber(double v) {
