@@ -21,6 +21,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_failure_modes import config as failure_modes_config  # noqa: E402  (the same tiny decoder)
+
 failures = []
 passed = []
 
@@ -52,21 +55,9 @@ def read(path):
 
 
 def config(bin_path, work, name, steps=12, **train):
-    spec = json.loads(run([bin_path, "spec", "preset", "skip_right"]).stdout)
-    spec["sizes"]["seq_len"] = 24
-    spec["causal"] = True
-    t = {"steps": steps, "batch": 4, "warmup": 1, "eval_interval": 4, "eval_examples": 8,
-         "checkpoint_interval": 3, "inspect_interval": 4, "seed": 1, "threads": 1}
-    t.update(train)
-    cfg = {"format": "tensorscope.run_config", "version": 1,
-           "model": {"kind": "decoder", "layers": 1, "d_model": spec["sizes"]["F"], "ffn_multiplier": 2,
-                     "attention": spec},
-           "task": {"name": "copy", "seq_len": 24, "algorithmic_length": 5, "seed": 1},
-           "train": t}
-    path = os.path.join(work, name)
-    with open(path, "w") as f:
-        json.dump(cfg, f)
-    return path
+    """The failure-mode tests' tiny skip_right decoder: checkpoints every 3 steps, inspections every 4."""
+    return failure_modes_config(bin_path, work, name, steps, **dict({"checkpoint_interval": 3, "inspect_interval": 4},
+                                                                    **train))
 
 
 def tree(root):
