@@ -146,9 +146,8 @@ std::int64_t forkStartStep(const RunEntry& run) {
   }
   try {  // the snapshot is gone: the fork's own record of where it started
     if (run.runDir.isEmpty()) return 0;
-    const auto init = nlohmann::json::parse(files::readBoundedFile((run.runDir + "/init.json").toStdString()));
-    if (init.contains("source_step") && init["source_step"].is_number_integer())
-      return std::max<std::int64_t>(0, init["source_step"].get<std::int64_t>());
+    const std::string path = (run.runDir + "/" + model_core::kWarmStartFileName).toStdString();
+    return std::max<std::int64_t>(0, model_core::parseWarmStartRecord(files::readBoundedFile(path), path).source_step);
   } catch (const std::exception&) {
   }
   return 0;

@@ -1,6 +1,6 @@
 #pragma once
-/// The small files of a run directory that the trainer reads back (issue 19): trainer_state.json
-/// and the lines of metrics.jsonl. Torch-free, so the fuzz harnesses (tests/fuzz) build them alone.
+/// The small files of a run directory that the trainer reads back (issue 19): trainer_state.json,
+/// init.json and the lines of metrics.jsonl. Torch-free, so the fuzz harnesses (tests/fuzz) build them alone.
 
 #include <nlohmann/json.hpp>
 
@@ -9,6 +9,7 @@
 #include <istream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tensorscope::model_core {
 
@@ -32,6 +33,24 @@ inline constexpr std::int64_t kMaxRunStep = std::int64_t(1) << 40;
 /// a wrong envelope, or a missing, mistyped or out-of-range field.
 TrainerState parseTrainerState(std::string_view text, const std::string& path);
 std::string trainerStateToJson(const TrainerState& state);
+
+/// init.json: what a warm start (a fork) took over from another run's checkpoint. One owner for
+/// its writer (the trainer) and every reader (the explorer's fork records).
+inline constexpr const char* kWarmStartFormat = "tensorscope.warm_start";
+inline constexpr const char* kWarmStartFileName = "init.json";
+struct WarmStartRecord {
+  std::string source;                    ///< the run or snapshot it started from (absolute path)
+  std::int64_t source_step = -1;         ///< that checkpoint's step; -1 when unknown
+  std::vector<std::string> loaded;       ///< weight tensors taken over
+  std::vector<std::string> from_config;  ///< core tensors from the new design instead (an edited C)
+  std::vector<std::string> fresh;        ///< freshly initialised: not in the checkpoint or of another shape
+
+  bool operator==(const WarmStartRecord&) const = default;
+};
+std::string warmStartRecordToJson(const WarmStartRecord& record);
+/// Parses init.json. Throws std::invalid_argument("<path>: <reason>") for damaged JSON, a wrong
+/// envelope, or a missing, mistyped or out-of-range field.
+WarmStartRecord parseWarmStartRecord(std::string_view text, const std::string& path);
 
 /// One line of metrics.jsonl: an object with an integer "step" (and "kind", "loss", … as written).
 /// Throws spec::JsonError for a damaged line or one that is not a metrics record.

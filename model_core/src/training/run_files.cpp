@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "model_core/run_files.h"
 
 #include <charconv>
@@ -9,6 +10,47 @@
 namespace tensorscope::model_core {
 
 using nlohmann::json;
+
+std::string warmStartRecordToJson(const WarmStartRecord& r) {
+  const json j = {{"format", kWarmStartFormat}, {"version", 1},           {"source", r.source},
+                  {"source_step", r.source_step}, {"loaded", r.loaded},   {"from_config", r.from_config},
+                  {"fresh", r.fresh}};
+  return j.dump(2) + "\n";
+}
+
+WarmStartRecord parseWarmStartRecord(std::string_view text, const std::string& path) {
+  json j;
+  try {
+    j = spec::parseUntrustedJson(text);
+  } catch (const spec::JsonError& e) {
+    throw std::invalid_argument(path + " is damaged: " + e.what());
+  }
+  if (!spec::hasEnvelope(j, kWarmStartFormat, 1))
+    throw std::invalid_argument(path + ": not a " + std::string(kWarmStartFormat) + " record of version 1");
+  spec::FieldReader r;
+  r.rejectUnknown(j, "", {"format", "version", "source", "source_step", "loaded", "from_config", "fresh"});
+  WarmStartRecord out;
+  if (!j.contains("source")) r.fail("source", "is missing");
+  r.read(j, "source", "", out.source);
+  if (r.read(j, "source_step", "", out.source_step) && (out.source_step < -1 || out.source_step > kMaxRunStep))
+    r.fail("source_step", "is " + std::to_string(out.source_step) + ", outside [-1, " + std::to_string(kMaxRunStep) + "]");
+  for (auto [key, list] : {std::pair{"loaded", &out.loaded}, std::pair{"from_config", &out.from_config},
+                           std::pair{"fresh", &out.fresh}}) {
+    if (!j.contains(key)) continue;
+    const json& a = j[key];
+    if (!a.is_array() || !std::all_of(a.begin(), a.end(), [](const json& x) { return x.is_string(); })) {
+      r.fail(key, "must be an array of tensor names; got " + spec::kindName(a));
+      continue;
+    }
+    for (const auto& x : a) list->push_back(x.get<std::string>());
+  }
+  if (!r.empty()) {
+    std::string m;
+    for (const auto& line : r.lines()) m += (m.empty() ? "" : "; ") + line;
+    throw std::invalid_argument(path + ": " + m);
+  }
+  return out;
+}
 
 TrainerState parseTrainerState(std::string_view text, const std::string& path) {
   json state;

@@ -98,14 +98,9 @@ void restoreOrStart(TrainingSession& session, MetricsLog& metrics, OpenedRunFold
 /// tells the user.
 void applyWarmStart(TrainingSession& session, const WarmStart& warm, const std::string& runDir, ProgressSink& sink) {
   const auto report = session.warmStart(warm.checkpoint_dir, warm.cores_from_config);
-  nlohmann::json init = {{"format", "tensorscope.warm_start"},
-                         {"version", 1},
-                         {"source", fs::absolute(warm.checkpoint_dir).string()},
-                         {"source_step", report.source_step},
-                         {"loaded", report.loaded},
-                         {"from_config", report.from_config},
-                         {"fresh", report.unmatched}};
-  files::writeFileAtomically(runDir + "/init.json", init.dump(2) + "\n");
+  const WarmStartRecord record{fs::absolute(warm.checkpoint_dir).string(), report.source_step, report.loaded,
+                               report.from_config, report.unmatched};
+  files::writeFileAtomically(runDir + "/" + kWarmStartFileName, warmStartRecordToJson(record));
   std::string m = "started from " + warm.checkpoint_dir +
                   (report.source_step >= 0 ? " (step " + std::to_string(report.source_step) + ")" : "") + ": " +
                   std::to_string(report.loaded.size()) + " weight tensors taken over";

@@ -11,6 +11,7 @@
 #include "files/read_file.h"
 #include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
+#include "model_core/run_files.h"
 #include "model_core/trainer.h"
 #include "training_test_util.h"
 
@@ -113,7 +114,32 @@ TEST(WarmStart, ForkStartsFromTheCheckpointWithTheEditedCore) {
     EXPECT_GT(init.at("loaded").size(), 10u);
     EXPECT_FALSE(init.at("from_config").empty());
     EXPECT_TRUE(init.at("fresh").empty());
+    // The typed record reads what the trainer wrote, field for field, and writes it back the same.
+    const auto record = parseWarmStartRecord(files::readWholeFile(dir.path("fork/init.json")), "init.json");
+    EXPECT_EQ(record.source_step, 8);
+    EXPECT_EQ(record.loaded.size(), init.at("loaded").size());
+    EXPECT_EQ(parseWarmStartRecord(warmStartRecordToJson(record), "again"), record);
   }
+}
+
+TEST(WarmStart, ARecordOfAnotherKindOrWithBadFieldsIsRefusedWithTheReason) {
+  const auto refusal = [](const std::string& text) {
+    try {
+      parseWarmStartRecord(text, "RUN/init.json");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string head = R"({"format": "tensorscope.warm_start", "version": 1, "source": "/runs/a")";
+  EXPECT_EQ(refusal(head + "}"), "accepted");
+  EXPECT_NE(refusal("{\"format\": \"x\"}").find("RUN/init.json: not a tensorscope.warm_start record"), std::string::npos);
+  EXPECT_NE(refusal("{").find("RUN/init.json is damaged"), std::string::npos);
+  EXPECT_NE(refusal(head + R"(, "source_step": -7})").find("source_step"), std::string::npos);
+  EXPECT_NE(refusal(head + R"(, "loaded": [1, 2]})").find("loaded: must be an array of tensor names"),
+            std::string::npos);
+  EXPECT_NE(refusal(head + R"(, "extra": 1})").find("extra"), std::string::npos);
+  EXPECT_NE(refusal(R"({"format": "tensorscope.warm_start", "version": 1})").find("source"), std::string::npos);
 }
 
 TEST(WarmStart, CoresCanComeFromTheCheckpointAndMismatchedShapesStartFresh) {
