@@ -3,6 +3,7 @@
 #include <QHBoxLayout>
 #include <QListWidget>
 #include <QPushButton>
+#include <QStyle>
 #include <QVBoxLayout>
 
 namespace tensorscope::app {
@@ -35,13 +36,19 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
   });
 }
 
-void RunsPanel::setRuns(const QStringList& names, const QStringList& statuses, const QList<bool>& overlaid, int current) {
+void RunsPanel::setRuns(const QStringList& names, const QStringList& statuses, const QList<bool>& overlaid, int current,
+                        const QStringList& problems) {
   updating_ = true;
   list_->clear();
   for (int i = 0; i < names.size(); ++i) {
     auto* item = new QListWidgetItem(names[i] + "\n" + statuses.value(i), list_);
     item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
     item->setCheckState(overlaid.value(i, true) ? Qt::Checked : Qt::Unchecked);
+    if (const QString why = problems.value(i); !why.isEmpty()) {
+      item->setIcon(style()->standardIcon(QStyle::SP_MessageBoxWarning));
+      item->setForeground(QColor(0xb2, 0x18, 0x2b));
+      item->setToolTip("This design is invalid and cannot train until it is fixed in the Design dock:\n" + why);
+    }
   }
   list_->setCurrentRow(current);
   updating_ = false;
