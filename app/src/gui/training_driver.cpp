@@ -71,6 +71,24 @@ void TrainingDriver::pollRunLocks() {
   }
 }
 
+QString TrainingDriver::changedSinceCheckpoint(const RunEntry& run) {
+  model_core::RunConfig trained;
+  try {
+    trained = model_core::readRunConfig(QFile::encodeName(run.runDir).toStdString() + "/config.json");
+  } catch (const std::exception&) {
+    return {};  // the trainer says what is wrong with the folder
+  }
+  QStringList changed;
+  const auto& now = run.config;
+  if (trained.task.name != now.task.name)
+    changed << QString("the task was %1, now %2").arg(QString::fromStdString(trained.task.name), QString::fromStdString(now.task.name));
+  if (trained.task.seq_len != now.task.seq_len)
+    changed << QString("the sequence length was %1, now %2").arg(trained.task.seq_len).arg(now.task.seq_len);
+  if (trained.model.layers != now.model.layers)
+    changed << QString("the layers were %1, now %2").arg(trained.model.layers).arg(now.model.layers);
+  return changed.join("; ");
+}
+
 QString TrainingDriver::folderRefusal(const RunEntry& run) {
   if (run.runDir.isEmpty()) return {};
   if (!QFileInfo::exists(run.runDir))
@@ -112,7 +130,17 @@ bool TrainingDriver::start(qint64 steps) {
     if (state.checkpoint_step >= 0) {
       const History choice = askHistory_ ? askHistory_(run.name, state.checkpoint_step) : History::Resume;
       if (choice == History::Cancel) return false;
-      if (choice == History::Resume) return launch(run, run.runDir, true, steps);
+      if (choice == History::Resume) {
+        if (const QString changed = changedSinceCheckpoint(run); !changed.isEmpty()) {
+          Q_EMIT error("Cannot resume " + run.name,
+                       QString("%1 cannot resume with the Training dock's settings: %2. A resume continues its "
+                               "checkpoint, which was trained with them. Set them back to resume it, train it again "
+                               "from step 0 in a new folder, or duplicate the run to train the new settings.")
+                           .arg(run.name, changed));
+          return false;
+        }
+        return launch(run, run.runDir, true, steps);
+      }
     }
   }
   const QString dir = makeRunDirectory(runsFolderFor(model_->path()), run.name, QDateTime::currentDateTime());

@@ -76,6 +76,10 @@ class TrainingDriver : public QObject {
   /// Why run `run` cannot train in its folder now (another writer, or the folder is gone); empty
   /// when it can.
   QString folderRefusal(const RunEntry& run);
+  /// The Training-dock settings a resume of `run` cannot take (task, sequence length, layers:
+  /// its checkpoint's weights and data were made with those of RUN/config.json), as "the layers
+  /// were 1, now 2"; empty when none changed.
+  QString changedSinceCheckpoint(const RunEntry& run);
   void release(const QString& status);
 
   SessionModel* model_;
