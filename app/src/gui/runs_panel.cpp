@@ -12,6 +12,11 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   list_ = new QListWidget;
   list_->setToolTip("Select a run to edit and train it; tick runs to overlay their curves");
+  // A long status (why a design is invalid, who trains a run elsewhere) wraps within the dock;
+  // every item's tooltip holds it whole.
+  list_->setWordWrap(true);
+  list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  list_->setResizeMode(QListView::Adjust);
   layout->addWidget(list_);
   auto* row = new QHBoxLayout;
   auto* add = new QPushButton("New");
@@ -44,6 +49,7 @@ void RunsPanel::setRuns(const QStringList& names, const QStringList& statuses, c
     auto* item = new QListWidgetItem(names[i] + "\n" + statuses.value(i), list_);
     item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
     item->setCheckState(overlaid.value(i, true) ? Qt::Checked : Qt::Unchecked);
+    item->setToolTip(names[i] + ": " + statuses.value(i));
     if (const QString why = problems.value(i); !why.isEmpty()) {
       item->setIcon(style()->standardIcon(QStyle::SP_MessageBoxWarning));
       item->setForeground(QColor(0xb2, 0x18, 0x2b));

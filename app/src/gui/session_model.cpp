@@ -150,11 +150,13 @@ QString SessionModel::statusLine(int index) const {
   if (index < 0 || index >= count()) return {};
   if (isTraining(index)) return status(index);
   const RunEntry& r = run(index);
-  if (const auto why = runProblems(r); !why.isEmpty())
-    return "invalid design: " + why.front() + " (fix it in the Design dock)";
+  if (const auto why = runProblems(r); !why.isEmpty()) {
+    const QString first = why.front();  // "field: message"; the field is in the tooltip
+    return "invalid design (fix it in the Design dock): " + first.mid(first.indexOf(": ") + 2);
+  }
   if (const QString holder = lockHolders_.value(r.id); !holder.isEmpty()) return "training elsewhere: " + holder;
   if (!r.runDir.isEmpty() && !QFileInfo::exists(r.runDir))
-    return "its run folder is gone: " + r.runDir + " (deleted or moved)";
+    return "its run folder is gone (deleted or moved): " + r.runDir;
   return status(index);
 }
 
