@@ -66,6 +66,13 @@ app::MainWindow::Options answeringYes(QStringList* asked) {
   return o;
 }
 
+/// Run 1 (THSA), light, trained and stopped at step 3: a run with a checkpoint, selected.
+void trainRunOne(app::MainWindow& w) {
+  w.model().select(1);
+  useLightThsaRun(w, 1);
+  trainStopped(w, 3);
+}
+
 }  // namespace
 
 // Item 3 (N1): H = 1000, D = 999 saved without a word and could never be opened again.
@@ -175,9 +182,7 @@ TEST(WorkKept, TheAutosaveFollowsEditsWithinSecondsAndRestoresAnInvalidDesign) {
 TEST(WorkKept, ADesignEditOfATrainedRunForksItAndTheOriginalStillResumes) {
   QStringList asked;
   app::MainWindow w(answeringYes(&asked));
-  w.model().select(1);
-  useLightThsaRun(w, 1);
-  trainStopped(w, 3);
+  trainRunOne(w);
   const auto original = w.model().run(1);
   ASSERT_FALSE(original.runDir.isEmpty());
   const QByteArray config = readAll(original.runDir + "/config.json");
@@ -209,9 +214,7 @@ TEST(WorkKept, ADesignEditOfATrainedRunForksItAndTheOriginalStillResumes) {
 TEST(WorkKept, AResumeWithChangedModelSettingsIsRefusedWithWhatChanged) {
   QStringList asked;
   app::MainWindow w(answeringYes(&asked));
-  w.model().select(1);
-  useLightThsaRun(w, 1);
-  trainStopped(w, 3);
+  trainRunOne(w);
   const QString status = w.model().status(1);
   useLightThsaRun(w, 2);  // two layers in the Training dock
   EXPECT_FALSE(w.training().start(5));
@@ -226,9 +229,7 @@ TEST(WorkKept, AResumeWithChangedModelSettingsIsRefusedWithWhatChanged) {
 // Item 5 (N23): a run folder deleted while open restarted from step 0 without a word.
 TEST(WorkKept, ARunFolderDeletedWhileOpenIsSaidAndNotRestarted) {
   app::MainWindow w(testOptions());
-  w.model().select(1);
-  useLightThsaRun(w, 1);
-  trainStopped(w, 3);
+  trainRunOne(w);
   const QString runDir = w.model().run(1).runDir;
   ASSERT_TRUE(QDir(runDir).removeRecursively());
   w.model().select(0);
@@ -248,9 +249,7 @@ TEST(WorkKept, ARunFolderDeletedWhileOpenIsSaidAndNotRestarted) {
 // naming the holder, and nothing of the run changes.
 TEST(WorkKept, ARunFolderLockedByAnotherWriterIsTrainingElsewhere) {
   app::MainWindow w(testOptions());
-  w.model().select(1);
-  useLightThsaRun(w, 1);
-  trainStopped(w, 3);
+  trainRunOne(w);
   const auto before = w.model().run(1);
   const QString status = w.model().status(1);
   const QByteArray metrics = readAll(before.runDir + "/metrics.jsonl");
@@ -278,9 +277,7 @@ TEST(WorkKept, TwoWindowsNeverTrainOneRunFolder) {
   QTemporaryDir dir;
   const QString path = dir.filePath("shared.tensorscope.json");
   app::MainWindow a(testOptions());
-  a.model().select(1);
-  useLightThsaRun(a, 1);
-  trainStopped(a, 3);
+  trainRunOne(a);
   ASSERT_TRUE(a.files().save(path));
   const QString runDir = a.model().run(1).runDir;
   app::MainWindow b(testOptions());
