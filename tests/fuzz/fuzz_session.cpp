@@ -1,5 +1,6 @@
 // Explorer sessions (.tsession): a session or std::invalid_argument; a session's JSON is a fixed
-// point of parse ∘ serialise.
+// point of parse ∘ serialise, also for a run whose design does not validate (kept as saved, so a
+// session always reopens: invalidRuns names it).
 #include "fuzz_util.h"
 #include "gui/session.h"
 
@@ -11,6 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const std::invalid_argument&) {
     return 0;
   }
+  (void)tensorscope::app::invalidRuns(s);
   const QString once = s.toJson();
   FUZZ_CHECK(Session::fromJson(once).toJson() == once);
   return 0;

@@ -30,13 +30,6 @@ QString dockTitle(app::MainWindow& w, const QString& name) {
   return "<no dock " + name + ">";
 }
 
-/// Whether a label of `view` (its message) contains `text`.
-bool labelSays(QWidget* view, const QString& text) {
-  for (auto* l : view->findChildren<QLabel*>())
-    if (l->text().contains(text)) return true;
-  return false;
-}
-
 }  // namespace
 
 TEST(ReopenedRuns, EveryViewComesBackFromTheRunDirectoryAndFollowsTheSelectedRun) {

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QLabel>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -99,6 +100,13 @@ inline void trainStopped(app::MainWindow& w, int steps) {
   ASSERT_TRUE(w.training().start(steps));
   w.controller()->waitForFinished();
   ASSERT_TRUE(waitFor([&] { return !w.model().isTraining(index); }, 20000));
+}
+
+/// Whether a label of `view` (its message) contains `text`.
+inline bool labelSays(QWidget* view, const QString& text) {
+  for (auto* l : view->findChildren<QLabel*>())
+    if (l->text().contains(text)) return true;
+  return false;
 }
 
 /// For looking at what users see: with $TS_GUI_SCREENSHOT_DIR set, shows the window at 1500 x 950

@@ -1,5 +1,6 @@
 #include "gui/inspection_views.h"
 
+#include <QFileInfo>
 #include <QFutureWatcher>
 #include <QLabel>
 #include <QLineEdit>
@@ -133,6 +134,9 @@ void InspectionViews::showSelectedRun() {
       try {
         if (auto read = model_core::readInspection(dir))
           snap = std::make_shared<const model_core::InspectionSnapshot>(std::move(*read));
+        else if (!QFileInfo::exists(run.runDir))
+          explain(QString("The run folder of %1 is gone: %2 (deleted or moved), and its inspections with it")
+                      .arg(run.name, run.runDir));
         else
           explain(QString("%1 kept no inspection (trained before Tensorscope kept them, or stopped "
                                        "before its first checkpoint)").arg(run.name));

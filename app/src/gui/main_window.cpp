@@ -168,12 +168,10 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   connect(model_, &SessionModel::refused, this, [status](const QString& text) { status(text, 8000); });
   connect(driver_, &TrainingDriver::error, this, &MainWindow::showError);
   connect(driver_, &TrainingDriver::forked, core_, &CoreEditor::replayPendingEdit);  // the edit that asked for it
-  connect(model_, &SessionModel::runsChanged, this, [this] {
-    QStringList names, statuses;
-    QList<bool> overlaid;
-    for (int i = 0; i < model_->count(); ++i) names << model_->run(i).name, statuses << model_->status(i), overlaid << model_->overlaid(i);
-    runs_->setRuns(names, statuses, overlaid, model_->current());
-  });
+  connect(files_, &SessionFiles::warning, this, &MainWindow::showError);
+  connect(model_, &SessionModel::runsChanged, this, &MainWindow::showRuns);
+  connect(model_, &SessionModel::designChanged, this, &MainWindow::showRuns);  // a design made valid or invalid
+  connect(model_, &SessionModel::forkNeeded, this, &MainWindow::forkForDesignEdit);
   connect(model_, &SessionModel::modifiedChanged, this, &MainWindow::updateTitle);
   connect(model_, &SessionModel::pathChanged, this, &MainWindow::updateTitle);
   connectRunsPanel();
@@ -347,6 +345,21 @@ void MainWindow::buildDocks() {
   });
 }
 
+void MainWindow::forkForDesignEdit(quint64 runId, const std::vector<spec::AttentionSpec>& after, const QString& what) {
+  const int index = model_->indexOf(runId);
+  if (index < 0) return;
+  const QString name = model_->run(index).name;
+  if (!confirm("Edit the design of a trained run?",
+               QString("%1 has trained with this design: its checkpoint holds the weights of it. Fork a new run from "
+                       "that checkpoint with your edit?\n\nThe fork starts from every learned weight that still fits the "
+                       "edited design; %1 and its run folder stay as they are, and it can still be resumed.")
+                   .arg(name))) {
+    statusBar()->showMessage("The edit was not applied: " + name + " stays as it trained.", 8000);
+    return;
+  }
+  driver_->forkWithDesign(runId, after, what);
+}
+
 void MainWindow::connectRunsPanel() {
   connect(runs_, &RunsPanel::currentChanged, model_, &SessionModel::select);
   connect(runs_, &RunsPanel::overlayChanged, model_, &SessionModel::setOverlay);
@@ -367,6 +380,19 @@ void MainWindow::connectRunsPanel() {
     const QString dir = QFileDialog::getExistingDirectory(this, "Open a run directory");
     if (!dir.isEmpty()) openRunDirectory(dir);
   });
+}
+
+void MainWindow::showRuns() {
+  QStringList names, statuses, problems;
+  QList<bool> overlaid;
+  for (int i = 0; i < model_->count(); ++i) {
+    names << model_->run(i).name;
+    statuses << model_->statusLine(i);
+    // An invalid design (opened from a file, or edited so) is marked until it is fixed.
+    problems << runProblems(model_->run(i)).join('\n');
+    overlaid << model_->overlaid(i);
+  }
+  runs_->setRuns(names, statuses, overlaid, model_->current(), problems);
 }
 
 void MainWindow::updateTitle() {

@@ -25,6 +25,9 @@ class StableRankPlot;
 namespace tensorscope::diagram_view {
 class DiagramView;
 }
+namespace tensorscope::spec {
+struct AttentionSpec;
+}
 
 namespace tensorscope::app {
 
@@ -134,6 +137,10 @@ class MainWindow : public QMainWindow {
   void buildDocks();
   void connectRunsPanel();
   void updateTitle();
+  /// The Runs dock: every run's name and status, or why its design is invalid.
+  void showRuns();
+  /// A design edit of a run with a checkpoint: asks, then forks the run with the edit.
+  void forkForDesignEdit(quint64 runId, const std::vector<spec::AttentionSpec>& after, const QString& what);
   std::vector<viz::PlotWidget*> plots() const;
 
   Options options_;

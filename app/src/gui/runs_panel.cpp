@@ -3,6 +3,7 @@
 #include <QHBoxLayout>
 #include <QListWidget>
 #include <QPushButton>
+#include <QStyle>
 #include <QVBoxLayout>
 
 namespace tensorscope::app {
@@ -11,6 +12,11 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   list_ = new QListWidget;
   list_->setToolTip("Select a run to edit and train it; tick runs to overlay their curves");
+  // A long status (why a design is invalid, who trains a run elsewhere) wraps within the dock;
+  // every item's tooltip holds it whole.
+  list_->setWordWrap(true);
+  list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  list_->setResizeMode(QListView::Adjust);
   layout->addWidget(list_);
   auto* row = new QHBoxLayout;
   auto* add = new QPushButton("New");
@@ -35,13 +41,20 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
   });
 }
 
-void RunsPanel::setRuns(const QStringList& names, const QStringList& statuses, const QList<bool>& overlaid, int current) {
+void RunsPanel::setRuns(const QStringList& names, const QStringList& statuses, const QList<bool>& overlaid, int current,
+                        const QStringList& problems) {
   updating_ = true;
   list_->clear();
   for (int i = 0; i < names.size(); ++i) {
     auto* item = new QListWidgetItem(names[i] + "\n" + statuses.value(i), list_);
     item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
     item->setCheckState(overlaid.value(i, true) ? Qt::Checked : Qt::Unchecked);
+    item->setToolTip(names[i] + ": " + statuses.value(i));
+    if (const QString why = problems.value(i); !why.isEmpty()) {
+      item->setIcon(style()->standardIcon(QStyle::SP_MessageBoxWarning));
+      item->setForeground(QColor(0xb2, 0x18, 0x2b));
+      item->setToolTip("This design is invalid and cannot train until it is fixed in the Design dock:\n" + why);
+    }
   }
   list_->setCurrentRow(current);
   updating_ = false;

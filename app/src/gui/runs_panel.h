@@ -14,8 +14,11 @@ class RunsPanel : public QWidget {
  public:
   explicit RunsPanel(QWidget* parent = nullptr);
 
-  /// Rebuilds the list: names with a status line; `overlaid` marks the runs drawn on the curves.
-  void setRuns(const QStringList& names, const QStringList& statuses, const QList<bool>& overlaid, int current);
+  /// Rebuilds the list: names with a status line; `overlaid` marks the runs drawn on the curves;
+  /// a run with `problems` (its invalid design, one per line) is marked with a warning icon and
+  /// lists them in its tooltip.
+  void setRuns(const QStringList& names, const QStringList& statuses, const QList<bool>& overlaid, int current,
+               const QStringList& problems = {});
   int currentRun() const;
   QListWidget* list() const { return list_; }
 

@@ -9,12 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "files/atomic_file.h"
 #include "files/read_file.h"
 #include "spec/cost_model.h"
 #include "spec/json_reader.h"
+#include "spec/spec_json.h"
 
 // Set by app/CMakeLists.txt; other builds of this file (the session fuzz harness) find resources
 // only where an install puts them.
@@ -31,6 +33,59 @@ namespace {
 using nlohmann::json;
 constexpr const char* kFormat = "tensorscope.session";
 constexpr int kVersion = 1;
+
+/// A saved run's config. A design that does not validate (H·D too large, a core that no longer
+/// fits H) is kept as it is, so that the session still opens and the user can fix the design: the
+/// attention specs are read for their structure alone (spec::fromJson), the rest of the config
+/// through the run-config reader with a stand-in design that fits it, and then the saved design is
+/// put back (model_core::validateRunConfig names what is wrong with it). Anything else wrong
+/// (malformed fields, bad training settings) throws with the run-config reader's reasons.
+model_core::RunConfig readSavedRunConfig(const json& config) {
+  std::string reasons;
+  try {
+    return model_core::runConfigFromJson(config.dump());
+  } catch (const std::invalid_argument& e) {
+    reasons = e.what();
+  }
+  const auto unreadable = [&] { return std::invalid_argument(reasons); };
+  if (!config.is_object() || !config.contains("model") || !config["model"].is_object() ||
+      !config["model"].contains("attention"))
+    throw unreadable();
+  const json& model = config["model"];
+  const json& attention = model["attention"];
+  std::vector<spec::AttentionSpec> design;
+  for (const json& layer : attention.is_array() ? attention : json::array({attention})) {
+    try {
+      design.push_back(spec::fromJson(layer.dump()));
+    } catch (const spec::SpecError&) {
+      throw unreadable();
+    }
+  }
+  if (design.empty()) throw unreadable();
+  // The stand-in: one MHSA layer of width d_model. The Design dock sets d_model to F, so a design
+  // whose F is out of d_model's range takes d_model with it: the stand-in then has the default width.
+  json standIn = config;
+  std::optional<int> width;
+  if (model.contains("d_model") && model["d_model"].is_number_integer()) {
+    const auto w = model["d_model"].get<std::int64_t>();
+    if (w >= 1 && w <= spec::kMaxWidth) width = static_cast<int>(w);
+  }
+  auto placeholder = spec::makeSpecPreset("mhsa");
+  placeholder.sizes = {width && *width <= 8192 ? *width : 64, 1, 1, 1, 1, 1, 1};
+  placeholder.causal = true;
+  standIn["model"]["d_model"] = placeholder.sizes.F;
+  standIn["model"]["attention"] = json::parse(spec::toJson(placeholder));
+  model_core::RunConfig c;
+  try {
+    c = model_core::runConfigFromJson(standIn.dump());
+  } catch (const std::invalid_argument&) {
+    throw unreadable();  // wrong beyond the design
+  }
+  if (model.contains("d_model") && !width) throw unreadable();
+  c.model.attention = std::move(design);
+  if (width) c.model.d_model = *width;
+  return c;
+}
 
 }  // namespace
 
@@ -90,7 +145,7 @@ Session Session::fromJson(const QString& text) {
       r.fail(at + ".config", "is missing");
     } else {
       try {
-        e.config = model_core::runConfigFromJson(rj["config"].dump());
+        e.config = readSavedRunConfig(rj["config"]);
       } catch (const std::exception& ex) {
         r.fail(at + ".config", spec::plainMessage(ex));
       }
@@ -128,6 +183,22 @@ Session Session::load(const QString& path) {
 
 void Session::save(const QString& path) const {
   files::writeFileAtomically(path.toStdString(), toJson().toStdString() + "\n");
+}
+
+QStringList runProblems(const RunEntry& entry) {
+  QStringList out;
+  for (const auto& p : model_core::validateRunConfig(entry.config)) out << QString::fromStdString(p);
+  return out;
+}
+
+QStringList invalidRuns(const Session& session) {
+  QStringList out;
+  for (const auto& run : session.runs)
+    if (const auto problems = runProblems(run); !problems.isEmpty())
+      out << QString("\u201c%1\u201d: %2%3")
+                 .arg(run.name, problems.front(),
+                      problems.size() > 1 ? QString(" (and %1 more)").arg(problems.size() - 1) : QString());
+  return out;
 }
 
 model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& s, const QString& task) {

@@ -34,12 +34,20 @@ struct Session {
 
   /// Serialises to JSON text.
   QString toJson() const;
-  /// Parses a session file's text. Throws std::invalid_argument with every problem.
+  /// Parses a session file's text. Throws std::invalid_argument with every problem of a file that
+  /// cannot be read; a run whose design is invalid is read as it was saved (runProblems names
+  /// what is wrong with it), so a session always reopens.
   static Session fromJson(const QString& text);
   /// Reads and writes files (atomic write). Throw std::runtime_error / std::invalid_argument.
   static Session load(const QString& path);
   void save(const QString& path) const;
 };
+
+/// Why run `entry` cannot train as it is (an invalid design, e.g. H·D too large): one "field:
+/// message" line per problem (model_core::validateRunConfig); empty when it can.
+QStringList runProblems(const RunEntry& entry);
+/// Every run of `session` with an invalid design, one line each: its name and first problem.
+QStringList invalidRuns(const Session& session);
 
 /// The default session: MHSA, dense THSA and heads-only THSA (64 heads of size 1) at (nearly) equal
 /// attention parameter count on reversing 16 digits, and dense THSA at the benchmark's reference

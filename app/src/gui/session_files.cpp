@@ -22,9 +22,24 @@ SessionFiles::SessionFiles(QMainWindow* window, SessionModel* model, TrainingDri
       driver_(driver),
       questions_(std::move(questions)),
       darkTheme_(std::move(darkTheme)) {
+  // The autosave follows every change within seconds (a crash loses at most the last ones), and
+  // writes a burst of edits (a drag in the core editor) once.
   auto* timer = new QTimer(this);
+  timer->setSingleShot(true);
+  timer->setInterval(kAutosaveDelayMs);
   connect(timer, &QTimer::timeout, this, &SessionFiles::autosave);
-  timer->start(60'000);
+  connect(model_, &SessionModel::contentChanged, timer, qOverload<>(&QTimer::start));
+}
+
+void SessionFiles::warnAboutInvalidRuns(const QString& done) {
+  const QStringList invalid = invalidRuns(model_->session());
+  if (invalid.isEmpty()) return;
+  const bool one = invalid.size() == 1;
+  Q_EMIT warning(one ? "A run has an invalid design" : "Runs have invalid designs",
+                 done + ". " + (one ? "This run cannot train as it is designed:\n" : "These runs cannot train as they are designed:\n") +
+                     invalid.join('\n') + "\n" + (one ? "It is kept as designed and reopens" : "They are kept as designed and reopen") +
+                     " marked invalid in the Runs dock: select " + (one ? "it" : "each") +
+                     " and fix the design in the Design dock.");
 }
 
 void SessionFiles::openAtStart(bool offerRecovery, bool reopenLastSession) {
@@ -40,8 +55,10 @@ void SessionFiles::openAtStart(bool offerRecovery, bool reopenLastSession) {
     if (recover) {
       model_->reset(Session::load(autosavePath()));
       model_->detachFromFile(/*unsavedWork=*/true);
+      warnAboutInvalidRuns("Restored the autosaved session");
     } else if (reopenLastSession && !last.isEmpty() && QFileInfo::exists(last)) {
       model_->open(last);
+      warnAboutInvalidRuns("Reopened " + last);
     }
   } catch (const std::exception& e) {
     Q_EMIT error(recover ? "Cannot restore the autosave" : "Cannot reopen the last session", QString::fromUtf8(e.what()));
@@ -69,6 +86,7 @@ bool SessionFiles::open(const QString& path) {
     rememberRecentSession(path);
     QSettings().setValue("lastSession", path);
     Q_EMIT message("Opened " + path, 5000);
+    warnAboutInvalidRuns("Opened " + path);
     return true;
   } catch (const std::exception& e) {
     Q_EMIT error("Cannot open session", QString::fromUtf8(e.what()));
@@ -84,6 +102,7 @@ bool SessionFiles::openExample(const QString& path) {
     model_->reset(std::move(example));
     model_->detachFromFile(/*unsavedWork=*/false);
     Q_EMIT message("Opened the example " + QFileInfo(path).baseName() + " as an untitled session", 5000);
+    warnAboutInvalidRuns("Opened the example " + QFileInfo(path).baseName());
     return true;
   } catch (const std::exception& e) {
     Q_EMIT error("Cannot open the example session", QString::fromUtf8(e.what()));
@@ -98,6 +117,7 @@ bool SessionFiles::save(const QString& path) {
     rememberRecentSession(path);
     QSettings().setValue("lastSession", path);
     Q_EMIT message("Saved " + path, 5000);
+    warnAboutInvalidRuns("Saved " + path);
     return true;
   } catch (const std::exception& e) {
     Q_EMIT error("Cannot save session", QString::fromUtf8(e.what()));

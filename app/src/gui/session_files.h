@@ -1,8 +1,9 @@
 #pragma once
 /// The session's files as the explorer handles them: open (after offering to save unsaved
 /// changes), open an example as an untitled copy, save and save as (feeding Open recent and the
-/// last session), autosave every minute and on close, and the start: the autosave after a crash,
-/// else the last session, else the default comparison.
+/// last session), autosave about two seconds after the last change and on close, and the start:
+/// the autosave after a crash, else the last session, else the default comparison. A session with
+/// an invalid design saves and opens with a warning naming the run (it reopens marked invalid).
 
 #include <QMessageBox>
 #include <QObject>
@@ -42,14 +43,21 @@ class SessionFiles : public QObject {
   bool saveInteractively();
   /// Offers to save unsaved changes; false when the user cancels (stay), true to go on.
   bool confirmDiscardChanges();
-  /// Writes the session to the autosave file (every minute and on close).
+  /// Writes the session to the autosave file (kAutosaveDelayMs after the last change, and on close).
   void autosave();
+  /// How long the autosave waits after a change (edits in a burst are written once).
+  static constexpr int kAutosaveDelayMs = 2000;
 
  Q_SIGNALS:
   void error(const QString& title, const QString& text);
   void message(const QString& text, int timeoutMs);
+  /// Done, but the user must know something (a run saved or opened with an invalid design).
+  void warning(const QString& title, const QString& text);
 
  private:
+  /// Warns about the invalid designs of the session just saved or opened (`done`: "Saved FILE").
+  void warnAboutInvalidRuns(const QString& done);
+
   QMainWindow* window_;
   SessionModel* model_;
   TrainingDriver* driver_;

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <QFile>
+#include <QFileInfo>
+
 #include "gui/spec_command.h"
+#include "model_core/run_directory.h"
 
 namespace tensorscope::app {
 
@@ -12,6 +16,7 @@ SessionModel::SessionModel(QObject* parent) : QObject(parent) {
 }
 
 void SessionModel::markChanged() {
+  Q_EMIT contentChanged();
   if (changed_) return;
   const bool was = isModified();
   changed_ = true;
@@ -37,6 +42,7 @@ void SessionModel::reset(Session session) {
   session_ = std::move(session);
   statuses_.clear();
   overlay_.clear();
+  lockHolders_.clear();
   for (auto& r : session_.runs) {
     r.id = nextId_++;
     statuses_ << (r.runDir.isEmpty() ? "not trained" : "trained: " + r.runDir);
@@ -140,6 +146,32 @@ void SessionModel::setStatus(quint64 runId, const QString& status) {
   Q_EMIT runsChanged();
 }
 
+QString SessionModel::statusLine(int index) const {
+  if (index < 0 || index >= count()) return {};
+  if (isTraining(index)) return status(index);
+  const RunEntry& r = run(index);
+  if (const auto why = runProblems(r); !why.isEmpty()) {
+    const QString first = why.front();  // "field: message"; the field is in the tooltip
+    return "invalid design (fix it in the Design dock): " + first.mid(first.indexOf(": ") + 2);
+  }
+  if (const QString holder = lockHolders_.value(r.id); !holder.isEmpty()) return "training elsewhere: " + holder;
+  if (!r.runDir.isEmpty() && !QFileInfo::exists(r.runDir))
+    return "its run folder is gone (deleted or moved): " + r.runDir;
+  return status(index);
+}
+
+void SessionModel::setLockHolder(quint64 runId, const QString& holder) {
+  if (lockHolders_.value(runId) == holder) return;
+  if (holder.isEmpty()) lockHolders_.remove(runId);
+  else lockHolders_.insert(runId, holder);
+  Q_EMIT runsChanged();
+}
+
+bool SessionModel::hasCheckpoint(int index) const {
+  if (index < 0 || index >= count() || run(index).runDir.isEmpty()) return false;
+  return model_core::inspectRunDirectory(QFile::encodeName(run(index).runDir).toStdString()).checkpoint_step >= 0;
+}
+
 void SessionModel::setRunDirectory(quint64 runId, const QString& dir) {
   const int i = indexOf(runId);
   if (i < 0 || session_.runs[static_cast<size_t>(i)].runDir == dir) return;
@@ -216,6 +248,14 @@ void SessionModel::pushDesign(std::vector<spec::AttentionSpec> after, const QStr
     after.resize(1);
   const auto& run = currentRun();
   if (after == run.config.model.attention) return;
+  if (hasCheckpoint(current())) {
+    // What the checkpoint holds must stay the run's design (a resume loads its weights): the edit
+    // goes to a fork, as a C edit of a trained run does.
+    const quint64 id = run.id;
+    Q_EMIT forkNeeded(id, after, what);
+    Q_EMIT designChanged(id);  // the docks show the run's own design again if it is still shown
+    return;
+  }
   undo_.push(new SpecCommand(this, run.id, run.config.model.attention, std::move(after), what, stroke));
 }
 
@@ -229,13 +269,31 @@ bool SessionModel::applyDesign(quint64 runId, const std::vector<spec::AttentionS
     Q_EMIT refused(run(index).name + " trains with this design: the edit stays (edit C to fork the run).");
     return false;
   }
+  if (hasCheckpoint(index)) {
+    Q_EMIT refused(run(index).name + " has trained with this design since: it stays as it trained (edit its design "
+                   "to fork it).");
+    return false;
+  }
   if (index != current()) select(index);
   auto& config = session_.runs[static_cast<size_t>(index)].config;
   config.model.attention = attention;
   config.model.d_model = attention.front().sizes.F;
   layer_ = std::clamp(layer_, 0, layerCount(index) - 1);
   Q_EMIT designChanged(runId);
+  Q_EMIT contentChanged();
   return true;
+}
+
+void SessionModel::carryDesignEdit(const std::vector<spec::AttentionSpec>& before,
+                                   const std::vector<spec::AttentionSpec>& after, const QString& what) {
+  auto layers = layerDesigns(currentRun().config);
+  const auto layer = [](const std::vector<spec::AttentionSpec>& v, size_t i) { return v[std::min(i, v.size() - 1)]; };
+  for (size_t i = 0; i < layers.size() && !before.empty() && !after.empty(); ++i) {
+    auto edited = layer(after, i);
+    if (edited.core == layer(before, i).core && spec::hasCore(edited.variant)) edited.core = layers[i].core;
+    layers[i] = std::move(edited);
+  }
+  pushDesign(std::move(layers), what, -1);
 }
 
 void SessionModel::setTrainingRun(quint64 runId, bool resumed) {

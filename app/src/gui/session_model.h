@@ -5,6 +5,7 @@
 /// while it does) and the undo stack of design edits. Docks observe it through its signals and
 /// change it only through its functions; every design edit is an undo command that names its run.
 
+#include <QHash>
 #include <QObject>
 #include <QUndoStack>
 
@@ -53,6 +54,16 @@ class SessionModel : public QObject {
   /// The index of the run with this id; -1 when it was removed.
   int indexOf(quint64 runId) const;
   QString status(int index) const { return statuses_.value(index); }
+  /// What the Runs and Training docks say about run `index`: why its design is invalid, that
+  /// another writer trains its folder (setLockHolder) or that its folder is gone, else status().
+  QString statusLine(int index) const;
+  /// Who else trains run `runId`'s folder (files::runLockHolder; empty: nobody). Emits runsChanged
+  /// when it changes.
+  void setLockHolder(quint64 runId, const QString& holder);
+  QString lockHolder(quint64 runId) const { return lockHolders_.value(runId); }
+  /// True when run `index` has a checkpoint in its run directory: its design is what that
+  /// checkpoint holds, so a design edit forks it (forkNeeded) instead of changing it.
+  bool hasCheckpoint(int index) const;
   bool overlaid(int index) const { return overlay_.value(index); }
   /// Makes run `index` current (ignored when out of range). Emits currentChanged.
   void select(int index);
@@ -89,6 +100,11 @@ class SessionModel : public QObject {
   /// Sets the designs of run `runId` (what undo and redo call) and selects it. False, with the
   /// reason in refused(), for a removed run or one that trains (its design is what it trains with).
   bool applyDesign(quint64 runId, const std::vector<spec::AttentionSpec>& attention);
+  /// Applies to the current run (a fork of a run whose layers were `before`) an edit that made
+  /// `before` into `after` (one spec, or one per layer): every layer takes the edit and keeps its
+  /// own C (the fork's learned C) where the edit left C alone.
+  void carryDesignEdit(const std::vector<spec::AttentionSpec>& before, const std::vector<spec::AttentionSpec>& after,
+                       const QString& what);
 
   // --- Training lock --------------------------------------------------------------------------
   /// The run that trains (0: none). It is read-only in every dock until released.
@@ -117,9 +133,15 @@ class SessionModel : public QObject {
   void currentLayerChanged(int layer);
   /// A run started (runId) or stopped (0) training.
   void trainingChanged(quint64 runId);
+  /// A design edit of run `runId`, which has a checkpoint: the run stays as it trained, and the
+  /// edit (`after`: one spec, or one per layer) asks for a fork that carries it.
+  void forkNeeded(quint64 runId, const std::vector<tensorscope::spec::AttentionSpec>& after, const QString& what);
   /// An edit was refused (the reason, for the status bar).
   void refused(const QString& reason);
   void modifiedChanged(bool modified);
+  /// The saved content changed (a design edit, its undo or redo, a run added, removed or trained,
+  /// changed settings): what the autosave follows.
+  void contentChanged();
   /// The session file changed (opened, saved as, or detached).
   void pathChanged(const QString& path);
 
@@ -133,6 +155,7 @@ class SessionModel : public QObject {
   QString path_;
   QStringList statuses_;
   QList<bool> overlay_;
+  QHash<quint64, QString> lockHolders_;
   QUndoStack undo_;
   quint64 nextId_ = 1;
   quint64 trainingId_ = 0;

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <deque>
 
+#include "files/run_lock.h"
+
 namespace tensorscope::app {
 
 /// Collects snapshots on the training thread; drained by the GUI thread.
@@ -67,6 +69,7 @@ class TrainingController::Sink : public model_core::ProgressSink {
   std::atomic<bool> done{false};
   model_core::TrainResult result;
   std::string error;
+  bool locked = false;  ///< refused: another writer holds the run folder
 
  private:
   std::mutex mutex_;
@@ -104,6 +107,9 @@ bool TrainingController::start(const model_core::RunConfig& config, const QStrin
   worker_ = std::thread([config, dir, resume, stepsOverride, warm, sink, control] {
     try {
       sink->result = model_core::train(config, dir, *control, *sink, resume, stepsOverride, warm);
+    } catch (const files::RunLockedError& e) {
+      sink->error = e.what();
+      sink->locked = true;
     } catch (const std::exception& e) {
       sink->error = e.what();
     } catch (...) {
@@ -157,7 +163,8 @@ void TrainingController::drain() {
   if (worker_.joinable()) worker_.join();
   auto sink = std::move(sink_);
   control_.reset();
-  if (!sink->error.empty()) Q_EMIT failed(QString::fromStdString(sink->error));
+  if (sink->locked) Q_EMIT refused(QString::fromStdString(sink->error));
+  else if (!sink->error.empty()) Q_EMIT failed(QString::fromStdString(sink->error));
   else Q_EMIT finished(sink->result);
 }
 

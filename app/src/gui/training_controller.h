@@ -62,6 +62,9 @@ class TrainingController : public QObject {
   void message(const QString& text);
   void finished(const tensorscope::model_core::TrainResult& result);
   void failed(const QString& reason);
+  /// The run folder is trained by another writer (files::RunLockedError): nothing was trained or
+  /// written; `reason` names the holder.
+  void refused(const QString& reason);
 
  private:
   class Sink;

@@ -1,11 +1,15 @@
 #include "gui/training_driver.h"
 
 #include <QDateTime>
+#include <QFile>
+#include <QFileInfo>
+#include <QTimer>
 
 #include "gui/run_features.h"
 #include "gui/session_model.h"
 #include "gui/training_controller.h"
 #include "gui/training_panel.h"
+#include "files/run_lock.h"
 #include "model_core/run_directory.h"
 
 namespace tensorscope::app {
@@ -22,6 +26,13 @@ TrainingDriver::TrainingDriver(SessionModel* model, TrainingPanel* panel, QObjec
   });
   connect(controller_, &TrainingController::finished, this, &TrainingDriver::onFinished);
   connect(controller_, &TrainingController::failed, this, &TrainingDriver::onFailed);
+  connect(controller_, &TrainingController::refused, this, &TrainingDriver::onRefused);
+  // Another writer of a run's folder (a second window, `tensorscope train --resume`) is looked for
+  // every 1.5 s and when a run is selected: one open and one lock test per trained run.
+  auto* lockPoll = new QTimer(this);
+  connect(lockPoll, &QTimer::timeout, this, &TrainingDriver::pollRunLocks);
+  lockPoll->start(kLockPollMs);
+  connect(model_, &SessionModel::currentChanged, this, &TrainingDriver::pollRunLocks);
   connect(panel_, &TrainingPanel::startRequested, this, [this] { start(); });
   connect(panel_, &TrainingPanel::pauseRequested, this, [this] {
     if (!controller_->paused()) togglePause();
@@ -37,12 +48,62 @@ TrainingDriver::TrainingDriver(SessionModel* model, TrainingPanel* panel, QObjec
     model_->setCurrentConfig(config);
   });
   // The panel shows the current run's settings, and its status while nothing trains.
-  const auto showSettings = [this] {
+  const auto showStatus = [this] {
+    if (!model_->trainingRunId()) panel_->showIdle(model_->currentRun().name, model_->statusLine(model_->current()));
+  };
+  const auto showSettings = [this, showStatus] {
     panel_->setConfig(model_->currentRun().config);
-    if (!model_->trainingRunId()) panel_->showIdle(model_->currentRun().name, model_->status(model_->current()));
+    showStatus();
   };
   connect(model_, &SessionModel::currentChanged, panel_, showSettings);
   connect(model_, &SessionModel::sessionReset, panel_, showSettings);
+  connect(model_, &SessionModel::runsChanged, panel_, showStatus);  // e.g. training elsewhere
+}
+
+void TrainingDriver::pollRunLocks() {
+  for (int i = 0; i < model_->count(); ++i) {
+    const RunEntry& run = model_->run(i);
+    std::optional<std::string> holder;
+    // The run this window trains holds its own lock.
+    if (!run.runDir.isEmpty() && run.id != model_->trainingRunId())
+      holder = files::runLockHolder(QFile::encodeName(run.runDir).toStdString());
+    model_->setLockHolder(run.id, holder ? QString::fromStdString(*holder) : QString());
+  }
+}
+
+QString TrainingDriver::changedSinceCheckpoint(const RunEntry& run) {
+  model_core::RunConfig trained;
+  try {
+    trained = model_core::readRunConfig(QFile::encodeName(run.runDir).toStdString() + "/config.json");
+  } catch (const std::exception&) {
+    return {};  // the trainer says what is wrong with the folder
+  }
+  QStringList changed;
+  const auto& now = run.config;
+  if (trained.task.name != now.task.name)
+    changed << QString("the task was %1, now %2").arg(QString::fromStdString(trained.task.name), QString::fromStdString(now.task.name));
+  if (trained.task.seq_len != now.task.seq_len)
+    changed << QString("the sequence length was %1, now %2").arg(trained.task.seq_len).arg(now.task.seq_len);
+  if (trained.model.layers != now.model.layers)
+    changed << QString("the layers were %1, now %2").arg(trained.model.layers).arg(now.model.layers);
+  return changed.join("; ");
+}
+
+QString TrainingDriver::folderRefusal(const RunEntry& run) {
+  if (run.runDir.isEmpty()) return {};
+  if (!QFileInfo::exists(run.runDir))
+    return QString("The run folder of %1 is gone: %2 (deleted or moved while the session was open). Its checkpoint "
+                   "and curves went with it, so it is not trained again from step 0 in its place. Put the folder "
+                   "back to resume it, or duplicate the run (Runs dock) to train its design in a new folder.")
+        .arg(run.name, run.runDir);
+  if (const auto holder = files::runLockHolder(QFile::encodeName(run.runDir).toStdString())) {
+    model_->setLockHolder(run.id, QString::fromStdString(*holder));
+    return QString("%1 is training elsewhere: its folder %2 is being trained by %3. One run folder has one writer: "
+                   "stop that training first (or wait for it), or duplicate the run to train its design in a new "
+                   "folder.")
+        .arg(run.name, run.runDir, QString::fromStdString(*holder));
+  }
+  return {};
 }
 
 bool TrainingDriver::start(qint64 steps) {
@@ -59,13 +120,27 @@ bool TrainingDriver::start(qint64 steps) {
     return false;
   }
   const RunEntry& run = model_->currentRun();
+  if (const QString why = folderRefusal(run); !why.isEmpty()) {
+    Q_EMIT error("Cannot train " + run.name, why);
+    return false;
+  }
   // A run with history: resume it, or train it again from step 0 in a new directory.
   if (!run.runDir.isEmpty()) {
     const auto state = model_core::inspectRunDirectory(run.runDir.toStdString());
     if (state.checkpoint_step >= 0) {
       const History choice = askHistory_ ? askHistory_(run.name, state.checkpoint_step) : History::Resume;
       if (choice == History::Cancel) return false;
-      if (choice == History::Resume) return launch(run, run.runDir, true, steps);
+      if (choice == History::Resume) {
+        if (const QString changed = changedSinceCheckpoint(run); !changed.isEmpty()) {
+          Q_EMIT error("Cannot resume " + run.name,
+                       QString("%1 cannot resume with the Training dock's settings: %2. A resume continues its "
+                               "checkpoint, which was trained with them. Set them back to resume it, train it again "
+                               "from step 0 in a new folder, or duplicate the run to train the new settings.")
+                           .arg(run.name, changed));
+          return false;
+        }
+        return launch(run, run.runDir, true, steps);
+      }
     }
   }
   const QString dir = makeRunDirectory(runsFolderFor(model_->path()), run.name, QDateTime::currentDateTime());
@@ -77,6 +152,8 @@ bool TrainingDriver::start(qint64 steps) {
 }
 
 bool TrainingDriver::launch(const RunEntry& run, const QString& dir, bool resume, qint64 steps) {
+  statusBefore_ = model_->status(model_->indexOf(run.id));
+  dirBefore_ = run.runDir;
   model_->setRunDirectory(run.id, dir);
   model_->setTrainingRun(run.id, resume);
   model_->setStatus(run.id, resume ? "resuming…" : "training…");
@@ -110,6 +187,16 @@ bool TrainingDriver::fork() {
   forkParent_ = model_->trainingRunId();
   controller_->requestCheckpoint();
   Q_EMIT message("Writing a checkpoint of " + model_->run(model_->trainingIndex()).name + " to fork from…", 10000);
+  return true;
+}
+
+bool TrainingDriver::forkWithDesign(quint64 runId, const std::vector<spec::AttentionSpec>& after, const QString& what) {
+  const int index = model_->indexOf(runId);
+  if (index < 0 || model_->isTraining(index)) return false;
+  const auto before = SessionModel::layerDesigns(model_->run(index).config);
+  forkParent_ = runId;
+  if (!forkFromCheckpoint()) return false;
+  model_->carryDesignEdit(before, after, what);  // on the fork, which forkFromCheckpoint selected
   return true;
 }
 
@@ -154,6 +241,20 @@ void TrainingDriver::onFailed(const QString& reason) {
   panel_->onFinished("Failed: " + reason);
   release("failed: " + reason);
   Q_EMIT error("Training failed", reason);
+}
+
+void TrainingDriver::onRefused(const QString& reason) {
+  forkParent_ = 0;
+  const quint64 id = model_->trainingRunId();
+  panel_->onFinished("Not trained: another writer holds its folder");
+  model_->setTrainingRun(0);
+  if (id) {
+    model_->setRunDirectory(id, dirBefore_);
+    model_->setStatus(id, statusBefore_);
+  }
+  panel_->setState(false, false);
+  pollRunLocks();
+  Q_EMIT error("Training elsewhere", reason);
 }
 
 void TrainingDriver::release(const QString& status) {

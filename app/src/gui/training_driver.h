@@ -8,9 +8,13 @@
 #include <QString>
 
 #include <functional>
+#include <vector>
 
 namespace tensorscope::model_core {
 struct TrainResult;
+}
+namespace tensorscope::spec {
+struct AttentionSpec;
 }
 
 namespace tensorscope::app {
@@ -44,8 +48,16 @@ class TrainingDriver : public QObject {
   /// (editable) and whose other weights start from a snapshot of that checkpoint. With no run
   /// training, forks the selected run from its newest checkpoint at once; false when it has none.
   bool fork();
+  /// A design edit of run `runId` (not training, with a checkpoint): forks it from its checkpoint
+  /// and applies the edit (`after`: one spec, or one per layer) to the fork, which is selected.
+  bool forkWithDesign(quint64 runId, const std::vector<spec::AttentionSpec>& after, const QString& what);
   /// Stops a run (it checkpoints) and waits for it to end (window close, session replaced).
   void stopAndWait();
+  /// Asks every run's folder whether another writer trains it (another window or process; the
+  /// run lock, files::runLockHolder) and records it in the model. Every kLockPollMs and on
+  /// selection.
+  void pollRunLocks();
+  static constexpr int kLockPollMs = 1500;
 
  Q_SIGNALS:
   void error(const QString& title, const QString& text);
@@ -59,6 +71,15 @@ class TrainingDriver : public QObject {
   bool launch(const RunEntry& run, const QString& dir, bool resume, qint64 steps);
   void onFinished(const model_core::TrainResult& result);
   void onFailed(const QString& reason);
+  /// The trainer found the folder locked by another writer: nothing of the run changed.
+  void onRefused(const QString& reason);
+  /// Why run `run` cannot train in its folder now (another writer, or the folder is gone); empty
+  /// when it can.
+  QString folderRefusal(const RunEntry& run);
+  /// The Training-dock settings a resume of `run` cannot take (task, sequence length, layers:
+  /// its checkpoint's weights and data were made with those of RUN/config.json), as "the layers
+  /// were 1, now 2"; empty when none changed.
+  QString changedSinceCheckpoint(const RunEntry& run);
   void release(const QString& status);
 
   SessionModel* model_;
@@ -66,6 +87,8 @@ class TrainingDriver : public QObject {
   TrainingController* controller_;
   quint64 forkParent_ = 0;  ///< the run whose checkpoint a fork waits for (0: none)
   HistoryQuestion askHistory_;
+  /// The training run's status and folder before launch(): a refusal puts them back.
+  QString statusBefore_, dirBefore_;
 };
 
 }  // namespace tensorscope::app
