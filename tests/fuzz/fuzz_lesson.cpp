@@ -2,7 +2,7 @@
 // is a fixed point of parse ∘ serialise; every step's effective design builds its network, names only
 // elements of it, and its checks, hints and edit_core paint evaluate without throwing.
 #include "fuzz_util.h"
-#include "spec/lesson.h"
+#include "lesson/lesson.h"
 #include "spec/tensor_network.h"
 #include "spec/validation.h"
 

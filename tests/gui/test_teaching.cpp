@@ -22,10 +22,10 @@
 #include "gui/teaching_views.h"
 #include "gui/tensor_inspector.h"
 #include "gui/training_controller.h"
+#include "lesson/lesson.h"
 #include "model_core/network_values.h"
 #include "spec/attention_spec.h"
 #include "spec/contraction_steps.h"
-#include "spec/lesson.h"
 #include "viz/matrix_heatmap.h"
 #include "window_test_util.h"
 

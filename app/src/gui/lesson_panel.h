@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "diagram_view/diagram_scene.h"
+#include "lesson/lesson.h"
 #include "model_core/run_config.h"
-#include "spec/lesson.h"
 
 class QComboBox;
 class QLabel;

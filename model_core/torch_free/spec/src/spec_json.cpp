@@ -1,7 +1,7 @@
 #include "spec/spec_json.h"
 
+#include "spec/json_pretty.h"
 #include "spec/json_reader.h"
-#include "json_pretty.h"
 
 #include <nlohmann/json.hpp>
 

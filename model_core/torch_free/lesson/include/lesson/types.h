@@ -1,34 +1,7 @@
 #pragma once
-/// Lessons of the teaching feature (issue 15): the file format "tensorscope.lesson" version 1
-/// (docs/lessons.md), its reader and writer, and the torch-free half of the lesson runner (what a
-/// check means against the explorer's state). Plain C++: no Qt, no torch.
-///
-/// A lesson is one JSON file in resources/lessons/ (installed as DATADIR/tensorscope/lessons):
-/// ordered steps, each with rich text, an optional design to load, diagram elements to highlight,
-/// one action for the learner and an optional check that recognises when the action is done.
-///
-/// Reading follows every other reader of the product: bounded parse (parseUntrustedJson), the shared
-/// FieldReader wording, unknown fields refused naming the known ones, every problem reported at once
-/// with its JSON path ("steps[2].check.min: must be ≥ 1; got 0.5"). Semantic checks that need a
-/// design are made against the step's effective design and its tensor network
-/// (buildTensorNetwork(effective_design, effective_seq)):
-///  * highlight ids, the "inspect" action's node, the "inspected" check's node: an id of a drawn node
-///    (TensorNetwork::nodes[].id, e.g. "Wq", "C", "x_q"), of a box (TensorNetwork::boxes[].id, e.g.
-///    "attn", "phi_q"), or "leg:<node id>:<leg position>" (0-based position in that node's legs);
-///  * plan step indices (step_plan's "to", plan_step_reached's "step"): 0-based positions in
-///    TensorNetwork::plan, or "end" (the last step);
-///  * edit_core, choose_core_preset and stable_rank_in need an effective design with a core C
-///    (thsa, thsa_linear); edit_core's paint rectangles must lie inside its R x R.
-/// Steps before the first design may only read and check things that need no design
-/// (variant_is, trained_steps_at_least, lab_done, loss_below, …): no highlights, no inspect.
-///
-/// What the runner does (contract for the GUI): entering step k loads `steps[k].design` into the
-/// lesson's run when the step has one (the learner's own design otherwise stays, edits included);
-/// jumping into a lesson at step k loads `steps[k].effective_design` when `has_design`. Actions of
-/// earlier steps (choose_variant, edits) are NOT replayed into effective_design: a step that needs
-/// the diagram of a design the learner chose earlier sets that design itself. The diagram shows
-/// effective_seq tokens (multilinear: sizes.seq_len). Next is allowed when the step has no check or
-/// checkMet(check, state) holds for the explorer's LessonState.
+/// The types of a lesson ("tensorscope.lesson" version 1, docs/lessons.md): its limits, steps,
+/// actions and checks, the problems a reader reports, and the names of the kinds in the file. What
+/// the fields mean for the reader and the runner: lesson/lesson.h. Plain C++: no Qt, no torch.
 
 #include <cstddef>
 #include <cstdint>
@@ -205,8 +178,8 @@ struct LessonProblem {
   bool operator==(const LessonProblem&) const = default;
 };
 
-/// Thrown by every reader below; what() is "invalid lesson:" then one "  SOURCE: FIELD: MESSAGE"
-/// line per problem.
+/// Thrown by every reader of lesson/reader.h; what() is "invalid lesson:" then one
+/// "  SOURCE: FIELD: MESSAGE" line per problem.
 class LessonError : public std::invalid_argument {
  public:
   explicit LessonError(std::vector<LessonProblem> problems);
@@ -227,81 +200,5 @@ bool parseLessonLab(std::string_view text, LessonLab& out);
 const std::vector<std::string>& lessonActionKindNames();
 const std::vector<std::string>& lessonCheckKindNames();
 const std::vector<std::string>& lessonLabNames();
-
-// --- reading and writing --------------------------------------------------------------------------
-
-/// Parses and validates a lesson document; `source` names it in problems (a path or "<memory>").
-/// Throws LessonError with every problem. Does not compare the id with a file name.
-Lesson parseLesson(std::string_view text, const std::string& source);
-
-/// Reads a lesson file (bounded: at most kMaxLessonFileBytes, via files::readBoundedFile) and
-/// parses it; also requires id == the file's stem. Throws LessonError (source = path).
-Lesson readLessonFile(const std::string& path);
-
-/// Every regular *.json file directly in `dir` (at most kMaxLessonFiles), sorted by order then id.
-/// Throws LessonError with the problems of every bad file, and duplicate ids or orders (naming both
-/// files); a missing or unreadable directory is a "(file)" problem. An empty directory gives {}.
-std::vector<Lesson> readLessonDirectory(const std::string& dir);
-
-/// The lesson as a "tensorscope.lesson" v1 document: parseLesson(lessonToJson(l), s) == l for
-/// every parsed lesson l (source aside). Designs in preset form are written in preset form.
-std::string lessonToJson(const Lesson& lesson, int indent = 2);
-
-/// Problems of a step's rich text (empty when valid): unknown or unclosed tags, attributes,
-/// bad nesting (li only in ul/ol; ul/ol hold only li; p, ul and ol not inside p, li-less
-/// inline tags or code), bad entities, control characters, over kMaxLessonTextBytes.
-std::vector<std::string> richTextProblems(std::string_view text);
-
-/// Every element id of a network a lesson may name: node ids, box ids, then "leg:<node>:<i>" for
-/// every leg of every node, in that order (buildTensorNetwork(design, seq); throws
-/// std::invalid_argument for an invalid design).
-std::vector<std::string> lessonElementIds(const AttentionSpec& design, int seq);
-
-// --- the runner's checks (torch-free) ------------------------------------------------------------
-
-/// What the explorer shows, as far as checks are concerned; the GUI fills it from its document.
-struct LessonState {
-  std::optional<AttentionSpec> design;  ///< the lesson run's design (its current layer's spec)
-  std::optional<double> stable_rank;    ///< of the C the core editor shows; nullopt: no C shown
-  std::int64_t trained_steps = 0;       ///< the lesson run's step counter
-  std::string inspected;                ///< element id the inspector shows ("" none)
-  int plan_step = -1;                   ///< plan step the stepping view shows (-1: not stepping)
-  int plan_length = 0;                  ///< steps in the plan the stepping view steps through
-  std::vector<LessonLab> labs_done;     ///< labs run whose result is shown
-  std::optional<double> last_eval_loss; ///< the lesson run's last evaluation loss
-};
-
-/// Whether `check` holds in `state`:
-///  variant_is: design && toString(design->variant) == variant;
-///  core_preset_is: design && design->core && design->core->preset == preset;
-///  stable_rank_in: stable_rank && min ≤ *stable_rank ≤ max;
-///  heads_in: design && min_heads ≤ design->sizes.H ≤ max_heads;
-///  trained_steps_at_least: trained_steps ≥ steps;
-///  inspected: inspected == node;
-///  plan_step_reached: plan_step ≥ 0 and (kPlanEnd: plan_step == plan_length - 1; else plan_step ≥ step);
-///  parameters_match: design valid and |P(design) − P(ref)| ≤ tolerance · P(ref), P = parameterCount,
-///    ref = lessonReferenceDesign(reference, *design) (false when ref is invalid or P(ref) = 0);
-///  lab_done: lab ∈ labs_done;  loss_below: last_eval_loss && *last_eval_loss < value;
-///  all: every check in `checks`.
-bool checkMet(const LessonCheck& check, const LessonState& state);
-
-/// The text to show while `check` is not met: the hint of the first unmet leaf that has one, else
-/// the hint of its nearest "all" with one, else describeCheck of that leaf; "" when met.
-std::string unmetHint(const LessonCheck& check, const LessonState& state);
-
-/// Plain-text description of a check: "stable rank of C in [1.9, 2.1]", "every one of: …".
-std::string describeCheck(const LessonCheck& check);
-
-/// The reference design of parameters_match: makeSpecPreset(reference) with F, H, D, R, P, c and
-/// seq_len of `current`; a reference with a core then gets D = 1 when the preset is heads_only or
-/// trainable_heads_only, R = H·D, and its core preset re-expanded at (H, D). Throws
-/// std::invalid_argument for an unknown reference or impossible sizes (corePresetIssues).
-AttentionSpec lessonReferenceDesign(std::string_view reference, const AttentionSpec& current);
-
-/// `design` after an edit_core paint: a Kronecker or low-rank core is first made dense as the core
-/// editor's "Make dense" does (materializeCore values, coreTrainableEntries mask), then each
-/// rectangle sets its cells; the core's preset becomes "custom". Throws std::invalid_argument when
-/// the design has no core or a rectangle leaves the R x R matrix.
-AttentionSpec applyCorePaint(const AttentionSpec& design, const std::vector<CorePaint>& paint);
 
 }  // namespace tensorscope::spec

@@ -9,8 +9,8 @@
 
 #include <unistd.h>
 
+#include "lesson/lesson.h"
 #include "spec/core_spec.h"
-#include "spec/lesson.h"
 #include "spec/tensor_network.h"
 
 using namespace tensorscope::spec;
@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The source tree's resources/lessons. spec_tests has no source-dir definition, so it comes from
-/// __FILE__ (tests/spec/test_lesson.cpp), which the build may give relative to the build directory:
+/// The source tree's resources/lessons. lesson_tests has no source-dir definition, so it comes from
+/// __FILE__ (tests/lesson/test_lesson.cpp), which the build may give relative to the build directory:
 /// then it is looked up from the working directory and from the test binary's ancestors.
 fs::path lessonsDir() {
   const fs::path self(__FILE__);

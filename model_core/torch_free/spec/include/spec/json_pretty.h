@@ -1,7 +1,8 @@
 #pragma once
-// Pretty-printing of the spec library's JSON writers (spec files, lessons): like dump(indent), but
-// arrays of numbers (matrix rows, vectors, ranges) stay on one line, so a spec with an R x R core
-// stays readable and diffable. For nlohmann::json and nlohmann::ordered_json alike.
+// Pretty-printing of the torch-free JSON writers (spec files here, lessons in the lesson library):
+// like dump(indent), but arrays of numbers (matrix rows, vectors, ranges) stay on one line, so a
+// spec with an R x R core stays readable and diffable. For nlohmann::json and nlohmann::ordered_json
+// alike.
 
 #include <cstddef>
 #include <string>
