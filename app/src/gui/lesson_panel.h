@@ -1,6 +1,6 @@
 #pragma once
 /// Lessons in the explorer (issue 15): the Lesson dock (LessonPanel) and the runner that binds a
-/// lesson to the window (LessonRunner). A lesson (spec/lesson.h, resources/lessons/*.json) is a
+/// lesson to the window (LessonRunner). A lesson (lesson/lesson.h, resources/lessons/*.json) is a
 /// list of steps; entering a step loads its design into the lesson's own run, highlights its
 /// elements on the diagram and states the action; its check is evaluated against what the explorer
 /// shows (spec::LessonState, refreshed four times a second) and Next opens once it holds.
