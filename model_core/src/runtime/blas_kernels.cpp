@@ -109,6 +109,12 @@ std::string testSetting(std::string_view key) {
   return "";
 }
 
+/// OpenBLAS's own choice as the choice sees it: `current`, or what TENSORSCOPE_BLAS_TEST simulates.
+std::string detectedForChoice(const std::string& current) {
+  const std::string simulated = testSetting("detected=");
+  return simulated.empty() ? current : simulated;
+}
+
 /// What this process's start-up could not do (a failed restart), for describeBlasKernels.
 std::string& startupNote() {
   static std::string note;
@@ -293,8 +299,7 @@ void startWithBestBlasKernels(char** argv, const std::vector<std::pair<std::stri
   std::vector<std::pair<std::string, std::string>> changes;
   std::string chosen;
   if (!current.empty() && !marker.present) {
-    const std::string simulated = testSetting("detected=");
-    const std::string detected = simulated.empty() ? current : simulated;
+    const std::string detected = detectedForChoice(current);
     const auto choice = chooseBlasCoretype(cpuFeatures(), knownCoreNames(), detected, userValue);
     if (!choice.coretype.empty()) {
       chosen = choice.coretype;
@@ -335,7 +340,7 @@ std::string describeBlasKernels() {
     why = "OpenBLAS's own choice: Tensorscope's choice " + marker.chosen + " disagreed with a reference GEMM at start-up";
   } else {
     why = "OpenBLAS's own choice";
-    const auto better = chooseBlasCoretype(cpuFeatures(), knownCoreNames(), current, nullptr);
+    const auto better = chooseBlasCoretype(cpuFeatures(), knownCoreNames(), detectedForChoice(current), nullptr);
     if (better.coretype.empty()) why += ", the best this build has for this CPU";
     else if (!startupNote().empty()) why += "; " + startupNote();
     else
