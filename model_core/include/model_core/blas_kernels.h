@@ -71,7 +71,7 @@ void startWithBestBlasKernels(char** argv, const std::vector<std::pair<std::stri
 
 /// The start-up check: small sgemm_/dgemm_ products of the process's BLAS (square and ragged,
 /// transposed and not, alpha and beta) against three plain loops in long double. Empty when every
-/// entry agrees within a few rounding errors, else what disagreed. About a million multiply-adds.
+/// entry agrees within a few rounding errors, else what disagreed. About 600 000 multiply-adds.
 std::string checkBlasGemm();
 
 /// The kernels in use and why, for the BLAS line of --version and the About box, e.g. "OpenBLAS
