@@ -33,6 +33,7 @@
 #include "attention/fused_attention.h"
 #include "build_config.h"
 #include "gemm_rate.h"
+#include "model_core/blas_kernels.h"
 #include "model_core/memory_tracker.h"
 #include "model_core/runtime.h"
 #include "spec/cost_model.h"
@@ -447,6 +448,7 @@ nlohmann::json runBrnm(const Config& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  model_core::startWithBestBlasKernels(argv);  // the best OpenBLAS kernels for this CPU (issue 40)
   Config cfg;
   const char* usage =
       "usage: attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]\n"
@@ -454,7 +456,7 @@ int main(int argc, char** argv) {
       "       (names: the layer presets, kernel for the attention kernel alone, scaling for\n"
       "        the dimwise/mhsa N-scaling part, thsa_scaling for dense and linear THSA against N,\n"
       "        brnm for the head-mixing cores against N up to the device's memory; brnm runs by\n"
-      "        default on cuda only)\n";
+      "        default on cuda only; gemm for float32 GEMM 2048^3 against float64, only when named)\n";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) cfg.quick = true;
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) cfg.threads = std::atoi(argv[++i]);
@@ -495,7 +497,9 @@ int main(int argc, char** argv) {
     doc["machine"] = {{"torch", info.torch_version},
                       {"device", cfg.gpu() ? "cuda" : "cpu"},
                       {"threads", info.intra_op_threads},
-                      {"blas", info.blas}};
+                      {"blas", info.blas},
+                      {"blas_coretype", info.blas_coretype},
+                      {"blas_kernels", info.blas_kernels}};
     if (cfg.gpu()) doc["machine"]["gpu_total_gb"] = model_core::gpuMemory().total_bytes / 1073741824.0;
     const int64_t gemmN = bench::defaultGemmSize(cfg.device);
     cfg.gemmGflops = bench::measureGemmGflops(cfg.device);
@@ -508,6 +512,19 @@ int main(int argc, char** argv) {
       doc["gemm_n"] = gemmN;
       doc["gemm_bf16_gflops"] = bench::measureGemmGflops(cfg.device, torch::kBFloat16);
       std::cerr << "GEMM (" << gemmN << "^3, bf16): " << doc["gemm_bf16_gflops"].get<double>() << " GFLOP/s\n";
+    }
+    if (cfg.named("gemm")) {
+      // Issue 40's comparison of OpenBLAS core types (bench/blas_coretypes.sh): float32 2048³, and
+      // how far its result is from float64's (a wrong kernel shows here before anywhere else).
+      const int64_t n = 2048;
+      const auto a = torch::randn({n, n}, torch::TensorOptions().device(cfg.device));
+      const auto b = torch::randn({n, n}, torch::TensorOptions().device(cfg.device));
+      const auto exact = torch::mm(a.to(torch::kDouble), b.to(torch::kDouble));
+      const double difference = ((torch::mm(a, b).to(torch::kDouble) - exact).abs().max() / exact.abs().max()).item<double>();
+      doc["gemm_2048"] = {{"gflops", bench::measureGemmGflops(cfg.device, torch::kFloat, n)},
+                          {"max_difference_to_float64_relative_to_max", difference}};
+      std::cerr << "GEMM (2048^3, float32): " << doc["gemm_2048"]["gflops"].get<double>()
+                << " GFLOP/s, relative difference to float64 " << difference << "\n";
     }
     std::cerr << "layers:\n";
     doc["layers"] = runVariants(cfg);

@@ -18,11 +18,13 @@
 #include "gui/training_driver.h"
 #include "gui/training_controller.h"
 #include "gui/training_panel.h"
+#include "model_core/blas_kernels.h"
 #include "model_core/runtime.h"
 
 using namespace tensorscope;
 
 int main(int argc, char** argv) {
+  model_core::startWithBestBlasKernels(argv);  // the best OpenBLAS kernels for this CPU (issue 40)
   double seconds = 20;
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atof(argv[++i]);
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
   nlohmann::json j;
   j["benchmark"] = "gui_latency_while_training";
   j["threads"] = model_core::runtimeInfo().intra_op_threads;
+  j["blas_kernels"] = model_core::runtimeInfo().blas_kernels;
   j["seconds"] = seconds;
   j["steps_trained"] = lastStep;
   j["probe_interval_ms"] = 10;

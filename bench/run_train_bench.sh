@@ -78,6 +78,13 @@ echo "load before the run: $(uptime)" >&2
 "$bench" --emit "$work/emit" --device "$device" $quick ${only:+--only "$only"}
 names=$("$python" -c 'import json,sys; print(" ".join(r["name"] for r in json.load(open(sys.argv[1]))["runs"]))' \
   "$work/emit/configs.json")
+# Both sides on the same OpenBLAS kernels (issue 40): when train_bench restarted itself with a core
+# type of its choosing, the PyTorch side gets it too (and train_bench's later runs start with it).
+for assignment in $("$python" -c 'import json,sys; print(" ".join("%s=%s" % kv for kv in
+    json.load(open(sys.argv[1])).get("blas_environment", {}).items()))' "$work/emit/configs.json"); do
+  export "$assignment"
+  echo "OpenBLAS kernels for both sides: $assignment" >&2
+done
 
 for name in $names; do
   case "$name" in
@@ -148,7 +155,8 @@ for name in names:
         "tensorscope_fraction_of_gemm": ts0.get("fraction_of_gemm") and round(med(ts_runs, "fraction_of_gemm"), 3),
         "cpu_idle_before": idle})
 doc = {"benchmark": "training_side_by_side",
-       "machine": {"tensorscope": first_ts["machine"], "pytorch": first_pt["machine"], "cpus": os.cpu_count()},
+       "machine": {"tensorscope": first_ts["machine"], "pytorch": first_pt["machine"], "cpus": os.cpu_count(),
+                   "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")},
        "config": first_ts["config"],
        "runs": rows}
 mhsa = next((r for r in rows if r["name"] == "mhsa"), None)

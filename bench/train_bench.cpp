@@ -40,6 +40,7 @@
 
 #include "files/atomic_file.h"
 #include "gemm_rate.h"
+#include "model_core/blas_kernels.h"
 #include "model_core/memory_tracker.h"
 #include "model_core/run_config.h"
 #include "model_core/runtime.h"
@@ -261,7 +262,14 @@ void emit(const Options& o) {
     config.task.corpus = o.emit + "/corpus.txt";
     runs.push_back({{"name", name}, {"config", nlohmann::json::parse(model_core::runConfigToJson(config))}});
   }
-  files::writeFileAtomically(o.emit + "/configs.json", nlohmann::json({{"runs", runs}}).dump(1) + "\n");
+  // The OpenBLAS kernels Tensorscope chose for this process (none: the user's or OpenBLAS's own),
+  // for run_train_bench.sh to give the PyTorch side the same ones.
+  nlohmann::json blasEnvironment = nlohmann::json::object();
+  if (const char* marker = std::getenv(model_core::kBlasChoiceVariable))
+    if (const char* coretype = std::getenv("OPENBLAS_CORETYPE"))
+      blasEnvironment = {{"OPENBLAS_CORETYPE", coretype}, {model_core::kBlasChoiceVariable, marker}};
+  files::writeFileAtomically(o.emit + "/configs.json",
+                             nlohmann::json({{"runs", runs}, {"blas_environment", blasEnvironment}}).dump(1) + "\n");
 }
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -276,6 +284,7 @@ std::vector<std::string> splitList(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  model_core::startWithBestBlasKernels(argv);  // the best OpenBLAS kernels for this CPU (issue 40)
   Options o;
   const char* usage =
       "usage: train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick] [--emit DIR]\n"
@@ -323,7 +332,8 @@ int main(int argc, char** argv) {
     doc["benchmark"] = "training";
     doc["framework"] = "tensorscope";
     doc["quick"] = o.quick;
-    doc["machine"] = {{"torch", info.torch_version}, {"device", o.device}, {"threads", threads}, {"blas", info.blas}};
+    doc["machine"] = {{"torch", info.torch_version}, {"device", o.device}, {"threads", threads}, {"blas", info.blas},
+                      {"blas_coretype", info.blas_coretype}, {"blas_kernels", info.blas_kernels}};
     if (o.gpu()) doc["machine"]["gpu_total_gb"] = model_core::gpuMemory().total_bytes / 1073741824.0;
     doc["config"] = {{"task", "char_lm (King James Bible)"}, {"layers", ref.model.layers},
                      {"d_model", ref.model.d_model},  {"seq_len", ref.task.seq_len},

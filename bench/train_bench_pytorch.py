@@ -70,6 +70,19 @@ def loaded_blas():
     return ", ".join(sorted(libs)) or "unknown"
 
 
+def openblas_coretype():
+    """The kernels of the OpenBLAS this torch calls (openblas_get_corename), None for another BLAS."""
+    import ctypes
+    for path in loaded_blas().split(", "):
+        try:  # already mapped (torch loaded it): this only looks the function up
+            name = ctypes.CDLL(path).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        name.restype = ctypes.c_char_p
+        return name().decode()
+    return None
+
+
 def load_module(path):
     spec = importlib.util.spec_from_file_location("tensorscope_bench_model", path)
     module = importlib.util.module_from_spec(spec)
@@ -179,7 +192,7 @@ def main():
     cfg0 = runs[0]["config"]
     doc = {"benchmark": "training", "framework": "pytorch",
            "machine": {"torch": torch.__version__, "device": args.device, "threads": torch.get_num_threads(),
-                       "blas": loaded_blas()},
+                       "blas": loaded_blas(), "blas_coretype": openblas_coretype()},
            "config": {"layers": cfg0["model"]["layers"], "d_model": cfg0["model"]["d_model"],
                       "seq_len": cfg0["task"]["seq_len"], "batch": cfg0["train"]["batch"],
                       "warmup_steps": args.warmup, "timed_steps": args.steps},

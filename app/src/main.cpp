@@ -1,12 +1,11 @@
 // tensorscope: headless sub-commands, or the explorer window when none is given.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "model_core/blas_kernels.h"
 #include "model_core/runtime.h"
 #if TENSORSCOPE_WITH_GUI
 #include <QApplication>
@@ -140,26 +139,24 @@ int runGui(int, char**, std::vector<std::string> words) {
 
 }  // namespace
 
-#if TENSORSCOPE_WITH_GUI
-// The explorer trains beside its own GUI thread. OpenMP threads that spin at barriers (libgomp's
-// default) then wait on a thread the GUI or another process has preempted: on 2 cores, beside one
-// busy process, 300 Fashion-MNIST steps in the window took 18.8 s with libgomp's default waits and
-// 3.2 s with sleeping ones; on an idle machine sleeping waits cost 1.6x (bench/README.md,
-// docs/decisions.md). libgomp reads OMP_WAIT_POLICY once, when it is loaded, so the window
-// process sets it and starts itself again; a policy the user set is kept.
-void preferPassiveOpenMpWaits(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("TENSORSCOPE_NO_REEXEC")) return;
-  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  ::setenv("TENSORSCOPE_NO_REEXEC", "1", 1);  // never loop, even if the policy is unset again
-  ::execv("/proc/self/exe", argv);           // returns only on failure: go on with spinning waits
-}
-#endif
-
 int main(int argc, char** argv) {
+  // Every invocation runs on the best OpenBLAS kernels the CPU can execute (issue 40): when the user
+  // has not set OPENBLAS_CORETYPE and OpenBLAS fell back to older ones, the program starts itself
+  // again with the variable set (docs/cpu-kernels.md).
+  //
+  // The explorer also trains beside its own GUI thread. OpenMP threads that spin at barriers
+  // (libgomp's default) then wait on a thread the GUI or another process has preempted: on 2 cores,
+  // beside one busy process, 300 Fashion-MNIST steps in the window took 18.8 s with libgomp's
+  // default waits and 3.2 s with sleeping ones; on an idle machine sleeping waits cost 1.6x
+  // (bench/README.md, docs/decisions.md). libgomp reads OMP_WAIT_POLICY once, when it is loaded, so
+  // the window process asks for PASSIVE in the same restart; a policy the user set is kept.
   std::vector<std::string> words(argv + 1, argv + argc);
-  if (app::isHeadlessInvocation(words)) return app::runCli(words, std::cout, std::cerr);
+  const bool headless = app::isHeadlessInvocation(words);
+  std::vector<std::pair<std::string, std::string>> alsoSet;
 #if TENSORSCOPE_WITH_GUI
-  preferPassiveOpenMpWaits(argv);
+  if (!headless) alsoSet.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
 #endif
+  model_core::startWithBestBlasKernels(argv, alsoSet);
+  if (headless) return app::runCli(words, std::cout, std::cerr);
   return runGui(argc, argv, std::move(words));
 }

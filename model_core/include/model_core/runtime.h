@@ -15,6 +15,8 @@ struct RuntimeInfo {
   int hardware_threads = 1;
   std::string blas;            ///< e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64"
   bool blas_is_openblas = false;
+  std::string blas_coretype;   ///< OpenBLAS's kernels in use, e.g. "Cooperlake"; empty for another BLAS
+  std::string blas_kernels;    ///< which kernels run and why (describeBlasKernels); empty for another BLAS
   std::string allocator;       ///< how CPU memory is kept between steps (see tuneAllocator)
   bool fused_kernels = false;  ///< the fused CPU attention kernels have a BLAS (else: ATen formulation)
   std::string fused_kernels_detail;  ///< their BLAS and row-operation build, or why they are off

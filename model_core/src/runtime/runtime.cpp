@@ -1,5 +1,7 @@
 #include "model_core/runtime.h"
 
+#include "model_core/blas_kernels.h"
+
 #include "kernels/gemm.h"
 #include "kernels/row_ops.h"
 
@@ -127,6 +129,8 @@ RuntimeInfo runtimeInfo() {
   info.intra_op_threads = at::get_num_threads();
   info.hardware_threads = hardwareThreads();
   info.blas = detectBlas(info.blas_is_openblas);
+  info.blas_coretype = blasCoretype();
+  info.blas_kernels = describeBlasKernels();
   info.allocator = allocatorTuned() ? "glibc malloc keeping freed memory (blocks < 32 MiB reused, trim above 1 GiB)"
                                     : "glibc malloc defaults";
   const auto& blas = kernels::blas();
@@ -195,7 +199,8 @@ std::string describeRuntime(const RuntimeInfo& i) {
   else s += " (no CUDA device available)";
   s += "\nthreads: " + std::to_string(i.intra_op_threads) + " intra-op (" +
        std::to_string(i.hardware_threads) + " hardware)\n";
-  s += "BLAS: " + i.blas + "\n";
+  // OpenBLAS: which kernels run and why (model_core/blas_kernels.h), then its build configuration.
+  s += "BLAS: " + (i.blas_kernels.empty() ? i.blas : i.blas_kernels + " (" + i.blas + ")") + "\n";
   s += "fused CPU kernels: " + i.fused_kernels_detail + "\n";
   s += "allocator: " + i.allocator;
   return s;
