@@ -20,14 +20,21 @@ bool isKnownTag(std::string_view t) {
 }
 
 /// Why `tag` may not open inside `parent` ("" = top level), or "" when it may.
+/// "<tag>", built by appending: GCC 12 warns falsely (-Wrestrict) on "<" + std::string(tag) + ">".
+std::string bracketed(std::string_view tag) {
+  std::string s = "<";
+  s.append(tag).append(">");
+  return s;
+}
+
 std::string nestingProblem(std::string_view tag, std::string_view parent) {
-  const auto where = parent.empty() ? std::string("at the top level") : "inside <" + std::string(parent) + ">";
+  const std::string where = parent.empty() ? std::string("at the top level") : "inside " + bracketed(parent);
   if (tag == "li") return parent == "ul" || parent == "ol" ? "" : "<li> " + where + "; a list item belongs in <ul> or <ol>";
   if (parent == "ul" || parent == "ol")
-    return "<" + std::string(tag) + "> directly inside <" + std::string(parent) + ">; a list holds only <li> items";
+    return bracketed(tag) + " directly inside " + bracketed(parent) + "; a list holds only <li> items";
   if (tag == "p" || tag == "ul" || tag == "ol") {
     if (parent.empty() || parent == "li") return "";
-    return "<" + std::string(tag) + "> " + where + "; paragraphs and lists go at the top level or in <li>";
+    return bracketed(tag) + " " + where + "; paragraphs and lists go at the top level or in <li>";
   }
   return "";  // inline tags and br: anywhere but directly in a list
 }
