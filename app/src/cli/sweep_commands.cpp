@@ -244,7 +244,7 @@ int runTrial(const SweepPlan& plan, const Trial& t, const std::string& device, s
   }
   files::writeFileAtomically(dir + "/result.json", model_core::trialResultToJson(r));
   out << "{\"event\": \"trial_end\", \"trial\": \"" << t.name << "\", \"status\": \"" << r.status << "\"}" << std::endl;
-  if (r.status == "failed") err << "tensorscope: trial " << t.name << " failed: " << r.message << "\n";
+  if (r.status == "failed") err << "tensorscope: trial " << t.name << " failed: " << model_core::displayText(r.message) << "\n";
   return status;
 }
 
