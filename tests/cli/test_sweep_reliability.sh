@@ -58,14 +58,15 @@ done
 # ---- A damaged result.json: the rest is reported, the trial is named with the remedy and redone ----
 R1=$TMP/early/trials/001-0.002-s2/result.json
 cp "$R1" "$TMP/result-good.json"
-head -c 40 "$TMP/result-good.json" > "$R1"
+head -c 40 "$TMP/result-good.json" > "$TMP/result-damaged.json"
+cp "$TMP/result-damaged.json" "$R1"
 check damaged-status-reads-on 0 "trial 001-0.002-s2: result.json is damaged .*sweep run .*--retry-failed" -- "$BIN" sweep status "$TMP/early"
 check damaged-report-has-the-rest 0 '\| 000-0.002-s1 \| finished \| 20 \|' -- "$BIN" sweep report "$TMP/early"
 check damaged-report-names-it 0 "- 001-0.002-s2: result.json is damaged" -- "$BIN" sweep report "$TMP/early"
 check damaged-csv-says-it-on-stderr 0 "tensorscope: trial 001-0.002-s2: result.json is damaged" -- "$BIN" sweep report "$TMP/early" --format csv
 check damaged-run-says-how 0 "001-0.002-s2: result.json is damaged.*--retry-failed" -- "$BIN" sweep run "$TMP/early"
 check damaged-redone 0 '"event": "end", "finished": 1, "failed": 0' -- "$BIN" --threads 1 sweep run "$TMP/early" --retry-failed
-check damaged-kept-aside 0 '"format": "tensorscope.tri' -- cat "$R1.damaged"
+check damaged-kept-aside 0 '' -- cmp "$TMP/result-damaged.json" "$R1.damaged"
 check damaged-redone-status 0 "^2 finished$" -- "$BIN" sweep status "$TMP/early"
 
 # ---- Control characters: never raw on the terminal, never in a Slurm script ----
