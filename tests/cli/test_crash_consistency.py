@@ -133,7 +133,9 @@ def sweep_report(bin_path, sweep_dir):
 def sweep_campaign(bin_path, work, cfg, kills, rng, env, stats, failures):
     """Kills `sweep run` (parent only, or parent and trials) and checks the finished sweep's report."""
     sweep = {"format": "tensorscope.sweep", "version": 1, "name": "crash campaign", "base_file": cfg,
-             "axes": [{"path": "train.lr", "values": [0.001, 0.002]}], "seeds": [1], "metric": "loss"}
+             "axes": [{"path": "train.lr", "values": [0.001, 0.002]}], "seeds": [1], "metric": "loss",
+             "set": {"train.checkpoint_interval": 20, "train.eval_interval": 20},
+             "budget": {"steps": 200}}  # trials much longer than a restart: orphans would still be training
     sweep_file = os.path.join(work, "sweep.json")
     with open(sweep_file, "w") as f:
         json.dump(sweep, f)
@@ -162,6 +164,11 @@ def sweep_campaign(bin_path, work, cfg, kills, rng, env, stats, failures):
         proc = subprocess.Popen([bin_path, "sweep", "run", d, "--jobs", "2"], env=env, start_new_session=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.05, duration * 0.9))
+        try:
+            with open("/proc/%d/task/%d/children" % (proc.pid, proc.pid)) as f:
+                children = [int(c) for c in f.read().split()]
+        except OSError:
+            children = []
         if group:
             os.killpg(proc.pid, signal.SIGKILL)
         else:
@@ -174,7 +181,24 @@ def sweep_campaign(bin_path, work, cfg, kills, rng, env, stats, failures):
         stats["sweep_kills_with_trials" if group else "sweep_kills_parent_only"] += 1
         tag = "sweep run killed %s (#%d)" % ("with its trials" if group else "alone", i)
         problem = None
-        for _ in range(120):
+        # Its trial processes must stop with it (they checkpoint on the SIGTERM it leaves them).
+        def running(pid):
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    return f.read().split(")")[-1].split()[0] != "Z"
+            except OSError:
+                return False
+        deadline = time.time() + 3  # a trial stops within a step of the SIGTERM
+        alive = children
+        while alive and time.time() < deadline:
+            time.sleep(0.1)
+            alive = [c for c in alive if running(c)]
+        if alive:
+            stats["sweep_orphans"] += 1
+            problem = "its trial processes %s still train 3 s after sweep run was killed" % alive
+            for c in alive:  # the test's own processes: not left behind
+                os.kill(c, signal.SIGKILL)
+        for _ in range(120 if not problem else 0):
             r = run([bin_path, "sweep", "run", d, "--jobs", "2"], env=env)
             if r.returncode == 0:
                 break
@@ -183,7 +207,7 @@ def sweep_campaign(bin_path, work, cfg, kills, rng, env, stats, failures):
                 break
             time.sleep(0.25)
         else:
-            problem = "trials still run elsewhere 30 s after the kill (orphans?)"
+            problem = problem or "trials still run elsewhere 30 s after the kill (orphans?)"
         if not problem:
             got, problem = sweep_report(bin_path, d)
             if not problem and got != reference:
@@ -248,7 +272,7 @@ def main():
     stats = {"kills": 0, "kills_at_file_operations": 0, "kills_at_random_moments": 0, "resumed": 0,
              "refused_then_restarted": 0, "divergent": 0, "lost_records": 0, "stuck": 0, "litter": 0,
              "file_operations_per_run": total_ops, "sweep_kills": 0, "sweep_kills_parent_only": 0,
-             "sweep_kills_with_trials": 0, "sweep_reports_equal": 0, "sweep_failures": 0}
+             "sweep_kills_with_trials": 0, "sweep_reports_equal": 0, "sweep_orphans": 0, "sweep_failures": 0}
     failures = []
 
     def judge(tag, run_dir):
