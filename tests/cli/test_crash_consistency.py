@@ -12,7 +12,13 @@ byte-identical to the reference, every metric record of the reference present on
 checkpoint, and no litter (temporary files, staging directories,
 checkpoints beyond the current and the previous one).
 
-usage: test_crash_consistency.py TENSORSCOPE WORKDIR [--kills N] [--random N] [--seed S] [--report FILE]
+With --sweep-kills N it also kills `tensorscope sweep run` (two trials at a time) N times at random
+moments, alternately the parent alone (its trials must stop with it and checkpoint) and the parent
+with its trial processes (SIGKILL to the process group), runs `sweep run` again until it exits 0
+(status 4 while trials still stop elsewhere), and checks that the sweep's report equals an
+uninterrupted sweep's (every metric, step and state; timings aside).
+
+usage: test_crash_consistency.py TENSORSCOPE WORKDIR [--kills N] [--random N] [--sweep-kills N] [--seed S] [--report FILE]
 The suite runs a short campaign; scripts/crash_campaign.sh runs the long one (200+ kills).
 """
 import argparse
@@ -127,12 +133,120 @@ def finish(bin_path, cfg, run_dir, stats):
     return None
 
 
+def sweep_report(bin_path, sweep_dir):
+    """The report's numbers that must not depend on interruptions (timings and hosts aside)."""
+    r = run([bin_path, "sweep", "report", sweep_dir, "--format", "json"])
+    if r.returncode != 0:
+        return None, "sweep report failed: " + r.stderr.strip()[-300:]
+    rep = json.loads(r.stdout)
+    designs = [(d["design"], d["trials"], d["finished"], d["mean"], d["std"], d["best_mean"], d["best_step"])
+               for d in rep["designs"]]
+    trials = []
+    for t in rep["trials"]:
+        res = t.get("result", {})
+        trials.append((t["name"], t["state"], t["step"], res.get("status"), res.get("steps"), res.get("final_metric"),
+                       res.get("best_metric"), res.get("best_step"), json.dumps(res.get("final_eval"), sort_keys=True)))
+    return (designs, trials), None
+
+
+def sweep_campaign(bin_path, work, cfg, kills, rng, env, stats, failures):
+    """Kills `sweep run` (parent only, or parent and trials) and checks the finished sweep's report."""
+    sweep = {"format": "tensorscope.sweep", "version": 1, "name": "crash campaign", "base_file": cfg,
+             "axes": [{"path": "train.lr", "values": [0.001, 0.002]}], "seeds": [1], "metric": "loss",
+             "set": {"train.checkpoint_interval": 20, "train.eval_interval": 20},
+             "budget": {"steps": 200}}  # trials much longer than a restart: orphans would still be training
+    sweep_file = os.path.join(work, "sweep.json")
+    with open(sweep_file, "w") as f:
+        json.dump(sweep, f)
+
+    def plan(d):
+        r = run([bin_path, "sweep", "plan", sweep_file, "--out", d], env=env)
+        if r.returncode != 0:
+            raise RuntimeError("sweep plan failed: " + r.stderr)
+
+    ref = os.path.join(work, "sweep_reference")
+    plan(ref)
+    t0 = time.time()
+    r = run([bin_path, "sweep", "run", ref, "--jobs", "2"], env=env)
+    duration = time.time() - t0
+    if r.returncode != 0:
+        failures.append("uninterrupted sweep run failed: " + r.stderr.strip()[-300:])
+        return
+    reference, problem = sweep_report(bin_path, ref)
+    if problem:
+        failures.append("uninterrupted sweep: " + problem)
+        return
+    for i in range(kills):
+        d = os.path.join(work, "sweep%d" % i)
+        plan(d)
+        group = i % 2 == 1
+        proc = subprocess.Popen([bin_path, "sweep", "run", d, "--jobs", "2"], env=env, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.05, duration * 0.9))
+        try:
+            with open("/proc/%d/task/%d/children" % (proc.pid, proc.pid)) as f:
+                children = [int(c) for c in f.read().split()]
+        except OSError:
+            children = []
+        if group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if proc.returncode != -signal.SIGKILL:
+            shutil.rmtree(d, ignore_errors=True)
+            continue  # it finished first: nothing to judge
+        stats["sweep_kills"] += 1
+        stats["sweep_kills_with_trials" if group else "sweep_kills_parent_only"] += 1
+        tag = "sweep run killed %s (#%d)" % ("with its trials" if group else "alone", i)
+        problem = None
+        # Its trial processes must stop with it (they checkpoint on the SIGTERM it leaves them).
+        def running(pid):
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    return f.read().split(")")[-1].split()[0] != "Z"
+            except OSError:
+                return False
+        deadline = time.time() + 3  # a trial stops within a step of the SIGTERM
+        alive = children
+        while alive and time.time() < deadline:
+            time.sleep(0.1)
+            alive = [c for c in alive if running(c)]
+        if alive:
+            stats["sweep_orphans"] += 1
+            problem = "its trial processes %s still train 3 s after sweep run was killed" % alive
+            for c in alive:  # the test's own processes: not left behind
+                os.kill(c, signal.SIGKILL)
+        for _ in range(120 if not problem else 0):
+            r = run([bin_path, "sweep", "run", d, "--jobs", "2"], env=env)
+            if r.returncode == 0:
+                break
+            if r.returncode != 4:  # 4: trials of the killed run are still stopping; anything else is a fault
+                problem = "sweep run after the kill exited %d: %s" % (r.returncode, r.stderr.strip()[-300:])
+                break
+            time.sleep(0.25)
+        else:
+            problem = problem or "trials still run elsewhere 30 s after the kill (orphans?)"
+        if not problem:
+            got, problem = sweep_report(bin_path, d)
+            if not problem and got != reference:
+                problem = "the report differs from the uninterrupted sweep's: %s" % (
+                    [g for g, w in zip(got[1], reference[1]) if g != w][:2] or got[0])
+        if problem:
+            stats["sweep_failures"] += 1
+            failures.append("%s: %s" % (tag, problem))
+        else:
+            stats["sweep_reports_equal"] += 1
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("tensorscope")
     ap.add_argument("workdir")
     ap.add_argument("--kills", type=int, default=24, help="kills at file operations (spread over the run)")
     ap.add_argument("--random", type=int, default=6, help="kills at random moments")
+    ap.add_argument("--sweep-kills", type=int, default=0, help="kills of `sweep run` (alternately alone and with its trials)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--report", default="")
     a = ap.parse_args()
@@ -176,7 +290,8 @@ def main():
     points = [min(p, total_ops) for p in points]
     stats = {"kills": 0, "kills_at_file_operations": 0, "kills_at_random_moments": 0, "resumed": 0,
              "refused_then_restarted": 0, "divergent": 0, "lost_records": 0, "stuck": 0, "litter": 0, "stale": 0,
-             "file_operations_per_run": total_ops}
+             "file_operations_per_run": total_ops, "sweep_kills": 0, "sweep_kills_parent_only": 0,
+             "sweep_kills_with_trials": 0, "sweep_reports_equal": 0, "sweep_orphans": 0, "sweep_failures": 0}
     failures = []
 
     def judge(tag, run_dir):
@@ -216,6 +331,9 @@ def main():
         judge("killed at a random moment (#%d)" % i, d)
         shutil.rmtree(d, ignore_errors=True)
 
+    if a.sweep_kills:
+        sweep_campaign(bin_path, a.workdir, cfg, a.sweep_kills, rng, env, stats, failures)
+
     print(json.dumps(stats, indent=2))
     if a.report:
         with open(a.report, "w") as f:
@@ -224,6 +342,9 @@ def main():
         print("FAIL", f)
     if stats["kills"] < (a.kills + a.random) // 2:
         print("FAIL too few kills landed")
+        return 1
+    if stats["sweep_kills"] < a.sweep_kills // 2:
+        print("FAIL too few kills of sweep run landed")
         return 1
     return 1 if failures else 0
 

@@ -47,7 +47,7 @@ check submit 0 "submitted Slurm job [0-9]+: 4 trials \(array 0-3%1\)" -- \
   "$BIN" sweep submit "$TMP/cluster" --slurm --cpus-per-task 1 --array-limit 1
 # One task at a time: the last trials wait in Slurm's queue, and status says so.
 check status-queued 0 "003-skip_right-s2 +queued +0/60 +slurm PENDING \(job [0-9]+_3\)" -- "$BIN" sweep status "$TMP/cluster"
-check run-leaves-slurm-trials 0 "is in Slurm's queue" -- "$BIN" --threads 1 sweep run "$TMP/cluster"
+check run-leaves-slurm-trials 4 "is in Slurm's queue" -- "$BIN" --threads 1 sweep run "$TMP/cluster"
 check script-runs-run-trial 0 "sweep run-trial '$TMP/cluster' \"\\\$SLURM_ARRAY_TASK_ID\"" -- cat "$TMP/cluster/slurm/submit-1.sbatch"
 for _ in $(seq 1 600); do
   "$BIN" sweep status "$TMP/cluster" | grep -q '^4 finished$' && break

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@
 #include "model_core/trainer.h"
 #include "spec/json_reader.h"
 #if TENSORSCOPE_WITH_GUI
+#include <QBuffer>
 #include <QImage>
 #include <QPainter>
 #include <QPdfWriter>
@@ -131,14 +133,21 @@ int runTrial(const SweepPlan& plan, const Trial& t, const std::string& device, s
   } closer{lock};
   if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
     err << "tensorscope: trial " << t.name << " is being trained by another process (" << lockPath << " is locked)\n";
-    return kExitFailure;
+    return kExitRunElsewhere;
   }
   if (fs::exists(dir + "/result.json")) {
     const auto st = model_core::trialStatus(plan, t);
     out << "trial " << t.name << " has ended already (" << model_core::trialStateName(st.state) << ")\n";
-    return kExitOk;
+    if (!st.damaged.empty()) err << "tensorscope: trial " << t.name << ": " << st.damaged << "\n";
+    return kExitTrialEndedBefore;
   }
-  const bool resume = fs::exists(runDir + "/config.json");
+  // Resume only a run with a committed checkpoint. One stopped before its first commit (killed, out
+  // of memory, a full disk) holds only files train() writes before it (config.json, metrics, its
+  // lock, temporaries): it starts again in place, from step 0.
+  const bool resume = fs::exists(runDir + "/checkpoint.json") || fs::exists(runDir + "/model.safetensors");
+  if (!resume && fs::exists(runDir + "/config.json"))
+    out << "{\"event\": \"restart\", \"trial\": \"" << t.name
+        << "\", \"reason\": \"its run stopped before its first checkpoint; it starts again from step 0\"}" << std::endl;
   const std::string firstSplit = model_core::evaluationSplitNames(t.config).front();
   double remaining = 0;
   if (plan.sweep.seconds > 0) {
@@ -235,7 +244,7 @@ int runTrial(const SweepPlan& plan, const Trial& t, const std::string& device, s
   }
   files::writeFileAtomically(dir + "/result.json", model_core::trialResultToJson(r));
   out << "{\"event\": \"trial_end\", \"trial\": \"" << t.name << "\", \"status\": \"" << r.status << "\"}" << std::endl;
-  if (r.status == "failed") err << "tensorscope: trial " << t.name << " failed: " << r.message << "\n";
+  if (r.status == "failed") err << "tensorscope: trial " << t.name << " failed: " << model_core::displayText(r.message) << "\n";
   return status;
 }
 
@@ -356,9 +365,14 @@ pid_t spawnTrial(const std::string& exe, int threads, const SweepPlan& plan, con
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("cannot start a trial process: ") + std::strerror(errno));
   if (pid == 0) {
+    // A trial outlives no `sweep run`: when it dies (even by kill -9) the trial gets SIGTERM, which it
+    // turns into a checkpoint and a stop. A parent gone before prctl took effect is seen here.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) _exit(kExitTrialInterrupted);
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) ::dup2(fd, 1), ::dup2(fd, 2);
     std::signal(SIGINT, SIG_DFL);
@@ -389,6 +403,7 @@ int runCommand(Args& args, std::ostream& out, std::ostream& err) {
     err << "tensorscope: " << note << "; trials submitted to Slurm cannot be told apart from pending ones\n";
   for (const auto& t : plan.trials) {
     const auto st = model_core::trialStatus(plan, t);
+    if (!st.damaged.empty() && !retry) err << "tensorscope: trial " << t.name << ": " << st.damaged << "\n";
     if (st.state != TrialState::Finished && queued.count(t.index)) {
       ++skipped;
       err << "tensorscope: trial " << t.name << " is in Slurm's queue (" << queued.at(t.index) << "); not starting it\n";
@@ -399,7 +414,7 @@ int runCommand(Args& args, std::ostream& out, std::ostream& err) {
       err << "tensorscope: trial " << t.name << " is being trained by another process; not starting it\n";
     } else if (st.state == TrialState::Failed || st.state == TrialState::Diverged) {
       if (retry) {
-        fs::remove(plan.trialDir(t) + "/result.json");
+        model_core::clearTrialResult(plan, t, st);
         queue.push_back(&t);
       } else {
         ++ended;
@@ -409,10 +424,16 @@ int runCommand(Args& args, std::ostream& out, std::ostream& err) {
     }
   }
   const std::size_t total = plan.trials.size();
+  const auto elsewhereNote = [&](int n) {
+    err << "tensorscope: the sweep has not ended: " << n << " trial" << (n > 1 ? "s are" : " is")
+        << " being trained elsewhere; when they end, run it again: tensorscope sweep run " << model_core::displayText(plan.dir)
+        << " (or follow them: tensorscope sweep status " << model_core::displayText(plan.dir) << ")\n";
+    return kExitRunElsewhere;
+  };
   if (queue.empty()) {
     out << "sweep '" << plan.sweep.name << "': nothing to run (" << ended << " of " << total << " trials have ended"
         << (skipped ? ", " + std::to_string(skipped) + " run elsewhere" : std::string()) << ")\n";
-    return kExitOk;
+    return skipped ? elsewhereNote(skipped) : kExitOk;
   }
   const std::string exe = selfExecutable();
   g_runSignalled = 0;
@@ -420,7 +441,7 @@ int runCommand(Args& args, std::ostream& out, std::ostream& err) {
   std::signal(SIGTERM, onRunSignal);
   std::map<pid_t, const Trial*> running;
   std::size_t next = 0;
-  int finished = 0, failed = 0, interrupted = 0;
+  int finished = 0, failed = 0, interrupted = 0, endedElsewhere = 0;
   bool forwarded = false;
   const auto event = [&](const std::string& what, const Trial& t, const std::string& extra = "") {
     if (jsonLines)
@@ -449,8 +470,12 @@ int runCommand(Args& args, std::ostream& out, std::ostream& err) {
       running.erase(pid);
       const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
       const auto st = model_core::trialStatus(plan, *t);
-      if (code == kExitTrialInterrupted || (g_runSignalled && !st.result)) ++interrupted;
-      else if (st.state == TrialState::Finished) ++finished;
+      // "Finished now" counts only trials this process trained: another `sweep run` on the same
+      // folder may have trained (kExitTrialEndedBefore) or be training (kExitRunElsewhere) this one.
+      if (code == kExitRunElsewhere) ++skipped;
+      else if (code == kExitTrialEndedBefore) ++endedElsewhere;
+      else if (code == kExitTrialInterrupted || (g_runSignalled && !st.result)) ++interrupted;
+      else if (st.state == TrialState::Finished && code == kExitOk) ++finished;
       else ++failed;
       std::string extra = ", \"state\": \"" + std::string(model_core::trialStateName(st.state)) + "\"";
       if (st.result && st.result->final_metric)
@@ -460,14 +485,16 @@ int runCommand(Args& args, std::ostream& out, std::ostream& err) {
         out << "\r\033[K" << pad(t->name, 28) << model_core::trialStateName(st.state);
         if (st.result && st.result->final_metric) out << "  " << plan.sweep.metric.name << " " << fixed(*st.result->final_metric, 4);
         if (st.result) out << "  " << fixed(st.result->wall_seconds, 0) << " s";
-        if (!st.result && code != kExitTrialInterrupted) out << "  (exit " << code << "; see " << plan.trialDir(*t) << "/log.txt)";
+        if (code == kExitRunElsewhere) out << "  (being trained by another process)";
+        else if (code == kExitTrialEndedBefore) out << "  (trained by another process)";
+        else if (!st.result && code != kExitTrialInterrupted) out << "  (exit " << code << "; see " << plan.trialDir(*t) << "/log.txt)";
         out << "\n";
       }
       continue;
     }
     if (!jsonLines && std::chrono::steady_clock::now() - lastDraw > std::chrono::milliseconds(500)) {
       lastDraw = std::chrono::steady_clock::now();
-      std::string line = "[" + std::to_string(ended + finished + failed) + "/" + std::to_string(total) + " ended, " +
+      std::string line = "[" + std::to_string(ended + finished + failed + endedElsewhere) + "/" + std::to_string(total) + " ended, " +
                          std::to_string(running.size()) + " running]";
       for (const auto& [p, t] : running)
         line += "  " + t->name.substr(0, 24) + " " + std::to_string(model_core::trialStatus(plan, *t).step) + "/" +
@@ -480,15 +507,19 @@ int runCommand(Args& args, std::ostream& out, std::ostream& err) {
   std::signal(SIGTERM, SIG_DFL);
   if (!jsonLines) out << "\r\033[K";
   out << (jsonLines ? "{\"event\": \"end\", \"finished\": " + std::to_string(finished) + ", \"failed\": " +
-                          std::to_string(failed) + ", \"interrupted\": " + std::to_string(interrupted) + "}\n"
+                          std::to_string(failed) + ", \"interrupted\": " + std::to_string(interrupted) +
+                          ", \"run_elsewhere\": " + std::to_string(skipped) + "}\n"
                     : "sweep '" + plan.sweep.name + "': " + std::to_string(finished) + " trials finished now, " +
-                          std::to_string(failed) + " failed or diverged, " + std::to_string(interrupted) + " interrupted; " +
-                          std::to_string(ended + finished + failed) + " of " + std::to_string(total) + " have ended\n");
+                          std::to_string(failed) + " failed or diverged, " + std::to_string(interrupted) + " interrupted" +
+                          (skipped ? ", " + std::to_string(skipped) + " run elsewhere" : std::string()) + "; " +
+                          std::to_string(ended + finished + failed + endedElsewhere) + " of " + std::to_string(total) +
+                          " have ended\n");
   if (g_runSignalled || interrupted) {
     err << "tensorscope: stopped; interrupted trials resume from their checkpoints: tensorscope sweep run " << plan.dir << "\n";
     return 130;
   }
-  return failed ? kExitFailure : kExitOk;
+  if (failed) return kExitFailure;
+  return skipped ? elsewhereNote(skipped) : kExitOk;
 }
 
 int submitCommand(Args& args, std::ostream& out, std::ostream& err) {
@@ -510,6 +541,13 @@ int submitCommand(Args& args, std::ostream& out, std::ostream& err) {
   if (partition) safe(*partition, "--partition");
   if (time) safe(*time, "--time");
   const auto plan = model_core::readSweepPlan(fs::absolute(pos[0]).lexically_normal().string());
+  // The path goes into the batch script's comments, #SBATCH lines and command: a newline there would
+  // end a directive and start a command.
+  for (unsigned char c : plan.dir)
+    if (c < 0x20 || c == 0x7f)
+      throw UsageError("the sweep folder's path " + model_core::displayText(plan.dir) +
+                       " holds a control character; Slurm scripts cannot name it safely: move the folder "
+                       "(mv) to a path without one and submit from there");
   auto jobs = model_core::readSlurmJobs(plan.dir);
   std::string note;
   const auto queued = slurmStates(jobs, note);
@@ -524,7 +562,7 @@ int submitCommand(Args& args, std::ostream& out, std::ostream& err) {
     } else if (st.state == TrialState::Finished || ((st.state == TrialState::Failed || st.state == TrialState::Diverged) && !retry)) {
       ++ended;
     } else {
-      if (st.state == TrialState::Failed || st.state == TrialState::Diverged) fs::remove(plan.trialDir(t) + "/result.json");
+      if (st.state == TrialState::Failed || st.state == TrialState::Diverged) model_core::clearTrialResult(plan, t, st);
       indices.push_back(t.index);
     }
   }
@@ -595,7 +633,7 @@ int statusCommand(Args& args, std::ostream& out) {
   const auto jobs = model_core::readSlurmJobs(plan.dir);
   const auto queued = slurmStates(jobs, note);
   std::map<std::string, int> counts;
-  out << "sweep '" << plan.sweep.name << "' (" << plan.dir << "): " << plan.trials.size() << " trials, metric "
+  out << "sweep '" << plan.sweep.name << "' (" << model_core::displayText(plan.dir) << "): " << plan.trials.size() << " trials, metric "
       << report.metric << " on " << report.split << "\n";
   std::size_t w = 8;
   for (const auto& t : plan.trials) w = std::max(w, t.name.size() + 2);
@@ -608,7 +646,8 @@ int statusCommand(Args& args, std::ostream& out) {
     out << pad(t.name, w) << pad(state, 13)
         << pad(std::to_string(st.step) + "/" + std::to_string(t.config.train.steps), 14);
     if (st.result && st.result->final_metric) out << fixed(*st.result->final_metric, 4);
-    else if (st.result && st.state == TrialState::Failed) out << st.result->message.substr(0, 80);
+    else if (!st.damaged.empty()) out << "result.json is damaged (see below)";
+    else if (st.result && st.state == TrialState::Failed) out << model_core::displayText(st.result->message).substr(0, 80);
     else if (inSlurm) out << "slurm " << queued.at(t.index);
     else out << "-";
     out << "\n";
@@ -621,10 +660,15 @@ int statusCommand(Args& args, std::ostream& out) {
     for (const auto& j : jobs) out << " " << j.id << " (" << j.indices.size() << " trials)";
     out << "\n";
   }
-  if (!note.empty()) out << "(" << note << ")\n";
+  if (!note.empty()) out << "(" << model_core::displayText(note) << ")\n";
+  for (const auto& [t, st] : report.trials)
+    if (!st.damaged.empty()) out << "trial " << t.name << ": " << st.damaged << "\n";
   return kExitOk;
 }
 
+/// Writes the figure as SVG, PNG or PDF. PNG and PDF are rendered into memory and written like the
+/// SVG (files::writeFileAtomically): a full disk or any write error throws, naming the file, and
+/// leaves the previous figure as it was (QPainter::end() does not report a failed write to a file).
 void writeFigure(const std::string& svg, const std::string& path) {
   const std::string ext = fs::path(path).extension().string();
   if (ext == ".svg") {
@@ -637,7 +681,9 @@ void writeFigure(const std::string& svg, const std::string& path) {
   QSvgRenderer renderer(QByteArray::fromStdString(svg));
   if (!renderer.isValid()) throw std::runtime_error("the report figure is not valid SVG (a bug; please report it)");
   const QSize size = renderer.defaultSize();
-  const std::string tmp = path + ".part";
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
   bool ok = false;
   if (ext == ".png") {
     QImage image(size * 2, QImage::Format_ARGB32);
@@ -645,9 +691,9 @@ void writeFigure(const std::string& svg, const std::string& path) {
     QPainter p(&image);
     renderer.render(&p);
     p.end();
-    ok = image.save(QString::fromStdString(tmp), "PNG");
+    ok = image.save(&buffer, "PNG");
   } else {
-    QPdfWriter pdf(QString::fromStdString(tmp));
+    QPdfWriter pdf(&buffer);
     pdf.setPageSize(QPageSize(QSizeF(size.width() * 0.75, size.height() * 0.75), QPageSize::Point));
     pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
     pdf.setResolution(96);
@@ -655,19 +701,15 @@ void writeFigure(const std::string& svg, const std::string& path) {
     renderer.render(&p, QRectF(0, 0, pdf.width(), pdf.height()));
     ok = p.end();
   }
-  std::error_code ec;
-  if (!ok) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error("cannot write " + path);
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error("cannot write " + path + ": " + ec.message());
+  buffer.close();
+  if (!ok || bytes.isEmpty()) throw std::runtime_error("cannot render the figure " + path + " (" + ext.substr(1) + ")");
+  files::writeFileAtomically(path, std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())));
 #else
   throw UsageError("this headless build writes figures as SVG; PNG and PDF need the explorer's build (Qt)");
 #endif
 }
 
-int reportCommand(Args& args, std::ostream& out) {
+int reportCommand(Args& args, std::ostream& out, std::ostream& err) {
   const auto format = args.takeOption("--format");
   const auto file = args.takeOption("--out");
   const auto figure = args.takeOption("--figure");
@@ -675,6 +717,8 @@ int reportCommand(Args& args, std::ostream& out) {
   const auto pos = args.positionals(1, 1, kUsage);
   const auto plan = model_core::readSweepPlan(pos[0]);
   const auto report = model_core::buildReport(plan);
+  for (const auto& [t, st] : report.trials)  // reported as failed; said here too, for csv, LaTeX and figures
+    if (!st.damaged.empty()) err << "tensorscope: trial " << t.name << ": " << st.damaged << "\n";
   const std::string text = model_core::formatReport(report, format.value_or("md"));
   if (file) {
     files::writeFileAtomically(*file, text);
@@ -708,7 +752,7 @@ int runSweepCommand(Args& args, std::ostream& out, std::ostream& err) {
   }
   if (sub == "submit") return submitCommand(args, out, err);
   if (sub == "status") return statusCommand(args, out);
-  if (sub == "report") return reportCommand(args, out);
+  if (sub == "report") return reportCommand(args, out, err);
   throw UsageError("sweep needs a sub-command: plan, run, run-trial, status or report\nusage: " + std::string(kUsage));
 }
 

@@ -12,6 +12,12 @@ namespace tensorscope::app {
 
 /// Exit status of `sweep run-trial` for a trial stopped by a signal (it resumes from its checkpoint).
 inline constexpr int kExitTrialInterrupted = 3;
+/// Exit status of `sweep run-trial` when another process holds the trial's lock (it trains it; this
+/// one did nothing), and of `sweep run` when trials are still being trained elsewhere (other
+/// processes or Slurm): the sweep has not ended, whatever else it did.
+inline constexpr int kExitRunElsewhere = 4;
+/// Exit status of `sweep run-trial` for a trial that had ended before it started (nothing done).
+inline constexpr int kExitTrialEndedBefore = 5;
 
 int runSweepCommand(Args& args, std::ostream& out, std::ostream& err);
 

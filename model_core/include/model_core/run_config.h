@@ -66,6 +66,15 @@ RunConfig runConfigFromJson(const std::string& text);
 RunConfig readRunConfig(const std::string& path);
 /// Every problem of a config, as "field: message" lines (empty when valid).
 std::vector<std::string> validateRunConfig(const RunConfig& config);
+/// Most problems one message lists: a config of 100,000 bad elements gets 20 lines and a count,
+/// not 10 MB.
+inline constexpr std::size_t kMaxListedProblems = 20;
+/// "HEAD:" and the lines, each on its own indented line and shown with displayText; past
+/// kMaxListedProblems, "… and N more problems (M in all)".
+std::string listProblems(const std::string& head, const std::vector<std::string>& lines);
+/// Text safe to print on a terminal or into a report: control characters (C0, DEL, C1) become
+/// visible escapes (\n, \x1b, \u009b); everything else is kept as it is.
+std::string displayText(const std::string& text);
 /// The attention spec of layer i (expanding a single shared spec).
 spec::AttentionSpec layerSpec(const ModelConfig& model, int layer);
 /// Tokens the model sees per example: task.seq_len, or for fashion_mnist the (28/patch)² patches.

@@ -20,6 +20,12 @@ inline constexpr const char* kSweepPlanFormat = "tensorscope.sweep_plan";
 inline constexpr const char* kTrialResultFormat = "tensorscope.trial_result";
 /// Most trials one sweep may expand into (a bound on what a file can ask for).
 inline constexpr std::int64_t kMaxSweepTrials = 4096;
+/// Longest trial directory name (NAME_MAX is 255): longer label combinations are cut, and the index
+/// that starts every name keeps them unique.
+inline constexpr std::size_t kMaxTrialNameBytes = 240;
+/// Bounds of a trial result's text fields.
+inline constexpr std::size_t kMaxTrialMessageBytes = 4096;
+inline constexpr std::size_t kMaxTrialWhereBytes = 300;
 
 /// One value of an axis: the config fields it sets (dotted paths into the run config's JSON, e.g.
 /// "model.attention.core" or "train.lr"; a path through an array without an index sets every
@@ -76,7 +82,7 @@ std::string sweepToJson(const SweepFile& sweep);
 /// One trial of a plan: its place in the grid and its complete run config.
 struct Trial {
   std::int64_t index = 0;
-  std::string name;                                 ///< "007-skip_left-s2": the trial directory's name
+  std::string name;  ///< "007-skip_left-s2": the trial directory's name (at most kMaxTrialNameBytes)
   std::vector<std::pair<std::string, std::string>> labels;  ///< (axis, value label), in axis order
   std::uint64_t seed = 1;
   std::string design;                               ///< the labels joined: what seeds are averaged over
@@ -106,8 +112,10 @@ void setConfigPath(nlohmann::json& config, const std::string& path, const nlohma
 // DIR/slurm.json             submitted job arrays (sweep submit --slurm)
 
 std::string planToJson(const SweepFile& sweep, const std::vector<Trial>& trials);
-/// Writes DIR/sweep.json, DIR/plan.json and each trial's run.json (atomically). Refuses a DIR that
-/// holds a different plan (trials would be mixed); the same plan again changes nothing.
+/// Writes DIR/sweep.json, DIR/plan.json, each trial's run.json (atomically) and DIR/plan.check (the
+/// digest of what was checked, so later commands need not expand the sweep again). Refuses a DIR
+/// that holds a different plan (trials would be mixed), a path with a control character or one too
+/// long for its trials' files, before creating anything; the same plan again changes nothing.
 void writeSweepDirectory(const std::string& dir, const SweepFile& sweep, const std::vector<Trial>& trials);
 
 /// A planned sweep read back: the sweep file and its trials (configs from run.json).
@@ -119,6 +127,8 @@ struct SweepPlan {
   std::string runDir(const Trial& t) const { return trialDir(t) + "/run"; }
 };
 /// Throws std::invalid_argument for a directory that is not a sweep or whose files are damaged.
+/// Where DIR/plan.check matches sweep.json, plan.json and every run.json, the trials are read from
+/// those files; otherwise the sweep is expanded again and compared (and plan.check rewritten).
 SweepPlan readSweepPlan(const std::string& dir);
 
 /// The outcome of a trial (result.json).
@@ -134,8 +144,15 @@ struct TrialResult {
   nlohmann::json final_eval = nlohmann::json::object();  ///< split -> {loss, accuracy, exact_match} at the end
   std::string where;  ///< "local" or "slurm job J_I", for people
 };
+/// Cuts the message to kMaxTrialMessageBytes (the reader refuses longer ones).
 std::string trialResultToJson(const TrialResult& r);
-TrialResult parseTrialResult(const std::string& text, const std::string& path);
+/// Checks every field: status, text lengths, steps in [0, 2^40], best_step in [-1, steps],
+/// wall_seconds in [0, 1e9], tokens_per_second in [0, 1e12], metrics finite and in their ranges
+/// (accuracy and exact_match in [0, 1], loss in [0, 1e9]; final_metric and best_metric as `metric`,
+/// or as a loss when empty). Throws std::invalid_argument naming the path and every problem.
+TrialResult parseTrialResult(const std::string& text, const std::string& path, const std::string& metric = "");
+/// Whether a metric's value is one a run can report (finite and in the metric's range above).
+bool plausibleMetric(const std::string& name, double value);
 
 /// Reads a trial's metrics log into a result (status and message are the caller's).
 TrialResult summariseTrialRun(const std::string& runDir, const SweepMetric& metric, const std::string& firstSplit);
@@ -146,10 +163,17 @@ struct TrialStatus {
   TrialState state = TrialState::Pending;
   std::int64_t step = 0;  ///< last training step recorded
   std::optional<TrialResult> result;
+  /// Set when result.json cannot be read: why, and how to redo the trial. The trial then counts as
+  /// failed (and --retry-failed redoes it); the rest of the sweep reads on.
+  std::string damaged;
 };
 /// What the files say of a trial: result.json (finished, diverged, failed), a held lock (running),
-/// a run directory with a checkpoint (interrupted) or nothing (pending).
+/// a run directory with a checkpoint (interrupted) or nothing (pending). Never throws for a
+/// damaged result.json (see TrialStatus::damaged).
 TrialStatus trialStatus(const SweepPlan& plan, const Trial& t);
+/// Clears a failed trial's outcome so it runs again: removes result.json, or keeps a damaged one
+/// as result.json.damaged (nothing a person might want to look at is deleted).
+void clearTrialResult(const SweepPlan& plan, const Trial& t, const TrialStatus& status);
 
 // ---- Slurm jobs of a sweep (DIR/slurm.json) -----------------------------------------------------
 inline constexpr const char* kSlurmJobsFormat = "tensorscope.slurm_jobs";
@@ -170,7 +194,10 @@ struct DesignSummary {
   std::vector<std::pair<std::string, std::string>> labels;  ///< without the seed
   std::int64_t attention_parameters = 0;
   int trials = 0, finished = 0;
-  double mean = 0, std = 0;  ///< of the final metric over finished seeds (std: sample, 0 for one)
+  double mean = 0, std = 0;  ///< of the final metric over finished seeds (std: sample; 0 where undefined)
+  /// The sample standard deviation is defined from two finished seeds on; reports print "–" (md,
+  /// LaTeX), leave it empty (csv) or null (json) and draw no error bar below that.
+  bool hasStd() const { return finished > 1; }
   double best_mean = 0;
   double tokens_per_second = 0;
   double best_step = 0;  ///< mean step of the best evaluation

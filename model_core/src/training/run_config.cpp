@@ -21,14 +21,49 @@ constexpr int kVersion = 1;
 class Problems : public spec::FieldReader {
  public:
   void add(const std::string& field, const std::string& msg) { fail(field, msg); }
-  [[noreturn]] void raise() const {
-    std::string m = "invalid run config:";
-    for (const auto& line : lines()) m += "\n  " + line;
-    throw std::invalid_argument(m);
-  }
+  [[noreturn]] void raise() const { throw std::invalid_argument(listProblems("invalid run config", lines())); }
 };
 
 }  // namespace
+
+std::string displayText(const std::string& text) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) out += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+    else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+             static_cast<unsigned char>(text[i + 1]) <= 0x9f) {  // C1 controls (U+0080..U+009F), e.g. CSI
+      const auto d = static_cast<unsigned char>(text[++i]);
+      out += std::string("\\u00") + kHex[d >> 4] + kHex[d & 15];
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
+std::string listProblems(const std::string& head, const std::vector<std::string>& lines) {
+  std::string m = head + ":";
+  for (std::size_t i = 0; i < lines.size() && i < kMaxListedProblems; ++i) {
+    // A nested message keeps its lines (indented under this one); other control characters are shown.
+    m += "\n  ";
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = lines[i].find('\n', from)) != std::string::npos; from = nl + 1) {
+      m += displayText(lines[i].substr(from, nl - from));
+      m += "\n  ";
+    }
+    m += displayText(lines[i].substr(from));
+  }
+  if (lines.size() > kMaxListedProblems)
+    m += "\n  … and " + std::to_string(lines.size() - kMaxListedProblems) + " more problems (" +
+         std::to_string(lines.size()) + " in all)";
+  return m;
+}
 
 spec::AttentionSpec layerSpec(const ModelConfig& m, int layer) {
   if (m.attention.empty()) throw std::invalid_argument("model has no attention spec");

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -34,11 +36,7 @@ class Problems : public spec::FieldReader {
  public:
   explicit Problems(std::string what) : what_(std::move(what)) {}
   void add(const std::string& field, const std::string& msg) { fail(field, msg); }
-  [[noreturn]] void raise() const {
-    std::string m = "invalid " + what_ + ":";
-    for (const auto& line : lines()) m += "\n  " + line;
-    throw std::invalid_argument(m);
-  }
+  [[noreturn]] void raise() const { throw std::invalid_argument(listProblems("invalid " + what_, lines())); }
 
  private:
   std::string what_;
@@ -65,6 +63,25 @@ std::string safeName(const std::string& s) {
   std::string out;
   for (unsigned char c : s) out += (std::isalnum(c) || c == '.' || c == '-' || c == '+') ? char(c) : '_';
   return out.empty() ? "_" : out;
+}
+
+/// Why a name or label cannot be printed as it is, or empty: control characters (C0, DEL, C1) would
+/// reach terminals, Markdown, LaTeX and SVG raw.
+std::string controlCharacterProblem(const std::string& s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    unsigned code = 0;
+    if (c < 0x20 || c == 0x7f) code = c;
+    else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+             static_cast<unsigned char>(s[i + 1]) <= 0x9f)
+      code = static_cast<unsigned char>(s[i + 1]);
+    else continue;
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "%04X", code);
+    return std::string("holds a control character (U+") + hex +
+           "); names and labels are printed on terminals and into reports and figures";
+  }
+  return "";
 }
 
 std::string firstEvalSplit(const RunConfig& c) { return evaluationSplitNames(c).front(); }
@@ -174,19 +191,14 @@ int currentSolveValue(json& config, const std::string& solve) {
   return 16;
 }
 
-RunConfig parseTrialConfig(const json& j, const std::string& trial) {
-  try {
-    return runConfigFromJson(j.dump());
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("trial " + trial + ": " + e.what());
-  }
-}
-
+/// A record's value of a metric (or of tokens_per_second, elapsed_seconds) when it is one a run can
+/// report: a damaged or absurd log gives no value rather than an "inf ± inf" or a -nan coordinate.
 std::optional<double> metricOf(const json& rec, const std::string& name) {
   if (!rec.contains(name) || !rec[name].is_number()) return std::nullopt;
   const double v = rec[name].get<double>();
-  if (!std::isfinite(v)) return std::nullopt;
-  return v;
+  if (name == "tokens_per_second") return v >= 0 && v <= 1e12 ? std::optional<double>(v) : std::nullopt;
+  if (name == "elapsed_seconds") return v >= 0 && v <= 1e9 ? std::optional<double>(v) : std::nullopt;
+  return plausibleMetric(name, v) ? std::optional<double>(v) : std::nullopt;
 }
 
 double median(std::vector<double> v) {
@@ -225,6 +237,7 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
   p.read(j, "name", "", s.name);
   p.read(j, "description", "", s.description);
   if (s.name.empty()) p.add("name", "give the sweep a name (it titles its reports)");
+  if (const auto m = controlCharacterProblem(s.name); !m.empty()) p.add("name", m);
   if (s.name.size() > 200) p.add("name", "is longer than 200 characters");
   // The base run config, inline or from a file beside the sweep.
   if (j.contains("base") == j.contains("base_file")) {
@@ -284,6 +297,7 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
         if (axis.name.empty()) p.add(f + ".name", "name the axis (or give its path)");
         else if (!names.insert(axis.name).second) p.add(f + ".name", "'" + axis.name + "' names two axes");
         if (axis.name == "seed") p.add(f + ".name", "seeds are the sweep's \"seeds\", not an axis");
+        if (const auto m = controlCharacterProblem(axis.name); !m.empty()) p.add(f + ".name", m);
         if (!path.empty()) {
           try {
             (void)parsePath(path);
@@ -337,6 +351,7 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
           }
           if (value.label.empty()) value.label = labelOf(v.is_object() && v.contains("value") ? v["value"] : v);
           if (value.label.size() > 64) p.add(vf + ".label", "is longer than 64 characters");
+          if (const auto m = controlCharacterProblem(value.label); !m.empty()) p.add(vf + ".label", m);
           if (!labels.insert(value.label).second) p.add(vf + ".label", "'" + value.label + "' labels two values");
           axis.values.push_back(std::move(value));
         }
@@ -481,6 +496,55 @@ std::int64_t attentionParameters(const RunConfig& c) {
   return n;
 }
 
+namespace {
+
+/// "000-mhsa-0.001-s1": the index, the labels (cut to keep the name within kMaxTrialNameBytes; the
+/// index keeps cut names unique) and the seed.
+std::string trialName(std::int64_t index, int width, const std::vector<std::pair<std::string, std::string>>& labels,
+                      std::uint64_t seed) {
+  const std::string number = std::to_string(index);
+  std::string name(static_cast<std::size_t>(std::max<int>(0, width - static_cast<int>(number.size()))), '0');
+  name.append(number);
+  std::string middle;
+  for (const auto& [axis, label] : labels) middle += "-" + safeName(label);
+  const std::string tail = "-s" + std::to_string(seed);
+  const std::size_t room = kMaxTrialNameBytes - name.size() - tail.size();
+  if (middle.size() > room) middle.resize(room);
+  return name + middle + tail;
+}
+
+/// One problem of an expansion and the trials that have it (a bad value on one axis breaks every
+/// trial it is in: it is said once, with the trials).
+struct GroupedProblems {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::string>> trials;
+  void add(const std::string& trial, const std::string& problem) {
+    auto& list = trials[problem];
+    if (list.empty()) order.push_back(problem);
+    list.push_back(trial);
+  }
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out;
+    for (const auto& problem : order) {
+      const auto& names = trials.at(problem);
+      std::string who = names.size() == 1 ? "trial " + names[0] : "trials " + names[0];
+      for (std::size_t i = 1; i < names.size() && i < 3; ++i) who += ", " + names[i];
+      if (names.size() > 3) who += " and " + std::to_string(names.size() - 3) + " more";
+      if (names.size() > 1) who += " (" + std::to_string(names.size()) + " trials)";
+      out.push_back(who + ": " + problem);
+    }
+    return out;
+  }
+};
+
+/// The parameter match's answer for one trial config: the solved size and how close it came.
+struct Solved {
+  int best = -1;
+  std::int64_t target = 0, gap = -1, count = 0;
+};
+
+}  // namespace
+
 std::vector<Trial> expandSweep(const SweepFile& s) {
   // Grid points: one value index per axis, the last axis fastest; seeds innermost.
   std::vector<std::vector<std::size_t>> points{{}};
@@ -494,7 +558,7 @@ std::vector<Trial> expandSweep(const SweepFile& s) {
       }
     points = std::move(next);
   }
-  std::vector<std::string> problems;
+  GroupedProblems problems;
   const auto configAt = [&](const std::vector<std::size_t>& pt, std::uint64_t seed) {
     json c = s.base;
     for (std::size_t i = 0; i < s.axes.size(); ++i)
@@ -510,66 +574,72 @@ std::vector<Trial> expandSweep(const SweepFile& s) {
     for (std::size_t k = 0; k < s.axes[matchAxis].values.size(); ++k)
       if (s.axes[matchAxis].values[k].label == s.match->reference) reference = k;
   }
+  // The match depends on the model and task of a trial and of its reference, not on the seed or the
+  // training settings: solved once per such pair (a 4,096-trial sweep has far fewer).
+  std::map<std::string, Solved> solvedFor;
   std::vector<Trial> trials;
+  std::int64_t position = 0;
   const int width = std::to_string(points.size() * s.seeds.size()).size() < 3 ? 3 : 4;
   for (const auto& pt : points) {
     for (const auto seed : s.seeds) {
       Trial t;
-      t.index = static_cast<std::int64_t>(trials.size());
+      t.index = position++;  // counted over refused trials too: each is named as it would be planned
       t.seed = seed;
-      const std::string number = std::to_string(t.index);
-      std::string name(static_cast<std::size_t>(std::max<int>(0, width - static_cast<int>(number.size()))), '0');
-      name.append(number);
-      for (std::size_t i = 0; i < s.axes.size(); ++i) {
-        t.labels.emplace_back(s.axes[i].name, s.axes[i].values[pt[i]].label);
-        name.push_back('-');
-        name.append(safeName(s.axes[i].values[pt[i]].label));
-      }
+      for (std::size_t i = 0; i < s.axes.size(); ++i) t.labels.emplace_back(s.axes[i].name, s.axes[i].values[pt[i]].label);
       t.design = joinLabels(t.labels);
-      t.name = name + "-s" + std::to_string(seed);
+      t.name = trialName(t.index, width, t.labels, seed);
+      std::string context;  // what a config problem belongs to: the trial, or its reference
       try {
         json c = configAt(pt, seed);
-        t.config = parseTrialConfig(c, t.name);
+        t.config = runConfigFromJson(c.dump());
         if (s.match && pt[matchAxis] != reference) {
           auto refPt = pt;
           refPt[matchAxis] = reference;
-          const auto ref = parseTrialConfig(configAt(refPt, seed), t.name + " (its reference " + s.match->reference + ")");
-          const std::int64_t target = attentionParameters(ref);
+          const json refJson = configAt(refPt, seed);
           const auto& own = s.axes[matchAxis].values[pt[matchAxis]].solve;
           const std::string solve = own.empty() ? s.match->solve : own;
-          const int now = currentSolveValue(c, solve);
-          int best = -1;
-          std::int64_t bestGap = -1, bestCount = 0;
-          for (int x = 1; x <= std::max(4 * now, 64) && x <= 8192; ++x) {
-            json cx = c;
-            applySolve(cx, solve, x);
-            RunConfig rc;
-            try {
-              rc = runConfigFromJson(cx.dump());
-            } catch (const std::invalid_argument&) {
-              continue;  // e.g. H·D above the widest layer: not a candidate
+          const std::string key = solve + "\n" + c["model"].dump() + "\n" + c["task"].dump() + "\n" +
+                                  refJson["model"].dump() + "\n" + refJson["task"].dump();
+          auto found = solvedFor.find(key);
+          if (found == solvedFor.end()) {
+            context = "its reference " + s.match->reference + ": ";
+            Solved sv;
+            sv.target = attentionParameters(runConfigFromJson(refJson.dump()));
+            context.clear();
+            const int now = currentSolveValue(c, solve);
+            for (int x = 1; x <= std::max(4 * now, 64) && x <= 8192; ++x) {
+              json cx = c;
+              applySolve(cx, solve, x);
+              RunConfig rc;
+              try {
+                rc = runConfigFromJson(cx.dump());
+              } catch (const std::invalid_argument&) {
+                continue;  // e.g. H·D above the widest layer: not a candidate
+              }
+              const std::int64_t count = attentionParameters(rc);
+              const std::int64_t gap = std::llabs(count - sv.target);
+              if (sv.gap < 0 || gap < sv.gap) sv.gap = gap, sv.best = x, sv.count = count;
             }
-            const std::int64_t count = attentionParameters(rc);
-            const std::int64_t gap = std::llabs(count - target);
-            if (bestGap < 0 || gap < bestGap) bestGap = gap, best = x, bestCount = count;
+            found = solvedFor.emplace(key, sv).first;
           }
-          if (best < 0) {
-            problems.push_back("trial " + t.name + ": no " + solve + " gives a valid config");
+          const Solved& sv = found->second;
+          if (sv.best < 0) {
+            problems.add(t.name, "no " + solve + " gives a valid config");
             continue;
           }
-          const double rel = target > 0 ? double(bestGap) / double(target) : 0;
+          const double rel = sv.target > 0 ? double(sv.gap) / double(sv.target) : 0;
           if (rel > s.match->tolerance) {
-            problems.push_back("trial " + t.name + ": the closest " + solve + " (" + std::to_string(best) +
-                               ") gives " + std::to_string(bestCount) + " attention parameters, " +
-                               shortNumber(100 * rel) + "% from " + s.match->reference + "'s " + std::to_string(target) +
-                               "; the tolerance is " + shortNumber(100 * s.match->tolerance) +
-                               "%: widen it or solve another size");
+            problems.add(t.name, "the closest " + solve + " (" + std::to_string(sv.best) + ") gives " +
+                                     std::to_string(sv.count) + " attention parameters, " + shortNumber(100 * rel) +
+                                     "% from " + s.match->reference + "'s " + std::to_string(sv.target) +
+                                     "; the tolerance is " + shortNumber(100 * s.match->tolerance) +
+                                     "%: widen it or solve another size");
             continue;
           }
-          applySolve(c, solve, best);
-          t.config = parseTrialConfig(c, t.name);
+          applySolve(c, solve, sv.best);
+          t.config = runConfigFromJson(c.dump());
           t.matched = std::string(solve == "head_size" ? "D" : solve == "heads" ? "H" : solve == "rank" ? "R" : "F") + "=" +
-                      std::to_string(best);
+                      std::to_string(sv.best);
         }
         t.attention_parameters = attentionParameters(t.config);
         const auto N = modelSequenceLength(t.config);
@@ -578,18 +648,13 @@ std::vector<Trial> expandSweep(const SweepFile& s) {
           flops += spec::estimateCost(layerSpec(t.config.model, l), t.config.train.batch, N).forward_flops;
         t.attention_gflop_per_step = 3 * flops / 1e9;
       } catch (const std::invalid_argument& e) {
-        problems.push_back(e.what());
+        problems.add(t.name, context + e.what());
         continue;
       }
       trials.push_back(std::move(t));
     }
   }
-  if (!problems.empty()) {
-    std::string m = "the sweep '" + s.name + "' does not expand:";
-    for (std::size_t i = 0; i < problems.size() && i < 20; ++i) m += "\n  " + problems[i];
-    if (problems.size() > 20) m += "\n  … and " + std::to_string(problems.size() - 20) + " more";
-    throw std::invalid_argument(m);
-  }
+  if (!problems.order.empty()) throw std::invalid_argument(listProblems("the sweep '" + s.name + "' does not expand", problems.lines()));
   return trials;
 }
 
@@ -610,17 +675,93 @@ std::string planToJson(const SweepFile& s, const std::vector<Trial>& trials) {
   return json{{"format", kSweepPlanFormat}, {"version", kVersion}, {"name", s.name}, {"trials", list}}.dump(2);
 }
 
+namespace {
+
+constexpr const char* kPlanCheckFormat = "tensorscope.sweep_plan_check";
+
+/// FNV-1a (64 bits) over the files a plan is made of, each with its length: plan.check records it
+/// so that a later command knows the files are the ones checked against the expansion.
+std::string planDigest(const std::string& sweepText, const std::string& planText, const std::vector<std::string>& runTexts) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto add = [&](const std::string& text) {
+    const std::string head = std::to_string(text.size()) + ":";
+    for (const std::string* part : {&head, &text})
+      for (unsigned char c : *part) h = (h ^ c) * 1099511628211ull;
+  };
+  add(sweepText);
+  add(planText);
+  for (const auto& t : runTexts) add(t);
+  char hex[20];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+void writePlanCheck(const fs::path& root, const std::string& digest) {
+  files::writeFileAtomically((root / "plan.check").string(),
+                             json{{"format", kPlanCheckFormat}, {"version", kVersion}, {"digest", digest}}.dump() + "\n");
+}
+
+std::string readText(const fs::path& path) {
+  try {
+    return files::readBoundedFile(path.string());
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
+/// The trials as plan.json lists them, with their configs from the run.json texts; nullopt where
+/// plan.json is not the shape planToJson writes.
+std::optional<std::vector<Trial>> trialsFromPlan(const SweepFile& sweep, const json& plan, const std::vector<std::string>& runTexts) {
+  if (!plan.is_object() || !plan.contains("trials") || !plan["trials"].is_array() || plan["trials"].size() != runTexts.size())
+    return std::nullopt;
+  std::vector<Trial> trials;
+  for (std::size_t i = 0; i < runTexts.size(); ++i) {
+    const json& e = plan["trials"][i];
+    Trial t;
+    try {
+      t.index = e.at("index").get<std::int64_t>();
+      t.name = e.at("name").get<std::string>();
+      t.seed = e.at("seed").get<std::uint64_t>();
+      t.design = e.at("design").get<std::string>();
+      t.attention_parameters = e.at("attention_parameters").get<std::int64_t>();
+      t.attention_gflop_per_step = e.at("attention_gflop_per_step").get<double>();
+      t.matched = e.value("matched", std::string());
+      for (const auto& a : sweep.axes) t.labels.emplace_back(a.name, e.at("labels").at(a.name).get<std::string>());
+      t.config = runConfigFromJson(runTexts[i]);
+      if (t.index != static_cast<std::int64_t>(i) || t.config.train.steps != e.at("steps").get<std::int64_t>())
+        return std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    trials.push_back(std::move(t));
+  }
+  return trials;
+}
+
+}  // namespace
+
 void writeSweepDirectory(const std::string& dir, const SweepFile& s, const std::vector<Trial>& trials) {
   const std::string planText = planToJson(s, trials), sweepText = sweepToJson(s);
   const fs::path root(dir);
+  // Everything that can be refused is refused before anything is made.
+  if (const auto m = controlCharacterProblem(dir); !m.empty())
+    throw std::invalid_argument("the sweep folder's path " + displayText(dir) + " " + m.substr(0, m.find(';')) +
+                                ": it is written into Slurm scripts and reports; choose another folder");
+  std::size_t longest = 0;
+  for (const auto& t : trials) longest = std::max(longest, t.name.size());
+  // DIR/trials/NAME/run/checkpoints/step-NNNNNNNNNNNN.xxxxxxxx/.optimizer.safetensors.tmpNNNNNNNNNN
+  constexpr std::size_t kDeepestInsideATrial = 96;
+  const std::size_t deepest = fs::absolute(root).string().size() + 8 + longest + kDeepestInsideATrial;
+  if (deepest >= 4096)
+    throw std::invalid_argument("the sweep folder's path is too long (" + std::to_string(fs::absolute(root).string().size()) +
+                                " bytes): its trials' files would pass the system's limit of 4096 bytes a path; "
+                                "plan into a folder with a shorter path");
+  std::vector<std::string> runTexts;
+  runTexts.reserve(trials.size());
+  for (const auto& t : trials) runTexts.push_back(runConfigToJson(t.config));
   if (fs::exists(root / "plan.json")) {
-    std::string old;
-    try {
-      old = files::readBoundedFile((root / "plan.json").string());
-    } catch (const std::runtime_error& e) {
-      throw std::invalid_argument(e.what());
-    }
-    if (old != planText || files::readBoundedFile((root / "sweep.json").string()) != sweepText)
+    const std::string old = readText(root / "plan.json");
+    if (old != planText || readText(root / "sweep.json") != sweepText)
       throw std::invalid_argument(dir + " holds another plan (plan.json differs): plan into a new directory, or remove "
                                         "this one if its trials are not needed");
   } else if (fs::exists(root) && !fs::is_directory(root)) {
@@ -631,13 +772,16 @@ void writeSweepDirectory(const std::string& dir, const SweepFile& s, const std::
   std::error_code ec;
   fs::create_directories(root / "trials", ec);
   if (ec) throw std::runtime_error("cannot create " + (root / "trials").string() + ": " + ec.message());
-  for (const auto& t : trials) {
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const auto& t = trials[i];
     fs::create_directories(root / "trials" / t.name, ec);
     if (ec) throw std::runtime_error("cannot create " + (root / "trials" / t.name).string() + ": " + ec.message());
-    files::writeFileAtomically((root / "trials" / t.name / "run.json").string(), runConfigToJson(t.config));
+    const auto path = root / "trials" / t.name / "run.json";
+    if (!fs::exists(path) || readText(path) != runTexts[i]) files::writeFileAtomically(path.string(), runTexts[i]);
   }
   files::writeFileAtomically((root / "sweep.json").string(), sweepText);
-  files::writeFileAtomically((root / "plan.json").string(), planText);  // last: a plan exists once it is complete
+  files::writeFileAtomically((root / "plan.json").string(), planText);  // a plan exists once it is complete
+  writePlanCheck(root, planDigest(sweepText, planText, runTexts));
 }
 
 SweepPlan readSweepPlan(const std::string& dir) {
@@ -647,16 +791,48 @@ SweepPlan readSweepPlan(const std::string& dir) {
   if (!fs::is_directory(root)) throw std::invalid_argument(dir + " is not a directory");
   if (!fs::exists(root / "plan.json"))
     throw std::invalid_argument(dir + " holds no sweep plan (plan.json); make one with: tensorscope sweep plan SWEEP.json --out " + dir);
+  const std::string sweepText = readText(root / "sweep.json");
   plan.sweep = readSweepFile((root / "sweep.json").string());
+  const std::string text = readText(root / "plan.json");
+  json planJson;
+  try {
+    planJson = spec::parseUntrustedJson(text);
+  } catch (const spec::JsonError&) {
+    planJson = json();  // compared below, and refused as not matching
+  }
+  // Fast path: plan.check says these very files were checked against the expansion.
+  std::vector<std::string> runTexts;
+  bool complete = planJson.is_object() && planJson.contains("trials") && planJson["trials"].is_array();
+  if (complete) {
+    for (const auto& e : planJson["trials"]) {
+      const auto name = e.is_object() && e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+      const auto path = root / "trials" / name / "run.json";
+      if (name.empty() || name.find('/') != std::string::npos || name == ".." || !fs::exists(path)) {
+        complete = false;
+        break;
+      }
+      runTexts.push_back(readText(path));
+    }
+  }
+  std::string recorded;
+  if (complete && fs::exists(root / "plan.check")) {
+    try {
+      const json check = spec::parseUntrustedJson(readText(root / "plan.check"));
+      if (spec::hasEnvelope(check, kPlanCheckFormat, kVersion) && check.contains("digest") && check["digest"].is_string())
+        recorded = check["digest"].get<std::string>();
+    } catch (const std::exception&) {
+    }  // a damaged plan.check only costs the slow path
+  }
+  const std::string digest = complete ? planDigest(sweepText, text, runTexts) : "";
+  if (complete && recorded == digest) {
+    if (auto trials = trialsFromPlan(plan.sweep, planJson, runTexts)) {
+      plan.trials = std::move(*trials);
+      return plan;
+    }
+  }
   // The trials are expanded again from the sweep file and checked against plan.json: a hand-edited
   // or damaged plan is refused rather than trusted.
   plan.trials = expandSweep(plan.sweep);
-  std::string text;
-  try {
-    text = files::readBoundedFile((root / "plan.json").string());
-  } catch (const std::runtime_error& e) {
-    throw std::invalid_argument(e.what());
-  }
   if (text != planToJson(plan.sweep, plan.trials))
     throw std::invalid_argument((root / "plan.json").string() +
                                 " does not match sweep.json (edited or damaged): plan the sweep again into a new directory");
@@ -666,21 +842,40 @@ SweepPlan readSweepPlan(const std::string& dir) {
     if (runConfigToJson(config) != runConfigToJson(t.config))
       throw std::invalid_argument(path + " differs from the plan: plan the sweep again into a new directory");
   }
+  if (complete) {  // checked now: the next command reads the plan without expanding it
+    try {
+      writePlanCheck(root, digest);
+    } catch (const std::exception&) {
+    }  // a read-only sweep folder is read the slow way each time
+  }
   return plan;
 }
 
 // ---- Trial results ------------------------------------------------------------------------------
 
+bool plausibleMetric(const std::string& name, double v) {
+  if (!std::isfinite(v)) return false;
+  if (name == "accuracy" || name == "exact_match") return v >= 0 && v <= 1;
+  return v >= 0 && v <= 1e9;  // a loss (cross-entropy): non-negative; beyond 1e9 nothing a run reports
+}
+
 std::string trialResultToJson(const TrialResult& r) {
-  json j = {{"format", kTrialResultFormat}, {"version", kVersion}, {"status", r.status}, {"message", r.message},
+  std::string message = r.message;
+  if (message.size() > kMaxTrialMessageBytes) {  // e.g. an exception's text listing many problems
+    std::size_t cut = kMaxTrialMessageBytes - 40;
+    while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+    message = message.substr(0, cut) + " … (" + std::to_string(r.message.size()) + " bytes in all)";
+  }
+  json j = {{"format", kTrialResultFormat}, {"version", kVersion}, {"status", r.status}, {"message", message},
             {"steps", r.steps}, {"wall_seconds", r.wall_seconds}, {"tokens_per_second", r.tokens_per_second},
-            {"best_step", r.best_step}, {"final_eval", r.final_eval}, {"where", r.where}};
+            {"best_step", r.best_step}, {"final_eval", r.final_eval},
+            {"where", r.where.substr(0, kMaxTrialWhereBytes)}};
   j["final_metric"] = r.final_metric ? json(*r.final_metric) : json();
   j["best_metric"] = r.best_metric ? json(*r.best_metric) : json();
   return j.dump(2);
 }
 
-TrialResult parseTrialResult(const std::string& text, const std::string& path) {
+TrialResult parseTrialResult(const std::string& text, const std::string& path, const std::string& metric) {
   json j;
   try {
     j = spec::parseUntrustedJson(text);
@@ -701,15 +896,45 @@ TrialResult parseTrialResult(const std::string& text, const std::string& path) {
   p.read(j, "best_step", "", r.best_step);
   p.read(j, "where", "", r.where);
   if (r.status != "finished" && r.status != "diverged" && r.status != "failed")
-    p.add("status", "must be finished, diverged or failed; got '" + r.status + "'");
+    p.add("status", "must be finished, diverged or failed; got '" + r.status.substr(0, 40) + "'");
+  if (r.message.size() > kMaxTrialMessageBytes)
+    p.add("message", "is longer than " + std::to_string(kMaxTrialMessageBytes) + " characters");
+  if (r.where.size() > kMaxTrialWhereBytes) p.add("where", "is longer than " + std::to_string(kMaxTrialWhereBytes) + " characters");
+  if (r.steps < 0 || r.steps > kMaxRunStep) p.add("steps", "must be in [0, 2^40]; got " + std::to_string(r.steps));
+  if (r.best_step < -1 || r.best_step > r.steps)
+    p.add("best_step", "must be in [-1, steps = " + std::to_string(r.steps) + "]; got " + std::to_string(r.best_step));
+  if (!(r.wall_seconds >= 0 && r.wall_seconds <= 1e9)) p.add("wall_seconds", "must be in [0, 1e9]; got " + shortNumber(r.wall_seconds));
+  if (!(r.tokens_per_second >= 0 && r.tokens_per_second <= 1e12))
+    p.add("tokens_per_second", "must be in [0, 1e12]; got " + shortNumber(r.tokens_per_second));
+  const std::string kind = metric == "accuracy" || metric == "exact_match" ? "an accuracy in [0, 1]" : "a loss in [0, 1e9]";
   for (const char* key : {"final_metric", "best_metric"}) {
     if (!j.contains(key) || j[key].is_null()) continue;
     double v = 0;
-    if (p.read(j, key, "", v)) (std::string(key) == "final_metric" ? r.final_metric : r.best_metric) = v;
+    if (!p.read(j, key, "", v)) continue;
+    if (!plausibleMetric(metric.empty() ? "loss" : metric, v)) p.add(key, "must be " + kind + "; got " + shortNumber(v));
+    else (std::string(key) == "final_metric" ? r.final_metric : r.best_metric) = v;
   }
   if (j.contains("final_eval")) {
-    if (j["final_eval"].is_object()) r.final_eval = j["final_eval"];
-    else p.add("final_eval", "must be an object");
+    const json& fe = j["final_eval"];
+    if (!fe.is_object() || fe.size() > 16) {
+      p.add("final_eval", "must be an object of at most 16 splits");
+    } else {
+      for (const auto& [split, values] : fe.items()) {
+        const std::string f = "final_eval." + displayText(split.substr(0, 64));
+        if (!values.is_object()) {
+          p.add(f, "must be an object {\"loss\", \"accuracy\", \"exact_match\"}");
+          continue;
+        }
+        p.rejectUnknown(values, f + ".", {"loss", "accuracy", "exact_match"});
+        for (const char* m : {"loss", "accuracy", "exact_match"}) {
+          double v = 0;
+          if (values.contains(m) && p.read(values, m, f + ".", v) && !plausibleMetric(m, v))
+            p.add(f + "." + m, std::string("must be in ") + (std::string(m) == "loss" ? "[0, 1e9]" : "[0, 1]") + "; got " +
+                                   shortNumber(v));
+        }
+      }
+      r.final_eval = fe;
+    }
   }
   if (!p.empty()) p.raise();
   return r;
@@ -764,17 +989,66 @@ const char* trialStateName(TrialState s) {
   return "?";
 }
 
+namespace {
+
+/// The last training step a run's metrics log records, read from its end (a long run's log holds
+/// many thousand records; status reads every trial's each time).
+std::int64_t lastTrainStep(const std::string& runDir) {
+  std::ifstream in(runDir + "/" + kMetricsLogName, std::ios::binary);
+  if (!in) return 0;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  constexpr std::streamoff kTail = 64 << 10;
+  in.seekg(size > kTail ? size - kTail : 0);
+  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::int64_t step = -1;
+  std::size_t end = tail.size();
+  while (end > 0 && step < 0) {
+    const std::size_t nl = tail.rfind('\n', end - 1);
+    const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
+    if (begin == 0 && size > kTail) break;  // a line cut by the tail: not a record
+    try {
+      const json rec = parseMetricsRecord(std::string_view(tail).substr(begin, end - begin));
+      if (rec.value("kind", std::string()) == "train") step = rec["step"].get<std::int64_t>();
+    } catch (const std::exception&) {
+    }  // a damaged or empty line: look further back
+    if (nl == std::string::npos) break;
+    end = nl;
+  }
+  if (step >= 0) return step;
+  // No training record at the end: the whole log says (rare, and bounded by readMetrics).
+  step = 0;
+  readMetrics(
+      runDir,
+      [&](std::int64_t, const json& rec) {
+        if (rec.value("kind", std::string()) == "train") step = std::max(step, rec["step"].get<std::int64_t>());
+      },
+      [](std::int64_t, const std::string&) {});
+  return step;
+}
+
+}  // namespace
+
 TrialStatus trialStatus(const SweepPlan& plan, const Trial& t) {
   TrialStatus st;
   const std::string dir = plan.trialDir(t);
   const std::string resultPath = dir + "/result.json";
   if (fs::exists(resultPath)) {
-    st.result = parseTrialResult(files::readBoundedFile(resultPath), resultPath);
-    st.state = st.result->status == "finished" ? TrialState::Finished
-               : st.result->status == "diverged" ? TrialState::Diverged
-                                                 : TrialState::Failed;
-    st.step = st.result->steps;
-    return st;
+    try {
+      st.result = parseTrialResult(files::readBoundedFile(resultPath), resultPath, plan.sweep.metric.name);
+      st.state = st.result->status == "finished" ? TrialState::Finished
+                 : st.result->status == "diverged" ? TrialState::Diverged
+                                                   : TrialState::Failed;
+      st.step = st.result->steps;
+      return st;
+    } catch (const std::exception& e) {
+      st.state = TrialState::Failed;
+      st.damaged = "result.json is damaged (" + displayText(std::string(e.what()).substr(0, 600)) + ")" +
+                   "; the trial counts as failed: redo it with tensorscope sweep run " + plan.dir +
+                   " --retry-failed (the damaged file is kept as result.json.damaged)";
+      st.step = lastTrainStep(plan.runDir(t));
+      return st;
+    }
   }
   const std::string lock = dir + "/lock";
   if (fs::exists(lock)) {
@@ -784,16 +1058,17 @@ TrialStatus trialStatus(const SweepPlan& plan, const Trial& t) {
       ::close(fd);
     }
   }
-  std::int64_t step = 0;
-  readMetrics(
-      plan.runDir(t),
-      [&](std::int64_t, const json& rec) {
-        if (rec.value("kind", std::string()) == "train") step = std::max(step, rec["step"].get<std::int64_t>());
-      },
-      [](std::int64_t, const std::string&) {});
-  st.step = step;
+  st.step = lastTrainStep(plan.runDir(t));
   if (st.state != TrialState::Running && fs::exists(plan.runDir(t) + "/config.json")) st.state = TrialState::Interrupted;
   return st;
+}
+
+void clearTrialResult(const SweepPlan& plan, const Trial& t, const TrialStatus& status) {
+  const std::string path = plan.trialDir(t) + "/result.json";
+  std::error_code ec;
+  if (status.damaged.empty()) fs::remove(path, ec);
+  else fs::rename(path, path + ".damaged", ec);
+  if (ec) throw std::runtime_error("cannot clear " + path + " to run the trial again: " + ec.message());
 }
 
 // ---- Slurm jobs ---------------------------------------------------------------------------------
@@ -919,17 +1194,22 @@ std::string fixed(double v, int digits) {
   return s.str();
 }
 
-std::string latexEscape(const std::string& s) {
+/// Text for LaTeX: its ten special characters escaped, control characters shown (displayText).
+std::string latexEscape(const std::string& text) {
   std::string out;
-  for (char c : s) {
-    if (std::string("&%$#_{}").find(c) != std::string::npos) out += '\\';
-    out += c;
+  for (char c : displayText(text)) {
+    if (c == '\\') out += "\\textbackslash{}";
+    else if (c == '^') out += "\\textasciicircum{}";
+    else if (c == '~') out += "\\textasciitilde{}";
+    else if (std::string("&%$#_{}").find(c) != std::string::npos) out += std::string("\\") + c;
+    else out += c;
   }
   return out;
 }
 
-std::string csvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+std::string csvField(const std::string& text) {
+  const std::string s = displayText(text);
+  if (s.find_first_of(",\"") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
@@ -947,7 +1227,7 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
       for (const auto& [a, l] : d.labels) labels[a] = l;
       designs.push_back({{"design", d.design}, {"labels", labels}, {"attention_parameters", d.attention_parameters},
                          {"trials", d.trials}, {"finished", d.finished},
-                         {"mean", d.finished ? json(d.mean) : json()}, {"std", d.finished ? json(d.std) : json()},
+                         {"mean", d.finished ? json(d.mean) : json()}, {"std", d.hasStd() ? json(d.std) : json()},
                          {"best_mean", d.finished ? json(d.best_mean) : json()},
                          {"tokens_per_second", d.tokens_per_second}, {"best_step", d.best_step}});
     }
@@ -956,6 +1236,7 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
       json e = {{"index", t.index}, {"name", t.name}, {"design", t.design}, {"seed", t.seed},
                 {"state", trialStateName(st.state)}, {"step", st.step}};
       if (st.result) e["result"] = json::parse(trialResultToJson(*st.result));
+      if (!st.damaged.empty()) e["damaged"] = st.damaged;
       trials.push_back(e);
     }
     return json{{"format", "tensorscope.sweep_report"}, {"version", kVersion}, {"name", r.name}, {"metric", r.metric},
@@ -968,19 +1249,19 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
       << "_std,best_mean,best_step,tokens_per_second\n";
     for (const auto& d : r.designs)
       o << csvField(d.design) << "," << d.attention_parameters << "," << d.trials << "," << d.finished << ","
-        << (d.finished ? shortNumber(d.mean) : "") << "," << (d.finished ? shortNumber(d.std) : "") << ","
+        << (d.finished ? shortNumber(d.mean) : "") << "," << (d.hasStd() ? shortNumber(d.std) : "") << ","
         << (d.finished ? shortNumber(d.best_mean) : "") << "," << (d.finished ? fixed(d.best_step, 0) : "") << ","
         << (d.finished ? fixed(d.tokens_per_second, 0) : "") << "\n";
     return o.str();
   }
   if (format == "md") {
-    o << "## " << r.name << "\n\n";
+    o << "## " << displayText(r.name) << "\n\n";
     o << "| design | attention params | seeds | " << metricTitle << " | best | best step | tokens/s |\n";
     o << "|---|---|---|---|---|---|---|\n";
     for (const auto& d : r.designs) {
-      o << "| " << d.design << " | " << d.attention_parameters << " | " << d.finished << "/" << d.trials << " | ";
+      o << "| " << displayText(d.design) << " | " << d.attention_parameters << " | " << d.finished << "/" << d.trials << " | ";
       if (d.finished)
-        o << fixed(d.mean, digits) << " ± " << fixed(d.std, digits) << " | " << fixed(d.best_mean, digits) << " | "
+        o << fixed(d.mean, digits) << " ± " << (d.hasStd() ? fixed(d.std, digits) : "–") << " | " << fixed(d.best_mean, digits) << " | "
           << fixed(d.best_step, 0) << " | " << fixed(d.tokens_per_second, 0) << " |\n";
       else
         o << "– | – | – | – |\n";
@@ -992,15 +1273,23 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
       else o << "–";
       o << " | " << (st.result ? fixed(st.result->wall_seconds, 0) : "–") << " |\n";
     }
+    bool heading = false;
+    for (const auto& [t, st] : r.trials) {
+      if (st.damaged.empty()) continue;
+      if (!heading) o << "\nTrials whose result could not be read (counted as failed):\n\n";
+      heading = true;
+      o << "- " << t.name << ": " << st.damaged << "\n";
+    }
     return o.str();
   }
   if (format == "latex") {
-    o << "% " << r.name << ": " << metricTitle << ", mean $\\pm$ std over seeds (tensorscope sweep report)\n";
+    o << "% " << latexEscape(r.name) << ": " << metricTitle << ", mean $\\pm$ std over seeds (tensorscope sweep report)\n";
     o << "\\begin{tabular}{lrrr}\n\\hline\n";
     o << "Design & Attention params & Seeds & " << latexEscape(r.metric) << " \\\\\n\\hline\n";
     for (const auto& d : r.designs) {
       o << latexEscape(d.design) << " & " << d.attention_parameters << " & " << d.finished << " & ";
-      if (d.finished) o << "$" << fixed(d.mean, digits) << " \\pm " << fixed(d.std, digits) << "$";
+      if (d.finished && d.hasStd()) o << "$" << fixed(d.mean, digits) << " \\pm " << fixed(d.std, digits) << "$";
+      else if (d.finished) o << "$" << fixed(d.mean, digits) << " \\pm$ --";  // one seed: no deviation
       else o << "--";
       o << " \\\\\n";
     }
@@ -1016,9 +1305,10 @@ namespace {
 
 const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
 
-std::string xmlEscape(const std::string& s) {
+/// Text for SVG: markup escaped and control characters shown (XML 1.0 forbids most of them).
+std::string xmlEscape(const std::string& text) {
   std::string out;
-  for (char c : s) {
+  for (char c : displayText(text)) {
     if (c == '&') out += "&amp;";
     else if (c == '<') out += "&lt;";
     else if (c == '>') out += "&gt;";
@@ -1124,6 +1414,7 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
   // Series: designs grouped by their labels other than x (for parameters: each design its own series).
   struct Point {
     double x, mean, std;
+    bool hasStd;  ///< an error bar only where the deviation is defined (two seeds or more)
   };
   std::map<std::string, std::vector<Point>> series;
   std::vector<std::string> order;
@@ -1141,7 +1432,7 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
     if (byParams) key = d.design;
     if (key.empty()) key = r.metric;
     if (!series.count(key)) order.push_back(key);
-    series[key].push_back({xv, d.mean, d.std});
+    series[key].push_back({xv, d.mean, d.hasStd() ? d.std : 0.0, d.hasStd()});
   }
   // Curves: the metric over steps, the mean over the seeds of each design that reached each step
   // (running trials too, so a sweep's curves grow while it trains).
@@ -1216,9 +1507,11 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
     }
     for (const auto& p : pts) {
       const double cx = a.px(p.x);
-      o << "<line x1='" << cx << "' x2='" << cx << "' y1='" << a.py(p.mean - p.std) << "' y2='" << a.py(p.mean + p.std)
+      if (p.hasStd)
+        o << "<line x1='" << cx << "' x2='" << cx << "' y1='" << a.py(p.mean - p.std) << "' y2='" << a.py(p.mean + p.std)
         << "' stroke='" << col << "' stroke-width='1.5'/>";
-      o << "<line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='" << a.py(p.mean - p.std) << "' y2='"
+      if (p.hasStd)
+        o << "<line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='" << a.py(p.mean - p.std) << "' y2='"
         << a.py(p.mean - p.std) << "' stroke='" << col << "'/><line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='"
         << a.py(p.mean + p.std) << "' y2='" << a.py(p.mean + p.std) << "' stroke='" << col << "'/>";
       o << "<circle cx='" << cx << "' cy='" << a.py(p.mean) << "' r='4.5' fill='" << col << "'/>\n";
@@ -1256,7 +1549,17 @@ std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& r, const s
   if (legend.size() > 1) drawLegend(legend, 30);  // one series needs no key
   drawLegend(curveLegend, 610);
   o << "</svg>\n";
-  return o.str();
+  // Every number above comes from a validated result or a plausible metrics record; a non-finite
+  // coordinate would still make a figure that draws nothing where it should: never write one.
+  const std::string svg = o.str();
+  for (std::size_t at = svg.find("='"); at != std::string::npos; at = svg.find("='", at + 2)) {
+    const std::size_t close = svg.find('\'', at + 2);
+    const std::string value = svg.substr(at + 2, close - at - 2);
+    if (value.find("nan") != std::string::npos || value.find("inf") != std::string::npos)
+      throw std::runtime_error("the report figure would hold a non-finite coordinate (" + value.substr(0, 60) +
+                               "); a bug: please report it");
+  }
+  return svg;
 }
 
 }  // namespace tensorscope::model_core

@@ -49,11 +49,8 @@ ModelShape modelShapeFor(const Task& task, const TaskConfig& config) {
 TrainingSession::TrainingSession(const RunConfig& config) : TrainingSession(config, nullptr) {}
 
 TrainingSession::TrainingSession(const RunConfig& config, std::unique_ptr<Task> task) : config_(config), task_(std::move(task)) {
-  if (const auto problems = validateRunConfig(config); !problems.empty()) {
-    std::string m = "invalid run config:";
-    for (const auto& p : problems) m += "\n  " + p;
-    throw std::invalid_argument(m);
-  }
+  if (const auto problems = validateRunConfig(config); !problems.empty())
+    throw std::invalid_argument(listProblems("invalid run config", problems));
   if (config.train.device == "cuda") {
     if (!torch::cuda::is_available())
       throw std::invalid_argument("train.device is \"cuda\" but LibTorch reports no usable CUDA device "

@@ -129,8 +129,10 @@ void factorFromJson(Reader& r, const json& j, const std::string& field, CoreFact
   if (!j.is_object()) return r.fail(field, "must be an object like {\"kind\": \"identity\"}; got " + kindName(j));
   r.rejectUnknown(j, field + ".", {"kind", "values", "c2", "c3", "trainable"});
   std::string kind;
-  if (!r.readString(j, "kind", field + ".kind", kind))
-    return r.fail(field + ".kind", "missing; one of identity, ones, fixed, trainable, rank1");
+  if (!r.readString(j, "kind", field + ".kind", kind)) {  // a wrong kind is said by the reader: one problem a field
+    if (!j.contains("kind")) r.fail(field + ".kind", "missing; one of identity, ones, fixed, trainable, rank1");
+    return;
+  }
   if (!parseFactorKind(kind, f.kind))
     return r.fail(field + ".kind", "unknown factor kind '" + kind + "'; one of identity, ones, fixed, trainable, rank1");
   f.values.clear();
@@ -173,8 +175,10 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
   }
   c.preset = preset;
   std::string structure;
-  if (!r.readString(j, "structure", "core.structure", structure))
-    return r.fail("core.structure", "missing; dense, kronecker or low_rank");
+  if (!r.readString(j, "structure", "core.structure", structure)) {
+    if (!j.contains("structure")) r.fail("core.structure", "missing; dense, kronecker or low_rank");
+    return;
+  }
   if (!parseCoreStructure(structure, c.structure))
     return r.fail("core.structure", "unknown structure '" + structure + "'; dense, kronecker or low_rank");
   if (c.structure != CoreStructure::LowRank && (j.contains("rank") || j.contains("U") || j.contains("V")))
@@ -307,13 +311,12 @@ AttentionSpec fromJson(const std::string& text) {
   r.rejectUnknown(j, "", {"format", "version", "variant", "sizes", "causal", "bias", "dropout", "core_softmax", "core"});
   std::string vname;
   Variant v = Variant::Mhsa;
+  std::string list;
+  for (const auto& n : variantNames()) list += (list.empty() ? "" : ", ") + n;
   if (!r.readString(j, "variant", "variant", vname)) {
-    std::string list;
-    for (const auto& n : variantNames()) list += (list.empty() ? "" : ", ") + n;
-    r.fail("variant", "missing; one of " + list);
+    // A wrong kind is said by the reader; "missing" as well would be two answers for one field.
+    if (!j.contains("variant")) r.fail("variant", "missing; one of " + list);
   } else if (!parseVariant(vname, v)) {
-    std::string list;
-    for (const auto& n : variantNames()) list += (list.empty() ? "" : ", ") + n;
     r.fail("variant", "unknown variant '" + vname + "'; one of " + list);
   }
   // Fields left out take the defaults of the variant's preset.
