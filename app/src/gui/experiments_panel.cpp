@@ -222,7 +222,7 @@ void ExperimentsPanel::show(const SweepSnapshot& s) {
     designs_->setItem(i, 0, cell(QString::fromStdString(d.design)));
     designs_->setItem(i, 1, cell(QString::number(d.attention_parameters), true));
     designs_->setItem(i, 2, cell(QString("%1/%2").arg(d.finished).arg(d.trials), true));
-    designs_->setItem(i, 3, cell(d.finished ? number(d.mean, digits) + " ± " + number(d.std, digits) : "–", true));
+    designs_->setItem(i, 3, cell(!d.finished ? "–" : number(d.mean, digits) + " ± " + (d.hasStd() ? number(d.std, digits) : "–"), true));
     designs_->setItem(i, 4, cell(d.finished ? number(d.best_mean, digits) : "–", true));
     designs_->setItem(i, 5, cell(d.finished ? number(d.tokens_per_second, 0) : "–", true));
   }

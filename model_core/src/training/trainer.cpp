@@ -56,11 +56,8 @@ std::unique_ptr<Task> checkRequest(const RunConfig& config, bool resume, const W
     throw std::invalid_argument("a resumed run continues its own checkpoint; a warm start is for new runs only");
   if (!warm.checkpoint_dir.empty() && !fs::exists(checkpointFilesDir(warm.checkpoint_dir) + "/model.safetensors"))
     throw std::invalid_argument(warm.checkpoint_dir + " holds no checkpoint (model.safetensors) to start from");
-  if (const auto problems = validateRunConfig(config); !problems.empty()) {
-    std::string m = "invalid run config:";
-    for (const auto& p : problems) m += "\n  " + p;
-    throw std::invalid_argument(m);
-  }
+  if (const auto problems = validateRunConfig(config); !problems.empty())
+    throw std::invalid_argument(listProblems("invalid run config", problems));
   auto task = makeTask(config.task);
   const int64_t vocabulary = task->isImage() ? task->numClasses() : task->vocabulary().size();
   const double needBytes = estimateTrainingMemory(config, vocabulary);
