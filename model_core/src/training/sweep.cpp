@@ -506,7 +506,7 @@ std::string trialName(std::int64_t index, int width, const std::vector<std::pair
   std::string name(static_cast<std::size_t>(std::max<int>(0, width - static_cast<int>(number.size()))), '0');
   name.append(number);
   std::string middle;
-  for (const auto& [axis, label] : labels) middle += "-" + safeName(label);
+  for (const auto& [axis, label] : labels) middle.append("-").append(safeName(label));  // appended: GCC 12's false -Wstringop-overflow on "-" + string
   const std::string tail = "-s" + std::to_string(seed);
   const std::size_t room = kMaxTrialNameBytes - name.size() - tail.size();
   if (middle.size() > room) middle.resize(room);
