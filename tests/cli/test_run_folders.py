@@ -211,6 +211,13 @@ def repairs(bin_path, work, cfg):
     check("... and the inspection is the final step's", inspection_step(run_dir) == 12, str(inspection_step(run_dir)))
 
 
+def missing_folder(bin_path, work):
+    missing = os.path.join(work, "no-such-run")
+    r = run([bin_path, "train", "--resume", missing])
+    check("resuming a folder that does not exist is refused", r.returncode == 1 and "resume" in r.stderr, r.stderr)
+    check("... and leaves no empty folder behind", not os.path.exists(missing))
+
+
 def long_names(bin_path, work, cfg):
     r = run([bin_path, "train", "--config", cfg, "--out", os.path.join(work, "x" * 300)])
     check("a folder name over NAME_MAX gets a sentence", r.returncode == 1 and "at most 255 bytes" in r.stderr and
@@ -230,6 +237,7 @@ def main():
     one_writer(bin_path, work, cfg_long)
     repairs(bin_path, work, cfg)
     long_names(bin_path, work, cfg)
+    missing_folder(bin_path, work)
     print("run folders: %d checks passed, %d failed" % (len(passed), len(failures)))
     return 1 if failures else 0
 

@@ -11,6 +11,27 @@ namespace tensorscope::model_core {
 
 using nlohmann::json;
 
+namespace {
+
+/// The JSON of a small run file, or std::invalid_argument("PATH is damaged: reason").
+json parseRunFile(std::string_view text, const std::string& path) {
+  try {
+    return spec::parseUntrustedJson(text);
+  } catch (const spec::JsonError& e) {
+    throw std::invalid_argument(path + " is damaged: " + e.what());
+  }
+}
+
+/// Throws std::invalid_argument("PATH: problem; problem") when the reader found any.
+void refuseProblems(const spec::FieldReader& r, const std::string& path) {
+  if (r.empty()) return;
+  std::string m;
+  for (const auto& line : r.lines()) m += (m.empty() ? "" : "; ") + line;
+  throw std::invalid_argument(path + ": " + m);
+}
+
+}  // namespace
+
 std::string warmStartRecordToJson(const WarmStartRecord& r) {
   const json j = {{"format", kWarmStartFormat}, {"version", 1},           {"source", r.source},
                   {"source_step", r.source_step}, {"loaded", r.loaded},   {"from_config", r.from_config},
@@ -19,12 +40,7 @@ std::string warmStartRecordToJson(const WarmStartRecord& r) {
 }
 
 WarmStartRecord parseWarmStartRecord(std::string_view text, const std::string& path) {
-  json j;
-  try {
-    j = spec::parseUntrustedJson(text);
-  } catch (const spec::JsonError& e) {
-    throw std::invalid_argument(path + " is damaged: " + e.what());
-  }
+  const json j = parseRunFile(text, path);
   if (!spec::hasEnvelope(j, kWarmStartFormat, 1))
     throw std::invalid_argument(path + ": not a " + std::string(kWarmStartFormat) + " record of version 1");
   spec::FieldReader r;
@@ -44,21 +60,12 @@ WarmStartRecord parseWarmStartRecord(std::string_view text, const std::string& p
     }
     for (const auto& x : a) list->push_back(x.get<std::string>());
   }
-  if (!r.empty()) {
-    std::string m;
-    for (const auto& line : r.lines()) m += (m.empty() ? "" : "; ") + line;
-    throw std::invalid_argument(path + ": " + m);
-  }
+  refuseProblems(r, path);
   return out;
 }
 
 TrainerState parseTrainerState(std::string_view text, const std::string& path) {
-  json state;
-  try {
-    state = spec::parseUntrustedJson(text);
-  } catch (const spec::JsonError& e) {
-    throw std::invalid_argument(path + " is damaged: " + e.what());
-  }
+  const json state = parseRunFile(text, path);
   const auto bad = [&](const std::string& why) { return std::invalid_argument(path + ": " + why); };
   if (!state.is_object()) throw bad("not a JSON object");
   if (!state.contains("format") || !state["format"].is_string() || state["format"].get<std::string>() != kTrainerStateFormat)
@@ -87,11 +94,7 @@ TrainerState parseTrainerState(std::string_view text, const std::string& path) {
     if (rngText.empty() || ec != std::errc() || end != rngText.data() + rngText.size())
       r.fail("data_rng", "must be a decimal unsigned 64-bit integer, not " + spec::jsonPreview(json(rngText)));
   }
-  if (!r.empty()) {
-    std::string m;
-    for (const auto& line : r.lines()) m += (m.empty() ? "" : "; ") + line;
-    throw bad(m);
-  }
+  refuseProblems(r, path);
   return s;
 }
 

@@ -67,6 +67,8 @@ void writeRunStatus(const std::string& runDir, const std::string& status, const 
 }
 
 OpenedRunFolder openRunFolder(const std::string& runDir, bool resume) {
+  if (resume && !fs::is_directory(runDir))  // nothing to resume: said, and no empty folder left behind
+    throw std::invalid_argument(runDir + " is not a run folder (it does not exist); resume names the --out of a run");
   createRunFolder(runDir);
   // Nothing is written or deleted before these checks: a folder that is not a run of ours is
   // refused whole, and one writer holds the folder for the whole training (docs/reliability.md).

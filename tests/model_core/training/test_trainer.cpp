@@ -411,6 +411,22 @@ TEST(Trainer, NonFiniteWeightsNeverReachACheckpoint) {
   EXPECT_NE(fileBytes(dir.path("run/run_status.json")).find("\"diverged\""), std::string::npos);
 }
 
+// A resume of a folder that is not there is refused and leaves no empty folder (the explorer calls
+// train() directly, without the command line's own check).
+TEST(Trainer, ResumingAMissingFolderIsRefusedAndCreatesNothing) {
+  TempDir dir("train_missing");
+  TrainerControl control;
+  Recorder rec;
+  const std::string run = dir.path("gone");
+  try {
+    train(tinyRun("mhsa", 2), run, control, rec, true);
+    ADD_FAILURE() << "resumed a folder that does not exist";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(run));
+}
+
 TEST(Trainer, ADirectoryWithoutACompleteCheckpointRestartsAndADamagedLogLineDoesNotBlockResume) {
   TempDir dir("train_restart");
   const auto c = tinyRun("mhsa", 6);
