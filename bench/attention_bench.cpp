@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "attention/attention_module.h"
+#include "attention/cuda_attention.h"
 #include "attention/fused_attention.h"
 #include "build_config.h"
 #include "gemm_rate.h"
@@ -55,6 +56,7 @@ struct Config {
   std::vector<std::string> only;       ///< layer names to run; "scaling" selects the N-scaling part
   torch::Device device = torch::kCPU;  ///< where modules, inputs and the GEMM run (--device)
   double gemmGflops = 0;               ///< measured at start-up, in this process, on `device` (float32)
+  int64_t maxN = 65536;                ///< the largest N of the `brnm` part (--max-n)
   bool wants(const std::string& name) const { return only.empty() || named(name); }
   bool named(const std::string& name) const { return std::find(only.begin(), only.end(), name) != only.end(); }
   bool gpu() const { return device.is_cuda(); }
@@ -383,7 +385,7 @@ nlohmann::json runScaling(const Config& cfg) {
 nlohmann::json runBrnm(const Config& cfg) {
   const int64_t B = cfg.quick ? 2 : 4;
   const int F = cfg.quick ? 32 : 128, H = 4, D = cfg.quick ? 8 : 32, R = H * D;
-  const int64_t firstN = cfg.quick ? 32 : 256, lastN = cfg.quick ? 64 : 65536;
+  const int64_t firstN = cfg.quick ? 32 : 256, lastN = cfg.quick ? 64 : cfg.maxN;
   constexpr double kSlowStepSeconds = 20.0;  // no larger N after a step this slow (time grows as N²)
   constexpr double kPartSeconds = 300.0;     // no new point after this long in this part
   const auto start = Clock::now();
@@ -442,7 +444,7 @@ nlohmann::json runBrnm(const Config& cfg) {
                       {"oom_at", oomAt},
                       {"stopped", stopped}});
   }
-  return {{"B", B}, {"F", F}, {"causal", true}, {"series", series}};
+  return {{"B", B}, {"F", F}, {"causal", true}, {"max_N", lastN}, {"series", series}};
 }
 
 }  // namespace
@@ -452,7 +454,7 @@ int main(int argc, char** argv) {
   Config cfg;
   const char* usage =
       "usage: attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]\n"
-      "                       [--device cpu|cuda]\n"
+      "                       [--device cpu|cuda] [--max-n N]\n"
       "       (names: the layer presets, kernel for the attention kernel alone, scaling for\n"
       "        the dimwise/mhsa N-scaling part, thsa_scaling for dense and linear THSA against N,\n"
       "        brnm for the head-mixing cores against N up to the device's memory; brnm runs by\n"
@@ -462,6 +464,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) cfg.threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--min-seconds") && i + 1 < argc) cfg.minSeconds = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--causal")) cfg.causal = true;
+    else if (!std::strcmp(argv[i], "--max-n") && i + 1 < argc) cfg.maxN = std::max<int64_t>(64, std::atoll(argv[++i]));
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
       std::stringstream list(argv[++i]);
       for (std::string name; std::getline(list, name, ',');)
@@ -500,7 +503,10 @@ int main(int argc, char** argv) {
                       {"blas", info.blas},
                       {"blas_coretype", info.blas_coretype},
                       {"blas_kernels", info.blas_kernels}};
-    if (cfg.gpu()) doc["machine"]["gpu_total_gb"] = model_core::gpuMemory().total_bytes / 1073741824.0;
+    if (cfg.gpu()) {
+      doc["machine"]["gpu_total_gb"] = model_core::gpuMemory().total_bytes / 1073741824.0;
+      doc["machine"]["cuda_attention"] = model_core::cudaAttentionPath();
+    }
     const int64_t gemmN = bench::defaultGemmSize(cfg.device);
     cfg.gemmGflops = bench::measureGemmGflops(cfg.device);
     doc["gemm_gflops"] = cfg.gemmGflops;

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/cuda_attention.h"
 #include "files/atomic_file.h"
 #include "gemm_rate.h"
 #include "model_core/blas_kernels.h"
@@ -237,6 +238,7 @@ nlohmann::json measure(const std::string& name, const Options& o) {
                         {"peak_rss_mb", rssReset ? nlohmann::json(peakRss / 1048576.0) : nlohmann::json()},
                         {"resident_rss_mb", residentRss / 1048576.0},
                         {"final_loss", loss},
+                        {"step_mode", session.stepMode()},
                         {"gemm_gflops", gemmGflops}};
   if (const double useful = usefulStepFlops(config, int64_t(session.task().vocabulary().size())); useful > 0) {
     row["useful_gflop_per_step"] = useful / 1e9;
@@ -334,7 +336,11 @@ int main(int argc, char** argv) {
     doc["quick"] = o.quick;
     doc["machine"] = {{"torch", info.torch_version}, {"device", o.device}, {"threads", threads}, {"blas", info.blas},
                       {"blas_coretype", info.blas_coretype}, {"blas_kernels", info.blas_kernels}};
-    if (o.gpu()) doc["machine"]["gpu_total_gb"] = model_core::gpuMemory().total_bytes / 1073741824.0;
+    if (o.gpu()) {
+      doc["machine"]["gpu_total_gb"] = model_core::gpuMemory().total_bytes / 1073741824.0;
+      doc["machine"]["cuda_attention"] = model_core::cudaAttentionPath();
+      doc["machine"]["cuda_graphs"] = model_core::cudaGraphsEnabled();
+    }
     doc["config"] = {{"task", "char_lm (King James Bible)"}, {"layers", ref.model.layers},
                      {"d_model", ref.model.d_model},  {"seq_len", ref.task.seq_len},
                      {"batch", ref.train.batch},      {"warmup_steps", o.warmup},

@@ -2,7 +2,7 @@
 throughput comparison (bench/run_train_bench.sh runs both and prints the ratios).
 
 usage: /usr/bin/python3 train_bench_pytorch.py EMIT_DIR [--steps S] [--warmup W] [--threads T] [--only A,B]
-                                                [--device cpu|cuda]
+                                                [--device cpu|cuda] [--compile]
 
 EMIT_DIR is what `train_bench --emit EMIT_DIR` wrote: model.py (the module of Tensorscope's PyTorch
 export, i.e. the same architecture operation for operation), corpus.txt (the King James text) and
@@ -19,6 +19,7 @@ Memory: peak resident set size during the timed steps (VmHWM after resetting it 
 before, so both devices see the same data), each timed step between two torch.cuda.synchronize()
 calls, and also peak_tensor_mb / resident_tensor_mb from the CUDA caching allocator (what
 Tensorscope's train_bench reports on CUDA). Runs on PyTorch 1.13 (Debian's, CPU) and 2.x.
+--compile: the module under torch.compile (PyTorch 2.x); the warm-up steps include the compilation.
 """
 import argparse
 import importlib.util
@@ -111,7 +112,11 @@ def measure(module, name, config, ids, vocab, args):
     torch.manual_seed(t["seed"])
     net = module.build(config, vocab=vocab).to(device)
     net.train()
-    params = [p for p in net.parameters() if p.requires_grad]
+    params_net = net
+    if args.compile:
+        # torch.compile (TorchInductor): the warm-up steps compile; the timed steps run compiled.
+        net = torch.compile(net)
+    params = [p for p in params_net.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": t["weight_decay"]},
@@ -177,6 +182,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--only", default="")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--compile", action="store_true", help="run the module under torch.compile")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("train_bench_pytorch.py: --device cuda, but torch %s sees no usable CUDA device (CUDA build: %s)"
@@ -191,6 +197,7 @@ def main():
     only = [s for s in args.only.split(",") if s]
     cfg0 = runs[0]["config"]
     doc = {"benchmark": "training", "framework": "pytorch",
+           "mode": "torch.compile" if args.compile else "eager",
            "machine": {"torch": torch.__version__, "device": args.device, "threads": torch.get_num_threads(),
                        "blas": loaded_blas(), "blas_coretype": openblas_coretype()},
            "config": {"layers": cfg0["model"]["layers"], "d_model": cfg0["model"]["d_model"],

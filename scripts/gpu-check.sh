@@ -4,8 +4,8 @@
 # (the device-parametrised ones on CUDA) and the benchmarks on the GPU, and writes one JSON report.
 #
 #   scripts/gpu-check.sh [--deps DIR] [--build DIR] [--out DIR] [--jobs N] [--python PY]
-#                        [--stages configure,build,test,bench] [--bench-quick]
-#                        [--attention-args "ARGS"] [--train-args "ARGS"]
+#                        [--stages configure,build,test,bench] [--bench-quick] [--tests cuda|all]
+#                        [--attention-args "ARGS"] [--train-args "ARGS"] [--compare-args "ARGS"]
 #
 # --deps DIR    googletest/, nlohmann/ and zlib/ for a machine without network that lacks them
 #               (scripts/gpu-deps.sh DIR makes the folder on a Debian 12 machine)
@@ -13,8 +13,16 @@
 # --out DIR     where the report (gpu-check.json) and the logs go (default DIR/gpu-check of the build)
 # --stages      which stages to run, in order (default all four)
 # --bench-quick tiny benchmark sizes (a smoke run of the script itself)
-# --attention-args, --train-args  more arguments for bench/attention_bench and
-#               bench/run_train_bench.sh (e.g. "--min-seconds 0.3", "--rounds 2 --steps 6")
+# --tests cuda  only the CUDA tests (names matching [Cc]uda; default all: then every other test too)
+# --attention-args, --train-args, --compare-args  more arguments for bench/attention_bench,
+#               bench/run_train_bench.sh and bench/gpu_train_compare.py (e.g. "--min-seconds 0.3",
+#               "--rounds 2 --steps 6"; --train-args none skips run_train_bench.sh)
+#
+# The benchmarks (issue 39): attention_bench with the fused CUDA attention (every layer, and the
+# head-mixing cores against N up to --max-n, default 8192 here), the same layers with the ATen
+# formulation (TENSORSCOPE_CUDA_ATTENTION=aten, the path before issue 39), and gpu_train_compare.py:
+# the reference training step with CUDA graphs, eager, eager with ATen attention, and the exported
+# PyTorch module eager and under torch.compile.
 #
 # The report holds the machine (GPU, driver, PyTorch, CUDA), each stage's status and seconds, the
 # test counts (passed, failed, skipped; the CUDA tests by name), and the benchmarks' JSON documents.
@@ -24,8 +32,8 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 deps="" build=build-gpu out="" jobs=$(nproc) python=python3 stages=configure,build,test,bench bench_quick=""
-attention_args="" train_args=""
-usage="usage: $0 [--deps DIR] [--build DIR] [--out DIR] [--jobs N] [--python PY] [--stages LIST] [--bench-quick] [--attention-args ARGS] [--train-args ARGS]"
+attention_args="" train_args="" compare_args="" tests=all
+usage="usage: $0 [--deps DIR] [--build DIR] [--out DIR] [--jobs N] [--python PY] [--stages LIST] [--bench-quick] [--tests cuda|all] [--attention-args ARGS] [--train-args ARGS] [--compare-args ARGS]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --deps) deps=$(cd "$2" && pwd) || exit 2; shift 2 ;;
@@ -37,6 +45,8 @@ while [ $# -gt 0 ]; do
     --bench-quick) bench_quick=1; shift ;;
     --attention-args) attention_args=$2; shift 2 ;;
     --train-args) train_args=$2; shift 2 ;;
+    --compare-args) compare_args=$2; shift 2 ;;
+    --tests) tests=$2; shift 2 ;;
     -h|--help) echo "$usage"; exit 0 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -116,17 +126,28 @@ if [ $built = 1 ] && has_stage test; then
   # device they skip with the reason; the JUnit files give the counts and the reasons.
   run_stage test_cuda ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 -R '[Cc]uda' \
     --output-junit "$out/ctest-cuda.xml" || ok=0
-  run_stage test ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 -E '[Cc]uda' \
-    --output-junit "$out/ctest.xml" || ok=0
+  if [ "$tests" = all ]; then
+    run_stage test ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 -E '[Cc]uda' \
+      --output-junit "$out/ctest.xml" || ok=0
+  fi
 fi
 # --- benchmarks ------------------------------------------------------------------------------------
 if [ $built = 1 ] && has_stage bench; then
   q=${bench_quick:+--quick}
   # shellcheck disable=SC2086 # the extra arguments are meant to split into words
-  JSON_STDOUT=1 run_stage bench_attention "$build/bench/attention_bench" --device cuda $q $attention_args || ok=0
+  JSON_STDOUT=1 run_stage bench_attention "$build/bench/attention_bench" --device cuda --max-n 8192 $q $attention_args || ok=0
+  # The layers as they ran before issue 39 (the ATen formulation), for the ratios of the report.
   # shellcheck disable=SC2086
-  JSON_STDOUT=1 run_stage bench_train sh "$root/bench/run_train_bench.sh" "$build" --device cuda \
-    --python "$(command -v "$python")" $q $train_args || ok=0
+  TENSORSCOPE_CUDA_ATTENTION=aten JSON_STDOUT=1 run_stage bench_attention_aten "$build/bench/attention_bench" \
+    --device cuda --only mhsa,fixed_head,tp,thsa,thsa_linear,multilinear,dimwise $q $attention_args || ok=0
+  # shellcheck disable=SC2086
+  JSON_STDOUT=1 run_stage bench_compare "$python" "$root/bench/gpu_train_compare.py" "$build" \
+    --python "$(command -v "$python")" $q $compare_args || ok=0
+  if [ "$train_args" != none ]; then
+    # shellcheck disable=SC2086
+    JSON_STDOUT=1 run_stage bench_train sh "$root/bench/run_train_bench.sh" "$build" --device cuda \
+      --python "$(command -v "$python")" $q $train_args || ok=0
+  fi
 fi
 
 # --- the report ------------------------------------------------------------------------------------

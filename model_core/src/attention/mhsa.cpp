@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "attention/cuda_attention.h"
 #include "attention/fused_attention.h"
 #include "attention/kernels.h"
 
@@ -37,20 +38,30 @@ AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     if (options.with_maps) out.maps = att.P;
     return out;
   }
-  // The same math with ATen ops: CUDA, other dtypes, and attention dropout while training.
   const auto q = splitHeads(wq_(x), H);  // [B, H, N, D]
   const auto k = splitHeads(wk_(x), H);  // [B, H, N, D]
   const auto v = splitHeads(wv_(x), H);  // [B, H, N, D]
-  const auto P = scaledMaskedSoftmax(torch::matmul(q, k.transpose(-2, -1)), scale, spec_.causal);  // [B, H, N, N]
-  auto o = torch::matmul(dropout_(P), v);  // [B, H, N, D]
   AttentionOutput out;
+  torch::Tensor o;  // [B, H, N, D]
+  if (sdpaAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+    // CUDA with LibTorch >= 2.1: the fused kernel (cuda_attention.h); maps only when asked.
+    o = sdpaAttention(q, k, v, scale, spec_.causal);
+    if (options.with_maps) {
+      torch::NoGradGuard noGrad;
+      out.maps = scaledMaskedSoftmax(torch::matmul(q, k.transpose(-2, -1)), scale, spec_.causal);
+    }
+  } else {
+    // The same math with ATen ops: CUDA without the fused kernel, other dtypes, attention dropout.
+    const auto P = scaledMaskedSoftmax(torch::matmul(q, k.transpose(-2, -1)), scale, spec_.causal);  // [B, H, N, N]
+    o = torch::matmul(dropout_(P), v);
+    if (options.with_maps) out.maps = P;
+  }
   if (wr_) {
     const auto r = splitHeads(wr_(x), H);  // [B, H, N, D] role vectors
     o = o * r;                             // binding: filler ⊙ role
     if (options.with_roles) out.roles = r;
   }
   out.y = wo_(mergeHeads(o));  // [B, N, F]
-  if (options.with_maps) out.maps = P;
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "attention/cuda_attention.h"
 #include "attention/fused_attention.h"
 #include "attention/kernels.h"
 #include "attention/thsa_fused.h"
@@ -111,6 +112,29 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   //   low rank U·Vᵀ              ρ base maps mixed by U (thsa_lowrank.h)
   const bool fusedOk = fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0);
   const bool kron = !core_->isDense() && !core_->isLowRank();
+  if (sdpaAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+    // CUDA with LibTorch >= 2.1: every core on the fused scaled-dot-product kernels, memory linear in
+    // N (cuda_attention.h). MHSA-equal and single-map cores are plain multi-head attention; the rest
+    // is head mixing as widened multi-query attention with the distinct rows of C as query heads.
+    const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});
+    const auto q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);
+    const bool sharedB = kron && D > 1 && core_->kindB() == FactorKind::Ones;  // a head's channels share a map
+    if (sharedB && (core_->kindA() == FactorKind::Identity || core_->kindA() == FactorKind::Ones)) {
+      const int64_t heads = core_->kindA() == FactorKind::Identity ? H : 1;
+      const auto o = sdpaAttention(splitHeads(q, heads), splitHeads(k, heads), splitHeads(v, heads),
+                                   core_->scale() * invSqrtR, spec_.causal);
+      out.y = wo_(mergeHeads(o));
+    } else {
+      const auto C = core_->effective().to(qkv.scalar_type());
+      const auto rows = sharedB ? C.view({H, D, R}).select(1, 0) : C;
+      out.y = wo_(sdpaHeadMixing(q, k, v, rows, invSqrtR, spec_.causal));
+    }
+    if (options.with_maps) {
+      torch::NoGradGuard noGrad;
+      out.maps = denseThsaAten(q, k, v, core_->effective().to(qkv.scalar_type()), invSqrtR, spec_.causal, dropout_).P;
+    }
+    return out;
+  }
   if (kron && D > 1 && core_->kindA() == FactorKind::Identity && core_->kindB() == FactorKind::Ones &&
       fusedOk) {
     // C = I_H ⊗ 1_D·1_Dᵀ (times its scale) is exactly MHSA: the fused kernel computes it.

@@ -35,6 +35,34 @@ void AdamW::step(double lr) {
   }
 }
 
+void AdamW::prepareDeviceStep(double lr) {
+  torch::NoGradGuard noGrad;
+  ++t_;
+  const double c1 = 1.0 - std::pow(options_.beta1, double(t_)), c2 = 1.0 - std::pow(options_.beta2, double(t_));
+  const auto values = torch::tensor({float(1.0 - lr * options_.weight_decay), float(1.0 / c2), float(lr / c1)});
+  if (!hyper_.defined()) {
+    if (slots_.empty()) return;
+    hyper_ = torch::empty({3}, slots_.front().param.options().dtype(torch::kFloat));
+  }
+  hyper_.copy_(values);
+}
+
+void AdamW::applyDeviceStep() {
+  torch::NoGradGuard noGrad;
+  if (!hyper_.defined()) return;  // no trainable parameter
+  const double b1 = options_.beta1, b2 = options_.beta2;
+  const auto decay = hyper_.select(0, 0), invC2 = hyper_.select(0, 1), lrOverC1 = hyper_.select(0, 2);
+  for (auto& s : slots_) {
+    const auto& g = s.param.grad();
+    if (!g.defined()) continue;
+    if (s.decay && options_.weight_decay > 0) s.param.mul_(decay);
+    s.m.mul_(b1).add_(g, 1.0 - b1);
+    s.v.mul_(b2).addcmul_(g, g, 1.0 - b2);
+    const auto denom = (s.v * invC2).sqrt_().add_(options_.eps);
+    s.param.sub_(s.m / denom * lrOverC1);
+  }
+}
+
 std::vector<std::pair<std::string, torch::Tensor>> AdamW::state() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& s : slots_) {
@@ -75,6 +103,24 @@ double clipGradNorm(const std::vector<torch::Tensor>& params, double maxNorm) {
       if (p.grad().defined()) p.grad().mul_(scale);
   }
   return total;
+}
+
+torch::Tensor gradNormTensor(const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard noGrad;
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : params)
+    if (p.grad().defined()) norms.push_back(p.grad().norm(2).to(torch::kDouble));
+  if (norms.empty()) return {};
+  return torch::stack(norms).norm(2);
+}
+
+void clipGradsByNorm(const std::vector<torch::Tensor>& params, const torch::Tensor& norm, double maxNorm) {
+  if (!(maxNorm > 0) || !norm.defined()) return;
+  torch::NoGradGuard noGrad;
+  // The factor of clipGradNorm, computed on the device in float64 (a true division, as on the host).
+  const auto factor = torch::where(norm > maxNorm, torch::full_like(norm, maxNorm) / (norm + 1e-6), torch::ones_like(norm));
+  for (const auto& p : params)
+    if (p.grad().defined()) p.grad().mul_(factor);
 }
 
 double scheduledLr(int64_t step, int64_t total, int64_t warmup, double lr, double minRatio) {

@@ -22,8 +22,15 @@ class AdamW {
   };
   AdamW(std::vector<std::pair<std::string, torch::Tensor>> params, Options options);
 
-  /// One update with learning rate `lr` from the parameters' current gradients.
+  /// One update with learning rate `lr` from the parameters' current gradients (CPU parameters).
   void step(double lr);
+  /// The same update on a GPU, in two halves so that the second can be captured in a CUDA graph and
+  /// replayed (cuda_graph_step.h): `prepareDeviceStep` counts the step and writes this step's
+  /// learning-rate and bias-correction factors into a device tensor; `applyDeviceStep` updates every
+  /// parameter reading them there. The eager CUDA step runs the same two calls, so a replayed step and
+  /// an eager one are the same kernels on the same numbers.
+  void prepareDeviceStep(double lr);
+  void applyDeviceStep();
   void zeroGrad();
   int64_t stepCount() const { return t_; }
 
@@ -41,10 +48,17 @@ class AdamW {
   std::vector<Slot> slots_;
   Options options_;
   int64_t t_ = 0;
+  torch::Tensor hyper_;  ///< float32 [3] on the parameters' device: 1 − lr·wd, 1/(1−β₂ᵗ), lr/(1−β₁ᵗ)
 };
 
 /// Clips the global L2 norm of the gradients to `maxNorm` (0: no clipping); returns the norm before.
 double clipGradNorm(const std::vector<torch::Tensor>& params, double maxNorm);
+
+/// The device half of clipGradNorm, with no host synchronisation (capturable in a CUDA graph):
+/// the global L2 norm as a float64 tensor on the gradients' device (undefined when no parameter has a
+/// gradient), and the clipping by it: gradients × maxNorm/(norm + 1e-6) where norm > maxNorm > 0.
+torch::Tensor gradNormTensor(const std::vector<torch::Tensor>& params);
+void clipGradsByNorm(const std::vector<torch::Tensor>& params, const torch::Tensor& norm, double maxNorm);
 
 /// Linear warm-up to `lr`, then cosine decay to min_ratio·lr at `total`.
 double scheduledLr(int64_t step, int64_t total, int64_t warmup, double lr, double minRatio);

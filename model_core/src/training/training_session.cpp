@@ -82,27 +82,66 @@ torch::Tensor TrainingSession::sequenceLoss(const torch::Tensor& logits, const t
   return (nll * m).sum() / m.sum().clamp_min(1.0);
 }
 
-std::pair<double, double> TrainingSession::trainStep(double lr, bool poison) {
-  model_->train();
+std::vector<torch::Tensor> TrainingSession::nextTrainBatch() {
   const int64_t B = config_.train.batch;
-  torch::Tensor loss;
   if (task_->isImage()) {
     const auto b = task_->imageBatch(Split::Train, B, dataRng_);
-    const auto x = floatTensor(b.patches, {b.batch, b.tokens, b.patch_dim}, device_);
-    const auto y = torch::tensor(b.labels, torch::kLong).to(device_);
-    loss = torch::cross_entropy_loss(model_->forward(x), y);
-  } else {
-    const auto b = task_->tokenBatch(Split::Train, B, dataRng_);
-    const auto x = longTensor(b.inputs, b.batch, b.seq_len, device_);
-    const auto t = longTensor(b.targets, b.batch, b.seq_len, device_);
-    const auto m = floatTensor(b.loss_mask, {b.batch, b.seq_len}, device_);
-    loss = sequenceLoss(model_->forward(x), t, m);
+    return {floatTensor(b.patches, {b.batch, b.tokens, b.patch_dim}, device_),
+            torch::tensor(b.labels, torch::kLong).to(device_)};
   }
+  const auto b = task_->tokenBatch(Split::Train, B, dataRng_);
+  return {longTensor(b.inputs, b.batch, b.seq_len, device_), longTensor(b.targets, b.batch, b.seq_len, device_),
+          floatTensor(b.loss_mask, {b.batch, b.seq_len}, device_)};
+}
+
+torch::Tensor TrainingSession::batchLoss(const std::vector<torch::Tensor>& batch) {
+  if (task_->isImage()) return torch::cross_entropy_loss(model_->forward(batch[0]), batch[1]);
+  return sequenceLoss(model_->forward(batch[0]), batch[1], batch[2]);
+}
+
+void TrainingSession::dropCapturedStep() { graphStep_.reset(); }
+
+std::string TrainingSession::stepMode() const {
+  if (!device_.is_cuda()) return "cpu";
+  if (!graphStep_) return "not captured yet";
+  return graphStep_->status();
+}
+
+std::pair<double, double> TrainingSession::trainStep(double lr, bool poison) {
+  model_->train();
+  const auto batch = nextTrainBatch();
+  if (device_.is_cuda() && !poison) {
+    if (!graphStep_) {
+      // A graph replays fixed random numbers, so a model with dropout steps eagerly.
+      bool dropout = config_.model.residual_dropout > 0;
+      for (const auto& a : config_.model.attention) dropout = dropout || a.dropout > 0;
+      graphStep_ = std::make_unique<CudaGraphStep>([this](const std::vector<torch::Tensor>& b) { return batchLoss(b); },
+                                                   model_->parameters(true), *optimizer_, config_.train.grad_clip,
+                                                   dropout ? "the model has dropout" : "");
+    }
+    if (const auto r = graphStep_->step(batch, lr)) {
+      if (std::isfinite(r->first) && std::isfinite(r->second)) ++step_;
+      return *r;
+    }
+  }
+  torch::Tensor loss = batchLoss(batch);
   if (poison) loss = loss * std::numeric_limits<double>::quiet_NaN();
   optimizer_->zeroGrad();
   loss.backward();
   std::vector<torch::Tensor> params = model_->parameters(true);
   const double lossValue = loss.item<double>();
+  if (device_.is_cuda()) {
+    // The device formulation a captured step replays (cuda_graph_step.h), run eagerly.
+    const auto total = gradNormTensor(params);
+    const double norm = total.defined() ? total.item<double>() : 0.0;
+    if (std::isfinite(lossValue) && std::isfinite(norm)) {
+      clipGradsByNorm(params, total, config_.train.grad_clip);
+      optimizer_->prepareDeviceStep(lr);
+      optimizer_->applyDeviceStep();
+      ++step_;
+    }
+    return {lossValue, norm};
+  }
   const double norm = clipGradNorm(params, config_.train.grad_clip);
   if (std::isfinite(lossValue) && std::isfinite(norm)) {
     optimizer_->step(lr);
@@ -242,6 +281,7 @@ void TrainingSession::saveCheckpoint(const std::string& dir, const std::string& 
 }
 
 void TrainingSession::loadWeights(const std::string& runDir) {
+  dropCapturedStep();
   const std::string dir = checkpointFilesDir(runDir);
   auto tensors = readTensors(dir + "/model.safetensors");
   std::vector<std::pair<std::string, torch::Tensor>> given(tensors.begin(), tensors.end());
@@ -270,6 +310,7 @@ bool isCoreTensor(const std::string& name) {
 }  // namespace
 
 TrainingSession::WarmStartReport TrainingSession::warmStart(const std::string& source, bool coresFromConfig) {
+  dropCapturedStep();
   const std::string dir = checkpointFilesDir(source);
   const auto given = readTensorMap(dir + "/model.safetensors");
   WarmStartReport report;
@@ -298,6 +339,7 @@ TrainingSession::WarmStartReport TrainingSession::warmStart(const std::string& s
 }
 
 void TrainingSession::loadCheckpoint(const std::string& dir) {
+  dropCapturedStep();
   const std::string statePath = dir + "/trainer_state.json";
   const TrainerState state = parseTrainerState(files::readBoundedFile(statePath), statePath);
   const int64_t step = state.step;

@@ -13,6 +13,7 @@
 #include "model_core/run_config.h"
 #include "model_core/snapshots.h"
 #include "training/adamw.h"
+#include "training/cuda_graph_step.h"
 #include "training/transformer.h"
 
 namespace tensorscope::model_core {
@@ -23,6 +24,9 @@ class TrainingSession {
   explicit TrainingSession(const RunConfig& config);
   /// The same with the task already built (makeTask(config.task)), e.g. to size the memory guard.
   TrainingSession(const RunConfig& config, std::unique_ptr<Task> task);
+  // Not copied or moved: the captured CUDA step calls back into this object.
+  TrainingSession(const TrainingSession&) = delete;
+  TrainingSession& operator=(const TrainingSession&) = delete;
 
   const RunConfig& config() const { return config_; }
   Task& task() { return *task_; }
@@ -36,6 +40,9 @@ class TrainingSession {
   /// update when the loss or the gradient norm is not finite (the caller stops the run).
   /// `poison` makes this step's loss NaN (fault injection for testing the divergence guard).
   std::pair<double, double> trainStep(double lr, bool poison = false);
+  /// How training steps run on CUDA: "captured" (CUDA graphs, cuda_graph_step.h), "eager: REASON",
+  /// "not captured yet"; "cpu" on the CPU.
+  std::string stepMode() const;
   int64_t tokensPerStep() const;
 
   /// Loss, accuracy (and exact match for question-answer tasks) on a fixed evaluation set.
@@ -88,12 +95,19 @@ class TrainingSession {
   /// Every tensor of layer `layer`'s diagram from a forward pass on probe `p` (its outputs `outs`).
   NetworkValues networkValues(int layer, const Probe& p, const std::vector<AttentionOutput>& outs) const;
   torch::Tensor sequenceLoss(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& mask);
+  /// The next training batch on the device: {x, labels} (image tasks) or {x, targets, mask}.
+  std::vector<torch::Tensor> nextTrainBatch();
+  /// The training loss of a batch from nextTrainBatch.
+  torch::Tensor batchLoss(const std::vector<torch::Tensor>& batch);
+  /// Drops the captured graphs (they read the parameters in place; a restore writes them anew).
+  void dropCapturedStep();
   double exactMatch(const TokenBatch& batch);
 
   RunConfig config_;
   std::unique_ptr<Task> task_;
   Transformer model_{nullptr};
   std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<CudaGraphStep> graphStep_;  ///< CUDA only: the step as CUDA graphs
   torch::Device device_{torch::kCPU};
   int64_t step_ = 0;
   std::uint64_t dataRng_ = 0;
