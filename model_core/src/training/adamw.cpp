@@ -40,16 +40,20 @@ void AdamW::prepareDeviceStep(double lr) {
   ++t_;
   const double c1 = 1.0 - std::pow(options_.beta1, double(t_)), c2 = 1.0 - std::pow(options_.beta2, double(t_));
   const auto values = torch::tensor({float(1.0 - lr * options_.weight_decay), float(1.0 / c2), float(lr / c1)});
-  if (!hyper_.defined()) {
-    if (slots_.empty()) return;
-    hyper_ = torch::empty({3}, slots_.front().param.options().dtype(torch::kFloat));
-  }
-  hyper_.copy_(values);
+  prepareDeviceState();
+  if (hyper_.defined()) hyper_.copy_(values);
+}
+
+void AdamW::prepareDeviceState() {
+  if (!hyper_.defined() && !slots_.empty())
+    hyper_ = torch::zeros({3}, slots_.front().param.options().dtype(torch::kFloat));
 }
 
 void AdamW::applyDeviceStep() {
   torch::NoGradGuard noGrad;
-  if (!hyper_.defined()) return;  // no trainable parameter
+  if (slots_.empty()) return;  // no trainable parameter
+  // A captured update reads the factors where they are now: they must exist before the capture.
+  if (!hyper_.defined()) throw std::logic_error("AdamW::applyDeviceStep before prepareDeviceState");
   const double b1 = options_.beta1, b2 = options_.beta2;
   const auto decay = hyper_.select(0, 0), invC2 = hyper_.select(0, 1), lrOverC1 = hyper_.select(0, 2);
   for (auto& s : slots_) {

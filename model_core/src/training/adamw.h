@@ -31,6 +31,9 @@ class AdamW {
   /// an eager one are the same kernels on the same numbers.
   void prepareDeviceStep(double lr);
   void applyDeviceStep();
+  /// Allocates the device tensor of the factors (zeros) without counting a step: before capturing
+  /// applyDeviceStep, which must read that tensor on every replay.
+  void prepareDeviceState();
   void zeroGrad();
   int64_t stepCount() const { return t_; }
 

@@ -73,6 +73,7 @@ struct CudaGraphStep::Impl {
       gradients->capture_end();
       capturing = false;
       if (!gradNorm.defined()) throw std::runtime_error("no parameter has a gradient");
+      optimizer.prepareDeviceState();  // the factors' tensor, read by every replay of the update
       update = std::make_unique<at::cuda::CUDAGraph>();
       update->capture_begin(gradients->pool());
       capturing = true;
