@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "files/read_file.h"
+#include "model_core/run_files.h"
 #include "spec/cost_model.h"
 #include "sweep/sweep_internal.h"
 
