@@ -1,9 +1,6 @@
 // Trial results (result.json), their summary from a run's metrics log, and a trial's status.
 #include "model_core/sweep.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -22,6 +19,7 @@
 #include "files/read_file.h"
 #include "model_core/run_files.h"
 #include "sweep/sweep_internal.h"
+#include "sweep/trial_lock.h"
 
 namespace tensorscope::model_core {
 
@@ -239,14 +237,7 @@ TrialStatus trialStatus(const SweepPlan& plan, const Trial& t) {
       return st;
     }
   }
-  const std::string lock = dir + "/lock";
-  if (fs::exists(lock)) {
-    const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      if (::flock(fd, LOCK_SH | LOCK_NB) != 0) st.state = TrialState::Running;
-      ::close(fd);
-    }
-  }
+  if (trialLockHeld(dir + "/lock")) st.state = TrialState::Running;
   st.step = lastTrainStep(plan.runDir(t));
   if (st.state != TrialState::Running && fs::exists(plan.runDir(t) + "/config.json")) st.state = TrialState::Interrupted;
   return st;
