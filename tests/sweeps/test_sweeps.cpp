@@ -99,6 +99,17 @@ TEST(SlurmClient, ArraysAreFoldedAndWordsQuotedForTheShell) {
   EXPECT_EQ(shellQuote("it's"), "'it'\\''s'");
 }
 
+TEST(SlurmClient, AResultSaysWhereItsTrialWasTrained) {
+  ::setenv("SLURM_ARRAY_JOB_ID", "12", 1);
+  ::setenv("SLURM_ARRAY_TASK_ID", "3", 1);
+  EXPECT_EQ(whereTrained(), "slurm job 12_3");
+  ::unsetenv("SLURM_ARRAY_JOB_ID");
+  ::unsetenv("SLURM_ARRAY_TASK_ID");
+  const std::string local = whereTrained();
+  EXPECT_EQ(local.rfind("local (", 0), 0u) << local;
+  EXPECT_GT(local.size(), std::string("local ()").size()) << "names the host: " << local;
+}
+
 TEST(SlurmClient, TheBatchScriptRunsOneTrialPerArrayIndex) {
   BatchRequest r;
   r.sweepDir = "/data/my sweep";

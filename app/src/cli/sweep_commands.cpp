@@ -71,20 +71,11 @@ extern "C" void onTrialSignal(int) {
   if (g_trialControl) g_trialControl->requestStop();
 }
 
-std::string whereTrained() {
-  const char* job = std::getenv("SLURM_ARRAY_JOB_ID");
-  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
-  if (job && task) return std::string("slurm job ") + job + "_" + task;
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  return std::string("local (") + host + ")";
-}
-
 int runTrialCommand(const SweepPlan& plan, const Trial& t, const std::string& device, std::ostream& out, std::ostream& err) {
   model_core::TrainerControl control;
   model_core::TrialRunOptions options;
   options.device = device;
-  options.where = whereTrained();
+  options.where = sweeps::whereTrained();
   options.interrupted = [] { return g_trialSignalled != 0; };
   options.onRestart = [&] {
     out << "{\"event\": \"restart\", \"trial\": \"" << t.name

@@ -1,7 +1,10 @@
 #include "sweeps/slurm_client.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
@@ -42,6 +45,15 @@ std::map<std::int64_t, std::string> slurmStates(const std::vector<model_core::Sl
 
 std::map<std::int64_t, std::string> slurmQueue(const std::string& sweepDir, std::string& note) {
   return slurmStates(model_core::readSlurmJobs(sweepDir), note);
+}
+
+std::string whereTrained() {
+  const char* job = std::getenv("SLURM_ARRAY_JOB_ID");
+  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+  if (job && task) return std::string("slurm job ") + job + "_" + task;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string("local (") + host + ")";
 }
 
 std::string arraySpec(const std::vector<std::int64_t>& indices) {

@@ -21,6 +21,10 @@ std::map<std::int64_t, std::string> slurmStates(const std::vector<model_core::Sl
 /// slurmStates of the jobs recorded in SWEEP_DIR/slurm.json.
 std::map<std::int64_t, std::string> slurmQueue(const std::string& sweepDir, std::string& note);
 
+/// Where this process trains, for a trial's result: "slurm job J_I" inside a Slurm array task,
+/// "local (HOST)" elsewhere.
+std::string whereTrained();
+
 /// Slurm's array specification of sorted indices, runs folded: {0,1,2,5} -> "0-2,5".
 std::string arraySpec(const std::vector<std::int64_t>& indices);
 /// `s` quoted for a POSIX shell.
