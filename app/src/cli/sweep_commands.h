@@ -1,10 +1,9 @@
 #pragma once
-/// `tensorscope sweep plan | run | run-trial | status | report` (issue 14, docs/sweeps.md).
+/// `tensorscope sweep plan | run | run-trial | submit | status | report` (issue 14, docs/sweeps.md):
+/// arguments, printing, signals and exit status. The work is the sweep component's
+/// (model_core/sweep.h, model_core/sweep_trial.h) and the process pool and Slurm client's (sweeps/).
 
-#include <cstdint>
 #include <iosfwd>
-#include <map>
-#include <string>
 
 #include "cli/args.h"
 
@@ -21,8 +20,10 @@ inline constexpr int kExitTrialEndedBefore = 5;
 
 int runSweepCommand(Args& args, std::ostream& out, std::ostream& err);
 
-/// What Slurm's squeue says of a sweep's recorded jobs (DIR/slurm.json): trial index -> e.g.
-/// "PENDING (job 12_3)". Empty without jobs; `note` says why squeue could not be asked.
-std::map<std::int64_t, std::string> slurmQueue(const std::string& sweepDir, std::string& note);
+/// `sweep status` and `sweep report` (sweep_report_commands.cpp).
+int sweepStatusCommand(Args& args, std::ostream& out);
+int sweepReportCommand(Args& args, std::ostream& out, std::ostream& err);
+/// `sweep submit` (sweep_submit_command.cpp).
+int sweepSubmitCommand(Args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace tensorscope::app

@@ -19,7 +19,7 @@
 #include <cmath>
 #include <map>
 
-#include "cli/sweep_commands.h"
+#include "sweeps/slurm_client.h"
 
 namespace tensorscope::app {
 namespace {
@@ -61,7 +61,7 @@ SweepSnapshot readSnapshot(const model_core::SweepPlan& plan) {
   try {
     s.report = model_core::buildReport(plan);
     std::string note;  // (no squeue here: the files alone tell the states)
-    s.slurm = slurmQueue(plan.dir, note);
+    s.slurm = sweeps::slurmQueue(plan.dir, note);
     // With equal parameters (or any axis), the axis tells the designs apart better than parameters.
     const std::string x = plan.sweep.axes.empty() ? "parameters" : plan.sweep.axes.front().name;
     s.svg = QString::fromStdString(model_core::reportFigureSvg(plan, s.report, x));

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -202,18 +203,28 @@ struct DesignSummary {
   double tokens_per_second = 0;
   double best_step = 0;  ///< mean step of the best evaluation
 };
+/// The metric over training steps: design -> step -> the values of the seeds that reached it.
+using SweepCurves = std::map<std::string, std::map<std::int64_t, std::vector<double>>>;
 struct SweepReport {
   std::string name, metric, split;
   bool higher_is_better = false;
+  std::vector<SweepAxis> axes;  ///< the sweep's axes (the figure's x and categories)
   std::vector<std::pair<Trial, TrialStatus>> trials;
   std::vector<DesignSummary> designs;
+  /// Filled by readReportCurves (buildReport reads no metrics log): what the figure's right panel draws.
+  SweepCurves curves;
 };
 SweepReport buildReport(const SweepPlan& plan);
+/// Reads the report's curves from the trials' metrics logs (every trial that started: running trials
+/// too, so a sweep's curves grow while it trains).
+void readReportCurves(const SweepPlan& plan, SweepReport& report);
 /// md, csv, latex or json. Throws std::invalid_argument for another format.
 std::string formatReport(const SweepReport& report, const std::string& format);
 /// An SVG figure: the metric (mean ± std over seeds) against `x` ("parameters" or an axis name),
 /// one series per value of the other axes, and beside it the metric's mean curve per design over
-/// training steps (from the trials' metrics logs). Throws std::invalid_argument for an unknown x.
+/// training steps (report.curves). Reads no file. Throws std::invalid_argument for an unknown x.
+std::string reportFigureSvg(const SweepReport& report, const std::string& x);
+/// The figure of a report whose curves are read here (readReportCurves) from the plan's trials.
 std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& report, const std::string& x);
 
 }  // namespace tensorscope::model_core

@@ -17,7 +17,7 @@
 #include "files/read_file.h"
 #include "model_core/sweep.h"
 #include "spec/cost_model.h"
-#include "training_test_util.h"
+#include "../training/training_test_util.h"
 
 namespace tensorscope::model_core {
 namespace {

@@ -1,0 +1,213 @@
+// The report of a sweep: per-design summaries and their md, csv, LaTeX and JSON forms.
+#include "model_core/sweep.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "model_core/run_files.h"
+#include "sweep/sweep_internal.h"
+
+namespace tensorscope::model_core {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+using namespace sweep_internal;
+
+// ---- Reports ------------------------------------------------------------------------------------
+
+SweepReport buildReport(const SweepPlan& plan) {
+  SweepReport rep;
+  rep.name = plan.sweep.name;
+  rep.metric = plan.sweep.metric.name;
+  rep.higher_is_better = plan.sweep.metric.higherIsBetter();
+  rep.axes = plan.sweep.axes;
+  rep.split = plan.sweep.metric.split.empty() && !plan.trials.empty() ? firstEvalSplit(plan.trials.front().config)
+                                                                       : plan.sweep.metric.split;
+  std::map<std::string, std::size_t> at;
+  for (const auto& t : plan.trials) {
+    rep.trials.emplace_back(t, trialStatus(plan, t));
+    if (!at.count(t.design)) {
+      at[t.design] = rep.designs.size();
+      DesignSummary d;
+      d.design = t.design;
+      d.labels = t.labels;
+      d.attention_parameters = t.attention_parameters;
+      rep.designs.push_back(d);
+    }
+  }
+  for (auto& d : rep.designs) {
+    std::vector<double> finals, bests, rates, steps;
+    for (const auto& [t, st] : rep.trials) {
+      if (t.design != d.design) continue;
+      ++d.trials;
+      if (st.state != TrialState::Finished || !st.result || !st.result->final_metric) continue;
+      ++d.finished;
+      finals.push_back(*st.result->final_metric);
+      if (st.result->best_metric) bests.push_back(*st.result->best_metric), steps.push_back(double(st.result->best_step));
+      rates.push_back(st.result->tokens_per_second);
+    }
+    const auto mean = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double x : v) s += x;
+      return v.empty() ? 0.0 : s / double(v.size());
+    };
+    d.mean = mean(finals);
+    if (finals.size() > 1) {
+      double ss = 0;
+      for (double x : finals) ss += (x - d.mean) * (x - d.mean);
+      d.std = std::sqrt(ss / double(finals.size() - 1));
+    }
+    d.best_mean = mean(bests);
+    d.tokens_per_second = mean(rates);
+    d.best_step = mean(steps);
+  }
+  return rep;
+}
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(digits);
+  s << v;
+  return s.str();
+}
+
+/// Text for LaTeX: its ten special characters escaped, control characters shown (displayText).
+std::string latexEscape(const std::string& text) {
+  std::string out;
+  for (char c : displayText(text)) {
+    if (c == '\\') out += "\\textbackslash{}";
+    else if (c == '^') out += "\\textasciicircum{}";
+    else if (c == '~') out += "\\textasciitilde{}";
+    else if (std::string("&%$#_{}").find(c) != std::string::npos) out += std::string("\\") + c;
+    else out += c;
+  }
+  return out;
+}
+
+std::string csvField(const std::string& text) {
+  const std::string s = displayText(text);
+  if (s.find_first_of(",\"") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string formatReport(const SweepReport& r, const std::string& format) {
+  const int digits = r.metric == "loss" ? 4 : 3;
+  const std::string metricTitle = r.metric + " (" + r.split + (r.higher_is_better ? ", higher is better)" : ", lower is better)");
+  if (format == "json") {
+    json designs = json::array();
+    for (const auto& d : r.designs) {
+      json labels = json::object();
+      for (const auto& [a, l] : d.labels) labels[a] = l;
+      designs.push_back({{"design", d.design}, {"labels", labels}, {"attention_parameters", d.attention_parameters},
+                         {"trials", d.trials}, {"finished", d.finished},
+                         {"mean", d.finished ? json(d.mean) : json()}, {"std", d.hasStd() ? json(d.std) : json()},
+                         {"best_mean", d.finished ? json(d.best_mean) : json()},
+                         {"tokens_per_second", d.tokens_per_second}, {"best_step", d.best_step}});
+    }
+    json trials = json::array();
+    for (const auto& [t, st] : r.trials) {
+      json e = {{"index", t.index}, {"name", t.name}, {"design", t.design}, {"seed", t.seed},
+                {"state", trialStateName(st.state)}, {"step", st.step}};
+      if (st.result) e["result"] = json::parse(trialResultToJson(*st.result));
+      if (!st.damaged.empty()) e["damaged"] = st.damaged;
+      trials.push_back(e);
+    }
+    return json{{"format", "tensorscope.sweep_report"}, {"version", kVersion}, {"name", r.name}, {"metric", r.metric},
+                {"split", r.split}, {"higher_is_better", r.higher_is_better}, {"designs", designs}, {"trials", trials}}
+               .dump(2) + "\n";
+  }
+  std::ostringstream o;
+  if (format == "csv") {
+    o << "design,attention_parameters,trials,finished," << r.metric << "_mean," << r.metric
+      << "_std,best_mean,best_step,tokens_per_second\n";
+    for (const auto& d : r.designs)
+      o << csvField(d.design) << "," << d.attention_parameters << "," << d.trials << "," << d.finished << ","
+        << (d.finished ? shortNumber(d.mean) : "") << "," << (d.hasStd() ? shortNumber(d.std) : "") << ","
+        << (d.finished ? shortNumber(d.best_mean) : "") << "," << (d.finished ? fixed(d.best_step, 0) : "") << ","
+        << (d.finished ? fixed(d.tokens_per_second, 0) : "") << "\n";
+    return o.str();
+  }
+  if (format == "md") {
+    o << "## " << displayText(r.name) << "\n\n";
+    o << "| design | attention params | seeds | " << metricTitle << " | best | best step | tokens/s |\n";
+    o << "|---|---|---|---|---|---|---|\n";
+    for (const auto& d : r.designs) {
+      o << "| " << displayText(d.design) << " | " << d.attention_parameters << " | " << d.finished << "/" << d.trials << " | ";
+      if (d.finished)
+        o << fixed(d.mean, digits) << " ± " << (d.hasStd() ? fixed(d.std, digits) : "–") << " | " << fixed(d.best_mean, digits) << " | "
+          << fixed(d.best_step, 0) << " | " << fixed(d.tokens_per_second, 0) << " |\n";
+      else
+        o << "– | – | – | – |\n";
+    }
+    o << "\n| trial | state | step | " << r.metric << " | wall s |\n|---|---|---|---|---|\n";
+    for (const auto& [t, st] : r.trials) {
+      o << "| " << t.name << " | " << trialStateName(st.state) << " | " << st.step << " | ";
+      if (st.result && st.result->final_metric) o << fixed(*st.result->final_metric, digits);
+      else o << "–";
+      o << " | " << (st.result ? fixed(st.result->wall_seconds, 0) : "–") << " |\n";
+    }
+    bool heading = false;
+    for (const auto& [t, st] : r.trials) {
+      if (st.damaged.empty()) continue;
+      if (!heading) o << "\nTrials whose result could not be read (counted as failed):\n\n";
+      heading = true;
+      o << "- " << t.name << ": " << st.damaged << "\n";
+    }
+    return o.str();
+  }
+  if (format == "latex") {
+    o << "% " << latexEscape(r.name) << ": " << metricTitle << ", mean $\\pm$ std over seeds (tensorscope sweep report)\n";
+    o << "\\begin{tabular}{lrrr}\n\\hline\n";
+    o << "Design & Attention params & Seeds & " << latexEscape(r.metric) << " \\\\\n\\hline\n";
+    for (const auto& d : r.designs) {
+      o << latexEscape(d.design) << " & " << d.attention_parameters << " & " << d.finished << " & ";
+      if (d.finished && d.hasStd()) o << "$" << fixed(d.mean, digits) << " \\pm " << fixed(d.std, digits) << "$";
+      else if (d.finished) o << "$" << fixed(d.mean, digits) << " \\pm$ --";  // one seed: no deviation
+      else o << "--";
+      o << " \\\\\n";
+    }
+    o << "\\hline\n\\end{tabular}\n";
+    return o.str();
+  }
+  throw std::invalid_argument("unknown report format '" + format + "'; the formats are md, csv, latex and json");
+}
+
+void readReportCurves(const SweepPlan& plan, SweepReport& r) {
+  r.curves.clear();
+  for (const auto& [t, st] : r.trials) {
+    if (st.state == TrialState::Pending) continue;
+    auto& c = r.curves[t.design];
+    readMetrics(
+        plan.runDir(t),
+        [&](std::int64_t, const json& rec) {
+          if (rec.value("kind", std::string()) != "eval" || rec.value("split", std::string()) != r.split) return;
+          if (auto v = metricOf(rec, r.metric)) c[rec["step"].get<std::int64_t>()].push_back(*v);
+        },
+        [](std::int64_t, const std::string&) {});
+  }
+}
+
+std::string reportFigureSvg(const SweepPlan& plan, const SweepReport& report, const std::string& x) {
+  SweepReport withCurves = report;
+  readReportCurves(plan, withCurves);
+  return reportFigureSvg(withCurves, x);
+}
+
+}  // namespace tensorscope::model_core

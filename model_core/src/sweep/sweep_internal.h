@@ -1,0 +1,45 @@
+#pragma once
+// Helpers the sweep component's files share (model_core/sweep.h is the public side).
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model_core/run_config.h"
+#include "spec/json_reader.h"
+
+namespace tensorscope::model_core::sweep_internal {
+
+inline constexpr int kVersion = 1;
+
+class Problems : public spec::FieldReader {
+ public:
+  explicit Problems(std::string what) : what_(std::move(what)) {}
+  void add(const std::string& field, const std::string& msg) { fail(field, msg); }
+  [[noreturn]] void raise() const { throw std::invalid_argument(listProblems("invalid " + what_, lines())); }
+
+ private:
+  std::string what_;
+};
+
+std::string shortNumber(double v);
+/// Why a name or label cannot be printed as it is, or empty: control characters (C0, DEL, C1) would
+/// reach terminals, Markdown, LaTeX and SVG raw.
+std::string controlCharacterProblem(const std::string& s);
+std::string firstEvalSplit(const RunConfig& c);
+
+/// Splits "model.attention[1].core" into keys and indices ({"model"}, {"attention", 1}, {"core"}).
+struct PathStep {
+  std::string key;
+  std::optional<std::size_t> index;
+};
+/// Throws std::invalid_argument for a malformed path.
+std::vector<PathStep> parsePath(const std::string& path);
+
+/// A record's value of a metric (or of tokens_per_second, elapsed_seconds) when it is one a run can
+/// report: a damaged or absurd log gives no value rather than an "inf ± inf" or a -nan coordinate.
+std::optional<double> metricOf(const nlohmann::json& rec, const std::string& name);
+
+}  // namespace tensorscope::model_core::sweep_internal
