@@ -14,7 +14,8 @@
 #include <QTest>
 
 #include "diagram_view/diagram_view.h"
-#include "gui/teaching/lab_panels.h"
+#include "gui/teaching/bottleneck_lab.h"
+#include "gui/teaching/stable_rank_lab.h"
 #include "gui/teaching/lesson_panel.h"
 #include "gui/document/session_model.h"
 #include "gui/training/training_driver.h"

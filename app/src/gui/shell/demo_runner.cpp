@@ -13,7 +13,8 @@
 
 #include "gui/shell/dock_layouts.h"
 #include "gui/experiments/experiments_panel.h"
-#include "gui/teaching/lab_panels.h"
+#include "gui/teaching/bottleneck_lab.h"
+#include "gui/teaching/stable_rank_lab.h"
 #include "gui/teaching/lesson_panel.h"
 #include "gui/figures/image_file.h"
 #include "gui/shell/main_window.h"
