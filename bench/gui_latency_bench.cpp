@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "gui/main_window.h"
-#include "gui/session_model.h"
-#include "gui/training_driver.h"
-#include "gui/training_controller.h"
-#include "gui/training_panel.h"
+#include "gui/shell/main_window.h"
+#include "gui/document/session_model.h"
+#include "gui/training/training_driver.h"
+#include "gui/training/training_controller.h"
+#include "gui/training/training_panel.h"
 #include "model_core/blas_kernels.h"
 #include "model_core/runtime.h"
 

@@ -12,11 +12,11 @@
 #include <QFileInfo>
 #include <QTimer>
 
-#include "gui/demo_runner.h"
-#include "gui/image_file.h"
-#include "gui/main_window.h"
-#include "gui/session.h"
-#include "gui/session_files.h"
+#include "gui/shell/demo_runner.h"
+#include "gui/figures/image_file.h"
+#include "gui/shell/main_window.h"
+#include "gui/document/session.h"
+#include "gui/shell/session_files.h"
 #endif
 
 using namespace tensorscope;

@@ -1,7 +1,7 @@
 // Demo scripts (tensorscope --demo): commands or std::invalid_argument with the line; commands
 // format back to a script that parses to the same commands.
 #include "fuzz_util.h"
-#include "gui/demo_script.h"
+#include "gui/shell/demo_script.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tensorscope::app;

@@ -2,7 +2,7 @@
 // point of parse ∘ serialise, also for a run whose design does not validate (kept as saved, so a
 // session always reopens: invalidRuns names it).
 #include "fuzz_util.h"
-#include "gui/session.h"
+#include "gui/document/session.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using tensorscope::app::Session;

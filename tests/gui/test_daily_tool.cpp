@@ -9,7 +9,7 @@
 #include <QFileInfo>
 #include <QLineEdit>
 #include <QDoubleSpinBox>
-#include "gui/training_panel.h"
+#include "gui/training/training_panel.h"
 #include <QStatusBar>
 #include <QComboBox>
 #include <QDockWidget>
@@ -20,12 +20,12 @@
 #include <QTest>
 #include <QToolBar>
 
-#include "gui/core_editor.h"
-#include "gui/design_panel.h"
+#include "gui/design/core_editor.h"
+#include "gui/design/design_panel.h"
 #include "model_core/run_config.h"
-#include "gui/session.h"
-#include "gui/training_driver.h"
-#include "gui/training_controller.h"
+#include "gui/document/session.h"
+#include "gui/training/training_driver.h"
+#include "gui/training/training_controller.h"
 #include "viz/attention_map_grid.h"
 #include "viz/curves_plot.h"
 #include "viz/matrix_heatmap.h"

@@ -26,9 +26,9 @@
 #include <memory>
 
 #include "diagram_view/diagram_view.h"
-#include "gui/core_editor.h"
-#include "gui/figure_dialog.h"
-#include "gui/training_controller.h"
+#include "gui/design/core_editor.h"
+#include "gui/figures/figure_dialog.h"
+#include "gui/training/training_controller.h"
 #include "model_core/snapshots.h"
 #include "spec/attention_spec.h"
 #include "spec/core_spec.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "gui/demo_script.h"
+#include "gui/shell/demo_script.h"
 
 using tensorscope::app::DemoCommand;
 using tensorscope::app::formatDemoScript;

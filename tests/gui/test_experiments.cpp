@@ -14,9 +14,9 @@
 #include <QTemporaryDir>
 #include <gtest/gtest.h>
 
-#include "gui/design_panel.h"
-#include "gui/experiments_panel.h"
-#include "gui/sweep_dialog.h"
+#include "gui/design/design_panel.h"
+#include "gui/experiments/experiments_panel.h"
+#include "gui/experiments/sweep_dialog.h"
 #include "model_core/sweep.h"
 #include "spec/attention_spec.h"
 #include "window_test_util.h"

@@ -10,9 +10,9 @@
 #include <QImage>
 #include <QTemporaryDir>
 
-#include "gui/core_editor.h"
-#include "gui/figure_dialog.h"
-#include "gui/figure_export.h"
+#include "gui/design/core_editor.h"
+#include "gui/figures/figure_dialog.h"
+#include "gui/figures/figure_export.h"
 #include "model_core/safetensors.h"
 #include "spec/attention_spec.h"
 #include "spec/core_spec.h"

@@ -12,8 +12,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "gui/app_theme.h"
-#include "gui/lab_panels.h"
+#include "gui/shell/app_theme.h"
+#include "gui/teaching/bottleneck_lab.h"
+#include "gui/teaching/stable_rank_lab.h"
 #include "model_core/labs.h"
 #include "spec/core_spec.h"
 #include "viz/attention_map_grid.h"

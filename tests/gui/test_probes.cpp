@@ -8,8 +8,8 @@
 #include <QSignalSpy>
 #include <QTest>
 
-#include "gui/inspection_views.h"
-#include "gui/training_controller.h"
+#include "gui/training/inspection_views.h"
+#include "gui/training/training_controller.h"
 #include "model_core/snapshots.h"
 #include "spec/attention_spec.h"
 #include "viz/attention_map_grid.h"

@@ -9,8 +9,8 @@
 #include <QLabel>
 #include <QTemporaryDir>
 
-#include "gui/core_editor.h"
-#include "gui/training_controller.h"
+#include "gui/design/core_editor.h"
+#include "gui/training/training_controller.h"
 #include "model_core/inspection_files.h"
 #include "viz/attention_map_grid.h"
 #include "viz/curves_plot.h"

@@ -13,10 +13,10 @@
 #include <random>
 #include <set>
 
-#include "gui/live_views.h"
-#include "gui/run_features.h"
-#include "gui/session_model.h"
-#include "gui/training_controller.h"
+#include "gui/training/live_views.h"
+#include "gui/training/run_features.h"
+#include "gui/document/session_model.h"
+#include "gui/training/training_controller.h"
 #include "model_core/host_tensor.h"
 #include "model_core/run_config.h"
 #include "model_core/run_files.h"

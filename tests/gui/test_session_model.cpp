@@ -5,8 +5,8 @@
 #include <QSignalSpy>
 #include <QUndoStack>
 
-#include "gui/session.h"
-#include "gui/session_model.h"
+#include "gui/document/session.h"
+#include "gui/document/session_model.h"
 #include "spec/attention_spec.h"
 
 namespace {

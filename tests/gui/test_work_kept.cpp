@@ -18,10 +18,10 @@
 #include <optional>
 
 #include "files/run_lock.h"
-#include "gui/design_panel.h"
-#include "gui/runs_panel.h"
-#include "gui/session.h"
-#include "gui/training_controller.h"
+#include "gui/design/design_panel.h"
+#include "gui/training/runs_panel.h"
+#include "gui/document/session.h"
+#include "gui/training/training_controller.h"
 #include "viz/attention_map_grid.h"
 #include "window_test_util.h"
 

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "gui/main_window.h"
-#include "gui/session_files.h"
-#include "gui/session_model.h"
-#include "gui/training_controller.h"
-#include "gui/training_driver.h"
-#include "gui/training_panel.h"
+#include "gui/shell/main_window.h"
+#include "gui/shell/session_files.h"
+#include "gui/document/session_model.h"
+#include "gui/training/training_controller.h"
+#include "gui/training/training_driver.h"
+#include "gui/training/training_panel.h"
 #include "model_core/snapshots.h"
 #include "spec/attention_spec.h"
 

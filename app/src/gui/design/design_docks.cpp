@@ -1,0 +1,112 @@
+#include "gui/design/design_docks.h"
+
+#include <QFile>
+#include <QPlainTextEdit>
+
+#include <optional>
+
+
+#include "diagram_view/diagram_view.h"
+#include "gui/design/core_editor.h"
+#include "gui/design/design_panel.h"
+#include "gui/document/session_model.h"
+#include "model_core/run_directory.h"
+#include "model_core/snapshots.h"
+#include "spec/spec_json.h"
+#include "spec/tensor_network.h"
+#include "spec/validation.h"
+
+namespace tensorscope::app {
+
+DesignDocks::DesignDocks(SessionModel* model, DesignPanel* design, CoreEditor* core, QPlainTextEdit* specText,
+                         diagram_view::DiagramView* diagram, QObject* parent)
+    : QObject(parent), model_(model), design_(design), core_(core), specText_(specText), diagram_(diagram) {
+  // Model -> docks.
+  connect(model_, &SessionModel::currentChanged, this, &DesignDocks::refresh);
+  connect(model_, &SessionModel::currentLayerChanged, this, [this] {
+    refresh();
+    showLearnedCore();
+  });
+  connect(model_, &SessionModel::designChanged, this, [this](quint64 runId) {
+    if (runId == model_->currentRun().id) refresh();
+  });
+  connect(model_, &SessionModel::trainingChanged, this, &DesignDocks::refresh);
+  // Docks -> model (edits become undo commands there).
+  connect(design_, &DesignPanel::specChanged, model_,
+          [this](const spec::AttentionSpec& s) { model_->editDesign(s, "edit design"); });
+  connect(core_, &CoreEditor::coreEdited, model_,
+          [this](const spec::AttentionSpec& /*before: the model has it*/, const spec::AttentionSpec& after,
+                 const QString& what, int stroke) { model_->editCurrentLayer(after, what, stroke); });
+  connect(core_, &CoreEditor::layerChosen, model_, &SessionModel::setCurrentLayer);
+}
+
+void DesignDocks::refresh() {
+  const int current = model_->current();
+  const bool editable = !model_->isTraining(current);
+  const auto s = model_->currentSpec();
+  core_->setLayers(model_->layerCount(current), model_->currentLayer(), model_->perLayer(current));
+  design_->setSpec(s);
+  design_->setEditable(editable);
+  core_->setSpec(s);
+  // setEditable(true) clears the banner and redraws C: on another run, or when the lock changes.
+  const quint64 shown = model_->currentRun().id;
+  if (core_->editable() != editable || shown != shownRun_) core_->setEditable(editable);
+  shownRun_ = shown;
+  showLearnedCore();  // a run with an inspection (training, or trained): its learned C
+  specText_->setPlainText(QString::fromStdString(spec::toJson(s)));
+  // An invalid design keeps the last valid diagram, dimmed, under a notice that says why (the
+  // Design dock lists every problem at its field).
+  if (const auto problems = spec::validate(s); !problems.empty()) {
+    QString first = QString::fromStdString(problems.front().field + ": " + problems.front().message);
+    if (problems.size() > 1) first += QString(" (and %1 more problem(s), listed in the Design dock)").arg(problems.size() - 1);
+    diagram_->setNotice("This design is invalid, so the diagram shows the last valid one. " + first);
+    return;
+  }
+  try {
+    diagram_->setNetwork(spec::buildTensorNetwork(s, std::min(s.sizes.seq_len, 64)));
+    diagram_->setNotice({});
+  } catch (const std::exception& e) {
+    diagram_->setNotice(QString("No diagram for this design: ") + e.what());
+    Q_EMIT message(QString("diagram: ") + e.what());
+  }
+}
+
+void DesignDocks::showInspection(quint64 runId, std::shared_ptr<const model_core::InspectionSnapshot> snap) {
+  const bool wasLearned = last_ && lastRun_ == runId;
+  last_ = std::move(snap);
+  lastRun_ = runId;
+  if (runId != model_->currentRun().id) return;
+  if (last_) showLearnedCore();
+  else if (wasLearned && !model_->isTraining(model_->current())) core_->setEditable(true);  // back to the design
+}
+
+void DesignDocks::showLearnedCore() {
+  if (!last_ || lastRun_ != model_->currentRun().id) return;
+  // cores[i] belongs to layer core_layers[i] (layers without a core have none).
+  const auto& snap = *last_;
+  for (size_t i = 0; i < snap.cores.size() && i < snap.core_layers.size(); ++i)
+    if (snap.core_layers[i] == model_->currentLayer()) {
+      const QString name = model_->currentRun().name;
+      const QString whose =
+          model_->isTraining(model_->current())
+              ? QString("Showing the learned C of %1, which is training (read-only). Editing forks a new run from "
+                        "its latest checkpoint.").arg(name)
+              : QString("Showing the learned C of %1 at step %2 (read-only): the run stays as trained. Editing "
+                        "forks a new run from its checkpoint with the edited C.").arg(name).arg(snap.step);
+      // A stopped run's factors come from its checkpoint when that is the inspection's step.
+      std::optional<spec::CoreSpec> factors;
+      const auto& run = model_->currentRun();
+      if (!model_->isTraining(model_->current()) && !run.runDir.isEmpty()) {
+        const std::string dir = QFile::encodeName(run.runDir).toStdString();
+        try {
+          if (model_core::inspectRunDirectory(dir).checkpoint_step == snap.step)
+            factors = model_core::learnedCoreSpec(dir, model_->currentLayer());
+        } catch (const std::exception&) {  // no factors then: the panels say where they come from
+        }
+      }
+      core_->showLearnedCore(snap.cores[i].values, snap.cores[i].rows(), snap.step, whose, factors ? &*factors : nullptr);
+      return;
+    }
+}
+
+}  // namespace tensorscope::app

@@ -1,0 +1,82 @@
+#include "gui/shell/dock_layouts.h"
+
+#include <QDockWidget>
+#include <QMainWindow>
+
+namespace tensorscope::app {
+namespace {
+
+QDockWidget* dock(QMainWindow& w, const char* title) { return w.findChild<QDockWidget*>(QString::fromLatin1(title)); }
+
+void raise(QMainWindow& w, std::initializer_list<const char*> titles) {
+  for (const char* t : titles)
+    if (auto* d = dock(w, t)) d->raise();
+}
+
+}  // namespace
+
+QString dockLayoutName(DockLayout layout) {
+  switch (layout) {
+    case DockLayout::Default: return "Default";
+    case DockLayout::Design: return "Design";
+    case DockLayout::Train: return "Train";
+    case DockLayout::Present: return "Present";
+    case DockLayout::Experiments: return "Experiments";
+    case DockLayout::Teach: return "Teach";
+  }
+  return {};
+}
+
+void applyDockLayout(QMainWindow& w, DockLayout layout, const QByteArray& defaultState) {
+  w.restoreState(defaultState);
+  for (auto* d : w.findChildren<QDockWidget*>()) d->show();
+  const int height = w.height();
+  const auto vertical = [&](const char* top, double share, const char* bottom) {
+    if (auto *a = dock(w, top), *b = dock(w, bottom); a && b)
+      w.resizeDocks({a, b}, {int(height * share), int(height * (1 - share))}, Qt::Vertical);
+  };
+  switch (layout) {
+    case DockLayout::Default:
+      break;
+    case DockLayout::Design:  // design, diagram and C large; the plots a strip; the form over the runs list
+      raise(w, {"Design", "Diagram", "Stable rank", "Attention maps"});
+      vertical("Diagram", 0.78, "Curves");
+      vertical("Design", 0.7, "Runs");
+      break;
+    case DockLayout::Train:  // the live plots large; the training settings in front
+      raise(w, {"Training", "Diagram", "Stable rank", "Attention maps"});
+      vertical("Diagram", 0.38, "Curves");
+      break;
+    case DockLayout::Present:  // what an audience reads: the diagram, C and the curves, no forms
+      for (const char* t : {"Design", "Training", "Runs", "Spec (JSON)", "Experiments"})
+        if (auto* d = dock(w, t)) d->hide();
+      raise(w, {"Diagram", "Stable rank", "Attention maps"});
+      vertical("Diagram", 0.62, "Curves");
+      break;
+    case DockLayout::Experiments:
+      enlargeExperimentsDock(w);
+      break;
+    case DockLayout::Teach:  // a lesson beside the diagram and its inspector; the forms and lists go
+      for (const char* t : {"Design", "Training", "Runs", "Spec (JSON)", "Experiments"})
+        if (auto* d = dock(w, t)) d->hide();
+      raise(w, {"Lesson", "Diagram", "Inspector", "Curves"});
+      vertical("Diagram", 0.7, "Curves");
+      break;
+  }
+}
+
+void enlargeBottomDock(QMainWindow& w, const QString& title, double heightShare) {
+  QDockWidget* e = w.findChild<QDockWidget*>(title);
+  if (!e || e->isFloating()) return;
+  e->show();
+  e->raise();
+  w.resizeDocks({e}, {int(w.height() * heightShare)}, Qt::Vertical);
+  QList<QDockWidget*> row{e};
+  for (const char* t : {"Stable rank", "Attention maps"})
+    if (auto* d = dock(w, t); d && d->isVisible() && !d->isFloating() && w.dockWidgetArea(d) == w.dockWidgetArea(e)) row.append(d);
+  QList<int> widths{w.width() * 2 / 3};
+  for (int i = 1; i < row.size(); ++i) widths.append(w.width() / 3 / int(row.size() - 1));
+  w.resizeDocks(row, widths, Qt::Horizontal);
+}
+
+}  // namespace tensorscope::app

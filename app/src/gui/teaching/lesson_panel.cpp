@@ -1,0 +1,453 @@
+#include "gui/teaching/lesson_panel.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "diagram_view/diagram_view.h"
+#include "gui/design/core_editor.h"
+#include "gui/shell/main_window.h"
+#include "gui/document/session.h"
+#include "gui/document/session_model.h"
+#include "gui/teaching/tensor_inspector.h"
+#include "gui/training/training_controller.h"
+#include "gui/training/training_driver.h"
+#include "model_core/run_directory.h"
+#include "spec/tensor_network.h"
+
+namespace tensorscope::app {
+
+// --- LessonPanel --------------------------------------------------------------------------------
+
+LessonPanel::LessonPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  chooser_ = new QComboBox;
+  chooser_->setToolTip("The lessons shipped with Tensorscope, one idea each");
+  layout->addWidget(chooser_);
+  problems_ = new QLabel;
+  problems_->setWordWrap(true);
+  problems_->setStyleSheet("color: #b2182b;");
+  problems_->hide();
+  layout->addWidget(problems_);
+  steps_ = new QListWidget;
+  steps_->setMaximumHeight(130);
+  steps_->setToolTip("The lesson's steps; a step you have done is ticked. Click one to go there.");
+  layout->addWidget(steps_);
+  title_ = new QLabel;
+  QFont f = title_->font();
+  f.setBold(true);
+  f.setPointSizeF(f.pointSizeF() * 1.15);
+  title_->setFont(f);
+  title_->setWordWrap(true);
+  layout->addWidget(title_);
+  text_ = new QTextBrowser;
+  text_->setOpenExternalLinks(false);
+  layout->addWidget(text_, 1);
+  action_ = new QLabel;
+  action_->setWordWrap(true);
+  action_->setTextFormat(Qt::PlainText);
+  action_->setObjectName("lessonAction");
+  layout->addWidget(action_);
+  check_ = new QLabel;
+  check_->setWordWrap(true);
+  check_->setTextFormat(Qt::PlainText);
+  check_->setObjectName("lessonCheck");
+  layout->addWidget(check_);
+  auto* buttons = new QHBoxLayout;
+  back_ = new QPushButton("◀ Back");
+  showMe_ = new QPushButton("Show me");
+  showMe_->setToolTip("Do this step's action for me");
+  next_ = new QPushButton("Next ▶");
+  next_->setToolTip("The next step (once this one's check is met)");
+  reset_ = new QPushButton("Reset");
+  reset_->setToolTip("Start the lesson again from its first step");
+  buttons->addWidget(back_);
+  buttons->addWidget(showMe_);
+  buttons->addWidget(next_);
+  buttons->addStretch(1);
+  buttons->addWidget(reset_);
+  layout->addLayout(buttons);
+
+  connect(chooser_, &QComboBox::activated, this,
+          [this](int i) { start(QString::fromStdString(lessons_.at(static_cast<size_t>(i)).id)); });
+  connect(steps_, &QListWidget::currentRowChanged, this, [this](int row) {
+    if (row >= 0 && row != step_) goTo(row);
+  });
+  connect(back_, &QPushButton::clicked, this, &LessonPanel::back);
+  connect(next_, &QPushButton::clicked, this, [this] { next(); });
+  connect(reset_, &QPushButton::clicked, this, &LessonPanel::reset);
+  connect(showMe_, &QPushButton::clicked, this, &LessonPanel::showMeRequested);
+  showStep();
+}
+
+void LessonPanel::setLessons(std::vector<spec::Lesson> lessons, const QString& problems) {
+  lessons_ = std::move(lessons);
+  const QSignalBlocker block(chooser_);
+  chooser_->clear();
+  for (const auto& l : lessons_) {
+    chooser_->addItem(QString::fromStdString(l.title));
+    chooser_->setItemData(chooser_->count() - 1, QString::fromStdString(l.summary), Qt::ToolTipRole);
+  }
+  chooser_->setCurrentIndex(-1);
+  chooser_->setPlaceholderText(lessons_.empty() ? "No lessons found" : "Choose a lesson…");
+  problems_->setText(problems);
+  problems_->setVisible(!problems.isEmpty());
+  lesson_ = step_ = -1;
+  showStep();
+}
+
+const spec::Lesson* LessonPanel::lesson() const {
+  return lesson_ >= 0 && lesson_ < static_cast<int>(lessons_.size()) ? &lessons_[static_cast<size_t>(lesson_)] : nullptr;
+}
+
+const spec::LessonStep* LessonPanel::step() const {
+  const spec::Lesson* l = lesson();
+  return l && step_ >= 0 && step_ < static_cast<int>(l->steps.size()) ? &l->steps[static_cast<size_t>(step_)] : nullptr;
+}
+
+bool LessonPanel::start(const QString& id) {
+  for (int i = 0; i < static_cast<int>(lessons_.size()); ++i)
+    if (QString::fromStdString(lessons_[static_cast<size_t>(i)].id) == id) {
+      lesson_ = i;
+      const QSignalBlocker block(chooser_);
+      chooser_->setCurrentIndex(i);
+      const QSignalBlocker blockSteps(steps_);
+      steps_->clear();
+      for (const auto& s : lessons_[static_cast<size_t>(i)].steps) steps_->addItem("○ " + QString::fromStdString(s.title));
+      goTo(0);
+      return true;
+    }
+  return false;
+}
+
+void LessonPanel::goTo(int index) {
+  const spec::Lesson* l = lesson();
+  if (!l || index < 0 || index >= static_cast<int>(l->steps.size())) return;
+  step_ = index;
+  met_ = !l->steps[static_cast<size_t>(index)].check.has_value();
+  {
+    const QSignalBlocker block(steps_);
+    steps_->setCurrentRow(index);
+  }
+  showStep();
+  Q_EMIT stepEntered(lesson_, step_);
+}
+
+void LessonPanel::showStep() {
+  const spec::LessonStep* s = step();
+  back_->setEnabled(s && step_ > 0);
+  reset_->setEnabled(s != nullptr);
+  showMe_->setEnabled(s && s->action.kind != spec::LessonActionKind::Read);
+  if (!s) {
+    title_->setText(lessons_.empty() ? QString() : "Choose a lesson above.");
+    text_->setHtml(lessons_.empty() ? QString() : "<p>Each lesson takes one idea of the five papers and lets you try it on the "
+                                                   "executable diagram: read, act, and the lesson sees when you are done.</p>");
+    action_->clear();
+    check_->clear();
+    next_->setEnabled(false);
+    return;
+  }
+  title_->setText(QString("%1 · step %2 of %3: %4")
+                      .arg(QString::fromStdString(lesson()->title))
+                      .arg(step_ + 1)
+                      .arg(lesson()->steps.size())
+                      .arg(QString::fromStdString(s->title)));
+  text_->setHtml(QString::fromStdString(s->text));  // validated: a small safe HTML subset
+  action_->setText(s->action.kind == spec::LessonActionKind::Read ? QString()
+                                                                    : "▶ " + QString::fromStdString(s->action.prompt));
+  action_->setVisible(!action_->text().isEmpty());
+  next_->setEnabled(met_ && step_ + 1 < static_cast<int>(lesson()->steps.size()));
+  if (!s->check) check_->setText(step_ + 1 < static_cast<int>(lesson()->steps.size()) ? "" : "✓ The end of this lesson.");
+}
+
+void LessonPanel::setState(const spec::LessonState& state) {
+  const spec::LessonStep* s = step();
+  if (!s || !s->check) return;
+  const bool met = spec::checkMet(*s->check, state);
+  const bool last = step_ + 1 >= static_cast<int>(lesson()->steps.size());
+  check_->setText(met ? (last ? "✓ Done: the end of this lesson." : "✓ Done: go on with Next.")
+                      : "○ " + QString::fromStdString(spec::unmetHint(*s->check, state)));
+  check_->setStyleSheet(met ? "color: #1a7f37;" : "");
+  if (met != met_) {
+    met_ = met;
+    if (auto* item = steps_->item(step_)) item->setText((met ? "✓ " : "○ ") + QString::fromStdString(s->title));
+  }
+  next_->setEnabled(met_ && !last);
+}
+
+QString LessonPanel::checkText() const { return check_->text(); }
+
+bool LessonPanel::next() {
+  const spec::Lesson* l = lesson();
+  if (!l || !met_ || step_ + 1 >= static_cast<int>(l->steps.size())) return false;
+  if (auto* item = steps_->item(step_)) item->setText("✓ " + QString::fromStdString(l->steps[static_cast<size_t>(step_)].title));
+  goTo(step_ + 1);
+  return true;
+}
+
+void LessonPanel::back() { goTo(step_ - 1); }
+
+void LessonPanel::reset() {
+  if (const spec::Lesson* l = lesson()) start(QString::fromStdString(l->id));
+}
+
+// --- LessonRunner -------------------------------------------------------------------------------
+
+model_core::RunConfig lessonRunConfig(const spec::AttentionSpec& design) {
+  if (design.variant != spec::Variant::Multilinear) return defaultRunConfig(design, "reverse");
+  // Multilinear fixes N: copy sequences short enough that their extrapolation split (half again as
+  // long) fits N + 1 tokens.
+  auto c = defaultRunConfig(design, "copy");
+  const int N = design.sizes.seq_len;
+  int length = std::max(1, (N - 3) / 2);
+  while (length > 1 && 2 * (length + (length + 1) / 2) + 3 > N + 1) --length;
+  c.task.seq_len = N;
+  c.task.algorithmic_length = length;
+  for (auto& a : c.model.attention) a.sizes.seq_len = N;
+  return c;
+}
+
+diagram_view::DiagramScene::Highlight lessonHighlight(const std::vector<std::string>& ids, const spec::TensorNetwork& network) {
+  diagram_view::DiagramScene::Highlight h;
+  for (const auto& id : ids) {
+    const QString q = QString::fromStdString(id);
+    if (q.startsWith("leg:")) {
+      const auto parts = q.split(':');
+      for (const auto& n : network.nodes)
+        if (parts.size() == 3 && QString::fromStdString(n.id) == parts[1]) {
+          const int i = parts[2].toInt();
+          if (i >= 0 && i < static_cast<int>(n.legs.size())) {
+            h.legs << QString(QChar::fromLatin1(n.legs[static_cast<size_t>(i)].index));
+            h.tensors << parts[1];
+          }
+        }
+      continue;
+    }
+    const bool box = std::any_of(network.boxes.begin(), network.boxes.end(), [&](const auto& b) { return b.id == id; });
+    if (box) {
+      h.boxes << q;
+      for (const auto& b : network.boxes)
+        if (b.id == id)
+          for (const auto& n : b.nodes) h.tensors << QString::fromStdString(n);
+    } else {
+      h.tensors << q;
+      h.emphasised << q;
+    }
+  }
+  h.tensors.removeDuplicates();
+  // Every leg of a highlighted tensor stays drawn.
+  for (const auto& n : network.nodes)
+    if (h.tensors.contains(QString::fromStdString(n.id)))
+      for (const auto& l : n.legs) h.legs << QString(QChar::fromLatin1(l.index));
+  h.legs.removeDuplicates();
+  return h;
+}
+
+std::vector<spec::Lesson> shippedLessons(QString* problems) {
+  const QString dir = resourceDirectory("lessons");
+  if (problems) problems->clear();
+  if (dir.isEmpty()) {
+    if (problems) *problems = "The lessons folder was not found (resources/lessons of the installation).";
+    return {};
+  }
+  try {
+    return spec::readLessonDirectory(QFile::encodeName(dir).toStdString());
+  } catch (const spec::LessonError& e) {
+    // The good files stay available: read them one by one, the bad ones named.
+    std::vector<spec::Lesson> good;
+    QStringList bad;
+    for (const auto& p : e.problems()) bad << QString::fromStdString(p.source + ": " + p.field + ": " + p.message);
+    QDir d(dir);
+    for (const auto& f : d.entryList({"*.json"}, QDir::Files, QDir::Name)) try {
+        good.push_back(spec::readLessonFile(QFile::encodeName(d.absoluteFilePath(f)).toStdString()));
+      } catch (const std::exception&) {
+      }
+    std::sort(good.begin(), good.end(), [](const auto& a, const auto& b) { return std::tie(a.order, a.id) < std::tie(b.order, b.id); });
+    if (problems) *problems = "Some lessons could not be read:\n" + bad.join('\n');
+    return good;
+  }
+}
+
+LessonRunner::LessonRunner(MainWindow* window, LessonPanel* panel, QObject* parent)
+    : QObject(parent), window_(window), panel_(panel) {
+  connect(panel_, &LessonPanel::stepEntered, this, &LessonRunner::enter);
+  connect(panel_, &LessonPanel::showMeRequested, this, [this] { performAction(); });
+  timer_ = new QTimer(this);
+  timer_->setInterval(250);
+  connect(timer_, &QTimer::timeout, this, &LessonRunner::refreshState);
+  connect(window_->controller(), &TrainingController::metrics, this,
+          [this](const QVector<model_core::MetricsSnapshot>& batch) {
+            if (!batch.isEmpty()) trainingStep_ = batch.back().step;
+          });
+  connect(&window_->model(), &SessionModel::statusChanged, this, [this](quint64 runId) { checkpointSteps_.erase(runId); });
+  connect(window_->controller(), &TrainingController::evaluated, this, [this](const model_core::EvalSnapshot& e) {
+    evalLoss_[window_->model().trainingRunId()] = e.loss;
+  });
+}
+
+void LessonRunner::labDone(spec::LessonLab lab) {
+  if (std::find(labsDone_.begin(), labsDone_.end(), lab) == labsDone_.end()) labsDone_.push_back(lab);
+  refreshState();
+}
+
+void LessonRunner::enter(int lesson, int step) {
+  const spec::Lesson& l = panel_->lessons().at(static_cast<size_t>(lesson));
+  const spec::LessonStep& s = l.steps.at(static_cast<size_t>(step));
+  auto& model = window_->model();
+  labsDone_.clear();  // a step's lab check asks for a run made in that step
+  // The lesson's own run: added at its first design; a run that has trained keeps what it learnt,
+  // and a new design then goes into a new run.
+  const bool needsDesign = s.design.has_value() || (step == 0 && s.has_design);
+  if (needsDesign) {
+    const spec::AttentionSpec design = s.design ? *s.design : s.effective_design;
+    const int index = run_ ? model.indexOf(run_) : -1;
+    const bool trained = index >= 0 && !model.run(index).runDir.isEmpty();
+    if (index < 0 || trained || model.isTraining(index)) {
+      RunEntry entry;
+      entry.name = QString("Lesson · %1").arg(QString::fromStdString(l.title));
+      entry.config = lessonRunConfig(design);
+      run_ = model.addRun(entry, "not trained");
+    } else {
+      model.select(index);
+      model.setCurrentConfig(lessonRunConfig(design));
+    }
+  } else if (run_ && model.indexOf(run_) >= 0) {
+    model.select(model.indexOf(run_));
+  }
+  // Highlights need the diagram of the design now shown (it follows the design on this turn).
+  const auto ids = s.highlight;
+  QTimer::singleShot(0, this, [this, ids] {
+    window_->diagram()->setHighlight(ids.empty() ? diagram_view::DiagramScene::Highlight{}
+                                                 : lessonHighlight(ids, window_->diagram()->network()));
+  });
+  if (s.action.kind == spec::LessonActionKind::OpenLab && openLab_) openLab_(s.action.lab);
+  timer_->start();
+  refreshState();
+}
+
+spec::LessonState LessonRunner::state() const {
+  spec::LessonState st;
+  const auto& model = window_->model();
+  if (model.count() == 0) return st;
+  const auto& run = model.currentRun();
+  st.design = model.currentSpec();
+  if (st.design->core) st.stable_rank = window_->coreEditor()->stableRank();
+  if (model.isTraining(model.current())) {
+    st.trained_steps = trainingStep_;
+  } else if (!run.runDir.isEmpty()) {
+    // Verifying a checkpoint reads its files: once per run and status, not four times a second.
+    auto it = checkpointSteps_.find(run.id);
+    if (it == checkpointSteps_.end())
+      it = checkpointSteps_
+               .emplace(run.id, model_core::inspectRunDirectory(QFile::encodeName(run.runDir).toStdString()).checkpoint_step)
+               .first;
+    st.trained_steps = std::max<std::int64_t>(0, it->second);
+  }
+  auto* inspector = window_->inspector();
+  st.inspected = inspector->lastElement().toStdString();
+  st.plan_step = inspector->currentStep();
+  st.plan_length = inspector->stepCount();
+  st.labs_done = labsDone_;
+  if (const auto it = evalLoss_.find(run.id); it != evalLoss_.end()) st.last_eval_loss = it->second;
+  return st;
+}
+
+void LessonRunner::refreshState() {
+  if (!panel_->step()) {
+    timer_->stop();
+    return;
+  }
+  panel_->setState(state());
+}
+
+bool LessonRunner::performAction() {
+  const spec::LessonStep* s = panel_->step();
+  if (!s) return false;
+  auto& model = window_->model();
+  const auto& a = s->action;
+  const auto showDock = [this](const char* title) {
+    if (QDockWidget* d = window_->dock(title)) {
+      d->show();
+      d->raise();
+    }
+  };
+  try {
+    switch (a.kind) {
+      case spec::LessonActionKind::Read: return true;
+      case spec::LessonActionKind::EditCore:
+        showDock("Core matrix C");
+        if (a.paint.empty()) return false;  // the prompt says what to paint
+        model.editDesign(spec::applyCorePaint(model.currentSpec(), a.paint), "lesson: paint C");
+        break;
+      case spec::LessonActionKind::ChooseVariant: {
+        const auto current = model.currentSpec();
+        auto next = spec::makeSpecPreset(a.variant);
+        next.sizes = current.sizes;
+        next.causal = current.causal;
+        if (spec::hasCore(next.variant) && next.core) {
+          next.sizes.R = next.sizes.H * next.sizes.D;
+          next.core = spec::makeCorePreset(next.core->preset, next.sizes.H, next.sizes.D);
+        }
+        model.editDesign(next, "lesson: variant " + QString::fromStdString(a.variant));
+        break;
+      }
+      case spec::LessonActionKind::ChooseCorePreset:
+        model.editDesign(spec::lessonReferenceDesign(a.preset, model.currentSpec()),
+                         "lesson: core " + QString::fromStdString(a.preset));
+        break;
+      case spec::LessonActionKind::Train:
+        showDock("Curves");
+        return window_->training().start(a.steps);
+      case spec::LessonActionKind::Inspect: {
+        showDock("Inspector");
+        const QString node = QString::fromStdString(a.node);
+        using E = diagram_view::DiagramScene::Element;
+        const auto& boxes = window_->diagram()->network().boxes;
+        const bool box = std::any_of(boxes.begin(), boxes.end(), [&](const auto& b) { return b.id == a.node; });
+        // The inspector shows the element once the layer's values are computed (a click does the
+        // same): the action is done when it is asked for.
+        if (node.startsWith("leg:")) {
+          const auto parts = node.split(':');
+          for (const auto& n : window_->diagram()->network().nodes)
+            if (parts.size() == 3 && QString::fromStdString(n.id) == parts[1] && parts[2].toInt() < static_cast<int>(n.legs.size())) {
+              window_->inspector()->showElement(E::Leg, QString(QChar::fromLatin1(n.legs[static_cast<size_t>(parts[2].toInt())].index)));
+              break;
+            }
+        } else {
+          window_->inspector()->showElement(box ? E::SoftmaxBox : E::Tensor, node);
+        }
+        break;
+      }
+      case spec::LessonActionKind::StepPlan: {
+        showDock("Inspector");
+        auto* inspector = window_->inspector();
+        if (!a.to) inspector->next();
+        else inspector->stepTo(*a.to == spec::kPlanEnd ? inspector->stepCount() - 1 : *a.to);
+        break;
+      }
+      case spec::LessonActionKind::OpenLab:
+        if (openLab_) openLab_(a.lab);
+        break;
+      case spec::LessonActionKind::RunLab:
+        if (openLab_) openLab_(a.lab);
+        return runLab_ && runLab_(a.lab);
+    }
+  } catch (const std::exception& e) {
+    window_->showError("Show me", QString::fromUtf8(e.what()));
+    return false;
+  }
+  refreshState();
+  return true;
+}
+
+}  // namespace tensorscope::app
