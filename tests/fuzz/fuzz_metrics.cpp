@@ -29,6 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         auto record = model_core::parseMetricsRecord(line);
         FUZZ_CHECK(record.is_object() && record["step"].is_number_integer());
         FUZZ_CHECK(model_core::parseMetricsRecord(record.dump()) == record);
+        try {  // the typed record: whatever it reads, it writes back and reads again the same
+          const auto typed = model_core::metricsRecordFromJson(record);
+          FUZZ_CHECK(model_core::metricsRecordFromJson(model_core::metricsRecordToJson(typed)) == typed);
+        } catch (const spec::JsonError&) {
+        }
         expected.emplace_back(lineNo, std::move(record));
       } catch (const spec::JsonError&) {
         expectedDamaged.push_back(lineNo);

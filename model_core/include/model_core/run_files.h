@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <istream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,9 +53,39 @@ std::string warmStartRecordToJson(const WarmStartRecord& record);
 /// envelope, or a missing, mistyped or out-of-range field.
 WarmStartRecord parseWarmStartRecord(std::string_view text, const std::string& path);
 
-/// One line of metrics.jsonl: an object with an integer "step" (and "kind", "loss", … as written).
-/// Throws spec::JsonError for a damaged line or one that is not a metrics record.
+/// One line of a JSON-lines log (metrics.jsonl, inspections.jsonl): an object with an integer
+/// "step". Throws spec::JsonError for a damaged line or one that is not such a record.
 nlohmann::json parseMetricsRecord(std::string_view line);
+
+/// One record of metrics.jsonl: a training step or an evaluation on one split. One owner for the
+/// writer (the trainer) and every reader (run summaries, sweeps, the explorer's curves).
+struct MetricsRecord {
+  enum class Kind { Train, Eval, Other };
+  Kind kind = Kind::Other;
+  std::string kind_name;  ///< as written: "train", "eval", or a kind this version does not know
+  std::int64_t step = 0;
+  std::string split;      ///< eval: the split's name
+  /// A value written as null (a NaN, e.g. the loss of a diverged step) reads back as NaN; an absent
+  /// one as nothing.
+  std::optional<double> loss, lr, grad_norm, tokens_per_second, elapsed_seconds;  ///< train (loss: also eval)
+  std::optional<double> accuracy, exact_match;                                      ///< eval
+  nlohmann::json unknown = nlohmann::json::object();  ///< fields of a newer writer, kept as they were
+
+  static MetricsRecord train(std::int64_t step, double loss, double lr, double grad_norm, double tokens_per_second,
+                             double elapsed_seconds);
+  /// exact_match < 0: the task has none.
+  static MetricsRecord eval(std::int64_t step, const std::string& split, double loss, double accuracy, double exact_match);
+  /// A value by its name in the log ("loss", "lr", "grad_norm", "tokens_per_second",
+  /// "elapsed_seconds", "accuracy", "exact_match"); nothing when absent or for another name.
+  std::optional<double> value(std::string_view name) const;
+  /// The value when it is present and finite.
+  std::optional<double> finite(std::string_view name) const;
+  bool operator==(const MetricsRecord& other) const;
+};
+nlohmann::json metricsRecordToJson(const MetricsRecord& record);
+/// Throws spec::JsonError naming the field: a missing or non-integer step, a kind or split that is
+/// not a string, a value that is neither a number nor null.
+MetricsRecord metricsRecordFromJson(const nlohmann::json& record);
 
 /// Longest line of metrics.jsonl read (64 KiB; the trainer writes records of ~200 bytes).
 inline constexpr std::size_t kMaxMetricsLineBytes = std::size_t(64) << 10;
@@ -70,10 +101,10 @@ std::int64_t readMetricsLog(std::istream& in,
 
 /// The name of a run's metrics log (the trainer writes it; readMetrics reads it).
 inline constexpr const char* kMetricsLogName = "metrics.jsonl";
-/// Reads RUN_DIR/metrics.jsonl with readMetricsLog. Returns false (calling nothing) when the run
-/// has no metrics log yet.
+/// Reads RUN_DIR/metrics.jsonl with readMetricsLog into typed records (a line that is no metrics
+/// record goes to `onDamaged`). Returns false (calling nothing) when the run has no metrics log yet.
 bool readMetrics(const std::string& runDir,
-                 const std::function<void(std::int64_t, const nlohmann::json&)>& onRecord,
+                 const std::function<void(std::int64_t, const MetricsRecord&)>& onRecord,
                  const std::function<void(std::int64_t, const std::string&)>& onDamaged);
 
 }  // namespace tensorscope::model_core

@@ -196,9 +196,9 @@ void readReportCurves(const SweepPlan& plan, SweepReport& r) {
     auto& c = r.curves[t.design];
     readMetrics(
         plan.runDir(t),
-        [&](std::int64_t, const json& rec) {
-          if (rec.value("kind", std::string()) != "eval" || rec.value("split", std::string()) != r.split) return;
-          if (auto v = metricOf(rec, r.metric)) c[rec["step"].get<std::int64_t>()].push_back(*v);
+        [&](std::int64_t, const MetricsRecord& rec) {
+          if (rec.kind != MetricsRecord::Kind::Eval || rec.split != r.split) return;
+          if (auto v = metricOf(rec, r.metric)) c[rec.step].push_back(*v);
         },
         [](std::int64_t, const std::string&) {});
   }

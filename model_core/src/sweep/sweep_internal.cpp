@@ -51,9 +51,10 @@ std::string controlCharacterProblem(const std::string& s) {
 
 std::string firstEvalSplit(const RunConfig& c) { return evaluationSplitNames(c).front(); }
 
-std::optional<double> metricOf(const json& rec, const std::string& name) {
-  if (!rec.contains(name) || !rec[name].is_number()) return std::nullopt;
-  const double v = rec[name].get<double>();
+std::optional<double> metricOf(const MetricsRecord& rec, const std::string& name) {
+  const auto value = rec.finite(name);
+  if (!value) return std::nullopt;
+  const double v = *value;
   if (name == "tokens_per_second") return v >= 0 && v <= 1e12 ? std::optional<double>(v) : std::nullopt;
   if (name == "elapsed_seconds") return v >= 0 && v <= 1e9 ? std::optional<double>(v) : std::nullopt;
   return plausibleMetric(name, v) ? std::optional<double>(v) : std::nullopt;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model_core/run_config.h"
+#include "model_core/run_files.h"
 #include "spec/json_reader.h"
 
 namespace tensorscope::model_core::sweep_internal {
@@ -40,6 +41,6 @@ std::vector<PathStep> parsePath(const std::string& path);
 
 /// A record's value of a metric (or of tokens_per_second, elapsed_seconds) when it is one a run can
 /// report: a damaged or absurd log gives no value rather than an "inf ± inf" or a -nan coordinate.
-std::optional<double> metricOf(const nlohmann::json& rec, const std::string& name);
+std::optional<double> metricOf(const MetricsRecord& rec, const std::string& name);
 
 }  // namespace tensorscope::model_core::sweep_internal

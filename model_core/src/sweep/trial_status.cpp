@@ -134,15 +134,14 @@ TrialResult summariseTrialRun(const std::string& runDir, const SweepMetric& metr
   std::int64_t lastEvalStep = -1;
   readMetrics(
       runDir,
-      [&](std::int64_t, const json& rec) {
-        const std::string kind = rec.value("kind", std::string());
-        const std::int64_t step = rec["step"].get<std::int64_t>();
-        if (kind == "train") {
+      [&](std::int64_t, const MetricsRecord& rec) {
+        const std::int64_t step = rec.step;
+        if (rec.kind == MetricsRecord::Kind::Train) {
           r.steps = std::max(r.steps, step);
           if (auto v = metricOf(rec, "tokens_per_second")) rates.push_back(*v);
           if (auto v = metricOf(rec, "elapsed_seconds")) r.wall_seconds = std::max(r.wall_seconds, *v);
-        } else if (kind == "eval") {
-          const std::string s = rec.value("split", std::string());
+        } else if (rec.kind == MetricsRecord::Kind::Eval) {
+          const std::string& s = rec.split;
           json e = json::object();
           for (const char* k : {"loss", "accuracy", "exact_match"})
             if (auto v = metricOf(rec, k)) e[k] = *v;
@@ -195,8 +194,8 @@ std::int64_t lastTrainStep(const std::string& runDir) {
     const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
     if (begin == 0 && size > kTail) break;  // a line cut by the tail: not a record
     try {
-      const json rec = parseMetricsRecord(std::string_view(tail).substr(begin, end - begin));
-      if (rec.value("kind", std::string()) == "train") step = rec["step"].get<std::int64_t>();
+      const auto rec = metricsRecordFromJson(parseMetricsRecord(std::string_view(tail).substr(begin, end - begin)));
+      if (rec.kind == MetricsRecord::Kind::Train) step = rec.step;
     } catch (const std::exception&) {
     }  // a damaged or empty line: look further back
     if (nl == std::string::npos) break;
@@ -207,8 +206,8 @@ std::int64_t lastTrainStep(const std::string& runDir) {
   step = 0;
   readMetrics(
       runDir,
-      [&](std::int64_t, const json& rec) {
-        if (rec.value("kind", std::string()) == "train") step = std::max(step, rec["step"].get<std::int64_t>());
+      [&](std::int64_t, const MetricsRecord& rec) {
+        if (rec.kind == MetricsRecord::Kind::Train) step = std::max(step, rec.step);
       },
       [](std::int64_t, const std::string&) {});
   return step;

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -66,7 +66,8 @@ class MetricsLog {
     open();
     return notes;
   }
-  void add(const nlohmann::json& record) {
+  void add(const MetricsRecord& typed) {
+    const nlohmann::json record = metricsRecordToJson(typed);
     auto num = [&](const char* k) { return record.contains(k) ? record[k].dump() : std::string(); };
     const std::string csv = record.value("kind", std::string()) + "," + num("step") + "," +
                             record.value("split", std::string()) + "," + num("loss") + "," + num("lr") + "," +
@@ -78,32 +79,22 @@ class MetricsLog {
   /// The losses of the train records up to `step`, in log order (damaged lines skipped): what the
   /// divergence guard saw before the checkpoint a resume continues.
   std::vector<double> trainLosses(int64_t step) const {
-    std::ifstream in(path(kJsonl));
     std::vector<double> out;
-    readMetricsLog(
-        in,
-        [&](int64_t, const nlohmann::json& j) {
-          if (j.contains("kind") && j["kind"] == "train" && j["step"].get<int64_t>() <= step && j.contains("loss") &&
-              j["loss"].is_number())
-            out.push_back(j["loss"].get<double>());
-        },
-        [](int64_t, const std::string&) {});  // a damaged line: rebuildFromJsonl reports those
+    forEachRecord([&](const MetricsRecord& r) {
+      if (r.kind == MetricsRecord::Kind::Train && r.step <= step)
+        if (const auto loss = r.finite("loss")) out.push_back(*loss);
+    });
     return out;
   }
   /// The wall-clock seconds the run had trained when it reached `step` (its newest train record up
   /// to there; 0 without one): where a resumed run's clock goes on.
   double elapsedAt(int64_t step) const {
-    std::ifstream in(path(kJsonl));
     double out = 0;
-    readMetricsLog(
-        in,
-        [&](int64_t, const nlohmann::json& j) {
-          if (j.contains("kind") && j["kind"] == "train" && j["step"].get<int64_t>() <= step &&
-              j.contains("elapsed_seconds") && j["elapsed_seconds"].is_number())
-            out = std::max(out, j["elapsed_seconds"].get<double>());
-        },
-        [](int64_t, const std::string&) {});
-    return std::isfinite(out) ? out : 0.0;
+    forEachRecord([&](const MetricsRecord& r) {
+      if (r.kind == MetricsRecord::Kind::Train && r.step <= step)
+        if (const auto s = r.finite("elapsed_seconds")) out = std::max(out, *s);
+    });
+    return out;
   }
   /// fsyncs both logs and returns their lengths (the checkpoint's counters).
   std::map<std::string, int64_t> sync() const {
@@ -124,6 +115,10 @@ class MetricsLog {
   static constexpr const char* kCsvHeader = "kind,step,split,loss,lr,grad_norm,tokens_per_second,accuracy,exact_match\n";
 
   std::string path(const char* name) const { return dir_ + "/" + name; }
+  /// Every readable record of metrics.jsonl, in log order (a damaged line: rebuildFromJsonl reports those).
+  void forEachRecord(const std::function<void(const MetricsRecord&)>& f) const {
+    readMetrics(dir_, [&](int64_t, const MetricsRecord& r) { f(r); }, [](int64_t, const std::string&) {});
+  }
   void open() {
     jsonl_ = ::open(path(kJsonl).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     csv_ = ::open(path(kCsv).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -144,13 +139,12 @@ class MetricsLog {
   /// Keeps the parseable records up to `step` (a damaged line is skipped with a note) and
   /// rewrites both logs from them.
   void rebuildFromJsonl(int64_t step, std::vector<std::string>& notes) {
-    std::ifstream in(path(kJsonl));
     int64_t skipped = 0;
-    std::vector<nlohmann::json> kept;
-    readMetricsLog(
-        in,
-        [&](int64_t, const nlohmann::json& j) {
-          if (j["step"].get<int64_t>() <= step) kept.push_back(j);
+    std::vector<MetricsRecord> kept;
+    readMetrics(
+        dir_,
+        [&](int64_t, const MetricsRecord& r) {
+          if (r.step <= step) kept.push_back(r);
         },
         [&](int64_t lineNo, const std::string& reason) {
           if (++skipped == 1)

@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
 #include "model_core/run_files.h"
 
 #include <charconv>
@@ -165,11 +168,127 @@ std::int64_t readMetricsLog(std::istream& in, const std::function<void(std::int6
   return lineNo;
 }
 
-bool readMetrics(const std::string& runDir, const std::function<void(std::int64_t, const json&)>& onRecord,
+namespace {
+
+/// The numeric fields of a metrics record, by their names in the log.
+constexpr std::array<std::pair<const char*, std::optional<double> MetricsRecord::*>, 7> kValues = {{
+    {"loss", &MetricsRecord::loss},
+    {"lr", &MetricsRecord::lr},
+    {"grad_norm", &MetricsRecord::grad_norm},
+    {"tokens_per_second", &MetricsRecord::tokens_per_second},
+    {"elapsed_seconds", &MetricsRecord::elapsed_seconds},
+    {"accuracy", &MetricsRecord::accuracy},
+    {"exact_match", &MetricsRecord::exact_match},
+}};
+
+MetricsRecord::Kind kindOf(const std::string& name) {
+  return name == "train" ? MetricsRecord::Kind::Train : name == "eval" ? MetricsRecord::Kind::Eval : MetricsRecord::Kind::Other;
+}
+
+bool sameValue(const std::optional<double>& a, const std::optional<double>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  return !a || *a == *b || (std::isnan(*a) && std::isnan(*b));
+}
+
+}  // namespace
+
+MetricsRecord MetricsRecord::train(std::int64_t step, double loss, double lr, double grad_norm, double tokens_per_second,
+                                   double elapsed_seconds) {
+  MetricsRecord r;
+  r.kind = Kind::Train;
+  r.kind_name = "train";
+  r.step = step;
+  r.loss = loss;
+  r.lr = lr;
+  r.grad_norm = grad_norm;
+  r.tokens_per_second = tokens_per_second;
+  r.elapsed_seconds = elapsed_seconds;
+  return r;
+}
+
+MetricsRecord MetricsRecord::eval(std::int64_t step, const std::string& split, double loss, double accuracy,
+                                  double exact_match) {
+  MetricsRecord r;
+  r.kind = Kind::Eval;
+  r.kind_name = "eval";
+  r.step = step;
+  r.split = split;
+  r.loss = loss;
+  r.accuracy = accuracy;
+  if (exact_match >= 0) r.exact_match = exact_match;
+  return r;
+}
+
+std::optional<double> MetricsRecord::value(std::string_view name) const {
+  for (const auto& [key, member] : kValues)
+    if (name == key) return this->*member;
+  return std::nullopt;
+}
+
+std::optional<double> MetricsRecord::finite(std::string_view name) const {
+  const auto v = value(name);
+  return v && std::isfinite(*v) ? v : std::nullopt;
+}
+
+bool MetricsRecord::operator==(const MetricsRecord& other) const {
+  for (const auto& [key, member] : kValues)
+    if (!sameValue(this->*member, other.*member)) return false;
+  return kind == other.kind && kind_name == other.kind_name && step == other.step && split == other.split &&
+         unknown == other.unknown;
+}
+
+json metricsRecordToJson(const MetricsRecord& r) {
+  json j = r.unknown.is_object() ? r.unknown : json::object();
+  if (!r.kind_name.empty()) j["kind"] = r.kind_name;
+  j["step"] = r.step;
+  if (!r.split.empty() || r.kind == MetricsRecord::Kind::Eval) j["split"] = r.split;
+  for (const auto& [key, member] : kValues)
+    if (const auto& v = r.*member) j[key] = std::isfinite(*v) ? json(*v) : json(nullptr);  // JSON has no NaN: null
+  return j;
+}
+
+MetricsRecord metricsRecordFromJson(const json& j) {
+  if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer())
+    throw spec::JsonError("not a metrics record (an object with an integer \"step\")");
+  MetricsRecord r;
+  r.step = j["step"].get<std::int64_t>();
+  for (const auto& [key, value] : j.items()) {
+    if (key == "step") continue;
+    if (key == "kind" || key == "split") {
+      if (!value.is_string()) throw spec::JsonError("metrics record of step " + std::to_string(r.step) + ": " + key + " must be a string");
+      (key == "kind" ? r.kind_name : r.split) = value.get<std::string>();
+      continue;
+    }
+    bool known = false;
+    for (const auto& [name, member] : kValues) {
+      if (key != name) continue;
+      known = true;
+      if (value.is_null()) r.*member = std::numeric_limits<double>::quiet_NaN();
+      else if (value.is_number()) r.*member = value.get<double>();
+      else throw spec::JsonError("metrics record of step " + std::to_string(r.step) + ": " + key + " must be a number or null");
+    }
+    if (!known) r.unknown[key] = value;
+  }
+  r.kind = kindOf(r.kind_name);
+  return r;
+}
+
+bool readMetrics(const std::string& runDir, const std::function<void(std::int64_t, const MetricsRecord&)>& onRecord,
                  const std::function<void(std::int64_t, const std::string&)>& onDamaged) {
   std::ifstream in(runDir + "/" + kMetricsLogName, std::ios::binary);
   if (!in) return false;
-  readMetricsLog(in, onRecord, onDamaged);
+  readMetricsLog(
+      in,
+      [&](std::int64_t line, const json& j) {
+        MetricsRecord r;
+        try {
+          r = metricsRecordFromJson(j);
+        } catch (const spec::JsonError& e) {
+          return onDamaged(line, e.what());
+        }
+        onRecord(line, r);
+      },
+      onDamaged);
   return true;
 }
 

@@ -235,8 +235,7 @@ class TrainingLoop {
     last_ = now;
     lastStep_ = step;
     sink_.onMetrics(m);
-    metrics_.add({{"kind", "train"}, {"step", step}, {"loss", loss}, {"lr", lr}, {"grad_norm", norm},
-                  {"tokens_per_second", m.tokens_per_second}, {"elapsed_seconds", m.elapsed_seconds}});
+    metrics_.add(MetricsRecord::train(step, loss, lr, norm, m.tokens_per_second, m.elapsed_seconds));
   }
 
   void evaluate(int64_t step) {
@@ -244,9 +243,7 @@ class TrainingLoop {
       auto e = session_.evaluate(split, t_.eval_examples);
       e.split = name;
       sink_.onEval(e);
-      nlohmann::json rec = {{"kind", "eval"}, {"step", step}, {"split", name}, {"loss", e.loss}, {"accuracy", e.accuracy}};
-      if (e.exact_match >= 0) rec["exact_match"] = e.exact_match;
-      metrics_.add(rec);
+      metrics_.add(MetricsRecord::eval(step, name, e.loss, e.accuracy, e.exact_match));
     }
   }
 

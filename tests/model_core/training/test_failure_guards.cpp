@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -311,6 +312,43 @@ TEST(MetricsLog, RecordsNeedAnIntegerStep) {
   EXPECT_EQ(parseMetricsRecord(R"({"kind": "train", "step": 3, "loss": 1.5})")["step"], 3);
   for (const char* bad : {"[1]", R"({"step": "3"})", R"({"kind": "train"})", "{\"step\": 1", ""})
     EXPECT_THROW(parseMetricsRecord(bad), tensorscope::spec::JsonError) << bad;
+}
+
+TEST(MetricsLog, TypedRecordsAreWrittenAsTheTrainerAlwaysWroteThemAndReadBackEqual) {
+  const auto train = MetricsRecord::train(7, 1.25, 0.001, 0.5, 1200, 3.5);
+  EXPECT_EQ(metricsRecordToJson(train).dump(),
+            R"({"elapsed_seconds":3.5,"grad_norm":0.5,"kind":"train","loss":1.25,"lr":0.001,"step":7,"tokens_per_second":1200.0})");
+  EXPECT_EQ(metricsRecordFromJson(metricsRecordToJson(train)), train);
+  const auto eval = MetricsRecord::eval(8, "validation", 0.75, 0.5, -1);
+  EXPECT_EQ(metricsRecordToJson(eval).dump(), R"({"accuracy":0.5,"kind":"eval","loss":0.75,"split":"validation","step":8})");
+  EXPECT_FALSE(eval.exact_match) << "exact_match < 0: the task has none";
+  EXPECT_EQ(MetricsRecord::eval(8, "test", 0.75, 0.5, 0.25).value("exact_match"), 0.25);
+  // A diverged step's NaN loss is written as null and reads back as NaN, not as a missing value.
+  const auto nan = MetricsRecord::train(9, std::nan(""), 0.001, std::nan(""), 1, 1);
+  const auto back = metricsRecordFromJson(parseMetricsRecord(metricsRecordToJson(nan).dump()));
+  ASSERT_TRUE(back.loss);
+  EXPECT_TRUE(std::isnan(*back.loss));
+  EXPECT_FALSE(back.finite("loss"));
+  EXPECT_EQ(back, nan);
+  // Fields of a newer writer and kinds this version does not know are kept as they were.
+  const auto other = metricsRecordFromJson(parseMetricsRecord(R"({"kind": "probe", "step": 4, "note": {"a": [1]}, "loss": 2})"));
+  EXPECT_EQ(other.kind, MetricsRecord::Kind::Other);
+  EXPECT_EQ(other.kind_name, "probe");
+  EXPECT_EQ(other.value("loss"), 2.0);
+  EXPECT_EQ(metricsRecordToJson(other).dump(), R"({"kind":"probe","loss":2.0,"note":{"a":[1]},"step":4})");
+  EXPECT_FALSE(other.value("no such value"));
+  // Wrong types are damage, named with the step and the field.
+  const auto typedError = [](const char* line) {
+    try {
+      metricsRecordFromJson(parseMetricsRecord(line));
+    } catch (const tensorscope::spec::JsonError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(typedError(R"({"kind": "train", "step": 3, "loss": "low"})"), "metrics record of step 3: loss must be a number or null");
+  EXPECT_EQ(typedError(R"({"kind": 1, "step": 3})"), "metrics record of step 3: kind must be a string");
+  EXPECT_THROW(metricsRecordFromJson(nlohmann::json::array()), tensorscope::spec::JsonError);
 }
 
 TEST(MetricsLog, LinesPastTheBoundAreSkippedWithoutBeingReadWhole) {

@@ -228,8 +228,8 @@ TEST(InspectionFile, TheTrainerWritesThemAndAResumedRunEndsWithTheStraightRunsHi
   std::vector<double> elapsed;
   readMetrics(
       dir.path("split"),
-      [&](std::int64_t, const nlohmann::json& j) {
-        if (j["kind"] == "train") elapsed.push_back(j["elapsed_seconds"].get<double>());
+      [&](std::int64_t, const MetricsRecord& r) {
+        if (r.kind == MetricsRecord::Kind::Train) elapsed.push_back(r.elapsed_seconds.value());
       },
       [](std::int64_t, const std::string&) {});
   ASSERT_EQ(elapsed.size(), 12u);

@@ -83,11 +83,12 @@ MetricsCurves readMetricsCurves(const std::string& runDir) {
   }
   double clock = 0, lastTrainStep = std::numeric_limits<double>::quiet_NaN();
   bool timed = tokens > 0;
-  auto add = [&](const std::string& name, double step, const nlohmann::json& j, const char* key, double time) {
-    if (!j.contains(key) || !j[key].is_number()) return;  // a record without this value: no point, not a zero
+  auto add = [&](const std::string& name, double step, const model_core::MetricsRecord& r, const char* key, double time) {
+    const auto v = r.finite(key);
+    if (!v) return;  // a record without this value: no point, not a zero
     auto& s = out.series[name];
     s.steps.push_back(step);
-    s.values.push_back(j[key].get<double>());
+    s.values.push_back(*v);
     if (std::isfinite(time)) {
       s.times.resize(s.steps.size() - 1, std::numeric_limits<double>::quiet_NaN());
       s.times.push_back(time);
@@ -95,29 +96,27 @@ MetricsCurves readMetricsCurves(const std::string& runDir) {
   };
   model_core::readMetrics(
       runDir,
-      [&](std::int64_t, const nlohmann::json& j) {
-        const double step = j["step"].get<double>();
-        if (j.contains("kind") && j["kind"] == "train") {
+      [&](std::int64_t, const model_core::MetricsRecord& r) {
+        const double step = double(r.step);
+        if (r.kind == model_core::MetricsRecord::Kind::Train) {
           double time = std::numeric_limits<double>::quiet_NaN();
           if (timed) {
-            const double tps = j.contains("tokens_per_second") && j["tokens_per_second"].is_number()
-                                   ? j["tokens_per_second"].get<double>()
-                                   : 0.0;
+            const double tps = r.finite("tokens_per_second").value_or(0.0);
             const double previous = std::isfinite(lastTrainStep) && lastTrainStep < step ? lastTrainStep : step - 1;
             const double dt = stepSeconds(tokens, step - previous, tps);
             if (std::isfinite(dt)) clock += dt;
             time = clock;
           }
           lastTrainStep = step;
-          add("train loss", step, j, "loss", time);
-          add("lr", step, j, "lr", time);
+          add("train loss", step, r, "loss", time);
+          add("lr", step, r, "lr", time);
           return;
         }
-        const std::string split = j.contains("split") && j["split"].is_string() ? j["split"].get<std::string>() : "";
+        const std::string& split = r.split;
         const double none = std::numeric_limits<double>::quiet_NaN();
-        add("eval loss (" + split + ")", step, j, "loss", none);
-        if (j.contains("exact_match")) add("exact match (" + split + ")", step, j, "exact_match", none);
-        else add("accuracy (" + split + ")", step, j, "accuracy", none);
+        add("eval loss (" + split + ")", step, r, "loss", none);
+        if (r.exact_match) add("exact match (" + split + ")", step, r, "exact_match", none);
+        else add("accuracy (" + split + ")", step, r, "accuracy", none);
       },
       [&](std::int64_t line, const std::string& reason) {
         if (out.damaged++ == 0) out.firstDamaged = line, out.firstReason = reason;
