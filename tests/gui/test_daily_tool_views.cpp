@@ -270,6 +270,10 @@ TEST(DailyToolViews, FactorPanelsNameTheRowsAndColumnsOfTheirFactor) {
   auto* core = w.coreEditor();
   const QStringList cTitles = axisTitles(core->heatmap());
   ASSERT_FALSE(cTitles.isEmpty()) << "C's heatmap has no axis titles to compare with";
+  // logits_r = Σ_s C[r,s]·Q_s·K_sᵀ: the columns s are the channel Q and K share, the rows r the map
+  // and V's channel (finding N9: they were titled "query channel" and "key channel").
+  EXPECT_TRUE(cTitles.contains("s (channel Q and K share)")) << cTitles.join(" | ").toStdString();
+  EXPECT_TRUE(cTitles.contains("r (map Ω_r, channel of V)")) << cTitles.join(" | ").toStdString();
 
   const auto expectFactorTitles = [&](const char* what, const QString& a, const QString& b) {
     SCOPED_TRACE(what);

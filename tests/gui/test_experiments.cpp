@@ -135,6 +135,38 @@ TEST(ExperimentsDock, ADirectoryThatIsNoSweepIsRefusedWithTheReason) {
   EXPECT_TRUE(panel.sweepDir().isEmpty());
 }
 
+TEST(ExperimentsDock, ADamagedTrialResultIsNamedAndTheRestOfTheSweepStaysShown) {
+  // Finding N12: one unreadable result.json left the dock with the sweep's name and empty tables.
+  QTemporaryDir tmp;
+  const QString dir = planTiny(tmp.filePath("sw"), 10, 2);
+  const auto plan = model_core::readSweepPlan(dir.toStdString());
+  ASSERT_EQ(plan.trials.size(), 4u);
+  for (const char* damage : {"{\"format\": \"tensorscope.trial_result\", \"version\": 1, \"status\": \"won\"}", "{not json", ""}) {
+    QFile f(QString::fromStdString(plan.trialDir(plan.trials[1]) + "/result.json"));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(damage);
+    f.close();
+    app::ExperimentsPanel panel;
+    QString error;
+    ASSERT_TRUE(panel.openSweep(dir, &error)) << error.toStdString();
+    panel.refresh(true);
+    ASSERT_EQ(panel.trialsTable()->rowCount(), 4) << "damage: " << damage;
+    EXPECT_EQ(panel.trialsTable()->item(1, 1)->text(), "failed");
+    EXPECT_TRUE(panel.trialsTable()->item(1, 1)->toolTip().contains("result.json is damaged"))
+        << panel.trialsTable()->item(1, 1)->toolTip().toStdString();
+    EXPECT_EQ(panel.designsTable()->rowCount(), 2);
+    EXPECT_TRUE(panel.summary()->text().contains("1 failed")) << panel.summary()->text().toStdString();
+    EXPECT_TRUE(panel.summary()->text().contains("damaged")) << panel.summary()->text().toStdString();
+    if (!qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR").isEmpty() && std::string(damage).empty()) {
+      panel.resize(900, 520);
+      static_cast<QWidget&>(panel).show();
+      for (int i = 0; i < 8; ++i) QApplication::processEvents();
+      QDir().mkpath(qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR"));
+      EXPECT_TRUE(panel.grab().toImage().save(QDir(qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR")).filePath("experiments_damaged_result.png")));
+    }
+  }
+}
+
 TEST(SweepThisDesign, PlansTheCurrentDesignAgainstTheChosenOnesAtEqualParameters) {
   QTemporaryDir tmp;
   app::SweepDialog dialog("Tiny", tinyCopy(50), tmp.filePath("planned"));
@@ -186,6 +218,19 @@ TEST(SweepThisDesign, AlsoVariesAConfigFieldFromTheDesignDock) {
   EXPECT_TRUE(bad.error().contains("unknown field \"colour\"")) << bad.error().toStdString();
   app::MainWindow w(testOptions());
   EXPECT_NE(w.designPanel()->findChild<QPushButton*>("sweepDesign"), nullptr);
+}
+
+TEST(SweepThisDesign, DescribesSkipLeftAndSkipRightAsTheContractDefinesThem) {
+  // docs/attention-variants.md: skip-left I_H ⊗ c₂c₃ᵀ (heads apart, 2D parameters), skip-right
+  // C₁ ⊗ 1_D1_Dᵀ (H² parameters, heads mixed). The dialog once said it the other way round.
+  QTemporaryDir tmp;
+  app::SweepDialog dialog("Tiny", tinyCopy(50), tmp.filePath("planned"));
+  const QString left = dialog.designBox("skip_left")->text(), right = dialog.designBox("skip_right")->text();
+  EXPECT_TRUE(left.contains("heads kept apart") && left.contains("rank-one") && left.contains("2D parameters"))
+      << left.toStdString();
+  EXPECT_FALSE(left.contains("H×H")) << left.toStdString();
+  EXPECT_TRUE(right.contains("heads mixed by a trainable H×H core") && right.contains("H² parameters")) << right.toStdString();
+  EXPECT_FALSE(right.contains("D×D")) << right.toStdString();
 }
 
 TEST(SweepThisDesign, SaysWhyItPlansNothing) {

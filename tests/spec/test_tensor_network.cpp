@@ -244,6 +244,12 @@ TEST(TensorNetwork, DenseThsaIsFigure4b) {
   const auto& b = net.boxes.at(0);
   EXPECT_NE(std::find(b.nodes.begin(), b.nodes.end(), "C"), b.nodes.end());
   EXPECT_DOUBLE_EQ(b.scale, 1.0 / std::sqrt(6.0));
+  // The captions follow logits_r = Σ_s C[r,s]·Q_s·K_sᵀ: W^Q and W^K meet C's column leg s, W^V its
+  // row leg r (finding N9: they once put W^Q on "C's query side", the rows).
+  EXPECT_NE(node(net, "Wq")->role.find("C's column legs s"), std::string::npos) << node(net, "Wq")->role;
+  EXPECT_NE(node(net, "Wk")->role.find("C's column legs s"), std::string::npos) << node(net, "Wk")->role;
+  EXPECT_NE(node(net, "Wv")->role.find("C's row leg r"), std::string::npos) << node(net, "Wv")->role;
+  for (const char* id : {"Wq", "Wk"}) EXPECT_EQ(node(net, id)->role.find("query side"), std::string::npos) << id;
 }
 
 TEST(TensorNetwork, KroneckerPresetsDrawTheirFactors) {

@@ -34,8 +34,8 @@ MatrixHeatmap::MatrixHeatmap(QWidget* parent) : PlotWidget(parent), parts_(std::
   parts_->map->setGradient(detail::divergingGradient());
   parts_->map->setInterpolate(false);
   p->yAxis->setRangeReversed(true);  // row 0 at the top, as a matrix is read
-  p->xAxis->setLabel(QStringLiteral("s (key channel)"));
-  p->yAxis->setLabel(QStringLiteral("r (query channel)"));
+  p->xAxis->setLabel(QStringLiteral("s (channel Q and K share)"));
+  p->yAxis->setLabel(QStringLiteral("r (map Ω_r, channel of V)"));
   auto* margins = new QCPMarginGroup(p);
   p->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
   parts_->scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);

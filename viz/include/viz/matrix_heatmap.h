@@ -38,7 +38,8 @@ class MatrixHeatmap : public PlotWidget {
 
   void setColourScale(ColourScale scale, double lower = 0.0, double upper = 1.0);
   ColourScale colourScale() const { return scale_; }
-  /// Axis titles (default "s (key channel)" / "r (query channel)").
+  /// Axis titles (default "s (channel Q and K share)" / "r (map Ω_r, channel of V)": in THSA's
+  /// logits_r = Σ_s C[r,s]·Q_s·K_sᵀ/√R, q and k both carry s and r indexes the map and V).
   void setAxisTitles(const QString& x, const QString& y);
   /// Tick labels for rows / columns (e.g. probe tokens), thinned when they would overlap.
   /// Empty lists give index ticks.

@@ -446,8 +446,8 @@ void CoreEditor::showFactors(const spec::CoreSpec& core, const QString& learned)
   } else if (core.structure == CoreStructure::LowRank) {
     factorA_->setMatrix(core.u_values, z.R, core.rank, QString("%1factor U of C = U·Vᵀ (R×ρ, ρ = %2)").arg(learned).arg(core.rank));
     factorB_->setMatrix(core.v_values, z.R, core.rank, QString("%1factor V of C = U·Vᵀ (R×ρ)").arg(learned));
-    factorA_->setAxisTitles("column of U (base map j)", "row of U (query channel r)");
-    factorB_->setAxisTitles("column of V (base map j)", "row of V (key channel s)");
+    factorA_->setAxisTitles("column of U (base map j)", "row of U (map r)");
+    factorB_->setAxisTitles("column of V (base map j)", "row of V (channel s of Q and K)");
   } else {
     factorA_->clear("dense C: no factors");
     factorB_->clear("");

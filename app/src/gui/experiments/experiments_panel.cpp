@@ -207,10 +207,13 @@ void ExperimentsPanel::refresh(bool wait) {
 }
 
 void ExperimentsPanel::show(const SweepSnapshot& s) {
-  if (!s.error.isEmpty()) {
+  if (!s.error.isEmpty()) {  // the last good snapshot stays shown; the dock itself says why it stopped updating
+    summary_->setText("Cannot read the sweep: " + s.error);
+    summary_->setToolTip(s.error);
     Q_EMIT message("Cannot read the sweep: " + s.error);
     return;
   }
+  summary_->setToolTip({});
   shown_ = s;
   const auto& r = s.report;
   const int digits = r.metric == "loss" ? 4 : 3;
@@ -228,6 +231,7 @@ void ExperimentsPanel::show(const SweepSnapshot& s) {
   }
   trials_->setRowCount(static_cast<int>(r.trials.size()));
   std::map<std::string, int> counts;
+  int damaged = 0;
   for (int i = 0; i < trials_->rowCount(); ++i) {
     const auto& [t, st] = r.trials[static_cast<std::size_t>(i)];
     const bool ended = st.state == model_core::TrialState::Finished || st.state == model_core::TrialState::Failed ||
@@ -244,12 +248,19 @@ void ExperimentsPanel::show(const SweepSnapshot& s) {
     trials_->setItem(i, 5, cell(st.result ? QString::fromStdString(st.result->where)
                                 : queued != s.slurm.end() ? "slurm " + QString::fromStdString(queued->second)
                                                           : QString()));
-    if (st.state == model_core::TrialState::Failed && st.result)
+    if (!st.damaged.empty()) {  // named here as `sweep status` names it, with the remedy
+      ++damaged;
+      trials_->item(i, 1)->setToolTip(QString::fromStdString(st.damaged));
+      trials_->item(i, 3)->setText("result.json damaged");
+    } else if (st.state == model_core::TrialState::Failed && st.result) {
       trials_->item(i, 1)->setToolTip(QString::fromStdString(st.result->message));
+    }
   }
   for (QTableWidget* t : {designs_, trials_}) t->resizeColumnsToContents();
   QString text;
   for (const auto& [k, n] : counts) text += (text.isEmpty() ? "" : " · ") + QString::number(n) + " " + QString::fromStdString(k);
+  if (damaged)
+    text += " · " + QString::number(damaged) + (damaged > 1 ? " damaged results" : " damaged result") + " (hover its state)";
   summary_->setText(text + (running() ? " · running here" : ""));
   static_cast<SvgView*>(figure_)->setSvg(s.svg);
   updateButtons();

@@ -25,8 +25,9 @@ namespace {
 
 const char* describe(const QString& design) {
   if (design == "mhsa") return "MHSA: heads of size D, no mixing";
-  if (design == "skip_left") return "skip-left: heads mixed by a trainable H×H core, shared across D";
-  if (design == "skip_right") return "skip-right: a trainable D×D core inside every head";
+  // docs/attention-variants.md: skip-left is I_H ⊗ c₂c₃ᵀ, skip-right C₁ ⊗ 1_D1_Dᵀ.
+  if (design == "skip_left") return "skip-left: heads kept apart; one trainable rank-one D×D block c₂c₃ᵀ (2D parameters)";
+  if (design == "skip_right") return "skip-right: heads mixed by a trainable H×H core, shared across D (H² parameters)";
   if (design == "heads_only") return "heads-only: H·D heads of size 1, fixed";
   if (design == "trainable_heads_only") return "trainable heads-only: H·D heads of size 1 mixed by a dense core";
   return "dense THSA: a dense trainable R×R core";

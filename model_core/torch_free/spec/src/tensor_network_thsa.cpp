@@ -42,15 +42,15 @@ void thsaProjections(NetworkBuilder& b, std::int64_t N, const std::vector<Leg>& 
   };
   b.projection({"q", "x_q", "X^Q", "Input X as the query copy X^Q [N, F] (eq. 3a); its N leg is the output's N.",
                 leg('n', "N", N), leg('f', "F", F), "Wq", "W^Q",
-                "Query weights W^Q (wq.weight " + view(query) + "): Q = X·W^Q (eq. 3a); its channel legs meet C's query side.",
+                "Query weights W^Q (wq.weight " + view(query) + "): Q = X·W^Q (eq. 3a); its channel legs meet C's column legs s (the channel Q and K share).",
                 "wq", query, "queries Q [N, R]"});
   b.projection({"k", "x_k", "X^K", "Input X as the key copy X^K [M, F] (eq. 3a); the normalisation runs over its M leg.",
                 leg('m', "M", N), leg('g', "F", F), "Wk", "W^K",
-                "Key weights W^K (wk.weight " + view(query) + "): K = X·W^K; it shares C's query-side legs with W^Q.",
+                "Key weights W^K (wk.weight " + view(query) + "): K = X·W^K; it meets C's column legs s, as W^Q does.",
                 "wk", query, "keys K [M, R]"});
   b.projection({"v", "x_v", "X^V", "Input X as the value copy X^V [M, F] (eq. 3a); its M leg meets the attention weights'.",
                 leg('m', "M", N), leg('u', "F", F), "Wv", "W^V",
-                "Value weights W^V (wv.weight " + view(value) + "): V = X·W^V; channel r of V feeds Ω_r (eq. 3b).",
+                "Value weights W^V (wv.weight " + view(value) + "): V = X·W^V; channel r of V feeds Ω_r (eq. 3b), C's row leg r.",
                 "wv", value, "values V [M, R]"});
 }
 
