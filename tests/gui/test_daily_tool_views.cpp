@@ -170,6 +170,32 @@ void useLightRun(app::MainWindow& w, int index, int layers) {
   w.trainingPanel()->setConfig(c);
 }
 
+// Finding N10: the core editor's banner named the run whose learned C it showed before, above a
+// run without a core ("Showing the learned C of THSA at step 600" over "mhsa has no core matrix C").
+TEST(DailyToolViews, TheCoreBannerNeverNamesARunItNoLongerShows) {
+  app::CoreEditor editor;
+  auto thsa = spec::makeSpecPreset("thsa");
+  thsa.sizes.H = 2;
+  thsa.sizes.D = 4;
+  thsa.sizes.R = 8;
+  thsa.core = spec::makeCorePreset("thsa", 2, 4);
+  editor.setSpec(thsa);
+  editor.showLearnedCore(std::vector<float>(64, 0.5f), 8, 600, "Showing the learned C of THSA at step 600 (read-only)");
+  ASSERT_TRUE(editor.bannerText().contains("learned C of THSA"));
+  // Another run, training, without a core: read-only, and nothing of THSA's.
+  editor.setSpec(spec::makeSpecPreset("mhsa"));
+  editor.setEditable(false);
+  EXPECT_FALSE(editor.bannerText().contains("THSA")) << editor.bannerText().toStdString();
+  EXPECT_EQ(editor.bannerText(), "This run is training: its design is read-only.");
+  EXPECT_EQ(editor.learnedStep(), -1);
+  // Another run with a core, training, before its first inspection: says so, names no other run.
+  editor.setSpec(thsa);
+  editor.setEditable(false);
+  EXPECT_TRUE(editor.bannerText().startsWith("This run is training: C is read-only.")) << editor.bannerText().toStdString();
+  editor.setEditable(true);
+  EXPECT_FALSE(editor.bannerText().contains("training")) << editor.bannerText().toStdString();
+}
+
 }  // namespace
 
 // 1. "Right click exports": every plot of the window that has something to show (the core matrix

@@ -243,6 +243,12 @@ int CoreEditor::layer() const { return layer_->value(); }
 
 void CoreEditor::setEditable(bool editable) {
   editable_ = editable;
+  learnedStep_ = -1;
+  // Read-only until a learned C arrives (showLearnedCore names its run): the banner must not keep
+  // naming the run shown before (finding N10).
+  banner_->setText(spec_.core ? "This run is training: C is read-only. Its learned C appears here with its next inspection; "
+                                "editing forks a new run from its latest checkpoint."
+                              : "This run is training: its design is read-only.");
   banner_->setVisible(!editable);
   if (editable) refresh();
 }

@@ -31,6 +31,12 @@ DesignDocks::DesignDocks(SessionModel* model, DesignPanel* design, CoreEditor* c
     if (runId == model_->currentRun().id) refresh();
   });
   connect(model_, &SessionModel::trainingChanged, this, &DesignDocks::refresh);
+  connect(model_, &SessionModel::sessionReset, this, [this] {  // another session: no learned C of this one's runs
+    last_.reset();
+    lastRun_ = 0;
+    shownRun_ = 0;
+    refresh();
+  });
   // Docks -> model (edits become undo commands there).
   connect(design_, &DesignPanel::specChanged, model_,
           [this](const spec::AttentionSpec& s) { model_->editDesign(s, "edit design"); });
