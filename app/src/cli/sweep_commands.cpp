@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <csignal>
-#include <filesystem>
 #include <ostream>
 
 #include "cli/cli.h"
@@ -18,7 +17,6 @@
 namespace tensorscope::app {
 namespace {
 
-namespace fs = std::filesystem;
 using model_core::SweepPlan;
 using model_core::Trial;
 using model_core::TrialState;
