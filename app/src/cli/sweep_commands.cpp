@@ -1,33 +1,22 @@
-/// `sweep plan | run | run-trial | submit` and the dispatch of every sweep command: arguments,
-/// printing, signals and exit status. Running a trial is model_core's (sweep_trial.h); the process
-/// pool and the Slurm client are the sweeps library's (sweeps/).
+/// `sweep plan | run-trial` and the dispatch of every sweep command (run, submit, status and report
+/// have files of their own): arguments, printing, signals and exit status. Running a trial is
+/// model_core's (model_core/sweep_trial.h).
 #include "cli/sweep_commands.h"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <ostream>
-#include <thread>
 
 #include "cli/cli.h"
 #include "cli/progress_sinks.h"
 #include "cli/sweep_text.h"
-#include "files/atomic_file.h"
-#include "model_core/runtime.h"
 #include "model_core/sweep_trial.h"
-#include "sweeps/process_pool.h"
 #include "sweeps/slurm_client.h"
 
 namespace tensorscope::app {
 namespace {
 
-namespace fs = std::filesystem;
 using model_core::SweepPlan;
 using model_core::Trial;
 using model_core::TrialState;
@@ -124,160 +113,12 @@ const Trial& trialAt(const SweepPlan& plan, const std::string& index) {
   return plan.trials[static_cast<std::size_t>(i)];
 }
 
-// ---- run: a pool of run-trial processes ------------------------------------------------------------
-
-volatile std::sig_atomic_t g_runSignalled = 0;
-extern "C" void onRunSignal(int) { g_runSignalled = 1; }
-
-/// The trials `sweep run` starts: neither ended (unless --retry-failed), nor running, nor in
-/// Slurm's queue. Counts the others and says why each is skipped.
-struct RunQueue {
-  std::vector<const Trial*> trials;
-  int ended = 0, skipped = 0;
-};
-RunQueue queueTrials(const SweepPlan& plan, bool retry, std::ostream& err) {
-  RunQueue q;
-  std::string note;
-  const auto queued = sweeps::slurmQueue(plan.dir, note);  // trials handed to Slurm are its to run
-  if (!note.empty())  // a submitted trial may then also start here; its lock keeps the two from training at once
-    err << "tensorscope: " << note << "; trials submitted to Slurm cannot be told apart from pending ones\n";
-  for (const auto& t : plan.trials) {
-    const auto st = model_core::trialStatus(plan, t);
-    if (!st.damaged.empty() && !retry) err << "tensorscope: trial " << t.name << ": " << st.damaged << "\n";
-    const bool failed = st.state == TrialState::Failed || st.state == TrialState::Diverged;
-    if (st.state != TrialState::Finished && queued.count(t.index)) {
-      ++q.skipped;
-      err << "tensorscope: trial " << t.name << " is in Slurm's queue (" << queued.at(t.index) << "); not starting it\n";
-    } else if (st.state == TrialState::Running) {
-      ++q.skipped;
-      err << "tensorscope: trial " << t.name << " is being trained by another process; not starting it\n";
-    } else if (st.state == TrialState::Finished || (failed && !retry)) {
-      ++q.ended;
-    } else {
-      if (failed) model_core::clearTrialResult(plan, t, st);
-      q.trials.push_back(&t);
-    }
-  }
-  return q;
-}
-
-int runCommand(Args& args, std::ostream& out, std::ostream& err) {
-  const auto jobs = args.takeInt("--jobs", 1, 256);
-  const bool retry = args.takeFlag("--retry-failed");
-  const bool jsonLines = args.takeFlag("--json") || !isatty(fileno(stdout));
-  const auto pos = args.positionals(1, 1, kUsage);
-  const auto plan = model_core::readSweepPlan(pos[0]);
-  const int J = static_cast<int>(jobs.value_or(1));
-  // J trials share the cores: each gets cores / J LibTorch threads (at least one) unless the
-  // command line's --threads says otherwise.
-  int threads = std::max(1, model_core::runtimeInfo().hardware_threads / J);
-  if (model_core::threadsOverride() > 0) threads = model_core::threadsOverride();
-  else if (std::getenv("TENSORSCOPE_THREADS")) threads = std::max(1, model_core::runtimeInfo().intra_op_threads);
-  auto [queue, ended, skipped] = queueTrials(plan, retry, err);
-  const std::size_t total = plan.trials.size();
-  const auto elsewhereNote = [&](int n) {
-    err << "tensorscope: the sweep has not ended: " << n << " trial" << (n > 1 ? "s are" : " is")
-        << " being trained elsewhere; when they end, run it again: tensorscope sweep run " << model_core::displayText(plan.dir)
-        << " (or follow them: tensorscope sweep status " << model_core::displayText(plan.dir) << ")\n";
-    return kExitRunElsewhere;
-  };
-  if (queue.empty()) {
-    out << "sweep '" << plan.sweep.name << "': nothing to run (" << ended << " of " << total << " trials have ended"
-        << (skipped ? ", " + std::to_string(skipped) + " run elsewhere" : std::string()) << ")\n";
-    return skipped ? elsewhereNote(skipped) : kExitOk;
-  }
-  const std::string exe = sweeps::selfExecutable();
-  g_runSignalled = 0;
-  std::signal(SIGINT, onRunSignal);
-  std::signal(SIGTERM, onRunSignal);
-  sweeps::ProcessPool pool;
-  std::size_t next = 0;
-  int finished = 0, failed = 0, interrupted = 0, endedElsewhere = 0;
-  bool forwarded = false;
-  const auto event = [&](const std::string& what, const Trial& t, const std::string& extra = "") {
-    if (jsonLines)
-      out << "{\"event\": \"" << what << "\", \"trial\": \"" << t.name << "\", \"index\": " << t.index << extra << "}" << std::endl;
-  };
-  if (!jsonLines)
-    out << "sweep '" << plan.sweep.name << "': " << queue.size() << " trials to run, " << J << " at a time, " << threads
-        << " thread" << (threads > 1 ? "s" : "") << " each (logs: trials/NAME/log.txt; Ctrl-C stops and keeps checkpoints)\n";
-  auto lastDraw = std::chrono::steady_clock::now() - std::chrono::seconds(10);
-  while (true) {
-    if (g_runSignalled && !forwarded) {
-      forwarded = true;  // children in our process group got a terminal's Ctrl-C too; a kill reached only us
-      pool.signalAll(SIGINT);
-    }
-    while (!g_runSignalled && pool.size() < static_cast<std::size_t>(J) && next < queue.size()) {
-      const Trial& t = *queue[next++];
-      pool.start(t.index, {exe, "--threads", std::to_string(threads), "sweep", "run-trial", plan.dir, std::to_string(t.index)},
-                 plan.trialDir(t) + "/log.txt", kExitTrialInterrupted);
-      event("trial_start", t);
-    }
-    if (pool.empty()) break;
-    if (const auto exit = pool.reap()) {
-      const Trial& t = plan.trials[static_cast<std::size_t>(exit->tag)];
-      const int code = exit->code;
-      const auto st = model_core::trialStatus(plan, t);
-      // "Finished now" counts only trials this process trained: another `sweep run` on the same
-      // folder may have trained (kExitTrialEndedBefore) or be training (kExitRunElsewhere) this one.
-      if (code == kExitRunElsewhere) ++skipped;
-      else if (code == kExitTrialEndedBefore) ++endedElsewhere;
-      else if (code == kExitTrialInterrupted || (g_runSignalled && !st.result)) ++interrupted;
-      else if (st.state == TrialState::Finished && code == kExitOk) ++finished;
-      else ++failed;
-      std::string extra = ", \"state\": \"" + std::string(model_core::trialStateName(st.state)) + "\"";
-      if (st.result && st.result->final_metric)
-        extra += ", \"" + plan.sweep.metric.name + "\": " + std::to_string(*st.result->final_metric);
-      event("trial_end", t, extra);
-      if (!jsonLines) {
-        out << "\r\033[K" << pad(t.name, 28) << model_core::trialStateName(st.state);
-        if (st.result && st.result->final_metric) out << "  " << plan.sweep.metric.name << " " << fixed(*st.result->final_metric, 4);
-        if (st.result) out << "  " << fixed(st.result->wall_seconds, 0) << " s";
-        if (code == kExitRunElsewhere) out << "  (being trained by another process)";
-        else if (code == kExitTrialEndedBefore) out << "  (trained by another process)";
-        else if (!st.result && code != kExitTrialInterrupted) out << "  (exit " << code << "; see " << plan.trialDir(t) << "/log.txt)";
-        out << "\n";
-      }
-      continue;
-    }
-    if (!jsonLines && std::chrono::steady_clock::now() - lastDraw > std::chrono::milliseconds(500)) {
-      lastDraw = std::chrono::steady_clock::now();
-      std::string line = "[" + std::to_string(ended + finished + failed + endedElsewhere) + "/" + std::to_string(total) +
-                         " ended, " + std::to_string(pool.size()) + " running]";
-      for (const auto index : pool.tags()) {
-        const Trial& t = plan.trials[static_cast<std::size_t>(index)];
-        line += "  " + t.name.substr(0, 24) + " " + std::to_string(model_core::trialStatus(plan, t).step) + "/" +
-                std::to_string(t.config.train.steps);
-      }
-      out << "\r\033[K" << line.substr(0, 160) << std::flush;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
-  if (!jsonLines) out << "\r\033[K";
-  const std::string afterSkipped = skipped ? ", " + std::to_string(skipped) + " run elsewhere" : std::string();
-  if (jsonLines)
-    out << "{\"event\": \"end\", \"finished\": " << finished << ", \"failed\": " << failed << ", \"interrupted\": "
-        << interrupted << ", \"run_elsewhere\": " << skipped << "}\n";
-  else
-    out << "sweep '" << plan.sweep.name << "': " << finished << " trials finished now, " << failed << " failed or diverged, "
-        << interrupted << " interrupted" << afterSkipped << "; " << ended + finished + failed + endedElsewhere << " of "
-        << total << " have ended\n";
-  if (g_runSignalled || interrupted) {
-    err << "tensorscope: stopped; interrupted trials resume from their checkpoints: tensorscope sweep run " << plan.dir << "\n";
-    return 130;
-  }
-  if (failed) return kExitFailure;
-  return skipped ? elsewhereNote(skipped) : kExitOk;
-}
-
 }  // namespace
 
 int runSweepCommand(Args& args, std::ostream& out, std::ostream& err) {
   const auto sub = args.takeCommand();
   if (sub == "plan") return planCommand(args, out);
-  if (sub == "run") return runCommand(args, out, err);
+  if (sub == "run") return sweepRunCommand(args, out, err);
   if (sub == "run-trial") {
     const auto device = args.takeOption("--device");
     const auto pos = args.positionals(2, 2, kUsage);

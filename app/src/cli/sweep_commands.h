@@ -20,6 +20,8 @@ inline constexpr int kExitTrialEndedBefore = 5;
 
 int runSweepCommand(Args& args, std::ostream& out, std::ostream& err);
 
+/// `sweep run` (sweep_run_command.cpp).
+int sweepRunCommand(Args& args, std::ostream& out, std::ostream& err);
 /// `sweep status` and `sweep report` (sweep_report_commands.cpp).
 int sweepStatusCommand(Args& args, std::ostream& out);
 int sweepReportCommand(Args& args, std::ostream& out, std::ostream& err);

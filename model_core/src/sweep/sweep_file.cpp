@@ -39,32 +39,89 @@ std::string labelOf(const json& v) {
 const std::set<std::string> kSolves = {"head_size", "heads", "rank", "d_model"};
 const std::set<std::string> kMetrics = {"loss", "accuracy", "exact_match"};
 
-}  // namespace
-
-// ---- The sweep file -----------------------------------------------------------------------------
-
-SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
-  json j;
-  try {
-    j = spec::parseUntrustedJson(text);
-  } catch (const spec::JsonError& e) {
-    throw std::invalid_argument(std::string("invalid sweep: malformed JSON: ") + e.what());
+/// One value of an axis: {"label", "set"} (or {"label", "value"} on an axis with a path), or a bare
+/// value of the axis's path. Nothing when it cannot be read (the problem is added).
+std::optional<SweepAxisValue> readAxisValue(Problems& p, const json& v, const std::string& vf, const std::string& path,
+                                            std::set<std::string>& labels) {
+  SweepAxisValue value;
+  if (v.is_object() && (v.contains("set") || v.contains("label"))) {
+    // {"label": L, "set": {path: value, …}}, or on an axis with a path {"label": L, "value": V}.
+    p.rejectUnknown(v, vf + ".", {"label", "set", "value", "solve"});
+    p.read(v, "label", vf + ".", value.label);
+    if (p.read(v, "solve", vf + ".", value.solve) && !kSolves.count(value.solve))
+      p.add(vf + ".solve", "must be head_size, heads, rank or d_model; got '" + value.solve + "'");
+    if (!path.empty() && v.contains("value")) {
+      value.set[path] = v["value"];
+    } else if (!path.empty() && !v.contains("set")) {
+      p.add(vf + ".value", "give the value of " + path);
+    } else if (path.empty() && v.contains("value")) {
+      p.add(vf + ".value", "this axis has no path; say what the value sets in \"set\"");
+    }
+    if (v.contains("set") && !v["set"].is_object()) {
+      p.add(vf + ".set", "must be an object of config paths and their values");
+    } else if (!v.contains("set") && path.empty()) {
+      p.add(vf + ".set", "must be an object of config paths and their values");
+    } else if (v.contains("set")) {
+      for (const auto& [key, val] : v["set"].items()) {
+        try {
+          (void)parsePath(key);
+          value.set[key] = val;
+        } catch (const std::invalid_argument& e) {
+          p.add(vf + ".set", e.what());
+        }
+      }
+    }
+  } else if (!path.empty()) {
+    value.set[path] = v;
+    value.label = labelOf(v);
+  } else {
+    p.add(vf, "an axis without a path takes values {\"label\": …, \"set\": {path: value, …}}");
+    return std::nullopt;
   }
-  if (!j.is_object()) throw std::invalid_argument("invalid sweep: the document must be a JSON object");
-  Problems p("sweep");
-  if (!spec::hasEnvelope(j, kSweepFormat, kVersion)) {
-    p.add("format", std::string("a sweep file starts {\"format\": \"") + kSweepFormat + "\", \"version\": 1, …}");
-    p.raise();
+  if (value.label.empty()) value.label = labelOf(v.is_object() && v.contains("value") ? v["value"] : v);
+  if (value.label.size() > 64) p.add(vf + ".label", "is longer than 64 characters");
+  if (const auto m = controlCharacterProblem(value.label); !m.empty()) p.add(vf + ".label", m);
+  if (!labels.insert(value.label).second) p.add(vf + ".label", "'" + value.label + "' labels two values");
+  return value;
+}
+
+/// Axis `f` (e.g. "axes[0]"): its name, path and values. Nothing when it cannot be read.
+std::optional<SweepAxis> readAxis(Problems& p, const json& a, const std::string& f, std::set<std::string>& names) {
+  if (!a.is_object()) {
+    p.add(f, "must be an object {\"name\", \"path\"?, \"values\"}");
+    return std::nullopt;
   }
-  p.rejectUnknown(j, "", {"format", "version", "name", "description", "base", "base_file", "set", "axes", "seeds",
-                          "budget", "match_parameters", "metric"});
-  SweepFile s;
-  p.read(j, "name", "", s.name);
-  p.read(j, "description", "", s.description);
-  if (s.name.empty()) p.add("name", "give the sweep a name (it titles its reports)");
-  if (const auto m = controlCharacterProblem(s.name); !m.empty()) p.add("name", m);
-  if (s.name.size() > 200) p.add("name", "is longer than 200 characters");
-  // The base run config, inline or from a file beside the sweep.
+  p.rejectUnknown(a, f + ".", {"name", "path", "values"});
+  SweepAxis axis;
+  std::string path;
+  p.read(a, "name", f + ".", axis.name);
+  p.read(a, "path", f + ".", path);
+  if (axis.name.empty()) axis.name = path;
+  if (axis.name.empty()) p.add(f + ".name", "name the axis (or give its path)");
+  else if (!names.insert(axis.name).second) p.add(f + ".name", "'" + axis.name + "' names two axes");
+  if (axis.name == "seed") p.add(f + ".name", "seeds are the sweep's \"seeds\", not an axis");
+  if (const auto m = controlCharacterProblem(axis.name); !m.empty()) p.add(f + ".name", m);
+  if (!path.empty()) {
+    try {
+      (void)parsePath(path);
+    } catch (const std::invalid_argument& e) {
+      p.add(f + ".path", e.what());
+      return std::nullopt;  // its values cannot be read without it
+    }
+  }
+  if (!a.contains("values") || !a["values"].is_array() || a["values"].empty()) {
+    p.add(f + ".values", "must be a non-empty array");
+    return std::nullopt;
+  }
+  std::set<std::string> labels;
+  for (std::size_t k = 0; k < a["values"].size(); ++k)
+    if (auto value = readAxisValue(p, a["values"][k], f + ".values[" + std::to_string(k) + "]", path, labels))
+      axis.values.push_back(std::move(*value));
+  return axis;
+}
+
+/// The base run config, inline ("base") or from a file beside the sweep ("base_file"), with "set" applied.
+void readBase(Problems& p, const json& j, SweepFile& s, const std::string& baseDir) {
   if (j.contains("base") == j.contains("base_file")) {
     p.add("base", "give the base run config inline (\"base\") or as a file (\"base_file\"), one of them");
   } else if (j.contains("base")) {
@@ -99,91 +156,10 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
       p.add(j.contains("base") ? "base" : "base_file", e.what());
     }
   }
-  // Axes.
-  if (j.contains("axes")) {
-    const json& axes = j["axes"];
-    if (!axes.is_array()) {
-      p.add("axes", "must be an array of axes");
-    } else {
-      std::set<std::string> names;
-      for (std::size_t i = 0; i < axes.size(); ++i) {
-        const std::string f = "axes[" + std::to_string(i) + "]";
-        const json& a = axes[i];
-        if (!a.is_object()) {
-          p.add(f, "must be an object {\"name\", \"path\"?, \"values\"}");
-          continue;
-        }
-        p.rejectUnknown(a, f + ".", {"name", "path", "values"});
-        SweepAxis axis;
-        std::string path;
-        p.read(a, "name", f + ".", axis.name);
-        p.read(a, "path", f + ".", path);
-        if (axis.name.empty()) axis.name = path;
-        if (axis.name.empty()) p.add(f + ".name", "name the axis (or give its path)");
-        else if (!names.insert(axis.name).second) p.add(f + ".name", "'" + axis.name + "' names two axes");
-        if (axis.name == "seed") p.add(f + ".name", "seeds are the sweep's \"seeds\", not an axis");
-        if (const auto m = controlCharacterProblem(axis.name); !m.empty()) p.add(f + ".name", m);
-        if (!path.empty()) {
-          try {
-            (void)parsePath(path);
-          } catch (const std::invalid_argument& e) {
-            p.add(f + ".path", e.what());
-            continue;  // its values cannot be read without it
-          }
-        }
-        if (!a.contains("values") || !a["values"].is_array() || a["values"].empty()) {
-          p.add(f + ".values", "must be a non-empty array");
-          continue;
-        }
-        std::set<std::string> labels;
-        for (std::size_t k = 0; k < a["values"].size(); ++k) {
-          const json& v = a["values"][k];
-          const std::string vf = f + ".values[" + std::to_string(k) + "]";
-          SweepAxisValue value;
-          if (v.is_object() && (v.contains("set") || v.contains("label"))) {
-            // {"label": L, "set": {path: value, …}}, or on an axis with a path {"label": L, "value": V}.
-            p.rejectUnknown(v, vf + ".", {"label", "set", "value", "solve"});
-            p.read(v, "label", vf + ".", value.label);
-            if (p.read(v, "solve", vf + ".", value.solve) && !kSolves.count(value.solve))
-              p.add(vf + ".solve", "must be head_size, heads, rank or d_model; got '" + value.solve + "'");
-            if (!path.empty() && v.contains("value")) {
-              value.set[path] = v["value"];
-            } else if (!path.empty() && !v.contains("set")) {
-              p.add(vf + ".value", "give the value of " + path);
-            } else if (path.empty() && v.contains("value")) {
-              p.add(vf + ".value", "this axis has no path; say what the value sets in \"set\"");
-            }
-            if (v.contains("set") && !v["set"].is_object()) {
-              p.add(vf + ".set", "must be an object of config paths and their values");
-            } else if (!v.contains("set") && path.empty()) {
-              p.add(vf + ".set", "must be an object of config paths and their values");
-            } else if (v.contains("set")) {
-              for (const auto& [key, val] : v["set"].items()) {
-                try {
-                  (void)parsePath(key);
-                  value.set[key] = val;
-                } catch (const std::invalid_argument& e) {
-                  p.add(vf + ".set", e.what());
-                }
-              }
-            }
-          } else if (!path.empty()) {
-            value.set[path] = v;
-            value.label = labelOf(v);
-          } else {
-            p.add(vf, "an axis without a path takes values {\"label\": …, \"set\": {path: value, …}}");
-            continue;
-          }
-          if (value.label.empty()) value.label = labelOf(v.is_object() && v.contains("value") ? v["value"] : v);
-          if (value.label.size() > 64) p.add(vf + ".label", "is longer than 64 characters");
-          if (const auto m = controlCharacterProblem(value.label); !m.empty()) p.add(vf + ".label", m);
-          if (!labels.insert(value.label).second) p.add(vf + ".label", "'" + value.label + "' labels two values");
-          axis.values.push_back(std::move(value));
-        }
-        s.axes.push_back(std::move(axis));
-      }
-    }
-  }
+}
+
+/// "seeds": distinct integers >= 0.
+void readSeeds(Problems& p, const json& j, SweepFile& s) {
   if (j.contains("seeds")) {
     const json& seeds = j["seeds"];
     s.seeds.clear();
@@ -202,6 +178,10 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
       }
     }
   }
+}
+
+/// "budget": steps and/or seconds per trial.
+void readBudget(Problems& p, const json& j, SweepFile& s) {
   if (j.contains("budget")) {
     const json& b = j["budget"];
     if (!b.is_object()) {
@@ -214,6 +194,10 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
         p.add("budget.seconds", "must be in (0, 1e7]");
     }
   }
+}
+
+/// "match_parameters": the axis, its reference value, what to solve and the tolerance.
+void readMatch(Problems& p, const json& j, SweepFile& s) {
   if (j.contains("match_parameters")) {
     const json& m = j["match_parameters"];
     if (!m.is_object()) {
@@ -237,6 +221,10 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
       s.match = pm;
     }
   }
+}
+
+/// "metric": loss, accuracy or exact_match, optionally on a named split.
+void readMetric(Problems& p, const json& j, SweepFile& s) {
   if (j.contains("metric")) {
     const json& m = j["metric"];
     if (m.is_string()) {
@@ -250,21 +238,68 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
     }
     if (!kMetrics.count(s.metric.name)) p.add("metric", "must be loss, accuracy or exact_match; got '" + s.metric.name + "'");
   }
-  if (p.empty()) {
-    std::int64_t n = static_cast<std::int64_t>(s.seeds.size());
-    for (const auto& a : s.axes) n = std::min<std::int64_t>(n * static_cast<std::int64_t>(a.values.size()), kMaxSweepTrials + 1);
-    if (n > kMaxSweepTrials) p.add("axes", "expand to more than " + std::to_string(kMaxSweepTrials) + " trials");
-    const auto base = runConfigFromJson(s.base.dump());
-    if (!s.metric.split.empty()) {
-      const auto splits = evaluationSplitNames(base);
-      if (std::find(splits.begin(), splits.end(), s.metric.split) == splits.end())
-        p.add("metric.split", "task " + base.task.name + " evaluates on " + splits.front() +
-                                  (splits.size() > 1 ? " and " + splits.back() : "") + ", not '" + s.metric.split + "'");
-    }
-    if (s.metric.name == "exact_match" && base.task.name != "arithmetic" && base.task.name != "copy" &&
-        base.task.name != "reverse" && base.task.name != "sort")
-      p.add("metric", "exact_match is measured on question-answer tasks; task " + base.task.name + " has loss and accuracy");
+}
+
+/// What only the whole sweep can say: its number of trials, the metric's split and kind for the task.
+void checkWhole(Problems& p, SweepFile& s) {
+  if (!p.empty()) return;
+  std::int64_t n = static_cast<std::int64_t>(s.seeds.size());
+  for (const auto& a : s.axes) n = std::min<std::int64_t>(n * static_cast<std::int64_t>(a.values.size()), kMaxSweepTrials + 1);
+  if (n > kMaxSweepTrials) p.add("axes", "expand to more than " + std::to_string(kMaxSweepTrials) + " trials");
+  const auto base = runConfigFromJson(s.base.dump());
+  if (!s.metric.split.empty()) {
+    const auto splits = evaluationSplitNames(base);
+    if (std::find(splits.begin(), splits.end(), s.metric.split) == splits.end())
+      p.add("metric.split", "task " + base.task.name + " evaluates on " + splits.front() +
+                                (splits.size() > 1 ? " and " + splits.back() : "") + ", not '" + s.metric.split + "'");
   }
+  if (s.metric.name == "exact_match" && base.task.name != "arithmetic" && base.task.name != "copy" &&
+      base.task.name != "reverse" && base.task.name != "sort")
+    p.add("metric", "exact_match is measured on question-answer tasks; task " + base.task.name + " has loss and accuracy");
+}
+
+}  // namespace
+
+// ---- The sweep file -----------------------------------------------------------------------------
+
+SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
+  json j;
+  try {
+    j = spec::parseUntrustedJson(text);
+  } catch (const spec::JsonError& e) {
+    throw std::invalid_argument(std::string("invalid sweep: malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw std::invalid_argument("invalid sweep: the document must be a JSON object");
+  Problems p("sweep");
+  if (!spec::hasEnvelope(j, kSweepFormat, kVersion)) {
+    p.add("format", std::string("a sweep file starts {\"format\": \"") + kSweepFormat + "\", \"version\": 1, …}");
+    p.raise();
+  }
+  p.rejectUnknown(j, "", {"format", "version", "name", "description", "base", "base_file", "set", "axes", "seeds",
+                          "budget", "match_parameters", "metric"});
+  SweepFile s;
+  p.read(j, "name", "", s.name);
+  p.read(j, "description", "", s.description);
+  if (s.name.empty()) p.add("name", "give the sweep a name (it titles its reports)");
+  if (const auto m = controlCharacterProblem(s.name); !m.empty()) p.add("name", m);
+  if (s.name.size() > 200) p.add("name", "is longer than 200 characters");
+  readBase(p, j, s, baseDir);
+  // Axes.
+  if (j.contains("axes")) {
+    const json& axes = j["axes"];
+    if (!axes.is_array()) {
+      p.add("axes", "must be an array of axes");
+    } else {
+      std::set<std::string> names;
+      for (std::size_t i = 0; i < axes.size(); ++i)
+        if (auto axis = readAxis(p, axes[i], "axes[" + std::to_string(i) + "]", names)) s.axes.push_back(std::move(*axis));
+    }
+  }
+  readSeeds(p, j, s);
+  readBudget(p, j, s);
+  readMatch(p, j, s);
+  readMetric(p, j, s);
+  checkWhole(p, s);
   if (!p.empty()) p.raise();
   return s;
 }
