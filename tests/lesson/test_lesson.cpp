@@ -431,6 +431,19 @@ TEST(LessonChecks, MetAndHints) {
   EXPECT_NE(describeCheck(all).find("every one of: the stable_rank lab has been run; H in [1, 4]"), std::string::npos)
       << describeCheck(all);
 
+  // A plan step's hint counts as the Inspector does, from 1 ("Step 7 of 8"); the file counts from 0
+  // (finding N6: the TP lesson said "step 6" for the Inspector's "Step 7").
+  LessonCheck step;
+  step.kind = LessonCheckKind::PlanStepReached;
+  step.plan_step = 6;
+  EXPECT_EQ(describeCheck(step), "the contraction plan is stepped to Step 7");
+  LessonState stepping;
+  stepping.plan_step = 6;  // the stepping view at the Inspector's "Step 7"
+  stepping.plan_length = 8;
+  EXPECT_TRUE(checkMet(step, stepping));
+  stepping.plan_step = 5;
+  EXPECT_FALSE(checkMet(step, stepping));
+
   // The reference design follows the heads-only rule (D = 1, R = H).
   const AttentionSpec ref = lessonReferenceDesign("heads_only", makeSpecPreset("mhsa"));
   EXPECT_EQ(ref.sizes.D, 1);

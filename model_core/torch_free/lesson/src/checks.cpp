@@ -138,7 +138,8 @@ std::string describeCheck(const LessonCheck& c) {
     case LessonCheckKind::Inspected: return "the inspector shows " + c.node;
     case LessonCheckKind::PlanStepReached:
       return c.plan_step == kPlanEnd ? "the contraction plan is stepped to its end"
-                                     : "the contraction plan is stepped to step " + std::to_string(c.plan_step);
+                                     // the Inspector counts from 1 ("Step 7 of 8"); the file from 0
+                                     : "the contraction plan is stepped to Step " + std::to_string(c.plan_step + 1);
     case LessonCheckKind::ParametersMatch:
       return "attention parameters within " + number(c.tolerance * 100) + "% of " + c.reference + " at the same F, H, D";
     case LessonCheckKind::LabDone: return "the " + std::string(toString(c.lab)) + " lab has been run";
