@@ -205,10 +205,10 @@ TEST(DailyToolViews, TheCoreReadoutShowsExactZerosAndNamesItsMhsa) {
   s.sizes.H = 2;
   s.sizes.D = 4;
   s.sizes.R = 8;
-  s.core = spec::makeCorePreset("skip_left", 2, 4);  // I_2 ⊗ c₂c₃ᵀ: rank 2, six exact zeros
+  s.core = spec::makeCorePreset("skip_left", 2, 4);  // I_2 ⊗ c₂c₃ᵀ, c = H^¼·1: rank 2, six exact zeros
   editor.setSpec(s);
   const QString text = editor.readoutText();
-  EXPECT_TRUE(text.contains("spectrum 4, 4, 0, 0, 0, 0, 0, 0")) << text.toStdString();
+  EXPECT_TRUE(text.contains("spectrum 5.66, 5.66, 0, 0, 0, 0, 0, 0")) << text.toStdString();  // √H·D twice
   EXPECT_FALSE(text.contains("e-1")) << text.toStdString();
   EXPECT_TRUE(text.contains("vs MHSA with H=2, D=F/H=16")) << text.toStdString();
 }
