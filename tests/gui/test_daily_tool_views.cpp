@@ -196,6 +196,23 @@ TEST(DailyToolViews, TheCoreBannerNeverNamesARunItNoLongerShows) {
   EXPECT_FALSE(editor.bannerText().contains("training")) << editor.bannerText().toStdString();
 }
 
+// Finding N22: the read-out listed rounding noise ("8.04e-16") as singular values and compared the
+// parameters with an MHSA of another head size without saying which.
+TEST(DailyToolViews, TheCoreReadoutShowsExactZerosAndNamesItsMhsa) {
+  app::CoreEditor editor;
+  auto s = spec::makeSpecPreset("thsa");
+  s.sizes.F = 32;
+  s.sizes.H = 2;
+  s.sizes.D = 4;
+  s.sizes.R = 8;
+  s.core = spec::makeCorePreset("skip_left", 2, 4);  // I_2 ⊗ c₂c₃ᵀ, c = H^¼·1: rank 2, six exact zeros
+  editor.setSpec(s);
+  const QString text = editor.readoutText();
+  EXPECT_TRUE(text.contains("spectrum 5.66, 5.66, 0, 0, 0, 0, 0, 0")) << text.toStdString();  // √H·D twice
+  EXPECT_FALSE(text.contains("e-1")) << text.toStdString();
+  EXPECT_TRUE(text.contains("vs MHSA with H=2, D=F/H=16")) << text.toStdString();
+}
+
 }  // namespace
 
 // 1. "Right click exports": every plot of the window that has something to show (the core matrix

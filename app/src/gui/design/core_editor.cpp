@@ -27,7 +27,10 @@ using spec::FactorKind;
 
 QString spectrumText(const std::vector<double>& s) {
   QStringList parts;
-  for (size_t i = 0; i < s.size() && i < 8; ++i) parts << QString::number(s[i], 'g', 3);
+  // A singular value below 1e-9 of the largest is the SVD's rounding of an exact zero (finding N22:
+  // "8.04e-16" beside a rank-one C): shown as 0.
+  const double noise = s.empty() ? 0.0 : 1e-9 * s.front();
+  for (size_t i = 0; i < s.size() && i < 8; ++i) parts << (s[i] <= noise ? QString("0") : QString::number(s[i], 'g', 3));
   if (s.size() > 8) parts << QString("… (%1 values)").arg(s.size());
   return parts.join(", ");
 }
@@ -295,6 +298,8 @@ void CoreEditor::emitEdit(const spec::AttentionSpec& after, const QString& what,
   Q_EMIT coreEdited(before, after, what, stroke);
 }
 
+QString CoreEditor::readoutText() const { return readout_->text(); }
+
 QString CoreEditor::bannerText() const { return banner_->isHidden() ? QString() : banner_->text(); }
 
 bool CoreEditor::refuse(const std::vector<spec::Issue>& issues) {
@@ -535,15 +540,18 @@ void CoreEditor::refresh() {
   mhsa.sizes.H = z.H;
   mhsa.sizes.D = std::max(1, z.F / z.H);
   const auto mine = spec::estimateCost(spec_, 32, z.seq_len), base = spec::estimateCost(mhsa, 32, z.seq_len);
+  // The comparison names its MHSA: H heads of size F/H, whatever D this design has (finding N22).
+  const QString reference = QString("MHSA with H=%1, D=F/H=%2").arg(z.H).arg(mhsa.sizes.D);
   readout_->setText(QString("stable rank ‖C‖²_F/‖C‖²₂ = %1 (number of heads) · spectrum %2\n"
-                            "parameters %3 (%4%5 vs MHSA) · forward FLOPs ×%6 vs MHSA · trainable entries of C: %7")
+                            "parameters %3 (%4%5 vs %8) · forward FLOPs ×%6 of it · trainable entries of C: %7")
                         .arg(stableRank_, 0, 'f', 3)
                         .arg(spectrumText(sv))
                         .arg(mine.parameters)
                         .arg(mine.parameters >= base.parameters ? "+" : "")
                         .arg(mine.parameters - base.parameters)
                         .arg(mine.forward_flops / std::max(1.0, base.forward_flops), 0, 'f', 2)
-                        .arg(core.trainableCount(z.H, z.D, z.R)));
+                        .arg(core.trainableCount(z.H, z.D, z.R))
+                        .arg(reference));
   loading_ = false;
 }
 

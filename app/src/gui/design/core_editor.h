@@ -76,6 +76,8 @@ class CoreEditor : public QWidget {
   QString factorName(int index) const;
   /// The step of the learned C on show, or -1 while the design's C is shown.
   qint64 learnedStep() const { return learnedStep_; }
+  /// The read-out under C: stable rank, spectrum, parameters and FLOPs against a named MHSA.
+  QString readoutText() const;
   double stableRank() const { return stableRank_; }
 
  Q_SIGNALS:
