@@ -104,6 +104,10 @@ TEST(ExperimentsDock, ARealSweepRunStartedFromTheDockTrainsAndShowsItsComparison
   Q_EMIT panel->trialsTable()->cellDoubleClicked(2, 0);
   ASSERT_EQ(w.model().count(), runs + 1);
   EXPECT_TRUE(w.model().currentRun().runDir.endsWith("002-thsa-s1/run"));
+  // Named by its trial, so that two opened trials are not both "run" (finding N21).
+  EXPECT_EQ(w.model().currentRun().name, "trial 002-thsa-s1");
+  Q_EMIT panel->trialsTable()->cellDoubleClicked(0, 0);
+  EXPECT_EQ(w.model().currentRun().name, "trial 000-this_design-s1");
 }
 
 TEST(ExperimentsDock, StopKeepsCheckpointsAndRunResumes) {

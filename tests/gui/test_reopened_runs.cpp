@@ -60,6 +60,9 @@ TEST(ReopenedRuns, EveryViewComesBackFromTheRunDirectoryAndFollowsTheSelectedRun
   ASSERT_TRUE(w.files().open(sessionPath));
   w.model().select(1);
   const QString name = w.model().run(1).name;
+  // How its training ended, not its path (finding N21: "trained: /tmp/…").
+  EXPECT_EQ(w.model().status(1), "finished 3 steps");
+  EXPECT_EQ(w.model().status(0), "not trained");
   EXPECT_EQ(w.stableRankPlot()->layers(), (std::vector<int>{0, 1})) << "no stable rank history";
   EXPECT_FALSE(w.spectrumPlot()->isShowingMessage());
   EXPECT_FALSE(w.attentionMaps()->isShowingMessage());

@@ -53,6 +53,24 @@ std::string warmStartRecordToJson(const WarmStartRecord& record);
 /// envelope, or a missing, mistyped or out-of-range field.
 WarmStartRecord parseWarmStartRecord(std::string_view text, const std::string& path);
 
+/// run_status.json: how a run's last training ended, beside its checkpoints. One owner for its
+/// writer (the trainer) and every reader (the explorer's run list).
+inline constexpr const char* kRunStatusFormat = "tensorscope.run_status";
+inline constexpr const char* kRunStatusFileName = "run_status.json";
+struct RunEnding {
+  std::string status;               ///< finished, stopped, diverged or failed
+  std::string message;              ///< the trainer's words (may be empty)
+  std::int64_t checkpoint_step = -1;  ///< the step of the checkpoint it left; -1 when none
+
+  bool operator==(const RunEnding&) const = default;
+};
+std::string runEndingToJson(const RunEnding& ending);
+/// Parses run_status.json. Throws std::invalid_argument("<path>: <reason>") for damaged JSON, a
+/// wrong envelope, or a missing, mistyped or out-of-range field.
+RunEnding parseRunEnding(std::string_view text, const std::string& path);
+/// RUN/run_status.json read and parsed; nothing when the run has none (it never ended, or is older).
+std::optional<RunEnding> readRunEnding(const std::string& runDir);
+
 /// One line of a JSON-lines log (metrics.jsonl, inspections.jsonl): an object with an integer
 /// "step". Throws spec::JsonError for a damaged line or one that is not such a record.
 nlohmann::json parseMetricsRecord(std::string_view line);

@@ -5,9 +5,11 @@
 #include "model_core/run_files.h"
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
+#include "files/read_file.h"
 #include "spec/json_reader.h"
 
 namespace tensorscope::model_core {
@@ -111,6 +113,37 @@ std::string trainerStateToJson(const TrainerState& s) {
                       {"message", s.message}};
   // replace: a message quoting a damaged file may hold invalid UTF-8; the state must still be written.
   return state.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string runEndingToJson(const RunEnding& e) {
+  const json j = {{"format", kRunStatusFormat}, {"version", 1},     {"status", e.status},
+                  {"message", e.message},       {"checkpoint_step", e.checkpoint_step}};
+  // replace: a message quoting a damaged file may hold invalid UTF-8; the status must still be written.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+RunEnding parseRunEnding(std::string_view text, const std::string& path) {
+  const json j = parseRunFile(text, path);
+  if (!j.is_object() || !spec::hasEnvelope(j, kRunStatusFormat, 1))
+    throw std::invalid_argument(path + ": not a run status (\"format\": \"" + kRunStatusFormat + "\", \"version\": 1)");
+  spec::FieldReader r;
+  r.rejectUnknown(j, "", {"format", "version", "status", "message", "checkpoint_step"});
+  RunEnding e;
+  if (!j.contains("status")) r.fail("status", "is missing");
+  if (r.read(j, "status", "", e.status) && e.status != "finished" && e.status != "stopped" && e.status != "diverged" &&
+      e.status != "failed")
+    r.fail("status", "must be finished, stopped, diverged or failed; got " + spec::jsonPreview(json(e.status)));
+  r.read(j, "message", "", e.message);
+  if (r.read(j, "checkpoint_step", "", e.checkpoint_step) && (e.checkpoint_step < -1 || e.checkpoint_step > kMaxRunStep))
+    r.fail("checkpoint_step", "is " + std::to_string(e.checkpoint_step) + ", outside [-1, 2^40]");
+  refuseProblems(r, path);
+  return e;
+}
+
+std::optional<RunEnding> readRunEnding(const std::string& runDir) {
+  const std::string path = runDir + "/" + kRunStatusFileName;
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  return parseRunEnding(files::readBoundedFile(path), path);
 }
 
 json parseMetricsRecord(std::string_view line) {

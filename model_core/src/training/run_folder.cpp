@@ -9,6 +9,7 @@
 
 #include "files/atomic_file.h"
 #include "model_core/inspection_files.h"
+#include "model_core/run_files.h"
 #include "spec/json_reader.h"
 
 namespace tensorscope::model_core {
@@ -60,10 +61,7 @@ std::int64_t inspectionStep(const std::string& runDir) {
 
 void writeRunStatus(const std::string& runDir, const std::string& status, const std::string& message,
                     int64_t checkpointStep) {
-  const nlohmann::json ended = {{"format", "tensorscope.run_status"}, {"version", 1},
-                                {"status", status},                   {"message", message},
-                                {"checkpoint_step", checkpointStep}};
-  files::writeFileAtomically(runDir + "/run_status.json", ended.dump(2) + "\n");
+  files::writeFileAtomically(runDir + "/" + kRunStatusFileName, runEndingToJson({status, message, checkpointStep}));
 }
 
 OpenedRunFolder openRunFolder(const std::string& runDir, bool resume) {

@@ -351,6 +351,34 @@ TEST(MetricsLog, TypedRecordsAreWrittenAsTheTrainerAlwaysWroteThemAndReadBackEqu
   EXPECT_THROW(metricsRecordFromJson(nlohmann::json::array()), tensorscope::spec::JsonError);
 }
 
+TEST(RunFiles, TheRunStatusIsWrittenAndReadBackAndDamageIsNamed) {
+  const RunEnding e{"diverged", "loss was nan at step 9", 8};
+  EXPECT_EQ(parseRunEnding(runEndingToJson(e), "run_status.json"), e);
+  const auto errorOf = [](const std::string& text) {
+    try {
+      parseRunEnding(text, "run/run_status.json");
+    } catch (const std::invalid_argument& x) {
+      return std::string(x.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(errorOf(R"({"format": "tensorscope.run_status", "version": 1, "status": "won", "checkpoint_step": -7})"),
+            "run/run_status.json: status: must be finished, stopped, diverged or failed; got \"won\"; checkpoint_step: is "
+            "-7, outside [-1, 2^40]");
+  EXPECT_NE(errorOf("{").find("run/run_status.json is damaged"), std::string::npos);
+  EXPECT_NE(errorOf(R"({"format": "tensorscope.trainer_state", "version": 1})").find("not a run status"), std::string::npos);
+  TempDir dir("run_ending");
+  EXPECT_FALSE(readRunEnding(dir.path()).has_value()) << "no file: the run never ended";
+  // The trainer writes it where a run ends, with the step of the checkpoint it left.
+  TrainerControl control;
+  Messages sink;
+  train(tinyRun("mhsa", 4), dir.path("run"), control, sink);
+  const auto ended = readRunEnding(dir.path("run"));
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->status, "finished");
+  EXPECT_EQ(ended->checkpoint_step, 4);
+}
+
 TEST(MetricsLog, LinesPastTheBoundAreSkippedWithoutBeingReadWhole) {
   // One 8 MiB line between two records (the file a hostile or broken writer leaves), a damaged
   // line, an empty line and a last record without its newline.

@@ -6,6 +6,7 @@
 #include <QFile>
 #include <QFileInfo>
 
+#include "gui/document/run_status.h"
 #include "gui/document/spec_command.h"
 #include "model_core/run_directory.h"
 
@@ -45,7 +46,7 @@ void SessionModel::reset(Session session) {
   lockHolders_.clear();
   for (auto& r : session_.runs) {
     r.id = nextId_++;
-    statuses_ << (r.runDir.isEmpty() ? "not trained" : "trained: " + r.runDir);
+    statuses_ << runStatusText(r.runDir);  // how its last training ended, not its path (finding N21)
     overlay_ << true;
   }
   session_.current = std::clamp(session_.current, 0, std::max(0, count() - 1));

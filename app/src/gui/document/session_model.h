@@ -22,7 +22,7 @@ class SessionModel : public QObject {
   explicit SessionModel(QObject* parent = nullptr);
 
   /// Replaces the document (a new, opened or restored session): ids, statuses ("not trained" or
-  /// "trained: DIR"), every run overlaid, an empty undo stack. Emits sessionReset() and
+  /// how the run folder says its training ended), every run overlaid, an empty undo stack. Emits sessionReset() and
   /// currentChanged(). Refused while a run trains (stop it first).
   void reset(Session session);
   const Session& session() const { return session_; }

@@ -68,7 +68,12 @@ RunEntry runEntryFromDirectory(const QString& dir) {
   RunEntry e;
   e.config = model_core::readRunConfig((dir + "/config.json").toStdString());
   e.runDir = QDir(dir).absolutePath();
-  e.name = QFileInfo(dir).fileName();
+  // A sweep trial's run lives in trials/NAME/run: it is named by its trial, so two trials opened
+  // side by side are not both "run" (finding N21).
+  const QFileInfo info(e.runDir);
+  const QDir parent = info.dir();
+  e.name = info.fileName() == "run" && QFileInfo(parent.absolutePath()).dir().dirName() == "trials" ? "trial " + parent.dirName()
+                                                                                                    : info.fileName();
   return e;
 }
 
