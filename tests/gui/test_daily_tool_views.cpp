@@ -213,6 +213,41 @@ TEST(DailyToolViews, TheCoreReadoutShowsExactZerosAndNamesItsMhsa) {
   EXPECT_TRUE(text.contains("vs MHSA with H=2, D=F/H=16")) << text.toStdString();
 }
 
+// Finding N15: painting all of C took 16 slow strokes; Shift+drag fills a rectangle as one edit.
+TEST(DailyToolViews, ARectangleOfCIsOneEdit) {
+  app::CoreEditor editor;
+  auto s = spec::makeSpecPreset("thsa");
+  s.sizes.H = 2;
+  s.sizes.D = 4;
+  s.sizes.R = 8;
+  s.core = spec::makeCorePreset("thsa", 2, 4);
+  editor.setSpec(s);
+  std::vector<std::pair<spec::AttentionSpec, QString>> edits;
+  QObject::connect(&editor, &app::CoreEditor::coreEdited,
+                   [&](const spec::AttentionSpec&, const spec::AttentionSpec& after, const QString& what, int) {
+                     edits.emplace_back(after, what);
+                   });
+  editor.setTool(app::CoreEditor::Tool::SetValue);
+  editor.setPaintValue(0.25);
+  editor.editRectangle(1, 2, 3, 5);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].second, "set C[1..3, 2..5] = 0.25");
+  const auto& v = edits[0].first.core->dense_values;
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c)
+      EXPECT_EQ(v[size_t(r * 8 + c)] == 0.25, r >= 1 && r <= 3 && c >= 2 && c <= 5) << r << "," << c;
+  editor.setSpec(edits[0].first);
+  editor.setTool(app::CoreEditor::Tool::PaintFrozen);
+  editor.editRectangle(0, 0, 7, 7);  // all of C at once
+  ASSERT_EQ(edits.size(), 2u);
+  EXPECT_EQ(edits[1].second, "paint C[0..7, 0..7] frozen");
+  const auto& mask = edits[1].first.core->trainable_mask;
+  EXPECT_TRUE(std::all_of(mask.begin(), mask.end(), [](unsigned char m) { return m == 0; }));
+  editor.setSpec(edits[1].first);
+  editor.editRectangle(0, 0, 7, 7);
+  EXPECT_EQ(edits.size(), 2u) << "nothing changed: no edit";
+}
+
 }  // namespace
 
 // 1. "Right click exports": every plot of the window that has something to show (the core matrix

@@ -278,6 +278,45 @@ TEST(VizHeatmap, ClicksAndDragsReportCells) {
   EXPECT_EQ(clicked[1][2].value<Qt::MouseButtons>(), Qt::MouseButtons(Qt::RightButton));
 }
 
+TEST(VizHeatmap, AFastStrokeReportsEveryCellOnItsWayAndShiftDragChoosesARectangle) {
+  // Finding N15: a fast stroke skipped the cells between two mouse events, and there was no fill.
+  MatrixHeatmap heatmap;
+  heatmap.setMatrix(std::vector<double>(64, 0.0), 8, 8, QStringLiteral("C"));
+  settle(heatmap);
+  QSignalSpy clicked(&heatmap, &MatrixHeatmap::cellClicked);
+  QSignalSpy dragged(&heatmap, &MatrixHeatmap::cellDragged);
+  QSignalSpy rectangle(&heatmap, &MatrixHeatmap::rectangleChosen);
+  QWidget* area = heatmap.plotArea();
+  mouse(area, QEvent::MouseButtonPress, heatmap.cellCentre(0, 0), Qt::LeftButton, Qt::LeftButton);
+  mouse(area, QEvent::MouseMove, heatmap.cellCentre(0, 7), Qt::NoButton, Qt::LeftButton);  // one jump over 6 cells
+  mouse(area, QEvent::MouseMove, heatmap.cellCentre(3, 4), Qt::NoButton, Qt::LeftButton);  // a diagonal back
+  mouse(area, QEvent::MouseButtonRelease, heatmap.cellCentre(3, 4), Qt::LeftButton, Qt::NoButton);
+  std::vector<std::pair<int, int>> cells;
+  for (const auto& args : dragged) cells.emplace_back(args[0].toInt(), args[1].toInt());
+  EXPECT_EQ(cells, (std::vector<std::pair<int, int>>{{0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {0, 7},
+                                                     {1, 6}, {2, 5}, {3, 4}}));
+  EXPECT_EQ(clicked.count(), 1);
+  EXPECT_EQ(rectangle.count(), 0);
+  // Shift+drag: no click, no stroke; one rectangle, sorted, on release.
+  dragged.clear();
+  QMouseEvent press(QEvent::MouseButtonPress, heatmap.cellCentre(5, 6), area->mapToGlobal(heatmap.cellCentre(5, 6)),
+                    Qt::LeftButton, Qt::LeftButton, Qt::ShiftModifier);
+  QApplication::sendEvent(area, &press);
+  QMouseEvent move(QEvent::MouseMove, heatmap.cellCentre(2, 1), area->mapToGlobal(heatmap.cellCentre(2, 1)), Qt::NoButton,
+                   Qt::LeftButton, Qt::ShiftModifier);
+  QApplication::sendEvent(area, &move);
+  QMouseEvent release(QEvent::MouseButtonRelease, heatmap.cellCentre(2, 1), area->mapToGlobal(heatmap.cellCentre(2, 1)),
+                      Qt::LeftButton, Qt::NoButton, Qt::ShiftModifier);
+  QApplication::sendEvent(area, &release);
+  EXPECT_EQ(clicked.count(), 1);
+  EXPECT_EQ(dragged.count(), 0);
+  ASSERT_EQ(rectangle.count(), 1);
+  EXPECT_EQ(rectangle[0][0].toInt(), 2);
+  EXPECT_EQ(rectangle[0][1].toInt(), 1);
+  EXPECT_EQ(rectangle[0][2].toInt(), 5);
+  EXPECT_EQ(rectangle[0][3].toInt(), 6);
+}
+
 TEST(VizHeatmap, UpdateCostPerSnapshot) {
   MatrixHeatmap heatmap;
   settle(heatmap);

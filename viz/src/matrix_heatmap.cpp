@@ -17,6 +17,7 @@ struct MatrixHeatmap::Parts {
   QCPColorScale* scale = nullptr;
   QCPTextElement* title = nullptr;
   detail::MaskOverlay* overlay = nullptr;
+  QCPItemRect* rubber = nullptr;  // the rectangle of a Shift+drag, while it is dragged
   int xStep = 0, yStep = 0;  // tick thinning in use, to notice when a resize changes it
 };
 
@@ -42,21 +43,43 @@ MatrixHeatmap::MatrixHeatmap(QWidget* parent) : PlotWidget(parent), parts_(std::
   parts_->overlay = new detail::MaskOverlay(p, p->xAxis, p->yAxis, kFrozenStrokeMinCell);
 
   connect(p, &QCustomPlot::afterLayout, this, &MatrixHeatmap::updateTicks);
+  parts_->rubber = new QCPItemRect(p);
+  parts_->rubber->setBrush(Qt::NoBrush);
+  parts_->rubber->setVisible(false);
   connect(p, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
     const Cell cell = cellAt(event->position());
     dragging_ = cell.valid();
     dragCell_ = cell;
-    if (cell.valid()) Q_EMIT cellClicked(cell.row, cell.col, event->buttons());
+    // Shift+drag chooses a rectangle, reported once on release (one edit for all its cells).
+    rectangle_ = cell.valid() && (event->modifiers() & Qt::ShiftModifier);
+    rectStart_ = cell;
+    if (rectangle_) showRubberBand(cell);
+    else if (cell.valid()) Q_EMIT cellClicked(cell.row, cell.col, event->buttons());
   });
   connect(p, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
     if (!dragging_ || event->buttons() == Qt::NoButton) return;
     const Cell cell = cellAt(event->position());
-    if (cell.valid() && !(cell == dragCell_)) {
+    if (!cell.valid() || cell == dragCell_) return;
+    if (rectangle_) {
       dragCell_ = cell;
-      Q_EMIT cellDragged(cell.row, cell.col);
+      showRubberBand(cell);
+      return;
     }
+    // A fast stroke jumps over cells between two mouse events: every cell on the line between the
+    // last cell and this one is reported, in order (Bresenham), so a stroke leaves no gaps.
+    for (const Cell& c : lineCells(dragCell_, cell)) Q_EMIT cellDragged(c.row, c.col);
+    dragCell_ = cell;
   });
-  connect(p, &QCustomPlot::mouseRelease, this, [this] { dragging_ = false; });
+  connect(p, &QCustomPlot::mouseRelease, this, [this] {
+    if (rectangle_ && rectStart_.valid() && dragCell_.valid()) {
+      parts_->rubber->setVisible(false);
+      plot()->replot(QCustomPlot::rpQueuedReplot);
+      Q_EMIT rectangleChosen(std::min(rectStart_.row, dragCell_.row), std::min(rectStart_.col, dragCell_.col),
+                             std::max(rectStart_.row, dragCell_.row), std::max(rectStart_.col, dragCell_.col));
+    }
+    rectangle_ = false;
+    dragging_ = false;
+  });
   restyle();
 }
 
@@ -173,6 +196,28 @@ void MatrixHeatmap::updateTicks() {
 
 int MatrixHeatmap::labelStep(Qt::Orientation orientation) const {
   return orientation == Qt::Horizontal ? parts_->xStep : parts_->yStep;
+}
+
+std::vector<MatrixHeatmap::Cell> MatrixHeatmap::lineCells(const Cell& from, const Cell& to) {
+  std::vector<Cell> cells;
+  const int dc = std::abs(to.col - from.col), dr = -std::abs(to.row - from.row);
+  const int sc = from.col < to.col ? 1 : -1, sr = from.row < to.row ? 1 : -1;
+  int err = dc + dr, r = from.row, c = from.col;
+  while (!(r == to.row && c == to.col)) {
+    const int e2 = 2 * err;
+    if (e2 >= dr) err += dr, c += sc;
+    if (e2 <= dc) err += dc, r += sr;
+    cells.push_back({r, c});
+  }
+  return cells;
+}
+
+void MatrixHeatmap::showRubberBand(const Cell& to) {
+  parts_->rubber->topLeft->setCoords(std::min(rectStart_.col, to.col) - 0.5, std::min(rectStart_.row, to.row) - 0.5);
+  parts_->rubber->bottomRight->setCoords(std::max(rectStart_.col, to.col) + 0.5, std::max(rectStart_.row, to.row) + 0.5);
+  parts_->rubber->setPen(QPen(palette().color(QPalette::WindowText), 1.5, Qt::DashLine));  // either theme
+  parts_->rubber->setVisible(true);
+  plot()->replot(QCustomPlot::rpQueuedReplot);
 }
 
 MatrixHeatmap::Cell MatrixHeatmap::cellAt(const QPointF& pos) const {

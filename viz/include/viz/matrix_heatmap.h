@@ -75,8 +75,12 @@ class MatrixHeatmap : public PlotWidget {
  Q_SIGNALS:
   /// A mouse press on a cell.
   void cellClicked(int row, int col, Qt::MouseButtons buttons);
-  /// The mouse moved onto another cell with a button held after a press in the matrix.
+  /// The mouse moved onto another cell with a button held after a press in the matrix; a fast
+  /// move reports every cell on the line between, in order.
   void cellDragged(int row, int col);
+  /// Shift+drag: the rectangle from the pressed cell to the released one (inclusive, row0 ≤ row1,
+  /// col0 ≤ col1); it replaces that press's cellClicked.
+  void rectangleChosen(int row0, int col0, int row1, int col1);
 
  protected:
   void writeCsv(QTextStream& out) const override;
@@ -97,8 +101,12 @@ class MatrixHeatmap : public PlotWidget {
   QStringList rowLabels_, colLabels_;
   ColourScale scale_ = ColourScale::Diverging;
   double lower_ = 0, upper_ = 1;
-  Cell dragCell_;
-  bool dragging_ = false;
+  /// The cells after `from` up to and including `to` on the line between them (Bresenham).
+  static std::vector<Cell> lineCells(const Cell& from, const Cell& to);
+  void showRubberBand(const Cell& to);
+
+  Cell dragCell_, rectStart_;
+  bool dragging_ = false, rectangle_ = false;
 };
 
 }  // namespace tensorscope::viz

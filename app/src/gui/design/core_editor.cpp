@@ -190,6 +190,8 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
   connect(heatmap_, &viz::MatrixHeatmap::cellClicked, this,
           [this](int r, int c, Qt::MouseButtons) { editCell(r, c, false); });
   connect(heatmap_, &viz::MatrixHeatmap::cellDragged, this, [this](int r, int c) { editCell(r, c, true); });
+  connect(heatmap_, &viz::MatrixHeatmap::rectangleChosen, this,
+          [this](int r0, int c0, int r1, int c1) { editRectangle(r0, c0, r1, c1); });
   auto factorEdit = [this](bool isA, int r, int c) {
     if (!spec_.core || spec_.core->structure == CoreStructure::Dense) return;
     if (!editable_) {
@@ -442,6 +444,37 @@ void CoreEditor::editCell(int row, int col, bool continuingStroke) {
   }
   core.preset = "custom";
   emitEdit(s, what, stroke_);
+}
+
+void CoreEditor::editRectangle(int row0, int col0, int row1, int col1) {
+  // What a single cell says (read-only: the fork question; a factored C: edit its factors) holds
+  // for the rectangle too: its first cell asks.
+  if (!spec_.core || !editable_ || spec_.core->structure != CoreStructure::Dense) return editCell(row0, col0);
+  const int R = spec_.sizes.R;
+  row0 = std::max(row0, 0), col0 = std::max(col0, 0), row1 = std::min(row1, R - 1), col1 = std::min(col1, R - 1);
+  auto s = spec_;
+  auto& core = *s.core;
+  bool changed = false;
+  for (int r = row0; r <= row1; ++r)
+    for (int c = col0; c <= col1; ++c) {
+      const size_t k = static_cast<size_t>(r) * R + c;
+      if (tool_ == Tool::SetValue) {
+        changed |= core.dense_values[k] != value_->value();
+        core.dense_values[k] = value_->value();
+      } else {
+        const unsigned char m = tool_ == Tool::PaintTrainable ? 1 : 0;
+        changed |= core.trainable_mask[k] != m;
+        core.trainable_mask[k] = m;
+      }
+    }
+  if (!changed) return;
+  banner_->hide();
+  core.preset = "custom";
+  const QString cells = QString("C[%1..%2, %3..%4]").arg(row0).arg(row1).arg(col0).arg(col1);
+  const QString what = tool_ == Tool::SetValue ? QString("set %1 = %2").arg(cells).arg(value_->value())
+                       : tool_ == Tool::PaintTrainable ? "paint " + cells + " trainable"
+                                                       : "paint " + cells + " frozen";
+  emitEdit(s, what, ++stroke_);  // one undo step for the whole rectangle
 }
 
 void CoreEditor::showFactors(const spec::CoreSpec& core, const QString& learned) {

@@ -57,6 +57,9 @@ class CoreEditor : public QWidget {
   /// On a training run's learned C it asks for a fork and remembers the cell: replayPendingEdit()
   /// applies it to the fork, so the edit that asked for the fork is not lost.
   void editCell(int row, int col, bool continuingStroke = false);
+  /// Applies the current tool to every cell of C[row0..row1, col0..col1] as one edit (one undo
+  /// step): what a Shift+drag on C does.
+  void editRectangle(int row0, int col0, int row1, int col1);
   /// Applies the cell edit remembered by a refused editCell to the C now shown (the fork); false
   /// when there is none or the editor is still read-only.
   bool replayPendingEdit();
