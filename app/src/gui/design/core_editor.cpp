@@ -113,6 +113,8 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
   const char* names[] = {"Set value", "Paint trainable", "Paint frozen"};
   for (int i = 0; i < 3; ++i) {
     auto* b = new QRadioButton(names[i]);
+    b->setToolTip("Click a cell of C, drag across cells, or Shift+drag from corner to corner to fill a rectangle "
+                  "(one undo step)");
     tools_->addButton(b, i);
     toolsRow->addWidget(b);
   }
@@ -121,7 +123,7 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
   value_->setRange(-1000, 1000);
   value_->setDecimals(3);
   value_->setValue(1.0);
-  value_->setToolTip("Value a click sets (dense C, or a fixed/trainable factor)");
+  value_->setToolTip("Value a click, a drag or a Shift+drag rectangle sets (dense C, or a fixed/trainable factor)");
   toolsRow->addStretch(1);
   layout->addLayout(toolsRow);
   auto* valueRow = new QHBoxLayout;
