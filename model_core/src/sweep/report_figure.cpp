@@ -109,36 +109,46 @@ void drawAxes(std::ostringstream& o, const Panel& p, const std::string& xlabel, 
     << xmlEscape(ylabel) << "</text>\n";
 }
 
-}  // namespace
+/// A point of the left panel: a design's mean and deviation over seeds.
+struct Point {
+  double x, mean, std;
+  bool hasStd;  ///< an error bar only where the deviation is defined (two seeds or more)
+};
+using Legend = std::vector<std::pair<std::string, const char*>>;
 
-std::string reportFigureSvg(const SweepReport& r, const std::string& x) {
-  // Left: metric against x, one series per value of the other axes. Right: mean curves per design.
-  std::size_t xAxis = 0;
-  const bool byParams = x == "parameters";
-  if (!byParams) {
-    const auto& axes = r.axes;
-    const auto it = std::find_if(axes.begin(), axes.end(), [&](const SweepAxis& a) { return a.name == x; });
-    if (it == axes.end()) {
-      std::string names = "parameters";
-      for (const auto& a : axes) names += ", " + a.name;
-      throw std::invalid_argument("the figure's x is '" + x + "'; this sweep has: " + names);
-    }
-    xAxis = static_cast<std::size_t>(it - axes.begin());
-  }
+/// The figure's x: parameters, or one of the sweep's axes (its values as categories).
+struct FigureX {
+  bool byParams = true;
+  std::size_t axis = 0;
   std::vector<std::string> categories;
-  bool numericX = !byParams;
-  if (!byParams)
-    for (const auto& v : r.axes[xAxis].values) {
-      categories.push_back(v.label);
-      char* end = nullptr;
-      (void)std::strtod(v.label.c_str(), &end);
-      numericX = numericX && end && *end == 0 && !v.label.empty();
-    }
-  // Series: designs grouped by their labels other than x (for parameters: each design its own series).
-  struct Point {
-    double x, mean, std;
-    bool hasStd;  ///< an error bar only where the deviation is defined (two seeds or more)
-  };
+  bool numeric = false;  ///< every category reads as a number: a line joins the points
+};
+
+FigureX figureX(const SweepReport& r, const std::string& x) {
+  FigureX f;
+  f.byParams = x == "parameters";
+  if (f.byParams) return f;
+  const auto& axes = r.axes;
+  const auto it = std::find_if(axes.begin(), axes.end(), [&](const SweepAxis& a) { return a.name == x; });
+  if (it == axes.end()) {
+    std::string names = "parameters";
+    for (const auto& a : axes) names += ", " + a.name;
+    throw std::invalid_argument("the figure's x is '" + x + "'; this sweep has: " + names);
+  }
+  f.axis = static_cast<std::size_t>(it - axes.begin());
+  f.numeric = true;
+  for (const auto& v : r.axes[f.axis].values) {
+    f.categories.push_back(v.label);
+    char* end = nullptr;
+    (void)std::strtod(v.label.c_str(), &end);
+    f.numeric = f.numeric && end && *end == 0 && !v.label.empty();
+  }
+  return f;
+}
+
+/// Series of the left panel: designs grouped by their labels other than x (for parameters: each
+/// design its own series), in the order they first appear.
+std::vector<std::pair<std::string, std::vector<Point>>> figureSeries(const SweepReport& r, const FigureX& fx) {
   std::map<std::string, std::vector<Point>> series;
   std::vector<std::string> order;
   for (const auto& d : r.designs) {
@@ -146,47 +156,133 @@ std::string reportFigureSvg(const SweepReport& r, const std::string& x) {
     std::string key;
     double xv = double(d.attention_parameters);
     for (std::size_t i = 0; i < d.labels.size(); ++i) {
-      if (!byParams && i == xAxis) {
-        xv = double(std::find(categories.begin(), categories.end(), d.labels[i].second) - categories.begin());
+      if (!fx.byParams && i == fx.axis) {
+        xv = double(std::find(fx.categories.begin(), fx.categories.end(), d.labels[i].second) - fx.categories.begin());
         continue;
       }
       key += (key.empty() ? "" : " · ") + d.labels[i].second;
     }
-    if (byParams) key = d.design;
+    if (fx.byParams) key = d.design;
     if (key.empty()) key = r.metric;
     if (!series.count(key)) order.push_back(key);
     series[key].push_back({xv, d.mean, d.hasStd() ? d.std : 0.0, d.hasStd()});
   }
-  const SweepCurves& curves = r.curves;
+  std::vector<std::pair<std::string, std::vector<Point>>> out;
+  for (const auto& key : order) {
+    auto pts = series[key];
+    std::sort(pts.begin(), pts.end(), [](const Point& p, const Point& q) { return p.x < q.x; });
+    out.emplace_back(key, std::move(pts));
+  }
+  return out;
+}
+
+double curveMean(const std::vector<double>& vals) {
+  double m = 0;
+  for (double v : vals) m += v;
+  return m / double(vals.size());
+}
+
+/// Pads a value range by 8% (at least 1e-3); metrics other than a loss stay in [0, 1] first.
+void padRange(const SweepReport& r, double& lo, double& hi) {
+  if (lo > hi) lo = 0, hi = 1;
+  if (r.metric != "loss") lo = std::max(0.0, lo), hi = std::min(1.0, hi);
+  const double pad = std::max((hi - lo) * 0.08, 1e-3);
+  lo -= pad, hi += pad;
+}
+
+/// The left panel's points, error bars and (for a numeric axis) lines; returns its legend.
+Legend drawMetricPanel(std::ostream& o, const Panel& a, const FigureX& fx,
+                       const std::vector<std::pair<std::string, std::vector<Point>>>& series) {
+  Legend legend;
+  std::size_t colour = 0;
+  for (const auto& [key, pts] : series) {
+    const char* col = kPalette[colour++ % 8];
+    legend.emplace_back(key, col);
+    if (!fx.byParams && fx.numeric && pts.size() > 1) {  // a line only where the axis is a quantity
+      o << "<polyline fill='none' stroke='" << col << "' stroke-width='1.5' points='";
+      for (const auto& p : pts) o << a.px(p.x) << "," << a.py(p.mean) << " ";
+      o << "'/>\n";
+    }
+    for (const auto& p : pts) {
+      const double cx = a.px(p.x);
+      if (p.hasStd)
+        o << "<line x1='" << cx << "' x2='" << cx << "' y1='" << a.py(p.mean - p.std) << "' y2='" << a.py(p.mean + p.std)
+          << "' stroke='" << col << "' stroke-width='1.5'/>"
+          << "<line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='" << a.py(p.mean - p.std) << "' y2='"
+          << a.py(p.mean - p.std) << "' stroke='" << col << "'/><line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='"
+          << a.py(p.mean + p.std) << "' y2='" << a.py(p.mean + p.std) << "' stroke='" << col << "'/>";
+      o << "<circle cx='" << cx << "' cy='" << a.py(p.mean) << "' r='4.5' fill='" << col << "'/>\n";
+    }
+  }
+  return legend;
+}
+
+/// The right panel's mean curve per design (or a note when nothing was evaluated); returns its legend.
+Legend drawCurvesPanel(std::ostream& o, const Panel& b, const SweepReport& r, bool anyCurve) {
+  Legend legend;
+  std::size_t colour = 0;
+  for (const auto& d : r.designs) {
+    if (!r.curves.count(d.design)) continue;
+    const char* col = kPalette[colour++ % 8];
+    legend.emplace_back(d.design, col);
+    o << "<polyline fill='none' stroke='" << col << "' stroke-width='1.8' points='";
+    for (const auto& [step, vals] : r.curves.at(d.design)) o << b.px(double(step)) << "," << b.py(curveMean(vals)) << " ";
+    o << "'/>\n";
+  }
+  if (!anyCurve)
+    o << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h / 2 << "' text-anchor='middle' fill='#888'>no evaluation yet</text>\n";
+  return legend;
+}
+
+void drawLegend(std::ostream& o, const Legend& items, double x0) {
+  double y = 522;
+  double xx = x0;
+  for (const auto& [label, col] : items) {
+    const double w = 34 + 8.2 * double(label.size());
+    if (xx + w > x0 + 520) xx = x0, y += 18;
+    o << "<rect x='" << xx << "' y='" << y - 9 << "' width='12' height='12' fill='" << col << "'/><text x='" << xx + 17
+      << "' y='" << y + 1 << "'>" << xmlEscape(label) << "</text>\n";
+    xx += w;
+  }
+}
+
+/// Every number of the figure comes from a validated result or a plausible metrics record; a
+/// non-finite coordinate would still make a figure that draws nothing where it should: never write one.
+void refuseNonFinite(const std::string& svg) {
+  for (std::size_t at = svg.find("='"); at != std::string::npos; at = svg.find("='", at + 2)) {
+    const std::size_t close = svg.find('\'', at + 2);
+    const std::string value = svg.substr(at + 2, close - at - 2);
+    if (value.find("nan") != std::string::npos || value.find("inf") != std::string::npos)
+      throw std::runtime_error("the report figure would hold a non-finite coordinate (" + value.substr(0, 60) +
+                               "); a bug: please report it");
+  }
+}
+
+}  // namespace
+
+std::string reportFigureSvg(const SweepReport& r, const std::string& x) {
+  // Left: metric against x, one series per value of the other axes. Right: mean curves per design.
+  const FigureX fx = figureX(r, x);
+  const auto series = figureSeries(r, fx);
   // Each panel has its own value range: the end points would be squashed by the early curve.
   double ylo = 1e300, yhi = -1e300, clo = 1e300, chi = -1e300, shi = 1;
   for (const auto& [k, pts] : series)
     for (const auto& p : pts) ylo = std::min(ylo, p.mean - p.std), yhi = std::max(yhi, p.mean + p.std);
   bool anyCurve = false;
-  for (const auto& [d, c] : curves)
+  for (const auto& [d, c] : r.curves)
     for (const auto& [step, vals] : c) {
-      double m = 0;
-      for (double v : vals) m += v;
-      m /= double(vals.size());
+      const double m = curveMean(vals);
       clo = std::min(clo, m), chi = std::max(chi, m), shi = std::max(shi, double(step));
       anyCurve = true;
     }
-  const auto range = [&](double& lo, double& hi) {
-    if (lo > hi) lo = 0, hi = 1;
-    if (r.metric != "loss") lo = std::max(0.0, lo), hi = std::min(1.0, hi);
-    const double pad = std::max((hi - lo) * 0.08, 1e-3);
-    lo -= pad, hi += pad;
-  };
-  range(ylo, yhi);
-  range(clo, chi);
-  double xlo = 0, xhi = 1;
-  if (byParams) {
+  padRange(r, ylo, yhi);
+  padRange(r, clo, chi);
+  double xlo = -0.5, xhi = double(fx.categories.size()) - 0.5;
+  if (fx.byParams) {
     xlo = 1e300, xhi = -1e300;
     for (const auto& d : r.designs) xlo = std::min(xlo, double(d.attention_parameters)), xhi = std::max(xhi, double(d.attention_parameters));
     const double xp = std::max((xhi - xlo) * 0.08, std::max(1.0, xhi * 0.02));
     xlo -= xp, xhi += xp;
-  } else {
-    xlo = -0.5, xhi = double(categories.size()) - 0.5;
   }
   const int W = 1200, H = 580;
   std::ostringstream o;
@@ -197,77 +293,20 @@ std::string reportFigureSvg(const SweepReport& r, const std::string& x) {
   const std::string ylabel = r.metric + " (" + r.split + ")";
   // Turned category labels take room below the axis: the panels are shorter by as much.
   std::size_t longest = 0;
-  for (const auto& c : categories) longest = std::max(longest, c.size());
-  const bool turned = !byParams && !categories.empty() && double(longest) * 7.5 > 470.0 / double(categories.size());
+  for (const auto& c : fx.categories) longest = std::max(longest, c.size());
+  const bool turned = !fx.byParams && !fx.categories.empty() && double(longest) * 7.5 > 470.0 / double(fx.categories.size());
   const double ph = turned ? std::max(200.0, 400.0 - 4.0 * double(longest)) : 400.0;
-  Panel a{80, 50, 470, ph, xlo, xhi, ylo, yhi, !byParams};
-  drawAxes(o, a, byParams ? "attention parameters" : x, ylabel + ", mean ± std over seeds", categories);
-  std::size_t colour = 0;
-  std::vector<std::pair<std::string, const char*>> legend;
-  for (const auto& key : order) {
-    auto pts = series[key];
-    std::sort(pts.begin(), pts.end(), [](const Point& p, const Point& q) { return p.x < q.x; });
-    const char* col = kPalette[colour++ % 8];
-    legend.emplace_back(key, col);
-    if (!byParams && numericX && pts.size() > 1) {  // a line only where the axis is a quantity
-      o << "<polyline fill='none' stroke='" << col << "' stroke-width='1.5' points='";
-      for (const auto& p : pts) o << a.px(p.x) << "," << a.py(p.mean) << " ";
-      o << "'/>\n";
-    }
-    for (const auto& p : pts) {
-      const double cx = a.px(p.x);
-      if (p.hasStd)
-        o << "<line x1='" << cx << "' x2='" << cx << "' y1='" << a.py(p.mean - p.std) << "' y2='" << a.py(p.mean + p.std)
-        << "' stroke='" << col << "' stroke-width='1.5'/>";
-      if (p.hasStd)
-        o << "<line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='" << a.py(p.mean - p.std) << "' y2='"
-        << a.py(p.mean - p.std) << "' stroke='" << col << "'/><line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='"
-        << a.py(p.mean + p.std) << "' y2='" << a.py(p.mean + p.std) << "' stroke='" << col << "'/>";
-      o << "<circle cx='" << cx << "' cy='" << a.py(p.mean) << "' r='4.5' fill='" << col << "'/>\n";
-    }
-  }
-  Panel b{660, 50, 470, ph, 0, shi, clo, chi, false};
+  const Panel a{80, 50, 470, ph, xlo, xhi, ylo, yhi, !fx.byParams};
+  drawAxes(o, a, fx.byParams ? "attention parameters" : x, ylabel + ", mean ± std over seeds", fx.categories);
+  const Legend legend = drawMetricPanel(o, a, fx, series);
+  const Panel b{660, 50, 470, ph, 0, shi, clo, chi, false};
   drawAxes(o, b, "training step", ylabel + ", mean over the seeds at each step", {});
-  colour = 0;
-  std::vector<std::pair<std::string, const char*>> curveLegend;
-  for (const auto& d : r.designs) {
-    if (!curves.count(d.design)) continue;
-    const char* col = kPalette[colour++ % 8];
-    curveLegend.emplace_back(d.design, col);
-    o << "<polyline fill='none' stroke='" << col << "' stroke-width='1.8' points='";
-    for (const auto& [step, vals] : curves.at(d.design)) {
-      double m = 0;
-      for (double v : vals) m += v;
-      o << b.px(double(step)) << "," << b.py(m / double(vals.size())) << " ";
-    }
-    o << "'/>\n";
-  }
-  if (!anyCurve)
-    o << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h / 2 << "' text-anchor='middle' fill='#888'>no evaluation yet</text>\n";
-  const auto drawLegend = [&](const std::vector<std::pair<std::string, const char*>>& items, double x0) {
-    double y = 522;
-    double xx = x0;
-    for (const auto& [label, col] : items) {
-      const double w = 34 + 8.2 * double(label.size());
-      if (xx + w > x0 + 520) xx = x0, y += 18;
-      o << "<rect x='" << xx << "' y='" << y - 9 << "' width='12' height='12' fill='" << col << "'/><text x='" << xx + 17
-        << "' y='" << y + 1 << "'>" << xmlEscape(label) << "</text>\n";
-      xx += w;
-    }
-  };
-  if (legend.size() > 1) drawLegend(legend, 30);  // one series needs no key
-  drawLegend(curveLegend, 610);
+  const Legend curveLegend = drawCurvesPanel(o, b, r, anyCurve);
+  if (legend.size() > 1) drawLegend(o, legend, 30);  // one series needs no key
+  drawLegend(o, curveLegend, 610);
   o << "</svg>\n";
-  // Every number above comes from a validated result or a plausible metrics record; a non-finite
-  // coordinate would still make a figure that draws nothing where it should: never write one.
   const std::string svg = o.str();
-  for (std::size_t at = svg.find("='"); at != std::string::npos; at = svg.find("='", at + 2)) {
-    const std::size_t close = svg.find('\'', at + 2);
-    const std::string value = svg.substr(at + 2, close - at - 2);
-    if (value.find("nan") != std::string::npos || value.find("inf") != std::string::npos)
-      throw std::runtime_error("the report figure would hold a non-finite coordinate (" + value.substr(0, 60) +
-                               "); a bug: please report it");
-  }
+  refuseNonFinite(svg);
   return svg;
 }
 
