@@ -136,10 +136,8 @@ struct Solved {
   std::int64_t target = 0, gap = -1, count = 0;
 };
 
-}  // namespace
-
-std::vector<Trial> expandSweep(const SweepFile& s) {
-  // Grid points: one value index per axis, the last axis fastest; seeds innermost.
+/// Grid points: one value index per axis, the last axis fastest.
+std::vector<std::vector<std::size_t>> gridPoints(const SweepFile& s) {
   std::vector<std::vector<std::size_t>> points{{}};
   for (const auto& a : s.axes) {
     std::vector<std::vector<std::size_t>> next;
@@ -151,6 +149,50 @@ std::vector<Trial> expandSweep(const SweepFile& s) {
       }
     points = std::move(next);
   }
+  return points;
+}
+
+/// The size `solve` names (head_size, heads, rank, d_model) that brings config `c` closest to the
+/// attention parameters of `reference`, tried from 1 to max(4·now, 64) (at most 8192). `context`
+/// names the reference while its config is read (what a problem there belongs to).
+Solved solveMatch(json c, const json& reference, const std::string& solve, const std::string& referenceName,
+                  std::string& context) {
+  Solved sv;
+  context = "its reference " + referenceName + ": ";
+  sv.target = attentionParameters(runConfigFromJson(reference.dump()));
+  context.clear();
+  const int now = currentSolveValue(c, solve);
+  for (int x = 1; x <= std::max(4 * now, 64) && x <= 8192; ++x) {
+    json cx = c;
+    applySolve(cx, solve, x);
+    RunConfig rc;
+    try {
+      rc = runConfigFromJson(cx.dump());
+    } catch (const std::invalid_argument&) {
+      continue;  // e.g. H·D above the widest layer: not a candidate
+    }
+    const std::int64_t count = attentionParameters(rc);
+    const std::int64_t gap = std::llabs(count - sv.target);
+    if (sv.gap < 0 || gap < sv.gap) sv.gap = gap, sv.best = x, sv.count = count;
+  }
+  return sv;
+}
+
+/// A trial's attention parameters and the attention layers' GFLOP of one training step
+/// (forward and backward: 3× the forward).
+void measureAttention(Trial& t) {
+  t.attention_parameters = attentionParameters(t.config);
+  const auto N = modelSequenceLength(t.config);
+  double flops = 0;
+  for (int l = 0; l < t.config.model.layers; ++l)
+    flops += spec::estimateCost(layerSpec(t.config.model, l), t.config.train.batch, N).forward_flops;
+  t.attention_gflop_per_step = 3 * flops / 1e9;
+}
+
+}  // namespace
+
+std::vector<Trial> expandSweep(const SweepFile& s) {
+  const auto points = gridPoints(s);  // seeds innermost, below
   GroupedProblems problems;
   const auto configAt = [&](const std::vector<std::size_t>& pt, std::uint64_t seed) {
     json c = s.base;
@@ -194,27 +236,8 @@ std::vector<Trial> expandSweep(const SweepFile& s) {
           const std::string key = solve + "\n" + c["model"].dump() + "\n" + c["task"].dump() + "\n" +
                                   refJson["model"].dump() + "\n" + refJson["task"].dump();
           auto found = solvedFor.find(key);
-          if (found == solvedFor.end()) {
-            context = "its reference " + s.match->reference + ": ";
-            Solved sv;
-            sv.target = attentionParameters(runConfigFromJson(refJson.dump()));
-            context.clear();
-            const int now = currentSolveValue(c, solve);
-            for (int x = 1; x <= std::max(4 * now, 64) && x <= 8192; ++x) {
-              json cx = c;
-              applySolve(cx, solve, x);
-              RunConfig rc;
-              try {
-                rc = runConfigFromJson(cx.dump());
-              } catch (const std::invalid_argument&) {
-                continue;  // e.g. H·D above the widest layer: not a candidate
-              }
-              const std::int64_t count = attentionParameters(rc);
-              const std::int64_t gap = std::llabs(count - sv.target);
-              if (sv.gap < 0 || gap < sv.gap) sv.gap = gap, sv.best = x, sv.count = count;
-            }
-            found = solvedFor.emplace(key, sv).first;
-          }
+          if (found == solvedFor.end())
+            found = solvedFor.emplace(key, solveMatch(c, refJson, solve, s.match->reference, context)).first;
           const Solved& sv = found->second;
           if (sv.best < 0) {
             problems.add(t.name, "no " + solve + " gives a valid config");
@@ -234,12 +257,7 @@ std::vector<Trial> expandSweep(const SweepFile& s) {
           t.matched = std::string(solve == "head_size" ? "D" : solve == "heads" ? "H" : solve == "rank" ? "R" : "F") + "=" +
                       std::to_string(sv.best);
         }
-        t.attention_parameters = attentionParameters(t.config);
-        const auto N = modelSequenceLength(t.config);
-        double flops = 0;
-        for (int l = 0; l < t.config.model.layers; ++l)
-          flops += spec::estimateCost(layerSpec(t.config.model, l), t.config.train.batch, N).forward_flops;
-        t.attention_gflop_per_step = 3 * flops / 1e9;
+        measureAttention(t);
       } catch (const std::invalid_argument& e) {
         problems.add(t.name, context + e.what());
         continue;
