@@ -7,6 +7,7 @@
 #include <QDoubleSpinBox>
 #include <QSpinBox>
 #include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "gui/design/design_panel.h"
+#include "gui/document/session.h"
 #include "gui/experiments/experiments_panel.h"
 #include "gui/experiments/sweep_dialog.h"
 #include "model_core/sweep.h"
@@ -169,6 +171,33 @@ TEST(ExperimentsDock, ADamagedTrialResultIsNamedAndTheRestOfTheSweepStaysShown) 
       EXPECT_TRUE(panel.grab().toImage().save(QDir(qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR")).filePath("experiments_damaged_result.png")));
     }
   }
+}
+
+TEST(ExperimentsDock, AShippedSweepFileIsPlannedAndOpenedWithoutTheCommandLine) {
+  // Finding N27: Open sweep… took only planned folders; the shipped files needed `sweep plan` first.
+  QTemporaryDir tmp;
+  app::ExperimentsPanel panel;
+  const QString file = app::resourceDirectory("sweeps") + "/heads_vs_rank.json";
+  ASSERT_TRUE(QFileInfo::exists(file)) << file.toStdString();
+  QString error;
+  const QString dir = panel.planSweepFile(file, tmp.filePath("sweeps"), &error);
+  ASSERT_FALSE(dir.isEmpty()) << error.toStdString();
+  EXPECT_EQ(panel.sweepDir(), dir);
+  const auto plan = model_core::readSweepPlan(dir.toStdString());
+  panel.refresh(true);
+  EXPECT_EQ(panel.trialsTable()->rowCount(), static_cast<int>(plan.trials.size()));
+  EXPECT_GT(plan.trials.size(), 1u);
+  // Planned again: a folder of its own, never over the first.
+  const QString again = panel.planSweepFile(file, tmp.filePath("sweeps"), &error);
+  EXPECT_EQ(again, dir + "-2");
+  // A file that is no sweep: nothing planned, the reader's words.
+  QFile bad(tmp.filePath("bad.json"));
+  ASSERT_TRUE(bad.open(QIODevice::WriteOnly));
+  bad.write("{\"format\": \"tensorscope.sweep\", \"version\": 1}");
+  bad.close();
+  EXPECT_TRUE(panel.planSweepFile(bad.fileName(), tmp.filePath("sweeps"), &error).isEmpty());
+  EXPECT_TRUE(error.contains("name")) << error.toStdString();
+  EXPECT_EQ(panel.sweepDir(), again) << "the open sweep stays";
 }
 
 TEST(SweepThisDesign, PlansTheCurrentDesignAgainstTheChosenOnesAtEqualParameters) {

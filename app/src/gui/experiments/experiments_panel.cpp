@@ -1,6 +1,9 @@
 #include "gui/experiments/experiments_panel.h"
 
 #include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -9,6 +12,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStandardPaths>
 #include <QSvgRenderer>
 #include <QTableWidget>
 #include <QThread>
@@ -19,6 +23,8 @@
 #include <cmath>
 #include <map>
 
+#include "gui/document/session.h"
+#include "model_core/sweep.h"
 #include "sweeps/slurm_client.h"
 
 namespace tensorscope::app {
@@ -79,10 +85,15 @@ ExperimentsPanel::ExperimentsPanel(QWidget* parent) : QWidget(parent) {
   auto* top = new QHBoxLayout;
   auto* open = new QPushButton("Open sweep…");
   open->setToolTip("Open a sweep directory made by 'tensorscope sweep plan' (docs/sweeps.md)");
-  path_ = new QLabel("No sweep open: plan one with tensorscope sweep plan SWEEP.json --out DIR, then open DIR");
+  path_ = new QLabel("No sweep open: plan a sweep file here, or open a folder planned with tensorscope sweep plan");
   path_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   path_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  auto* planFile = new QPushButton("Plan a sweep file…");
+  planFile->setObjectName("planSweepFile");
+  planFile->setToolTip("Plan a sweep file (the shipped ones, or your own) into a folder of your data and open it: "
+                       "what 'tensorscope sweep plan FILE --out DIR' does");
   top->addWidget(open);
+  top->addWidget(planFile);
   top->addWidget(path_, 1);
   column->addLayout(top);
   auto* controls = new QHBoxLayout;
@@ -131,6 +142,14 @@ ExperimentsPanel::ExperimentsPanel(QWidget* parent) : QWidget(parent) {
   timer_->setInterval(2000);
   connect(timer_, &QTimer::timeout, this, [this] { refresh(); });
   connect(open, &QPushButton::clicked, this, &ExperimentsPanel::openSweepRequested);
+  connect(planFile, &QPushButton::clicked, this, [this] {
+    const QString file = QFileDialog::getOpenFileName(this, "Plan a sweep file", resourceDirectory("sweeps"),
+                                                      "Sweep file (*.json);;All files (*)");
+    if (file.isEmpty()) return;
+    QString error;
+    const QString dir = planSweepFile(file, sweepsDataDirectory(), &error);
+    if (dir.isEmpty()) Q_EMIT message("Cannot plan " + file + ": " + error);
+  });
   connect(run_, &QPushButton::clicked, this, &ExperimentsPanel::startRun);
   connect(stop_, &QPushButton::clicked, this, &ExperimentsPanel::stopRun);
   connect(&watcher_, &QFutureWatcher<SweepSnapshot>::finished, this, [this] {
@@ -187,6 +206,31 @@ bool ExperimentsPanel::openSweep(const QString& dir, QString* error) {
   updateButtons();
   refresh();
   return true;
+}
+
+QString ExperimentsPanel::sweepsDataDirectory() {
+  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/sweeps";
+}
+
+QString ExperimentsPanel::planSweepFile(const QString& file, const QString& intoDir, QString* error) {
+  try {
+    const auto sweep = model_core::readSweepFile(QFile::encodeName(file).toStdString());
+    const auto trials = model_core::expandSweep(sweep);
+    // A folder of its own, named by the sweep; a second plan of the same file gets "-2", "-3", …
+    QString name;
+    for (const QChar c : QString::fromStdString(sweep.name)) name += c.isLetterOrNumber() ? c : QChar('_');
+    if (name.isEmpty()) name = "sweep";
+    QString dir = QDir(intoDir).filePath(name);
+    for (int n = 2; QFileInfo::exists(dir); ++n) dir = QDir(intoDir).filePath(QString("%1-%2").arg(name).arg(n));
+    QDir().mkpath(intoDir);
+    model_core::writeSweepDirectory(QFile::encodeName(dir).toStdString(), sweep, trials);
+    if (!openSweep(dir, error)) return {};
+    Q_EMIT message(QString("Planned %1 trials of %2 in %3").arg(trials.size()).arg(QString::fromStdString(sweep.name), dir));
+    return dir;
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+    return {};
+  }
 }
 
 QString ExperimentsPanel::sweepDir() const { return plan_ ? QString::fromStdString(plan_->dir) : QString(); }

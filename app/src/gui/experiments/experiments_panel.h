@@ -38,6 +38,12 @@ class ExperimentsPanel : public QWidget {
   /// Opens a planned sweep directory. Returns false (with the reason in `error`) for one that is not.
   bool openSweep(const QString& dir, QString* error = nullptr);
   QString sweepDir() const;
+  /// Plans a sweep file (a shipped one or the user's) into a new folder under `intoDir` named by
+  /// the sweep ("NAME", "NAME-2", …) and opens it. Returns the folder, or "" with the reason in
+  /// `error` (a sweep file's every problem, as `sweep plan` says them).
+  QString planSweepFile(const QString& file, const QString& intoDir, QString* error = nullptr);
+  /// Where the Experiments dock plans sweep files: the user's data folder, sweeps/.
+  static QString sweepsDataDirectory();
   /// Reads the directory now (also called every two seconds while a sweep is open); `wait` blocks
   /// until the snapshot is shown (tests).
   void refresh(bool wait = false);
