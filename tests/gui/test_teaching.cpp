@@ -17,6 +17,7 @@
 #include "gui/teaching/bottleneck_lab.h"
 #include "gui/teaching/stable_rank_lab.h"
 #include "gui/teaching/lesson_panel.h"
+#include "gui/teaching/lesson_runner.h"
 #include "gui/document/session_model.h"
 #include "gui/training/training_driver.h"
 #include "gui/training/training_panel.h"
@@ -300,6 +301,25 @@ namespace {
 
 const char* const kLessonIds[] = {"mhsa_tensor_network", "thsa_stable_rank", "design_space_equal_parameters",
                                   "low_rank_bottleneck", "tp_roles", "linear_attention", "multilinear_block_terms"};
+
+// Finding N11: the second lesson trained in the first lesson's run. Each lesson works in a run of
+// its own (docs/teaching.md), named by the lesson.
+TEST(TeachingLessons, EachLessonWorksInARunOfItsOwn) {
+  app::MainWindow w(testOptions());
+  ASSERT_TRUE(w.startLesson("mhsa_tensor_network"));
+  QApplication::processEvents();
+  const quint64 first = w.lessons()->lessonRun();
+  ASSERT_NE(first, 0u);
+  const int runs = w.model().count();
+  ASSERT_TRUE(w.startLesson("thsa_stable_rank"));
+  QApplication::processEvents();
+  const quint64 second = w.lessons()->lessonRun();
+  EXPECT_NE(second, first);
+  EXPECT_EQ(w.model().count(), runs + 1);
+  EXPECT_EQ(w.model().currentRun().id, second);
+  EXPECT_TRUE(w.model().currentRun().name.startsWith("Lesson · THSA")) << w.model().currentRun().name.toStdString();
+  EXPECT_TRUE(w.model().run(w.model().indexOf(first)).name.startsWith("Lesson · Multi-head")) << "the first keeps its name";
+}
 
 /// Plays lesson `id` as a scripted learner: at every step with a check, the check must not hold
 /// before the learner acts and must hold after doing exactly the step's action (what "Show me"

@@ -10,12 +10,8 @@
 #include "cli/spec_commands.h"
 #include "cli/sweep_commands.h"
 #include "cli/train_commands.h"
+#include "common/version.h"
 #include "model_core/runtime.h"
-#if TENSORSCOPE_WITH_GUI
-#include <QtGlobal>
-
-#include "diagram_view/graphviz.h"
-#endif
 
 namespace tensorscope::app {
 namespace {
@@ -92,21 +88,6 @@ exit codes: 0 success, 1 invalid input or failure (with the reason), 2 usage err
 docs: README.md, docs/spec-format.md, docs/cost-model.md, docs/sweeps.md (installed under share/doc/tensorscope);
 man tensorscope
 )";
-}
-
-std::string versionText() {
-  const auto info = model_core::runtimeInfo();
-  std::string s = "Tensorscope " TENSORSCOPE_VERSION "\n";
-#if TENSORSCOPE_WITH_GUI
-  s += std::string("Qt ") + qVersion() + "\n";
-#else
-  s += "headless build: no explorer window, diagrams can be checked (--check) but not drawn\n";
-#endif
-  s += model_core::describeRuntime(info) + "\n";
-#if TENSORSCOPE_WITH_GUI
-  s += "Graphviz " + diagram_view::GraphvizEngine::version() + "\n";
-#endif
-  return s;
 }
 
 int runCli(const std::vector<std::string>& words, std::ostream& out, std::ostream& err) {

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-namespace tensorscope::app {
+#include "common/exit_codes.h"
+#include "common/version.h"
 
-/// Exit codes shared by every command.
-enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
+namespace tensorscope::app {
 
 /// True when `args` (without argv[0]) asks for a headless command rather than the window.
 bool isHeadlessInvocation(const std::vector<std::string>& args);
@@ -18,8 +18,5 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
 
 /// The --help text.
 std::string helpText();
-
-/// The --version text (Tensorscope, Qt, LibTorch, device, threads, BLAS, Graphviz).
-std::string versionText();
 
 }  // namespace tensorscope::app

@@ -16,6 +16,7 @@
 #include "gui/teaching/bottleneck_lab.h"
 #include "gui/teaching/stable_rank_lab.h"
 #include "gui/teaching/lesson_panel.h"
+#include "gui/teaching/lesson_runner.h"
 #include "gui/figures/image_file.h"
 #include "gui/shell/main_window.h"
 #include "gui/teaching/teaching_views.h"

@@ -10,7 +10,7 @@
 #include <QStyle>
 #include <QToolBar>
 
-#include "cli/cli.h"
+#include "common/version.h"
 #include "gui/design/core_editor.h"
 #include "gui/shell/dock_layouts.h"
 #include "gui/teaching/lesson_panel.h"

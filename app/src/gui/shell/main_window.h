@@ -39,6 +39,8 @@ class TeachingViews;
 class PresenterMode;
 class LessonPanel;
 class LessonRunner;
+class TeachingDocks;
+class RunsDocks;
 class BottleneckLab;
 class StableRankLab;
 class DesignPanel;
@@ -93,10 +95,10 @@ class MainWindow : public QMainWindow {
   InspectionViews* inspectionViews() const { return inspection_; }
   ExperimentsPanel* experiments() const { return experiments_; }
   TensorInspector* inspector() const { return inspector_; }
-  TeachingViews* teaching() const { return teaching_; }
+  TeachingViews* teaching() const;
   PresenterMode* presenter() const { return presenter_; }
   LessonPanel* lessonPanel() const { return lessonPanel_; }
-  LessonRunner* lessons() const { return lessonRunner_; }
+  LessonRunner* lessons() const;
   BottleneckLab* bottleneckLab() const { return bottleneckLab_; }
   StableRankLab* stableRankLab() const { return stableRankLab_; }
   /// Starts lesson `id` in the Lesson dock (false when there is none).
@@ -134,11 +136,9 @@ class MainWindow : public QMainWindow {
 
  private:
   QDockWidget* addDock(const QString& title, QWidget* content, Qt::DockWidgetArea area, bool scroll = false);
+  /// The docks and their widgets (main_window_docks.cpp).
   void buildDocks();
-  void connectRunsPanel();
   void updateTitle();
-  /// The Runs dock: every run's name and status, or why its design is invalid.
-  void showRuns();
   /// A design edit of a run with a checkpoint: asks, then forks the run with the edit.
   void forkForDesignEdit(quint64 runId, const std::vector<spec::AttentionSpec>& after, const QString& what);
   std::vector<viz::PlotWidget*> plots() const;
@@ -168,10 +168,10 @@ class MainWindow : public QMainWindow {
   QLabel* probeNote_ = nullptr;
   ExperimentsPanel* experiments_ = nullptr;
   TensorInspector* inspector_ = nullptr;
-  TeachingViews* teaching_ = nullptr;
+  TeachingDocks* teachingDocks_ = nullptr;
+  RunsDocks* runsDocks_ = nullptr;
   PresenterMode* presenter_ = nullptr;
   LessonPanel* lessonPanel_ = nullptr;
-  LessonRunner* lessonRunner_ = nullptr;
   BottleneckLab* bottleneckLab_ = nullptr;
   StableRankLab* stableRankLab_ = nullptr;
 };

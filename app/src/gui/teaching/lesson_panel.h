@@ -1,6 +1,6 @@
 #pragma once
-/// Lessons in the explorer (issue 15): the Lesson dock (LessonPanel) and the runner that binds a
-/// lesson to the window (LessonRunner). A lesson (lesson/lesson.h, resources/lessons/*.json) is a
+/// Lessons in the explorer (issue 15): the Lesson dock (LessonPanel; the runner that binds a lesson
+/// to the explorer is LessonRunner, lesson_runner.h). A lesson (lesson/lesson.h, resources/lessons/*.json) is a
 /// list of steps; entering a step loads its design into the lesson's own run, highlights its
 /// elements on the diagram and states the action; its check is evaluated against what the explorer
 /// shows (spec::LessonState, refreshed four times a second) and Next opens once it holds.
@@ -24,8 +24,6 @@ class QTextBrowser;
 class QTimer;
 
 namespace tensorscope::app {
-
-class MainWindow;
 
 class LessonPanel : public QWidget {
   Q_OBJECT
@@ -87,39 +85,6 @@ class LessonPanel : public QWidget {
 /// its own, added when a lesson starts, so the user's runs keep their designs), sends highlights
 /// to the diagram, performs "Show me" (the action a scripted learner would do), opens labs, and
 /// keeps the panel's LessonState current.
-class LessonRunner : public QObject {
-  Q_OBJECT
- public:
-  LessonRunner(MainWindow* window, LessonPanel* panel, QObject* parent = nullptr);
-  /// What the explorer shows, as the checks read it.
-  spec::LessonState state() const;
-  /// Performs the current step's action as a learner would (Show me; scripted tests).
-  bool performAction();
-  /// The lesson's run (0 before a lesson started).
-  quint64 lessonRun() const { return run_; }
-  /// A lab showed a result (the window reports it); it counts for the step on show.
-  void labDone(spec::LessonLab lab);
-  /// Opens a lab's dock (the window supplies how).
-  void setLabOpener(std::function<void(spec::LessonLab)> open) { openLab_ = std::move(open); }
-  /// Runs a lab (the window supplies how); false when it could not start.
-  void setLabRunner(std::function<bool(spec::LessonLab)> run) { runLab_ = std::move(run); }
-
- private:
-  void enter(int lesson, int step);
-  void refreshState();
-
-  MainWindow* window_;
-  LessonPanel* panel_;
-  quint64 run_ = 0;
-  std::vector<spec::LessonLab> labsDone_;
-  std::int64_t trainingStep_ = 0;         ///< the training run's newest step
-  std::map<quint64, double> evalLoss_;    ///< each run's newest evaluation loss (this window)
-  /// Each stopped run's checkpoint step, read once per status change (state() is polled).
-  mutable std::map<quint64, std::int64_t> checkpointSteps_;
-  QTimer* timer_;
-  std::function<void(spec::LessonLab)> openLab_;
-  std::function<bool(spec::LessonLab)> runLab_;
-};
 
 /// The shipped lessons (installed resources/lessons), and a sentence for every file that did not
 /// read ("" when all did).

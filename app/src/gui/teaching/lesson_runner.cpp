@@ -1,0 +1,196 @@
+#include "gui/teaching/lesson_runner.h"
+
+#include <QDockWidget>
+#include <QFile>
+#include <QTimer>
+#include <algorithm>
+
+#include "diagram_view/diagram_view.h"
+#include "gui/design/core_editor.h"
+#include "gui/document/session_model.h"
+#include "gui/teaching/lesson_panel.h"
+#include "gui/teaching/tensor_inspector.h"
+#include "gui/training/training_controller.h"
+#include "gui/training/training_driver.h"
+#include "model_core/run_directory.h"
+#include "spec/tensor_network.h"
+
+namespace tensorscope::app {
+
+LessonRunner::LessonRunner(LessonParts parts, LessonPanel* panel, QObject* parent)
+    : QObject(parent), parts_(std::move(parts)), panel_(panel) {
+  connect(panel_, &LessonPanel::stepEntered, this, &LessonRunner::enter);
+  connect(panel_, &LessonPanel::showMeRequested, this, [this] { performAction(); });
+  timer_ = new QTimer(this);
+  timer_->setInterval(250);
+  connect(timer_, &QTimer::timeout, this, &LessonRunner::refreshState);
+  connect(parts_.controller, &TrainingController::metrics, this,
+          [this](const QVector<model_core::MetricsSnapshot>& batch) {
+            if (!batch.isEmpty()) trainingStep_ = batch.back().step;
+          });
+  connect(parts_.model, &SessionModel::statusChanged, this, [this](quint64 runId) { checkpointSteps_.erase(runId); });
+  connect(parts_.controller, &TrainingController::evaluated, this, [this](const model_core::EvalSnapshot& e) {
+    evalLoss_[(*parts_.model).trainingRunId()] = e.loss;
+  });
+}
+
+void LessonRunner::labDone(spec::LessonLab lab) {
+  if (std::find(labsDone_.begin(), labsDone_.end(), lab) == labsDone_.end()) labsDone_.push_back(lab);
+  refreshState();
+}
+
+void LessonRunner::enter(int lesson, int step) {
+  const spec::Lesson& l = panel_->lessons().at(static_cast<size_t>(lesson));
+  const spec::LessonStep& s = l.steps.at(static_cast<size_t>(step));
+  auto& model = (*parts_.model);
+  labsDone_.clear();  // a step's lab check asks for a run made in that step
+  // Each lesson works in a run of its own (docs/teaching.md): another lesson never trains in the
+  // run of the one before (finding N11).
+  if (lesson != lesson_) run_ = 0;
+  lesson_ = lesson;
+  // The lesson's own run: added at its first design; a run that has trained keeps what it learnt,
+  // and a new design then goes into a new run.
+  const bool needsDesign = s.design.has_value() || (step == 0 && s.has_design);
+  if (needsDesign) {
+    const spec::AttentionSpec design = s.design ? *s.design : s.effective_design;
+    const int index = run_ ? model.indexOf(run_) : -1;
+    const bool trained = index >= 0 && !model.run(index).runDir.isEmpty();
+    if (index < 0 || trained || model.isTraining(index)) {
+      RunEntry entry;
+      entry.name = QString("Lesson · %1").arg(QString::fromStdString(l.title));
+      entry.config = lessonRunConfig(design);
+      run_ = model.addRun(entry, "not trained");
+    } else {
+      model.select(index);
+      model.setCurrentConfig(lessonRunConfig(design));
+    }
+  } else if (run_ && model.indexOf(run_) >= 0) {
+    model.select(model.indexOf(run_));
+  }
+  // Highlights need the diagram of the design now shown (it follows the design on this turn).
+  const auto ids = s.highlight;
+  QTimer::singleShot(0, this, [this, ids] {
+    parts_.diagram->setHighlight(ids.empty() ? diagram_view::DiagramScene::Highlight{}
+                                                 : lessonHighlight(ids, parts_.diagram->network()));
+  });
+  if (s.action.kind == spec::LessonActionKind::OpenLab && openLab_) openLab_(s.action.lab);
+  timer_->start();
+  refreshState();
+}
+
+spec::LessonState LessonRunner::state() const {
+  spec::LessonState st;
+  const auto& model = (*parts_.model);
+  if (model.count() == 0) return st;
+  const auto& run = model.currentRun();
+  st.design = model.currentSpec();
+  if (st.design->core) st.stable_rank = parts_.core->stableRank();
+  if (model.isTraining(model.current())) {
+    st.trained_steps = trainingStep_;
+  } else if (!run.runDir.isEmpty()) {
+    // Verifying a checkpoint reads its files: once per run and status, not four times a second.
+    auto it = checkpointSteps_.find(run.id);
+    if (it == checkpointSteps_.end())
+      it = checkpointSteps_
+               .emplace(run.id, model_core::inspectRunDirectory(QFile::encodeName(run.runDir).toStdString()).checkpoint_step)
+               .first;
+    st.trained_steps = std::max<std::int64_t>(0, it->second);
+  }
+  auto* inspector = parts_.inspector;
+  st.inspected = inspector->lastElement().toStdString();
+  st.plan_step = inspector->currentStep();
+  st.plan_length = inspector->stepCount();
+  st.labs_done = labsDone_;
+  if (const auto it = evalLoss_.find(run.id); it != evalLoss_.end()) st.last_eval_loss = it->second;
+  return st;
+}
+
+void LessonRunner::refreshState() {
+  if (!panel_->step()) {
+    timer_->stop();
+    return;
+  }
+  panel_->setState(state());
+}
+
+bool LessonRunner::performAction() {
+  const spec::LessonStep* s = panel_->step();
+  if (!s) return false;
+  auto& model = (*parts_.model);
+  const auto& a = s->action;
+  const auto showDock = [this](const char* title) {
+    if (QDockWidget* d = parts_.dock(title)) {
+      d->show();
+      d->raise();
+    }
+  };
+  try {
+    switch (a.kind) {
+      case spec::LessonActionKind::Read: return true;
+      case spec::LessonActionKind::EditCore:
+        showDock("Core matrix C");
+        if (a.paint.empty()) return false;  // the prompt says what to paint
+        model.editDesign(spec::applyCorePaint(model.currentSpec(), a.paint), "lesson: paint C");
+        break;
+      case spec::LessonActionKind::ChooseVariant: {
+        const auto current = model.currentSpec();
+        auto next = spec::makeSpecPreset(a.variant);
+        next.sizes = current.sizes;
+        next.causal = current.causal;
+        if (spec::hasCore(next.variant) && next.core) {
+          next.sizes.R = next.sizes.H * next.sizes.D;
+          next.core = spec::makeCorePreset(next.core->preset, next.sizes.H, next.sizes.D);
+        }
+        model.editDesign(next, "lesson: variant " + QString::fromStdString(a.variant));
+        break;
+      }
+      case spec::LessonActionKind::ChooseCorePreset:
+        model.editDesign(spec::lessonReferenceDesign(a.preset, model.currentSpec()),
+                         "lesson: core " + QString::fromStdString(a.preset));
+        break;
+      case spec::LessonActionKind::Train:
+        showDock("Curves");
+        return (*parts_.training).start(a.steps);
+      case spec::LessonActionKind::Inspect: {
+        showDock("Inspector");
+        const QString node = QString::fromStdString(a.node);
+        using E = diagram_view::DiagramScene::Element;
+        const auto& boxes = parts_.diagram->network().boxes;
+        const bool box = std::any_of(boxes.begin(), boxes.end(), [&](const auto& b) { return b.id == a.node; });
+        // The inspector shows the element once the layer's values are computed (a click does the
+        // same): the action is done when it is asked for.
+        if (node.startsWith("leg:")) {
+          const auto parts = node.split(':');
+          for (const auto& n : parts_.diagram->network().nodes)
+            if (parts.size() == 3 && QString::fromStdString(n.id) == parts[1] && parts[2].toInt() < static_cast<int>(n.legs.size())) {
+              parts_.inspector->showElement(E::Leg, QString(QChar::fromLatin1(n.legs[static_cast<size_t>(parts[2].toInt())].index)));
+              break;
+            }
+        } else {
+          parts_.inspector->showElement(box ? E::SoftmaxBox : E::Tensor, node);
+        }
+        break;
+      }
+      case spec::LessonActionKind::StepPlan: {
+        showDock("Inspector");
+        auto* inspector = parts_.inspector;
+        if (!a.to) inspector->next();
+        else inspector->stepTo(*a.to == spec::kPlanEnd ? inspector->stepCount() - 1 : *a.to);
+        break;
+      }
+      case spec::LessonActionKind::OpenLab:
+        if (openLab_) openLab_(a.lab);
+        break;
+      case spec::LessonActionKind::RunLab:
+        if (openLab_) openLab_(a.lab);
+        return runLab_ && runLab_(a.lab);
+    }
+  } catch (const std::exception& e) {
+    parts_.showError("Show me", QString::fromUtf8(e.what()));
+    return false;
+  }
+  refreshState();
+  return true;
+}
+
+}  // namespace tensorscope::app

@@ -1,0 +1,78 @@
+#pragma once
+/// The runner that binds a lesson to the explorer (issue 15): entering a step loads its design into
+/// the lesson's own run, highlights its elements on the diagram and states the action; its check is
+/// evaluated against what the explorer shows (spec::LessonState, refreshed four times a second),
+/// and Show me performs the action. It drives the parts it is given (LessonParts), not the window.
+
+#include <QObject>
+#include <QString>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "lesson/lesson.h"
+
+class QDockWidget;
+class QTimer;
+
+namespace tensorscope::diagram_view {
+class DiagramView;
+}
+
+namespace tensorscope::app {
+
+class CoreEditor;
+class LessonPanel;
+class SessionModel;
+class TensorInspector;
+class TrainingController;
+class TrainingDriver;
+
+/// What a lesson reads and drives.
+struct LessonParts {
+  SessionModel* model = nullptr;
+  TrainingDriver* training = nullptr;
+  TrainingController* controller = nullptr;
+  CoreEditor* core = nullptr;
+  diagram_view::DiagramView* diagram = nullptr;
+  TensorInspector* inspector = nullptr;
+  std::function<QDockWidget*(const QString& title)> dock;  ///< a dock by its title (nullptr: none)
+  std::function<void(const QString& title, const QString& text)> showError;
+};
+
+class LessonRunner : public QObject {
+  Q_OBJECT
+ public:
+  LessonRunner(LessonParts parts, LessonPanel* panel, QObject* parent = nullptr);
+  /// What the explorer shows, as the checks read it.
+  spec::LessonState state() const;
+  /// Performs the current step's action as a learner would (Show me; scripted tests).
+  bool performAction();
+  /// The lesson's run (0 before a lesson started).
+  quint64 lessonRun() const { return run_; }
+  /// A lab showed a result (the window reports it); it counts for the step on show.
+  void labDone(spec::LessonLab lab);
+  /// Opens a lab's dock (the window supplies how).
+  void setLabOpener(std::function<void(spec::LessonLab)> open) { openLab_ = std::move(open); }
+  /// Runs a lab (the window supplies how); false when it could not start.
+  void setLabRunner(std::function<bool(spec::LessonLab)> run) { runLab_ = std::move(run); }
+
+ private:
+  void enter(int lesson, int step);
+  void refreshState();
+
+  LessonParts parts_;
+  int lesson_ = -1;  ///< the lesson run_ belongs to
+  LessonPanel* panel_;
+  quint64 run_ = 0;
+  std::vector<spec::LessonLab> labsDone_;
+  std::int64_t trainingStep_ = 0;         ///< the training run's newest step
+  std::map<quint64, double> evalLoss_;    ///< each run's newest evaluation loss (this window)
+  /// Each stopped run's checkpoint step, read once per status change (state() is polled).
+  mutable std::map<quint64, std::int64_t> checkpointSteps_;
+  QTimer* timer_;
+  std::function<void(spec::LessonLab)> openLab_;
+  std::function<bool(spec::LessonLab)> runLab_;
+};
+
+}  // namespace tensorscope::app
