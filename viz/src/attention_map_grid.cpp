@@ -238,24 +238,25 @@ QString AttentionMapGrid::drawnTitle() const { return grid_->title->text(); }
 
 QSize AttentionMapGrid::beginFigure(const FigureOptions& options, const QSize& size) {
   Q_UNUSED(options);
-  const GridGeometry g = planGrid(shown_, tokens_, maxColumns_, QSize(size.width(), 1 << 20), style());
+  const GridGeometry g = planGrid(shown_, tokens_, maxColumns_, QSize(size.width(), 1 << 20), style(), true);
   if (grid_->populate(plot(), shown_, g, [this](int l, int i) { return mapTitle(l, i); },
                       [this](int l) { return layerName(l); }))
     restyle();
-  // A figure keeps the whole probe where it can: a title wider than the maps takes two lines (the
-  // probe, then step and aggregation), each elided only if it still does not fit.
+  // A figure keeps the whole title: the probe on its own line(s), then step, aggregation and how
+  // many token labels there are, each wrapped at spaces to the maps' width, never elided. Tokens
+  // are labelled where they fit at the tick font; else one in every `stride` (the same on both
+  // axes), and the title says so.
   const QFontMetrics metrics(grid_->title->font());
   const int width = std::max(60, g.plotSize.width() - g.scaleWidth - 16);
+  figureTokenStride_ = std::max(g.xPlan.step, g.yPlan.step);
   QString text = title();
-  int extra = 0;
+  if (figureTokenStride_ > 1) text += tr(" · one token in %1 labelled").arg(figureTokenStride_);
   const int cut = text.indexOf(QStringLiteral(" · step"));
-  if (metrics.horizontalAdvance(text) > width && cut > 0) {
-    text = metrics.elidedText(text.left(cut), Qt::ElideRight, width) + QLatin1Char('\n') +
-           metrics.elidedText(text.mid(cut + 3), Qt::ElideRight, width);
-    extra = metrics.lineSpacing();
-  }
-  grid_->setTitle(extra > 0 ? text : metrics.elidedText(text, Qt::ElideRight, width));
-  figureTitle_ = grid_->title->text();
+  if (metrics.horizontalAdvance(text) > width && cut > 0) text = text.left(cut) + QLatin1Char('\n') + text.mid(cut + 3);
+  text = detail::wrapText(text, grid_->title->font(), width);
+  grid_->setTitle(text);
+  figureTitle_ = text;
+  const int extra = static_cast<int>(text.count(QLatin1Char('\n'))) * metrics.lineSpacing();
   return g.plotSize + QSize(0, 2 + extra);  // the grid's rows can round one unit past its planned height
 }
 
