@@ -242,25 +242,55 @@ QSize AttentionMapGrid::beginFigure(const FigureOptions& options, const QSize& s
   if (grid_->populate(plot(), shown_, g, [this](int l, int i) { return mapTitle(l, i); },
                       [this](int l) { return layerName(l); }))
     restyle();
-  // A figure keeps the whole title: the probe on its own line(s), then step, aggregation and how
-  // many token labels there are, each wrapped at spaces to the maps' width, never elided. Tokens
-  // are labelled where they fit at the tick font; else one in every `stride` (the same on both
-  // axes), and the title says so.
-  const QFontMetrics metrics(grid_->title->font());
+  // A figure keeps the whole title: the probe, wrapped at spaces onto a second line when it is
+  // too wide, then step and aggregation on a line of their own. A probe that needs more than two
+  // lines is elided in the title and written whole in a caption under the maps, at the tick
+  // font. Tokens are labelled where they fit at the tick font, else one in every `stride` (the
+  // same on both axes), which the caption says.
+  const QFont font = grid_->title->font();
+  const QFontMetrics metrics(font);
   const int width = std::max(60, g.plotSize.width() - g.scaleWidth - 16);
   figureTokenStride_ = std::max(g.xPlan.step, g.yPlan.step);
   QString text = title();
-  if (figureTokenStride_ > 1) text += tr(" · one token in %1 labelled").arg(figureTokenStride_);
+  QStringList caption;
   const int cut = text.indexOf(QStringLiteral(" · step"));
-  if (metrics.horizontalAdvance(text) > width && cut > 0) text = text.left(cut) + QLatin1Char('\n') + text.mid(cut + 3);
-  text = detail::wrapText(text, grid_->title->font(), width);
+  if (metrics.horizontalAdvance(text) > width && cut > 0) {
+    QString probe = detail::wrapText(text.left(cut), font, width);
+    if (probe.count(QLatin1Char('\n')) > 1 || metrics.horizontalAdvance(probe.section(QLatin1Char('\n'), 0, 0)) > width) {
+      probe = metrics.elidedText(text.left(cut), Qt::ElideRight, width);
+      caption << tr("Probe: %1.").arg(probeName_);
+    }
+    text = probe + QLatin1Char('\n') + detail::wrapText(text.mid(cut + 3), font, width);
+  } else {
+    text = detail::wrapText(text, font, width);
+  }
+  if (figureTokenStride_ > 1) caption << tr("Tokens: one in %1 labelled.").arg(figureTokenStride_);
   grid_->setTitle(text);
   figureTitle_ = text;
-  const int extra = static_cast<int>(text.count(QLatin1Char('\n'))) * metrics.lineSpacing();
+  int extra = static_cast<int>(text.count(QLatin1Char('\n'))) * metrics.lineSpacing();
+  figureCaption_.clear();
+  if (!caption.isEmpty()) {
+    figureCaption_ = detail::wrapText(caption.join(QLatin1Char(' ')), g.tickFont, width);
+    captionElement_ = new QCPTextElement(plot(), figureCaption_, g.tickFont);
+    captionElement_->setTextColor(theme().text);
+    captionElement_->setTextFlags(Qt::AlignLeft | Qt::AlignTop);
+    captionElement_->setMargins(QMargins(g.leftLabelled, 2, 0, 2));
+    QCPLayoutGrid* main = plot()->plotLayout();
+    main->addElement(main->rowCount(), 0, captionElement_);
+    main->setRowStretchFactor(main->rowCount() - 1, 0.001);
+    extra += (static_cast<int>(figureCaption_.count(QLatin1Char('\n'))) + 1) * QFontMetrics(g.tickFont).lineSpacing() + 6;
+  }
   return g.plotSize + QSize(0, 2 + extra);  // the grid's rows can round one unit past its planned height
 }
 
-void AttentionMapGrid::endFigure() { layoutGrid(); }
+void AttentionMapGrid::endFigure() {
+  if (captionElement_) {
+    plot()->plotLayout()->remove(captionElement_);
+    plot()->plotLayout()->simplify();
+    captionElement_ = nullptr;
+  }
+  layoutGrid();
+}
 
 void AttentionMapGrid::viewportResized() {
   if (!shown_.empty()) layoutGrid();
