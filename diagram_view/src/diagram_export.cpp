@@ -6,6 +6,7 @@
 #include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
+#include <QRegularExpression>
 #include <QSvgGenerator>
 #include <cmath>
 #include <memory>
@@ -49,8 +50,16 @@ void writeBytes(const QString& path, const QByteArray& bytes) {
   writeBytes(path, std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
 }
 
-QByteArray svgBytes(DiagramScene& scene) {
-  const QRectF page(QPointF(0, 0), scene.contentRect().size());
+// The page in points: the drawing's own size, or scaled to `widthMm` with its aspect ratio.
+QSizeF pagePoints(const DiagramScene& scene, double widthMm) {
+  const QSizeF natural = scene.contentRect().size();
+  if (widthMm <= 0 || natural.width() <= 0) return natural;
+  const double width = widthMm / 25.4 * 72;
+  return {width, natural.height() * width / natural.width()};
+}
+
+QByteArray svgBytes(DiagramScene& scene, double widthMm) {
+  const QRectF page(QPointF(0, 0), pagePoints(scene, widthMm));
   QByteArray bytes;
   QBuffer buffer(&bytes);
   buffer.open(QIODevice::WriteOnly);
@@ -65,11 +74,21 @@ QByteArray svgBytes(DiagramScene& scene) {
   if (!painter.begin(&svg)) throw std::runtime_error("cannot start the SVG painter");
   paintScene(scene, painter, page);
   painter.end();
+  // The generator states width and height from whole points: state the exact size in mm.
+  const qsizetype head = bytes.indexOf("<svg"), end = bytes.indexOf('>', head);
+  if (head >= 0 && end > head) {
+    QString tag = QString::fromUtf8(bytes.mid(head, end - head));
+    tag.replace(QRegularExpression(QStringLiteral("\\bwidth=\"[^\"]*\"")),
+                QStringLiteral("width=\"%1mm\"").arg(page.width() * 25.4 / 72, 0, 'g', 8));
+    tag.replace(QRegularExpression(QStringLiteral("\\bheight=\"[^\"]*\"")),
+                QStringLiteral("height=\"%1mm\"").arg(page.height() * 25.4 / 72, 0, 'g', 8));
+    bytes.replace(head, end - head, tag.toUtf8());
+  }
   return bytes;
 }
 
-QByteArray pdfBytes(DiagramScene& scene) {
-  const QSizeF points = scene.contentRect().size();
+QByteArray pdfBytes(DiagramScene& scene, double widthMm) {
+  const QSizeF points = pagePoints(scene, widthMm);
   QByteArray bytes;
   QBuffer buffer(&bytes);
   buffer.open(QIODevice::WriteOnly);
@@ -88,9 +107,9 @@ QByteArray pdfBytes(DiagramScene& scene) {
   return bytes;
 }
 
-QImage renderScene(DiagramScene& scene, double dpi) {
+QImage renderScene(DiagramScene& scene, double dpi, double widthMm = 0) {
   if (!(dpi >= 10 && dpi <= 2400)) throw std::runtime_error("the PNG resolution must be between 10 and 2400 dpi");
-  const QSizeF points = scene.contentRect().size();
+  const QSizeF points = pagePoints(scene, widthMm);
   const double k = dpi / 72.0;
   QImage image(static_cast<int>(std::ceil(points.width() * k)), static_cast<int>(std::ceil(points.height() * k)),
                QImage::Format_ARGB32_Premultiplied);
@@ -147,11 +166,11 @@ void exportDiagram(const spec::TensorNetwork& network, ExportFormat format, cons
   switch (format) {
     case ExportFormat::Dot: writeBytes(path, diagramDot(network, options.diagram)); return;
     case ExportFormat::Tikz: writeBytes(path, diagramTikz(network, options.diagram)); return;
-    case ExportFormat::Svg: requireApplication("SVG"); writeBytes(path, svgBytes(*sceneFor(network, options.diagram))); return;
-    case ExportFormat::Pdf: requireApplication("PDF"); writeBytes(path, pdfBytes(*sceneFor(network, options.diagram))); return;
+    case ExportFormat::Svg: requireApplication("SVG"); writeBytes(path, svgBytes(*sceneFor(network, options.diagram), options.widthMm)); return;
+    case ExportFormat::Pdf: requireApplication("PDF"); writeBytes(path, pdfBytes(*sceneFor(network, options.diagram), options.widthMm)); return;
     case ExportFormat::Png: {
       requireApplication("PNG");
-      const QImage image = renderScene(*sceneFor(network, options.diagram), options.dpi);
+      const QImage image = renderScene(*sceneFor(network, options.diagram), options.dpi, options.widthMm);
       QByteArray bytes;
       QBuffer buffer(&bytes);
       buffer.open(QIODevice::WriteOnly);

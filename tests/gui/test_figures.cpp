@@ -1,14 +1,19 @@
 // The explorer's figure export (issue 13): C as a vector figure at the chosen physical size, the
 // learned C after an inspection (not the design's), factors as their own figures, C and its factors
 // as CSV and safetensors that read back to the values shown, empty views skipped with the reason;
-// and the export dialog's remembered options.
+// and the export dialog's remembered options; every figure of an export at the dialog's width
+// (finding N13: curves without an unticked axis and with a legend sized to the figure, the
+// diagram and the attention maps at the column width, the maps' title whole).
 #include <gtest/gtest.h>
 
 #include <QApplication>
 #include <QDir>
 #include <QFile>
 #include <QImage>
+#include <QRegularExpression>
 #include <QTemporaryDir>
+
+#include <cmath>
 
 #include "gui/design/core_editor.h"
 #include "gui/figures/figure_dialog.h"
@@ -17,6 +22,7 @@
 #include "spec/attention_spec.h"
 #include "spec/core_spec.h"
 #include "viz/attention_map_grid.h"
+#include "viz/curves_plot.h"
 #include "viz/matrix_heatmap.h"
 #include "viz/role_cluster_plot.h"
 
@@ -40,7 +46,134 @@ QString keepDir(const QTemporaryDir& tmp) {
   return keep.isEmpty() ? tmp.path() : keep + "/app";
 }
 
+QString readText(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
+// Width and height in mm of each format: the PNG's pixels at its DPI, the SVG's width and height
+// attributes, the PDF's MediaBox (points).
+QSizeF pngMm(const QString& path) {
+  const QImage image(path);
+  if (image.isNull() || image.dotsPerMeterX() <= 0) return {};
+  return {image.width() * 1000.0 / image.dotsPerMeterX(), image.height() * 1000.0 / image.dotsPerMeterY()};
+}
+QSizeF svgMm(const QString& path) {
+  const auto m = QRegularExpression(R"(<svg[^>]*\bwidth="([0-9.]+)mm"[^>]*\bheight="([0-9.]+)mm")").match(readText(path));
+  return m.hasMatch() ? QSizeF(m.captured(1).toDouble(), m.captured(2).toDouble()) : QSizeF();
+}
+QSizeF pdfMm(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  const auto m = QRegularExpression(R"(/MediaBox\s*\[\s*0\s+0\s+([0-9.]+)\s+([0-9.]+))").match(QString::fromLatin1(f.readAll()));
+  return m.hasMatch() ? QSizeF(m.captured(1).toDouble() * 25.4 / 72, m.captured(2).toDouble() * 25.4 / 72) : QSizeF();
+}
+
+// Three runs of a comparison: losses, an evaluation split, accuracy and the learning rate.
+void fillCurves(viz::CurvesPlot& plot) {
+  const QString runs[] = {"thsa_dense", "thsa_kron", "mhsa_baseline"};
+  for (int k = 0; k < 3; ++k)
+    for (int i = 0; i <= 60; ++i) {
+      const QString& run = runs[k];
+      const double decay = std::exp(-i / (12.0 + 4 * k));
+      plot.appendPoint("train loss", i * 50, 2.5 * decay + 0.2, run);
+      plot.appendPoint("eval loss (interpolation)", i * 50, 2.6 * decay + 0.3, run);
+      plot.appendPoint("accuracy", i * 50, 1 - 0.8 * decay, run);
+      plot.appendPoint("lr", i * 50, 0.002 * std::min(1.0, i / 10.0), run);
+    }
+}
+
+// Two layers of four heads on a 43-token probe, as the explorer shows them.
+void fillMaps(viz::AttentionMapGrid& maps) {
+  QStringList tokens;
+  for (const QChar c : QStringLiteral("4381+2975=7356<e>")) tokens << QString(c);
+  while (tokens.size() < 43) tokens << "_";
+  const int n = static_cast<int>(tokens.size());
+  std::vector<std::vector<viz::MatrixData>> layers(2);
+  for (auto& layer : layers)
+    for (int h = 0; h < 4; ++h) {
+      viz::MatrixData m{n, n, std::vector<float>(static_cast<size_t>(n) * n)};
+      for (int r = 0; r < n; ++r)
+        for (int c = 0; c <= r; ++c) m.values[r * n + c] = 1.0f / (r + 1) + 0.3f * (c == (r + h) % n);
+      layer.push_back(m);
+    }
+  maps.setProbeName(QStringLiteral("validation example 0 \"4381+2975=7356\""));
+  maps.setMaps(layers, tokens, {0, 1}, 3000);
+}
+
 }  // namespace
+
+// Finding N13: every figure of an export is as wide as the dialog says, in every format; the
+// curves leave out the axis of a metric not ticked and keep the legend to a fifth of the figure;
+// the maps' title is drawn whole.
+TEST(Figures, ExportHonoursTheColumnWidthInEveryFigure) {
+  QTemporaryDir tmp;
+  viz::CurvesPlot curves;
+  curves.setExportName("curves");
+  fillCurves(curves);
+  curves.resize(900, 500);
+  curves.show();
+  viz::AttentionMapGrid maps;
+  maps.setExportName("attention_maps");
+  fillMaps(maps);
+  maps.resize(900, 600);
+  maps.show();
+  QApplication::processEvents();
+  const QString keep = qEnvironmentVariable("TS_FIGURE_DIR");
+  for (const auto preset : {viz::ColumnPreset::Single, viz::ColumnPreset::Double}) {
+    SCOPED_TRACE(viz::toString(preset).toStdString());
+    app::FigureExportOptions options;
+    options.figure = viz::FigureOptions::forColumn(preset);
+    options.figure.metrics = {"train loss", "eval loss (interpolation)", "accuracy"};  // lr unticked
+    options.views = {"curves", "attention_maps", "diagram"};
+    options.data = false;
+    const QString dir = keep.isEmpty() ? tmp.filePath(viz::toString(preset)) : keep + "/n13_" + viz::toString(preset);
+    const auto report = app::exportFigures(dir, {{&curves, &maps}, nullptr, kronecker(), false, "run"}, options);
+    ASSERT_TRUE(report.ok()) << report.failures.join('\n').toStdString();
+    const double width = options.figure.widthMm;
+    for (const char* stem : {"curves", "attention_maps", "diagram"}) {
+      SCOPED_TRACE(stem);
+      const QString base = dir + "/" + stem;
+      const QSizeF png = pngMm(base + ".png"), svg = svgMm(base + ".svg"), pdf = pdfMm(base + ".pdf");
+      EXPECT_NEAR(png.width(), width, 0.2);
+      EXPECT_NEAR(svg.width(), width, 0.2);
+      EXPECT_NEAR(pdf.width(), width, 0.2);
+      EXPECT_NEAR(svg.height(), pdf.height(), 0.2) << "one height in every format";
+      EXPECT_NEAR(png.height(), pdf.height(), 0.3);
+      EXPECT_GT(pdf.height(), width / 4);
+      EXPECT_LT(pdf.height(), width * 1.25) << "a figure of a column's proportions";
+    }
+    // The curves: no learning-rate axis (only the accuracy's on the right), the plotting area most
+    // of the figure, a legend of at most a fifth of its height.
+    const viz::FigureLayout& f = curves.lastFigureLayout();
+    ASSERT_EQ(f.axisRects.size(), 1);
+    EXPECT_GE(f.axisRects.front().width(), 0.65 * f.figure.width());
+    EXPECT_LE(curves.lastFigureLegendRect().height(), 0.2 * f.figure.height());
+    EXPECT_EQ(curves.lastFigureLegendEntries(), 7) << "3 runs, 3 metrics, 1 split: none left out";
+    EXPECT_GE(f.axisRects.front().height(), 0.6 * f.figure.height());
+    // The losses alone: no axis on the right at all.
+    viz::FigureOptions losses = options.figure;
+    losses.metrics = {"train loss", "eval loss (interpolation)"};
+    ASSERT_TRUE(curves.exportPng(dir + "/curves_losses.png", losses)) << curves.exportError().toStdString();
+    EXPECT_GE(curves.lastFigureLayout().axisRects.front().width(), 0.7 * f.figure.width());
+    EXPECT_GE(curves.lastFigureLayout().axisOuterRects.front().right(), 0.95 * f.figure.width())
+        << "the plot reaches the right edge";
+    // The maps: the title whole, on one or more lines.
+    EXPECT_FALSE(maps.lastFigureTitle().contains(QChar(0x2026))) << maps.lastFigureTitle().toStdString();
+    EXPECT_TRUE(maps.lastFigureTitle().simplified().contains(QStringLiteral("\"4381+2975=7356\"")))
+        << maps.lastFigureTitle().toStdString();
+    // 43 tokens do not fit at 7.5 pt on a map a quarter of a column wide: a stride, named in the
+    // caption under the maps.
+    const int stride = maps.lastFigureTokenStride();
+    EXPECT_GT(stride, 1);
+    EXPECT_LE(stride, 15);
+    EXPECT_EQ(maps.lastFigureCaption().simplified(), QStringLiteral("Tokens: one in %1 labelled.").arg(stride));
+    EXPECT_EQ(maps.lastFigureLayout().axisRects.size(), 8);
+    for (const QRectF& r : maps.lastFigureLayout().axisOuterRects)
+      EXPECT_TRUE(maps.lastFigureLayout().figure.adjusted(-1.5, -1.5, 1.5, 1.5).contains(r)) << "a map clipped";
+  }
+  EXPECT_TRUE(curves.axisShown(viz::CurvesPlot::Axis::Rate)) << "the dock keeps its learning-rate axis";
+}
 
 TEST(Figures, DesignCoreAndFactorsAsFiguresAndData) {
   QTemporaryDir tmp;

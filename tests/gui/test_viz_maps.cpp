@@ -246,6 +246,10 @@ TEST(VizAttention, AFigureTitleTakesTwoLinesRatherThanLoseTheProbe) {
   ASSERT_EQ(lines.size(), 2) << grid.lastFigureTitle().toStdString();
   EXPECT_TRUE(lines[0].startsWith(QStringLiteral("Probe “What is"))) << lines[0].toStdString();
   EXPECT_EQ(lines[1], QStringLiteral("step 1234"));
+  // Too long for two lines at 60 mm: elided there, whole in the caption under the maps.
+  EXPECT_TRUE(grid.lastFigureCaption().simplified().startsWith(
+      QStringLiteral("Probe: “What is the value of 5 - 15*8?” → “-115”.")))
+      << grid.lastFigureCaption().toStdString();
   // Wide enough, one line, whole.
   o.widthMm = 200;
   ASSERT_TRUE(grid.exportPng(tmp.filePath(QStringLiteral("wide.png")), o));

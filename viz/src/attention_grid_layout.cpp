@@ -10,6 +10,7 @@ namespace {
 constexpr int kMinSide = 64;      // below this a map stops being readable: wrap instead
 constexpr int kComfortSide = 120; // maps shrink to fit the height only down to this
 constexpr int kMaxSide = 240;
+constexpr int kFigureMinSide = 44;  // a figure's maps: 11.6 mm, the heads of a layer on one row
 constexpr int kTickLength = 3;
 
 int gridRows(const std::vector<std::vector<MatrixData>>& maps, int columns) {
@@ -20,8 +21,10 @@ int gridRows(const std::vector<std::vector<MatrixData>>& maps, int columns) {
 }  // namespace
 
 GridGeometry planGrid(const std::vector<std::vector<MatrixData>>& maps, const QStringList& tokens, int maxColumns,
-                      const QSize& viewport, const QStyle* style) {
+                      const QSize& viewport, const QStyle* style, bool figure) {
   GridGeometry g;
+  const int minSide = figure ? kFigureMinSide : kMinSide;
+  if (figure) g.scaleWidth = 50;
   g.tickFont.setPointSizeF(7.5);
   g.labelFont.setPointSizeF(8.5);
   const QFontMetrics tick(g.tickFont), label(g.labelFont);
@@ -42,11 +45,11 @@ GridGeometry planGrid(const std::vector<std::vector<MatrixData>>& maps, const QS
 
   auto fit = [&](int width) {
     const int fixed = g.leftLabelled + g.gap + g.scaleWidth + 6;
-    const int perMap = kMinSide + 2 * g.gap;
+    const int perMap = minSide + 2 * g.gap;
     const int fitting = std::max(1, (width - fixed + 2 * g.gap) / perMap);
     g.columns = std::clamp(std::min(maxColumns, widest), 1, fitting);
     const int byWidth = (width - fixed - (2 * g.columns - 1) * g.gap) / g.columns;
-    g.side = std::clamp(byWidth, kMinSide, kMaxSide);
+    g.side = std::clamp(byWidth, minSide, kMaxSide);
     g.xPlan = detail::planTicks(g.tickFont, g.colLabels, g.side, true);
     g.yPlan = detail::planTicks(g.tickFont, g.rowLabels, g.side, false);
     g.bottomLabelled = g.xPlan.extent + kTickLength + 8;
@@ -55,7 +58,7 @@ GridGeometry planGrid(const std::vector<std::vector<MatrixData>>& maps, const QS
     const int fixedHeight = g.titleHeight + rows * (g.top + g.gap) + layers * (g.bottomLabelled - g.gap);
     const int byHeight = (viewport.height() - fixedHeight) / std::max(1, rows);
     // Fit the height when maps stay comfortable; otherwise keep them readable and scroll.
-    g.side = std::clamp(std::min(g.side, std::max(byHeight, kComfortSide)), kMinSide, kMaxSide);
+    g.side = std::clamp(std::min(g.side, std::max(byHeight, kComfortSide)), minSide, kMaxSide);
     g.xPlan = detail::planTicks(g.tickFont, g.colLabels, g.side, true);
     g.yPlan = detail::planTicks(g.tickFont, g.rowLabels, g.side, false);
     g.bottomLabelled = g.xPlan.extent + kTickLength + 8;
@@ -64,6 +67,7 @@ GridGeometry planGrid(const std::vector<std::vector<MatrixData>>& maps, const QS
     g.plotSize = QSize(plotWidth, height);
   };
   fit(viewport.width());
+  if (figure) g.xPlan.step = g.yPlan.step = std::max(g.xPlan.step, g.yPlan.step);  // one stride, named in the title
   if (g.plotSize.height() > viewport.height())  // a vertical scroll bar will take some width
     fit(viewport.width() - style->pixelMetric(QStyle::PM_ScrollBarExtent));
 
@@ -72,9 +76,10 @@ GridGeometry planGrid(const std::vector<std::vector<MatrixData>>& maps, const QS
     shape << QString::number(layer.size());
     for (const MatrixData& map : layer) shape << QStringLiteral("%1x%2").arg(map.rows).arg(map.cols);
   }
-  g.signature = QStringLiteral("%1|%2|%3|%4|%5|%6")
+  g.signature = QStringLiteral("%1|%2|%3|%4|%5|%6|%7")
                     .arg(g.columns)
                     .arg(g.side)
+                    .arg(g.scaleWidth)
                     .arg(shape.join(QLatin1Char(',')), g.rowLabels.join(QChar(0x1f)), g.colLabels.join(QChar(0x1f)))
                     .arg(g.plotSize.height());
   return g;

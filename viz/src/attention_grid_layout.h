@@ -34,8 +34,10 @@ struct GridGeometry {
   QString signature;          // everything that needs a rebuild when it changes
 };
 
+/// `figure`: laid out for an exported figure rather than the dock: every map of a layer on one
+/// row while the maps stay at least kFigureMinSide, and a narrower colour scale.
 GridGeometry planGrid(const std::vector<std::vector<MatrixData>>& maps, const QStringList& tokens, int maxColumns,
-                      const QSize& viewport, const QStyle* style);
+                      const QSize& viewport, const QStyle* style, bool figure = false);
 
 struct GridCell {
   QCPAxisRect* rect = nullptr;

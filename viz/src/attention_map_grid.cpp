@@ -238,28 +238,59 @@ QString AttentionMapGrid::drawnTitle() const { return grid_->title->text(); }
 
 QSize AttentionMapGrid::beginFigure(const FigureOptions& options, const QSize& size) {
   Q_UNUSED(options);
-  const GridGeometry g = planGrid(shown_, tokens_, maxColumns_, QSize(size.width(), 1 << 20), style());
+  const GridGeometry g = planGrid(shown_, tokens_, maxColumns_, QSize(size.width(), 1 << 20), style(), true);
   if (grid_->populate(plot(), shown_, g, [this](int l, int i) { return mapTitle(l, i); },
                       [this](int l) { return layerName(l); }))
     restyle();
-  // A figure keeps the whole probe where it can: a title wider than the maps takes two lines (the
-  // probe, then step and aggregation), each elided only if it still does not fit.
-  const QFontMetrics metrics(grid_->title->font());
+  // A figure keeps the whole title: the probe, wrapped at spaces onto a second line when it is
+  // too wide, then step and aggregation on a line of their own. A probe that needs more than two
+  // lines is elided in the title and written whole in a caption under the maps, at the tick
+  // font. Tokens are labelled where they fit at the tick font, else one in every `stride` (the
+  // same on both axes), which the caption says.
+  const QFont font = grid_->title->font();
+  const QFontMetrics metrics(font);
   const int width = std::max(60, g.plotSize.width() - g.scaleWidth - 16);
+  figureTokenStride_ = std::max(g.xPlan.step, g.yPlan.step);
   QString text = title();
-  int extra = 0;
+  QStringList caption;
   const int cut = text.indexOf(QStringLiteral(" · step"));
   if (metrics.horizontalAdvance(text) > width && cut > 0) {
-    text = metrics.elidedText(text.left(cut), Qt::ElideRight, width) + QLatin1Char('\n') +
-           metrics.elidedText(text.mid(cut + 3), Qt::ElideRight, width);
-    extra = metrics.lineSpacing();
+    QString probe = detail::wrapText(text.left(cut), font, width);
+    if (probe.count(QLatin1Char('\n')) > 1 || metrics.horizontalAdvance(probe.section(QLatin1Char('\n'), 0, 0)) > width) {
+      probe = metrics.elidedText(text.left(cut), Qt::ElideRight, width);
+      caption << tr("Probe: %1.").arg(probeName_);
+    }
+    text = probe + QLatin1Char('\n') + detail::wrapText(text.mid(cut + 3), font, width);
+  } else {
+    text = detail::wrapText(text, font, width);
   }
-  grid_->setTitle(extra > 0 ? text : metrics.elidedText(text, Qt::ElideRight, width));
-  figureTitle_ = grid_->title->text();
+  if (figureTokenStride_ > 1) caption << tr("Tokens: one in %1 labelled.").arg(figureTokenStride_);
+  grid_->setTitle(text);
+  figureTitle_ = text;
+  int extra = static_cast<int>(text.count(QLatin1Char('\n'))) * metrics.lineSpacing();
+  figureCaption_.clear();
+  if (!caption.isEmpty()) {
+    figureCaption_ = detail::wrapText(caption.join(QLatin1Char(' ')), g.tickFont, width);
+    captionElement_ = new QCPTextElement(plot(), figureCaption_, g.tickFont);
+    captionElement_->setTextColor(theme().text);
+    captionElement_->setTextFlags(Qt::AlignLeft | Qt::AlignTop);
+    captionElement_->setMargins(QMargins(g.leftLabelled, 2, 0, 2));
+    QCPLayoutGrid* main = plot()->plotLayout();
+    main->addElement(main->rowCount(), 0, captionElement_);
+    main->setRowStretchFactor(main->rowCount() - 1, 0.001);
+    extra += (static_cast<int>(figureCaption_.count(QLatin1Char('\n'))) + 1) * QFontMetrics(g.tickFont).lineSpacing() + 6;
+  }
   return g.plotSize + QSize(0, 2 + extra);  // the grid's rows can round one unit past its planned height
 }
 
-void AttentionMapGrid::endFigure() { layoutGrid(); }
+void AttentionMapGrid::endFigure() {
+  if (captionElement_) {
+    plot()->plotLayout()->remove(captionElement_);
+    plot()->plotLayout()->simplify();
+    captionElement_ = nullptr;
+  }
+  layoutGrid();
+}
 
 void AttentionMapGrid::viewportResized() {
   if (!shown_.empty()) layoutGrid();

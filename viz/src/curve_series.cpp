@@ -119,12 +119,11 @@ QPen metricPen(const MetricStyle& style, const QColor& colour, double width) {
 
 // ---- CurvesLegend ----------------------------------------------------------------------------
 
-namespace {
-constexpr int kSwatch = 28;      // swatch length
-constexpr int kSwatchGap = 5;    // swatch to text
-constexpr int kEntryGap = 16;    // between entries
-constexpr int kGroupGap = 28;    // between the runs and the metrics on one line
-}  // namespace
+CurvesLegend::Spacing CurvesLegend::spacing() const {
+  // The dock's: swatch length, swatch to text, between entries, between the runs and the metrics
+  // on one line. A figure's are tighter: a journal column has no width to spare.
+  return compact_ ? Spacing{20, 4, 10, 14} : Spacing{28, 5, 16, 28};
+}
 
 CurvesLegend::CurvesLegend(QCustomPlot* plot) : QCPLayoutElement(plot) {
   setLayer(QStringLiteral("legend"));  // above the curves when it sits inside the plot
@@ -137,8 +136,16 @@ void CurvesLegend::setEntries(std::vector<Entry> entries) { entries_ = std::move
 
 QFont CurvesLegend::font() const { return mParentPlot->legend->font(); }
 
+int CurvesLegend::rowHeight(const QFontMetrics& fm) const { return fm.height() + (compact_ ? 1 : 3); }
+
+void CurvesLegend::setCompact(bool compact) {
+  compact_ = compact;
+  setMargins(compact ? QMargins(4, 2, 4, 0) : QMargins(10, 4, 10, 2));
+}
+
 int CurvesLegend::entryWidth(const QFontMetrics& fm, const Entry& e) const {
-  return kSwatch + kSwatchGap + fm.horizontalAdvance(e.text);
+  const Spacing sp = spacing();
+  return sp.swatch + sp.swatchGap + fm.horizontalAdvance(e.text);
 }
 
 void CurvesLegend::layoutFor(int width, int maxHeight) {
@@ -148,12 +155,13 @@ void CurvesLegend::layoutFor(int width, int maxHeight) {
   moreText_.clear();
   if (entries_.empty()) return;
   const QFontMetrics fm(font());
-  const int rowH = fm.height() + 3;
+  const int rowH = rowHeight(fm);
   const int maxRows = std::max(1, maxHeight / rowH);
+  const Spacing sp = spacing();
   // Everything on one line when it fits; else the runs, then the metrics from a new line.
   int total = 0;
   for (std::size_t i = 0; i < entries_.size(); ++i) {
-    if (i > 0) total += entries_[i].group != entries_[i - 1].group ? kGroupGap : kEntryGap;
+    if (i > 0) total += entries_[i].group != entries_[i - 1].group ? sp.groupGap : sp.entryGap;
     total += entryWidth(fm, entries_[i]);
   }
   const bool oneLine = total <= width;
@@ -165,8 +173,8 @@ void CurvesLegend::layoutFor(int width, int maxHeight) {
     if (i > 0) {
       const bool groupBreak = entries_[i].group != entries_[i - 1].group;
       const bool runsEnd = entries_[i - 1].group == Entry::Run && groupBreak;
-      const int gap = groupBreak ? kGroupGap : kEntryGap;
-      if (vertical_ || (runsEnd && !oneLine) || x + gap + w > width) {
+      const int gap = groupBreak ? sp.groupGap : sp.entryGap;
+      if (vertical_ || (runsEnd && !oneLine && !compact_) || x + gap + w > width) {
         ++row;
         x = 0;
       } else {
@@ -187,8 +195,8 @@ void CurvesLegend::layoutFor(int width, int maxHeight) {
       const QPoint last = positions_.back();
       const int end = last.x() + entryWidth(fm, entries_[static_cast<std::size_t>(shown_ - 1)]);
       const QString text = more(static_cast<int>(entries_.size()) - shown_);
-      if (last.y() / rowH < rows_ - 1 || end + kEntryGap + fm.horizontalAdvance(text) <= width) {
-        morePos_ = last.y() / rowH < rows_ - 1 ? QPoint(0, (rows_ - 1) * rowH) : QPoint(end + kEntryGap, last.y());
+      if (last.y() / rowH < rows_ - 1 || end + sp.entryGap + fm.horizontalAdvance(text) <= width) {
+        morePos_ = last.y() / rowH < rows_ - 1 ? QPoint(0, (rows_ - 1) * rowH) : QPoint(end + sp.entryGap, last.y());
         moreText_ = text;
         break;
       }
@@ -217,7 +225,7 @@ void CurvesLegend::update(UpdatePhase phase) {
     const QPoint origin = mRect.topLeft() + QPoint(vertical_ ? std::max(0, mRect.width() - width_) : 0, 0);
     for (int i = 0; i < shown_; ++i)
       rects_.emplace_back(origin + positions_[static_cast<std::size_t>(i)],
-                          QSize(entryWidth(fm, entries_[static_cast<std::size_t>(i)]), fm.height() + 3));
+                          QSize(entryWidth(fm, entries_[static_cast<std::size_t>(i)]), rowHeight(fm)));
   }
 }
 
@@ -240,12 +248,13 @@ void CurvesLegend::draw(QCPPainter* painter) {
   if (entries_.empty()) return;
   const QFont f = font();
   const QFontMetrics fm(f);
-  const int rowH = fm.height() + 3;
+  const int rowH = rowHeight(fm);
   const QColor text = mParentPlot->legend->textColor();
   // A vertical legend is right-aligned in its rectangle (inside the plot: against the right edge).
   const QPoint origin = mRect.topLeft() + QPoint(vertical_ ? std::max(0, mRect.width() - width_) : 0, 0);
   if (fill_.isValid()) painter->fillRect(QRect(origin - QPoint(4, 2), QSize(width_ + 8, height_ + 4)), fill_);
   painter->setFont(f);
+  const Spacing sp = spacing();
   for (int i = 0; i < shown_; ++i) {
     const Entry& e = entries_[static_cast<std::size_t>(i)];
     const QPoint at = origin + positions_[static_cast<std::size_t>(i)];
@@ -257,15 +266,15 @@ void CurvesLegend::draw(QCPPainter* painter) {
       pen.setCapStyle(Qt::FlatCap);
     }
     painter->setPen(pen);
-    if (e.group != Entry::Split) painter->drawLine(QLineF(at.x() + 1, mid, at.x() + kSwatch - 1, mid));
+    if (e.group != Entry::Split) painter->drawLine(QLineF(at.x() + 1, mid, at.x() + sp.swatch - 1, mid));
     if (e.marker != QCPScatterStyle::ssNone) {
       QCPScatterStyle marker(e.marker, pen.color(), pen.color(), 6);
       marker.applyTo(painter, QPen(pen.color(), 1.2));
-      marker.drawShape(painter, QPointF(at.x() + kSwatch / 2.0, mid));
+      marker.drawShape(painter, QPointF(at.x() + sp.swatch / 2.0, mid));
     }
     painter->setPen(text);
     // Plain text: an underscore or an ampersand in a run name is drawn as written (no mnemonic).
-    painter->drawText(QRect(at.x() + kSwatch + kSwatchGap, at.y(), fm.horizontalAdvance(e.text) + 4, rowH),
+    painter->drawText(QRect(at.x() + sp.swatch + sp.swatchGap, at.y(), fm.horizontalAdvance(e.text) + 4, rowH),
                       Qt::AlignLeft | Qt::AlignVCenter | Qt::TextSingleLine, e.text);
   }
   if (!moreText_.isEmpty()) {

@@ -86,6 +86,9 @@ class CurvesLegend : public QCPLayoutElement {
     fill_ = fill;
   }
   bool vertical() const { return vertical_; }
+  /// Tighter swatches and gaps, entries flowing on without a line of their own for the runs: the
+  /// legend of a figure, which must not take a column's height.
+  void setCompact(bool compact);
   /// Rows and entries shown after the last layout (entries beyond are summed up as "+n more").
   int rows() const { return rows_; }
   int shownEntries() const { return shown_; }
@@ -101,6 +104,11 @@ class CurvesLegend : public QCPLayoutElement {
   void draw(QCPPainter* painter) override;
 
  private:
+  struct Spacing {
+    int swatch, swatchGap, entryGap, groupGap;
+  };
+  Spacing spacing() const;
+  int rowHeight(const QFontMetrics& fm) const;
   QFont font() const;
   int entryWidth(const QFontMetrics& fm, const Entry& e) const;
   void layoutFor(int width, int maxHeight);
@@ -110,6 +118,7 @@ class CurvesLegend : public QCPLayoutElement {
   std::vector<QRect> rects_;
   double maxHeightFraction_ = 0.3;
   bool vertical_ = false;
+  bool compact_ = false;
   QColor fill_;  ///< painted behind the entries when valid (inside the plot)
   int width_ = 0;  ///< vertical: the widest entry
   int rows_ = 0, shown_ = 0, height_ = 0;

@@ -21,7 +21,9 @@ namespace tensorscope::viz {
 
 namespace {
 constexpr double kLineWidth = 1.8;
-constexpr double kRateLineWidth = 1.3;  // the learning rate is context, drawn lighter
+constexpr double kRateLineWidth = 1.3;
+constexpr double kDockLegendFraction = 0.3;    // of the plot's height, in the dock
+constexpr double kFigureLegendFraction = 0.2;  // in an exported figure  // the learning rate is context, drawn lighter
 constexpr double kMarkerSize = 5.0;
 // The accuracy axis shows [0, 1] with a little room, so 0 and 1 are not drawn on the frame.
 constexpr double kAccuracyLower = -0.03, kAccuracyUpper = 1.03;
@@ -609,6 +611,14 @@ void CurvesPlot::legendBelow() {
 QSize CurvesPlot::beginFigure(const FigureOptions& options, const QSize& size) {
   QCustomPlot* p = plot();
   updateLegend(&options);
+  // An axis none of the figure's curves use (the learning rate left unticked) takes no room.
+  for (Axis axis : {Axis::Accuracy, Axis::Rate})
+    axisFor(axis)->setVisible(std::any_of(series_.begin(), series_.end(), [&](const auto& kv) {
+      return kv.second->axis == axis && kv.second->line->visible() && figureShows(kv.second->line, options);
+    }));
+  // A compact legend of at most a fifth of the figure's height ("+n more" past that).
+  legend_->setCompact(true);
+  legend_->setMaxHeightFraction(kFigureLegendFraction);
   // A column-wide figure has room for three or four step labels ("1250" and "1500" touched at
   // 88 mm with QCustomPlot's five; asking for 3 gives 0, 500, 1000, 1500).
   figureTickCountBefore_ = p->xAxis->ticker()->tickCount();
@@ -666,6 +676,9 @@ void CurvesPlot::figureLaidOut() {
 }
 
 void CurvesPlot::endFigure() {
+  legend_->setCompact(false);
+  legend_->setMaxHeightFraction(kDockLegendFraction);
+  updateVisibility();  // the dock's axes back
   if (figureFontBefore_) plot()->legend->setFont(*figureFontBefore_);
   plot()->xAxis->ticker()->setTickCount(figureTickCountBefore_);
   figureFontBefore_.reset();

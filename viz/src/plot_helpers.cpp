@@ -87,6 +87,25 @@ int setTokenTicks(QCPAxis* axis, const QStringList& labels, double pixelLength) 
   return plan.step;
 }
 
+QString wrapText(const QString& text, const QFont& font, double width) {
+  const QFontMetricsF metrics(font);
+  QStringList lines;
+  for (const QString& paragraph : text.split(QLatin1Char('\n'))) {
+    QString line;
+    for (const QString& word : paragraph.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+      const QString longer = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+      if (!line.isEmpty() && metrics.horizontalAdvance(longer) > width) {
+        lines << line;
+        line = word;
+      } else {
+        line = longer;
+      }
+    }
+    lines << line;
+  }
+  return lines.join(QLatin1Char('\n'));
+}
+
 QStringList indexLabels(int n) {
   QStringList labels;
   labels.reserve(n);

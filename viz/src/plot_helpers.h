@@ -36,6 +36,8 @@ void applyTicks(QCPAxis* axis, const QStringList& labels, const TickPlan& plan);
 
 /// planTicks + applyTicks for `axis`. Returns the thinning step.
 int setTokenTicks(QCPAxis* axis, const QStringList& labels, double pixelLength);
+/// Breaks `text` at spaces so that no line is wider than `width` (a single long word stays whole).
+QString wrapText(const QString& text, const QFont& font, double width);
 /// The labels "0", "1", … "n-1".
 QStringList indexLabels(int n);
 

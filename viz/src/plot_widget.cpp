@@ -24,6 +24,7 @@
 #include <QVBoxLayout>
 
 #include "files/atomic_file.h"
+#include "plot_helpers.h"
 #include "qcp.h"
 #include "theme.h"
 
@@ -51,26 +52,6 @@ double layoutDpi() {
   if (QCoreApplication::testAttribute(Qt::AA_Use96Dpi)) return 96;
   if (const QScreen* screen = QGuiApplication::primaryScreen()) return qRound(screen->logicalDotsPerInchY());
   return 96;
-}
-
-// Breaks `text` at spaces so that no line is wider than `width` (a single long word stays whole).
-QString wrapText(const QString& text, const QFont& font, double width) {
-  const QFontMetricsF metrics(font);
-  QStringList lines;
-  for (const QString& paragraph : text.split(QLatin1Char('\n'))) {
-    QString line;
-    for (const QString& word : paragraph.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
-      const QString longer = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
-      if (!line.isEmpty() && metrics.horizontalAdvance(longer) > width) {
-        lines << line;
-        line = word;
-      } else {
-        line = longer;
-      }
-    }
-    lines << line;
-  }
-  return lines.join(QLatin1Char('\n'));
 }
 
 QFont withPointSize(QFont font, double pt) {
@@ -462,7 +443,7 @@ bool PlotWidget::renderFigure(const FigureOptions& o, const std::function<bool(c
       const QFont font = title->font();
       const QString text = title->text();
       if (fonts) title->setFont(withPointSize(font, o.fontPt * 1.1));
-      title->setText(wrapText(text, title->font(), size.width() - 12));
+      title->setText(detail::wrapText(text, title->font(), size.width() - 12));
       titles << title;
       undo.push_back([title, font, text] {
         title->setFont(font);

@@ -26,6 +26,9 @@ QString exportExtension(ExportFormat format);
 struct ExportOptions {
   DiagramOptions diagram;  ///< cosmetic_pens is ignored: exports scale their lines
   double dpi = 300;        ///< PNG only
+  /// > 0: SVG, PDF and PNG are this many millimetres wide (a journal column), the drawing scaled
+  /// to it and the height in proportion; 0: the drawing's natural size (1 scene unit = 1 pt).
+  double widthMm = 0;
 };
 
 /// Writes `network` to `path` in `format`. Throws std::runtime_error with the reason on failure.

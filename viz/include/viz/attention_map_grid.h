@@ -12,6 +12,7 @@
 #include "viz/plot_types.h"
 #include "viz/plot_widget.h"
 
+class QCPTextElement;
 class QComboBox;
 class QDialog;
 
@@ -42,8 +43,13 @@ class AttentionMapGrid : public PlotWidget {
   /// The grid's title in full, and as drawn (elided to the width there is).
   QString title() const;
   QString drawnTitle() const;
-  /// The title the last exported figure drew (two lines when one was too wide).
+  /// The title the last exported figure drew (wrapped, never elided; it names the token stride).
   QString lastFigureTitle() const { return figureTitle_; }
+  /// The last figure labelled one token in this many (1: every token).
+  int lastFigureTokenStride() const { return figureTokenStride_; }
+  /// The caption under the last figure's maps: the token stride when not every token is labelled,
+  /// the whole probe when the title had to elide it; empty when neither.
+  QString lastFigureCaption() const { return figureCaption_; }
   /// Channels per head (R / H). Above 1 it enables the per-head mean aggregation.
   void setGroupSize(int channelsPerHead);
   int groupSize() const { return groupSize_; }
@@ -122,6 +128,9 @@ class AttentionMapGrid : public PlotWidget {
   int layerFilter_ = -1, headFilter_ = -1;
   QString probeName_;
   QString figureTitle_;  ///< the title of the last figure, as drawn
+  int figureTokenStride_ = 1;
+  QString figureCaption_;
+  QCPTextElement* captionElement_ = nullptr;  ///< under the maps while a figure is drawn
   QComboBox* layerBox_ = nullptr;
   QComboBox* headBox_ = nullptr;
   double step_ = -1;

@@ -155,6 +155,8 @@ ExportReport exportFigures(const QString& dir, const FigureSources& sources, con
     const auto net = spec::buildTensorNetwork(s, std::min(s.sizes.seq_len, 64));
     diagram_view::ExportOptions opt;
     opt.diagram.theme = sources.dark ? diagram_view::Theme::Dark : diagram_view::Theme::Light;
+    opt.widthMm = options.figure.widthMm;  // the column the dialog chose, as every plot
+    opt.dpi = options.figure.dpi;
     for (auto f : formats) {
       const QString path = dir + "/diagram" + diagram_view::exportExtension(f);
       QString why;
