@@ -61,6 +61,7 @@ usage:
                                                    tokens [B,N] I64 (or patches) -> logits
   tensorscope export --run RUN_DIR --format pytorch --out DIR
                                                    model.py + model.safetensors + config.json
+                                                   (+ vocab.json for sequence tasks)
   tensorscope sweep plan SWEEP.json --out DIR     expand a sweep into trial directories; print the
                                                    trials, parameter counts and estimated cost
   tensorscope sweep run DIR [--jobs J] [--retry-failed]

@@ -136,8 +136,10 @@ int runExportCommand(Args& args, std::ostream& out, std::ostream&) {
   if (!run || !dir) throw UsageError("export needs --run and --out\nusage: " + usage);
   if (format.value_or("pytorch") != "pytorch")
     throw UsageError("unknown export format '" + *format + "'; the format is pytorch");
-  model_core::exportPyTorch(*run, *dir);
-  out << "wrote " << *dir << "/model.py, model.safetensors, config.json\n";
+  const auto written = model_core::exportPyTorch(*run, *dir);
+  out << "wrote " << *dir << "/";
+  for (size_t i = 0; i < written.size(); ++i) out << (i ? ", " : "") << written[i];
+  out << "\n";
   return kExitOk;
 }
 

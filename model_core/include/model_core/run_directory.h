@@ -50,8 +50,11 @@ void inferFiles(const std::string& run_dir, const std::string& input, const std:
 
 /// Writes a self-contained PyTorch export of a run into `out_dir`: model.py (the architecture,
 /// `load(DIR)` returning a torch.nn.Module whose forward(tokens [B, N] int64) gives logits
-/// [B, N, V], or class logits for the image classifier), model.safetensors and config.json.
-/// Throws std::invalid_argument / std::runtime_error with the reason.
-void exportPyTorch(const std::string& run_dir, const std::string& out_dir);
+/// [B, N, V], or class logits for the image classifier), model.safetensors, config.json and, for
+/// sequence tasks, vocab.json ({"format": "tensorscope.vocabulary", "version": 1, "tokens": [id ->
+/// UTF-8 text], "pad": 0, "bos": 1, "sep": 2, "eos": 3}; the task is built for it, so a char_lm
+/// run needs its corpus). Returns the names of the files written, model.py first.
+/// Throws std::invalid_argument / std::runtime_error with the reason (e.g. the task's missing data).
+std::vector<std::string> exportPyTorch(const std::string& run_dir, const std::string& out_dir);
 
 }  // namespace tensorscope::model_core

@@ -1,13 +1,16 @@
 // `tensorscope export --format pytorch`: a run directory as a self-contained PyTorch package
-// (model.py, model.safetensors, config.json). model.py reads the architecture from config.json,
-// so the export copies the run's two files unchanged and adds the fixed model.py text.
+// (model.py, model.safetensors, config.json, and vocab.json for sequence tasks). model.py reads
+// the architecture from config.json, so the export copies the run's two files unchanged, writes
+// the task's vocabulary and adds the fixed model.py text.
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <ATen/ops/isfinite.h>
+#include <nlohmann/json.hpp>
 
 #include "files/atomic_file.h"
 #include "files/read_file.h"
@@ -15,6 +18,7 @@
 #include "model_core/run_config.h"
 #include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
+#include "model_core/tasks.h"
 #include "training/checkpoint_store.h"
 #include "training/pytorch_template.h"
 
@@ -78,9 +82,46 @@ void checkWeights(const RunConfig& config, const std::string& path) {
   }
 }
 
+/// The task of `config` as the export's messages name it: its name, and a char_lm run's corpus.
+std::string taskLabel(const TaskConfig& task) {
+  if (task.name != "char_lm") return task.name;
+  return "char_lm (corpus " +
+         (task.corpus.empty() ? std::string("King James Bible, from the Debian package bible-kjv") : task.corpus) + ")";
+}
+
+/// vocab.json of a decoder run: its task's vocabulary (token id -> UTF-8 text) and the special
+/// ids, so that model.py can encode a question and decode an answer without Tensorscope. Builds
+/// the task, which loads its data (char_lm reads its corpus); throws std::invalid_argument naming
+/// the task and what is missing, or when the vocabulary does not fit the weights' embedding.
+std::string vocabularyJson(const std::string& runDir, const RunConfig& config, const std::string& weightsPath) {
+  std::unique_ptr<Task> task;
+  try {
+    task = makeTask(config.task);
+  } catch (const std::exception& e) {  // MissingDataError, unreadable corpus, ...
+    throw std::invalid_argument("cannot export " + runDir + ": vocab.json needs the vocabulary of the run's task " +
+                                taskLabel(config.task) + ", which could not be built: " + e.what());
+  }
+  const Vocabulary& vocab = task->vocabulary();
+  const auto header = readSafetensorsHeader(weightsPath);
+  const int64_t rows = header.tensors.at("embed.weight").shape.at(0);  // checkWeights found it
+  if (vocab.size() != rows)
+    throw std::invalid_argument("cannot export " + runDir + ": the vocabulary of its task " + taskLabel(config.task) +
+                                " has " + std::to_string(vocab.size()) + " tokens, but embed.weight has " +
+                                std::to_string(rows) + " rows (did the task's data change since training?)");
+  nlohmann::ordered_json j;
+  j["format"] = "tensorscope.vocabulary";
+  j["version"] = 1;
+  j["tokens"] = vocab.tokens;
+  j["pad"] = Vocabulary::kPad;
+  j["bos"] = Vocabulary::kBos;
+  j["sep"] = Vocabulary::kSep;
+  j["eos"] = Vocabulary::kEos;
+  return j.dump(1) + "\n";
+}
+
 }  // namespace
 
-void exportPyTorch(const std::string& runDir, const std::string& outDir) {
+std::vector<std::string> exportPyTorch(const std::string& runDir, const std::string& outDir) {
   if (runDir.empty()) throw std::invalid_argument("export needs a run directory");
   if (outDir.empty()) throw std::invalid_argument("export needs an output directory");
   if (!fs::is_directory(runDir)) throw std::invalid_argument(runDir + " is not a run directory (it does not exist)");
@@ -101,6 +142,9 @@ void exportPyTorch(const std::string& runDir, const std::string& outDir) {
     if (tensor.is_floating_point() && !at::isfinite(tensor).all().item<bool>())
       throw std::invalid_argument("cannot export " + runDir + ": its weight '" + name +
                                   "' holds non-finite values (Inf or NaN); export a checkpoint from before the divergence");
+  // Image classifiers have no vocabulary (and their task needs no data to export).
+  const bool sequenceTask = config.model.kind != "encoder_classifier";
+  const std::string vocabText = sequenceTask ? vocabularyJson(runDir, config, weightsPath) : std::string();
   // Read both files before writing anything, so exporting a run onto itself is safe too.
   const std::string configText = files::readWholeFile(configPath);
   const std::string weights = files::readWholeFile(weightsPath);
@@ -112,7 +156,15 @@ void exportPyTorch(const std::string& runDir, const std::string& outDir) {
   // model.py last: a directory with model.py holds a complete export.
   files::writeFileAtomically(outDir + "/model.safetensors", weights);
   files::writeFileAtomically(outDir + "/config.json", configText);
+  std::vector<std::string> written = {"model.py", "model.safetensors", "config.json"};
+  if (sequenceTask) {
+    files::writeFileAtomically(outDir + "/vocab.json", vocabText);
+    written.push_back("vocab.json");
+  } else {
+    fs::remove(outDir + "/vocab.json", ec);  // a previous export's, which would not belong to this model
+  }
   files::writeFileAtomically(outDir + "/model.py", kPyTorchModelPy);
+  return written;
 }
 
 }  // namespace tensorscope::model_core

@@ -3,6 +3,9 @@ attention variant, every THSA core preset, custom Kronecker/dense cores, every t
 sinusoidal positions, tied and untied heads and the TP role embedding, it trains a few steps with
 `tensorscope train`, exports the run, imports the exported model.py and checks that its logits equal
 the C++ logits of `tensorscope infer` on the same random input (max abs difference < 1e-4).
+For sequence tasks it checks vocab.json and model.py's vocabulary functions (load_vocabulary,
+encode, decode), and for a few runs that answer() / generate() give the text of Tensorscope's own
+greedy decoding (one `tensorscope infer` per token); image classifiers' exports hold no vocab.json.
 It also checks the export's error messages.
 
 usage: test_export_pytorch.py [--device cpu|cuda] TENSORSCOPE_BINARY WORK_DIR [NAME_SUBSTRING...]
@@ -27,6 +30,13 @@ import torch
 
 TOLERANCE = 1e-4
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+SPECIALS = ["<pad>", "<bos>", "<sep>", "<eos>"]
+ALGORITHMIC_SYMBOLS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Runs whose answer() (question-answer tasks) or generate() (char_lm) is compared with Tensorscope's
+# greedy decoding: a copy and an arithmetic run, a multilinear run (fixed N: padded prompts) and a
+# char_lm run.
+DECODING_CASES = ("mhsa_copy_learned_tied", "arithmetic_thsa_dense", "multilinear_causal", "char_lm_corpus_skip_left")
+NEW_TOKENS = 6
 
 # ---------------------------------------------------------------------------------------------
 # safetensors (the same logic as tests/python/safetensors_py.py, kept here so the test stands alone)
@@ -244,12 +254,101 @@ def check_case(binary, work, name, config, device="cpu"):
         worst = max(worst, diff)
         if diff >= TOLERANCE:
             raise AssertionError("%s %s: max |python - c++| = %.3g >= %g" % (key, list(x.shape), diff, TOLERANCE))
+    if classifier:
+        if os.path.exists(os.path.join(export_dir, "vocab.json")):
+            raise AssertionError("an image classifier's export holds vocab.json")
+    else:
+        vocab = check_vocabulary(module, export_dir, config)
+        if name in DECODING_CASES:
+            check_decoding(binary, base, run_dir, module, net, vocab, config)
     # The weights the Python model would write are exactly the file's.
     tensors = st_load(os.path.join(export_dir, "model.safetensors"))
     mine = net.cpu().weight_file_tensors()
     if set(mine) != set(tensors):
         raise AssertionError("weight names differ: %s" % sorted(set(mine) ^ set(tensors)))
     return worst
+
+
+def expected_tokens(task):
+    """The task's vocabulary as Tensorscope builds it (the specials, then the characters sorted by
+    code point), or None for arithmetic (its characters come from the generator)."""
+    if task["name"] == "char_lm":
+        with open(task["corpus"], encoding="utf-8") as f:
+            return SPECIALS + sorted(set(f.read()))
+    if task["name"] in ("copy", "reverse", "sort"):
+        return SPECIALS + sorted(ALGORITHMIC_SYMBOLS[:task.get("algorithmic_alphabet", 10)])
+    return None
+
+
+def check_vocabulary(module, export_dir, config):
+    """vocab.json holds the task's vocabulary; encode and decode round-trip every character; an
+    unknown character is named with its code point. Returns the loaded vocabulary."""
+    with open(os.path.join(export_dir, "vocab.json"), encoding="utf-8") as f:
+        raw = json.load(f)
+    want = {"format": "tensorscope.vocabulary", "version": 1, "pad": 0, "bos": 1, "sep": 2, "eos": 3}
+    if {k: raw.get(k) for k in want} != want:
+        raise AssertionError("vocab.json: %r" % {k: raw.get(k) for k in want})
+    tokens = raw["tokens"]
+    if tokens[:4] != SPECIALS:
+        raise AssertionError("vocab.json specials: %r" % tokens[:4])
+    expected = expected_tokens(config["task"])
+    if expected is not None and tokens != expected:
+        raise AssertionError("vocab.json tokens %r, the task's %r" % (tokens, expected))
+    vocab = module.load_vocabulary(export_dir)
+    text = "".join(tokens[4:])
+    ids = module.encode(vocab, text)
+    if ids != list(range(4, len(tokens))) or module.decode(vocab, ids) != text:
+        raise AssertionError("encode/decode do not round-trip the vocabulary's characters")
+    if module.decode(vocab, [1, 2, 3]) != "<bos><sep><eos>":
+        raise AssertionError("decode of the specials: %r" % module.decode(vocab, [1, 2, 3]))
+    try:
+        module.encode(vocab, text[:2] + "\u20ac")
+        raise AssertionError("encode of an unknown character did not fail")
+    except ValueError as e:
+        if "'\u20ac'" not in str(e) or "U+20AC" not in str(e):
+            raise AssertionError("unknown character: unclear message %r" % str(e))
+    return vocab
+
+
+def cxx_greedy(binary, base, run_dir, prefix, stop, count, seq_len, fixed):
+    """Tensorscope's greedy decoding (TrainingSession::exactMatch), one `tensorscope infer` per
+    token: the argmax at the prefix's last position is appended until `stop`, `count` new tokens
+    or seq_len; a fixed-N (multilinear) model gets the prefix padded with PAD to seq_len."""
+    seq, new = list(prefix), []
+    in_path, out_path = os.path.join(base, "greedy_in.safetensors"), os.path.join(base, "greedy_out.safetensors")
+    while len(new) < count:
+        x = seq + [0] * (seq_len - len(seq)) if fixed else seq
+        st_save(in_path, {"tokens": torch.tensor([x], dtype=torch.int64)})
+        run([binary, "infer", "--run", run_dir, "--input", in_path, "--output", out_path])
+        token = int(st_load(out_path)["logits"][0, len(seq) - 1].argmax())
+        if token == stop:
+            break
+        new.append(token)
+        if len(seq) == seq_len:
+            break
+        seq.append(token)
+    return new
+
+
+def check_decoding(binary, base, run_dir, module, net, vocab, config):
+    """answer() (question-answer tasks) or generate() (char_lm) gives Tensorscope's greedy text."""
+    seq_len = config["task"]["seq_len"]
+    fixed = any(a["variant"] == "multilinear" for a in config["model"]["attention"])
+    chars = "".join(vocab.tokens[4:])
+    if config["task"]["name"] == "char_lm":
+        prompt = "In the"
+        got = module.generate(net, vocab, prompt, NEW_TOKENS)
+        want = module.decode(vocab, cxx_greedy(binary, base, run_dir, module.encode(vocab, prompt), None, NEW_TOKENS,
+                                               seq_len, fixed))
+        if len(got) != NEW_TOKENS:
+            raise AssertionError("generate gave %r, not %d characters" % (got, NEW_TOKENS))
+    else:
+        question = "12+7" if all(c in vocab.ids for c in "12+7") else chars[:4]
+        got = module.answer(net, vocab, question, max_new_tokens=NEW_TOKENS)
+        prompt = [vocab.bos] + module.encode(vocab, question) + [vocab.sep]
+        want = module.decode(vocab, cxx_greedy(binary, base, run_dir, prompt, vocab.eos, NEW_TOKENS, seq_len, fixed))
+    if got != want:
+        raise AssertionError("greedy decoding: model.py %r, tensorscope %r" % (got, want))
 
 
 def check_errors(binary, work, good_run):
@@ -302,6 +401,24 @@ def check_errors(binary, work, good_run):
     except ValueError as e:
         if "ln_f.weight" not in str(e) or "blocks.0.attn.extra" not in str(e):
             problems.append("wrong weights: unclear message %r" % str(e))
+    # A vocab.json that is not Tensorscope's, or none.
+    try:
+        module.load_vocabulary(broken)
+        problems.append("load_vocabulary() without vocab.json did not fail")
+    except FileNotFoundError as e:
+        if "vocab.json" not in str(e):
+            problems.append("missing vocab.json: unclear message %r" % str(e))
+    with open(os.path.join(export_dir, "vocab.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
+    vocab["sep"] = 5
+    with open(os.path.join(broken, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f)
+    try:
+        module.load_vocabulary(broken)
+        problems.append("load_vocabulary() with a wrong sep id did not fail")
+    except ValueError as e:
+        if "sep" not in str(e):
+            problems.append("wrong sep id: unclear message %r" % str(e))
     p = run([binary, "export", "--run", broken, "--format", "pytorch", "--out", os.path.join(work, "x2")],
             expect_ok=False)
     if p.returncode == 0 or "ln_f.weight" not in p.stderr:
