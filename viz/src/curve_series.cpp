@@ -7,10 +7,6 @@
 
 namespace tensorscope::viz {
 
-namespace {
-QVector<double> toQVector(const std::vector<double>& v) { return QVector<double>(v.begin(), v.end()); }
-}  // namespace
-
 bool CurvesPlot::Series::hasOwnTimes() const {
   return std::any_of(times.begin(), times.end(), [](double t) { return std::isfinite(t); });
 }
