@@ -8,7 +8,7 @@
 #include <QSignalSpy>
 #include <QTest>
 
-#include "gui/training/inspection_views.h"
+#include "gui/training/snapshot_docks.h"
 #include "gui/training/training_controller.h"
 #include "model_core/snapshots.h"
 #include "spec/attention_spec.h"
@@ -25,17 +25,17 @@ TEST(Probes, RoleClustersShowTheChosenLayerAndHeadWithACaption) {
   trainStopped(w, 2);
   auto* roles = w.roleClusters();
   ASSERT_FALSE(roles->isShowingMessage());
-  const auto shown = w.inspectionViews()->shown();
+  const auto shown = w.snapshotDocks()->shown();
   ASSERT_TRUE(shown);
   ASSERT_EQ(shown->roles.size(), 4u);  // 2 layers x 2 heads
   // By default head 0 of the last TP layer, said in the caption with the probe it comes from.
-  EXPECT_EQ(w.inspectionViews()->roleSource(), std::make_pair(1, 0));
+  EXPECT_EQ(w.snapshotDocks()->roleSource(), std::make_pair(1, 0));
   EXPECT_TRUE(roles->caption().startsWith("Role vectors of layer 1, head 0 · ")) << roles->caption().toStdString();
   EXPECT_TRUE(roles->caption().contains("examples")) << roles->caption().toStdString();
   EXPECT_EQ(roles->source(), 2);
   const int points = roles->pointCount();
   const QPointF before = roles->pointPosition(0);
-  w.inspectionViews()->setRoleSource(0, 1);
+  w.snapshotDocks()->setRoleSource(0, 1);
   EXPECT_EQ(roles->source(), 1);
   EXPECT_TRUE(roles->caption().startsWith("Role vectors of layer 0, head 1 · ")) << roles->caption().toStdString();
   EXPECT_EQ(roles->pointCount(), points) << "the same tokens";
@@ -44,7 +44,7 @@ TEST(Probes, RoleClustersShowTheChosenLayerAndHeadWithACaption) {
   // The choice stays when the run is shown again (a reopened run reads the same inspection).
   w.model().select(0);
   w.model().select(1);
-  EXPECT_EQ(w.inspectionViews()->roleSource(), std::make_pair(0, 1));
+  EXPECT_EQ(w.snapshotDocks()->roleSource(), std::make_pair(0, 1));
   EXPECT_EQ(roles->source(), 1);
 }
 
@@ -55,12 +55,12 @@ TEST(Probes, ATypedProbeRunsOnAStoppedRunsCheckpoint) {
   trainStopped(w, 2);
   auto* maps = w.attentionMaps();
   const int defaultSide = maps->displayedMap(0, 0).rows;
-  QSignalSpy finished(w.inspectionViews(), &app::InspectionViews::probeFinished);
+  QSignalSpy finished(w.snapshotDocks(), &app::SnapshotDocks::probeFinished);
   // Typed into the field, Enter runs it.
   w.probeEdit()->setText("312");
   QTest::keyClick(w.probeEdit(), Qt::Key_Return);
   ASSERT_TRUE(waitFor([&] { return finished.count() > 0; }, 60000));
-  const auto shown = w.inspectionViews()->shown();
+  const auto shown = w.snapshotDocks()->shown();
   ASSERT_TRUE(shown);
   EXPECT_EQ(shown->step, 2);
   EXPECT_TRUE(QString::fromStdString(shown->probe).startsWith("“312” → “")) << shown->probe;
@@ -73,18 +73,18 @@ TEST(Probes, ATypedProbeRunsOnAStoppedRunsCheckpoint) {
       << "the typed probe, not the default example";
   EXPECT_TRUE(w.probeNote()->text().isEmpty()) << w.probeNote()->text().toStdString();
   // A character the model does not know: refused with the reason, the maps stay.
-  w.inspectionViews()->setProbe("3+2");
+  w.snapshotDocks()->setProbe("3+2");
   ASSERT_TRUE(waitFor([&] { return finished.count() > 1; }, 60000));
   EXPECT_TRUE(w.probeNote()->text().contains("cannot be read")) << w.probeNote()->text().toStdString();
-  EXPECT_EQ(w.inspectionViews()->shown(), shown);
+  EXPECT_EQ(w.snapshotDocks()->shown(), shown);
   // A run without weights cannot be probed: the note says so.
   w.model().select(0);
-  EXPECT_EQ(w.inspectionViews()->probe(), "3+2");
+  EXPECT_EQ(w.snapshotDocks()->probe(), "3+2");
   EXPECT_TRUE(w.probeNote()->text().contains("train it first")) << w.probeNote()->text().toStdString();
   // An empty probe brings the kept inspection (the default example) back.
   w.model().select(1);
-  w.inspectionViews()->setProbe("");
-  ASSERT_TRUE(w.inspectionViews()->shown());
+  w.snapshotDocks()->setProbe("");
+  ASSERT_TRUE(w.snapshotDocks()->shown());
   EXPECT_EQ(maps->displayedMap(0, 0).rows, defaultSide);
   EXPECT_FALSE(maps->title().contains("“312”")) << maps->title().toStdString();
 }
@@ -95,11 +95,11 @@ TEST(Probes, TheTrainingRunAnswersATypedProbeAtItsNextStep) {
   useLightThsaRun(w, 1);
   ASSERT_TRUE(w.training().start(100000));
   w.controller()->pause();
-  w.inspectionViews()->setProbe("4321");
+  w.snapshotDocks()->setProbe("4321");
   EXPECT_TRUE(w.probeNote()->text().contains("next step")) << w.probeNote()->text().toStdString();
   // Served while paused: no step is needed.
   ASSERT_TRUE(waitFor([&] {
-    const auto s = w.inspectionViews()->shown();
+    const auto s = w.snapshotDocks()->shown();
     return s && QString::fromStdString(s->probe).startsWith("“4321” → “");
   }, 60000));
   EXPECT_TRUE(w.attentionMaps()->title().contains("“4321”"));

@@ -13,7 +13,7 @@
 #include <random>
 #include <set>
 
-#include "gui/training/live_views.h"
+#include "gui/training/live_docks.h"
 #include "gui/training/run_features.h"
 #include "gui/document/session_model.h"
 #include "gui/training/training_controller.h"
@@ -208,7 +208,7 @@ TEST(RunFeatures, AForkIsDrawnFromItsParentsStepAfterAReopen) {
   app::TrainingController controller;
   app::SessionModel model1, model2;
   viz::CurvesPlot curves1, curves2;
-  app::LiveViews views1(&model1, &controller, &curves1), views2(&model2, &controller, &curves2);
+  app::LiveDocks views1(&model1, &controller, &curves1), views2(&model2, &controller, &curves2);
   show(curves1, model1);
   EXPECT_EQ(curves1.displayedKeys("train loss", fork.name).front(), 31.0);
   EXPECT_EQ(curves1.displayedKeys("eval loss (validation)", fork.name).front(), 40.0) << "its step 10";
@@ -222,7 +222,7 @@ TEST(RunFeatures, AForkIsDrawnFromItsParentsStepAfterAReopen) {
   show(curves2, model2);
   app::SessionModel model3;
   viz::CurvesPlot curves3;
-  app::LiveViews views3(&model3, &controller, &curves3);
+  app::LiveDocks views3(&model3, &controller, &curves3);
   show(curves3, model3);
   EXPECT_FALSE(curves3.metricVisible("lr"));
   curves1.setMetricVisible("lr", true);

@@ -1,6 +1,6 @@
 #include "gui/shell/demo_runner.h"
 
-#include "gui/training/inspection_views.h"
+#include "gui/training/snapshot_docks.h"
 #include "gui/document/session.h"
 
 #include <QFileInfo>
@@ -19,7 +19,8 @@
 #include "gui/teaching/lesson_runner.h"
 #include "gui/figures/image_file.h"
 #include "gui/shell/main_window.h"
-#include "gui/teaching/teaching_views.h"
+#include "gui/teaching/presenter_mode.h"
+#include "gui/teaching/inspector_docks.h"
 #include "gui/teaching/tensor_inspector.h"
 #include "viz/matrix_heatmap.h"
 #include "viz/plot_widget.h"
@@ -161,7 +162,7 @@ void DemoRunner::next() {
         }
       if (!found) return fail("no layout " + arg);
     } else if (cmd == "probe") {  // the maps on a typed probe; waits until they show it
-      auto* views = window_->inspectionViews();
+      auto* views = window_->snapshotDocks();
       if (!probeIssued_) {
         views->setProbe(arg);
         probeIssued_ = true;

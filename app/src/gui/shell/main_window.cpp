@@ -35,8 +35,8 @@
 #include "gui/experiments/experiments_panel.h"
 #include "gui/figures/figure_dialog.h"
 #include "gui/figures/figure_export.h"
-#include "gui/training/inspection_views.h"
-#include "gui/training/live_views.h"
+#include "gui/training/snapshot_docks.h"
+#include "gui/training/live_docks.h"
 #include "gui/shell/main_menus.h"
 #include "gui/training/run_features.h"
 #include "gui/training/runs_docks.h"
@@ -48,7 +48,8 @@
 #include "gui/teaching/lesson_panel.h"
 #include "gui/teaching/teaching_docks.h"
 #include "gui/experiments/sweep_dialog.h"
-#include "gui/teaching/teaching_views.h"
+#include "gui/teaching/presenter_mode.h"
+#include "gui/teaching/inspector_docks.h"
 #include "gui/teaching/tensor_inspector.h"
 #include "gui/training/training_controller.h"
 #include "gui/training/training_driver.h"
@@ -89,7 +90,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   });
   designDocks_ = new DesignDocks(model_, design_, core_, specText_, diagram_, this);
   files_ = new SessionFiles(this, model_, driver_, {options_.askToRecover, options_.askToSave}, [this] { return dark_; }, this);
-  live_ = new LiveViews(model_, driver_->controller(), curves_, this);
+  live_ = new LiveDocks(model_, driver_->controller(), curves_, this);
   // A view's header is its dock's title: "Attention maps · Run 2 · step 400" (the object name
   // keeps the bare title, which layouts and demo scripts find docks by).
   const auto setHeader = [](QWidget* view, const QString& header) {
@@ -98,9 +99,9 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     auto* dock = qobject_cast<QDockWidget*>(w);
     if (dock) dock->setWindowTitle(header.isEmpty() ? dock->objectName() : dock->objectName() + " · " + header);
   };
-  inspection_ = new InspectionViews(model_, driver_->controller(),
+  inspection_ = new SnapshotDocks(model_, driver_->controller(),
                                     {stableRank_, spectrum_, maps_, roles_, probeEdit_, probeNote_}, setHeader, this);
-  connect(inspection_, &InspectionViews::inspected, designDocks_, &DesignDocks::showInspection);
+  connect(inspection_, &SnapshotDocks::inspected, designDocks_, &DesignDocks::showInspection);
   LessonParts parts{model_, driver_, driver_->controller(), core_, diagram_, inspector_,
                     [this](const QString& title) { return dock(title); },
                     [this](const QString& title, const QString& text) { showError(title, text); }};
@@ -109,8 +110,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   presenter_ = new PresenterMode(this, inspector_, diagram_, this);
   presenter_->setKeepLesson([this] { return lessonPanel_->step() != nullptr; });
   const auto status = [this](const QString& text, int ms) { statusBar()->showMessage(text, ms); };
-  connect(live_, &LiveViews::message, this, status);
-  connect(inspection_, &InspectionViews::message, this, status);
+  connect(live_, &LiveDocks::message, this, status);
+  connect(inspection_, &SnapshotDocks::message, this, status);
   connect(driver_, &TrainingDriver::message, this, status);
   connect(files_, &SessionFiles::message, this, status);
   connect(files_, &SessionFiles::error, this, &MainWindow::showError);
@@ -142,7 +143,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
 MainWindow::~MainWindow() = default;
 
 TrainingController* MainWindow::controller() const { return driver_->controller(); }
-TeachingViews* MainWindow::teaching() const { return teachingDocks_->views(); }
+InspectorDocks* MainWindow::teaching() const { return teachingDocks_->views(); }
 LessonRunner* MainWindow::lessons() const { return teachingDocks_->runner(); }
 
 QList<QDockWidget*> MainWindow::docks() const { return findChildren<QDockWidget*>(); }

@@ -1,7 +1,7 @@
 #pragma once
 /// The explorer's main window: it builds the docks and menus and wires them to the document
 /// (SessionModel), the design docks' binding (DesignDocks), training (TrainingDriver) and the live
-/// views (LiveViews). It holds no state of the session and no feature logic of its own.
+/// views (LiveDocks). It holds no state of the session and no feature logic of its own.
 
 #include <QMainWindow>
 #include <QMessageBox>
@@ -35,7 +35,7 @@ class CoreEditor;
 class DesignDocks;
 class ExperimentsPanel;
 class TensorInspector;
-class TeachingViews;
+class InspectorDocks;
 class PresenterMode;
 class LessonPanel;
 class LessonRunner;
@@ -44,8 +44,8 @@ class RunsDocks;
 class BottleneckLab;
 class StableRankLab;
 class DesignPanel;
-class InspectionViews;
-class LiveViews;
+class SnapshotDocks;
+class LiveDocks;
 class RunsPanel;
 class SessionFiles;
 class SessionModel;
@@ -92,10 +92,10 @@ class MainWindow : public QMainWindow {
   viz::RoleClusterPlot* roleClusters() const { return roles_; }
   QLineEdit* probeEdit() const { return probeEdit_; }
   QLabel* probeNote() const { return probeNote_; }
-  InspectionViews* inspectionViews() const { return inspection_; }
+  SnapshotDocks* snapshotDocks() const { return inspection_; }
   ExperimentsPanel* experiments() const { return experiments_; }
   TensorInspector* inspector() const { return inspector_; }
-  TeachingViews* teaching() const;
+  InspectorDocks* teaching() const;
   PresenterMode* presenter() const { return presenter_; }
   LessonPanel* lessonPanel() const { return lessonPanel_; }
   LessonRunner* lessons() const;
@@ -150,8 +150,8 @@ class MainWindow : public QMainWindow {
   TrainingDriver* driver_ = nullptr;
   SessionFiles* files_ = nullptr;
   DesignDocks* designDocks_ = nullptr;
-  LiveViews* live_ = nullptr;
-  InspectionViews* inspection_ = nullptr;
+  LiveDocks* live_ = nullptr;
+  SnapshotDocks* inspection_ = nullptr;
 
   DesignPanel* design_ = nullptr;
   CoreEditor* core_ = nullptr;

@@ -91,7 +91,7 @@ void MainWindow::buildDocks() {
   auto* rankDock = addDock("Stable rank", stableRank_, Qt::BottomDockWidgetArea);
   tabifyDockWidget(rankDock, addDock("Spectrum of C", spectrum_, Qt::BottomDockWidgetArea));
   rankDock->raise();
-  // The maps dock: a probe the user types above the maps (InspectionViews runs it).
+  // The maps dock: a probe the user types above the maps (SnapshotDocks runs it).
   auto* mapsPane = new QWidget;
   auto* mapsColumn = new QVBoxLayout(mapsPane);
   mapsColumn->setContentsMargins(4, 2, 0, 0);

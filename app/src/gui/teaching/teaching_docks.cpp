@@ -12,8 +12,8 @@
 #include "gui/teaching/bottleneck_lab.h"
 #include "gui/teaching/lesson_panel.h"
 #include "gui/teaching/stable_rank_lab.h"
-#include "gui/teaching/teaching_views.h"
-#include "gui/training/inspection_views.h"
+#include "gui/teaching/inspector_docks.h"
+#include "gui/training/snapshot_docks.h"
 #include "model_core/snapshots.h"
 #include "spec/core_spec.h"
 #include "spec/tensor_network.h"
@@ -21,10 +21,10 @@
 
 namespace tensorscope::app {
 
-TeachingDocks::TeachingDocks(const LessonParts& parts, InspectionViews* inspections, const TeachingWidgets& widgets,
+TeachingDocks::TeachingDocks(const LessonParts& parts, SnapshotDocks* inspections, const TeachingWidgets& widgets,
                              std::function<void(const QString&)> openLab, QObject* parent)
     : QObject(parent), parts_(parts), widgets_(widgets), openLab_(std::move(openLab)) {
-  views_ = new TeachingViews(parts_.model, parts_.controller, inspections, parts_.diagram, parts_.inspector, this);
+  views_ = new InspectorDocks(parts_.model, parts_.controller, inspections, parts_.diagram, parts_.inspector, this);
   QString problems;
   widgets_.lessons->setLessons(shippedLessons(&problems), problems);
   runner_ = new LessonRunner(parts_, widgets_.lessons, this);
@@ -39,11 +39,11 @@ TeachingDocks::TeachingDocks(const LessonParts& parts, InspectionViews* inspecti
   connectInspectorClicks();
 }
 
-void TeachingDocks::connectLabs(InspectionViews* inspections) {
+void TeachingDocks::connectLabs(SnapshotDocks* inspections) {
   connect(widgets_.bottleneck, &BottleneckLab::labDone, runner_, [this] { runner_->labDone(spec::LessonLab::Bottleneck); });
   connect(widgets_.stableRank, &StableRankLab::labDone, runner_, [this] { runner_->labDone(spec::LessonLab::StableRank); });
   // The bottleneck lab can fit a trained run's maps; the stable-rank lab can take the design's C.
-  connect(inspections, &InspectionViews::inspected, this,
+  connect(inspections, &SnapshotDocks::inspected, this,
           [this](quint64, std::shared_ptr<const model_core::InspectionSnapshot> snap) {
             QStringList names;
             std::vector<model_core::HostTensor> maps;
@@ -78,7 +78,7 @@ void TeachingDocks::connectInspectorClicks() {
   QDockWidget* inspectorDock = parts_.dock ? parts_.dock("Inspector") : nullptr;
   if (!inspectorDock) return;
   // Only a visible inspector costs anything; a click on a tensor (not C: the core editor) shows it.
-  connect(inspectorDock, &QDockWidget::visibilityChanged, views_, &TeachingViews::setActive);
+  connect(inspectorDock, &QDockWidget::visibilityChanged, views_, &InspectorDocks::setActive);
   connect(parts_.diagram, &diagram_view::DiagramView::elementClicked, this,
           [this, inspectorDock](diagram_view::DiagramScene::Element kind, const QString& id) {
             const auto& nodes = parts_.diagram->network().nodes;

@@ -1,6 +1,6 @@
 #pragma once
 /// The teaching docks as observers of the document (like DesignDocks for the design docks): the
-/// Inspector's values (TeachingViews), the Lesson dock and its runner, and the two labs. It holds
+/// Inspector's values (InspectorDocks), the Lesson dock and its runner, and the two labs. It holds
 /// the teaching wiring the window used to: the design's C to the stable-rank lab, a run's maps to
 /// the bottleneck lab, a lab's result to the lesson's check, and the rule that a click on a tensor
 /// of the diagram (not C: the core editor shows C) shows the Inspector.
@@ -16,10 +16,10 @@ class QDockWidget;
 namespace tensorscope::app {
 
 class BottleneckLab;
-class InspectionViews;
+class SnapshotDocks;
 class LessonPanel;
 class StableRankLab;
-class TeachingViews;
+class InspectorDocks;
 
 /// The teaching widgets the window made (its docks hold them).
 struct TeachingWidgets {
@@ -33,14 +33,14 @@ class TeachingDocks : public QObject {
  public:
   /// `parts`: what the lessons read and drive (parts.dock finds the Inspector's and labs' docks);
   /// `openLab`: shows a lab's dock large, by its title.
-  TeachingDocks(const LessonParts& parts, InspectionViews* inspections, const TeachingWidgets& widgets,
+  TeachingDocks(const LessonParts& parts, SnapshotDocks* inspections, const TeachingWidgets& widgets,
                 std::function<void(const QString& title)> openLab, QObject* parent = nullptr);
 
-  TeachingViews* views() const { return views_; }
+  InspectorDocks* views() const { return views_; }
   LessonRunner* runner() const { return runner_; }
 
  private:
-  void connectLabs(InspectionViews* inspections);
+  void connectLabs(SnapshotDocks* inspections);
   void connectInspectorClicks();
   /// The current design's C to the stable-rank lab (nothing for a design without one, or too wide).
   void coreToLab();
@@ -48,7 +48,7 @@ class TeachingDocks : public QObject {
   LessonParts parts_;
   TeachingWidgets widgets_;
   std::function<void(const QString&)> openLab_;
-  TeachingViews* views_ = nullptr;
+  InspectorDocks* views_ = nullptr;
   LessonRunner* runner_ = nullptr;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 /// The training curves as an observer of training and of the document: the training run's metrics
 /// as they come, every other run's from its metrics log, overlaid or not. (The views of the model's
-/// insides are InspectionViews'.) It also tells the plot what the document knows about the runs:
+/// insides are SnapshotDocks'.) It also tells the plot what the document knows about the runs:
 /// their order (a run's colour is its place in the session, so a reopened session looks the same),
 /// where each fork starts (its parent's step, read from the checkpoint it starts from, so it
 /// survives a reopen), and the training time of each live point (counted as readMetricsCurves
@@ -24,10 +24,10 @@ namespace tensorscope::app {
 class SessionModel;
 class TrainingController;
 
-class LiveViews : public QObject {
+class LiveDocks : public QObject {
   Q_OBJECT
  public:
-  LiveViews(SessionModel* model, TrainingController* controller, viz::CurvesPlot* curves, QObject* parent = nullptr);
+  LiveDocks(SessionModel* model, TrainingController* controller, viz::CurvesPlot* curves, QObject* parent = nullptr);
 
  Q_SIGNALS:
   /// Something the user should read in the status bar (damaged lines of a metrics log).

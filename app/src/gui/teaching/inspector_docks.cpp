@@ -1,19 +1,14 @@
-#include "gui/teaching/teaching_views.h"
+#include "gui/teaching/inspector_docks.h"
 
-#include <QAction>
 #include <QDockWidget>
 #include <QFile>
 #include <QFutureWatcher>
-#include <QMainWindow>
-#include <QMenuBar>
-#include <QStatusBar>
 #include <QTimer>
-#include <QToolBar>
 #include <QtConcurrent/QtConcurrent>
 #include <algorithm>
 
 #include "diagram_view/diagram_view.h"
-#include "gui/training/inspection_views.h"
+#include "gui/training/snapshot_docks.h"
 #include "gui/document/session_model.h"
 #include "gui/teaching/tensor_inspector.h"
 #include "gui/training/training_controller.h"
@@ -31,22 +26,22 @@ struct Computed {
 
 }  // namespace
 
-TeachingViews::TeachingViews(SessionModel* model, TrainingController* controller, InspectionViews* inspections,
+InspectorDocks::InspectorDocks(SessionModel* model, TrainingController* controller, SnapshotDocks* inspections,
                              diagram_view::DiagramView* diagram, TensorInspector* inspector, QObject* parent)
     : QObject(parent), model_(model), controller_(controller), inspections_(inspections), diagram_(diagram),
       inspector_(inspector) {
   connect(diagram_, &diagram_view::DiagramView::elementClicked, inspector_,
           [this](diagram_view::DiagramScene::Element kind, const QString& id) { inspector_->showElement(kind, id); });
   connect(inspector_, &TensorInspector::highlightRequested, diagram_, &diagram_view::DiagramView::setHighlight);
-  connect(inspections_, &InspectionViews::inspected, this, &TeachingViews::onInspected);
+  connect(inspections_, &SnapshotDocks::inspected, this, &InspectorDocks::onInspected);
   for (auto signal : {&SessionModel::currentChanged, &SessionModel::designChanged, &SessionModel::statusChanged})
     connect(model_, signal, this, [this](quint64) { refresh(); });
   connect(model_, &SessionModel::currentLayerChanged, this, [this](int) { refresh(); });
-  connect(model_, &SessionModel::sessionReset, this, &TeachingViews::refresh);
+  connect(model_, &SessionModel::sessionReset, this, &InspectorDocks::refresh);
   refresh();
 }
 
-void TeachingViews::setActive(bool active) {
+void InspectorDocks::setActive(bool active) {
   if (active == active_) return;
   active_ = active;
   if (!active_) {
@@ -57,7 +52,7 @@ void TeachingViews::setActive(bool active) {
   refresh();
 }
 
-void TeachingViews::refresh() {
+void InspectorDocks::refresh() {
   if (pending_) return;
   pending_ = true;
   QTimer::singleShot(0, this, [this] {
@@ -66,14 +61,14 @@ void TeachingViews::refresh() {
   });
 }
 
-void TeachingViews::show(std::shared_ptr<const model_core::NetworkValues> values, const QString& caption) {
+void InspectorDocks::show(std::shared_ptr<const model_core::NetworkValues> values, const QString& caption) {
   shownRun_ = values && model_->count() ? model_->currentRun().id : 0;
   if (values) inspector_->setValues(std::move(values), caption);
   else inspector_->clear(caption);
   Q_EMIT valuesShown();
 }
 
-void TeachingViews::refreshNow() {
+void InspectorDocks::refreshNow() {
   if (model_->count() == 0) return;
   const spec::AttentionSpec design = model_->currentSpec();
   inspector_->setDesign(design, diagram_->network());  // the plan steps without values too
@@ -127,7 +122,7 @@ void TeachingViews::refreshNow() {
   }));
 }
 
-void TeachingViews::onInspected(quint64 runId, std::shared_ptr<const model_core::InspectionSnapshot> snap) {
+void InspectorDocks::onInspected(quint64 runId, std::shared_ptr<const model_core::InspectionSnapshot> snap) {
   if (!active_ || model_->count() == 0 || runId != model_->currentRun().id) return;
   if (snap && snap->network && snap->network->layer == model_->currentLayer()) {
     show(snap->network, QString("%1 · layer %2 · step %3 · %4 (live)")
@@ -144,82 +139,5 @@ void TeachingViews::onInspected(quint64 runId, std::shared_ptr<const model_core:
 }  // namespace tensorscope::app
 
 namespace tensorscope::app {
-
-PresenterMode::PresenterMode(QMainWindow* window, TensorInspector* inspector, diagram_view::DiagramView* diagram,
-                             QObject* parent)
-    : QObject(parent), window_(window), inspector_(inspector), diagram_(diagram) {
-  toggle_ = new QAction("&Presenter mode", this);
-  toggle_->setCheckable(true);
-  toggle_->setShortcut(QKeySequence(Qt::Key_F11));
-  toggle_->setToolTip("Full screen: the diagram and the inspector in large type; Right / Left step the plan, "
-                      "Space plays it, Esc leaves (F11)");
-  window_->addAction(toggle_);  // works with the menu bar hidden
-  connect(toggle_, &QAction::toggled, this, &PresenterMode::setActive);
-  const auto key = [this](const QKeySequence& seq, auto slot) {
-    auto* a = new QAction(this);
-    a->setShortcut(seq);
-    a->setShortcutContext(Qt::WindowShortcut);
-    a->setEnabled(false);
-    connect(a, &QAction::triggered, this, slot);
-    window_->addAction(a);
-    keys_ << a;
-  };
-  key(QKeySequence(Qt::Key_Right), [this] { inspector_->next(); });
-  key(QKeySequence(Qt::Key_Left), [this] { inspector_->back(); });
-  key(QKeySequence(Qt::Key_Space), [this] { inspector_->setPlaying(!inspector_->playing()); });
-  key(QKeySequence(Qt::Key_Escape), [this] { setActive(false); });
-}
-
-void PresenterMode::setActive(bool active) {
-  if (active == active_) return;
-  active_ = active;
-  {
-    const QSignalBlocker block(toggle_);
-    toggle_->setChecked(active);
-  }
-  for (QAction* a : keys_) a->setEnabled(active);
-  if (active) {
-    savedState_ = window_->saveState();
-    savedGeometry_ = window_->geometry();
-    wasMaximized_ = window_->isMaximized();
-    const bool lesson = keepLesson_ && keepLesson_();
-    for (QDockWidget* d : window_->findChildren<QDockWidget*>()) {
-      const QString t = d->objectName();
-      if (t != "Diagram" && t != "Inspector" && !(t == "Lesson" && lesson)) d->hide();
-    }
-    QDockWidget* diagramDock = nullptr;
-    QDockWidget* inspectorDock = nullptr;
-    for (QDockWidget* d : window_->findChildren<QDockWidget*>()) {
-      if (d->objectName() == "Diagram") diagramDock = d;
-      if (d->objectName() == "Inspector") inspectorDock = d;
-    }
-    if (diagramDock && inspectorDock) {
-      diagramDock->show();
-      inspectorDock->show();
-      inspectorDock->raise();
-      window_->splitDockWidget(diagramDock, inspectorDock, Qt::Horizontal);
-      window_->resizeDocks({diagramDock, inspectorDock}, {window_->width() * 3 / 5, window_->width() * 2 / 5}, Qt::Horizontal);
-    }
-    hiddenBars_.clear();
-    for (QWidget* bar : std::initializer_list<QWidget*>{window_->menuBar(), window_->statusBar()})
-      if (bar && bar->isVisible()) hiddenBars_ << bar;
-    for (QToolBar* bar : window_->findChildren<QToolBar*>())
-      if (bar->isVisible()) hiddenBars_ << bar;
-    for (QWidget* bar : hiddenBars_) bar->hide();
-    inspector_->setFontScale(kFontScale);
-    window_->showFullScreen();
-    diagram_->fitToView();
-  } else {
-    for (QWidget* bar : hiddenBars_) bar->show();
-    hiddenBars_.clear();
-    inspector_->setFontScale(1.0);
-    if (wasMaximized_) window_->showMaximized();
-    else window_->showNormal();
-    window_->setGeometry(savedGeometry_);
-    window_->restoreState(savedState_);
-    diagram_->fitToView();
-  }
-  Q_EMIT activeChanged(active);
-}
 
 }  // namespace tensorscope::app

@@ -13,9 +13,6 @@
 #include <functional>
 #include <memory>
 
-class QAction;
-class QMainWindow;
-
 namespace tensorscope::diagram_view {
 class DiagramView;
 }
@@ -26,15 +23,15 @@ struct NetworkValues;
 
 namespace tensorscope::app {
 
-class InspectionViews;
+class SnapshotDocks;
 class SessionModel;
 class TensorInspector;
 class TrainingController;
 
-class TeachingViews : public QObject {
+class InspectorDocks : public QObject {
   Q_OBJECT
  public:
-  TeachingViews(SessionModel* model, TrainingController* controller, InspectionViews* inspections,
+  InspectorDocks(SessionModel* model, TrainingController* controller, SnapshotDocks* inspections,
                 diagram_view::DiagramView* diagram, TensorInspector* inspector, QObject* parent = nullptr);
 
   /// Only an active inspector (its dock shown) costs anything: the training run evaluates every
@@ -60,7 +57,7 @@ class TeachingViews : public QObject {
 
   SessionModel* model_;
   TrainingController* controller_;
-  InspectionViews* inspections_;
+  SnapshotDocks* inspections_;
   diagram_view::DiagramView* diagram_;
   TensorInspector* inspector_;
   bool active_ = false;
@@ -69,41 +66,6 @@ class TeachingViews : public QObject {
   quint64 ticket_ = 0;  ///< the newest computation asked for; older answers are dropped
   quint64 shownRun_ = 0;  ///< the run whose values the inspector shows (0: none)
   QString lastProbe_;
-};
-
-/// Presenter mode (View > Presenter mode, F11): the window full screen with only the diagram and
-/// the inspector (and the Lesson dock while a lesson runs), large fonts, menus and toolbars hidden;
-/// Right / Left step the plan, Space plays it, Esc or F11 leave, and everything comes back as it
-/// was (docks, geometry, fonts).
-class PresenterMode : public QObject {
-  Q_OBJECT
- public:
-  PresenterMode(QMainWindow* window, TensorInspector* inspector, diagram_view::DiagramView* diagram,
-                QObject* parent = nullptr);
-  /// The View menu's checkable entry (F11).
-  QAction* toggleAction() const { return toggle_; }
-  /// Whether the Lesson dock stays beside the diagram (a lesson is running).
-  void setKeepLesson(std::function<bool()> keep) { keepLesson_ = std::move(keep); }
-  bool active() const { return active_; }
-  void setActive(bool active);
-  /// The inspector's font scale while presenting.
-  static constexpr double kFontScale = 1.6;
-
- Q_SIGNALS:
-  void activeChanged(bool active);
-
- private:
-  QMainWindow* window_;
-  TensorInspector* inspector_;
-  diagram_view::DiagramView* diagram_;
-  QAction* toggle_;
-  QList<QAction*> keys_;  ///< Right, Left, Space, Esc: enabled only while presenting
-  bool active_ = false;
-  QByteArray savedState_;
-  QRect savedGeometry_;
-  bool wasMaximized_ = false;
-  QList<QWidget*> hiddenBars_;
-  std::function<bool()> keepLesson_;
 };
 
 }  // namespace tensorscope::app

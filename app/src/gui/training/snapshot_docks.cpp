@@ -1,4 +1,4 @@
-#include "gui/training/inspection_views.h"
+#include "gui/training/snapshot_docks.h"
 
 #include <QFileInfo>
 #include <QFutureWatcher>
@@ -36,17 +36,17 @@ struct ProbeResult {
 };
 }  // namespace
 
-InspectionViews::InspectionViews(SessionModel* model, TrainingController* controller,
-                                 const InspectionViewWidgets& views, ViewHeaderSetter setHeader, QObject* parent)
+SnapshotDocks::SnapshotDocks(SessionModel* model, TrainingController* controller,
+                                 const SnapshotWidgets& views, ViewHeaderSetter setHeader, QObject* parent)
     : QObject(parent), setHeader_(std::move(setHeader)), model_(model), v_(views), controller_(controller) {
-  connect(controller, &TrainingController::inspected, this, &InspectionViews::onInspection);
+  connect(controller, &TrainingController::inspected, this, &SnapshotDocks::onInspection);
   connect(controller, &TrainingController::message, this, [this](const QString& text) {
     if (text.startsWith("probe ")) {  // the training run could not read the probe
       trainerProbe_.clear();
       note(text, true);
     }
   });
-  connect(v_.roles, &viz::RoleClusterPlot::kChanged, this, &InspectionViews::reclusterRoles);
+  connect(v_.roles, &viz::RoleClusterPlot::kChanged, this, &SnapshotDocks::reclusterRoles);
   connect(v_.roles, &viz::RoleClusterPlot::sourceChanged, this, [this](int index) {
     if (last_ && index >= 0 && index < static_cast<int>(last_->roles.size()))
       setRoleSource(last_->roles[index].layer, last_->roles[index].head);
@@ -59,7 +59,7 @@ InspectionViews::InspectionViews(SessionModel* model, TrainingController* contro
     liveRun_ = 0;
     showSelectedRun();
   });
-  connect(model_, &SessionModel::currentChanged, this, &InspectionViews::showSelectedRun);
+  connect(model_, &SessionModel::currentChanged, this, &SnapshotDocks::showSelectedRun);
   connect(model_, &SessionModel::runsChanged, this, [this] {
     if (model_->currentRun().id != shownRun_ || (!last_ && !model_->currentRun().runDir.isEmpty())) showSelectedRun();
   });
@@ -81,7 +81,7 @@ InspectionViews::InspectionViews(SessionModel* model, TrainingController* contro
   connect(v_.spectrum, &viz::SpectrumPlot::layerChanged, model_, &SessionModel::setCurrentLayer);
 }
 
-void InspectionViews::clearInspectionViews(const QString& why) {
+void SnapshotDocks::clearInspectionViews(const QString& why) {
   last_.reset();
   rankHistory_ = false;
   lastRoles_ = {};
@@ -91,12 +91,12 @@ void InspectionViews::clearInspectionViews(const QString& why) {
   explain(why);
 }
 
-void InspectionViews::explain(const QString& why) {
+void SnapshotDocks::explain(const QString& why) {
   v_.maps->clear(why);
   v_.roles->showMessage(why);
 }
 
-void InspectionViews::showSelectedRun() {
+void SnapshotDocks::showSelectedRun() {
   const int index = model_->current();
   if (index < 0 || index >= model_->count()) return;
   const RunEntry& run = model_->run(index);
@@ -149,14 +149,14 @@ void InspectionViews::showSelectedRun() {
   applyProbe();
 }
 
-void InspectionViews::show(std::shared_ptr<const model_core::InspectionSnapshot> snap) {
+void SnapshotDocks::show(std::shared_ptr<const model_core::InspectionSnapshot> snap) {
   if (snap) drawSnapshot(*snap);
   last_ = snap;
   setHeaders();
   Q_EMIT inspected(shownRun_, snap);
 }
 
-void InspectionViews::note(const QString& text, bool error) {
+void SnapshotDocks::note(const QString& text, bool error) {
   noteIsError_ = error && !text.isEmpty();
   if (!v_.probeNote) return;
   v_.probeNote->setText(text);
@@ -164,7 +164,7 @@ void InspectionViews::note(const QString& text, bool error) {
   v_.probeNote->setStyleSheet(noteIsError_ ? "color: #d0342c;" : "");
 }
 
-void InspectionViews::setProbe(const QString& probe) {
+void SnapshotDocks::setProbe(const QString& probe) {
   probe_ = probe;
   if (v_.probe && v_.probe->text() != probe) v_.probe->setText(probe);
   note({});
@@ -174,7 +174,7 @@ void InspectionViews::setProbe(const QString& probe) {
   else applyProbe();
 }
 
-void InspectionViews::applyProbe() {
+void SnapshotDocks::applyProbe() {
   const int index = model_->current();
   if (index < 0 || index >= model_->count()) return;
   const RunEntry& run = model_->run(index);
@@ -220,7 +220,7 @@ void InspectionViews::applyProbe() {
   }));
 }
 
-void InspectionViews::setHeaders() {
+void SnapshotDocks::setHeaders() {
   const QString step = last_ ? stepHeader(shownName_, last_->step) : QString();
   setHeader_(v_.stableRank, rankHistory_ || (last_ && !last_->stable_ranks.empty()) ? shownName_ : QString());
   setHeader_(v_.spectrum, step);
@@ -228,7 +228,7 @@ void InspectionViews::setHeaders() {
   setHeader_(v_.roles, last_ && !last_->roles.empty() ? step : QString());
 }
 
-void InspectionViews::onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap) {
+void SnapshotDocks::onInspection(std::shared_ptr<const model_core::InspectionSnapshot> snap) {
   if (!snap) return;
   live_ = snap;
   liveRun_ = model_->trainingRunId();
@@ -241,7 +241,7 @@ void InspectionViews::onInspection(std::shared_ptr<const model_core::InspectionS
   Q_EMIT inspected(liveRun_, snap);
 }
 
-void InspectionViews::drawSnapshot(const model_core::InspectionSnapshot& snap) {
+void SnapshotDocks::drawSnapshot(const model_core::InspectionSnapshot& snap) {
   const double step = double(snap.step);
   const auto design = model_->currentSpec();  // the shown run's design (a training run's is locked)
   if (!snap.stable_ranks.empty()) {
@@ -270,16 +270,16 @@ void InspectionViews::drawSnapshot(const model_core::InspectionSnapshot& snap) {
   drawRoles(&snap, v_.roles->k());
 }
 
-void InspectionViews::reclusterRoles(int k) { drawRoles(last_.get(), k); }
+void SnapshotDocks::reclusterRoles(int k) { drawRoles(last_.get(), k); }
 
-void InspectionViews::setRoleSource(int layer, int head) {
+void SnapshotDocks::setRoleSource(int layer, int head) {
   if (roleChoice_ == std::make_pair(layer, head)) return;
   roleChoice_ = {layer, head};
   lastRoles_ = {};  // another head's picture: nothing to align with
   drawRoles(last_.get(), v_.roles->k());
 }
 
-void InspectionViews::drawRoles(const model_core::InspectionSnapshot* shown, int k) {
+void SnapshotDocks::drawRoles(const model_core::InspectionSnapshot* shown, int k) {
   if (!shown) return;  // the views say why they are empty
   if (shown->roles.empty() || shown->roles.front().vectors.rows() < 3) {
     v_.roles->setSources({}, -1);

@@ -4,7 +4,7 @@
 /// maps and the TP role clusters. They always show the selected run: the training run's inspections
 /// as they come, any other run's as its run directory kept them (model_core/inspection_files.h), and
 /// nothing (with the reason) for a run that has none. Each view's dock title says "run · step".
-/// (The curves are LiveViews'.)
+/// (The curves are LiveDocks'.)
 
 #include <QObject>
 #include <QString>
@@ -32,7 +32,7 @@ namespace tensorscope::app {
 class SessionModel;
 class TrainingController;
 
-struct InspectionViewWidgets {
+struct SnapshotWidgets {
   viz::StableRankPlot* stableRank = nullptr;
   viz::SpectrumPlot* spectrum = nullptr;
   viz::AttentionMapGrid* maps = nullptr;
@@ -44,10 +44,10 @@ struct InspectionViewWidgets {
 /// Sets the header ("run · step") a view shows; empty: the view shows no run's data.
 using ViewHeaderSetter = std::function<void(QWidget* view, const QString& header)>;
 
-class InspectionViews : public QObject {
+class SnapshotDocks : public QObject {
   Q_OBJECT
  public:
-  InspectionViews(SessionModel* model, TrainingController* controller, const InspectionViewWidgets& views,
+  SnapshotDocks(SessionModel* model, TrainingController* controller, const SnapshotWidgets& views,
                   ViewHeaderSetter setHeader, QObject* parent = nullptr);
   /// Redraws the role clusters of the last inspection with k clusters.
   void reclusterRoles(int k);
@@ -105,7 +105,7 @@ class InspectionViews : public QObject {
   quint64 liveRun_ = 0;
 
   SessionModel* model_;
-  InspectionViewWidgets v_;
+  SnapshotWidgets v_;
   std::shared_ptr<const model_core::InspectionSnapshot> last_;
   RoleProjection lastRoles_;  ///< the role picture on show, to align the next one with
   std::pair<int, int> roleChoice_{-1, -1};

@@ -1,4 +1,4 @@
-#include "gui/training/live_views.h"
+#include "gui/training/live_docks.h"
 
 #include <QSettings>
 
@@ -12,16 +12,16 @@
 
 namespace tensorscope::app {
 
-LiveViews::LiveViews(SessionModel* model, TrainingController* controller, viz::CurvesPlot* curves, QObject* parent)
+LiveDocks::LiveDocks(SessionModel* model, TrainingController* controller, viz::CurvesPlot* curves, QObject* parent)
     : QObject(parent), model_(model), curves_(curves) {
-  connect(controller, &TrainingController::metrics, this, &LiveViews::onMetrics);
-  connect(controller, &TrainingController::evaluated, this, &LiveViews::onEvaluated);
+  connect(controller, &TrainingController::metrics, this, &LiveDocks::onMetrics);
+  connect(controller, &TrainingController::evaluated, this, &LiveDocks::onEvaluated);
 
   curves_->setHiddenMetrics(QSettings().value("curves/hiddenMetrics").toStringList());
   connect(curves_, &viz::CurvesPlot::metricFilterChanged, this,
           [this] { QSettings().setValue("curves/hiddenMetrics", curves_->hiddenMetrics()); });
-  connect(model_, &SessionModel::sessionReset, this, &LiveViews::reloadAllCurves);
-  connect(model_, &SessionModel::runsChanged, this, &LiveViews::syncRuns);
+  connect(model_, &SessionModel::sessionReset, this, &LiveDocks::reloadAllCurves);
+  connect(model_, &SessionModel::runsChanged, this, &LiveDocks::syncRuns);
   connect(model_, &SessionModel::runRemoved, curves_, [this](quint64, const QString& name) { curves_->removeRun(name); });
   connect(model_, &SessionModel::overlayChanged, this, [this](quint64 runId, bool shown) {
     const int i = model_->indexOf(runId);
@@ -37,12 +37,12 @@ LiveViews::LiveViews(SessionModel* model, TrainingController* controller, viz::C
   });
 }
 
-QString LiveViews::trainingRunName() const {
+QString LiveDocks::trainingRunName() const {
   const int i = model_->trainingIndex();
   return i < 0 ? QString() : model_->run(i).name;
 }
 
-void LiveViews::syncRuns() {
+void LiveDocks::syncRuns() {
   QStringList order;
   for (int i = 0; i < model_->count(); ++i) order << model_->run(i).name;
   curves_->setRunOrder(order);
@@ -61,14 +61,14 @@ void LiveViews::syncRuns() {
   }
 }
 
-void LiveViews::reloadAllCurves() {
+void LiveDocks::reloadAllCurves() {
   curves_->clear();
   loadedDirs_.clear();
   syncRuns();
   for (int i = 0; i < model_->count(); ++i) loadCurves(i);
 }
 
-void LiveViews::loadCurves(int index) {
+void LiveDocks::loadCurves(int index) {
   if (index < 0 || !model_->overlaid(index)) return;
   const RunEntry& run = model_->run(index);
   if (run.runDir.isEmpty()) return;
@@ -85,7 +85,7 @@ void LiveViews::loadCurves(int index) {
     curves_->setSeries(QString::fromStdString(name), s.steps, s.values, run.name, s.times);
 }
 
-void LiveViews::onMetrics(const QVector<model_core::MetricsSnapshot>& batch) {
+void LiveDocks::onMetrics(const QVector<model_core::MetricsSnapshot>& batch) {
   const QString run = trainingRunName();
   if (run.isEmpty() || batch.isEmpty()) return;
   // Training time as readMetricsCurves counts it from the log (each step's throughput), so the
@@ -112,7 +112,7 @@ void LiveViews::onMetrics(const QVector<model_core::MetricsSnapshot>& batch) {
   curves_->appendPoints("lr", steps, lr, run, times);
 }
 
-void LiveViews::onEvaluated(const model_core::EvalSnapshot& e) {
+void LiveDocks::onEvaluated(const model_core::EvalSnapshot& e) {
   const QString run = trainingRunName();
   if (run.isEmpty()) return;
   const QString split = QString::fromStdString(e.split);
