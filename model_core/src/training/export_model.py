@@ -695,16 +695,21 @@ def _matrix(values, rows, cols, what):
     return torch.tensor(flat, dtype=torch.float64).reshape(rows, cols).float()
 
 
-def read_config(directory):
-    path = os.path.join(directory, "config.json")
+def _read_json(path, missing_hint):
+    """The JSON document at `path`: FileNotFoundError (with `missing_hint`) when there is none,
+    ValueError naming the file for malformed JSON."""
     if not os.path.isfile(path):
-        raise FileNotFoundError("%s: missing (an exported Tensorscope run holds config.json, model.safetensors "
-                                "and model.py)" % path)
+        raise FileNotFoundError("%s: missing (%s)" % (path, missing_hint))
     with open(path, "r", encoding="utf-8") as f:
         try:
-            config = json.load(f)
+            return json.load(f)
         except json.JSONDecodeError as e:
             raise ValueError("%s: malformed JSON: %s" % (path, e)) from None
+
+
+def read_config(directory):
+    path = os.path.join(directory, "config.json")
+    config = _read_json(path, "an exported Tensorscope run holds config.json, model.safetensors and model.py")
     if not isinstance(config, dict) or config.get("format") != RUN_CONFIG_FORMAT:
         raise ValueError("%s: not a Tensorscope run config (format must be %r)" % (path, RUN_CONFIG_FORMAT))
     if "model" not in config or "attention" not in config["model"]:
@@ -769,14 +774,7 @@ def load_vocabulary(directory=None):
     when it is not a valid Tensorscope vocabulary."""
     directory = directory or os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(directory, "vocab.json")
-    if not os.path.isfile(path):
-        raise FileNotFoundError("%s: missing (exports of sequence tasks hold vocab.json; image classifiers have no "
-                                "vocabulary)" % path)
-    with open(path, "r", encoding="utf-8") as f:
-        try:
-            v = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError("%s: malformed JSON: %s" % (path, e)) from None
+    v = _read_json(path, "exports of sequence tasks hold vocab.json; image classifiers have no vocabulary")
     if not isinstance(v, dict) or v.get("format") != VOCABULARY_FORMAT:
         raise ValueError("%s: not a Tensorscope vocabulary (format must be %r)" % (path, VOCABULARY_FORMAT))
     if v.get("version") != 1:
