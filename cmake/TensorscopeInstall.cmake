@@ -1,7 +1,7 @@
 # cmake --install (GNUInstallDirs): the binary, its resources (example sessions and run configs),
 # the docs and the papers' references, the man page generated from the real --help text, bash
 # completion, and with the GUI the desktop entry, icons, AppStream metainfo and the session MIME
-# type. The installed binary finds its resources relative to its prefix (app/src/gui/document/session.cpp).
+# type. The installed binary finds its resources relative to its prefix (app/src/gui/document/app_paths.cpp).
 install(TARGETS tensorscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY resources/sessions resources/examples resources/sweeps resources/lessons DESTINATION ${CMAKE_INSTALL_DATADIR}/tensorscope)
 install(FILES README.md resources/desktop/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -15,7 +15,7 @@
 #include "gui/shell/demo_runner.h"
 #include "gui/figures/image_file.h"
 #include "gui/shell/main_window.h"
-#include "gui/document/session.h"
+#include "gui/document/app_paths.h"
 #include "gui/shell/session_files.h"
 #endif
 

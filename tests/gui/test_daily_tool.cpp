@@ -24,6 +24,8 @@
 #include "gui/design/design_panel.h"
 #include "model_core/run_config.h"
 #include "gui/document/session.h"
+#include "gui/document/app_paths.h"
+#include "gui/document/session_history.h"
 #include "gui/training/training_driver.h"
 #include "gui/training/training_controller.h"
 #include "viz/attention_map_grid.h"

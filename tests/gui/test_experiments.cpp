@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "gui/design/design_panel.h"
-#include "gui/document/session.h"
+#include "gui/document/app_paths.h"
 #include "gui/experiments/experiments_panel.h"
 #include "gui/experiments/sweep_dialog.h"
 #include "model_core/sweep.h"

@@ -30,6 +30,7 @@
 #include "gui/document/session_model.h"
 #include "gui/training/training_driver.h"
 #include "gui/document/session.h"
+#include "gui/document/app_paths.h"
 #include "gui/training/training_panel.h"
 #include "gui/training/training_controller.h"
 #include "spec/validation.h"

@@ -15,6 +15,7 @@
 
 #include "gui/training/live_docks.h"
 #include "gui/training/run_features.h"
+#include "gui/document/default_session.h"
 #include "gui/document/session_model.h"
 #include "gui/training/training_controller.h"
 #include "model_core/host_tensor.h"

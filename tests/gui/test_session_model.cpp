@@ -6,6 +6,8 @@
 #include <QUndoStack>
 
 #include "gui/document/session.h"
+#include "gui/document/default_session.h"
+#include "gui/document/app_paths.h"
 #include "gui/document/session_model.h"
 #include "spec/attention_spec.h"
 

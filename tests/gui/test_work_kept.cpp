@@ -21,6 +21,8 @@
 #include "gui/design/design_panel.h"
 #include "gui/training/runs_panel.h"
 #include "gui/document/session.h"
+#include "gui/document/default_session.h"
+#include "gui/document/app_paths.h"
 #include "gui/training/training_controller.h"
 #include "viz/attention_map_grid.h"
 #include "window_test_util.h"

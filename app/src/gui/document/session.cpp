@@ -1,31 +1,16 @@
 #include "gui/document/session.h"
 
-#include <QCoreApplication>
-#include <QDir>
 #include <QFile>
-#include <QFileInfo>
-#include <QSettings>
-#include <QStandardPaths>
 #include <nlohmann/json.hpp>
 
-#include <cmath>
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 
 #include "files/atomic_file.h"
 #include "files/read_file.h"
-#include "spec/cost_model.h"
 #include "spec/json_reader.h"
 #include "spec/spec_json.h"
-
-// Set by app/CMakeLists.txt; other builds of this file (the session fuzz harness) find resources
-// only where an install puts them.
-#ifndef TENSORSCOPE_BIN_TO_DATA
-#define TENSORSCOPE_BIN_TO_DATA "../share"
-#endif
-#ifndef TENSORSCOPE_BUILD_DIR
-#define TENSORSCOPE_BUILD_DIR ""
-#endif
 
 namespace tensorscope::app {
 namespace {
@@ -199,143 +184,6 @@ QStringList invalidRuns(const Session& session) {
                  .arg(run.name, problems.front(),
                       problems.size() > 1 ? QString(" (and %1 more)").arg(problems.size() - 1) : QString());
   return out;
-}
-
-model_core::RunConfig defaultRunConfig(const spec::AttentionSpec& s, const QString& task) {
-  model_core::RunConfig c;
-  c.task.name = task.toStdString();
-  // Reversing 16 digits: MHSA and dense THSA reach 100% exact match by step 100, 64 heads of size
-  // 1 (Tuformer's heads-only) only by step 300-400 (measured over three seeds, docs/decisions.md),
-  // so the first runs learn within a minute and differ. Sorting 8 digits is learnt as quickly.
-  const bool reverse = task == "reverse", sort = task == "sort";
-  c.task.seq_len = reverse ? 56 : sort ? 32 : 64;
-  c.task.algorithmic_length = reverse ? 16 : 8;
-  c.task.algorithmic_alphabet = 10;
-  c.model.layers = 2;
-  c.model.d_model = s.sizes.F;
-  c.model.ffn_multiplier = 4;
-  auto spec = s;
-  spec.causal = true;
-  spec.sizes.seq_len = c.task.seq_len;
-  c.model.attention = {spec};
-  c.train.steps = reverse ? 600 : sort ? 1000 : 2000;
-  c.train.batch = 32;
-  c.train.lr = 2e-3;
-  c.train.warmup = 100;
-  c.train.eval_interval = reverse || sort ? 50 : 100;
-  c.train.eval_examples = 128;
-  c.train.checkpoint_interval = reverse ? 200 : 250;
-  c.train.inspect_interval = 25;
-  return c;
-}
-
-Session defaultSession() {
-  // Three designs at MHSA's attention parameter count (F = 64, H = 4, D = 16): MHSA; dense THSA,
-  // whose R = H·D is chosen so that its count is the closest (the dense core adds R² parameters);
-  // and Tuformer's heads-only core, 64 heads of size 1, which learns visibly later (a head of size
-  // 1 scores keys by one number: it cannot single out a middle position sharply).
-  auto mhsa = spec::makeSpecPreset("mhsa");
-  const auto target = spec::parameterCount(mhsa);
-  spec::AttentionSpec best;
-  std::int64_t bestGap = -1;
-  for (int D = 1; D <= 32; ++D) {
-    auto t = spec::makeSpecPreset("thsa");
-    t.sizes.H = 4;
-    t.sizes.D = D;
-    t.sizes.R = 4 * D;
-    t.core = spec::makeCorePreset("thsa", 4, D);
-    const auto gap = std::llabs(spec::parameterCount(t) - target);
-    if (bestGap < 0 || gap < bestGap) {
-      bestGap = gap;
-      best = t;
-    }
-  }
-  auto headsOnly = spec::makeSpecPreset("thsa");
-  headsOnly.sizes.H = 64;
-  headsOnly.sizes.D = 1;
-  headsOnly.sizes.R = 64;
-  headsOnly.core = spec::makeCorePreset("heads_only", 64, 1);
-  Session s;
-  s.runs.push_back({"MHSA", defaultRunConfig(mhsa, "reverse"), {}, {}});
-  s.runs.push_back({"THSA", defaultRunConfig(best, "reverse"), {}, {}});
-  s.runs.push_back({"THSA heads-only (64 heads of size 1)", defaultRunConfig(headsOnly, "reverse"), {}, {}});
-  s.runs.push_back(referenceDenseThsaRun());
-  s.current = 1;
-  return s;
-}
-
-RunEntry referenceDenseThsaRun() {
-  auto t = spec::makeSpecPreset("thsa");
-  t.sizes.F = 128;
-  t.sizes.H = 4;
-  t.sizes.D = 32;
-  t.sizes.R = 128;
-  t.core = spec::makeCorePreset("thsa", 4, 32);
-  auto c = defaultRunConfig(t, "char_lm");
-  c.task.seq_len = 128;
-  c.model.attention.front().sizes.seq_len = 128;
-  c.model.layers = 4;
-  c.model.positions = "learned";
-  c.model.tied_embeddings = true;
-  c.train.lr = 1e-3;
-  c.train.weight_decay = 0.01;
-  c.train.grad_clip = 1.0;
-  return {"THSA dense · reference size", c, {}, {}};
-}
-
-QString resourceDirectory(const QString& kind) {
-  const QString bin = QCoreApplication::applicationDirPath();
-  // Installed: DATADIR/tensorscope/KIND relative to the binary's BINDIR (GNUInstallDirs), wherever
-  // the prefix was moved.
-  const QDir installed(QDir(bin).filePath(QStringLiteral(TENSORSCOPE_BIN_TO_DATA "/tensorscope/") + kind));
-  if (installed.exists()) return installed.canonicalPath();
-  // A binary of this build tree (the explorer, the tests) reads the source tree's resources; an
-  // installed one never does.
-  const QString build = QFileInfo(QStringLiteral(TENSORSCOPE_BUILD_DIR)).canonicalFilePath();
-  const QString here = QFileInfo(bin).canonicalFilePath();
-  if (!build.isEmpty() && (here == build || here.startsWith(build + '/')))
-    return QStringLiteral(TENSORSCOPE_SOURCE_DIR "/resources/") + kind;
-  return {};
-}
-
-QStringList exampleSessionPaths() {
-  QStringList out;
-  const QDir d(resourceDirectory(QStringLiteral("sessions")));
-  if (d.path().isEmpty() || !d.exists()) return out;
-  for (const auto& f : d.entryList({"*.json"}, QDir::Files, QDir::Name)) out << d.absoluteFilePath(f);
-  return out;
-}
-
-QString withSessionSuffix(const QString& path) {
-  if (path.isEmpty() || path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive)) return path;
-  return path + QString::fromLatin1(kSessionSuffix);
-}
-
-bool isExampleSession(const QString& path) {
-  const QString canonical = QFileInfo(path).canonicalFilePath();
-  if (canonical.isEmpty()) return false;
-  for (const QString& e : exampleSessionPaths())
-    if (QFileInfo(e).canonicalFilePath() == canonical) return true;
-  return false;
-}
-
-QString autosavePath() {
-  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/autosave.session.json";
-}
-
-bool autosaveWorthRestoring() {
-  return QFileInfo::exists(autosavePath()) && !QSettings().value("cleanExit", true).toBool();
-}
-
-void setCleanExit(bool clean) { QSettings().setValue("cleanExit", clean); }
-
-QStringList recentSessions() { return QSettings().value("recentSessions").toStringList(); }
-
-void rememberRecentSession(const QString& path) {
-  auto recent = recentSessions();
-  recent.removeAll(path);
-  recent.prepend(path);
-  QSettings().setValue("recentSessions", recent.mid(0, 8));
 }
 
 }  // namespace tensorscope::app

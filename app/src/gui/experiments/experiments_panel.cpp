@@ -23,7 +23,7 @@
 #include <cmath>
 #include <map>
 
-#include "gui/document/session.h"
+#include "gui/document/app_paths.h"
 #include "model_core/sweep.h"
 #include "sweeps/slurm_client.h"
 

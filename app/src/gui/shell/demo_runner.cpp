@@ -1,7 +1,7 @@
 #include "gui/shell/demo_runner.h"
 
 #include "gui/training/snapshot_docks.h"
-#include "gui/document/session.h"
+#include "gui/document/app_paths.h"
 
 #include <QFileInfo>
 

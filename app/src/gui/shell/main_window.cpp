@@ -28,6 +28,7 @@
 
 #include "diagram_view/diagram_view.h"
 #include "gui/shell/app_theme.h"
+#include "gui/document/session_history.h"
 #include "gui/design/core_editor.h"
 #include "gui/design/design_docks.h"
 #include "gui/design/design_panel.h"

@@ -9,6 +9,9 @@
 #include <QTimer>
 
 #include "gui/document/session.h"
+#include "gui/document/default_session.h"
+#include "gui/document/app_paths.h"
+#include "gui/document/session_history.h"
 #include "gui/document/session_model.h"
 #include "gui/training/training_driver.h"
 

@@ -14,7 +14,8 @@
 #include <algorithm>
 
 #include "diagram_view/diagram_view.h"
-#include "gui/document/session.h"
+#include "gui/document/default_session.h"
+#include "gui/document/app_paths.h"
 #include "gui/document/session_model.h"
 #include "model_core/run_directory.h"
 #include "spec/tensor_network.h"

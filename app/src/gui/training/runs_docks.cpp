@@ -4,6 +4,7 @@
 
 #include "gui/document/run_status.h"
 #include "gui/document/session.h"
+#include "gui/document/default_session.h"
 #include "gui/document/session_model.h"
 #include "gui/training/run_features.h"
 #include "gui/training/runs_panel.h"
