@@ -11,6 +11,9 @@ include and the rule it breaks) when
     experiments: + training; teaching: + design, training; shell/ may include every feature;
     no feature includes shell/;
   * anything under gui/ includes cli/ (shared text lives in common/);
+  * a file other than the window's own (shell/main_window*.cpp, shell/main_menus.cpp) and main.cpp
+    includes gui/shell/main_window.h: runners and docks are given the parts they drive
+    (LessonParts, DemoParts), never the window;
   * sweeps/ (the process pool and Slurm client: plain C++) includes Qt, torch, gui/ or cli/;
   * common/ includes gui/ or cli/.
 Torch-free includes are the CMake firewall's (cmake/TensorscopeTargets.cmake); this checks the folders.
@@ -30,6 +33,9 @@ ALLOWED = {
     "teaching": {"document", "design", "training"},
     "shell": set(FEATURES) - {"shell"},
 }
+# The files that may include the window's header: the window itself, its menus, and main().
+WINDOW_HEADER = "gui/shell/main_window.h"
+WINDOW_FILES = {"gui/shell/main_window.cpp", "gui/shell/main_window_docks.cpp", "gui/shell/main_menus.cpp", "main.cpp"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 
@@ -59,6 +65,9 @@ def check(app_src):
             for number, kind, target in includes(path):
                 where = "%s:%d: #include %s" % (rel, number, target)
                 head = target.split("/")[0]
+                # (A feature including it already breaks "no feature includes shell/".)
+                if target == WINDOW_HEADER and folder in ("shell", None) and rel.replace(os.sep, "/") not in WINDOW_FILES:
+                    problems.append(where + ": only the window's own files include it; give the parts instead (LessonParts, DemoParts)")
                 if top == "gui":
                     if head == "cli":
                         problems.append(where + ": gui/ never includes cli/ (shared text lives in common/)")

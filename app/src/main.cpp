@@ -82,7 +82,7 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
   std::unique_ptr<app::DemoRunner> runner;
   if (demo) {
     try {
-      runner = std::make_unique<app::DemoRunner>(&window, app::readDemoScript(*demo));
+      runner = std::make_unique<app::DemoRunner>(window.demoParts(), app::readDemoScript(*demo));
     } catch (const std::exception& e) {
       std::cerr << "tensorscope: " << e.what() << "\n";
       return app::kExitFailure;

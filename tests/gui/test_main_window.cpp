@@ -78,7 +78,7 @@ TEST(MainWindow, SwitchingTheThemeKeepsOneStyle) {
 TEST(DemoRunner, APresetIsOneUndoableEdit) {
   app::MainWindow w(testOptions());
   const auto before = w.model().currentSpec();
-  app::DemoRunner runner(&w, app::parseDemoScript("preset skip_left\nquit\n", "demo.txt"));
+  app::DemoRunner runner(w.demoParts(), app::parseDemoScript("preset skip_left\nquit\n", "demo.txt"));
   bool done = false;
   QObject::connect(&runner, &app::DemoRunner::finished, [&] { done = true; });
   runner.start();
@@ -97,13 +97,13 @@ TEST(DemoRunner, EachRunnerWaitsItsOwnTime) {
   // it to the next runner, which then waited the old wait's time.
   app::MainWindow w(testOptions());
   {
-    app::DemoRunner first(&w, app::parseDemoScript("wait-ms 600000\n", "first.txt"));
+    app::DemoRunner first(w.demoParts(), app::parseDemoScript("wait-ms 600000\n", "first.txt"));
     first.start();
     QElapsedTimer t;
     t.start();
     while (t.elapsed() < 200) QApplication::processEvents(QEventLoop::AllEvents, 20);
   }
-  app::DemoRunner second(&w, app::parseDemoScript("wait-ms 10\nquit\n", "second.txt"));
+  app::DemoRunner second(w.demoParts(), app::parseDemoScript("wait-ms 10\nquit\n", "second.txt"));
   bool done = false;
   QObject::connect(&second, &app::DemoRunner::finished, [&] { done = true; });
   second.start();

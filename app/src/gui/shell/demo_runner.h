@@ -26,23 +26,65 @@
 ///   stop               stop training
 ///   quit
 
+#include <QByteArray>
 #include <QElapsedTimer>
 #include <QObject>
 #include <QTimer>
 
+#include <functional>
+#include <map>
 #include <vector>
 
 #include "gui/shell/demo_script.h"
 
+class QLabel;
+class QMainWindow;
+
 namespace tensorscope::app {
 
-class MainWindow;
+class BottleneckLab;
+class ExperimentsPanel;
+class InspectorDocks;
+class LessonPanel;
+class LessonRunner;
+class SessionFiles;
+class SessionModel;
+class SnapshotDocks;
+class StableRankLab;
+class TensorInspector;
+class TrainingController;
+class TrainingDriver;
+
+/// The parts a demo script drives (MainWindow::demoParts gives them): the document, training, the
+/// docks' panels, and the window only as what screenshots photograph and layouts arrange.
+struct DemoParts {
+  QMainWindow* window = nullptr;
+  QByteArray defaultLayout;  ///< View > Layout > Default's arrangement
+  SessionModel* model = nullptr;
+  TrainingDriver* training = nullptr;
+  TrainingController* controller = nullptr;
+  SessionFiles* files = nullptr;
+  ExperimentsPanel* experiments = nullptr;
+  TensorInspector* inspector = nullptr;
+  InspectorDocks* inspectorDocks = nullptr;
+  LessonPanel* lessonPanel = nullptr;
+  LessonRunner* lessons = nullptr;
+  BottleneckLab* bottleneckLab = nullptr;
+  StableRankLab* stableRankLab = nullptr;
+  SnapshotDocks* snapshots = nullptr;
+  QLabel* probeNote = nullptr;
+  std::function<bool(const QString& dir)> openSweepDirectory;
+  std::function<bool(const QString& id)> startLesson;
+  std::function<void(const QString& title)> openLab;
+  std::function<void(bool dark)> setDarkTheme;
+  std::function<bool(const QString& dir)> exportFigures;
+};
 
 class DemoRunner : public QObject {
   Q_OBJECT
  public:
   /// `script` comes from readDemoScript (checked whole before the demo starts).
-  DemoRunner(MainWindow* window, std::vector<DemoCommand> script, QObject* parent = nullptr);
+  DemoRunner(DemoParts parts, std::vector<DemoCommand> script, QObject* parent = nullptr);
   void start();
   int exitCode() const { return exitCode_; }
 
@@ -50,12 +92,43 @@ class DemoRunner : public QObject {
   void finished(int exitCode);
 
  private:
-  void next();
-  void fail(const QString& why);
+  /// What a command did: done (go on to the next line), waiting (try again on the next tick), or
+  /// failed (fail() was called; the demo is over).
+  enum class Step { Done, Wait, Failed };
+  using Command = Step (DemoRunner::*)(const QString& arg);
+  static const std::map<QString, Command>& commands();
 
-  MainWindow* window_;
+  void next();
+  Step fail(const QString& why);
+  Step waitStep(const QString& arg);
+  Step waitEnd(const QString& arg);
+  Step waitMs(const QString& arg);
+  Step preset(const QString& arg);
+  Step run(const QString& arg);
+  Step session(const QString& arg);
+  Step sweep(const QString& arg);
+  Step train(const QString& arg);
+  Step stop(const QString& arg);
+  Step fork(const QString& arg);
+  Step dock(const QString& arg);
+  Step inspect(const QString& arg);
+  Step planStep(const QString& arg);
+  Step lesson(const QString& arg);
+  Step lessonDo(const QString& arg);
+  Step lessonNext(const QString& arg);
+  Step lab(const QString& arg);
+  Step layout(const QString& arg);
+  Step probe(const QString& arg);
+  Step theme(const QString& arg);
+  Step screenshot(const QString& arg);
+  Step figures(const QString& arg);
+  /// The Inspector dock raised; Wait until the layer's values are there.
+  Step inspectorReady();
+
+  DemoParts parts_;
   std::vector<DemoCommand> script_;
   int pc_ = 0;
+  bool quit_ = false;
   qint64 lastStep_ = 0;
   bool trainingEnded_ = true;
   bool probeIssued_ = false;

@@ -32,6 +32,7 @@ struct AttentionSpec;
 namespace tensorscope::app {
 
 class CoreEditor;
+struct DemoParts;
 class DesignDocks;
 class ExperimentsPanel;
 class TensorInspector;
@@ -107,6 +108,8 @@ class MainWindow : public QMainWindow {
   void openLab(const QString& title);
   diagram_view::DiagramView* diagram() const { return diagram_; }
   QList<QDockWidget*> docks() const;
+  /// The parts a demo script drives (`tensorscope --demo`): DemoRunner is given these, not the window.
+  DemoParts demoParts();
   /// The dock titled `title` (its object name), or null.
   QDockWidget* dock(const QString& title) const;
 

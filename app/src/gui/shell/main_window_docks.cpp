@@ -3,6 +3,7 @@
 // run, sweep the design, export the diagram, fork for an edit of a learned C). Part of MainWindow
 // (main_window.h); main_window.cpp holds the wiring of the binders.
 #include "gui/shell/main_window.h"
+#include "gui/shell/demo_runner.h"
 
 #include <QDockWidget>
 #include <QFileDialog>
@@ -165,6 +166,31 @@ void MainWindow::buildDocks() {
     if (asked && driver_->fork()) return;
     core_->clearPendingEdit();
   });
+}
+
+DemoParts MainWindow::demoParts() {
+  DemoParts p;
+  p.window = this;
+  p.defaultLayout = defaultLayout_;
+  p.model = model_;
+  p.training = driver_;
+  p.controller = driver_->controller();
+  p.files = files_;
+  p.experiments = experiments_;
+  p.inspector = inspector_;
+  p.inspectorDocks = teaching();
+  p.lessonPanel = lessonPanel_;
+  p.lessons = lessons();
+  p.bottleneckLab = bottleneckLab_;
+  p.stableRankLab = stableRankLab_;
+  p.snapshots = inspection_;
+  p.probeNote = probeNote_;
+  p.openSweepDirectory = [this](const QString& dir) { return openSweepDirectory(dir); };
+  p.startLesson = [this](const QString& id) { return startLesson(id); };
+  p.openLab = [this](const QString& title) { openLab(title); };
+  p.setDarkTheme = [this](bool dark) { setDarkTheme(dark); };
+  p.exportFigures = [this](const QString& dir) { return exportFigures(dir); };
+  return p;
 }
 
 }  // namespace tensorscope::app
