@@ -2,8 +2,9 @@
 // The model.py that exportPyTorch (export_pytorch.cpp) writes: a self-contained PyTorch (>= 1.13)
 // mirror of the Transformer (transformer.cpp) and of every attention variant (src/attention/),
 // operation for operation, reading the architecture from the exported config.json. Its source is
-// the real Python file export_model.py beside this header, embedded at build time
-// (cmake/EmbedText.cmake writes generated/export_model_py.h); its docstring is the user
+// real Python in the folder export_model/ beside this header (its parts concatenated in name
+// order and embedded at build time: cmake/EmbedText.cmake writes generated/export_model_py.h);
+// the first part's docstring is the user
 // documentation of the export, and tests/model_core/training/test_export_pytorch.py checks that its
 // logits equal `tensorscope infer`.
 

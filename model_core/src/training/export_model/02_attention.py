@@ -1,0 +1,357 @@
+# ---------------------------------------------------------------------------------------------
+# shared kernels
+
+
+def future_mask(n, m, device=None):
+    """[n, m] boolean, True where m > n (what a causal layer must not see)."""
+    return torch.ones(n, m, dtype=torch.bool, device=device).triu(1)
+
+
+def masked_softmax(logits, causal):
+    if not causal:
+        return torch.softmax(logits, -1)
+    n, m = logits.shape[-2], logits.shape[-1]
+    return torch.softmax(logits.masked_fill(future_mask(n, m, logits.device), -math.inf), -1)
+
+
+def split_heads(x, heads):
+    """[B, N, H*D] -> [B, H, N, D]"""
+    B, N, W = x.shape
+    return x.view(B, N, heads, W // heads).transpose(1, 2)
+
+
+def merge_heads(x):
+    """[B, H, N, D] -> [B, N, H*D]"""
+    B, H, N, D = x.shape
+    return x.transpose(1, 2).reshape(B, N, H * D)
+
+
+def _check_input(spec, x, fixed_length=False):
+    z = spec["sizes"]
+    if x.dim() != 3 or x.shape[2] != z["F"]:
+        raise ValueError("attention input must be [B, N, F] with F = %d; got %s" % (z["F"], list(x.shape)))
+    if fixed_length and x.shape[1] != z["seq_len"]:
+        raise ValueError("%s is built for N = seq_len = %d tokens; got N = %d"
+                         % (spec["variant"], z["seq_len"], x.shape[1]))
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError("attention input is empty: %s" % list(x.shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# attention variants
+
+
+class Mhsa(nn.Module):
+    """mhsa, fixed_head (free head size D, scale 1/√D) and tp (roles r = x·Wrᵀ bound by o ⊙ r)."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+        z = spec["sizes"]
+        F_, HD = z["F"], z["H"] * z["D"]
+        self.heads, self.scale, self.causal = z["H"], 1.0 / math.sqrt(z["D"]), bool(spec["causal"])
+        self.wq = nn.Linear(F_, HD, bias=spec["bias"])
+        self.wk = nn.Linear(F_, HD, bias=spec["bias"])
+        self.wv = nn.Linear(F_, HD, bias=spec["bias"])
+        self.wr = nn.Linear(F_, HD, bias=spec["bias"]) if spec["variant"] == "tp" else None
+        self.wo = nn.Linear(HD, F_, bias=spec["bias"])
+        self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x)
+        H = self.heads
+        q, k, v = split_heads(self.wq(x), H), split_heads(self.wk(x), H), split_heads(self.wv(x), H)
+        P = masked_softmax(torch.matmul(q, k.transpose(-2, -1)) * self.scale, self.causal)  # [B, H, N, N]
+        o = torch.matmul(self.dropout(P), v)
+        self.roles = None
+        if self.wr is not None:
+            r = split_heads(self.wr(x), H)  # [B, H, N, D] role vectors
+            o = o * r
+            self.roles = r
+        y = self.wo(merge_heads(o))
+        return (y, P) if with_maps else y
+
+
+class ThsaCore(nn.Module):
+    """The THSA core C [R, R]: dense (`dense`, with frozen entries where the spec's mask is 0),
+    s·(A ⊗ B) with A [H, H] and B [D, D] (or B = c2 c3ᵀ), or low rank U·Vᵀ (U, V [R, rank]).
+    Identity/ones factors are not saved."""
+
+    def __init__(self, core, H, D, R):
+        super().__init__()
+        if "structure" not in core:
+            core = expand_core_preset(core.get("preset", "mhsa"), H, D)
+        self.structure = core["structure"]
+        self.H, self.D, self.R = H, D, R
+        if self.structure == "dense":
+            values = _matrix(core["values"], R, R, "core.values")
+            mask = torch.tensor(_flatten(core.get("trainable", [[1] * R] * R)), dtype=torch.long).reshape(R, R) != 0
+            self.dense = nn.Parameter(values.clone(), requires_grad=bool(mask.any()))
+            if not bool(mask.all()):
+                self.register_buffer("frozen", values.clone(), persistent=False)
+                self.register_buffer("mask", mask, persistent=False)
+            else:
+                self.frozen, self.mask = None, None
+            self.kind_a = self.kind_b = None
+            return
+        if self.structure == "low_rank":  # C = U·Vᵀ, computed through U and V
+            rank = int(core["rank"])
+            U, V = _matrix(core["U"], R, rank, "core.U"), _matrix(core["V"], R, rank, "core.V")
+            if core.get("trainable", True):
+                self.U, self.V = nn.Parameter(U), nn.Parameter(V)
+            else:
+                self.register_buffer("U", U)
+                self.register_buffer("V", V)
+            self.kind_a = self.kind_b = None
+            return
+        if self.structure != "kronecker":
+            raise ValueError("unknown core structure '%s' (dense, kronecker or low_rank)" % self.structure)
+        self.scale = float(core.get("scale", 1.0))
+        a, b = core["A"], core["B"]
+        self.kind_a, self.kind_b = a["kind"], b["kind"]
+        if self.kind_a == "rank1":
+            raise ValueError("core factor kind rank1 is only allowed for B")
+        self._factor("A", a, H)
+        if self.kind_b == "rank1":
+            c2 = torch.tensor(a_list(b["c2"]), dtype=torch.float64).float()
+            c3 = torch.tensor(a_list(b["c3"]), dtype=torch.float64).float()
+            if b.get("trainable", True):
+                self.c2, self.c3 = nn.Parameter(c2), nn.Parameter(c3)
+            else:
+                self.register_buffer("c2", c2)
+                self.register_buffer("c3", c3)
+            self.B = None
+        else:
+            self._factor("B", b, D)
+            self.c2 = self.c3 = None
+
+    def _factor(self, name, f, n):
+        kind = f["kind"]
+        if kind == "identity":
+            self.register_buffer(name, torch.eye(n), persistent=False)
+        elif kind == "ones":
+            self.register_buffer(name, torch.ones(n, n), persistent=False)
+        elif kind == "fixed":
+            self.register_buffer(name, _matrix(f["values"], n, n, "core." + name))
+        elif kind == "trainable":
+            setattr(self, name, nn.Parameter(_matrix(f["values"], n, n, "core." + name)))
+        else:
+            raise ValueError("unknown core factor kind '%s' (identity, ones, fixed, trainable, rank1)" % kind)
+
+    def is_dense(self):
+        return self.structure == "dense"
+
+    def is_low_rank(self):
+        return self.structure == "low_rank"
+
+    def effective(self):
+        if self.is_dense():
+            return torch.where(self.mask, self.dense, self.frozen) if self.mask is not None else self.dense
+        if self.is_low_rank():
+            return self.U @ self.V.t()
+        B = torch.outer(self.c2, self.c3) if self.c2 is not None else self.B
+        return torch.kron(self.A, B) * self.scale
+
+
+class _ThsaBase(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+        z = spec["sizes"]
+        F_, R = z["F"], z["R"]
+        self.H, self.D, self.R, self.causal = z["H"], z["D"], R, bool(spec["causal"])
+        if spec.get("core") is None:
+            raise ValueError("%s needs a core" % spec["variant"])
+        self.wq = nn.Linear(F_, R, bias=spec["bias"])
+        self.wk = nn.Linear(F_, R, bias=spec["bias"])
+        self.wv = nn.Linear(F_, R, bias=spec["bias"])
+        self.wo = nn.Linear(R, F_, bias=spec["bias"])
+        self.core = ThsaCore(spec["core"], z["H"], z["D"], R)
+
+    def effective_core(self):
+        return self.core.effective()
+
+
+class Thsa(_ThsaBase):
+    """Tunable-head self-attention (Tuformer), scale 1/√R, one softmax map per channel r."""
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x)
+        B, N = x.shape[0], x.shape[1]
+        R, H, D = self.R, self.H, self.D
+        inv_sqrt_r = 1.0 / math.sqrt(R)
+        q, k, v = self.wq(x), self.wk(x), self.wv(x)  # [B, N, R]
+        core = self.core
+        if core.is_dense():
+            C = core.effective()
+            qt = C.unsqueeze(1) * q.unsqueeze(1)  # [B, R, N, R]: C[r,s]·q[n,s]
+            logits = torch.matmul(qt, k.transpose(1, 2).unsqueeze(1))  # [B, R, N, M]
+            P = masked_softmax(logits * inv_sqrt_r, self.causal)
+            omega = torch.matmul(self.dropout(P), v.transpose(1, 2).unsqueeze(-1)).squeeze(-1).transpose(1, 2)
+            maps = P
+        elif core.is_low_rank():  # ρ base maps G_j = (q ⊙ V_j)·kᵀ, logits_r = Σ_j U[r,j]·G_j
+            rank = core.U.shape[1]
+            qv = core.V.t().unsqueeze(1) * q.unsqueeze(1)  # [B, ρ, N, R]
+            G = torch.matmul(qv, k.transpose(1, 2).unsqueeze(1))  # [B, ρ, N, M]
+            logits = torch.matmul(core.U, G.reshape(B, rank, N * N)).view(B, R, N, N)
+            P = masked_softmax(logits * inv_sqrt_r, self.causal)
+            omega = torch.matmul(self.dropout(P), v.transpose(1, 2).unsqueeze(-1)).squeeze(-1).transpose(1, 2)
+            maps = P
+        else:
+            qh, kh, vh = split_heads(q, H), split_heads(k, H), split_heads(v, H)  # [B, H, N, D]
+            kT = kh.transpose(-2, -1)
+            kb = core.kind_b
+            if kb == "ones":
+                L = torch.matmul(qh, kT)
+            elif kb == "rank1":  # B = c2 c3ᵀ: c3 on q, c2 after the head mixing
+                L = torch.matmul(qh * core.c3, kT)
+            elif kb == "identity":
+                L = qh.transpose(-2, -1).unsqueeze(-1) * kh.transpose(-2, -1).unsqueeze(-2)  # [B, H, D, N, M]
+            else:
+                qt = core.B.view(1, 1, D, 1, D) * qh.unsqueeze(2)  # [B, H, D, N, D']
+                L = torch.matmul(qt, kT.unsqueeze(2))  # [B, H, D, N, M]
+            if core.kind_a != "identity":  # Σ_h' A[h,h']·L[b,h',...]
+                shape = L.shape
+                L = torch.matmul(core.A, L.reshape(shape[0], shape[1], -1)).reshape(shape)
+            if kb == "rank1":
+                L = L.unsqueeze(2) * core.c2.view(1, 1, D, 1, 1)
+            P = masked_softmax(L * (core.scale * inv_sqrt_r), self.causal)
+            Pd = self.dropout(P)
+            if P.dim() == 4:  # one map per head, shared by its D channels
+                omega = merge_heads(torch.matmul(Pd, vh))
+                maps = P.unsqueeze(2).expand(B, H, D, N, N).reshape(B, R, N, N) if with_maps else None
+            else:
+                vc = vh.transpose(-2, -1).unsqueeze(-1)  # [B, H, D, M, 1]
+                omega = torch.matmul(Pd, vc).squeeze(-1).permute(0, 3, 1, 2).reshape(B, N, R)
+                maps = P.reshape(B, R, N, N) if with_maps else None
+        y = self.wo(omega)
+        return (y, maps) if with_maps else y
+
+
+class ThsaLinear(_ThsaBase):
+    """THSA with the ELU kernel φ(z) = elu(z) + 1 (linear attention, no 1/√R)."""
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x)
+        N = x.shape[1]
+        q, k, v = self.wq(x), self.wk(x), self.wv(x)
+        C = self.core.effective()
+        phi = F.elu(C * q.unsqueeze(2)) + 1.0  # [B, N, R, S]
+        K = F.elu(k) + 1.0  # [B, M, S]
+        if not self.causal:
+            S = torch.matmul(K.transpose(1, 2), v)  # [B, S, R]
+            z = K.sum(1)  # [B, S]
+            num = (phi * S.transpose(1, 2).unsqueeze(1)).sum(-1)
+            den = torch.matmul(phi, z.unsqueeze(1).unsqueeze(-1)).squeeze(-1)
+        else:
+            S = torch.cumsum(K.unsqueeze(-1) * v.unsqueeze(-2), 1)  # [B, N, S, R]
+            z = torch.cumsum(K, 1)  # [B, N, S]
+            num = (phi * S.transpose(-1, -2)).sum(-1)
+            den = (phi * z.unsqueeze(2)).sum(-1)
+        y = self.wo(num / den)
+        if not with_maps:
+            return y
+        sim = torch.matmul(phi.transpose(1, 2), K.transpose(1, 2).unsqueeze(1))  # [B, R, N, M]
+        if self.causal:
+            sim = sim.masked_fill(future_mask(N, N, x.device), 0.0)
+        return y, sim / sim.sum(-1, keepdim=True)
+
+
+class Multilinear(nn.Module):
+    """Multi-linear attention by block-term decomposition (Tensorized Transformer), causal mask applied."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+        z = spec["sizes"]
+        F_, R, N = z["F"], z["R"], z["seq_len"]
+        self.causal, self.core_softmax = bool(spec["causal"]), bool(spec.get("core_softmax", False))
+        self.wq = nn.Linear(F_, R, bias=spec["bias"])
+        self.wk = nn.Linear(F_, R, bias=spec["bias"])
+        self.wv = nn.Linear(F_, R, bias=spec["bias"])
+        self.wo = nn.Linear(N * N, F_, bias=spec["bias"])
+        self.cores = nn.Parameter(torch.rand(z["P"], R))
+        if self.causal:
+            future = future_mask(N, N)
+            self.register_buffer("causal_mask", future.unsqueeze(2) | future.unsqueeze(1), persistent=False)
+
+    def effective_cores(self):
+        return torch.softmax(self.cores, -1) if self.core_softmax else self.cores
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x, fixed_length=True)
+        B, N = x.shape[0], x.shape[1]
+        q, k, v = self.wq(x), self.wk(x), self.wv(x)
+        gbar = self.effective_cores().mean(0)
+        a = q * gbar
+        ak = a.unsqueeze(2) * k.unsqueeze(1)  # [B, i, j, R]
+        T = torch.matmul(ak.reshape(B, N * N, -1), v.transpose(1, 2)).view(B, N, N, N)
+        if self.causal:
+            T = T.masked_fill(self.causal_mask, 0.0)
+        y = self.wo(T.reshape(B, N, N * N))
+        if not with_maps:
+            return y
+        A = torch.matmul(a, k.transpose(1, 2))
+        if self.causal:
+            A = A.masked_fill(future_mask(N, N, x.device), 0.0)
+        return y, A
+
+
+class Dimwise(nn.Module):
+    """Dimension-wise attention (TensorCoder): softmax over the last axis of qᵀk/√N, c filters."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+        z = spec["sizes"]
+        F_, d, c = z["F"], z["R"], z["c"]
+        self.d, self.c, self.causal = d, c, bool(spec["causal"])
+        self.wq = nn.Linear(F_, d, bias=spec["bias"])
+        self.wk = nn.Linear(F_, d, bias=spec["bias"])
+        self.wv = nn.Linear(F_, d, bias=spec["bias"])
+        self.wo = nn.Linear(c * d, F_, bias=spec["bias"])
+        self.conv = nn.Parameter(torch.ones(c, d, d) + 0.02 * torch.randn(c, d, d))
+        self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x)
+        B, N = x.shape[0], x.shape[1]
+        d, c = self.d, self.c
+        q, k, v = self.wq(x), self.wk(x), self.wv(x)
+        if not self.causal:
+            S = torch.matmul(q.transpose(1, 2), k)  # [B, d, d]
+            f = torch.softmax(S / math.sqrt(N), -1)
+            M = self.conv.unsqueeze(0) * self.dropout(f).unsqueeze(1)  # [B, c, d, d]
+            O = torch.matmul(v.unsqueeze(1), M.transpose(-1, -2)).transpose(1, 2)  # [B, N, c, d]
+            maps = f
+        else:
+            S = torch.cumsum(q.unsqueeze(-1) * k.unsqueeze(-2), 1)  # [B, N, d, d]
+            pos = torch.arange(1, N + 1, dtype=x.dtype, device=x.device).sqrt().view(1, N, 1, 1)
+            f = torch.softmax(S / pos, -1)
+            fv = self.dropout(f) * v.unsqueeze(-2)
+            O = torch.einsum("cjm,bijm->bicj", self.conv, fv)
+            maps = f.select(1, N - 1)
+        y = self.wo(O.reshape(B, N, c * d))
+        return (y, maps) if with_maps else y
+
+
+def make_attention(spec):
+    """The attention module of one layer spec (the JSON object of config.json model.attention)."""
+    variant = spec.get("variant")
+    if variant in ("mhsa", "fixed_head", "tp"):
+        return Mhsa(spec)
+    if variant == "thsa":
+        return Thsa(spec)
+    if variant == "thsa_linear":
+        return ThsaLinear(spec)
+    if variant == "multilinear":
+        return Multilinear(spec)
+    if variant == "dimwise":
+        return Dimwise(spec)
+    raise ValueError("unknown attention variant %r (known: %s)" % (variant, ", ".join(VARIANTS)))
+
+
