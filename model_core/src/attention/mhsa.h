@@ -13,13 +13,26 @@ namespace tensorscope::model_core {
 /// (Low-Rank Bottleneck paper, scale 1/√d_p). `tp` adds roles r = x·Wrᵀ and binds each head's
 /// filler by the Hadamard product o_h ⊙ r_h before Wo (TP-Transformer).
 /// Maps: P [B, H, N, N]; roles: r [B, H, N, D].
+///
+/// The slots (spec.slots, docs/attention-variants.md §9) make it every headed design of the one
+/// network: K and V of G groups shared by H/G query heads each (wk, wv [G·D, F]; MQA, GQA), the
+/// talking-heads mixings before (mix_pre [H, H]) and after (mix_post [H, H]) the softmax, and the
+/// output gate σ(x·W^Gᵀ) (wg [H·D, F] elementwise or [H, F] headwise). With talking heads the
+/// maps are the mixed weights that meet V.
 class MhsaImpl : public AttentionModuleImpl {
  public:
   explicit MhsaImpl(const spec::AttentionSpec& spec);
   AttentionOutput forward(const torch::Tensor& x, const ForwardOptions& options) override;
 
  private:
-  torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr}, wr_{nullptr};
+  /// The ATen formulation (every slot; CUDA; attention dropout): o [B, H, N, D].
+  torch::Tensor attend(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out);
+  /// o [B, N, H, D] gated by σ(x·W^Gᵀ) (headwise: one gate per head).
+  torch::Tensor gate(const torch::Tensor& x, const torch::Tensor& o) const;
+
+  int64_t groups_ = 0;  ///< key/value heads G (H without shared K and V)
+  torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr}, wr_{nullptr}, wg_{nullptr};
+  torch::Tensor mixPre_, mixPost_;  ///< [H, H] talking-heads mixings (to-head, from-head), or undefined
   torch::nn::Dropout dropout_{nullptr};
 };
 

@@ -91,32 +91,83 @@ Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, c
   const std::int64_t B = x.size(0), N = x.size(1);
   const int H = spec.sizes.H, D = spec.sizes.D;
   const bool tp = spec.variant == spec::Variant::Tp;
+  const spec::Slots& slot = spec.slots;
+  // Slot (a): G key/value heads; query head h reads group h / (H/G) (section 9).
+  const int G = slot.kv_groups > 0 ? slot.kv_groups : H;
+  const auto group = [&](int h) { return h / (H / G); };
   const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
                       v = linear(w, "wv", x, spec.bias);
   requireShape(weight(w, "wq.weight"), {H * D, spec.sizes.F}, "wq.weight");
+  requireShape(weight(w, "wk.weight"), {G * D, spec.sizes.F}, "wk.weight");
+  requireShape(weight(w, "wv.weight"), {G * D, spec.sizes.F}, "wv.weight");
   auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
-  Reference ref;
-  ref.maps = torch::zeros({B, H, N, N}, torch::kDouble);
-  torch::Tensor o = torch::zeros({B, N, H * D}, torch::kDouble);
-  auto pa = ref.maps.accessor<double, 4>();
-  auto oa = o.accessor<double, 3>();
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  // Scaled logits J[b,h,n,m] = Σ_d q[b,n,h,d]·k[b,m,g(h),d]/√D, for every (n, m).
+  std::vector<double> J(static_cast<size_t>(B * H * N * N));
+  const auto at = [&](std::int64_t b, std::int64_t h, std::int64_t n, std::int64_t m) {
+    return static_cast<size_t>(((b * H + h) * N + n) * N + m);
+  };
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t m = 0; m < N; ++m) {
+          double s = 0.0;
+          for (int d = 0; d < D; ++d) s += qa[b][n][h * D + d] * ka[b][m][group(h) * D + d];
+          J[at(b, h, n, m)] = s * scale;
+        }
+  // Slot (b): L[b,l,n,m] = Σ_h mix_pre[l,h]·J[b,h,n,m], before the mask.
+  std::vector<double> L = J;
+  if (slot.pre_mix) {
+    const torch::Tensor& C = weight(w, "mix_pre");
+    requireShape(C, {H, H}, "mix_pre");
+    auto Ca = C.accessor<double, 2>();
+    for (std::int64_t b = 0; b < B; ++b)
+      for (int l = 0; l < H; ++l)
+        for (std::int64_t n = 0; n < N; ++n)
+          for (std::int64_t m = 0; m < N; ++m) {
+            double s = 0.0;
+            for (int h = 0; h < H; ++h) s += Ca[l][h] * J[at(b, h, n, m)];
+            L[at(b, l, n, m)] = s;
+          }
+  }
+  // The softmax over the keys a query may see (m <= n when causal); masked weights are 0.
+  torch::Tensor P = torch::zeros({B, H, N, N}, torch::kDouble);
+  auto Pa = P.accessor<double, 4>();
   for (std::int64_t b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h)
       for (std::int64_t n = 0; n < N; ++n) {
-        const std::int64_t L = spec.causal ? n + 1 : N;  // keys m <= n when causal
-        std::vector<double> p(static_cast<size_t>(L));
-        for (std::int64_t m = 0; m < L; ++m) {
-          double s = 0.0;
-          for (int d = 0; d < D; ++d) s += qa[b][n][h * D + d] * ka[b][m][h * D + d];
-          p[static_cast<size_t>(m)] = s * scale;
-        }
+        const std::int64_t visible = spec.causal ? n + 1 : N;
+        std::vector<double> p(static_cast<size_t>(visible));
+        for (std::int64_t m = 0; m < visible; ++m) p[static_cast<size_t>(m)] = L[at(b, h, n, m)];
         softmax(p);
-        for (std::int64_t m = 0; m < L; ++m) {
-          pa[b][h][n][m] = p[static_cast<size_t>(m)];
-          for (int d = 0; d < D; ++d) oa[b][n][h * D + d] += p[static_cast<size_t>(m)] * va[b][m][h * D + d];
-        }
+        for (std::int64_t m = 0; m < visible; ++m) Pa[b][h][n][m] = p[static_cast<size_t>(m)];
       }
+  // Slot (c): U[b,w,n,m] = Σ_l mix_post[w,l]·P[b,l,n,m]; the maps are what meets V.
+  Reference ref;
+  ref.maps = P;
+  if (slot.post_mix) {
+    const torch::Tensor& C = weight(w, "mix_post");
+    requireShape(C, {H, H}, "mix_post");
+    ref.maps = torch::zeros({B, H, N, N}, torch::kDouble);
+    auto Ca = C.accessor<double, 2>();
+    auto Ua = ref.maps.accessor<double, 4>();
+    for (std::int64_t b = 0; b < B; ++b)
+      for (int wh = 0; wh < H; ++wh)
+        for (std::int64_t n = 0; n < N; ++n)
+          for (std::int64_t m = 0; m < N; ++m) {
+            double s = 0.0;
+            for (int l = 0; l < H; ++l) s += Ca[wh][l] * Pa[b][l][n][m];
+            Ua[b][wh][n][m] = s;
+          }
+  }
+  auto Ua = ref.maps.accessor<double, 4>();
+  torch::Tensor o = torch::zeros({B, N, H * D}, torch::kDouble);
+  auto oa = o.accessor<double, 3>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t m = 0; m < N; ++m)
+          for (int d = 0; d < D; ++d) oa[b][n][h * D + d] += Ua[b][h][n][m] * va[b][m][group(h) * D + d];
   if (tp) {
     // Roles r = x·Wrᵀ [B, H, N, D]; the filler of head h is bound by the Hadamard product.
     const torch::Tensor r = linear(w, "wr", x, spec.bias);
@@ -130,6 +181,18 @@ Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, c
             rola[b][h][n][d] = ra[b][n][h * D + d];
             oa[b][n][h * D + d] *= ra[b][n][h * D + d];
           }
+  }
+  if (slot.gate != spec::Gate::None) {
+    // Slot (d): o[b,n,h,d] ·= σ(x·W^Gᵀ)[b,n,h(,d)].
+    const bool headwise = slot.gate == spec::Gate::Headwise;
+    const torch::Tensor g = linear(w, "wg", x, spec.bias);
+    requireShape(weight(w, "wg.weight"), {headwise ? H : H * D, spec.sizes.F}, "wg.weight");
+    auto ga = g.accessor<double, 3>();
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t n = 0; n < N; ++n)
+        for (int h = 0; h < H; ++h)
+          for (int d = 0; d < D; ++d)
+            oa[b][n][h * D + d] *= 1.0 / (1.0 + std::exp(-ga[b][n][headwise ? h : h * D + d]));
   }
   requireShape(weight(w, "wo.weight"), {spec.sizes.F, H * D}, "wo.weight");
   ref.y = linear(w, "wo", o, spec.bias);
@@ -471,6 +534,33 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
     z.R = pick(1, 5);
     z.c = pick(1, 3);
     add(makeSpec(Variant::Dimwise, z, causal, bias), pick(1, 6));
+  }
+  {  // the slots of section 9 on mhsa and fixed_head (shared K/V groups, talking heads, gates);
+     // last, so that the cases above keep their random sizes
+    struct SlotCase {
+      Variant variant;
+      int kvGroups;  // 1: MQA; 2: G = H/2 groups of two heads; 0: a K/V head per query head
+      bool pre, post;
+      spec::Gate gate;
+    };
+    for (const SlotCase& sc : {SlotCase{Variant::Mhsa, 1, false, false, spec::Gate::None},  // MQA: G = 1
+                               SlotCase{Variant::Mhsa, 2, false, false, spec::Gate::None},
+                               SlotCase{Variant::Mhsa, 0, true, false, spec::Gate::None},
+                               SlotCase{Variant::Mhsa, 0, false, true, spec::Gate::None},
+                               SlotCase{Variant::FixedHead, 0, true, true, spec::Gate::Elementwise},
+                               SlotCase{Variant::Mhsa, 0, false, false, spec::Gate::Headwise},
+                               SlotCase{Variant::FixedHead, 2, true, true, spec::Gate::Headwise}}) {
+      spec::Sizes z;
+      z.H = sc.kvGroups > 0 ? 2 * pick(1, 2) : pick(1, 3);
+      z.D = pick(1, 3);
+      z.F = pick(2, 10);
+      spec::AttentionSpec s = makeSpec(sc.variant, z, causal, bias);
+      s.slots.kv_groups = sc.kvGroups == 1 ? 1 : sc.kvGroups == 2 ? z.H / 2 : 0;
+      s.slots.pre_mix = sc.pre;
+      s.slots.post_mix = sc.post;
+      s.slots.gate = sc.gate;
+      add(std::move(s), pick(1, 6));
+    }
   }
   return out;
 }

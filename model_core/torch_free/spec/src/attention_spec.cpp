@@ -8,7 +8,39 @@ namespace {
 constexpr std::array<std::string_view, 7> kVariantNames = {
     "mhsa", "fixed_head", "thsa", "thsa_linear", "tp", "multilinear", "dimwise"};
 constexpr std::string_view kCorePrefix = "core:";
+constexpr std::array<std::string_view, 3> kGateNames = {"none", "headwise", "elementwise"};
+
+/// The design presets: an mhsa layer with the slots of the design.
+bool designSlots(std::string_view name, Slots& out) {
+  Slots s;
+  if (name == "mqa") s.kv_groups = 1;
+  else if (name == "gqa") s.kv_groups = 2;
+  else if (name == "talking_heads") s.pre_mix = s.post_mix = true;
+  else if (name == "gated") s.gate = Gate::Elementwise;
+  else if (name == "gated_headwise") s.gate = Gate::Headwise;
+  else return false;
+  out = s;
+  return true;
+}
 }  // namespace
+
+std::string_view toString(Gate g) { return kGateNames[static_cast<size_t>(g)]; }
+
+bool parseGate(std::string_view text, Gate& out) {
+  for (size_t i = 0; i < kGateNames.size(); ++i)
+    if (kGateNames[i] == text) {
+      out = static_cast<Gate>(i);
+      return true;
+    }
+  return false;
+}
+
+bool hasSlots(Variant v) { return v == Variant::Mhsa || v == Variant::FixedHead; }
+
+const std::vector<std::string>& designPresetNames() {
+  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise"};
+  return names;
+}
 
 bool hasCore(Variant v) { return v == Variant::Thsa || v == Variant::ThsaLinear; }
 
@@ -36,6 +68,7 @@ std::vector<std::string> specPresetNames() {
     if (!parseVariant(core, v)) names.push_back(core);
   }
   for (const auto& core : corePresetNames()) names.push_back(std::string(kCorePrefix) + core);
+  for (const auto& design : designPresetNames()) names.push_back(design);
   return names;
 }
 
@@ -44,7 +77,10 @@ AttentionSpec makeSpecPreset(std::string_view name) {
   s.sizes = Sizes{};  // F=64, H=4, D=16, R=64, P=2, c=2, seq_len=32
   Variant v;
   std::string_view corePreset;
-  if (parseVariant(name, v)) {
+  if (Slots slots; designSlots(name, slots)) {
+    s.variant = Variant::Mhsa;
+    s.slots = slots;
+  } else if (parseVariant(name, v)) {
     s.variant = v;
     if (hasCore(v)) corePreset = "thsa";
   } else {

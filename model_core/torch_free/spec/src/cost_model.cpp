@@ -7,6 +7,7 @@ namespace {
 
 constexpr double kSoftmaxFlopsPerElement = 5.0;
 constexpr double kEluPlusOneFlopsPerElement = 2.0;
+constexpr double kSigmoidFlopsPerElement = 4.0;  // negate, exp, add one, divide
 
 /// Accumulates named terms; each term produces (at most) one kept intermediate tensor.
 class CostBuilder {
@@ -50,15 +51,31 @@ class CostBuilder {
 
 void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N) {
   const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
+  const Slots& slot = s.slots;
+  const double G = slot.kv_groups > 0 ? slot.kv_groups : H;  // key/value heads
+  const std::string groups = slot.kv_groups > 0 ? " (" + std::to_string(slot.kv_groups) + " shared heads)" : "";
   c.linear("q = x·Wqᵀ", F, HD);
-  c.linear("k = x·Wkᵀ", F, HD);
-  c.linear("v = x·Wvᵀ", F, HD);
+  c.linear("k = x·Wkᵀ" + groups, F, G * D);
+  c.linear("v = x·Wvᵀ" + groups, F, G * D);
   c.term("logits q·kᵀ/√D", 2 * B * H * N * N * D + B * H * N * N, B * H * N * N);
+  if (slot.pre_mix) {
+    c.term("pre-softmax head mixing", 2 * B * H * H * N * N, B * H * N * N);
+    c.addParams(static_cast<std::int64_t>(H * H));
+  }
   c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * N, B * H * N * N);
+  if (slot.post_mix) {
+    c.term("post-softmax head mixing", 2 * B * H * H * N * N, B * H * N * N);
+    c.addParams(static_cast<std::int64_t>(H * H));
+  }
   c.term("o = P·v", 2 * B * H * N * N * D, B * N * HD);
   if (s.variant == Variant::Tp) {
     c.linear("roles r = x·Wrᵀ", F, HD);
     c.term("binding o ⊙ r", B * N * HD, B * N * HD);
+  }
+  if (slot.gate != Gate::None) {
+    const double gates = slot.gate == Gate::Headwise ? H : HD;
+    c.linear(slot.gate == Gate::Headwise ? "gate g = x·Wgᵀ (one per head)" : "gate g = x·Wgᵀ", F, gates);
+    c.term("o ⊙ σ(g)", kSigmoidFlopsPerElement * B * N * gates + B * N * HD, B * N * HD);
   }
   c.linear("y = o·Woᵀ", HD, F);
 }

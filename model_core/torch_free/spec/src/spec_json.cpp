@@ -232,6 +232,17 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
   out = std::move(c);
 }
 
+void slotsFromJson(Reader& r, const json& j, Slots& out) {
+  if (!j.is_object()) return r.fail("slots", "must be an object like {\"kv_groups\": 2}; got " + kindName(j));
+  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate"});
+  r.readInt(j, "kv_groups", "slots.kv_groups", out.kv_groups);
+  r.readBool(j, "pre_mix", "slots.pre_mix", out.pre_mix);
+  r.readBool(j, "post_mix", "slots.post_mix", out.post_mix);
+  std::string gate = "none";
+  if (r.readString(j, "gate", "slots.gate", gate) && !parseGate(gate, out.gate))
+    r.fail("slots.gate", "unknown gate '" + gate + "'; one of none, headwise, elementwise");
+}
+
 }  // namespace
 
 SpecError::SpecError(std::vector<Issue> issues)
@@ -278,6 +289,11 @@ std::string toJson(const AttentionSpec& s, int indent) {
     }
     j["core"] = std::move(cj);
   }
+  if (!s.slots.isMhsa()) {  // written only when set: a plain layer's file is as before the slots
+    const Slots& z = s.slots;
+    j["slots"] = {{"kv_groups", z.kv_groups}, {"pre_mix", z.pre_mix}, {"post_mix", z.post_mix},
+                  {"gate", std::string(toString(z.gate))}};
+  }
   if (indent < 0) return j.dump();
   std::string out;
   detail::prettyPrint(j, indent, 0, out);
@@ -308,7 +324,8 @@ AttentionSpec fromJson(const std::string& text) {
                           std::to_string(kSpecVersion));
   if (!issues.empty()) throw SpecError(std::move(issues));
 
-  r.rejectUnknown(j, "", {"format", "version", "variant", "sizes", "causal", "bias", "dropout", "core_softmax", "core"});
+  r.rejectUnknown(j, "", {"format", "version", "variant", "sizes", "causal", "bias", "dropout", "core_softmax", "core",
+                          "slots"});
   std::string vname;
   Variant v = Variant::Mhsa;
   std::string list;
@@ -342,6 +359,7 @@ AttentionSpec fromJson(const std::string& text) {
   r.readNumber(j, "dropout", "dropout", s.dropout);
   r.readBool(j, "core_softmax", "core_softmax", s.core_softmax);
   if (j.contains("core")) coreFromJson(r, j["core"], s.sizes, s.core);
+  if (j.contains("slots")) slotsFromJson(r, j["slots"], s.slots);
   if (!issues.empty()) throw SpecError(std::move(issues));
   return s;
 }

@@ -265,6 +265,19 @@ std::vector<Issue> validate(const AttentionSpec& s) {
   else if (s.dropout > 0.0 && (v == Variant::ThsaLinear || v == Variant::Multilinear))
     c.add("dropout", std::string("dropout acts on attention probabilities, which ") +
                          std::string(toString(v)) + " does not form; set dropout to 0");
+  if (!s.slots.isMhsa()) {
+    const Slots& q = s.slots;
+    if (!hasSlots(v)) {
+      c.add("slots", "variant " + std::string(toString(v)) +
+                         " has no slots; kv_groups, pre_mix, post_mix and gate belong to mhsa and fixed_head");
+    } else if (q.kv_groups < 0 || q.kv_groups > kMaxHeads) {
+      c.add("slots.kv_groups", "kv_groups must be 0 (a key and value head per query head) or a number of groups "
+                               "from 1 to H; got " + to_string(q.kv_groups));
+    } else if (q.kv_groups > 0 && z.H >= 1 && (q.kv_groups > z.H || z.H % q.kv_groups != 0)) {
+      c.add("slots.kv_groups", "kv_groups must divide H=" + to_string(z.H) + " (each group serves H/G query heads); got " +
+                                   to_string(q.kv_groups));
+    }
+  }
   if (hasCore(v)) {
     if (!s.core)
       c.add("core", "variant " + std::string(toString(v)) +

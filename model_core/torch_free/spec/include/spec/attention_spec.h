@@ -28,6 +28,31 @@ struct Sizes {
   bool operator==(const Sizes&) const = default;
 };
 
+/// The output gate of a headed layer (slot d): none, one sigmoid per head, or one per element.
+enum class Gate { None, Headwise, Elementwise };
+
+/// The slots of the one attention network that a headed layer (mhsa, fixed_head) opens beyond
+/// MHSA (docs/attention-variants.md §9). The defaults are MHSA; a spec file without "slots" is one.
+struct Slots {
+  /// (a) K and V shared by groups of heads: G groups of H/G query heads each (G divides H; 1 is
+  /// MQA); 0: a key and a value head per query head (MHSA).
+  int kv_groups = 0;
+  /// (b) talking heads, pre-softmax: the scaled logits mixed across heads by a trainable H x H
+  /// matrix (`mix_pre`, initialised to the identity) before the mask and the softmax.
+  bool pre_mix = false;
+  /// (c) talking heads, post-softmax: the attention weights mixed across heads by a trainable
+  /// H x H matrix (`mix_post`, identity at first) before they meet V.
+  bool post_mix = false;
+  /// (d) gated attention: each head's output multiplied by σ(x·W^Gᵀ) before W^O.
+  Gate gate = Gate::None;
+
+  bool operator==(const Slots&) const = default;
+  bool isMhsa() const { return *this == Slots{}; }
+};
+
+std::string_view toString(Gate g);
+bool parseGate(std::string_view text, Gate& out);
+
 struct AttentionSpec {
   Variant variant = Variant::Mhsa;
   Sizes sizes;
@@ -36,6 +61,7 @@ struct AttentionSpec {
   double dropout = 0.0;      ///< attention-probability dropout, in [0, 1)
   bool core_softmax = true;  ///< multilinear: softmax(g_p) (paper) or g_p (authors' code)
   std::optional<CoreSpec> core;  ///< present exactly for thsa and thsa_linear
+  Slots slots;                   ///< mhsa and fixed_head only; MHSA's by default
 
   bool operator==(const AttentionSpec&) const = default;
 };
@@ -47,8 +73,16 @@ const std::vector<std::string>& variantNames();
 std::string_view toString(Variant v);
 bool parseVariant(std::string_view text, Variant& out);
 
+/// Whether the variant can open the slots of `Slots` (mhsa, fixed_head).
+bool hasSlots(Variant v);
+
+/// The presets of modern designs, each an mhsa layer with slots set: mqa, gqa (2 groups),
+/// talking_heads, gated (elementwise), gated_headwise.
+const std::vector<std::string>& designPresetNames();
+
 /// Names accepted by `spec preset`: every variant name, then every THSA core preset that is not
-/// also a variant name ("mhsa" names the variant; "thsa" names THSA with its dense core).
+/// also a variant name ("mhsa" names the variant; "thsa" names THSA with its dense core), then the
+/// design presets.
 std::vector<std::string> specPresetNames();
 
 /// A complete default spec for a variant name or a THSA core preset name (core presets give a
