@@ -32,6 +32,7 @@ AttentionSpec sized(const std::string& preset, const Shape& z, bool causal, bool
   s.sizes.c = z.c;
   s.sizes.seq_len = z.seq;
   if (s.core) s.core = makeCorePreset(s.core->preset, s.sizes.H, s.sizes.D);
+  if (s.slots.kv_groups > 1) s.sizes.H = 2 * s.slots.kv_groups;  // GQA: groups of two heads
   s.causal = causal;
   s.bias = bias;
   return s;

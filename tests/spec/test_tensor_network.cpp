@@ -24,6 +24,7 @@ AttentionSpec small(const std::string& preset, bool causal = false, bool bias = 
   s.sizes.c = 2;
   s.sizes.seq_len = 4;
   if (s.core) s.core = makeCorePreset(s.core->preset, s.sizes.H, s.sizes.D);
+  if (s.slots.kv_groups > 1) s.sizes.H = 2 * s.slots.kv_groups;  // GQA: groups of two heads
   s.causal = causal;
   s.bias = bias;
   return s;

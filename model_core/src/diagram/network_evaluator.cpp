@@ -79,6 +79,11 @@ torch::Tensor constant(const spec::TensorNode& n, const torch::TensorOptions& op
   if (n.binding == "identity" && shape.size() == 2 && shape[0] == shape[1]) return at::eye(shape[0], opts);
   if (n.binding == "mean" && shape.size() == 1) return at::full(shape, 1.0 / static_cast<double>(shape[0]), opts);
   if (n.binding == "lower_triangular" && shape.size() == 2) return at::ones(shape, opts).tril();
+  if (n.binding == "group_tie" && shape.size() == 2 && shape[1] >= 1 && shape[0] % shape[1] == 0) {
+    // The copy tensor of shared keys and values: T[h, g] = 1 where query head h reads group g = h/(H/G).
+    const auto group = at::arange(shape[0], opts.dtype(at::kLong)).div(shape[0] / shape[1], "floor");
+    return at::one_hot(group, shape[1]).to(opts.dtype());
+  }
   throw std::invalid_argument("node '" + n.id + "' has an unknown binding '" + n.binding + "' for its legs");
 }
 
@@ -185,6 +190,9 @@ torch::Tensor NetworkEvaluator::runStep(const PlanStep& s, const std::map<std::s
     case PlanStep::Op::EluPlusOne:
       if (preOp) *preOp = r;
       return at::elu(r) + 1.0;
+    case PlanStep::Op::Sigmoid:
+      if (preOp) *preOp = r;
+      return at::sigmoid(r);
     case PlanStep::Op::Mask3: {
       const std::int64_t d = r.dim();
       if (d < 3) throw std::logic_error("step '" + s.output + "': Mask3 needs three axes");

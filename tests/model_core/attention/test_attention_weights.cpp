@@ -56,8 +56,19 @@ Expected expectedWeights(const spec::AttentionSpec& s) {
     case spec::Variant::FixedHead:
     case spec::Variant::Tp: {
       const std::int64_t HD = static_cast<std::int64_t>(z.H) * z.D;
-      for (const char* n : {"wq", "wk", "wv"}) linear(n, HD, F);
+      // Section 9's slots: G key/value heads, the H x H mixings, the gate.
+      const auto& slot = s.slots;
+      const std::int64_t GD = static_cast<std::int64_t>(slot.kv_groups > 0 ? slot.kv_groups : z.H) * z.D;
+      linear("wq", HD, F);
+      linear("wk", GD, F);
+      linear("wv", GD, F);
       if (s.variant == spec::Variant::Tp) linear("wr", HD, F);
+      if (slot.gate != spec::Gate::None) linear("wg", slot.gate == spec::Gate::Headwise ? z.H : HD, F);
+      for (const auto& [on, name] : {std::pair{slot.pre_mix, "mix_pre"}, std::pair{slot.post_mix, "mix_post"}})
+        if (on) {
+          e.required[name] = {z.H, z.H};
+          e.derived[name] = false;
+        }
       linear("wo", F, HD);
       break;
     }
@@ -152,7 +163,14 @@ std::int64_t analyticCount(const spec::AttentionSpec& s) {
   const std::int64_t b = s.bias ? 1 : 0;
   switch (s.variant) {
     case spec::Variant::Mhsa:
-    case spec::Variant::FixedHead: return 4 * F * HD + b * (3 * HD + F);
+    case spec::Variant::FixedHead: {
+      // Section 9: W^K, W^V of G heads; C^pre, C′ H x H each; W^G [H·D or H, F].
+      const auto& slot = s.slots;
+      const std::int64_t GD = (slot.kv_groups > 0 ? slot.kv_groups : H) * D;
+      const std::int64_t gates = slot.gate == spec::Gate::None ? 0 : slot.gate == spec::Gate::Headwise ? H : HD;
+      return 2 * F * HD + 2 * F * GD + (slot.pre_mix ? H * H : 0) + (slot.post_mix ? H * H : 0) + F * gates +
+             b * (HD + 2 * GD + F + gates);
+    }
     case spec::Variant::Tp: return 5 * F * HD + b * (4 * HD + F);
     case spec::Variant::Thsa:
     case spec::Variant::ThsaLinear: {

@@ -45,7 +45,7 @@ struct SameModule {
 /// consumers and the final output. Returns whether the step was recomputed.
 bool checkStep(const spec::TensorNetwork& net, const spec::PlanStep& s, const NetworkValues& v) {
   using Op = spec::PlanStep::Op;
-  if (s.op != Op::None && s.op != Op::EluPlusOne && s.op != Op::Softmax) return false;
+  if (s.op != Op::None && s.op != Op::EluPlusOne && s.op != Op::Softmax && s.op != Op::Sigmoid) return false;
   const auto terms = spec::parseEinsum(s.einsum);
   std::vector<at::Tensor> operands;
   for (const auto& in : s.inputs) operands.push_back(tensorOf(*v.find(in)));
@@ -64,6 +64,7 @@ bool checkStep(const spec::TensorNetwork& net, const spec::PlanStep& s, const Ne
     want = want + tensorOf(*v.find(a));
   }
   if (s.op == Op::EluPlusOne) want = at::elu(want) + 1.0;
+  if (s.op == Op::Sigmoid) want = at::sigmoid(want);
   if (s.op == Op::Softmax) {
     const auto& box = *std::find_if(net.boxes.begin(), net.boxes.end(), [&](const auto& b) { return b.id == s.box; });
     if (box.causal || box.position_scale) return false;  // masks and per-position scales: checked through y

@@ -197,6 +197,7 @@ double elementwiseFlops(const PlanStep& s, const TensorNetwork& net) {
     }
     case PlanStep::Op::EluPlusOne:
     case PlanStep::Op::Normalize: return per + 2.0;
+    case PlanStep::Op::Sigmoid: return per + 4.0;  // negate, exp, add one, divide (as the cost model)
     case PlanStep::Op::Mask3:
     case PlanStep::Op::Mean0: return per + 1.0;
     case PlanStep::Op::PrefixSum:  // its cumulative sum is counted with the contraction
@@ -308,6 +309,7 @@ std::string stepEquation(const PlanStep& s, const EinsumTerms& t, const std::str
       eq += "  (prefix sums over " + std::string(1, s.along) + " ≤ " + t.operands.back().substr(0, 1) + ", L not formed)";
       break;
     case PlanStep::Op::SelectLast: eq += "  → last entry along " + std::string(1, s.along); break;
+    case PlanStep::Op::Sigmoid: eq += "  → σ, entrywise"; break;
     case PlanStep::Op::Mask3: {
       const auto& o = t.output;
       if (o.size() >= 3) {

@@ -106,7 +106,7 @@ struct SoftmaxBox {
 ///  * Mask3: the result's last three axes [i, j, k]: entries with j > i or k > i become 0;
 ///  * Mean0: the mean over the result's first axis, which is dropped.
 struct PlanStep {
-  enum class Op { None, Softmax, EluPlusOne, Normalize, Mask3, Mean0, Divide, PrefixSum, SelectLast };
+  enum class Op { None, Softmax, EluPlusOne, Normalize, Mask3, Mean0, Divide, PrefixSum, SelectLast, Sigmoid };
   std::string output;               ///< node id of the result
   std::vector<std::string> inputs;  ///< node ids, in einsum operand order
   std::string einsum;               ///< e.g. "bnf,rf->bnr" (b = batch)
