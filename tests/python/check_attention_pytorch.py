@@ -31,20 +31,33 @@ def causal_mask(n):
 
 
 def headed(spec, w, x):
+    """Sections 1, 2, 5 and the slots of section 9 (shared K/V groups, talking heads, gates)."""
     z = spec["sizes"]
+    slots = spec.get("slots", {})
     B, N, _ = x.shape
     H, D = z["H"], z["D"]
-    q, k, v = (lin(w, n, x).view(B, N, H, D) for n in ("wq", "wk", "wv"))
+    G = slots.get("kv_groups", 0) or H
+    q = lin(w, "wq", x).view(B, N, H, D)
+    # Query head h reads key/value head h // (H/G) (PyTorch SDPA's enable_gqa).
+    k, v = (lin(w, n, x).view(B, N, G, D).repeat_interleave(H // G, dim=2) for n in ("wk", "wv"))
     logits = torch.einsum("bnhd,bmhd->bhnm", q, k) / math.sqrt(D)
+    if slots.get("pre_mix"):
+        logits = torch.einsum("lh,bhnm->blnm", w["mix_pre"].double(), logits)
     if spec["causal"]:
         logits = logits.masked_fill(causal_mask(N), -math.inf)
     P = logits.softmax(-1)
+    if slots.get("post_mix"):
+        P = torch.einsum("wl,blnm->bwnm", w["mix_post"].double(), P)
     o = torch.einsum("bhnm,bmhd->bnhd", P, v)
     roles = None
     if spec["variant"] == "tp":
         r = lin(w, "wr", x).view(B, N, H, D)
         o = o * r
         roles = r.permute(0, 2, 1, 3)
+    gate = slots.get("gate", "none")
+    if gate != "none":
+        g = torch.sigmoid(lin(w, "wg", x))
+        o = o * (g.view(B, N, H, 1) if gate == "headwise" else g.view(B, N, H, D))
     return lin(w, "wo", o.reshape(B, N, H * D)), P, roles
 
 
@@ -131,7 +144,7 @@ def main():
             if spec["variant"] in ("multilinear", "dimwise"):
                 spec["sizes"]["R"] = 6
             if spec["variant"] in ("mhsa", "tp"):
-                spec["sizes"].update({"H": 3, "D": 4})
+                spec["sizes"].update({"H": 4 if spec.get("slots", {}).get("kv_groups", 0) > 1 else 3, "D": 4})
             if spec["variant"] == "fixed_head":
                 spec["sizes"].update({"H": 2, "D": 7})
             if "core" in spec:  # keep the preset, re-expanded for small sizes
@@ -144,6 +157,12 @@ def main():
                 json.dump(spec, f)
             run([binary, "attention", "--spec", sp, "--seed", "11", "--save-weights", wp])
             w, meta = st.load(wp)
+            mixes = [n for n in ("mix_pre", "mix_post") if n in w]
+            if mixes:  # identity at init: mix for real, so the check sees the mixings act
+                gen = torch.Generator().manual_seed(7)
+                for n in mixes:
+                    w[n] = w[n] + 0.3 * torch.randn(w[n].shape, generator=gen, dtype=w[n].dtype)
+                st.save(wp, w, meta)
             gen = torch.Generator().manual_seed(5)
             x = torch.randn(2, 5, 12, generator=gen, dtype=torch.float32)
             st.save(xp, {"x": x})

@@ -81,13 +81,15 @@ def st_save(path, tensors):
 
 
 def attention(variant, F=16, H=2, D=8, R=None, P=2, c=2, seq_len=16, causal=True, bias=False, core=None,
-              core_softmax=False):
+              core_softmax=False, slots=None):
     spec = {"format": "tensorscope.attention_spec", "version": 1, "variant": variant,
             "sizes": {"F": F, "H": H, "D": D, "R": R if R is not None else H * D, "P": P, "c": c,
                       "seq_len": seq_len},
             "causal": causal, "bias": bias, "dropout": 0.0, "core_softmax": core_softmax}
     if core is not None:
         spec["core"] = core
+    if slots is not None:
+        spec["slots"] = {"kv_groups": 0, "pre_mix": False, "post_mix": False, "gate": "none", **slots}
     return spec
 
 
@@ -128,6 +130,13 @@ def cases(corpus):
         ("dimwise_causal", run_config(attention("dimwise", R=8, c=3))),
         ("dimwise_bias_untied", run_config(attention("dimwise", R=8, c=2, bias=True), tied=False)),
         ("mixed_layers", run_config([attention("mhsa"), preset("skip_right")])),
+        # The slots of mhsa and fixed_head (docs/attention-variants.md section 9).
+        ("gqa_reverse", run_config(attention("mhsa", H=4, D=4, slots={"kv_groups": 2}), task="reverse")),
+        ("mqa_bias_sort", run_config(attention("mhsa", H=4, D=4, bias=True, slots={"kv_groups": 1}), task="sort")),
+        ("talking_heads_copy", run_config(attention("mhsa", H=4, D=4, slots={"pre_mix": True, "post_mix": True}))),
+        ("gated_headwise_bias", run_config(attention("mhsa", bias=True, slots={"gate": "headwise"}))),
+        ("fixed_head_gated_talking_gqa",
+         run_config(attention("fixed_head", H=4, D=6, slots={"kv_groups": 2, "pre_mix": True, "gate": "elementwise"}))),
         ("arithmetic_thsa_dense", run_config(preset("thsa"), task="arithmetic", seq_len=48,
                                              extra_task={"arithmetic_module": "add_or_sub"})),
         ("char_lm_corpus_skip_left", run_config(preset("skip_left"), task="char_lm", seq_len=24,

@@ -30,6 +30,9 @@ The layers follow Tensorscope's layer contract (docs/attention-variants.md in th
 operation for operation, so the logits agree with `tensorscope infer` to float32 rounding:
   mhsa / fixed_head   P = softmax(q kᵀ / √D), o = P v, y = concat(o) Woᵀ
   tp                  as mhsa, each head's filler bound to its role r = x Wrᵀ: y = concat(o ⊙ r) Woᵀ
+  slots (mhsa, fixed_head) K, V of G groups (head h reads h // (H/G)); logits mixed across heads by
+                      mix_pre before the softmax and weights by mix_post after it; o ⊙ σ(x Wgᵀ) per head
+                      or element
   thsa                logits[r,n,m] = Σ_s C[r,s] q[n,s] k[m,s] / √R, per-channel softmax, Ω[n,r] = Σ_m P v[m,r]
                       (Kronecker cores s·(A ⊗ B) are contracted through their factors)
   thsa_linear         φ = elu + 1, Ω[n,r] = Σ_s φ(C_r⊙q_n)_s S[s,r] / Σ_s φ(C_r⊙q_n)_s z_s (prefix sums if causal)

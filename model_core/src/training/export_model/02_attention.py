@@ -42,32 +42,52 @@ def _check_input(spec, x, fixed_length=False):
 
 
 class Mhsa(nn.Module):
-    """mhsa, fixed_head (free head size D, scale 1/√D) and tp (roles r = x·Wrᵀ bound by o ⊙ r)."""
+    """mhsa, fixed_head (free head size D, scale 1/√D) and tp (roles r = x·Wrᵀ bound by o ⊙ r), with the
+    slots of mhsa and fixed_head: K and V shared by G groups of heads (query head h reads group
+    h // (H/G): MQA, GQA), talking heads before (mix_pre) and after (mix_post) the softmax, and the
+    output gate σ(x·Wgᵀ) per head or per element."""
 
     def __init__(self, spec):
         super().__init__()
         self.spec = spec
         z = spec["sizes"]
-        F_, HD = z["F"], z["H"] * z["D"]
-        self.heads, self.scale, self.causal = z["H"], 1.0 / math.sqrt(z["D"]), bool(spec["causal"])
+        slots = spec.get("slots", {})
+        F_, H, HD = z["F"], z["H"], z["H"] * z["D"]
+        self.heads, self.scale, self.causal = H, 1.0 / math.sqrt(z["D"]), bool(spec["causal"])
+        self.groups = slots.get("kv_groups", 0) or H
+        self.gate = slots.get("gate", "none")
         self.wq = nn.Linear(F_, HD, bias=spec["bias"])
-        self.wk = nn.Linear(F_, HD, bias=spec["bias"])
-        self.wv = nn.Linear(F_, HD, bias=spec["bias"])
+        self.wk = nn.Linear(F_, self.groups * z["D"], bias=spec["bias"])
+        self.wv = nn.Linear(F_, self.groups * z["D"], bias=spec["bias"])
         self.wr = nn.Linear(F_, HD, bias=spec["bias"]) if spec["variant"] == "tp" else None
+        self.wg = nn.Linear(F_, H if self.gate == "headwise" else HD, bias=spec["bias"]) if self.gate != "none" else None
         self.wo = nn.Linear(HD, F_, bias=spec["bias"])
+        self.mix_pre = nn.Parameter(torch.eye(H)) if slots.get("pre_mix") else None
+        self.mix_post = nn.Parameter(torch.eye(H)) if slots.get("post_mix") else None
         self.dropout = nn.Dropout(spec.get("dropout", 0.0))
 
     def forward(self, x, with_maps=False):
         _check_input(self.spec, x)
-        H = self.heads
-        q, k, v = split_heads(self.wq(x), H), split_heads(self.wk(x), H), split_heads(self.wv(x), H)
-        P = masked_softmax(torch.matmul(q, k.transpose(-2, -1)) * self.scale, self.causal)  # [B, H, N, N]
+        H, G = self.heads, self.groups
+        q = split_heads(self.wq(x), H)
+        k, v = split_heads(self.wk(x), G), split_heads(self.wv(x), G)  # [B, G, N, D]
+        if G != H:
+            k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
+        logits = torch.matmul(q, k.transpose(-2, -1))
+        if self.mix_pre is not None:
+            logits = torch.einsum("lh,bhnm->blnm", self.mix_pre, logits)
+        P = masked_softmax(logits * self.scale, self.causal)  # [B, H, N, N]
+        if self.mix_post is not None:
+            P = torch.einsum("wl,blnm->bwnm", self.mix_post, P)
         o = torch.matmul(self.dropout(P), v)
         self.roles = None
         if self.wr is not None:
             r = split_heads(self.wr(x), H)  # [B, H, N, D] role vectors
             o = o * r
             self.roles = r
+        if self.wg is not None:
+            g = torch.sigmoid(self.wg(x))  # [B, N, H] or [B, N, H·D]
+            o = o * (g.transpose(1, 2).unsqueeze(-1) if self.gate == "headwise" else split_heads(g, H))
         y = self.wo(merge_heads(o))
         return (y, P) if with_maps else y
 
