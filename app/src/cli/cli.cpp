@@ -40,6 +40,8 @@ usage:
   tensorscope spec validate FILE                   check a spec: exit 0 if valid, 1 with every problem
   tensorscope spec cost FILE --batch B --seq N [--json]
                                                    parameters, forward FLOPs, activation memory
+  tensorscope spec name FILE [--json]              the published designs a spec equals or contains, read
+                                                   from its structure (MQA, GQA-G, talking heads, ...)
   tensorscope attention --spec S.json --seed 7 --save-weights W.safetensors
                                                    build one layer, save its weights (contract names)
   tensorscope attention --spec S.json --weights W.safetensors --input X.safetensors

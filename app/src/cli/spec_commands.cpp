@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "spec/cost_model.h"
+#include "spec/design_names.h"
 #include "spec/spec_json.h"
 #include "spec/validation.h"
 
@@ -114,6 +115,22 @@ int cost(Args& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+int name(Args& args, std::ostream& out, std::ostream& err) {
+  const bool asJson = args.takeFlag("--json");
+  const auto pos = args.positionals(1, 1, "tensorscope spec name FILE [--json]");
+  spec::AttentionSpec s;
+  if (!loadValid(pos[0], s, err)) return kExitFailure;
+  const auto names = spec::nameDesigns(s);
+  if (asJson) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& n : names) j.push_back({{"name", n.name}, {"equals", n.equals}, {"why", n.why}});
+    out << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  for (const auto& n : names) out << (n.equals ? "equals    " : "contains  ") << n.name << ": " << n.why << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int runSpecCommand(Args& args, std::ostream& out, std::ostream& err) {
@@ -121,7 +138,8 @@ int runSpecCommand(Args& args, std::ostream& out, std::ostream& err) {
   if (sub == "preset") return preset(args, out);
   if (sub == "validate") return validateCmd(args, out, err);
   if (sub == "cost") return cost(args, out, err);
-  throw UsageError("spec needs a sub-command: preset, validate or cost; see tensorscope --help");
+  if (sub == "name") return name(args, out, err);
+  throw UsageError("spec needs a sub-command: preset, validate, cost or name; see tensorscope --help");
 }
 
 }  // namespace tensorscope::app

@@ -1,0 +1,192 @@
+#include "spec/design_names.h"
+
+#include <cmath>
+#include <string>
+
+#include "spec/core_spec.h"
+
+namespace tensorscope::spec {
+namespace {
+
+using std::to_string;
+
+constexpr double kTolerance = 1e-9;
+
+bool near(double a, double b) { return std::abs(a - b) <= kTolerance * std::max(1.0, std::abs(b)); }
+
+/// The H x H matrix A when C (R x R, R = H·D, row-major) is A ⊗ 1_D 1_Dᵀ: every D x D block
+/// constant. Empty otherwise.
+std::vector<double> headMixing(const std::vector<double>& C, int H, int D) {
+  const int R = H * D;
+  std::vector<double> A(static_cast<size_t>(H) * H);
+  for (int h = 0; h < H; ++h)
+    for (int g = 0; g < H; ++g) {
+      const double a = C[static_cast<size_t>(h * D) * R + g * D];
+      for (int d = 0; d < D; ++d)
+        for (int e = 0; e < D; ++e)
+          if (!near(C[static_cast<size_t>(h * D + d) * R + g * D + e], a)) return {};
+      A[static_cast<size_t>(h) * H + g] = a;
+    }
+  return A;
+}
+
+bool isDiagonal(const std::vector<double>& A, int n) {
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      if (i != j && !near(A[static_cast<size_t>(i) * n + j], 0.0)) return false;
+  return true;
+}
+
+bool allEqual(const std::vector<double>& A, double v) {
+  for (double a : A)
+    if (!near(a, v)) return false;
+  return true;
+}
+
+/// C = I_H ⊗ c₂c₃ᵀ with c₂c₃ᵀ of rank one (not constant): Tuformer's skip-left.
+bool isSkipLeft(const std::vector<double>& C, int H, int D) {
+  const int R = H * D;
+  for (int h = 0; h < H; ++h)
+    for (int g = 0; g < H; ++g)
+      for (int d = 0; d < D; ++d)
+        for (int e = 0; e < D; ++e) {
+          const double c = C[static_cast<size_t>(h * D + d) * R + g * D + e];
+          if (h != g && !near(c, 0.0)) return false;
+          if (h == g && !near(c, C[static_cast<size_t>(d) * R + e])) return false;  // the same block on the diagonal
+        }
+  // Rank one: every 2 x 2 minor of the block vanishes.
+  for (int d = 1; d < D; ++d)
+    for (int e = 1; e < D; ++e) {
+      const auto at = [&](int i, int j) { return C[static_cast<size_t>(i) * R + j]; };
+      if (!near(at(0, 0) * at(d, e), at(0, e) * at(d, 0))) return false;
+    }
+  return true;
+}
+
+std::vector<DesignName> nameThsa(const AttentionSpec& s) {
+  const auto& z = s.sizes;
+  const int H = z.H, D = z.D, R = z.R;
+  const std::string family = s.variant == Variant::ThsaLinear ? "linear THSA (Tuformer, kernelised)" : "THSA (Tuformer)";
+  const auto C = effectiveCore(s);
+  if (s.variant == Variant::ThsaLinear)
+    return {{family, true, "φ(C_r ⊙ q)·φ(k) similarities instead of a softmax per channel"}};
+  std::vector<DesignName> out;
+  const auto generic = [&](const std::string& why) {
+    const bool lowRank = s.core && s.core->structure == CoreStructure::LowRank;
+    return std::vector<DesignName>{{family + (lowRank ? ", low-rank core" : ", dense core"), true, why},
+                                   {"MHSA", false, "THSA contains MHSA at C = √H·I_H ⊗ 1_D 1_Dᵀ"},
+                                   {"talking heads, pre-softmax half", false, "and the head mixings C = A ⊗ 1_D 1_Dᵀ"}};
+  };
+  // A trainable core is named by what it can learn (its structure), a frozen one by its values.
+  if (s.core && !s.core->isFrozen()) {
+    const CoreSpec& c = *s.core;
+    if (c.structure == CoreStructure::Kronecker) {
+      const bool perHead = c.b.kind == FactorKind::Ones || (D == 1 && c.b.kind == FactorKind::Identity);
+      if (perHead && c.a.kind == FactorKind::Trainable)
+        return {{"talking heads, pre-softmax half", true,
+                 "C = A ⊗ 1_D 1_Dᵀ with a trainable A: each map learns a mixing of the heads' q·k products "
+                 "(Tuformer's skip-right)"},
+                {"MHSA", false, "at A = √H·I"}};
+      if (c.a.kind == FactorKind::Identity && c.b.kind == FactorKind::Rank1)
+        return {{"Tuformer skip-left", true, "C = I_H ⊗ c₂c₃ᵀ with trainable c₂, c₃: heads kept apart"},
+                {"MHSA", false, "at c₂ = c₃ = H^¼·1"}};
+    }
+    if (c.structure != CoreStructure::Kronecker)
+      return generic("a trainable " + std::string(c.structure == CoreStructure::LowRank ? "low-rank" : "dense") +
+                     " core C: channels may mix across heads");
+  }
+  if (!C.empty() && static_cast<long long>(H) * D == R) {
+    if (const auto A = headMixing(C, H, D); !A.empty()) {
+      if (allEqual(A, A[0]) && H > 1) {
+        out.push_back({"single-head attention (one head of size " + to_string(R) + ")", true,
+                       "C = a·1_R 1_Rᵀ: one map shared by every channel"});
+      } else if (isDiagonal(A, H)) {
+        bool sameScale = true;
+        for (int h = 0; h < H; ++h) sameScale = sameScale && near(A[static_cast<size_t>(h) * H + h], std::sqrt(double(H)));
+        out.push_back({"MHSA (" + to_string(H) + " heads of size " + to_string(D) + ")", sameScale,
+                       sameScale ? "C = √H·I_H ⊗ 1_D 1_Dᵀ: THSA's 1/√R scale becomes MHSA's 1/√D"
+                                 : "C = diag(a) ⊗ 1_D 1_Dᵀ: MHSA's heads with a temperature of their own"});
+      } else {
+        out.push_back({"talking heads, pre-softmax half", true,
+                       "C = A ⊗ 1_D 1_Dᵀ with A (" + to_string(H) + " x " + to_string(H) +
+                           ") not diagonal: each map mixes the heads' q·k products (Tuformer's skip-right)"});
+      }
+      return out;
+    }
+    if (isSkipLeft(C, H, D))
+      return {{"Tuformer skip-left", true, "C = I_H ⊗ c₂c₃ᵀ: heads kept apart, a rank-one channel weighting inside each"}};
+  }
+  if (!C.empty() && isDiagonal(C, R) && !allEqual(C, 0.0))
+    return {{"MHSA (" + to_string(R) + " heads of size 1, Tuformer heads-only)", allEqual(C, C[0]) && near(C[0], 1.0),
+             "C diagonal: every channel is a head of size one"}};
+  return generic("a core C that is no Kronecker product with 1_D 1_Dᵀ: channels mix across heads");
+}
+
+std::vector<DesignName> nameHeaded(const AttentionSpec& s) {
+  const auto& z = s.sizes;
+  const Slots& slot = s.slots;
+  std::string base = "MHSA";
+  std::string baseWhy = to_string(z.H) + " heads of size " + to_string(z.D) + ", one softmax map each";
+  if (s.variant == Variant::Tp) {
+    base = "TP-attention";
+    baseWhy = "each head's output bound to its role vector r = x·W^R by a Hadamard product";
+  } else if (s.variant == Variant::FixedHead && static_cast<long long>(z.H) * z.D != z.F) {
+    base = "fixed head size (Low-Rank Bottleneck)";
+    baseWhy = "head size D = " + to_string(z.D) + " chosen apart from F/H = " + to_string(z.F) + "/" + to_string(z.H);
+  }
+  std::vector<DesignName> parts;
+  const int G = slot.kv_groups > 0 ? slot.kv_groups : z.H;
+  if (G != z.H) {
+    if (G == 1) parts.push_back({"MQA", true, "one key and value head shared by all " + to_string(z.H) + " query heads"});
+    else
+      parts.push_back({"GQA-" + to_string(G), true,
+                       "K and V shared by " + to_string(G) + " groups of " + to_string(z.H / G) + " query heads"});
+  }
+  if (slot.pre_mix && slot.post_mix)
+    parts.push_back({"talking heads", true, "the heads mixed by trainable H x H matrices before and after the softmax"});
+  else if (slot.pre_mix)
+    parts.push_back({"talking heads, pre-softmax half", true,
+                     "the logits mixed across heads before the softmax (THSA skip-right's C = A ⊗ 1_D 1_Dᵀ)"});
+  else if (slot.post_mix)
+    parts.push_back({"talking heads, post-softmax half", true, "the attention weights mixed across heads after the softmax"});
+  if (slot.gate != Gate::None)
+    parts.push_back({std::string("gated attention (") + (slot.gate == Gate::Headwise ? "headwise" : "elementwise") + ")",
+                     true, "each head's output multiplied by σ(x·W^G) before W^O"});
+  if (parts.empty()) return {{base, true, baseWhy}};
+  std::vector<DesignName> out;
+  if (parts.size() == 1 && base == "MHSA") return parts;
+  std::string combined = base == "MHSA" ? "" : base;
+  std::string why;
+  for (const auto& p : parts) {
+    combined += (combined.empty() ? "" : " + ") + p.name;
+    why += (why.empty() ? "" : "; ") + p.why;
+  }
+  out.push_back({combined, true, why});
+  if (base != "MHSA") out.push_back({base, false, baseWhy});
+  for (auto p : parts) {
+    p.equals = false;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<DesignName> nameDesigns(const AttentionSpec& s) {
+  switch (s.variant) {
+    case Variant::Mhsa:
+    case Variant::FixedHead:
+    case Variant::Tp: return nameHeaded(s);
+    case Variant::Thsa:
+    case Variant::ThsaLinear: return nameThsa(s);
+    case Variant::Multilinear:
+      return {{"multi-linear attention (Tensorized Transformer)", true,
+               to_string(s.sizes.P) + " block terms T = Σ_r g_r q_r ⊗ k_r ⊗ v_r, no softmax over keys"}};
+    case Variant::Dimwise:
+      return {{"dimension-wise attention (TensorCoder)", true,
+               "softmax over the d x d feature-pair map qᵀk, not over tokens"}};
+  }
+  return {{"attention", false, "an unknown variant"}};
+}
+
+}  // namespace tensorscope::spec

@@ -1,0 +1,108 @@
+// tensorscope spec name: designs named from a spec's structure, not its preset label.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "spec/attention_spec.h"
+#include "spec/core_spec.h"
+#include "spec/design_names.h"
+#include "spec/validation.h"
+
+namespace tensorscope::spec {
+namespace {
+
+std::string first(const AttentionSpec& s) {
+  const auto names = nameDesigns(s);
+  EXPECT_FALSE(names.empty());
+  return names.empty() ? "" : names.front().name;
+}
+
+bool contains(const AttentionSpec& s, const std::string& name) {
+  for (const auto& n : nameDesigns(s))
+    if (n.name == name) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(DesignNames, EveryPresetIsNamedAndEqualsItsFirstName) {
+  for (const auto& preset : specPresetNames()) {
+    const auto s = makeSpecPreset(preset);
+    ASSERT_TRUE(validate(s).empty()) << preset;
+    const auto names = nameDesigns(s);
+    ASSERT_FALSE(names.empty()) << preset;
+    EXPECT_TRUE(names.front().equals) << preset << ": " << names.front().name;
+    for (const auto& n : names) EXPECT_FALSE(n.why.empty()) << preset << ": " << n.name;
+  }
+  EXPECT_EQ(first(makeSpecPreset("mhsa")), "MHSA");
+  EXPECT_EQ(first(makeSpecPreset("mqa")), "MQA");
+  EXPECT_EQ(first(makeSpecPreset("gqa")), "GQA-2");
+  EXPECT_EQ(first(makeSpecPreset("talking_heads")), "talking heads");
+  EXPECT_EQ(first(makeSpecPreset("gated")), "gated attention (elementwise)");
+  EXPECT_EQ(first(makeSpecPreset("gated_headwise")), "gated attention (headwise)");
+  EXPECT_EQ(first(makeSpecPreset("tp")), "TP-attention");
+  EXPECT_EQ(first(makeSpecPreset("fixed_head")), "fixed head size (Low-Rank Bottleneck)");
+  EXPECT_EQ(first(makeSpecPreset("skip_right")), "talking heads, pre-softmax half");
+  EXPECT_EQ(first(makeSpecPreset("trainable_heads_only")), "talking heads, pre-softmax half");
+  EXPECT_EQ(first(makeSpecPreset("skip_left")), "Tuformer skip-left");
+  EXPECT_EQ(first(makeSpecPreset("thsa")), "THSA (Tuformer), dense core");
+  EXPECT_EQ(first(makeSpecPreset("core:mhsa")), "MHSA (4 heads of size 16)");
+  EXPECT_EQ(first(makeSpecPreset("heads_only")), "MHSA (4 heads of size 1)");
+  EXPECT_EQ(first(makeSpecPreset("multilinear")), "multi-linear attention (Tensorized Transformer)");
+  EXPECT_EQ(first(makeSpecPreset("dimwise")), "dimension-wise attention (TensorCoder)");
+}
+
+TEST(DesignNames, HandBuiltEquivalentsAreNamedByStructureNotLabel) {
+  // K and V tied over 4 groups, written by hand on an mhsa spec with 8 heads: GQA-4.
+  auto gqa = makeSpecPreset("mhsa");
+  gqa.sizes.H = 8;
+  gqa.sizes.D = 8;
+  gqa.slots.kv_groups = 4;
+  EXPECT_EQ(first(gqa), "GQA-4");
+  gqa.slots.kv_groups = 8;  // a group per head: no tie, MHSA
+  EXPECT_EQ(first(gqa), "MHSA");
+  // A frozen Kronecker core A ⊗ 11ᵀ with a non-diagonal A, labelled "custom".
+  auto th = makeSpecPreset("skip_right");
+  th.core->preset = "custom";
+  th.core->a.kind = FactorKind::Fixed;
+  const int H = th.sizes.H;
+  th.core->a.values.assign(static_cast<size_t>(H) * H, 0.1);
+  for (int h = 0; h < H; ++h) th.core->a.values[static_cast<size_t>(h) * H + h] = 1.0;
+  ASSERT_TRUE(validate(th).empty()) << formatIssues(validate(th));
+  EXPECT_EQ(first(th), "talking heads, pre-softmax half");
+  // The same frozen core written out densely is still talking heads (values, not the label).
+  auto dense = th;
+  dense.core->structure = CoreStructure::Dense;
+  dense.core->dense_values = effectiveCore(th);
+  dense.core->trainable_mask.assign(dense.core->dense_values.size(), 0);
+  ASSERT_TRUE(validate(dense).empty()) << formatIssues(validate(dense));
+  EXPECT_EQ(first(dense), "talking heads, pre-softmax half");
+  // A dense frozen √H·I ⊗ 11ᵀ is MHSA; a diagonal A of other values is MHSA with temperatures.
+  dense.core->dense_values = effectiveCore(makeSpecPreset("core:mhsa"));
+  EXPECT_EQ(first(dense), "MHSA (4 heads of size 16)");
+  EXPECT_TRUE(nameDesigns(dense).front().equals);
+  for (auto& v : dense.core->dense_values) v *= 2.0;
+  EXPECT_FALSE(nameDesigns(dense).front().equals);
+  // fixed_head with D = F/H is MHSA.
+  auto fixed = makeSpecPreset("fixed_head");
+  fixed.sizes.D = fixed.sizes.F / fixed.sizes.H;
+  EXPECT_EQ(first(fixed), "MHSA");
+}
+
+TEST(DesignNames, CombinedSlotsNameTheWholeAndContainEachPart) {
+  auto s = makeSpecPreset("mhsa");
+  s.slots.kv_groups = 2;
+  s.slots.pre_mix = true;
+  s.slots.gate = Gate::Headwise;
+  const auto names = nameDesigns(s);
+  ASSERT_GE(names.size(), 4u);
+  EXPECT_EQ(names.front().name, "GQA-2 + talking heads, pre-softmax half + gated attention (headwise)");
+  EXPECT_TRUE(names.front().equals);
+  EXPECT_TRUE(contains(s, "GQA-2"));
+  EXPECT_TRUE(contains(s, "talking heads, pre-softmax half"));
+  EXPECT_TRUE(contains(s, "gated attention (headwise)"));
+  for (size_t i = 1; i < names.size(); ++i) EXPECT_FALSE(names[i].equals) << names[i].name;
+}
+
+}  // namespace tensorscope::spec
