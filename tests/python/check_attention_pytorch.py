@@ -31,7 +31,7 @@ def causal_mask(n):
 
 
 def headed(spec, w, x):
-    """Sections 1, 2, 5 and the slots of section 9 (shared K/V groups, talking heads, gates)."""
+    """Sections 1, 2, 5 and the slots of section 8 (shared K/V groups, talking heads, gates)."""
     z = spec["sizes"]
     slots = spec.get("slots", {})
     B, N, _ = x.shape

@@ -14,7 +14,7 @@ namespace tensorscope::model_core {
 /// filler by the Hadamard product o_h ⊙ r_h before Wo (TP-Transformer).
 /// Maps: P [B, H, N, N]; roles: r [B, H, N, D].
 ///
-/// The slots (spec.slots, docs/attention-variants.md §9) make it every headed design of the one
+/// The slots (spec.slots, docs/attention-variants.md §8) make it every headed design of the one
 /// network: K and V of G groups shared by H/G query heads each (wk, wv [G·D, F]; MQA, GQA), the
 /// talking-heads mixings before (mix_pre [H, H]) and after (mix_post [H, H]) the softmax, and the
 /// output gate σ(x·W^Gᵀ) (wg [H·D, F] elementwise or [H, F] headwise). With talking heads the

@@ -92,7 +92,7 @@ Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, c
   const int H = spec.sizes.H, D = spec.sizes.D;
   const bool tp = spec.variant == spec::Variant::Tp;
   const spec::Slots& slot = spec.slots;
-  // Slot (a): G key/value heads; query head h reads group h / (H/G) (section 9).
+  // Slot (a): G key/value heads; query head h reads group h / (H/G) (section 8).
   const int G = slot.kv_groups > 0 ? slot.kv_groups : H;
   const auto group = [&](int h) { return h / (H / G); };
   const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
@@ -535,7 +535,7 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
     z.c = pick(1, 3);
     add(makeSpec(Variant::Dimwise, z, causal, bias), pick(1, 6));
   }
-  {  // the slots of section 9 on mhsa and fixed_head (shared K/V groups, talking heads, gates);
+  {  // the slots of section 8 on mhsa and fixed_head (shared K/V groups, talking heads, gates);
      // last, so that the cases above keep their random sizes
     struct SlotCase {
       Variant variant;

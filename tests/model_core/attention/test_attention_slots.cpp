@@ -1,4 +1,4 @@
-// The slots of section 9 (docs/attention-variants.md): the equivalences that make MQA, GQA,
+// The slots of section 8 (docs/attention-variants.md): the equivalences that make MQA, GQA,
 // talking heads and gated attention points of one network with MHSA and THSA.
 
 #include <gtest/gtest.h>

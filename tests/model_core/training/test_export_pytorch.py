@@ -130,7 +130,7 @@ def cases(corpus):
         ("dimwise_causal", run_config(attention("dimwise", R=8, c=3))),
         ("dimwise_bias_untied", run_config(attention("dimwise", R=8, c=2, bias=True), tied=False)),
         ("mixed_layers", run_config([attention("mhsa"), preset("skip_right")])),
-        # The slots of mhsa and fixed_head (docs/attention-variants.md section 9).
+        # The slots of mhsa and fixed_head (docs/attention-variants.md section 8).
         ("gqa_reverse", run_config(attention("mhsa", H=4, D=4, slots={"kv_groups": 2}), task="reverse")),
         ("mqa_bias_sort", run_config(attention("mhsa", H=4, D=4, bias=True, slots={"kv_groups": 1}), task="sort")),
         ("talking_heads_copy", run_config(attention("mhsa", H=4, D=4, slots={"pre_mix": True, "post_mix": True}))),

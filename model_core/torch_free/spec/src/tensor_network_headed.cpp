@@ -1,5 +1,5 @@
 // Tensor networks of mhsa, fixed_head and tp (docs/attention-variants.md §§1, 2, 5; Tuformer Fig. 3b),
-// with the slots of §9: a copy tensor on the head leg for shared keys and values (MQA, GQA), the
+// with the slots of §8: a copy tensor on the head leg for shared keys and values (MQA, GQA), the
 // talking-heads mixings before and after the softmax, and the output gate.
 #include <cmath>
 

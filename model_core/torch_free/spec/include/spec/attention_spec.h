@@ -32,7 +32,7 @@ struct Sizes {
 enum class Gate { None, Headwise, Elementwise };
 
 /// The slots of the one attention network that a headed layer (mhsa, fixed_head) opens beyond
-/// MHSA (docs/attention-variants.md §9). The defaults are MHSA; a spec file without "slots" is one.
+/// MHSA (docs/attention-variants.md §8). The defaults are MHSA; a spec file without "slots" is one.
 struct Slots {
   /// (a) K and V shared by groups of heads: G groups of H/G query heads each (G divides H; 1 is
   /// MQA); 0: a key and a value head per query head (MHSA).

@@ -1,7 +1,7 @@
 #pragma once
 /// Which published designs a spec equals or contains, read from its structure (its sizes, core
 /// values and slots), never from its preset label: `tensorscope spec name FILE`.
-/// docs/attention-variants.md §9 lists the rules; plain C++.
+/// docs/attention-variants.md §8 lists the rules; plain C++.
 
 #include <string>
 #include <vector>
