@@ -100,14 +100,19 @@ double procStatusBytes(const std::string& key) {
 const std::vector<std::string>& runNames() {
   static const std::vector<std::string> names = {"mhsa",       "core:mhsa",   "thsa",
                                                  "skip_left",  "skip_right",  "trainable_heads_only",
-                                                 "heads_only", "single_head", "low_rank"};
+                                                 "heads_only", "single_head", "low_rank",
+                                                 // The modern designs (mhsa with slots, contract §8).
+                                                 "mqa",        "gqa",         "talking_heads",
+                                                 "gated",      "gated_headwise"};
   return names;
 }
 
 spec::AttentionSpec layerFor(const std::string& name, int F, int H, int D, int N) {
   const std::string core = name.rfind("core:", 0) == 0 ? name.substr(5) : name;
-  auto s = spec::makeSpecPreset(name == "mhsa" ? "mhsa" : "thsa");
-  if (name != "mhsa" && (core == "heads_only" || core == "trainable_heads_only")) {
+  const auto& designs = spec::designPresetNames();
+  const bool design = std::find(designs.begin(), designs.end(), name) != designs.end();
+  auto s = spec::makeSpecPreset(name == "mhsa" || design ? name : "thsa");
+  if (name != "mhsa" && !design && (core == "heads_only" || core == "trainable_heads_only")) {
     H *= D;  // D = 1 heads at the same width R
     D = 1;
   }
@@ -118,7 +123,7 @@ spec::AttentionSpec layerFor(const std::string& name, int F, int H, int D, int N
   s.sizes.seq_len = N;
   s.causal = true;
   s.dropout = 0.0;
-  if (name != "mhsa") s.core = spec::makeCorePreset(core, H, D);
+  if (name != "mhsa" && !design) s.core = spec::makeCorePreset(core, H, D);
   return s;
 }
 
