@@ -107,3 +107,59 @@ TEST(CostModel, MultilinearMemoryGrowsAsNCubed) {
   const double b = estimateCost(s, 1, 0).largest_intermediate_bytes;
   EXPECT_DOUBLE_EQ(b / a, 8.0);
 }
+
+TEST(CostModel, SlotsHandCount) {
+  // GQA (H = 2 heads, G = 1 group: MQA), F = 8, D = 4, N = 3: k, v projections 2*3*8*4 each.
+  auto mqa = tiny("mhsa");
+  mqa.slots.kv_groups = 1;
+  const auto c = estimateCost(mqa, 1, 3);
+  // q 384 + k 192 + v 192 + y 384 = 1152; logits 162, softmax 90, P*v 144 as MHSA
+  EXPECT_DOUBLE_EQ(c.forward_flops, 1152 + 162 + 90 + 144);
+  EXPECT_EQ(c.parameters, 64 + 32 + 32 + 64);
+  // Talking heads: two H x H mixings of the [H, N, N] maps, 2*H*H*N*N FLOPs and H² parameters each.
+  auto th = tiny("mhsa");
+  th.slots.pre_mix = th.slots.post_mix = true;
+  EXPECT_DOUBLE_EQ(estimateCost(th, 1, 3).forward_flops, 1932 + 2 * (2 * 2 * 2 * 9));
+  EXPECT_EQ(estimateCost(th, 1, 3).parameters, 256 + 2 * 4);
+  // Gate, headwise: x·Wgᵀ 2*3*8*2 = 96, sigmoid 4*3*2 = 24, product 3*8 = 24; F·H parameters.
+  auto gated = tiny("mhsa");
+  gated.slots.gate = Gate::Headwise;
+  EXPECT_DOUBLE_EQ(estimateCost(gated, 1, 3).forward_flops, 1932 + 96 + 24 + 24);
+  EXPECT_EQ(estimateCost(gated, 1, 3).parameters, 256 + 16);
+  EXPECT_DOUBLE_EQ(estimateCost(gated, 1, 3).training_flops, 3 * (1932 + 96 + 24 + 24));
+}
+
+TEST(CostModel, DecodingCostsAndCaches) {
+  auto mhsa = tiny("mhsa");
+  mhsa.causal = true;
+  // One new token against M = 9 cached (10 keys): q, k, v, y projections 4*2*8*8 = 512;
+  // logits 2*2*10*4 + 20 = 180; softmax 5*20 = 100; P*v 2*2*10*4 = 160.
+  auto d = estimateDecodeCost(mhsa, 9);
+  EXPECT_TRUE(d.supported);
+  EXPECT_DOUBLE_EQ(d.flops, 512 + 180 + 100 + 160);
+  EXPECT_DOUBLE_EQ(d.cache_elements_per_token, 2 * 2 * 4);  // 2·H·D
+  auto mqa = mhsa;
+  mqa.slots.kv_groups = 1;
+  EXPECT_DOUBLE_EQ(estimateDecodeCost(mqa, 9).cache_elements_per_token, 2 * 4);  // 2·G·D
+  EXPECT_DOUBLE_EQ(estimateDecodeCost(mqa, 9).flops, 128 + 64 + 64 + 128 + 180 + 100 + 160);
+  auto thsa = tiny("thsa");
+  thsa.causal = true;
+  EXPECT_DOUBLE_EQ(estimateDecodeCost(thsa, 9).cache_elements_per_token, 2 * 8);  // 2·R
+  // Decoding grows linearly in the cache for softmax layers.
+  const double a = estimateDecodeCost(mhsa, 99).flops - estimateDecodeCost(mhsa, 49).flops;
+  const double b = estimateDecodeCost(mhsa, 149).flops - estimateDecodeCost(mhsa, 99).flops;
+  EXPECT_DOUBLE_EQ(a, b);
+  // Linear THSA keeps a fixed state: no per-token cache, cost independent of M.
+  auto lin = tiny("thsa_linear");
+  lin.causal = true;
+  const auto l = estimateDecodeCost(lin, 1000);
+  EXPECT_EQ(l.cache_elements_per_token, 0);
+  EXPECT_DOUBLE_EQ(l.state_elements, 8 * 8 + 8);
+  EXPECT_DOUBLE_EQ(l.flops, estimateDecodeCost(lin, 10).flops);
+  // Multilinear fixes N; a non-causal layer does not decode token by token.
+  auto ml = tiny("multilinear");
+  ml.causal = true;
+  EXPECT_FALSE(estimateDecodeCost(ml, 9).supported);
+  EXPECT_FALSE(estimateDecodeCost(tiny("mhsa"), 9).supported);
+  EXPECT_FALSE(estimateDecodeCost(tiny("mhsa"), 9).note.empty());
+}

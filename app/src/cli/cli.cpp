@@ -38,8 +38,9 @@ usage:
   tensorscope spec preset NAME                     print a complete default spec as JSON
   tensorscope spec preset --list                   list the preset names
   tensorscope spec validate FILE                   check a spec: exit 0 if valid, 1 with every problem
-  tensorscope spec cost FILE --batch B --seq N [--json]
-                                                   parameters, forward FLOPs, activation memory
+  tensorscope spec cost FILE --batch B --seq N [--cache M] [--json]
+                                                   parameters, forward and training FLOPs, activation
+                                                   memory, KV cache and decoding FLOPs against M tokens
   tensorscope spec name FILE [--json]              the published designs a spec equals or contains, read
                                                    from its structure (MQA, GQA-G, talking heads, ...)
   tensorscope attention --spec S.json --seed 7 --save-weights W.safetensors

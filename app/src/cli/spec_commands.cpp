@@ -73,14 +73,17 @@ int validateCmd(Args& args, std::ostream& out, std::ostream& err) {
 int cost(Args& args, std::ostream& out, std::ostream& err) {
   const auto batch = args.takeInt("--batch", 1, 1 << 20);
   const auto seq = args.takeInt("--seq", 1, 1 << 24);
+  const auto cache = args.takeInt("--cache", 0, 1 << 24);
   const bool asJson = args.takeFlag("--json");
-  const std::string usage = "tensorscope spec cost FILE --batch B --seq N [--json]";
+  const std::string usage = "tensorscope spec cost FILE --batch B --seq N [--cache M] [--json]";
   const auto pos = args.positionals(1, 1, usage);
   if (!batch || !seq) throw UsageError("spec cost needs --batch and --seq\nusage: " + usage);
   spec::AttentionSpec s;
   if (!loadValid(pos[0], s, err)) return kExitFailure;
   const auto c = spec::estimateCost(s, *batch, *seq);
   const long long n = s.variant == spec::Variant::Multilinear ? s.sizes.seq_len : *seq;
+  const long long cached = cache ? *cache : n;  // decoding against a cache of M tokens (default N)
+  const auto dec = spec::estimateDecodeCost(s, cached);
   if (asJson) {
     nlohmann::json j;
     j["variant"] = std::string(spec::toString(s.variant));
@@ -89,6 +92,13 @@ int cost(Args& args, std::ostream& out, std::ostream& err) {
     j["parameters"] = c.parameters;
     j["frozen_parameters"] = c.frozen_parameters;
     j["forward_flops"] = c.forward_flops;
+    j["training_flops"] = c.training_flops;
+    j["decode"] = {{"cached_tokens", cached},
+                   {"supported", dec.supported},
+                   {"kv_cache_elements_per_token", dec.cache_elements_per_token},
+                   {"state_elements", dec.state_elements},
+                   {"flops_per_new_token", dec.flops},
+                   {"note", dec.note}};
     j["activation_bytes"] = c.activation_bytes;
     j["largest_intermediate_bytes"] = c.largest_intermediate_bytes;
     for (const auto& t : c.terms)
@@ -96,11 +106,24 @@ int cost(Args& args, std::ostream& out, std::ostream& err) {
     out << j.dump(2) << "\n";
     return kExitOk;
   }
-  out << spec::toString(s.variant) << " at B=" << *batch << ", N=" << n;
+  out << spec::toString(s.variant);
+  if (!s.slots.isMhsa()) out << " (" << spec::nameDesigns(s).front().name << ")";
+  out << " at B=" << *batch << ", N=" << n;
   if (n != *seq) out << " (multilinear fixes N = seq_len)";
   out << "\n  parameters           " << c.parameters << " trainable";
   if (c.frozen_parameters) out << ", " << c.frozen_parameters << " frozen";
   out << "\n  forward FLOPs        " << human(c.forward_flops, "FLOP")
+      << "\n  training FLOPs       " << human(c.training_flops, "FLOP") << " (forward and backward)";
+  if (dec.supported) {
+    out << "\n  decoding             " << human(dec.flops, "FLOP") << " per new token against " << cached
+        << " cached; ";
+    if (dec.state_elements > 0) out << "state " << static_cast<long long>(dec.state_elements) << " elements";
+    else out << "KV cache " << static_cast<long long>(dec.cache_elements_per_token) << " elements per token";
+    out << " (" << dec.note << ")";
+  } else {
+    out << "\n  decoding             not token by token: " << dec.note;
+  }
+  out
       << "\n  activation memory    " << human(c.activation_bytes, "B") << " (float32)"
       << "\n  largest intermediate " << human(c.largest_intermediate_bytes, "B") << "\n  terms:\n";
   for (const auto& t : c.terms) {

@@ -37,6 +37,7 @@ class CostBuilder {
       act += t.activation_elements;
       largest = std::max(largest, t.activation_elements);
     }
+    cost_.training_flops = 3 * cost_.forward_flops;
     cost_.activation_bytes = act * bytes;
     cost_.largest_intermediate_bytes = largest * bytes;
     return cost_;
@@ -49,7 +50,7 @@ class CostBuilder {
   LayerCost cost_;
 };
 
-void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N) {
+void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
   const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
   const Slots& slot = s.slots;
   const double G = slot.kv_groups > 0 ? slot.kv_groups : H;  // key/value heads
@@ -57,17 +58,17 @@ void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N)
   c.linear("q = x·Wqᵀ", F, HD);
   c.linear("k = x·Wkᵀ" + groups, F, G * D);
   c.linear("v = x·Wvᵀ" + groups, F, G * D);
-  c.term("logits q·kᵀ/√D", 2 * B * H * N * N * D + B * H * N * N, B * H * N * N);
+  c.term("logits q·kᵀ/√D", 2 * B * H * N * M * D + B * H * N * M, B * H * N * M);
   if (slot.pre_mix) {
-    c.term("pre-softmax head mixing", 2 * B * H * H * N * N, B * H * N * N);
+    c.term("pre-softmax head mixing", 2 * B * H * H * N * M, B * H * N * M);
     c.addParams(static_cast<std::int64_t>(H * H));
   }
-  c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * N, B * H * N * N);
+  c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * M, B * H * N * M);
   if (slot.post_mix) {
-    c.term("post-softmax head mixing", 2 * B * H * H * N * N, B * H * N * N);
+    c.term("post-softmax head mixing", 2 * B * H * H * N * M, B * H * N * M);
     c.addParams(static_cast<std::int64_t>(H * H));
   }
-  c.term("o = P·v", 2 * B * H * N * N * D, B * N * HD);
+  c.term("o = P·v", 2 * B * H * N * M * D, B * N * HD);
   if (s.variant == Variant::Tp) {
     c.linear("roles r = x·Wrᵀ", F, HD);
     c.term("binding o ⊙ r", B * N * HD, B * N * HD);
@@ -82,7 +83,7 @@ void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N)
 
 bool isIdentity(const CoreFactor& f) { return f.kind == FactorKind::Identity; }
 
-void thsaSoftmax(CostBuilder& c, const AttentionSpec& s, double B, double N) {
+void thsaSoftmax(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
   const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, R = s.sizes.R;
   const CoreSpec& core = *s.core;
   c.linear("q = x·Wqᵀ", F, R);
@@ -91,40 +92,40 @@ void thsaSoftmax(CostBuilder& c, const AttentionSpec& s, double B, double N) {
   double maps = R;  // distinct N x M maps that reach the softmax
   if (core.structure == CoreStructure::Dense) {
     c.term("q̃[r,n,s] = C[r,s]·q[n,s]", B * R * N * R, B * R * N * R);
-    c.term("logits q̃·kᵀ (batched over r)", 2 * B * R * N * N * R, B * R * N * N);
+    c.term("logits q̃·kᵀ (batched over r)", 2 * B * R * N * M * R, B * R * N * M);
   } else if (core.structure == CoreStructure::LowRank) {
     const double k = core.rank;
     c.term("q ⊙ V_j", B * k * N * R, B * k * N * R);
-    c.term("base maps G_j = (q ⊙ V_j)·kᵀ", 2 * B * k * N * N * R, B * k * N * N);
-    c.term("logits_r = Σ_j U[r,j]·G_j", 2 * B * R * k * N * N, B * R * N * N);
+    c.term("base maps G_j = (q ⊙ V_j)·kᵀ", 2 * B * k * N * M * R, B * k * N * M);
+    c.term("logits_r = Σ_j U[r,j]·G_j", 2 * B * R * k * N * M, B * R * N * M);
   } else {
     switch (core.b.kind) {
       case FactorKind::Ones:
-        c.term("per-head q_h·k_hᵀ", 2 * B * H * N * N * D, B * H * N * N);
+        c.term("per-head q_h·k_hᵀ", 2 * B * H * N * M * D, B * H * N * M);
         maps = H;
         break;
       case FactorKind::Rank1:
         c.term("q ⊙ c₃", B * N * R, B * N * R);
-        c.term("per-head (q⊙c₃)_h·k_hᵀ", 2 * B * H * N * N * D, B * H * N * N);
+        c.term("per-head (q⊙c₃)_h·k_hᵀ", 2 * B * H * N * M * D, B * H * N * M);
         break;
       case FactorKind::Identity:
-        c.term("per-channel q[n,s]·k[m,s]", B * R * N * N, B * R * N * N);
+        c.term("per-channel q[n,s]·k[m,s]", B * R * N * M, B * R * N * M);
         break;
       case FactorKind::Fixed:
       case FactorKind::Trainable:
         c.term("q̃[h,d,n,d'] = B[d,d']·q[n,h,d']", B * H * D * N * D, B * H * D * N * D);
-        c.term("logits q̃·kᵀ (batched over h,d)", 2 * B * H * D * N * N * D, B * R * N * N);
+        c.term("logits q̃·kᵀ (batched over h,d)", 2 * B * H * D * N * M * D, B * R * N * M);
         break;
     }
     if (!isIdentity(core.a)) {
       const double mixed = maps;  // A mixes heads of each kept map
-      c.term("head mixing by A", 2 * B * H * mixed * N * N, B * mixed * N * N);
+      c.term("head mixing by A", 2 * B * H * mixed * N * M, B * mixed * N * M);
     }
-    if (core.b.kind == FactorKind::Rank1) c.term("channel scale c₂[d]", B * R * N * N, B * R * N * N);
+    if (core.b.kind == FactorKind::Rank1) c.term("channel scale c₂[d]", B * R * N * M, B * R * N * M);
   }
-  c.term("scale s/√R", B * maps * N * N, 0);
-  c.term("softmax", kSoftmaxFlopsPerElement * B * maps * N * N, B * maps * N * N);
-  c.term("Ω[n,r] = Σ_m P[r,n,m]·v[m,r]", 2 * B * R * N * N, B * N * R);
+  c.term("scale s/√R", B * maps * N * M, 0);
+  c.term("softmax", kSoftmaxFlopsPerElement * B * maps * N * M, B * maps * N * M);
+  c.term("Ω[n,r] = Σ_m P[r,n,m]·v[m,r]", 2 * B * R * N * M, B * N * R);
   c.linear("y = Ω·Woᵀ", R, F);
 }
 
@@ -197,10 +198,10 @@ LayerCost estimateCost(const AttentionSpec& s, std::int64_t batch, std::int64_t 
   switch (s.variant) {
     case Variant::Mhsa:
     case Variant::FixedHead:
-    case Variant::Tp: headedAttention(c, s, B, N); break;
+    case Variant::Tp: headedAttention(c, s, B, N, N); break;
     case Variant::Thsa:
     case Variant::ThsaLinear:
-      if (s.variant == Variant::Thsa) thsaSoftmax(c, s, B, N);
+      if (s.variant == Variant::Thsa) thsaSoftmax(c, s, B, N, N);
       else thsaLinear(c, s, B, N);
       if (s.core) {
         const auto& z = s.sizes;
@@ -219,5 +220,66 @@ LayerCost estimateCost(const AttentionSpec& s, std::int64_t batch, std::int64_t 
 }
 
 std::int64_t parameterCount(const AttentionSpec& spec) { return estimateCost(spec, 1, 1).parameters; }
+
+DecodeCost estimateDecodeCost(const AttentionSpec& s, std::int64_t cached) {
+  DecodeCost d;
+  const double K = static_cast<double>(cached) + 1;  // the cache and the new token
+  const auto& z = s.sizes;
+  const double F = z.F, R = z.R, H = z.H, D = z.D;
+  CostBuilder c(s, 1, 1);
+  switch (s.variant) {
+    case Variant::Mhsa:
+    case Variant::FixedHead:
+    case Variant::Tp: {
+      headedAttention(c, s, 1, 1, K);
+      const double G = s.slots.kv_groups > 0 ? s.slots.kv_groups : H;
+      d.cache_elements_per_token = 2 * G * D;
+      d.note = "keys and values of " + std::to_string(static_cast<long long>(G)) + " heads";
+      break;
+    }
+    case Variant::Thsa:
+      thsaSoftmax(c, s, 1, 1, K);
+      d.cache_elements_per_token = 2 * R;
+      d.note = "keys and values of R channels";
+      break;
+    case Variant::ThsaLinear:
+      // The running sums S = Σ φ(k_m)·v_mᵀ and z = Σ φ(k_m) replace the cache (causal form).
+      c.linear("q, k, v of the new token", F, 3 * R);
+      c.term("φ(C_r ⊙ q), φ(k)", (1 + kEluPlusOneFlopsPerElement) * R * R + kEluPlusOneFlopsPerElement * R, 0);
+      c.term("S += φ(k)·vᵀ, z += φ(k)", 2 * R * R + R, 0);
+      c.term("numerator and denominator", 4 * R * R + R, 0);
+      c.linear("y = Ω·Woᵀ", R, F);
+      d.state_elements = R * R + R;
+      d.note = "a fixed-size state S (R x R) and z (R): no per-token cache";
+      break;
+    case Variant::Dimwise: {
+      // Causal dimension-wise attention: S⁽ⁱ⁾ = Σ_{n≤i} q_nᵀk_n, one d x d state.
+      const double C = z.c;
+      c.linear("q, k, v of the new token", F, 3 * R);
+      c.term("S += qᵀk", 2 * R * R, 0);
+      c.term("scale 1/√i and softmax", (1 + kSoftmaxFlopsPerElement) * R * R, 0);
+      c.term("O_c = Σ_m W_c ⊙ f(S) · v", C * (R * R + 2 * R * R), 0);
+      c.linear("y = O·Woᵀ", C * R, F);
+      d.state_elements = R * R;
+      d.note = "a fixed-size state S (d x d): no per-token cache";
+      if (!s.causal) {
+        d.supported = false;
+        d.note = "a non-causal layer: every token sees the whole sequence, so it does not decode token by token";
+      }
+      break;
+    }
+    case Variant::Multilinear:
+      d.supported = false;
+      d.note = "its output projection fixes N = seq_len: it does not decode token by token";
+      break;
+  }
+  if (!s.causal && s.variant != Variant::Multilinear && s.variant != Variant::Dimwise) {
+    d.supported = false;
+    d.note = "a non-causal layer: every token sees the whole sequence, so it does not decode token by token";
+  }
+  d.flops = d.supported ? c.finish(4).forward_flops : 0;
+  if (!d.supported) d.cache_elements_per_token = d.state_elements = 0;
+  return d;
+}
 
 }  // namespace tensorscope::spec

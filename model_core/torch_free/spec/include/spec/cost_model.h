@@ -28,6 +28,9 @@ struct LayerCost {
   std::int64_t parameters = 0;            ///< trainable scalars
   std::int64_t frozen_parameters = 0;     ///< stored but not trained (fixed core values)
   double forward_flops = 0;
+  /// One forward and backward pass: 3 x forward_flops (the backward of each contraction is two
+  /// products of its size; elementwise terms are counted the same way).
+  double training_flops = 0;
   double activation_bytes = 0;
   double largest_intermediate_bytes = 0;  ///< biggest single tensor of the forward pass
   std::vector<CostTerm> terms;
@@ -37,6 +40,19 @@ struct LayerCost {
 /// output projection fixes). The spec must be valid.
 LayerCost estimateCost(const AttentionSpec& spec, std::int64_t batch, std::int64_t seq,
                        int bytes_per_element = 4);
+
+/// Autoregressive decoding of one new token against a cache of M earlier tokens, one layer.
+struct DecodeCost {
+  bool supported = true;                ///< false: the layer cannot decode token by token (see note)
+  double cache_elements_per_token = 0;  ///< what a KV cache keeps per token (0 with a fixed state)
+  double state_elements = 0;            ///< a fixed-size state instead of a cache (linear THSA, dimwise)
+  double flops = 0;                     ///< FLOPs for the new token
+  std::string note;                     ///< what is cached, or why the layer does not decode
+};
+
+/// Decoding cost against `cached` earlier tokens (the spec must be valid). The new token's q, k
+/// and v are projected; its query meets the cached keys and itself (M + 1 keys).
+DecodeCost estimateDecodeCost(const AttentionSpec& spec, std::int64_t cached);
 
 /// Trainable parameter count alone (what the modules must report).
 std::int64_t parameterCount(const AttentionSpec& spec);
