@@ -56,7 +56,7 @@ Expected expectedWeights(const spec::AttentionSpec& s) {
     case spec::Variant::FixedHead:
     case spec::Variant::Tp: {
       const std::int64_t HD = static_cast<std::int64_t>(z.H) * z.D;
-      // Section 9's slots: G key/value heads, the H x H mixings, the gate.
+      // Section 8's slots: G key/value heads, the H x H mixings, the gate.
       const auto& slot = s.slots;
       const std::int64_t GD = static_cast<std::int64_t>(slot.kv_groups > 0 ? slot.kv_groups : z.H) * z.D;
       linear("wq", HD, F);
@@ -164,7 +164,7 @@ std::int64_t analyticCount(const spec::AttentionSpec& s) {
   switch (s.variant) {
     case spec::Variant::Mhsa:
     case spec::Variant::FixedHead: {
-      // Section 9: W^K, W^V of G heads; C^pre, C′ H x H each; W^G [H·D or H, F].
+      // Section 8: W^K, W^V of G heads; Cᵖʳᵉ, C′ H x H each; W^G [H·D or H, F].
       const auto& slot = s.slots;
       const std::int64_t GD = (slot.kv_groups > 0 ? slot.kv_groups : H) * D;
       const std::int64_t gates = slot.gate == spec::Gate::None ? 0 : slot.gate == spec::Gate::Headwise ? H : HD;

@@ -44,8 +44,16 @@ TensorNetwork buildHeadedNetwork(const AttentionSpec& s, std::int64_t N) {
     else if (slot.post_mix) add("talking heads after the softmax");
     if (slot.gate != Gate::None) add(slot.gate == Gate::Headwise ? "a gate per head" : "a gate per output element");
     title += " with " + with;
-    equation = "P_l = softmax(Σ_h C^pre[l,h] Q_h K_g(h)ᵀ / √D);  U_w = Σ_l C^post[w,l] P_l;  o_w = U_w V_g(w) ⊙ σ(X W^G_w);"
-               "  y = [o_1 … o_H] W^O  (C^pre, C^post = I and σ(·) = 1 where a slot is off; g(h) = h/(H/G))";
+    // The equation of exactly the slots in use.
+    const std::string k = tied ? "K_g(h)" : "K_h", v = tied ? "V_g(h)" : "V_h";
+    const std::string logits = "Q_h " + k + "ᵀ / √D";
+    std::string eq = slot.pre_mix ? "P_l = softmax(Σ_h Cᵖʳᵉ[l,h] " + logits + ")" : "P_h = softmax(" + logits + ")";
+    if (slot.post_mix) eq += ";  U_h = Σ_l C′[h,l] P_l";
+    eq += ";  o_h = " + std::string(slot.post_mix ? "U_h " : "P_h ") + v;
+    if (slot.gate != Gate::None) eq += slot.gate == Gate::Headwise ? " · σ(X W^G_h)" : " ⊙ σ(X W^G_h)";
+    eq += ";  y = [o_1 … o_H] W^O";
+    if (tied) eq += ";  g(h) = ⌊h / (H/G)⌋";
+    equation = eq;
   }
   NetworkBuilder b(s, title, equation);
   const Leg g = leg('k', "G", G);       // key/value heads (G = H without shared K and V)
@@ -96,8 +104,8 @@ TensorNetwork buildHeadedNetwork(const AttentionSpec& s, std::int64_t N) {
     logitEinsum += ",hk";
   }
   if (slot.pre_mix) {
-    b.weight("Cpre", "C^pre", NodeKind::Weight, "mix_pre",
-             "Talking heads before the softmax (mix_pre [H, H]): map l's logits are Σ_h C^pre[l, h]·Q_h·K_hᵀ/√D, "
+    b.weight("Cpre", "Cᵖʳᵉ", NodeKind::Weight, "mix_pre",
+             "Talking heads before the softmax (mix_pre [H, H]): map l's logits are Σ_h Cᵖʳᵉ[l, h]·Q_h·K_hᵀ/√D, "
              "Tuformer's skip-right core C₁ ⊗ 1·1ᵀ.", {l, h}, static_cast<std::int64_t>(z.H) * z.H);
     box.nodes.push_back("Cpre");
     logitInputs.push_back("Cpre");
@@ -111,7 +119,7 @@ TensorNetwork buildHeadedNetwork(const AttentionSpec& s, std::int64_t N) {
   p.einsum = logitEinsum + "->b" + std::string(1, l.index) + "nm";
   p.op = PlanStep::Op::Softmax;
   p.box = "attn";
-  p.role = slot.pre_mix ? "attention weights P_l = softmax(Σ_h C^pre[l,h]·Q_h·K_hᵀ/√D) [H, N, M]"
+  p.role = slot.pre_mix ? "attention weights P_l = softmax(Σ_h Cᵖʳᵉ[l,h]·Q_h·K_hᵀ/√D) [H, N, M]"
                         : "attention weights P_h = softmax(Q_h·K_hᵀ/√D) [H, N, M]";
   b.step(p);
   std::string maps = "P";
