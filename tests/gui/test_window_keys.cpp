@@ -81,7 +81,7 @@ TEST(WindowKeys, TheShortcutSheetListsExactlyTheBoundKeys) {
   EXPECT_GE(bound, 10);
   EXPECT_TRUE(sheet.contains("Ctrl+Shift+S"));
   // Every key row but the mouse and presenter rows comes from an action.
-  EXPECT_EQ(sheet.count("<tr>"), bound + 5) << sheet.toStdString();
+  EXPECT_EQ(sheet.count("<tr>"), bound + 6) << sheet.toStdString();
 }
 
 TEST(WindowKeys, SaveChangesHasMnemonicsAndReturnCancels) {

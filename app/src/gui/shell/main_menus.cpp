@@ -94,6 +94,7 @@ QString shortcutSheet(const MainWindow& w) {
   for (const auto& [keys, what] : std::initializer_list<std::pair<const char*, const char*>>{
            {"Ctrl + wheel, drag", "zoom and pan the diagram"},
            {"Click on the diagram", "show that tensor, leg or softmax box in the Inspector"},
+           {"Tab / arrows, Return (diagram focused)", "select the next or previous tensor; Return shows it as a click does"},
            {"Right / Left, Space, Esc (presenter mode)", "step the plan, play it, leave presenter mode"},
            {"Right click", "export a plot, C or a factor of C (PNG, SVG, PDF at a size in mm; CSV); on the diagram: SVG, PDF, PNG, TikZ, DOT"},
            {"In a text field", "the field's own editing keys win (on Linux, Ctrl+E moves to the end of the line)"}})
