@@ -4,6 +4,7 @@
 #include <QContextMenuEvent>
 #include <QDir>
 #include <QFileDialog>
+#include <QGraphicsItem>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QMouseEvent>

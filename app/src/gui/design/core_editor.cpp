@@ -315,7 +315,7 @@ void CoreEditor::updateBannerColours() {
 
 void CoreEditor::changeEvent(QEvent* event) {
   QWidget::changeEvent(event);
-  if (event->type() == QEvent::PaletteChange && banner_) updateBannerColours();
+  if ((event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange) && banner_) updateBannerColours();
 }
 
 QString CoreEditor::bannerText() const { return banner_->isHidden() ? QString() : banner_->text(); }

@@ -181,8 +181,10 @@ void TrainingPanel::setState(bool running, bool paused) {
   stop_->setEnabled(running);
   for (QWidget* w : std::initializer_list<QWidget*>{task_, steps_, batch_, layers_, seqLen_, lr_, device_, threads_})
     w->setEnabled(!running);
-  if (running && paused) status_->setText(QString("Paused at step %1 / %2").arg(progress_->value()).arg(total_));
-  Q_EMIT progressChanged(running, running ? status_->text() : QString());
+  if (!running) Q_EMIT progressChanged(false, {});
+  if (!running || !paused) return;  // running: onStarted and onMetrics say where it is
+  status_->setText(QString("Paused at step %1 / %2").arg(progress_->value()).arg(total_));
+  Q_EMIT progressChanged(true, status_->text());
 }
 
 void TrainingPanel::onStarted(qint64 firstStep, qint64 totalSteps, const QString& device, int threads) {
