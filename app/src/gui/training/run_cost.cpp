@@ -56,8 +56,9 @@ RunCost estimateRunCost(const model_core::RunConfig& config) {
   forward += config.model.layers * 2.0 * 2.0 * F * (config.model.ffn_multiplier * F) * tokens;
   forward += 2.0 * F * 256 * tokens;
   cost.flopsPerStep = 3 * forward;
-  // A few milliseconds a step go to the optimizer, the data and the GUI whatever the size.
-  cost.seconds = double(config.train.steps) * (cost.flopsPerStep / kCpuFlopsPerSecond + 0.005);
+  // Small models are bound by the per-step work (optimizer, data, evaluation, the GUI): ~50 ms, as
+  // the default session's 600-step runs (about half a minute to a minute on 2 cores) show.
+  cost.seconds = double(config.train.steps) * (cost.flopsPerStep / kCpuFlopsPerSecond + 0.05);
   return cost;
 }
 
