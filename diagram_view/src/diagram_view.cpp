@@ -140,7 +140,9 @@ void DiagramView::mousePressEvent(QMouseEvent* event) {
 QList<QGraphicsItem*> DiagramView::tensorItemsInOrder() const {
   QList<QGraphicsItem*> tensors;
   for (QGraphicsItem* item : scene_->items())
-    if (DiagramScene::elementOf(item).first == DiagramScene::Element::Tensor && item->isVisible()) tensors << item;
+    if (DiagramScene::elementOf(item).first == DiagramScene::Element::Tensor && item->isVisible() &&
+        (item->flags() & QGraphicsItem::ItemIsSelectable))  // the tensor itself, not its label
+      tensors << item;
   std::sort(tensors.begin(), tensors.end(), [](QGraphicsItem* a, QGraphicsItem* b) {
     const QPointF pa = a->sceneBoundingRect().center(), pb = b->sceneBoundingRect().center();
     return std::make_pair(pa.x(), pa.y()) < std::make_pair(pb.x(), pb.y());
