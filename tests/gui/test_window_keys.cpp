@@ -163,8 +163,17 @@ TEST(WindowKeys, TheFirstStartFitsTheScreenWithItsFrame) {
   EXPECT_TRUE(app::firstStartMaximised(QSize(1920, 1040), QSize(1600, 1000)));
   EXPECT_FALSE(app::firstStartMaximised(QSize(2560, 1400), QSize(1600, 1000)));
   app::MainWindow w(testOptions());  // the offscreen screen is smaller than 1600 × 1000
+  EXPECT_LE(w.height(), w.screen()->availableGeometry().height() - 64) << "its normal size fits with a frame";
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
   EXPECT_TRUE(w.windowState() & Qt::WindowMaximized);
-  EXPECT_LE(w.height(), w.screen()->availableGeometry().height());
+  EXPECT_TRUE(w.screen()->availableGeometry().contains(w.frameGeometry())) << "the status bar on the screen";
+  app::MainWindow sized(testOptions());  // --size and tests: a size given before show() wins
+  sized.resize(1280, 800);
+  sized.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&sized));
+  EXPECT_FALSE(sized.windowState() & Qt::WindowMaximized);
+  EXPECT_EQ(sized.size(), QSize(1280, 800));
 }
 
 TEST(WindowKeys, TheStatusBarShowsProgressAndAPausedRunSaysSo) {

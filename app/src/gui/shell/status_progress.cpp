@@ -1,5 +1,6 @@
 #include "gui/shell/status_progress.h"
 
+#include <QEvent>
 #include <QLabel>
 #include <QMainWindow>
 #include <QScreen>
@@ -28,12 +29,38 @@ bool firstStartMaximised(QSize available, QSize preferred) {
   return preferred.width() + frame.width() > available.width() || preferred.height() + frame.height() > available.height();
 }
 
+namespace {
+
+/// Maximises its window when it is first shown, unless someone gave the window another size since
+/// (`--size`, a test's resize): theirs wins.
+class MaximiseOnFirstShow : public QObject {
+ public:
+  MaximiseOnFirstShow(QMainWindow* window, QSize size) : QObject(window), window_(window), size_(size) {
+    window->installEventFilter(this);
+  }
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (watched == window_ && event->type() == QEvent::Show) {
+      if (window_->size() == size_ && !(window_->windowState() & Qt::WindowFullScreen))
+        window_->setWindowState(window_->windowState() | Qt::WindowMaximized);
+      window_->removeEventFilter(this);
+      deleteLater();
+    }
+    return false;
+  }
+
+ private:
+  QMainWindow* window_;
+  QSize size_;
+};
+
+}  // namespace
+
 void applyFirstStartGeometry(QMainWindow& window, QSize preferred) {
   const QRect available = window.screen()->availableGeometry();
   if (firstStartMaximised(available.size(), preferred)) {
     // Its normal size (after un-maximising) fits as well.
     window.resize(preferred.boundedTo(available.size() - QSize(16, 64)).expandedTo(QSize(640, 480)));
-    window.setWindowState(window.windowState() | Qt::WindowMaximized);
+    new MaximiseOnFirstShow(&window, window.size());
     return;
   }
   window.setGeometry(QStyle::alignedRect(Qt::LeftToRight, Qt::AlignCenter, preferred, available));

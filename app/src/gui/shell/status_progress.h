@@ -19,7 +19,8 @@ void addStatusProgress(QMainWindow& window, TrainingPanel& panel);
 /// borders, estimated generously) does not fit `available` (QScreen::availableGeometry): then the
 /// first start shows the window maximised, else at `preferred`, centred.
 bool firstStartMaximised(QSize available, QSize preferred);
-/// Sizes `window` so (preferred 1600 × 1000, or maximised where that does not fit the screen).
+/// Sizes `window` so: preferred 1600 × 1000, centred, or where that does not fit the screen a size
+/// that fits, maximised when first shown (unless resized before: `--size`, tests).
 void applyFirstStartGeometry(QMainWindow& window, QSize preferred = QSize(1600, 1000));
 
 }  // namespace tensorscope::app
