@@ -213,6 +213,7 @@ TEST(WindowKeys, TheReferenceRunSaysWhatItIsAndWhatItCosts) {
   EXPECT_LT(app::estimateRunCost(runs[0].config).seconds, 120) << "the default runs learn within a minute or two";
   // Shown before training: in the runs list's tooltip and under the Training dock's status.
   EXPECT_TRUE(w.runsPanel()->list()->item(3)->toolTip().contains("2000 steps"));
+  EXPECT_TRUE(w.runsPanel()->list()->item(3)->text().contains(" min to train")) << w.runsPanel()->list()->item(3)->text().toStdString();
   w.model().select(3);
   bool shown = false;
   for (auto* l : w.trainingPanel()->findChildren<QLabel*>()) shown |= l->text().contains("King James Bible");

@@ -62,6 +62,11 @@ RunCost estimateRunCost(const model_core::RunConfig& config) {
   return cost;
 }
 
+QString roughTrainingTime(const model_core::RunConfig& config) {
+  const double seconds = estimateRunCost(config).seconds;
+  return seconds > 0 ? "about " + duration(seconds) : QString();
+}
+
 QString runCostText(const model_core::RunConfig& config) {
   const RunCost cost = estimateRunCost(config);
   const qint64 seq = model_core::modelSequenceLength(config);

@@ -28,6 +28,10 @@ RunCost estimateRunCost(const model_core::RunConfig& config);
 /// (8.2 M tokens) · about 45 min on a CPU (rough estimate)".
 QString runCostText(const model_core::RunConfig& config);
 
+/// "about 43 min" (empty when the design has no estimate): the runs list says it of runs that
+/// have not trained yet.
+QString roughTrainingTime(const model_core::RunConfig& config);
+
 /// The task in words ("reversing digit strings", "character language model on the King James Bible").
 QString taskDescription(const QString& task);
 

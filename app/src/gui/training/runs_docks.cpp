@@ -44,6 +44,9 @@ void RunsDocks::showRuns() {
   for (int i = 0; i < model_->count(); ++i) {
     names << model_->run(i).name;
     statuses << model_->statusLine(i);
+    // Its length before F5 (the default session's fourth run takes most of an hour).
+    if (const QString time = roughTrainingTime(model_->run(i).config); model_->run(i).runDir.isEmpty() && !time.isEmpty())
+      statuses.last() += " · " + time + " to train";
     // An invalid design (opened from a file, or edited so) is marked until it is fixed.
     problems << runProblems(model_->run(i)).join('\n');
     overlaid << model_->overlaid(i);
