@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QDockWidget>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
@@ -218,4 +219,16 @@ TEST(WindowKeys, TheReferenceRunSaysWhatItIsAndWhatItCosts) {
   bool shown = false;
   for (auto* l : w.trainingPanel()->findChildren<QLabel*>()) shown |= l->text().contains("King James Bible");
   EXPECT_TRUE(shown);
+}
+
+// Ctrl+E (Export figures) is not forced over text fields: where the platform binds it to "end of
+// line" (Linux), a focused field uses it, and the F1 sheet says so.
+TEST(WindowKeys, ATextFieldKeepsItsPlatformsCtrlEAndTheSheetSaysSo) {
+  const bool bound = QKeySequence::keyBindings(QKeySequence::MoveToEndOfLine).contains(QKeySequence("Ctrl+E"));
+  QLineEdit field("abcdef");
+  field.setCursorPosition(0);
+  QTest::keyClick(&field, Qt::Key_E, Qt::ControlModifier);
+  EXPECT_EQ(field.cursorPosition() == 6, bound);
+  app::MainWindow w(testOptions());
+  EXPECT_EQ(app::shortcutSheet(w).contains("Ctrl+E moves to the end of the line"), bound);
 }

@@ -96,9 +96,13 @@ QString shortcutSheet(const MainWindow& w) {
            {"Click on the diagram", "show that tensor, leg or softmax box in the Inspector"},
            {"Tab / arrows, Return (diagram focused)", "select the next or previous tensor; Return shows it as a click does"},
            {"Right / Left, Space, Esc (presenter mode)", "step the plan, play it, leave presenter mode"},
-           {"Right click", "export a plot, C or a factor of C (PNG, SVG, PDF at a size in mm; CSV); on the diagram: SVG, PDF, PNG, TikZ, DOT"},
-           {"In a text field", "the field's own editing keys win (on Linux, Ctrl+E moves to the end of the line)"}})
+           {"Right click", "export a plot, C or a factor of C (PNG, SVG, PDF at a size in mm; CSV); on the diagram: SVG, PDF, PNG, TikZ, DOT"}})
     rows += QString("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys, what);
+  // A focused text field takes its platform's editing keys first (Qt's shortcut override): where
+  // Ctrl+E moves to the end of the line (Linux), Export figures waits until the field lets go.
+  const bool fieldTakesCtrlE = QKeySequence::keyBindings(QKeySequence::MoveToEndOfLine).contains(QKeySequence("Ctrl+E"));
+  rows += QString("<tr><td><b>In a text field</b></td><td>the field's own editing keys win%1</td></tr>")
+              .arg(fieldTakesCtrlE ? " (there Ctrl+E moves to the end of the line: click the diagram first, or use File &gt; Export figures)" : "");
   return "<table>" + rows + "</table>";
 }
 
