@@ -69,7 +69,10 @@ int runGui(int argc, char** argv, std::vector<std::string> words) {
     options.rememberedTheme = false;
   }
   app::MainWindow window(options);
-  if (screenshot || demo) window.resize(size);
+  if (screenshot || demo) {  // exactly --size, not maximised
+    window.setWindowState(Qt::WindowNoState);
+    window.resize(size);
+  }
   window.show();
   if (file) {  // as File > Open (or Open run…): a file that does not read gets the same message
     const QString path = QString::fromStdString(*file);

@@ -4,6 +4,8 @@
 #include <QContextMenuEvent>
 #include <QDir>
 #include <QFileDialog>
+#include <QGraphicsItem>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QMouseEvent>
 #include <QMenu>
@@ -133,6 +135,67 @@ void DiagramView::mousePressEvent(QMouseEvent* event) {
     if (kind != DiagramScene::Element::Title) Q_EMIT elementClicked(kind, id);
   }
   QGraphicsView::mousePressEvent(event);  // selection (core clicks) and panning as before
+}
+
+QList<QGraphicsItem*> DiagramView::tensorItemsInOrder() const {
+  QList<QGraphicsItem*> tensors;
+  for (QGraphicsItem* item : scene_->items())
+    if (DiagramScene::elementOf(item).first == DiagramScene::Element::Tensor && item->isVisible() &&
+        (item->flags() & QGraphicsItem::ItemIsSelectable))  // the tensor itself, not its label
+      tensors << item;
+  std::sort(tensors.begin(), tensors.end(), [](QGraphicsItem* a, QGraphicsItem* b) {
+    const QPointF pa = a->sceneBoundingRect().center(), pb = b->sceneBoundingRect().center();
+    return std::make_pair(pa.x(), pa.y()) < std::make_pair(pb.x(), pb.y());
+  });
+  return tensors;
+}
+
+QString DiagramView::selectedTensor() const {
+  for (QGraphicsItem* item : scene_->selectedItems())
+    if (const auto [kind, id] = DiagramScene::elementOf(item); kind == DiagramScene::Element::Tensor) return id;
+  return {};
+}
+
+QString DiagramView::selectNextTensor(bool forward) {
+  const QList<QGraphicsItem*> tensors = tensorItemsInOrder();
+  if (tensors.isEmpty()) return {};
+  int at = -1;
+  for (int i = 0; i < tensors.size(); ++i)
+    if (tensors[i]->isSelected()) at = i;
+  const int next = at < 0 ? (forward ? 0 : int(tensors.size()) - 1) : at + (forward ? 1 : -1);
+  scene_->clearSelection();
+  if (next < 0 || next >= tensors.size()) return {};
+  tensors[next]->setSelected(true);
+  ensureVisible(tensors[next]);
+  return DiagramScene::elementOf(tensors[next]).second;
+}
+
+void DiagramView::keyPressEvent(QKeyEvent* event) {
+  switch (event->key()) {
+    case Qt::Key_Right:
+    case Qt::Key_Down:
+    case Qt::Key_Left:
+    case Qt::Key_Up:
+      if (event->modifiers() & ~Qt::KeypadModifier) break;  // Ctrl/Shift+arrows: the view's own
+      selectNextTensor(event->key() == Qt::Key_Right || event->key() == Qt::Key_Down);
+      return;
+    case Qt::Key_Return:
+    case Qt::Key_Enter:
+      if (const QString id = selectedTensor(); !id.isEmpty()) {
+        Q_EMIT elementClicked(DiagramScene::Element::Tensor, id);
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  QGraphicsView::keyPressEvent(event);
+}
+
+bool DiagramView::focusNextPrevChild(bool next) {
+  // Tab walks the tensors, then leaves the view past the last (Shift+Tab: the first).
+  if (hasFocus() && !selectNextTensor(next).isEmpty()) return true;
+  return QGraphicsView::focusNextPrevChild(next);
 }
 
 void DiagramView::setZoom(double factor) {

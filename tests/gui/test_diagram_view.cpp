@@ -275,3 +275,32 @@ TEST(DiagramView, AHighlightDimsEverythingElseAndRingsTheEmphasised) {
   EXPECT_FALSE(scene->isDimmed(E::Tensor, "Wk"));
   EXPECT_EQ(static_cast<int>(scene->items().size()), before);
 }
+
+// User test N17: the diagram's nodes could only be reached with the mouse.
+TEST(DiagramView, TabAndArrowsSelectTensorsAndReturnClicksTheSelectedOne) {
+  ShownView v(diagram_test::smallThsa());
+  v.view.setFocus();
+  QSignalSpy selected(&v.view, &DiagramView::tensorSelected);
+  QSignalSpy clicked(&v.view, &DiagramView::elementClicked);
+  QTest::keyClick(&v.view, Qt::Key_Right);
+  const QString first = v.view.selectedTensor();
+  ASSERT_FALSE(first.isEmpty());
+  QTest::keyClick(&v.view, Qt::Key_Right);
+  const QString second = v.view.selectedTensor();
+  ASSERT_FALSE(second.isEmpty());
+  EXPECT_NE(second, first);
+  EXPECT_GE(selected.count(), 1) << "a keyboard selection is a selection, as a click's";
+  QTest::keyClick(&v.view, Qt::Key_Left);
+  EXPECT_EQ(v.view.selectedTensor(), first);
+  QTest::keyClick(&v.view, Qt::Key_Return);
+  ASSERT_EQ(clicked.count(), 1);
+  EXPECT_EQ(clicked.at(0).at(0).value<diagram_view::DiagramScene::Element>(), diagram_view::DiagramScene::Element::Tensor);
+  EXPECT_EQ(clicked.at(0).at(1).toString(), first);
+  // Tab walks every tensor once, then the view gives the selection up (focus moves on).
+  const int tensors = v.view.diagramScene()->count(diagram_view::DiagramScene::Element::Tensor);
+  ASSERT_GE(tensors, 3);
+  QStringList seen;
+  for (QString id = v.view.selectNextTensor(true); !id.isEmpty(); id = v.view.selectNextTensor(true)) seen << id;
+  EXPECT_EQ(seen.size() + 1, tensors) << "from the first, every other tensor once";
+  EXPECT_TRUE(v.view.selectedTensor().isEmpty());
+}

@@ -1,6 +1,7 @@
 #include "viz/plot_widget.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <algorithm>
 #include <cmath>
 #include <QBuffer>
@@ -191,6 +192,13 @@ void PlotWidget::restyle() {
   pal.setColor(QPalette::PlaceholderText, t.mutedText);
   setPalette(pal);
   setAutoFillBackground(true);
+  // A check box's frame is its palette's window colour, darkened (Fusion): on the dark plot
+  // background it would vanish, so it is drawn from the muted text colour there.
+  for (QCheckBox* box : findChildren<QCheckBox*>()) {
+    QPalette boxPalette = pal;
+    if (dark_) boxPalette.setColor(QPalette::Window, t.mutedText);
+    box->setPalette(boxPalette);
+  }
   shell_->message->setStyleSheet(
       QStringLiteral("color: %1; background: %2; font-style: italic; padding: 12px;")
           .arg(t.mutedText.name(), t.background.name()));

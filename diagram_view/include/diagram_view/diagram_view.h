@@ -56,6 +56,13 @@ class DiagramView : public QGraphicsView {
   void setHighlight(const DiagramScene::Highlight& highlight) { scene_->setHighlight(highlight); }
   /// The element a click at `viewPos` (viewport pixels) reaches; (Title, "") for none.
   std::pair<DiagramScene::Element, QString> elementAt(const QPoint& viewPos) const;
+  /// Keyboard selection (the view focused): Tab / Right / Down select the next tensor (left to
+  /// right, then top to bottom), Shift+Tab / Left / Up the previous one; Return or Enter "clicks"
+  /// the selected tensor (elementClicked, as a mouse click). Tab past the last tensor leaves the
+  /// view. Returns the id now selected ("" when none).
+  QString selectNextTensor(bool forward);
+  /// The selected tensor's id ("" when none).
+  QString selectedTensor() const;
 
  public Q_SLOTS:
   void zoomIn();
@@ -81,8 +88,13 @@ class DiagramView : public QGraphicsView {
   void showEvent(QShowEvent* event) override;
   void contextMenuEvent(QContextMenuEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  bool focusNextPrevChild(bool next) override;
 
  private:
+  /// The tensors' items in reading order (left to right, then top to bottom).
+  QList<QGraphicsItem*> tensorItemsInOrder() const;
+
   void updateHeader();
 
   DiagramScene* scene_;

@@ -7,6 +7,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QEvent>
 #include <QLabel>
 #include <QPushButton>
 #include <QSpinBox>
@@ -58,7 +59,7 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   banner_ = new QLabel;
   banner_->setWordWrap(true);
-  banner_->setStyleSheet("background: #fff3cd; color: #664d03; padding: 4px;");
+  updateBannerColours();
   banner_->hide();
   layout->addWidget(banner_);
 
@@ -303,6 +304,19 @@ void CoreEditor::emitEdit(const spec::AttentionSpec& after, const QString& what,
 }
 
 QString CoreEditor::readoutText() const { return readout_->text(); }
+
+void CoreEditor::updateBannerColours() {
+  const QColor window = palette().color(QPalette::Window), amber(255, 193, 7);
+  const auto mix = [&](int a, int b) { return (3 * a + b) / 4; };
+  const QColor background(mix(window.red(), amber.red()), mix(window.green(), amber.green()), mix(window.blue(), amber.blue()));
+  banner_->setStyleSheet(QString("background: %1; color: %2; padding: 4px;")
+                             .arg(background.name(), palette().color(QPalette::WindowText).name()));
+}
+
+void CoreEditor::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if ((event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange) && banner_) updateBannerColours();
+}
 
 QString CoreEditor::bannerText() const { return banner_->isHidden() ? QString() : banner_->text(); }
 

@@ -92,7 +92,13 @@ class CoreEditor : public QWidget {
   /// The user chose another layer's C.
   void layerChosen(int layer);
 
+ protected:
+  /// A palette change (the dark theme) recolours the banner.
+  void changeEvent(QEvent* event) override;
+
  private:
+  /// The banner's amber box in the palette's colours: the window colour tinted amber, its text.
+  void updateBannerColours();
   void refresh();
   void emitEdit(const spec::AttentionSpec& after, const QString& what, int stroke = -1);
   /// Shows `issues` in the banner and returns true when there are any: an edit that would expand

@@ -1,6 +1,8 @@
 #include "gui/shell/app_theme.h"
 
 #include <QApplication>
+#include <QPainter>
+#include <QPixmap>
 #include <QPalette>
 #include <QStyle>
 #include <QStyleFactory>
@@ -27,6 +29,26 @@ void applyApplicationTheme(bool dark) {
     p.setColor(QPalette::Disabled, QPalette::Button, QColor(48, 48, 50));
   }
   QApplication::setPalette(p);
+}
+
+QIcon paletteIcon(QStyle::StandardPixmap which, const QPalette& palette) {
+  const QIcon source = QApplication::style()->standardIcon(which);
+  QIcon icon;
+  const auto tinted = [&](const QPixmap& shape, const QColor& colour) {
+    QPixmap out = shape;
+    QPainter p(&out);
+    p.setCompositionMode(QPainter::CompositionMode_SourceIn);  // the shape's alpha, the palette's colour
+    p.fillRect(out.rect(), colour);
+    return out;
+  };
+  QList<QSize> sizes = source.availableSizes();
+  if (sizes.isEmpty()) sizes = {QSize(16, 16), QSize(32, 32)};
+  for (const QSize& size : sizes) {
+    const QPixmap shape = source.pixmap(size);
+    icon.addPixmap(tinted(shape, palette.color(QPalette::Active, QPalette::ButtonText)), QIcon::Normal);
+    icon.addPixmap(tinted(shape, palette.color(QPalette::Disabled, QPalette::ButtonText)), QIcon::Disabled);
+  }
+  return icon;
 }
 
 }  // namespace tensorscope::app

@@ -1,6 +1,7 @@
 #include "gui/shell/main_menus.h"
 
 #include <QAction>
+#include <QApplication>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -12,6 +13,7 @@
 
 #include "common/version.h"
 #include "gui/design/core_editor.h"
+#include "gui/shell/app_theme.h"
 #include "gui/shell/dock_layouts.h"
 #include "gui/teaching/lesson_panel.h"
 #include "gui/teaching/presenter_mode.h"
@@ -73,7 +75,37 @@ void exportFiguresInteractively(MainWindow& w, SessionModel& model) {
   w.statusBar()->showMessage(QString("Wrote %1 files to %2.%3").arg(report.files).arg(dir).arg(QString(skipped).replace('\n', ' ')), 10000);
 }
 
+void addShortcutRows(const QList<QAction*>& actions, QString& rows) {
+  for (QAction* a : actions) {
+    if (a->menu()) addShortcutRows(a->menu()->actions(), rows);
+    if (a->isSeparator() || a->shortcuts().isEmpty()) continue;
+    QStringList keys;
+    for (const QKeySequence& k : a->shortcuts()) keys << k.toString(QKeySequence::NativeText);
+    QString what = a->text().remove('&');
+    what.remove(QChar(0x2026));
+    rows += QString("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys.join(" / ").toHtmlEscaped(), what.toHtmlEscaped());
+  }
+}
+
 }  // namespace
+
+QString shortcutSheet(const MainWindow& w) {
+  QString rows;
+  addShortcutRows(w.menuBar()->actions(), rows);  // the keys of the menus' actions, as they are bound
+  for (const auto& [keys, what] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"Ctrl + wheel, drag", "zoom and pan the diagram"},
+           {"Click on the diagram", "show that tensor, leg or softmax box in the Inspector"},
+           {"Tab / arrows, Return (diagram focused)", "select the next or previous tensor; Return shows it as a click does"},
+           {"Right / Left, Space, Esc (presenter mode)", "step the plan, play it, leave presenter mode"},
+           {"Right click", "export a plot, C or a factor of C (PNG, SVG, PDF at a size in mm; CSV); on the diagram: SVG, PDF, PNG, TikZ, DOT"}})
+    rows += QString("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys, what);
+  // A focused text field takes its platform's editing keys first (Qt's shortcut override): where
+  // Ctrl+E moves to the end of the line (Linux), Export figures waits until the field lets go.
+  const bool fieldTakesCtrlE = QKeySequence::keyBindings(QKeySequence::MoveToEndOfLine).contains(QKeySequence("Ctrl+E"));
+  rows += QString("<tr><td><b>In a text field</b></td><td>the field's own editing keys win%1</td></tr>")
+              .arg(fieldTakesCtrlE ? " (there Ctrl+E moves to the end of the line: click the diagram first, or use File &gt; Export figures)" : "");
+  return "<table>" + rows + "</table>";
+}
 
 void buildMainMenus(MainWindow& w) {
   // Every plot's context-menu export (C and its factors included) asks with the same dialog.
@@ -111,7 +143,10 @@ void buildMainMenus(MainWindow& w) {
     if (!p.isEmpty()) window->files().save(p);
   };
   file->addAction("&Save session", QKeySequence::Save, window, [window] { window->files().saveInteractively(); });
-  file->addAction("Save session &as…", QKeySequence::SaveAs, window, saveAs);
+  // QKeySequence::SaveAs is empty on some platforms (KDE, Windows): Ctrl+Shift+S everywhere.
+  auto saveAsKeys = QKeySequence::keyBindings(QKeySequence::SaveAs);
+  if (!saveAsKeys.contains(QKeySequence("Ctrl+Shift+S"))) saveAsKeys.prepend(QKeySequence("Ctrl+Shift+S"));
+  file->addAction("Save session &as…", window, saveAs)->setShortcuts(saveAsKeys);
   file->addAction("Open &run directory…", window->runsPanel(), &RunsPanel::openRunDirectoryRequested);
   file->addSeparator();
   file->addAction("Export &figures…", QKeySequence("Ctrl+E"), window, [window, model] { exportFiguresInteractively(*window, *model); });
@@ -156,7 +191,11 @@ void buildMainMenus(MainWindow& w) {
   bar->setObjectName("TrainingToolbar");
   bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   const auto add = [&](const QString& text, QStyle::StandardPixmap icon, const QKeySequence& keys, auto receiver, auto slot) {
-    QAction* a = train->addAction(w.style()->standardIcon(icon), text, keys, receiver, slot);
+    QAction* a = train->addAction(paletteIcon(icon, QApplication::palette()), text, keys, receiver, slot);
+    // Drawn in the palette's button text colour, again after every theme switch (queued: the
+    // signal comes before the new palette is applied).
+    QObject::connect(window, &MainWindow::themeChanged, a, [a, icon] { a->setIcon(paletteIcon(icon, QApplication::palette())); },
+                     Qt::QueuedConnection);
     a->setToolTip(QString(text).remove('&') + " (" + keys.toString(QKeySequence::NativeText) + ")");
     bar->addAction(a);
     return a;
@@ -178,7 +217,18 @@ void buildMainMenus(MainWindow& w) {
       ->setToolTip("Compare the current design with Tuformer's designs over seeds, at equal parameters");
 
   QMenu* view = w.menuBar()->addMenu("&View");
-  for (QDockWidget* d : window->docks()) view->addAction(d->toggleViewAction());
+  // By the docks' short fixed names (their object names): a dock's title may name its run and step.
+  for (QDockWidget* d : window->docks()) {
+    QAction* toggle = d->toggleViewAction();
+    QAction* a = view->addAction(d->objectName());
+    a->setCheckable(true);
+    a->setChecked(toggle->isChecked());
+    QObject::connect(toggle, &QAction::toggled, a, &QAction::setChecked);
+    QObject::connect(a, &QAction::triggered, toggle, [toggle, a](bool on) {
+      if (toggle->isChecked() != on) toggle->trigger();
+      a->setChecked(toggle->isChecked());
+    });
+  }
   view->addSeparator();
   view->addAction(window->presenter()->toggleAction());
   QMenu* layouts = view->addMenu("&Layout");
@@ -205,17 +255,7 @@ void buildMainMenus(MainWindow& w) {
 
   QMenu* help = w.menuBar()->addMenu("&Help");
   help->addAction("&Keyboard shortcuts", QKeySequence::HelpContents, window, [window] {
-    QString rows;
-    for (const auto& [keys, what] : std::initializer_list<std::pair<const char*, const char*>>{
-             {"F5", "train the current run"}, {"F6", "pause / resume"}, {"F7", "one step while paused"},
-             {"Shift+F5", "stop (keeps the checkpoint)"}, {"Ctrl+Z / Ctrl+Shift+Z", "undo / redo a design edit"},
-             {"Ctrl+O / Ctrl+S / Ctrl+Shift+S", "open / save / save session as"}, {"Ctrl+E", "export every view as figures"},
-             {"Ctrl+Shift+D", "dark theme"}, {"Ctrl + wheel, drag", "zoom and pan the diagram"},
-             {"Click on the diagram", "show that tensor, leg or softmax box in the Inspector"},
-             {"F11", "presenter mode: the diagram and the Inspector full screen; Right / Left step the plan, Space plays, Esc leaves"},
-             {"Right click", "export a plot, C or a factor of C (PNG, SVG, PDF at a size in mm; CSV); on the diagram: SVG, PDF, PNG, TikZ, DOT"}})
-      rows += QString("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys, what);
-    QMessageBox::information(window, "Keyboard shortcuts", "<table>" + rows + "</table>");
+    QMessageBox::information(window, "Keyboard shortcuts", shortcutSheet(*window));
   });
   help->addAction("&About Tensorscope", window, [window] {
     QMessageBox::about(window, "About Tensorscope",

@@ -29,6 +29,7 @@
 #include "diagram_view/diagram_view.h"
 #include "gui/shell/app_theme.h"
 #include "gui/document/session_history.h"
+#include "gui/shell/status_progress.h"
 #include "gui/design/core_editor.h"
 #include "gui/design/design_docks.h"
 #include "gui/design/design_panel.h"
@@ -132,8 +133,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
                                .arg(QString::fromStdString(info.torch_version), QString::fromStdString(info.default_device))
                                .arg(info.intra_op_threads)
                                .arg(info.blas_is_openblas ? "OpenBLAS" : "reference BLAS (slow: install libopenblas0-openmp)"));
-  // 1600 x 1000, or what the screen has (a laptop's 1280 x 800): never larger than the screen.
-  resize(QSize(1600, 1000).boundedTo(screen()->availableGeometry().size()));
+  addStatusProgress(*this, *trainingPanel_);
+  applyFirstStartGeometry(*this);  // 1600 x 1000 with its frame on the screen, else maximised
   qApp->installEventFilter(this);
   files_->openAtStart(options_.offerRecovery, options_.reopenLastSession);
   // The theme is the user's preference, not the document's (a session file records the one it was

@@ -5,6 +5,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMainWindow>
+#include <QPushButton>
 #include <QSettings>
 #include <QTimer>
 
@@ -69,13 +70,32 @@ void SessionFiles::openAtStart(bool offerRecovery, bool reopenLastSession) {
   if (model_->count() == 0) model_->reset(defaultSession());
 }
 
+std::unique_ptr<QMessageBox> saveChangesBox(QWidget* parent) {
+  auto box = std::make_unique<QMessageBox>(QMessageBox::Question, "Save changes?",
+                                           "This session has changes that are not saved. Save them first?", QMessageBox::NoButton, parent);
+  box->addButton(QMessageBox::Save)->setText("&Save");
+  box->addButton(QMessageBox::Discard)->setText("&Don't save");
+  QAbstractButton* cancel = box->addButton(QMessageBox::Cancel);
+  cancel->setText("Cancel");
+  // Return (and Esc) cancel: a key pressed out of habit keeps the window as it is and loses nothing;
+  // saving or discarding takes a deliberate Alt+S / Alt+D or a click.
+  box->setDefaultButton(qobject_cast<QPushButton*>(cancel));
+  box->setEscapeButton(cancel);
+  return box;
+}
+
+QMessageBox::StandardButton askToSaveChanges(QWidget* parent) {
+  const auto box = saveChangesBox(parent);
+  box->exec();
+  return box->standardButton(box->clickedButton());
+}
+
 bool SessionFiles::confirmDiscardChanges() {
   if (!model_->isModified()) return true;
   QMessageBox::StandardButton answer = QMessageBox::Discard;
   if (questions_.askToSave) answer = questions_.askToSave();
   else if (QApplication::platformName() != "offscreen")
-    answer = QMessageBox::question(window_, "Save changes?", "This session has changes that are not saved. Save them first?",
-                                   QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    answer = askToSaveChanges(window_);
   if (answer == QMessageBox::Cancel) return false;
   return answer != QMessageBox::Save || saveInteractively();
 }

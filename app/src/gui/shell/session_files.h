@@ -8,6 +8,7 @@
 #include <QMessageBox>
 #include <QObject>
 #include <functional>
+#include <memory>
 
 class QMainWindow;
 
@@ -15,6 +16,11 @@ namespace tensorscope::app {
 
 class SessionModel;
 class TrainingDriver;
+
+/// The "Save changes?" question: &Save, &Don't save and Cancel, with Cancel the default button
+/// (Return and Esc cancel). askToSaveChanges shows it and answers Save, Discard or Cancel.
+std::unique_ptr<QMessageBox> saveChangesBox(QWidget* parent);
+QMessageBox::StandardButton askToSaveChanges(QWidget* parent);
 
 class SessionFiles : public QObject {
   Q_OBJECT

@@ -1,4 +1,5 @@
 #include "gui/training/runs_docks.h"
+#include "gui/training/run_cost.h"
 
 #include <QFileDialog>
 
@@ -39,16 +40,20 @@ RunsDocks::RunsDocks(SessionModel* model, RunsPanel* runs, std::function<void(co
 }
 
 void RunsDocks::showRuns() {
-  QStringList names, statuses, problems;
+  QStringList names, statuses, problems, costs;
   QList<bool> overlaid;
   for (int i = 0; i < model_->count(); ++i) {
     names << model_->run(i).name;
     statuses << model_->statusLine(i);
+    // Its length before F5 (the default session's fourth run takes most of an hour).
+    if (const QString time = roughTrainingTime(model_->run(i).config); model_->run(i).runDir.isEmpty() && !time.isEmpty())
+      statuses.last() += " · " + time + " to train";
     // An invalid design (opened from a file, or edited so) is marked until it is fixed.
     problems << runProblems(model_->run(i)).join('\n');
     overlaid << model_->overlaid(i);
+    costs << runCostText(model_->run(i).config);
   }
-  runs_->setRuns(names, statuses, overlaid, model_->current(), problems);
+  runs_->setRuns(names, statuses, overlaid, model_->current(), problems, costs);
 }
 
 bool RunsDocks::openRunDirectory(const QString& dir) {

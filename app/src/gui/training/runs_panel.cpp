@@ -42,14 +42,14 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void RunsPanel::setRuns(const QStringList& names, const QStringList& statuses, const QList<bool>& overlaid, int current,
-                        const QStringList& problems) {
+                        const QStringList& problems, const QStringList& costs) {
   updating_ = true;
   list_->clear();
   for (int i = 0; i < names.size(); ++i) {
     auto* item = new QListWidgetItem(names[i] + "\n" + statuses.value(i), list_);
     item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
     item->setCheckState(overlaid.value(i, true) ? Qt::Checked : Qt::Unchecked);
-    item->setToolTip(names[i] + ": " + statuses.value(i));
+    item->setToolTip(names[i] + ": " + statuses.value(i) + (costs.value(i).isEmpty() ? QString() : "\n" + costs.value(i)));
     if (const QString why = problems.value(i); !why.isEmpty()) {
       item->setIcon(style()->standardIcon(QStyle::SP_MessageBoxWarning));
       item->setForeground(QColor(0xb2, 0x18, 0x2b));

@@ -16,9 +16,10 @@ class RunsPanel : public QWidget {
 
   /// Rebuilds the list: names with a status line; `overlaid` marks the runs drawn on the curves;
   /// a run with `problems` (its invalid design, one per line) is marked with a warning icon and
-  /// lists them in its tooltip.
+  /// lists them in its tooltip; `costs` (one line per run: task, size, steps, a time estimate) go
+  /// in the tooltips too, so that a run's length shows before it trains.
   void setRuns(const QStringList& names, const QStringList& statuses, const QList<bool>& overlaid, int current,
-               const QStringList& problems = {});
+               const QStringList& problems = {}, const QStringList& costs = {});
   int currentRun() const;
   QListWidget* list() const { return list_; }
 

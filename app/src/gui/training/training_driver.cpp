@@ -19,6 +19,8 @@ TrainingDriver::TrainingDriver(SessionModel* model, TrainingPanel* panel, QObjec
   connect(controller_, &TrainingController::started, panel_, &TrainingPanel::onStarted);
   connect(controller_, &TrainingController::metrics, panel_, [this](const QVector<model_core::MetricsSnapshot>& batch) {
     if (!batch.isEmpty()) panel_->onMetrics(batch.back());
+    if (!batch.isEmpty() && controller_->paused() && model_->trainingRunId())  // a step while paused
+      model_->setStatus(model_->trainingRunId(), QString("paused at step %1").arg(batch.back().step));
   });
   connect(controller_, &TrainingController::message, this, [this](const QString& m) { Q_EMIT message(m, 15000); });
   connect(controller_, &TrainingController::checkpointed, this, [this](qint64) {
@@ -169,6 +171,8 @@ void TrainingDriver::togglePause() {
   if (controller_->paused()) controller_->resume();
   else controller_->pause();
   panel_->setState(true, controller_->paused());
+  if (model_->trainingRunId())  // the runs list says so too, not "training…"
+    model_->setStatus(model_->trainingRunId(), controller_->paused() ? QString("paused at step %1").arg(panel_->lastStep()) : "training…");
 }
 
 bool TrainingDriver::fork() {

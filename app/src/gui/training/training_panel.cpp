@@ -1,4 +1,5 @@
 #include "gui/training/training_panel.h"
+#include "gui/training/run_cost.h"
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -118,6 +119,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   status_ = new QLabel("Ready. Press Train to start the selected run.");
   status_->setWordWrap(true);
   runtime_ = new QLabel;
+  runtime_->setWordWrap(true);
   runtime_->setStyleSheet("color: palette(mid);");
   layout->addWidget(status_);
   layout->addWidget(runtime_);
@@ -154,6 +156,7 @@ void TrainingPanel::setConfig(const model_core::RunConfig& c) {
   device_->setCurrentText(QString::fromStdString(c.train.device));
   threads_->setValue(c.train.threads);
   loading_ = false;
+  costText_ = runCostText(c);
 }
 
 void TrainingPanel::applyTo(model_core::RunConfig& c) const {
@@ -178,6 +181,10 @@ void TrainingPanel::setState(bool running, bool paused) {
   stop_->setEnabled(running);
   for (QWidget* w : std::initializer_list<QWidget*>{task_, steps_, batch_, layers_, seqLen_, lr_, device_, threads_})
     w->setEnabled(!running);
+  if (!running) Q_EMIT progressChanged(false, {});
+  if (!running || !paused) return;  // running: onStarted and onMetrics say where it is
+  status_->setText(QString("Paused at step %1 / %2").arg(progress_->value()).arg(total_));
+  Q_EMIT progressChanged(true, status_->text());
 }
 
 void TrainingPanel::onStarted(qint64 firstStep, qint64 totalSteps, const QString& device, int threads) {
@@ -190,6 +197,7 @@ void TrainingPanel::onStarted(qint64 firstStep, qint64 totalSteps, const QString
   progress_->setValue(static_cast<int>(firstStep));
   runtime_->setText(QString("device %1 · %2 threads").arg(device).arg(threads));
   status_->setText(QString("Training from step %1 of %2…").arg(firstStep).arg(totalSteps));
+  Q_EMIT progressChanged(true, status_->text());
 }
 
 void TrainingPanel::onMetrics(const model_core::MetricsSnapshot& m) {
@@ -202,6 +210,11 @@ void TrainingPanel::onMetrics(const model_core::MetricsSnapshot& m) {
   const double stepsPerSecond = span > 0 ? double(window_.back().second - window_.front().second) / span : 0;
   const double tokensPerSecond = stepsPerSecond * double(tokensPerStep_);
   const double eta = stepsPerSecond > 0 ? double(total_ - m.step) / stepsPerSecond : 0;
+  if (paused_) {  // a step (F7) while paused: no rate, no ETA
+    status_->setText(QString("Paused at step %1 / %2 · loss %3").arg(m.step).arg(total_).arg(m.loss, 0, 'f', 4));
+    Q_EMIT progressChanged(true, status_->text());
+    return;
+  }
   status_->setText(QString("step %1 / %2 · loss %3 · %4 steps/s · %5 tokens/s · ETA %6:%7")
                        .arg(m.step)
                        .arg(total_)
@@ -210,17 +223,22 @@ void TrainingPanel::onMetrics(const model_core::MetricsSnapshot& m) {
                        .arg(tokensPerSecond, 0, 'f', 0)
                        .arg(int(eta) / 60, 2, 10, QChar('0'))
                        .arg(int(eta) % 60, 2, 10, QChar('0')));
+  Q_EMIT progressChanged(true, status_->text());
 }
 
-void TrainingPanel::onFinished(const QString& summary) { status_->setText(summary); }
+void TrainingPanel::onFinished(const QString& summary) {
+  status_->setText(summary);
+  Q_EMIT progressChanged(false, summary);
+}
 
 void TrainingPanel::showIdle(const QString& runName, const QString& status) {
   progress_->setRange(0, 1);
   progress_->setValue(0);
-  runtime_->clear();
+  runtime_->setText(costText_);  // what training it costs, before F5
   status_->setText(runName + ": " + status);
 }
 
 QString TrainingPanel::statusText() const { return status_->text(); }
+qint64 TrainingPanel::lastStep() const { return progress_->value(); }
 
 }  // namespace tensorscope::app

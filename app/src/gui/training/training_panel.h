@@ -24,6 +24,8 @@ class TrainingPanel : public QWidget {
  public:
   /// The status line (step, loss, steps/s, tokens/s, ETA while training; the summary after).
   QString statusText() const;
+  /// The last step the running (or last) run reported.
+  qint64 lastStep() const;
   explicit TrainingPanel(QWidget* parent = nullptr);
 
   /// Shows the task/training settings of `config` (without emitting settingsChanged).
@@ -57,6 +59,9 @@ class TrainingPanel : public QWidget {
   void stepRequested();
   void stopRequested();
   void settingsChanged();
+  /// The run's progress line as the dock shows it ("step 120 / 600 · … · ETA 00:42", "Paused at
+  /// step 120 / 600 · …"), on every change; `training` false (and the text the last word) when it ends.
+  void progressChanged(bool training, const QString& text);
 
  private:
   QComboBox* task_ = nullptr;
@@ -68,6 +73,7 @@ class TrainingPanel : public QWidget {
   QLabel* status_ = nullptr;
   QLabel* inputNote_ = nullptr;  ///< why a typed setting was not taken
   QLabel* runtime_ = nullptr;
+  QString costText_;  ///< runCostText of the settings shown, under the status while idle
   qint64 first_ = 0, total_ = 1;
   QElapsedTimer clock_;
   /// (seconds on clock_, step) of the last few seconds: steps/s, tokens/s and the ETA all come from
