@@ -599,6 +599,15 @@ TEST(DailyToolViews, TheStableRankViewSaysWhyARunWithoutCoreHasNone) {
   const QString none = w.stableRankPlot()->emptyReason();
   EXPECT_TRUE(none.contains("has no core matrix C, so no stable rank")) << none.toStdString();
   EXPECT_FALSE(none.contains("yet")) << none.toStdString();
+  // A design edit that gives this run a core (a lesson step's variant) changes what it says.
+  auto withC = w.model().currentSpec();
+  withC.variant = spec::Variant::Thsa;
+  withC.sizes.R = withC.sizes.H * withC.sizes.D;
+  withC.core = spec::makeCorePreset("thsa", withC.sizes.H, withC.sizes.D);
+  w.model().editDesign(withC, "variant thsa");
+  QApplication::processEvents();
+  EXPECT_TRUE(w.stableRankPlot()->emptyReason().contains("No stable rank yet"))
+      << w.stableRankPlot()->emptyReason().toStdString();
   w.model().select(withCore);
   QApplication::processEvents();
   EXPECT_TRUE(w.stableRankPlot()->emptyReason().contains("No stable rank yet"))

@@ -69,6 +69,9 @@ SnapshotDocks::SnapshotDocks(SessionModel* model, TrainingController* controller
     showSelectedRun();
   });
   connect(model_, &SessionModel::currentChanged, this, &SnapshotDocks::showSelectedRun);
+  connect(model_, &SessionModel::designChanged, this, [this](quint64) {  // e.g. a lesson step's variant
+    if (model_->count() > 0) v_.stableRank->setEmptyText(noStableRankText(model_->currentSpec()));
+  });
   connect(model_, &SessionModel::runsChanged, this, [this] {
     if (model_->currentRun().id != shownRun_ || (!last_ && !model_->currentRun().runDir.isEmpty())) showSelectedRun();
   });
