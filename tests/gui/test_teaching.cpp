@@ -228,6 +228,10 @@ TEST(TeachingLessons, ALessonHighlightReplacesTheSteppingHighlight) {
   ASSERT_TRUE(panel->next());  // "The softmax box": names X^K and W^K
   ASSERT_TRUE(waitFor([&] { return w.inspector()->values() && !w.teaching()->computing(); }, 20000));
   for (int i = 0; i < 10; ++i) QApplication::processEvents(QEventLoop::AllEvents, 20);
+  w.teaching()->refresh();  // values that come after the lesson's highlight (a slow computation)
+  for (int i = 0; i < 5; ++i) QApplication::processEvents(QEventLoop::AllEvents, 20);
+  ASSERT_TRUE(waitFor([&] { return w.inspector()->values() && !w.teaching()->computing(); }, 20000));
+  for (int i = 0; i < 10; ++i) QApplication::processEvents(QEventLoop::AllEvents, 20);
   const auto& h = w.diagram()->diagramScene()->highlight();
   EXPECT_TRUE(h.tensors.contains("x_k") && h.tensors.contains("Wk")) << h.tensors.join(",").toStdString();
   EXPECT_TRUE(h.boxes.contains("attn")) << h.boxes.join(",").toStdString();
