@@ -183,6 +183,26 @@ TEST(TeachingInspector, AnotherRunsPlanClearsTheSteppingHighlight) {
   EXPECT_EQ(highlights.last().at(0).value<diagram_view::DiagramScene::Highlight>(), diagram_view::DiagramScene::Highlight{});
 }
 
+// N5: a lesson step stops the stepping; values that arrive afterwards (the same plan) do not
+// bring the stepping's rings back over the lesson's highlight.
+TEST(TeachingInspector, StoppedSteppingStaysStoppedWhenValuesArrive) {
+  app::TensorInspector inspector;
+  const auto mhsa = spec::makeSpecPreset("mhsa");
+  const auto mv = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(mhsa, 4, 1));
+  inspector.setDesign(mhsa, mv->network);
+  inspector.setValues(mv, "");
+  inspector.stepTo(2);
+  QSignalSpy highlights(&inspector, &app::TensorInspector::highlightRequested);
+  inspector.stopStepping();
+  EXPECT_EQ(inspector.currentStep(), -1);
+  EXPECT_EQ(highlights.count(), 0) << "the lesson sets its own highlight";
+  inspector.setValues(nullptr, "computing…");
+  inspector.setDesign(mhsa, mv->network);
+  inspector.setValues(mv, "");
+  EXPECT_EQ(highlights.count(), 0) << "no stepping highlight comes back";
+  EXPECT_EQ(inspector.currentStep(), -1);
+}
+
 // N25: a click on a tensor that the values on show lack (they are another design's: the Inspector
 // was hidden, or new values are on their way) shows that tensor when the new values come.
 TEST(TeachingInspector, AClickWhileTheValuesAreStaleShowsThatTensorNext) {
