@@ -77,9 +77,13 @@ void DiagramView::setNetwork(const spec::TensorNetwork& network) {
   const bool similar = !scene_->network().nodes.empty() && tensorIds(network) == tensorIds(scene_->network());
   const QTransform keptTransform = transform();
   const QPointF keptCentre = mapToScene(viewport()->rect().center());
+  const QRectF keptContent = scene_->contentRect();
   scene_->setNetwork(network);
   updateHeader();
-  if (similar && !fitPending_) {
+  // A fitted view (the user has not zoomed) is fitted again when the drawing's bounds change, e.g.
+  // a core preset adds "√R = 1/√D, causal" beside the softmax box; a view the user zoomed keeps it.
+  const bool refit = fitted_ && scene_->contentRect() != keptContent;
+  if (similar && !fitPending_ && !refit) {
     setTransform(keptTransform);
     centerOn(keptCentre);
   } else {

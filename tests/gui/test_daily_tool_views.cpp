@@ -17,6 +17,7 @@
 #include <QMessageBox>
 #include <QMenu>
 #include <QRegularExpression>
+#include <QSignalSpy>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
@@ -544,4 +545,71 @@ TEST(DailyToolViews, RoleClustersComeBackForAReopenedTpRun) {
   w.model().select(1);
   EXPECT_FALSE(roles->isShowingMessage());
   EXPECT_GT(roles->pointCount(), 2);
+}
+
+// Finding N14: the fork question promised "with your edit applied" for a click on a Kronecker C,
+// which cannot be replayed on the fork; and it did not say that the fork's warm-up starts again.
+TEST(DailyToolViews, TheForkQuestionSaysWhatHappensToTheEdit) {
+  app::CoreEditor editor;
+  auto s = spec::makeSpecPreset("thsa");
+  s.sizes.H = 2;
+  s.sizes.D = 4;
+  s.sizes.R = 8;
+  s.core = spec::makeCorePreset("skip_left", 2, 4);
+  ASSERT_EQ(s.core->structure, spec::CoreStructure::Kronecker);
+  editor.setSpec(s);
+  editor.setEditable(false);
+  QSignalSpy asked(&editor, &app::CoreEditor::forkRequested);
+  editor.editCell(1, 2);
+  ASSERT_EQ(asked.count(), 1);
+  QString text = editor.forkEditText();
+  EXPECT_FALSE(text.contains("with your edit applied")) << text.toStdString();
+  EXPECT_TRUE(text.contains("repeat your edit on the fork")) << text.toStdString();
+  EXPECT_TRUE(text.contains("kronecker C")) << text.toStdString();
+  EXPECT_TRUE(text.contains("warm-up")) << text.toStdString();
+  EXPECT_FALSE(editor.replayPendingEdit()) << "nothing to replay";
+  // A dense C: the click is replayed on the fork, and the question says so.
+  spec::CoreSpec dense;
+  dense.preset = "custom";
+  dense.structure = spec::CoreStructure::Dense;
+  dense.dense_values = spec::materializeCore(*s.core, 2, 4, 8);
+  dense.trainable_mask = spec::coreTrainableEntries(*s.core, 2, 4, 8);
+  s.core = dense;
+  editor.setSpec(s);
+  editor.setEditable(false);
+  editor.editCell(1, 2);
+  text = editor.forkEditText();
+  EXPECT_TRUE(text.contains("with your edit applied")) << text.toStdString();
+  EXPECT_TRUE(text.contains("warm-up")) << text.toStdString();
+}
+
+// Finding N30: "No stable rank yet" for a run that never has one (no core C) said the wrong thing.
+TEST(DailyToolViews, TheStableRankViewSaysWhyARunWithoutCoreHasNone) {
+  app::MainWindow w(testOptions());
+  int withoutCore = -1, withCore = -1;
+  for (int i = 0; i < w.model().count(); ++i) {
+    w.model().select(i);
+    if (!w.model().currentSpec().core && withoutCore < 0) withoutCore = i;
+    if (w.model().currentSpec().core && withCore < 0 && w.model().currentRun().runDir.isEmpty()) withCore = i;
+  }
+  ASSERT_GE(withoutCore, 0);
+  ASSERT_GE(withCore, 0);
+  w.model().select(withoutCore);
+  QApplication::processEvents();
+  const QString none = w.stableRankPlot()->emptyReason();
+  EXPECT_TRUE(none.contains("has no core matrix C, so no stable rank")) << none.toStdString();
+  EXPECT_FALSE(none.contains("yet")) << none.toStdString();
+  // A design edit that gives this run a core (a lesson step's variant) changes what it says.
+  auto withC = w.model().currentSpec();
+  withC.variant = spec::Variant::Thsa;
+  withC.sizes.R = withC.sizes.H * withC.sizes.D;
+  withC.core = spec::makeCorePreset("thsa", withC.sizes.H, withC.sizes.D);
+  w.model().editDesign(withC, "variant thsa");
+  QApplication::processEvents();
+  EXPECT_TRUE(w.stableRankPlot()->emptyReason().contains("No stable rank yet"))
+      << w.stableRankPlot()->emptyReason().toStdString();
+  w.model().select(withCore);
+  QApplication::processEvents();
+  EXPECT_TRUE(w.stableRankPlot()->emptyReason().contains("No stable rank yet"))
+      << w.stableRankPlot()->emptyReason().toStdString();
 }

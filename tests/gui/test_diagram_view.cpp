@@ -134,6 +134,43 @@ TEST(DiagramView, AFittedViewRefitsWhenItGrowsUntilTheUserZooms) {
   EXPECT_LT(view.zoom(), grown) << "fitted again";
 }
 
+// N29: a design change that keeps the tensors but changes the drawing's bounds (core:mhsa writes
+// "√R = 1/√D, causal" beside the box) refits a fitted view: nothing is clipped.
+TEST(DiagramView, AFittedViewRefitsWhenADesignChangeChangesTheBounds) {
+  const std::vector<std::string> designs = spec::specPresetNames();
+  int similarPairs = 0;
+  ShownView v(spec::buildTensorNetwork(spec::makeSpecPreset("mhsa"), 8));
+  v.view.resize(560, 430);  // the Diagram dock at 1600 × 1000: the fit is bound by the width
+  QApplication::processEvents();
+  for (const auto& from : designs)
+    for (const auto& to : designs) {
+      SCOPED_TRACE(from + " -> " + to);
+      auto a = spec::makeSpecPreset(from), b = spec::makeSpecPreset(to);
+      a.causal = false;
+      b.causal = true;
+      v.view.setNetwork(spec::buildTensorNetwork(a, 8));
+      QApplication::processEvents();
+      v.view.fitToView();
+      const auto before = v.view.diagramScene()->contentRect();
+      v.view.setNetwork(spec::buildTensorNetwork(b, 8));
+      QApplication::processEvents();  // the header's new height reaches the viewport
+      const QRectF content = v.view.diagramScene()->contentRect();
+      if (content != before) ++similarPairs;
+      const QRect shown = v.view.mapFromScene(content).boundingRect();
+      const QRect area = v.view.viewport()->rect().adjusted(-2, -2, 2, 2);
+      ASSERT_TRUE(shown.left() >= area.left() && shown.right() <= area.right())  // the clipped side << "drawn at " << shown.x() << "," << shown.y() << " " << shown.width() << "×"
+                                        << shown.height() << " in a " << area.width() << "×" << area.height() << " view";
+    }
+  EXPECT_GT(similarPairs, 0);
+  // The user's zoom is still kept.
+  auto s = spec::makeSpecPreset("thsa");
+  v.view.setNetwork(spec::buildTensorNetwork(s, 8));
+  v.view.setZoom(2.5);
+  s.causal = !s.causal;
+  v.view.setNetwork(spec::buildTensorNetwork(s, 8));
+  EXPECT_NEAR(v.view.zoom(), 2.5, 1e-9);
+}
+
 TEST(DiagramView, ThemeAndSizesSwitchKeepZoom) {
   ShownView v(diagram_test::smallThsa());
   v.view.setZoom(1.7);

@@ -161,6 +161,103 @@ TEST(TeachingInspector, PlayingWalksThePlanAndStopsAtTheEnd) {
   EXPECT_EQ(inspector.currentStep(), inspector.stepCount() - 1);
 }
 
+// N5: another design's plan (another run selected) ends the stepping, and the diagram's stepping
+// highlight with it: the diagram agrees with "Next shows the first".
+TEST(TeachingInspector, AnotherRunsPlanClearsTheSteppingHighlight) {
+  app::TensorInspector inspector;
+  const auto thsa = spec::makeSpecPreset("thsa");
+  const auto tv = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(thsa, 4, 1));
+  inspector.setDesign(thsa, tv->network);
+  inspector.setValues(tv, "");
+  ASSERT_GT(inspector.stepCount(), 6);
+  inspector.stepTo(6);
+  QSignalSpy highlights(&inspector, &app::TensorInspector::highlightRequested);
+  const auto mhsa = spec::makeSpecPreset("mhsa");
+  const auto mv = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(mhsa, 4, 1));
+  inspector.setValues(nullptr, "computing…");  // as the Inspector dock does while the new values come
+  inspector.setDesign(mhsa, mv->network);
+  inspector.setValues(mv, "");
+  EXPECT_EQ(inspector.currentStep(), -1);
+  EXPECT_TRUE(inspector.stepText().contains("Next shows the first"));
+  ASSERT_GE(highlights.count(), 1) << "the diagram is told to drop THSA's step 7";
+  EXPECT_EQ(highlights.last().at(0).value<diagram_view::DiagramScene::Highlight>(), diagram_view::DiagramScene::Highlight{});
+}
+
+// N5: a lesson step stops the stepping; values that arrive afterwards (the same plan) do not
+// bring the stepping's rings back over the lesson's highlight.
+TEST(TeachingInspector, StoppedSteppingStaysStoppedWhenValuesArrive) {
+  app::TensorInspector inspector;
+  const auto mhsa = spec::makeSpecPreset("mhsa");
+  const auto mv = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(mhsa, 4, 1));
+  inspector.setDesign(mhsa, mv->network);
+  inspector.setValues(mv, "");
+  inspector.stepTo(2);
+  QSignalSpy highlights(&inspector, &app::TensorInspector::highlightRequested);
+  inspector.stopStepping();
+  EXPECT_EQ(inspector.currentStep(), -1);
+  EXPECT_EQ(highlights.count(), 0) << "the lesson sets its own highlight";
+  inspector.setValues(nullptr, "computing…");
+  inspector.setDesign(mhsa, mv->network);
+  inspector.setValues(mv, "");
+  EXPECT_EQ(highlights.count(), 0) << "no stepping highlight comes back";
+  EXPECT_EQ(inspector.currentStep(), -1);
+}
+
+// N25: a click on a tensor that the values on show lack (they are another design's: the Inspector
+// was hidden, or new values are on their way) shows that tensor when the new values come.
+TEST(TeachingInspector, AClickWhileTheValuesAreStaleShowsThatTensorNext) {
+  app::TensorInspector inspector;
+  const auto mhsa = spec::makeSpecPreset("mhsa");
+  const auto mv = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(mhsa, 4, 1));
+  inspector.setDesign(mhsa, mv->network);
+  inspector.setValues(mv, "");
+  ASSERT_TRUE(inspector.showTensor("Wo"));
+  const auto tp = spec::makeSpecPreset("tp");
+  const auto tv = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(tp, 4, 1));
+  ASSERT_NE(tv->find("Wr"), nullptr);
+  ASSERT_EQ(mv->find("Wr"), nullptr);
+  EXPECT_FALSE(inspector.showElement(Element::Tensor, "Wr"));  // not in the stale values
+  inspector.setDesign(tp, tv->network);
+  inspector.setValues(tv, "TP");
+  EXPECT_EQ(inspector.shownId(), "Wr") << "the first click counts";
+}
+
+// N5: a lesson step's highlight replaces the stepping highlight of the step before, also when the
+// Inspector's values come after it.
+TEST(TeachingLessons, ALessonHighlightReplacesTheSteppingHighlight) {
+  app::MainWindow w(testOptions());
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  ASSERT_TRUE(w.startLesson("mhsa_tensor_network"));
+  auto* panel = w.lessonPanel();
+  const auto act = [&] {  // the step's action, as "Show me" does it, until its check holds
+    ASSERT_TRUE(waitFor([&] { return w.inspector()->stepCount() > 0; }, 10000));
+    ASSERT_TRUE(w.lessons()->performAction());
+    ASSERT_TRUE(waitFor(
+        [&] {
+          panel->setState(w.lessons()->state());
+          return panel->checkMet();
+        },
+        20000));
+  };
+  act();  // "Tensors are nodes, axes are legs": click W^Q
+  ASSERT_TRUE(panel->next());  // "A contraction joins two legs": step the plan
+  act();
+  ASSERT_EQ(w.inspector()->currentStep(), 0);
+  ASSERT_TRUE(panel->next());  // "The softmax box": names X^K and W^K
+  ASSERT_TRUE(waitFor([&] { return w.inspector()->values() && !w.teaching()->computing(); }, 20000));
+  for (int i = 0; i < 10; ++i) QApplication::processEvents(QEventLoop::AllEvents, 20);
+  w.teaching()->refresh();  // values that come after the lesson's highlight (a slow computation)
+  for (int i = 0; i < 5; ++i) QApplication::processEvents(QEventLoop::AllEvents, 20);
+  ASSERT_TRUE(waitFor([&] { return w.inspector()->values() && !w.teaching()->computing(); }, 20000));
+  for (int i = 0; i < 10; ++i) QApplication::processEvents(QEventLoop::AllEvents, 20);
+  const auto& h = w.diagram()->diagramScene()->highlight();
+  EXPECT_TRUE(h.tensors.contains("x_k") && h.tensors.contains("Wk")) << h.tensors.join(",").toStdString();
+  EXPECT_TRUE(h.boxes.contains("attn")) << h.boxes.join(",").toStdString();
+  EXPECT_EQ(w.inspector()->currentStep(), -1) << "the stepping starts again from the first step";
+}
+
 // The cost page: linear attention contracts keys with values first, and grows linearly in N where
 // MHSA grows quadratically.
 TEST(TeachingInspector, TheCostPageComparesOrdersAndGrowthInN) {

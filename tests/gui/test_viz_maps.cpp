@@ -383,3 +383,46 @@ TEST(VizStableRank, ANarrowPlotGetsFewerStepLabels) {
   EXPECT_LE(label.bottom(), plot.pixelOf(4.0) + 1);
   EXPECT_GE(label.top(), plot.pixelOf(4.0 * 1.2) - 1) << "inside the plot (its range ends at 1.2 × the top line)";
 }
+
+// N30: a fork's history starts at its first step, not at a range centred on the previous run's.
+TEST(VizStableRank, AForkAxisStartsAtItsFirstStep) {
+  StableRankPlot plot;
+  plot.setLayerHistory(0, {0, 100, 200, 300, 400}, {3.0, 3.5, 4.0, 4.5, 5.0});  // the parent, shown before
+  plot.clear();
+  plot.setLayerHistory(0, {100}, {4.2});  // the fork: one inspection, at its first step
+  const auto [x0, x1] = plot.xRange();
+  EXPECT_GE(x0, 0.0) << "no negative steps";
+  EXPECT_LE(x0, 100.0);
+  EXPECT_GE(x1, 100.0);
+  EXPECT_LE(x1 - x0, 20.0) << "the axis is about the fork's own step, not the parent's 400 steps";
+  plot.setLayerHistory(0, {100, 150, 200}, {4.2, 4.0, 3.9});
+  EXPECT_GE(plot.xRange().first, 90.0) << "from the fork's first step";
+}
+
+// N30: a design without a core C says why the plot stays empty, not "No stable rank yet".
+TEST(VizStableRank, ADesignWithoutCoreSaysWhy) {
+  StableRankPlot plot;
+  EXPECT_TRUE(plot.emptyReason().contains("No stable rank yet"));
+  plot.setEmptyText("MHSA has no core matrix C, so no stable rank");
+  EXPECT_TRUE(plot.isShowingMessage());
+  EXPECT_EQ(plot.emptyReason(), QString("MHSA has no core matrix C, so no stable rank"));
+  plot.setEmptyText({});
+  EXPECT_TRUE(plot.emptyReason().contains("No stable rank yet"));
+}
+
+// N30: a long title (the core editor's "learned factor B of C = s·(A ⊗ B) (16×16, trainable)")
+// made the heatmap, and the Core matrix C dock beside another, wider than its room: it wraps instead.
+TEST(VizHeatmap, ALongTitleWrapsInsteadOfWideningTheView) {
+  MatrixHeatmap heatmap;
+  const QString title = "Showing the learned factor B of C = s·(A ⊗ B) (16×16, trainable) of THSA at step 600";
+  heatmap.setMatrix(std::vector<double>(16 * 16, 0.5), 16, 16, title);
+  settle(heatmap, QSize(220, 240));
+  EXPECT_EQ(heatmap.title(), title);
+  EXPECT_LE(heatmap.minimumSizeHint().width(), 220) << "the title asks for no width of its own";
+  EXPECT_GT(heatmap.shownTitle().count('\n'), 0) << heatmap.shownTitle().toStdString();
+  const QFontMetrics metrics(QFont(heatmap.font().family(), 10, QFont::Bold));
+  for (const QString& line : heatmap.shownTitle().split('\n'))
+    EXPECT_LE(metrics.horizontalAdvance(line), 220) << line.toStdString();
+  settle(heatmap, QSize(1400, 400));
+  EXPECT_EQ(heatmap.shownTitle(), title) << "one line where it fits";
+}

@@ -25,6 +25,7 @@
 #include "gui/document/app_paths.h"
 #include "gui/training/training_controller.h"
 #include "viz/attention_map_grid.h"
+#include "viz/curves_plot.h"
 #include "window_test_util.h"
 
 using namespace tensorscope;
@@ -235,9 +236,13 @@ TEST(WorkKept, ARunFolderDeletedWhileOpenIsSaidAndNotRestarted) {
   app::MainWindow w(testOptions());
   trainRunOne(w);
   const QString runDir = w.model().run(1).runDir;
+  const QString name = w.model().run(1).name;
+  const int points = w.curves()->pointCount("train loss", name);
+  ASSERT_GT(points, 0);
   ASSERT_TRUE(QDir(runDir).removeRecursively());
   w.model().select(0);
   w.model().select(1);
+  EXPECT_EQ(w.curves()->pointCount("train loss", name), points) << "the curves already shown are kept";
   EXPECT_TRUE(runsListText(w, 1).contains("folder is gone")) << runsListText(w, 1).toStdString();
   EXPECT_TRUE(w.trainingPanel()->statusText().contains("folder is gone")) << w.trainingPanel()->statusText().toStdString();
   EXPECT_TRUE(labelSays(w.attentionMaps(), "The run folder of " + w.model().run(1).name + " is gone"))
@@ -247,6 +252,7 @@ TEST(WorkKept, ARunFolderDeletedWhileOpenIsSaidAndNotRestarted) {
   EXPECT_TRUE(statusBarText(w).contains(runDir) && statusBarText(w).contains("gone")) << statusBarText(w).toStdString();
   EXPECT_EQ(w.model().run(1).runDir, runDir) << "the run still names its folder";
   EXPECT_FALSE(QFileInfo::exists(runDir)) << "nothing was trained into it";
+  EXPECT_EQ(w.curves()->pointCount("train loss", name), points) << "and its curves stay";
 }
 
 // Item 2 (N2): a run folder another process trains is "training elsewhere"; Train is refused,

@@ -16,6 +16,7 @@ struct MatrixHeatmap::Parts {
   QCPColorMap* map = nullptr;
   QCPColorScale* scale = nullptr;
   QCPTextElement* title = nullptr;
+  QString fullTitle;  // as given; the element shows it wrapped to the plot's width
   detail::MaskOverlay* overlay = nullptr;
   QCPItemRect* rubber = nullptr;  // the rectangle of a Shift+drag, while it is dragged
   int xStep = 0, yStep = 0;  // tick thinning in use, to notice when a resize changes it
@@ -27,6 +28,9 @@ MatrixHeatmap::MatrixHeatmap(QWidget* parent) : PlotWidget(parent), parts_(std::
   p->plotLayout()->insertRow(0);
   parts_->title = new QCPTextElement(p, QString(), QFont(font().family(), 10, QFont::Bold));
   p->plotLayout()->addElement(0, 0, parts_->title);
+  // The title asks for no width of its own (a set minimum replaces the text's width in the layout):
+  // it is wrapped to the width the plot gets instead.
+  parts_->title->setMinimumSize(QSize(1, 0));
   parts_->map = new QCPColorMap(p->xAxis, p->yAxis);
   parts_->scale = new QCPColorScale(p);
   parts_->scale->setBarWidth(12);
@@ -114,8 +118,26 @@ void MatrixHeatmap::setMatrix(const std::vector<double>& values, int rows, int c
   applyColourRange();
   plot()->xAxis->setRange(-0.5, cols - 0.5);
   plot()->yAxis->setRange(-0.5, rows - 0.5);
-  parts_->title->setText(title);
+  parts_->fullTitle = title;
+  wrapTitle();
   setMask(mask_);
+}
+
+QString MatrixHeatmap::title() const { return parts_->fullTitle; }
+QString MatrixHeatmap::shownTitle() const { return parts_->title->text(); }
+
+void MatrixHeatmap::wrapTitle() {
+  const int width = plot()->width() - 12;
+  const QString wrapped = width > 40 ? detail::wrapText(parts_->fullTitle, parts_->title->font(), width) : parts_->fullTitle;
+  if (wrapped != parts_->title->text()) {
+    parts_->title->setText(wrapped);
+    requestReplot();
+  }
+}
+
+bool MatrixHeatmap::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == plot() && event->type() == QEvent::Resize) wrapTitle();
+  return PlotWidget::eventFilter(watched, event);
 }
 
 void MatrixHeatmap::clear(const QString& message) {

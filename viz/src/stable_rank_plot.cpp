@@ -112,6 +112,11 @@ void StableRankPlot::setHeadsReference(double heads) {
   afterUpdate();
 }
 
+void StableRankPlot::setEmptyText(const QString& text) {
+  emptyText_ = text;
+  afterUpdate();
+}
+
 void StableRankPlot::setHighlightedLayer(int layer) {
   if (layer == highlighted_) return;
   highlighted_ = layer;
@@ -128,7 +133,9 @@ void StableRankPlot::clear() {
 
 void StableRankPlot::afterUpdate() {
   auto* p = plot();
-  if (lines_.empty()) showMessage(tr("No stable rank yet: it is drawn while a model with a core C trains"));
+  if (lines_.empty())
+    showMessage(emptyText_.isEmpty() ? tr("No stable rank yet: it is drawn while a model with a core C trains")
+                                     : emptyText_);
   else showPlot();
   p->legend->setVisible(!lines_.empty());
   const bool ref = heads_ > 0;
@@ -146,11 +153,19 @@ void StableRankPlot::afterUpdate() {
     for (double r : line->ranks)
       if (std::isfinite(r)) hi = std::max(hi, r);
   p->yAxis->setRange(lo, hi * 1.2);  // room above the top line for the "H heads" label
-  if (!lines_.empty()) {
-    p->xAxis->rescale(true);
-    const QCPRange x = p->xAxis->range();
-    const double pad = x.size() > 0 ? 0.02 * x.size() : 1.0;
-    p->xAxis->setRange(x.lower - pad, x.upper + pad);
+  // The step axis spans the data (a fork's from its first step), never the previous run's range: a
+  // single point is centred in a small window, and no step before 0 is shown.
+  double first = 0, last = 0;
+  bool any = false;
+  for (const auto& [layer, line] : lines_)
+    for (double s : line->steps) {
+      first = any ? std::min(first, s) : s;
+      last = any ? std::max(last, s) : s;
+      any = true;
+    }
+  if (any) {
+    const double pad = last > first ? 0.02 * (last - first) : std::max(1.0, 0.05 * std::abs(first));
+    p->xAxis->setRange(first >= 0 ? std::max(0.0, first - pad) : first - pad, last + pad);
   }
   requestReplot();
 }

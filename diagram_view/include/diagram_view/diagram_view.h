@@ -26,7 +26,8 @@ class DiagramView : public QGraphicsView {
   explicit DiagramView(QWidget* parent = nullptr);
 
   /// Shows `network`. If its tensors are the same as the current network's (e.g. only sizes or
-  /// the core preset changed), the zoom and scroll position are kept; otherwise the view fits.
+  /// the core preset changed), the zoom and scroll position are kept when the user has zoomed, or
+  /// when the drawing's bounds are unchanged; otherwise the view fits.
   void setNetwork(const spec::TensorNetwork& network);
   const spec::TensorNetwork& network() const { return scene_->network(); }
 

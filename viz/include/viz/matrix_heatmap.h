@@ -72,6 +72,12 @@ class MatrixHeatmap : public PlotWidget {
   /// Every how many columns (Qt::Horizontal) or rows a label is drawn (1: all), after layout.
   int labelStep(Qt::Orientation orientation) const;
 
+  /// The title as given to setMatrix (on screen it is wrapped to the plot's width).
+  QString title() const;
+  /// The title as drawn: wrapped into lines no wider than the plot, so a long title never makes
+  /// the view (and the dock holding it) wider than its room (finding N30).
+  QString shownTitle() const;
+
  Q_SIGNALS:
   /// A mouse press on a cell.
   void cellClicked(int row, int col, Qt::MouseButtons buttons);
@@ -87,8 +93,11 @@ class MatrixHeatmap : public PlotWidget {
   void themeChanged() override;
   void hoverAt(const QPointF& pos) override;
   void figureLaidOut() override;
+  /// Re-wraps the title when the plot is resized.
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
+  void wrapTitle();
   void updateTicks();
   void applyColourRange();
 

@@ -27,6 +27,10 @@ class StableRankPlot : public PlotWidget {
   double headsReference() const { return heads_; }
   /// Removes every line (a message says why the plot is empty until the next snapshot).
   void clear();
+  /// What the empty plot says; empty: the default "No stable rank yet…" (a design that will have one).
+  /// A design without a core C says why it never has a stable rank.
+  void setEmptyText(const QString& text);
+  QString emptyText() const { return emptyText_; }
   /// Draws layer `layer`'s line bold and the others faded (the layer chosen in the core editor);
   /// -1: every line alike.
   void setHighlightedLayer(int layer);
@@ -61,6 +65,7 @@ class StableRankPlot : public PlotWidget {
 
   std::map<int, std::unique_ptr<Line>> lines_;
   double heads_ = 0;
+  QString emptyText_;
   int highlighted_ = -1;
   struct Items;
   std::unique_ptr<Items> items_;

@@ -198,6 +198,7 @@ CoreEditor::CoreEditor(QWidget* parent) : QWidget(parent) {
   auto factorEdit = [this](bool isA, int r, int c) {
     if (!spec_.core || spec_.core->structure == CoreStructure::Dense) return;
     if (!editable_) {
+      pendingCell_.reset();  // a factor's click is not replayed on the fork (forkEditText says so)
       Q_EMIT forkRequested();
       return;
     }
@@ -333,6 +334,7 @@ void CoreEditor::setStructure(const QString& name) { structure_->setCurrentText(
 void CoreEditor::setRank(int rank) {
   if (loading_ || !spec_.core || spec_.core->structure != CoreStructure::LowRank) return;
   if (!editable_) {
+    pendingCell_.reset();
     Q_EMIT forkRequested();
     return;
   }
@@ -409,6 +411,21 @@ void CoreEditor::onStructureChanged() {
   emitEdit(s, "change core structure");
 }
 
+QString CoreEditor::forkEditText() const {
+  const QString schedule(" Its learning rate starts again from its warm-up, as a new run's does (the optimizer "
+                         "and schedule are not carried over).");
+  if (pendingCell_)
+    return "The fork starts with every layer's learned C, with your edit applied, and with every other learned weight." +
+           schedule;
+  const bool factored = spec_.core && spec_.core->structure != CoreStructure::Dense;
+  return QString("The fork starts with every layer's learned C as it is%1, and with every other learned weight: repeat "
+                 "your edit on the fork.")
+             .arg(factored ? QString(" (a %1 C is edited through its factors or Make dense, which this click was not)")
+                                 .arg(QString::fromStdString(std::string(spec::toString(spec_.core->structure))))
+                           : QString()) +
+         schedule;
+}
+
 bool CoreEditor::replayPendingEdit() {
   if (!pendingCell_ || !editable_) return false;
   const auto [row, col] = *pendingCell_;
@@ -421,7 +438,10 @@ void CoreEditor::editCell(int row, int col, bool continuingStroke) {
   if (!spec_.core) return;
   if (!editable_) {
     if (continuingStroke) return;  // one question per click, not one per cell of a drag
-    pendingCell_ = std::make_pair(row, col);
+    // Only a dense C's cell can be replayed on the fork; a factored C's click is not (the fork's C
+    // is factored too), and the question says so (forkEditText).
+    if (spec_.core->structure == CoreStructure::Dense) pendingCell_ = std::make_pair(row, col);
+    else pendingCell_.reset();
     Q_EMIT forkRequested();
     return;
   }

@@ -64,6 +64,11 @@ class CoreEditor : public QWidget {
   /// when there is none or the editor is still read-only.
   bool replayPendingEdit();
   void clearPendingEdit() { pendingCell_.reset(); }
+  /// What the fork question says of the edit that asked for it (finding N14): "with your edit
+  /// applied" only when a cell edit of a dense C waits to be replayed on the fork; a factored C's
+  /// click cannot be replayed, so the fork starts from the learned C unedited and the edit is
+  /// repeated there. Either way the fork's learning-rate schedule (its warm-up) starts again.
+  QString forkEditText() const;
 
   /// Chooses the core's structure ("dense", "kronecker", "low_rank"), as the Structure box does.
   void setStructure(const QString& name);

@@ -154,15 +154,15 @@ void MainWindow::buildDocks() {
   connect(core_, &CoreEditor::forkRequested, this, [this] {
     const bool training = model_->isTraining(model_->current());
     const bool asked = training ? confirm("Edit C of a training run?",
-                                          "This run's C is being trained. Fork a new run from its latest checkpoint?\n\n"
-                                          "The fork starts with every layer's learned C, with your edit applied, and with "
-                                          "every other learned weight. The original keeps training; start the fork when it "
-                                          "is done (one run trains at a time).")
+                                          "This run's C is being trained. Fork a new run from its latest checkpoint?\n\n" +
+                                              core_->forkEditText() +
+                                              " The original keeps training; start the fork when it is done (one run "
+                                              "trains at a time).")
                                 : confirm("Edit the learned C of a trained run?",
-                                          "This run's C is what it learned. Fork a new run from its latest checkpoint?\n\n"
-                                          "The fork starts with every layer's learned C, with your edit applied, and with "
-                                          "every other learned weight; the trained run stays as it is. (To change the "
-                                          "design it started from, duplicate the run instead.)");
+                                          "This run's C is what it learned. Fork a new run from its latest checkpoint?\n\n" +
+                                              core_->forkEditText() +
+                                              " The trained run stays as it is. (To change the design it started from, "
+                                              "duplicate the run instead.)");
     if (asked && driver_->fork()) return;
     core_->clearPendingEdit();
   });

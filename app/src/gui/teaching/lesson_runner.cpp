@@ -67,7 +67,10 @@ void LessonRunner::enter(int lesson, int step) {
   } else if (run_ && model.indexOf(run_) >= 0) {
     model.select(model.indexOf(run_));
   }
-  // Highlights need the diagram of the design now shown (it follows the design on this turn).
+  // A lesson step's highlight replaces any stepping highlight: the plan's stepping stops, so new
+  // values do not bring its rings back. Highlights need the diagram of the design now shown (it
+  // follows the design on this turn).
+  parts_.inspector->stopStepping();
   const auto ids = s.highlight;
   QTimer::singleShot(0, this, [this, ids] {
     parts_.diagram->setHighlight(ids.empty() ? diagram_view::DiagramScene::Highlight{}

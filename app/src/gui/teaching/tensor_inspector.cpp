@@ -179,7 +179,16 @@ void TensorInspector::setPlan(const spec::TensorNetwork& network) {
   } catch (const std::exception&) {
     steps_.clear();
   }
-  if (!samePlan || step_ >= stepCount()) step_ = -1;
+  if (!samePlan || step_ >= stepCount()) {
+    // Another design's plan: its stepping highlight goes with it, so the diagram agrees with
+    // "Next shows the first".
+    const bool wasStepping = step_ >= 0;
+    step_ = -1;
+    if (wasStepping) {
+      Q_EMIT highlightRequested(Highlight{});
+      Q_EMIT stepChanged(step_);
+    }
+  }
   updateStepText();
   if (step_ >= 0) stepTo(step_);
 }
@@ -256,6 +265,9 @@ bool TensorInspector::showTensor(const QString& id) {
   }
   const model_core::HostTensor* value = values_->find(id.toStdString());
   if (!value) {
+    // The values on show may be another design's (the Inspector was hidden, or the new values are
+    // on their way): the clicked tensor is the one to show when the next values come.
+    shownId_ = id;
     header_->setText(QString("%1: not part of this layer's network").arg(id));
     heatmap_->clear(QString("%1 is not a tensor of this layer's diagram").arg(id));
     return false;
@@ -439,6 +451,14 @@ void TensorInspector::stepTo(int index) {
   }
   updateStepText();
   Q_EMIT highlightRequested(h);
+  Q_EMIT stepChanged(step_);
+}
+
+void TensorInspector::stopStepping() {
+  setPlaying(false);
+  if (step_ < 0) return;
+  step_ = -1;
+  updateStepText();
   Q_EMIT stepChanged(step_);
 }
 

@@ -89,6 +89,9 @@ class TensorInspector : public QWidget {
   /// Shows plan step `index` (-1: none): highlights what it has contracted so far, shows its
   /// result when values are there, says its shape, FLOPs, memory and equation.
   void stepTo(int index);
+  /// Leaves the stepping (before the first step, Play stopped) without asking the diagram for a
+  /// highlight: whoever calls it (a lesson step) sets its own. A later values update then keeps it.
+  void stopStepping();
   void next();
   void back();
   /// Plays the plan from the current step at `stepsPerSecond` (Play / Pause).

@@ -10,6 +10,7 @@
 #include "gui/document/session_model.h"
 #include "model_core/inspection_files.h"
 #include "model_core/run_directory.h"
+#include "spec/attention_spec.h"
 #include "gui/training/training_controller.h"
 #include "viz/attention_map_grid.h"
 #include "viz/role_cluster_plot.h"
@@ -27,6 +28,14 @@ QString probeHint(const std::string& task) {
   if (task == "char_lm") return "a text, e.g. In the beginning (Enter)";
   if (task == "arithmetic") return "a question, e.g. What is 12 plus 7? (Enter)";
   return "a question, e.g. 3142 (Enter)";
+}
+
+/// What the stable-rank plot says while it is empty: a design without a core C never has a stable rank.
+QString noStableRankText(const spec::AttentionSpec& design) {
+  if (design.core) return {};
+  QString variant = QString::fromStdString(std::string(spec::toString(design.variant)));
+  if (variant == "mhsa") variant = "MHSA";
+  return QString("%1 has no core matrix C, so no stable rank: it is drawn for thsa and thsa_linear runs").arg(variant);
 }
 
 /// A stopped run's probe, computed on a worker thread.
@@ -60,6 +69,9 @@ SnapshotDocks::SnapshotDocks(SessionModel* model, TrainingController* controller
     showSelectedRun();
   });
   connect(model_, &SessionModel::currentChanged, this, &SnapshotDocks::showSelectedRun);
+  connect(model_, &SessionModel::designChanged, this, [this](quint64) {  // e.g. a lesson step's variant
+    if (model_->count() > 0) v_.stableRank->setEmptyText(noStableRankText(model_->currentSpec()));
+  });
   connect(model_, &SessionModel::runsChanged, this, [this] {
     if (model_->currentRun().id != shownRun_ || (!last_ && !model_->currentRun().runDir.isEmpty())) showSelectedRun();
   });
@@ -103,6 +115,7 @@ void SnapshotDocks::showSelectedRun() {
   shownRun_ = run.id;
   shownName_ = run.name;
   if (v_.probe) v_.probe->setPlaceholderText(probeHint(run.config.task.name));
+  v_.stableRank->setEmptyText(noStableRankText(model_->currentSpec()));
   const bool training = model_->isTraining(index);
   clearInspectionViews(training ? QString("%1 is training: its first inspection comes at step %2")
                                       .arg(run.name)
