@@ -162,8 +162,15 @@ double usefulStepFlops(const model_core::RunConfig& c, int64_t vocab) {
   double core = 0;
   using spec::FactorKind;
   const bool identityA = s.core && s.core->a.kind == FactorKind::Identity;
+  double projections = 4 * 2 * B * N * F * R;
   if (!s.core) {
     core = 2 * R * pairs + 2 * R * pairs;  // mhsa: q·kᵀ over D per head, P·v
+    // The slots (contract §8): G shared K/V heads, the talking-heads mixings, the gate.
+    const auto& slot = s.slots;
+    const double GD = double(slot.kv_groups > 0 ? slot.kv_groups : s.sizes.H) * s.sizes.D;
+    const double gates = slot.gate == spec::Gate::None ? 0 : slot.gate == spec::Gate::Headwise ? H : R;
+    core += (slot.pre_mix ? 2 * H * H * pairs : 0) + (slot.post_mix ? 2 * H * H * pairs : 0);
+    projections = 2 * 2 * B * N * F * R + 2 * 2 * B * N * F * GD + 2 * B * N * F * gates;
   } else if (s.core->structure == spec::CoreStructure::Dense || (s.sizes.D == 1 && !identityA)) {
     core = 2 * R * R * pairs + 2 * R * pairs;  // per channel (q ⊙ C_r)·kᵀ; D = 1 mixes all H = R heads
   } else if (s.core->structure == spec::CoreStructure::LowRank) {
@@ -174,7 +181,6 @@ double usefulStepFlops(const model_core::RunConfig& c, int64_t vocab) {
   } else {
     return 0;
   }
-  const double projections = 4 * 2 * B * N * F * R;
   const double ffn = 2 * 2 * B * N * F * (c.model.ffn_multiplier * F);
   const double head = 2 * B * N * F * double(vocab);
   return 3 * (c.model.layers * (core + projections + ffn) + head);

@@ -10,6 +10,17 @@ constexpr std::array<std::string_view, 7> kVariantNames = {
 constexpr std::string_view kCorePrefix = "core:";
 constexpr std::array<std::string_view, 3> kGateNames = {"none", "headwise", "elementwise"};
 
+/// The enumerator whose name (in enumerator order) is `text`.
+template <typename Enum, size_t N>
+bool parseName(const std::array<std::string_view, N>& names, std::string_view text, Enum& out) {
+  for (size_t i = 0; i < N; ++i)
+    if (names[i] == text) {
+      out = static_cast<Enum>(i);
+      return true;
+    }
+  return false;
+}
+
 /// The design presets: an mhsa layer with the slots of the design.
 bool designSlots(std::string_view name, Slots& out) {
   Slots s;
@@ -26,14 +37,7 @@ bool designSlots(std::string_view name, Slots& out) {
 
 std::string_view toString(Gate g) { return kGateNames[static_cast<size_t>(g)]; }
 
-bool parseGate(std::string_view text, Gate& out) {
-  for (size_t i = 0; i < kGateNames.size(); ++i)
-    if (kGateNames[i] == text) {
-      out = static_cast<Gate>(i);
-      return true;
-    }
-  return false;
-}
+bool parseGate(std::string_view text, Gate& out) { return parseName(kGateNames, text, out); }
 
 bool hasSlots(Variant v) { return v == Variant::Mhsa || v == Variant::FixedHead; }
 
@@ -52,14 +56,7 @@ const std::vector<std::string>& variantNames() {
 
 std::string_view toString(Variant v) { return kVariantNames[static_cast<size_t>(v)]; }
 
-bool parseVariant(std::string_view text, Variant& out) {
-  for (size_t i = 0; i < kVariantNames.size(); ++i)
-    if (kVariantNames[i] == text) {
-      out = static_cast<Variant>(i);
-      return true;
-    }
-  return false;
-}
+bool parseVariant(std::string_view text, Variant& out) { return parseName(kVariantNames, text, out); }
 
 std::vector<std::string> specPresetNames() {
   std::vector<std::string> names = variantNames();
