@@ -9,6 +9,12 @@
 
 #include "spec/core_spec.h"
 
+// Qt's keyword macros turn the member `slots` below into nothing, so two translation units would
+// disagree on AttentionSpec's layout: every Tensorscope target builds with QT_NO_KEYWORDS.
+#if defined(slots)
+#error "Qt's 'slots' keyword macro is defined: build with QT_NO_KEYWORDS (spec::AttentionSpec has a member named slots)"
+#endif
+
 namespace tensorscope::spec {
 
 enum class Variant { Mhsa, FixedHead, Thsa, ThsaLinear, Tp, Multilinear, Dimwise };
