@@ -103,7 +103,7 @@ const std::vector<std::string>& runNames() {
                                                  "heads_only", "single_head", "low_rank",
                                                  // The modern designs (mhsa with slots, contract §8).
                                                  "mqa",        "gqa",         "talking_heads",
-                                                 "gated",      "gated_headwise"};
+                                                 "gated",      "gated_headwise", "diff"};
   return names;
 }
 
@@ -116,6 +116,9 @@ spec::AttentionSpec layerFor(const std::string& name, int F, int H, int D, int N
     H *= D;  // D = 1 heads at the same width R
     D = 1;
   }
+  // Differential attention at the paper's match: half the heads, each with two maps of size D and a
+  // value head of 2D (the same width, the same number of maps and the same q·k work as MHSA).
+  if (s.slots.differential) H /= 2;
   s.sizes.F = F;
   s.sizes.H = H;
   s.sizes.D = D;

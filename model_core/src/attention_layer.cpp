@@ -100,6 +100,7 @@ std::vector<std::string> AttentionLayer::runOnFiles(const std::string& input, co
   NamedTensors result{{"y", out.y}};
   if (withMaps && out.maps.defined()) result.emplace_back("maps", out.maps);
   if (withMaps && out.roles.defined()) result.emplace_back("roles", out.roles);
+  if (withMaps && out.map_parts.defined()) result.emplace_back("map_parts", out.map_parts);
   writeTensors(output, result, {{"spec", spec::toJson(spec(), -1)}});
   std::vector<std::string> names;
   for (const auto& [name, tensor] : result) names.push_back(name);

@@ -30,10 +30,41 @@ def causal_mask(n):
     return torch.ones(n, n, dtype=torch.bool).triu(1)
 
 
+def diff_official(spec, w, x, depth=0):
+    """Differential attention as the official module computes it: a port, in our own words, of
+    MultiheadDiffAttn.forward in microsoft/unilm Diff-Transformer/multihead_diffattn.py (commit
+    3aca927), without its rotary embedding (Tensorscope adds positions to the input) and with
+    num_kv_heads = num_heads. The weight mapping is the identity of names (contract section 8.5):
+    q_proj/k_proj/v_proj/out_proj.weight are wq/wk/wv/wo.weight, lambda_* and subln.weight as they are."""
+    z = spec["sizes"]
+    B, N, _ = x.shape
+    heads, head_dim = z["H"], z["D"]
+    q = lin(w, "wq", x).view(B, N, 2 * heads, head_dim).transpose(1, 2) * head_dim ** -0.5
+    k = lin(w, "wk", x).view(B, N, 2 * heads, head_dim).transpose(1, 2)
+    v = lin(w, "wv", x).view(B, N, heads, 2 * head_dim).transpose(1, 2)
+    scores = q @ k.transpose(-1, -2)
+    # The official default mask is causal (triu of -inf above the diagonal); a non-causal layer
+    # passes an all-zero attn_mask.
+    mask = torch.zeros(N, N).masked_fill(causal_mask(N), -math.inf) if spec["causal"] else torch.zeros(N, N)
+    probs = torch.softmax(scores + mask, dim=-1)
+    lambda_init = 0.8 - 0.6 * math.exp(-0.3 * depth)
+    lam = (torch.exp((w["lambda_q1"].double() * w["lambda_k1"].double()).sum(-1))
+           - torch.exp((w["lambda_q2"].double() * w["lambda_k2"].double()).sum(-1)) + lambda_init)
+    probs = probs.view(B, heads, 2, N, N)
+    A = probs[:, :, 0] - lam * probs[:, :, 1]
+    o = A @ v
+    # The official RMSNorm (eps 1e-5, elementwise affine) over each head's 2D features.
+    o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + 1e-5) * w["subln.weight"].double()
+    o = (o * (1 - lambda_init)).transpose(1, 2).reshape(B, N, heads * 2 * head_dim)
+    return lin(w, "wo", o), A, None
+
+
 def headed(spec, w, x):
     """Sections 1, 2, 5 and the slots of section 8 (shared K/V groups, talking heads, gates)."""
     z = spec["sizes"]
     slots = spec.get("slots", {})
+    if slots.get("differential"):
+        return diff_official(spec, w, x)
     B, N, _ = x.shape
     H, D = z["H"], z["D"]
     G = slots.get("kv_groups", 0) or H

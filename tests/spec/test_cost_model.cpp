@@ -127,6 +127,15 @@ TEST(CostModel, SlotsHandCount) {
   EXPECT_DOUBLE_EQ(estimateCost(gated, 1, 3).forward_flops, 1932 + 96 + 24 + 24);
   EXPECT_EQ(estimateCost(gated, 1, 3).parameters, 256 + 16);
   EXPECT_DOUBLE_EQ(estimateCost(gated, 1, 3).training_flops, 3 * (1932 + 96 + 24 + 24));
+  // Differential attention (H = 2 heads, two maps of D = 4, values of 2D = 8; 2·H·D = 16):
+  // q, k, v, y projections 4·2·3·8·16 = 3072; logits over 2H = 4 maps 2·4·9·4 + 36 = 324; softmax
+  // 5·36 = 180; λ 4·4 + 4 = 20; A = P₁ − λP₂ 2·2·9 = 36; A·v 2·2·9·8 = 288; head norm 5·3·16 = 240.
+  auto diff = tiny("mhsa");
+  diff.slots.differential = true;
+  EXPECT_DOUBLE_EQ(estimateCost(diff, 1, 3).forward_flops, 3072 + 324 + 180 + 20 + 36 + 288 + 240);
+  EXPECT_EQ(estimateCost(diff, 1, 3).parameters, 8 * 8 * 2 * 4 + 6 * 4);  // 8·F·H·D + 6·D
+  diff.causal = true;
+  EXPECT_DOUBLE_EQ(estimateDecodeCost(diff, 9).cache_elements_per_token, 4 * 2 * 4);  // two keys and a 2D value
 }
 
 TEST(CostModel, DecodingCostsAndCaches) {

@@ -36,7 +36,8 @@ class AttentionLayer {
   void loadWeights(const std::string& path);
 
   /// The file protocol of `tensorscope attention`: reads `x` ([B, N, F], float) from `input`,
-  /// writes `y` (and `maps`, `roles` for tp, when `withMaps`) as F32 to `output`. Returns the
+  /// writes `y` (and `maps`, `roles` for tp, `map_parts` [B, H, 2, N, N] for differential
+  /// attention's two maps per head, when `withMaps`) as F32 to `output`. Returns the
   /// names of the tensors written, in file order.
   std::vector<std::string> runOnFiles(const std::string& input, const std::string& output, bool withMaps) const;
 

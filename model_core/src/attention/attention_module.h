@@ -20,6 +20,9 @@ struct AttentionOutput {
   torch::Tensor y;      // [B, N, F]
   torch::Tensor maps;   // display maps (see displayMapShape), or undefined
   torch::Tensor roles;  // tp only: role vectors [B, H, N, D], or undefined
+  /// Differential attention only: the two softmax maps of each head, P [B, H, 2, N, M] (`maps` is
+  /// their difference A = P₀ − λ·P₁, what meets V); undefined otherwise.
+  torch::Tensor map_parts;
   /// The layer's input x [B, N, F] as it entered the attention (inside a model: after the block's
   /// layer norm); set by the model's blocks when they report what their layers computed.
   torch::Tensor input;
@@ -83,6 +86,8 @@ void loadNamedWeights(const std::function<std::vector<NamedWeight>()>& current,
 
 /// Builds the module for a valid spec (throws std::invalid_argument listing the problems otherwise).
 /// Weights are initialised from the current torch generator: call torch::manual_seed first.
-AttentionModule makeAttentionModule(const spec::AttentionSpec& spec);
+/// `layer` is the block's index in its model (0 first), for designs that depend on depth
+/// (differential attention's λ_init).
+AttentionModule makeAttentionModule(const spec::AttentionSpec& spec, int layer = 0);
 
 }  // namespace tensorscope::model_core

@@ -12,14 +12,14 @@ namespace {
 AttentionModule wrap(std::shared_ptr<AttentionModuleImpl> impl) { return AttentionModule(std::move(impl)); }
 }  // namespace
 
-AttentionModule makeAttentionModule(const spec::AttentionSpec& s) {
+AttentionModule makeAttentionModule(const spec::AttentionSpec& s, int layer) {
   if (const auto issues = spec::validate(s); !issues.empty())
     throw std::invalid_argument("invalid attention spec:\n" + spec::formatIssues(issues));
   using spec::Variant;
   switch (s.variant) {
     case Variant::Mhsa:
     case Variant::FixedHead:
-    case Variant::Tp: return wrap(std::make_shared<MhsaImpl>(s));
+    case Variant::Tp: return wrap(std::make_shared<MhsaImpl>(s, layer));
     case Variant::Thsa: return wrap(std::make_shared<ThsaImpl>(s));
     case Variant::ThsaLinear: return wrap(std::make_shared<ThsaLinearImpl>(s));
     case Variant::Multilinear: return wrap(std::make_shared<MultilinearImpl>(s));

@@ -22,13 +22,15 @@ torch::Tensor expandGroups(const torch::Tensor& t, int64_t heads, int64_t axis) 
 
 }  // namespace
 
-MhsaImpl::MhsaImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) {
+MhsaImpl::MhsaImpl(const spec::AttentionSpec& s, int layer) : AttentionModuleImpl(s) {
   const auto& slot = s.slots;
-  const int64_t F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
+  const int64_t F = s.sizes.F, H = s.sizes.H, D = s.sizes.D;
+  // Differential attention: two query/key maps per head and a value head of size 2D.
+  const int64_t maps = slot.differential ? 2 : 1, HD = maps * H * D;
   groups_ = slot.kv_groups > 0 ? slot.kv_groups : H;
   wq_ = register_module("wq", makeProjection(F, HD, s.bias));
-  wk_ = register_module("wk", makeProjection(F, groups_ * D, s.bias));
-  wv_ = register_module("wv", makeProjection(F, groups_ * D, s.bias));
+  wk_ = register_module("wk", makeProjection(F, maps * groups_ * D, s.bias));
+  wv_ = register_module("wv", makeProjection(F, maps * groups_ * D, s.bias));
   if (s.variant == spec::Variant::Tp) wr_ = register_module("wr", makeProjection(F, HD, s.bias));
   if (slot.gate != spec::Gate::None)
     wg_ = register_module("wg", makeProjection(F, slot.gate == spec::Gate::Headwise ? H : HD, s.bias));
@@ -36,7 +38,38 @@ MhsaImpl::MhsaImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) {
   // The mixings start as the identity: a new talking-heads layer is MHSA until it learns to mix.
   if (slot.pre_mix) mixPre_ = register_parameter("mix_pre", torch::eye(H));
   if (slot.post_mix) mixPost_ = register_parameter("mix_post", torch::eye(H));
+  if (slot.differential) {
+    // As the official module initialises them: λ's vectors N(0, 0.1²), the norm's weight ones.
+    lambdaInit_ = spec::diffLambdaInit(layer);
+    lambdaQ1_ = register_parameter("lambda_q1", torch::randn({D}) * 0.1);
+    lambdaK1_ = register_parameter("lambda_k1", torch::randn({D}) * 0.1);
+    lambdaQ2_ = register_parameter("lambda_q2", torch::randn({D}) * 0.1);
+    lambdaK2_ = register_parameter("lambda_k2", torch::randn({D}) * 0.1);
+    subln_ = register_module("subln", std::make_shared<torch::nn::Module>());
+    sublnWeight_ = subln_->register_parameter("weight", torch::ones({2 * D}));
+  }
   dropout_ = register_module("dropout", torch::nn::Dropout(s.dropout));
+}
+
+torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out) {
+  const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D;
+  const double scale = 1.0 / std::sqrt(double(D));
+  const auto q = wq_(x).view({B, N, 2 * H, D}).transpose(1, 2);  // map (h, i) is head 2h + i
+  const auto k = wk_(x).view({B, N, 2 * H, D}).transpose(1, 2);
+  const auto v = wv_(x).view({B, N, H, 2 * D}).transpose(1, 2);  // [B, H, M, 2D]
+  const auto P = scaledMaskedSoftmax(torch::matmul(q, k.transpose(-2, -1)), scale, spec_.causal)
+                     .view({B, H, 2, N, N});
+  const auto lambda = torch::exp(torch::dot(lambdaQ1_, lambdaK1_)) - torch::exp(torch::dot(lambdaQ2_, lambdaK2_)) +
+                      lambdaInit_;
+  const auto A = P.select(2, 0) - lambda * P.select(2, 1);  // [B, H, N, M]
+  if (options.with_maps) {
+    out.maps = A;
+    out.map_parts = P;
+  }
+  auto o = torch::matmul(dropout_(A), v).transpose(1, 2);  // [B, N, H, 2D]
+  // The head norm: RMSNorm over each head's 2D features (eps 1e-5), then the (1 − λ_init) scale.
+  o = o * torch::rsqrt(o.pow(2).mean(-1, /*keepdim=*/true) + 1e-5);
+  return o * (sublnWeight_ * (1.0 - lambdaInit_));
 }
 
 torch::Tensor MhsaImpl::gate(const torch::Tensor& x, const torch::Tensor& o) const {
@@ -79,7 +112,9 @@ AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   const bool plain = !mixPre_.defined() && !mixPost_.defined();
   AttentionOutput out;
   torch::Tensor o;  // [B, N, H, D]
-  if (plain && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+  if (spec_.slots.differential) {
+    o = differential(x, options, out);
+  } else if (plain && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
     torch::Tensor stacked;
     if (groups_ == H) {
       stacked = projectQkv(x, wq_, wk_, wv_, H);  // [B, N, 3, H, D]
@@ -102,7 +137,7 @@ AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     if (options.with_roles) out.roles = r.transpose(1, 2);
   }
   o = gate(x, o);
-  out.y = wo_(o.reshape({B, N, H * D}));  // [B, N, F]
+  out.y = wo_(o.reshape({B, N, -1}));  // [B, N, F]
   return out;
 }
 

@@ -19,9 +19,16 @@ namespace tensorscope::model_core {
 /// talking-heads mixings before (mix_pre [H, H]) and after (mix_post [H, H]) the softmax, and the
 /// output gate σ(x·W^Gᵀ) (wg [H·D, F] elementwise or [H, F] headwise). With talking heads the
 /// maps are the mixed weights that meet V.
+///
+/// Differential attention (slots.differential; microsoft/unilm Diff-Transformer/multihead_diffattn.py):
+/// wq, wk [2·H·D, F] give each head two query/key maps (rows (2h + i)·D …), wv [H·2D, F] one value
+/// head of size 2D; A_h = P_{h,0} − λ·P_{h,1} with λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init
+/// (parameters lambda_q1 … lambda_k2 [D]); o_h = RMSNorm(A_h·V_h)·subln.weight·(1 − λ_init).
+/// Its maps are A [B, H, N, M]; `map_parts` holds P [B, H, 2, N, M].
 class MhsaImpl : public AttentionModuleImpl {
  public:
-  explicit MhsaImpl(const spec::AttentionSpec& spec);
+  /// `layer`: the block's index in its model (0 first); differential attention's λ_init depends on it.
+  explicit MhsaImpl(const spec::AttentionSpec& spec, int layer = 0);
   AttentionOutput forward(const torch::Tensor& x, const ForwardOptions& options) override;
 
  private:
@@ -29,10 +36,16 @@ class MhsaImpl : public AttentionModuleImpl {
   torch::Tensor attend(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out);
   /// o [B, N, H, D] gated by σ(x·W^Gᵀ) (headwise: one gate per head).
   torch::Tensor gate(const torch::Tensor& x, const torch::Tensor& o) const;
+  /// Differential attention: o [B, N, H, 2D] (normalised and scaled).
+  torch::Tensor differential(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out);
 
   int64_t groups_ = 0;  ///< key/value heads G (H without shared K and V)
   torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr}, wr_{nullptr}, wg_{nullptr};
   torch::Tensor mixPre_, mixPost_;  ///< [H, H] talking-heads mixings (to-head, from-head), or undefined
+  double lambdaInit_ = 0.0;                               ///< differential attention: λ_init of this block
+  torch::Tensor lambdaQ1_, lambdaK1_, lambdaQ2_, lambdaK2_;  ///< [D] λ's reparameterisation
+  std::shared_ptr<torch::nn::Module> subln_;              ///< holds `weight` [2D] of the head RMSNorm
+  torch::Tensor sublnWeight_;
   torch::nn::Dropout dropout_{nullptr};
 };
 

@@ -87,6 +87,18 @@ torch::Tensor constant(const spec::TensorNode& n, const torch::TensorOptions& op
   throw std::invalid_argument("node '" + n.id + "' has an unknown binding '" + n.binding + "' for its legs");
 }
 
+/// Differential attention's Λ = (1, −λ), λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init (first block).
+torch::Tensor differentialMixing(const std::map<std::string, torch::Tensor>& w, const torch::TensorOptions& opts) {
+  const auto get = [&](const char* name) {
+    const auto it = w.find(name);
+    if (it == w.end()) throw std::invalid_argument(std::string("no weight named '") + name + "' for differential attention's λ");
+    return it->second.to(opts);
+  };
+  const auto lambda = at::exp(at::dot(get("lambda_q1"), get("lambda_k1"))) -
+                      at::exp(at::dot(get("lambda_q2"), get("lambda_k2"))) + spec::diffLambdaInit(0);
+  return at::stack({at::ones_like(lambda), -lambda});
+}
+
 }  // namespace
 
 void toFloat64(torch::nn::Module& module) {
@@ -125,6 +137,8 @@ std::map<std::string, torch::Tensor> NetworkEvaluator::bind(const std::vector<Na
         throw std::invalid_argument("weight '" + n.binding + "' " + shapeText(it->second.sizes()) +
                                     " does not fit node '" + n.id + "' " + shapeText(shape));
       out[n.id] = it->second.to(x.options()).reshape(shape);
+    } else if (n.binding == "diff_lambda") {
+      out[n.id] = differentialMixing(byName, x.options());
     } else if (n.kind == spec::NodeKind::Constant) {
       out[n.id] = constant(n, x.options());
     } else {
@@ -193,6 +207,8 @@ torch::Tensor NetworkEvaluator::runStep(const PlanStep& s, const std::map<std::s
     case PlanStep::Op::Sigmoid:
       if (preOp) *preOp = r;
       return at::sigmoid(r);
+    case PlanStep::Op::RmsNorm:
+      return r * at::rsqrt(r.pow(2).mean(axisOf(out, s.along, s.output), /*keepdim=*/true) + 1e-5);
     case PlanStep::Op::Mask3: {
       const std::int64_t d = r.dim();
       if (d < 3) throw std::logic_error("step '" + s.output + "': Mask3 needs three axes");

@@ -20,10 +20,10 @@ torch::Tensor sinusoidTable(int64_t n, int64_t f) {
 
 }  // namespace
 
-BlockImpl::BlockImpl(const spec::AttentionSpec& s, int ffnMultiplier, double residualDropout) {
+BlockImpl::BlockImpl(const spec::AttentionSpec& s, int ffnMultiplier, double residualDropout, int layer) {
   const int64_t F = s.sizes.F;
   ln1_ = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({F})));
-  attn_ = register_module("attn", makeAttentionModule(s));
+  attn_ = register_module("attn", makeAttentionModule(s, layer));
   ln2_ = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({F})));
   fc1_ = register_module("fc1", torch::nn::Linear(F, ffnMultiplier * F));
   fc2_ = register_module("fc2", torch::nn::Linear(ffnMultiplier * F, F));
@@ -64,7 +64,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config, const ModelShape& sh
   for (int i = 0; i < config.layers; ++i) {
     auto s = layerSpec(config, i);
     if (classifier_) s.causal = false;
-    blocks_.push_back(Block(s, config.ffn_multiplier, config.residual_dropout));
+    blocks_.push_back(Block(s, config.ffn_multiplier, config.residual_dropout, i));
     list->push_back(blocks_.back());
   }
   lnF_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({F})));

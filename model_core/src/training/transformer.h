@@ -16,7 +16,8 @@ namespace tensorscope::model_core {
 /// Pre-LN block: x + attn(LN₁(x)), then + W₂·GELU(W₁·LN₂(x)).
 class BlockImpl : public torch::nn::Module {
  public:
-  BlockImpl(const spec::AttentionSpec& spec, int ffnMultiplier, double residualDropout);
+  /// `layer`: the block's index (0 first), for attention designs that depend on depth.
+  BlockImpl(const spec::AttentionSpec& spec, int ffnMultiplier, double residualDropout, int layer = 0);
   torch::Tensor forward(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput* inspect);
   AttentionModule attention() const { return attn_; }
 

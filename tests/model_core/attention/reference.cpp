@@ -85,8 +85,78 @@ WeightMap weightsOf(const AttentionModuleImpl& module) {
   return w;
 }
 
+/// Differential attention (contract §8.5) in the first block (λ_init = 0.8 − 0.6·e⁰ = 0.2), written
+/// from the equations: maps (h, i) of size D, value heads of size 2D, RMSNorm per head.
+Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+  const torch::Tensor x = f64(xIn);
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int H = spec.sizes.H, D = spec.sizes.D, F = spec.sizes.F;
+  requireShape(weight(w, "wq.weight"), {2 * H * D, F}, "wq.weight");
+  requireShape(weight(w, "wk.weight"), {2 * H * D, F}, "wk.weight");
+  requireShape(weight(w, "wv.weight"), {2 * H * D, F}, "wv.weight");
+  requireShape(weight(w, "wo.weight"), {F, 2 * H * D}, "wo.weight");
+  requireShape(weight(w, "subln.weight"), {2 * D}, "subln.weight");
+  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+                      v = linear(w, "wv", x, spec.bias);
+  auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
+  const auto dotOf = [&](const char* a, const char* b) {
+    const torch::Tensor &u = weight(w, a), &t = weight(w, b);
+    requireShape(u, {D}, a);
+    requireShape(t, {D}, b);
+    double s = 0.0;
+    for (int d = 0; d < D; ++d) s += u[d].item<double>() * t[d].item<double>();
+    return s;
+  };
+  const double lambdaInit = 0.8 - 0.6 * std::exp(-0.3 * 0);
+  const double lambda = std::exp(dotOf("lambda_q1", "lambda_k1")) - std::exp(dotOf("lambda_q2", "lambda_k2")) + lambdaInit;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  Reference ref;
+  ref.map_parts = torch::zeros({B, H, 2, N, N}, torch::kDouble);
+  auto Pa = ref.map_parts.accessor<double, 5>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < 2; ++i)
+        for (std::int64_t n = 0; n < N; ++n) {
+          // P[b,h,i,n,m] = softmax_m(Σ_d q[b,n,(2h+i)D+d]·k[b,m,(2h+i)D+d]/√D) over the visible keys.
+          const std::int64_t visible = spec.causal ? n + 1 : N;
+          std::vector<double> p(static_cast<size_t>(visible));
+          for (std::int64_t m = 0; m < visible; ++m) {
+            double s = 0.0;
+            for (int d = 0; d < D; ++d) s += qa[b][n][(2 * h + i) * D + d] * ka[b][m][(2 * h + i) * D + d];
+            p[static_cast<size_t>(m)] = s * scale;
+          }
+          softmax(p);
+          for (std::int64_t m = 0; m < visible; ++m) Pa[b][h][i][n][m] = p[static_cast<size_t>(m)];
+        }
+  ref.maps = torch::zeros({B, H, N, N}, torch::kDouble);
+  auto Aa = ref.maps.accessor<double, 4>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t m = 0; m < N; ++m) Aa[b][h][n][m] = Pa[b][h][0][n][m] - lambda * Pa[b][h][1][n][m];
+  // o_h = A_h·V_h (2D wide), then RMSNorm over those 2D features, its weight and 1 − λ_init.
+  auto norm = weight(w, "subln.weight").accessor<double, 1>();
+  torch::Tensor o = torch::zeros({B, N, 2 * H * D}, torch::kDouble);
+  auto oa = o.accessor<double, 3>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t n = 0; n < N; ++n)
+      for (int h = 0; h < H; ++h) {
+        std::vector<double> head(static_cast<size_t>(2 * D), 0.0);
+        for (int e = 0; e < 2 * D; ++e)
+          for (std::int64_t m = 0; m < N; ++m) head[static_cast<size_t>(e)] += Aa[b][h][n][m] * va[b][m][h * 2 * D + e];
+        double squares = 0.0;
+        for (double u : head) squares += u * u;
+        const double rms = std::sqrt(squares / (2 * D) + 1e-5);
+        for (int e = 0; e < 2 * D; ++e)
+          oa[b][n][h * 2 * D + e] = head[static_cast<size_t>(e)] / rms * norm[e] * (1.0 - lambdaInit);
+      }
+  ref.y = linear(w, "wo", o, spec.bias);
+  return ref;
+}
+
 Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
   checkInput(spec, xIn);
+  if (spec.slots.differential) return referenceDifferential(spec, w, xIn);
   const torch::Tensor x = f64(xIn);
   const std::int64_t B = x.size(0), N = x.size(1);
   const int H = spec.sizes.H, D = spec.sizes.D;
@@ -559,6 +629,15 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
       s.slots.pre_mix = sc.pre;
       s.slots.post_mix = sc.post;
       s.slots.gate = sc.gate;
+      add(std::move(s), pick(1, 6));
+    }
+    for (Variant variant : {Variant::Mhsa, Variant::FixedHead}) {  // differential attention (§8.5)
+      spec::Sizes z;
+      z.H = pick(1, 3);
+      z.D = pick(1, 3);
+      z.F = pick(2, 10);
+      spec::AttentionSpec s = makeSpec(variant, z, causal, bias);
+      s.slots.differential = true;
       add(std::move(s), pick(1, 6));
     }
   }

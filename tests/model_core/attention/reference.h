@@ -28,6 +28,7 @@ struct Reference {
   torch::Tensor y;
   torch::Tensor maps;
   torch::Tensor roles;
+  torch::Tensor map_parts;  ///< differential attention: both softmax maps [B, H, 2, N, M]
 };
 
 /// Every entry of module.namedWeights() as a detached float64 tensor, keyed by name.

@@ -51,6 +51,7 @@ void checkCaseBody(const Case& c, std::uint64_t seed, bool perturb) {
     expectClose(full.maps, ref.maps, kTol, "maps");
   }
   if (c.spec.variant == spec::Variant::Tp) expectClose(full.roles, ref.roles, kTol, "roles");
+  if (ref.map_parts.defined()) expectClose(full.map_parts, ref.map_parts, kTol, "both maps of each head");
 }
 
 void checkCase(const Case& c, std::uint64_t seed, bool perturb) {

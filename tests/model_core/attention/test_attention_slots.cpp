@@ -200,4 +200,88 @@ TEST(AttentionSlots, InvalidSlotsAreEachNamed) {
   }
 }
 
+/// Differential attention written by hand with ATen from §8.5, given λ and λ_init: o_h =
+/// (1 − λ_init)·γ ⊙ RMSNorm((P_{h,0} − λ·P_{h,1})·V_h). Maps (h, i) are rows (2h + i)·D of wq, wk.
+torch::Tensor differentialByHand(const std::map<std::string, torch::Tensor>& w, const torch::Tensor& x, int H, int D,
+                                 bool causal, double lambda, double lambdaInit) {
+  const int64_t B = x.size(0), N = x.size(1);
+  const auto proj = [&](const char* name) { return torch::linear(x, w.at(std::string(name) + ".weight")); };
+  const auto q = proj("wq").view({B, N, H, 2, D}), k = proj("wk").view({B, N, H, 2, D});
+  const auto v = proj("wv").view({B, N, H, 2 * D});
+  auto logits = torch::einsum("bnhid,bmhid->bhinm", {q, k}) / std::sqrt(double(D));
+  if (causal) logits = logits.masked_fill(torch::ones({N, N}, torch::kBool).triu(1), -INFINITY);
+  const auto P = torch::softmax(logits, -1);
+  const auto A = P.select(2, 0) - lambda * P.select(2, 1);
+  auto o = torch::einsum("bhnm,bmhe->bnhe", {A, v});
+  o = o / torch::sqrt(o.pow(2).mean(-1, true) + 1e-5) * w.at("subln.weight") * (1.0 - lambdaInit);
+  return torch::linear(o.reshape({B, N, 2 * H * D}), w.at("wo.weight"));
+}
+
+TEST(AttentionSlots, DifferentialWithLambdaZeroIsOneMapPerHeadThenTheHeadNorm) {
+  // λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init = 0 when λq1·λk1 = ln(1 − λ_init) and λq2·λk2 = 0: each head
+  // is its first softmax map followed by the head norm, whatever the second map's weights are.
+  for (bool causal : {false, true}) {
+    const int H = 3, D = 2, F = 7;
+    auto s = headed(F, H, D, causal, false);
+    s.slots.differential = true;
+    AttentionModule m = buildDouble(s, 71);
+    perturbParameters(*m, 72);
+    auto w = parametersOf(*m);
+    const double lambdaInit = spec::diffLambdaInit(0);
+    EXPECT_NEAR(lambdaInit, 0.2, 1e-15);
+    w["lambda_q1"] = torch::full({D}, 1.0, torch::kDouble);
+    w["lambda_k1"] = torch::full({D}, std::log(1.0 - lambdaInit) / D, torch::kDouble);
+    w["lambda_q2"] = torch::zeros({D}, torch::kDouble);
+    assign(*m, w);
+    const auto x = randomInput(2, 6, F, 73);
+    const auto y = run(*m, x);
+    expectClose(y, differentialByHand(w, x, H, D, causal, 0.0, lambdaInit), 1e-12, "diff at λ = 0 vs first map + norm");
+    // The second map's query weights no longer matter.
+    auto changed = w;
+    changed["wq.weight"] = w.at("wq.weight").clone().view({H, 2, D, F});
+    changed["wq.weight"].select(1, 1).normal_();
+    changed["wq.weight"] = changed["wq.weight"].reshape({2 * H * D, F});
+    assign(*m, changed);
+    expectClose(run(*m, x), y, 1e-12, "diff at λ = 0 with another second query map");
+    EXPECT_EQ(m->trainableParameterCount(), spec::parameterCount(s));
+    EXPECT_EQ(spec::parameterCount(s), 8LL * F * H * D + 6LL * D);
+  }
+}
+
+TEST(AttentionSlots, DifferentialLambdaInitFollowsTheBlockIndex) {
+  // λ_init(l) = 0.8 − 0.6·e^{−0.3·l} (the official lambda_init_fn); with the λ vectors at zero λ = λ_init.
+  const int H = 2, D = 2, F = 5;
+  auto s = headed(F, H, D, true, false);
+  s.slots.differential = true;
+  const auto x = randomInput(1, 5, F, 81);
+  for (int layer : {0, 1, 5}) {
+    torch::manual_seed(82);
+    AttentionModule m = makeAttentionModule(s, layer);
+    m->to(torch::kDouble);
+    auto w = parametersOf(*m);
+    for (const char* name : {"lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"}) w[name] = torch::zeros({D}, torch::kDouble);
+    assign(*m, w);
+    const double init = 0.8 - 0.6 * std::exp(-0.3 * layer);
+    EXPECT_NEAR(spec::diffLambdaInit(layer), init, 1e-15);
+    expectClose(run(*m, x), differentialByHand(w, x, H, D, true, init, init), 1e-12,
+                "diff in block " + std::to_string(layer));
+  }
+}
+
+TEST(AttentionSlots, DifferentialRejectsTheSlotsItCannotCombineWith) {
+  auto s = spec::makeSpecPreset("diff");
+  EXPECT_TRUE(spec::validate(s).empty());
+  EXPECT_EQ(s.sizes.H, 2);
+  s.slots.pre_mix = true;
+  s.slots.gate = spec::Gate::Headwise;
+  s.slots.kv_groups = 1;
+  const auto issues = spec::validate(s);
+  ASSERT_EQ(issues.size(), 3u) << spec::formatIssues(issues);
+  for (const auto& i : issues) EXPECT_EQ(i.field, "slots.differential");
+  // Written with "differential" only when set: an older slots file is unchanged.
+  const auto gqa = spec::toJson(spec::makeSpecPreset("gqa"));
+  EXPECT_EQ(gqa.find("differential"), std::string::npos);
+  EXPECT_NE(spec::toJson(spec::makeSpecPreset("diff")).find("\"differential\": true"), std::string::npos);
+}
+
 }  // namespace tensorscope::model_core::test

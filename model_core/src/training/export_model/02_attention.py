@@ -92,6 +92,48 @@ class Mhsa(nn.Module):
         return (y, P) if with_maps else y
 
 
+class DiffAttention(nn.Module):
+    """Differential attention (slots.differential; Ye et al. 2024, microsoft/unilm
+    Diff-Transformer/multihead_diffattn.py): H heads, each with two query/key maps of size D (rows
+    (2h + i)·D of wq and wk) and a value head of size 2D; A_h = P_(h,0) − λ·P_(h,1) with
+    λ = exp(λq1·λk1) − exp(λq2·λk2) + λ_init and λ_init = 0.8 − 0.6·exp(−0.3·layer); each head's
+    A_h·V_h is RMS-normalised over its 2D features (eps 1e-5), weighted by subln.weight and scaled
+    by 1 − λ_init. The maps returned are A [B, H, N, N]."""
+
+    def __init__(self, spec, layer=0):
+        super().__init__()
+        self.spec = spec
+        z = spec["sizes"]
+        F_, H, D = z["F"], z["H"], z["D"]
+        self.heads, self.size, self.causal = H, D, bool(spec["causal"])
+        self.wq = nn.Linear(F_, 2 * H * D, bias=spec["bias"])
+        self.wk = nn.Linear(F_, 2 * H * D, bias=spec["bias"])
+        self.wv = nn.Linear(F_, 2 * H * D, bias=spec["bias"])
+        self.wo = nn.Linear(2 * H * D, F_, bias=spec["bias"])
+        self.lambda_init = 0.8 - 0.6 * math.exp(-0.3 * layer)
+        for name in ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"):
+            setattr(self, name, nn.Parameter(torch.randn(D) * 0.1))
+        self.subln = nn.Module()
+        self.subln.weight = nn.Parameter(torch.ones(2 * D))
+        self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x)
+        B, N, _ = x.shape
+        H, D = self.heads, self.size
+        q = split_heads(self.wq(x), 2 * H)  # [B, 2H, N, D]: map i of head h is 2h + i
+        k = split_heads(self.wk(x), 2 * H)
+        v = split_heads(self.wv(x), H)  # [B, H, N, 2D]
+        P = masked_softmax(torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(D), self.causal).view(B, H, 2, N, N)
+        lam = (torch.exp(torch.dot(self.lambda_q1, self.lambda_k1)) - torch.exp(torch.dot(self.lambda_q2, self.lambda_k2))
+               + self.lambda_init)
+        A = P[:, :, 0] - lam * P[:, :, 1]
+        o = torch.matmul(self.dropout(A), v)  # [B, H, N, 2D]
+        o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + 1e-5) * self.subln.weight * (1.0 - self.lambda_init)
+        y = self.wo(merge_heads(o))
+        return (y, A) if with_maps else y
+
+
 class ThsaCore(nn.Module):
     """The THSA core C [R, R]: dense (`dense`, with frozen entries where the spec's mask is 0),
     s·(A ⊗ B) with A [H, H] and B [D, D] (or B = c2 c3ᵀ), or low rank U·Vᵀ (U, V [R, rank]).
@@ -359,9 +401,12 @@ class Dimwise(nn.Module):
         return (y, maps) if with_maps else y
 
 
-def make_attention(spec):
-    """The attention module of one layer spec (the JSON object of config.json model.attention)."""
+def make_attention(spec, layer=0):
+    """The attention module of one layer spec (the JSON object of config.json model.attention);
+    `layer` is the block's index (0 first), on which differential attention's λ_init depends."""
     variant = spec.get("variant")
+    if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("differential"):
+        return DiffAttention(spec, layer)
     if variant in ("mhsa", "fixed_head", "tp"):
         return Mhsa(spec)
     if variant == "thsa":

@@ -5,11 +5,11 @@
 class Block(nn.Module):
     """Pre-LN block: x + attn(LN1(x)), then + fc2(GELU(fc1(LN2(x))))."""
 
-    def __init__(self, spec, ffn_multiplier, residual_dropout):
+    def __init__(self, spec, ffn_multiplier, residual_dropout, layer=0):
         super().__init__()
         F_ = spec["sizes"]["F"]
         self.ln1 = nn.LayerNorm(F_)
-        self.attn = make_attention(spec)
+        self.attn = make_attention(spec, layer)
         self.ln2 = nn.LayerNorm(F_)
         self.fc1 = nn.Linear(F_, ffn_multiplier * F_)
         self.fc2 = nn.Linear(ffn_multiplier * F_, F_)
@@ -83,7 +83,7 @@ class TensorscopeModel(nn.Module):
             if spec["sizes"]["F"] != F_:
                 raise ValueError("layer %d: attention sizes.F = %d differs from model.d_model = %d"
                                  % (i, spec["sizes"]["F"], F_))
-            blocks.append(Block(spec, int(m.get("ffn_multiplier", 4)), float(m.get("residual_dropout", 0.0))))
+            blocks.append(Block(spec, int(m.get("ffn_multiplier", 4)), float(m.get("residual_dropout", 0.0)), i))
         self.blocks = nn.ModuleList(blocks)
         self.ln_f = nn.LayerNorm(F_)
         if self.classifier:

@@ -1,6 +1,7 @@
 #include "spec/attention_spec.h"
 
 #include <array>
+#include <cmath>
 #include <stdexcept>
 
 namespace tensorscope::spec {
@@ -29,6 +30,7 @@ bool designSlots(std::string_view name, Slots& out) {
   else if (name == "talking_heads") s.pre_mix = s.post_mix = true;
   else if (name == "gated") s.gate = Gate::Elementwise;
   else if (name == "gated_headwise") s.gate = Gate::Headwise;
+  else if (name == "diff") s.differential = true;
   else return false;
   out = s;
   return true;
@@ -42,7 +44,7 @@ bool parseGate(std::string_view text, Gate& out) { return parseName(kGateNames, 
 bool hasSlots(Variant v) { return v == Variant::Mhsa || v == Variant::FixedHead; }
 
 const std::vector<std::string>& designPresetNames() {
-  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise"};
+  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise", "diff"};
   return names;
 }
 
@@ -89,6 +91,9 @@ AttentionSpec makeSpecPreset(std::string_view name) {
     }
     s.variant = Variant::Thsa;
   }
+  // Differential attention halves the heads of the MHSA it replaces (two maps per head; the value
+  // head is 2D wide), as its paper compares: F = 2·H·D.
+  if (s.slots.differential) s.sizes.H = s.sizes.H / 2;
   switch (s.variant) {
     case Variant::FixedHead: s.sizes.D = 32; break;  // d_p independent of F/H: the paper's point
     case Variant::Multilinear: s.sizes.R = 32; s.sizes.seq_len = 16; break;
@@ -102,6 +107,8 @@ AttentionSpec makeSpecPreset(std::string_view name) {
   }
   return s;
 }
+
+double diffLambdaInit(int layer) { return 0.8 - 0.6 * std::exp(-0.3 * layer); }
 
 std::vector<double> effectiveCore(const AttentionSpec& spec) {
   if (!spec.core) return {};

@@ -198,6 +198,7 @@ double elementwiseFlops(const PlanStep& s, const TensorNetwork& net) {
     case PlanStep::Op::EluPlusOne:
     case PlanStep::Op::Normalize: return per + 2.0;
     case PlanStep::Op::Sigmoid: return per + 4.0;  // negate, exp, add one, divide (as the cost model)
+    case PlanStep::Op::RmsNorm: return per + 3.0;  // square and sum, divide (the root per row is negligible)
     case PlanStep::Op::Mask3:
     case PlanStep::Op::Mean0: return per + 1.0;
     case PlanStep::Op::PrefixSum:  // its cumulative sum is counted with the contraction
@@ -310,6 +311,7 @@ std::string stepEquation(const PlanStep& s, const EinsumTerms& t, const std::str
       break;
     case PlanStep::Op::SelectLast: eq += "  → last entry along " + std::string(1, s.along); break;
     case PlanStep::Op::Sigmoid: eq += "  → σ, entrywise"; break;
+    case PlanStep::Op::RmsNorm: eq += "  → ÷ root mean square over " + std::string(1, s.along); break;
     case PlanStep::Op::Mask3: {
       const auto& o = t.output;
       if (o.size() >= 3) {

@@ -50,7 +50,25 @@ class CostBuilder {
   LayerCost cost_;
 };
 
+/// Differential attention (§8.5): 2H maps of size D, H value heads of size 2D.
+void differentialAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
+  const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD2 = 2 * H * D;
+  c.linear("q = x·Wqᵀ (two maps per head)", F, HD2);
+  c.linear("k = x·Wkᵀ (two maps per head)", F, HD2);
+  c.linear("v = x·Wvᵀ (value heads of size 2D)", F, HD2);
+  c.term("logits q·kᵀ/√D (2H maps)", 2 * B * 2 * H * N * M * D + B * 2 * H * N * M, B * 2 * H * N * M);
+  c.term("softmax (2H maps)", kSoftmaxFlopsPerElement * B * 2 * H * N * M, B * 2 * H * N * M);
+  c.term("λ = e^(λq1·λk1) − e^(λq2·λk2) + λ_init", 4 * D + 4, 1);
+  c.addParams(static_cast<std::int64_t>(4 * D));
+  c.term("A = P₁ − λ·P₂", 2 * B * H * N * M, B * H * N * M);
+  c.term("o = A·v", 2 * B * H * N * M * 2 * D, B * N * HD2);
+  c.term("head RMSNorm · weight · (1 − λ_init)", 5 * B * N * HD2, B * N * HD2);
+  c.addParams(static_cast<std::int64_t>(2 * D));
+  c.linear("y = o·Woᵀ", HD2, F);
+}
+
 void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
+  if (s.slots.differential) return differentialAttention(c, s, B, N, M);
   const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
   const Slots& slot = s.slots;
   const double G = slot.kv_groups > 0 ? slot.kv_groups : H;  // key/value heads
@@ -233,8 +251,11 @@ DecodeCost estimateDecodeCost(const AttentionSpec& s, std::int64_t cached) {
     case Variant::Tp: {
       headedAttention(c, s, 1, 1, K);
       const double G = s.slots.kv_groups > 0 ? s.slots.kv_groups : H;
-      d.cache_elements_per_token = 2 * G * D;
-      d.note = "keys and values of " + std::to_string(static_cast<long long>(G)) + " heads";
+      // Differential attention caches two key maps of size D and a value of size 2D per head.
+      d.cache_elements_per_token = (s.slots.differential ? 4 : 2) * G * D;
+      d.note = s.slots.differential ? "two keys of size D and a value of size 2D for each of " +
+                                          std::to_string(static_cast<long long>(G)) + " heads"
+                                    : "keys and values of " + std::to_string(static_cast<long long>(G)) + " heads";
       break;
     }
     case Variant::Thsa:

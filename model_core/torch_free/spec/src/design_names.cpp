@@ -149,6 +149,9 @@ std::vector<DesignName> nameHeaded(const AttentionSpec& s) {
                      "the logits mixed across heads before the softmax (THSA skip-right's C = A ⊗ 1_D 1_Dᵀ)"});
   else if (slot.post_mix)
     parts.push_back({"talking heads, post-softmax half", true, "the attention weights mixed across heads after the softmax"});
+  if (slot.differential)
+    parts.push_back({"differential attention (Diff Transformer)", true,
+                     "two softmax maps per head, A = P₁ − λ·P₂, each head RMS-normalised and scaled by 1 − λ_init"});
   if (slot.gate != Gate::None)
     parts.push_back({std::string("gated attention (") + (slot.gate == Gate::Headwise ? "headwise" : "elementwise") + ")",
                      true, "each head's output multiplied by σ(x·W^G) before W^O"});

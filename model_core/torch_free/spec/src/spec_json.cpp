@@ -234,13 +234,14 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
 
 void slotsFromJson(Reader& r, const json& j, Slots& out) {
   if (!j.is_object()) return r.fail("slots", "must be an object like {\"kv_groups\": 2}; got " + kindName(j));
-  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate"});
+  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate", "differential"});
   r.readInt(j, "kv_groups", "slots.kv_groups", out.kv_groups);
   r.readBool(j, "pre_mix", "slots.pre_mix", out.pre_mix);
   r.readBool(j, "post_mix", "slots.post_mix", out.post_mix);
   std::string gate = "none";
   if (r.readString(j, "gate", "slots.gate", gate) && !parseGate(gate, out.gate))
     r.fail("slots.gate", "unknown gate '" + gate + "'; one of none, headwise, elementwise");
+  r.readBool(j, "differential", "slots.differential", out.differential);
 }
 
 }  // namespace
@@ -293,6 +294,7 @@ std::string toJson(const AttentionSpec& s, int indent) {
     const Slots& z = s.slots;
     j["slots"] = {{"kv_groups", z.kv_groups}, {"pre_mix", z.pre_mix}, {"post_mix", z.post_mix},
                   {"gate", std::string(toString(z.gate))}};
+    if (z.differential) j["slots"]["differential"] = true;  // only when set: earlier files stay as they were
   }
   if (indent < 0) return j.dump();
   std::string out;

@@ -186,6 +186,8 @@ std::vector<std::string> checkNetwork(const TensorNetwork& net) {
                ((it->second->causal || it->second->position_scale) && t.output.find(it->second->query) == std::string::npos))
         fail("step '" + s.output + "' lacks the normalised or query index of box '" + s.box + "'");
     }
+    if (s.op == PlanStep::Op::RmsNorm && t.output.find(s.along) == std::string::npos)
+      fail("step '" + s.output + "': RmsNorm runs along '" + std::string(1, s.along) + "', which its result lacks");
     if (s.op == PlanStep::Op::SelectLast && t.output.find(s.along) == std::string::npos)
       fail("step '" + s.output + "' runs along an index it does not output");
     if (s.op == PlanStep::Op::PrefixSum) {

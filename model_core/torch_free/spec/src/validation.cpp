@@ -269,13 +269,25 @@ std::vector<Issue> validate(const AttentionSpec& s) {
     const Slots& q = s.slots;
     if (!hasSlots(v)) {
       c.add("slots", "variant " + std::string(toString(v)) +
-                         " has no slots; kv_groups, pre_mix, post_mix and gate belong to mhsa and fixed_head");
+                         " has no slots; kv_groups, pre_mix, post_mix, gate and differential belong to mhsa and fixed_head");
     } else if (q.kv_groups < 0 || q.kv_groups > kMaxHeads) {
       c.add("slots.kv_groups", "kv_groups must be 0 (a key and value head per query head) or a number of groups "
                                "from 1 to H; got " + to_string(q.kv_groups));
     } else if (q.kv_groups > 0 && z.H >= 1 && (q.kv_groups > z.H || z.H % q.kv_groups != 0)) {
       c.add("slots.kv_groups", "kv_groups must divide H=" + to_string(z.H) + " (each group serves H/G query heads); got " +
                                    to_string(q.kv_groups));
+    }
+    if (hasSlots(v) && q.differential) {
+      // Differential attention is its own post-softmax mixing (A₁ − λ·A₂) with its own head norm;
+      // combined with the other slots it would be a design nobody has published or checked.
+      if (q.pre_mix || q.post_mix)
+        c.add("slots.differential", "differential attention mixes its two maps itself; it cannot take the talking-heads "
+                                    "mixings (set pre_mix and post_mix to false)");
+      if (q.gate != Gate::None)
+        c.add("slots.differential", "differential attention with an output gate is not supported; set gate to none");
+      if (q.kv_groups > 0 && q.kv_groups != z.H)
+        c.add("slots.differential", "differential attention with shared key/value heads (kv_groups) is not supported "
+                                    "yet; set kv_groups to 0");
     }
   }
   if (hasCore(v)) {

@@ -51,6 +51,11 @@ struct Slots {
   bool post_mix = false;
   /// (d) gated attention: each head's output multiplied by σ(x·W^Gᵀ) before W^O.
   Gate gate = Gate::None;
+  /// (c) differential attention (Ye et al. 2024, V1): each of the H heads forms two maps from
+  /// query/key halves of size D, meets a value head of size 2D with A₁ − λ·A₂, and is normalised
+  /// (RMSNorm over its 2D features) and scaled by 1 − λ_init, where λ = e^{λq1·λk1} − e^{λq2·λk2} +
+  /// λ_init and λ_init = 0.8 − 0.6·e^{−0.3·l} for the block's index l (from 0).
+  bool differential = false;
 
   bool operator==(const Slots&) const = default;
   bool isMhsa() const { return *this == Slots{}; }
@@ -83,7 +88,7 @@ bool parseVariant(std::string_view text, Variant& out);
 bool hasSlots(Variant v);
 
 /// The presets of modern designs, each an mhsa layer with slots set: mqa, gqa (2 groups),
-/// talking_heads, gated (elementwise), gated_headwise.
+/// talking_heads, gated (elementwise), gated_headwise, diff (differential attention, 2 heads).
 const std::vector<std::string>& designPresetNames();
 
 /// Names accepted by `spec preset`: every variant name, then every THSA core preset that is not
@@ -94,6 +99,10 @@ std::vector<std::string> specPresetNames();
 /// A complete default spec for a variant name or a THSA core preset name (core presets give a
 /// `thsa` layer with that core). Throws std::invalid_argument listing the valid names.
 AttentionSpec makeSpecPreset(std::string_view name);
+
+/// λ_init of differential attention in the block with index `layer` (0 first): 0.8 − 0.6·e^{−0.3·layer}
+/// (microsoft/unilm Diff-Transformer, lambda_init_fn).
+double diffLambdaInit(int layer);
 
 /// Effective C (R x R, row-major) of a THSA-family spec; empty for other variants.
 std::vector<double> effectiveCore(const AttentionSpec& spec);

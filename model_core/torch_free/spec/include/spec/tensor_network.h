@@ -106,7 +106,8 @@ struct SoftmaxBox {
 ///  * Mask3: the result's last three axes [i, j, k]: entries with j > i or k > i become 0;
 ///  * Mean0: the mean over the result's first axis, which is dropped.
 struct PlanStep {
-  enum class Op { None, Softmax, EluPlusOne, Normalize, Mask3, Mean0, Divide, PrefixSum, SelectLast, Sigmoid };
+  /// RmsNorm: divides by the root mean square along `along` (plus ε = 1e-5 under the root).
+  enum class Op { None, Softmax, EluPlusOne, Normalize, Mask3, Mean0, Divide, PrefixSum, SelectLast, Sigmoid, RmsNorm };
   std::string output;               ///< node id of the result
   std::vector<std::string> inputs;  ///< node ids, in einsum operand order
   std::string einsum;               ///< e.g. "bnf,rf->bnr" (b = batch)
@@ -114,7 +115,7 @@ struct PlanStep {
   std::string box;                  ///< Softmax: the SoftmaxBox id giving scale, index and mask
   double scale = 1.0;               ///< multiplies the einsum result before `op`
   std::vector<std::string> addends; ///< bias node ids added after the scale
-  char along = 0;                   ///< PrefixSum / SelectLast: the index it runs along
+  char along = 0;                   ///< PrefixSum / SelectLast / RmsNorm: the index it runs along
   std::string role;                 ///< what the step computes, e.g. "logits q·kᵀ per head"
 };
 

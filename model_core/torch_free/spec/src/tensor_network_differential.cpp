@@ -1,0 +1,81 @@
+// Tensor network of differential attention (docs/attention-variants.md §8.5; Ye et al. 2024,
+// microsoft/unilm Diff-Transformer/multihead_diffattn.py): the query and key weights carry a map leg
+// i ∈ {1, 2} beside the head leg, the two maps of a head meet the vector Λ = (1, −λ) (slot c, a
+// post-softmax mixing), and each head's output passes an RMSNorm over its 2D value features.
+#include <cmath>
+#include <string>
+
+#include "tensor_network_builder.h"
+
+namespace tensorscope::spec::detail {
+
+TensorNetwork buildDifferentialNetwork(const AttentionSpec& s, std::int64_t N) {
+  const auto& z = s.sizes;
+  const Leg n = leg('n', "N", N), m = leg('m', "M", N);
+  const Leg h = leg('h', "H", z.H);
+  const Leg i = leg('i', "2", 2);                  // the map of a head: 1 or 2
+  const Leg d = leg('d', "D", z.D);                // latent contraction W^Q–W^K
+  const Leg e = leg('e', "2D", 2 * z.D);           // W^V–W^O: value heads of size 2D
+  const Leg fo = leg('o', "F", z.F);
+  const double lambdaInit = diffLambdaInit(0);
+  const std::string title = "Differential attention: " + std::to_string(z.H) + " heads, two maps of size " +
+                            std::to_string(z.D) + " each, values of size " + std::to_string(2 * z.D) +
+                            " (first block: λ_init = " + formatNumber(lambdaInit) + ")";
+  const std::string equation =
+      "P_{h,i} = softmax(Q_{h,i} K_{h,i}ᵀ / √D);  A_h = P_{h,1} − λ P_{h,2},  λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init;  "
+      "o_h = (1 − λ_init)·RMSNorm(A_h V_h);  y = [o_1 … o_H] W^O";
+  NetworkBuilder b(s, title, equation);
+  const std::string view = " viewed [H, 2, D, F]";
+  b.projection({"q", "x_q", "X^Q", "Input X as the query copy X^Q [N, F]: row n is token n; its N leg is the output's N.",
+                n, leg('f', "F", z.F), "Wq", "W^Q",
+                "Query weights W^Q (wq.weight [2·H·D, F]" + view + "): two query maps Q_{h,1}, Q_{h,2} per head "
+                "(rows (2h + i)·D …).",
+                "wq", {h, i, d}, "queries Q [N, H, 2, D]"});
+  b.projection({"k", "x_k", "X^K", "Input X as the key copy X^K [M, F]; the softmax normalises over its M leg.", m,
+                leg('g', "F", z.F), "Wk", "W^K",
+                "Key weights W^K (wk.weight [2·H·D, F]" + view + "): the key map K_{h,i} meets Q_{h,i} over D.", "wk",
+                {h, i, d}, "keys K [M, H, 2, D]"});
+  b.projection({"v", "x_v", "X^V", "Input X as the value copy X^V [M, F]; its M leg meets the maps' M.", m,
+                leg('u', "F", z.F), "Wv", "W^V",
+                "Value weights W^V (wv.weight [H·2D, F] viewed [H, 2D, F]): one value head of size 2D per head, "
+                "shared by its two maps.",
+                "wv", {h, e}, "values V [M, H, 2D]"});
+
+  SoftmaxBox box;
+  box.id = "attn";
+  box.nodes = {"x_q", "Wq", "x_k", "Wk"};
+  for (const char* w : {"Wq", "Wk"})
+    if (const auto bias = b.biasOf(w); !bias.empty()) box.nodes.push_back(bias);
+  box.normalized = 'm';
+  box.query = 'n';
+  box.scale = 1.0 / std::sqrt(static_cast<double>(z.D));
+  box.scale_label = "1/√D";
+  box.causal = s.causal;
+  box.label = "softmax";
+  box.role = std::string("Two softmax maps per head: P_{h,i} = softmax over M of Q_{h,i}·K_{h,i}ᵀ/√D") +
+             (s.causal ? "; causal: key m > query n gets -inf first." : ".");
+  b.box(box);
+  b.step({"P", {"q", "k"}, "bnhid,bmhid->bhinm", PlanStep::Op::Softmax, "attn", 1.0, {}, 0,
+          "both maps of every head P_{h,i} = softmax(Q_{h,i}·K_{h,i}ᵀ/√D) [H, 2, N, M]"});
+  b.weight("Lam", "Λ", NodeKind::Weight, "diff_lambda",
+           "The differential mixing Λ = (1, −λ) (slot c, after the softmax): A_h = Σ_i Λ_i·P_{h,i}, with "
+           "λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init from the trained vectors lambda_q1 … lambda_k2 [D] "
+           "(λ_init = " + formatNumber(lambdaInit) + " in the first block).",
+           {i}, 4LL * z.D);
+  b.step({"A", {"Lam", "P"}, "i,bhinm->bhnm", PlanStep::Op::None, "", 1.0, {}, 0,
+          "differential maps A_h = P_{h,1} − λ·P_{h,2} [H, N, M]"});
+  b.step({"o", {"A", "v"}, "bhnm,bmhe->bnhe", PlanStep::Op::None, "", 1.0, {}, 0, "heads A_h·V_h [N, H, 2D]"});
+  PlanStep norm{"on", {"o"}, "bnhe->bnhe", PlanStep::Op::RmsNorm, "", 1.0, {}, 'e',
+                "head norm: each head's 2D features divided by their root mean square (ε = 10⁻⁵)"};
+  b.step(norm);
+  b.weight("Wn", "γ", NodeKind::Weight, "subln.weight",
+           "The head norm's weight γ (subln.weight [2D]), shared by all heads; the output is also scaled by "
+           "1 − λ_init.",
+           {e}, 2LL * z.D);
+  b.step({"os", {"on", "Wn"}, "bnhe,e->bnhe", PlanStep::Op::None, "", 1.0 - lambdaInit, {}, 0,
+          "o_h = (1 − λ_init)·γ ⊙ RMSNorm(A_h·V_h)"});
+  b.outputProjection("os", n, {h, e}, fo, "[o_1 … o_H]·W^O");
+  return b.take("A", {z.H, N, N});
+}
+
+}  // namespace tensorscope::spec::detail
