@@ -1,0 +1,523 @@
+"""Issue 41: the slot presets equal their official code on the same weights.
+
+For each preset mqa, gqa, talking_heads, gated, gated_headwise (and gated attention combined with
+GQA, whose official weight layout depends on the number of KV groups) this test
+
+1. layer level: builds one layer with `tensorscope attention --spec S --seed 11 --save-weights W`
+   (the talking-heads mixings, identity at init, get a random non-symmetric offset written back
+   into W so that a transposed mapping would show), runs it with `tensorscope attention --weights W
+   --input X --output Y`, maps W to the official module's state_dict exactly as
+   docs/attention-variants.md section 8 documents, runs the PORT of the official forward below on
+   the same x, and requires max|y_official - y_tensorscope| <= 1e-5 * max(1, max|y_tensorscope|)
+   (float32 on both sides);
+2. model level: trains a 2-layer decoder of the preset for a few steps (`tensorscope train`),
+   exports it (`tensorscope export --format pytorch`), replaces the attention module of every
+   block of the exported model by the official port (loaded with the mapped state_dict of that
+   block) and requires its logits to equal the logits of `tensorscope infer` on the same tokens
+   within the same relative tolerance;
+3. negative controls (the test is not vacuous): for every case a plausible wrong mapping or
+   head-group order (query head h reading KV group h % G instead of h // (H/G); K and V swapped;
+   the TF talking-heads matrices not transposed; the gated q_proj stacked [Wq; Wg] instead of
+   interleaved per KV group) must make the same comparison fail by far (> 1e-3 relative).
+
+The official modules are ported here in our own words, with the same semantics; each port cites the
+repository, commit, file and lines it follows. Only the attention core is compared: Qwen3's q/k
+RMSNorm and rotary embedding, TPA's and RAM's rotary embedding are not ported (Tensorscope has none
+of them in this layer; docs/attention-variants.md section 8 says which parts are compared).
+
+usage: test_official_parity.py TENSORSCOPE_BINARY WORK_DIR
+Prints one line per check and "N passed, M failed"; exits 77 (CTest: skipped) without PyTorch.
+"""
+import copy
+import importlib.util
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+SKIPPED = 77
+try:
+    import torch
+except ImportError:  # pragma: no cover - depends on the machine
+    print("skipped: PyTorch is not installed for %s (set TENSORSCOPE_PYTHON to a Python with torch)"
+          % sys.executable)
+    sys.exit(SKIPPED)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_py as st  # noqa: E402
+
+REL_TOL = 1e-5        # parity: max |diff| <= REL_TOL * max(1, max |reference|)
+WRONG_MIN = 1e-3      # a wrong mapping must miss by more than this (relative)
+F_, H_, D_, N_ = 16, 4, 4, 6
+
+
+# =============================================================================================
+# Ports of the official forwards (float32, inference: no dropout).
+# =============================================================================================
+
+# --- qiuzh20/gated_attention, commit 49645df63aafe9e680bc44a9c0ca280d4aefa8e9 (modeling_qwen3.py
+# --- unchanged since df42212f08f0ab69d3b26956d61feff730dc3804), file modeling_qwen3.py.
+
+def qwen3_repeat_kv(states, n_rep, tile=False):
+    """Port of `repeat_kv`, modeling_qwen3.py L224-233 (copied there from HF Llama): a [B, G, N, D]
+    tensor gets a new axis of length n_rep after the group axis, is expanded along it and the two
+    axes are merged, so the H = G*n_rep heads are [g0 x n_rep, g1 x n_rep, ...]: head h reads group
+    h // n_rep. tile=True is the WRONG order (h % G), used only by the negative control."""
+    b, g, n, d = states.shape
+    if n_rep == 1:
+        return states
+    if tile:
+        return states.repeat(1, n_rep, 1, 1)
+    return states[:, :, None].expand(b, g, n_rep, n, d).reshape(b, g * n_rep, n, d)
+
+
+def qwen3_causal_mask(n, dtype):
+    """The additive 4-D mask the eager path receives: `_prepare_4d_causal_attention_mask_with_cache_
+    position`, modeling_qwen3.py L1053-1117: the dtype's most negative finite value above the
+    diagonal, zero elsewhere (no padding, no cache, no sliding window)."""
+    mask = torch.full((n, n), torch.finfo(dtype).min, dtype=dtype)
+    future = torch.arange(n)[None, :] > torch.arange(n)[:, None]
+    return (mask * future)[None, None]
+
+
+def qwen3_attention(sd, cfg, hidden, causal, tile_groups=False):
+    """Port of `Qwen3Attention.forward`, modeling_qwen3.py L287-365 (eager path; the FA2 and SDPA
+    classes L368-601 compute the same), with the q_proj layout of __init__ L271-280: the gate rows
+    are fused into q_proj when a gate flag is set. Left out: q_norm/k_norm (use_qk_norm, L321-323),
+    rotary embedding (L325-326) and the KV cache (L328-330). cfg: num_heads, num_key_value_heads, head_dim,
+    headwise / elementwise (the flags headwise_attn_output_gate / elementwise_attn_output_gate,
+    read L263-264; headwise wins if both are set)."""
+    bsz, q_len, _ = hidden.shape
+    H, G, D = cfg["num_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    r = H // G  # num_key_value_groups
+    lin = torch.nn.functional.linear
+    query = lin(hidden, sd["q_proj.weight"], sd.get("q_proj.bias"))
+    key = lin(hidden, sd["k_proj.weight"], sd.get("k_proj.bias"))
+    value = lin(hidden, sd["v_proj.weight"], sd.get("v_proj.bias"))
+    gate_score = None
+    if cfg["headwise"] or cfg["elementwise"]:
+        # L304-316: the q_proj output viewed per KV group, then split into r query heads and r gate
+        # scores (headwise) or r*D gate scores (elementwise) inside every group.
+        per_group = query.view(bsz, q_len, G, -1)
+        gate_width = r if cfg["headwise"] else r * D
+        query, gate_score = torch.split(per_group, [r * D, gate_width], dim=-1)
+        gate_score = gate_score.reshape(bsz, q_len, -1, 1 if cfg["headwise"] else D)
+        query = query.reshape(bsz, q_len, -1, D).transpose(1, 2)
+    else:
+        query = query.view(bsz, q_len, -1, D).transpose(1, 2)
+    key = key.view(bsz, q_len, -1, D).transpose(1, 2)
+    value = value.view(bsz, q_len, -1, D).transpose(1, 2)
+    key = qwen3_repeat_kv(key, r, tile_groups)        # L333-334
+    value = qwen3_repeat_kv(value, r, tile_groups)
+    weights = torch.matmul(query, key.transpose(2, 3)) / math.sqrt(D)   # L336
+    if causal:                                                          # L337-339
+        weights = weights + qwen3_causal_mask(q_len, weights.dtype)
+    weights = torch.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)  # L342
+    out = torch.matmul(weights, value)                                  # L345
+    out = out.transpose(1, 2).contiguous()                              # L353: [B, N, H, D]
+    if gate_score is not None:                                          # L355-356
+        out = out * torch.sigmoid(gate_score)
+    out = out.reshape(bsz, q_len, -1)                                   # L358
+    return lin(out, sd["o_proj.weight"], sd.get("o_proj.bias"))         # L360
+
+
+# --- tensorgi/TPA, file model/llama-gqa.py, class CausalSelfAttention L63-110 (read at commit
+# --- 4ce5744a56fae57044c5b06534aff185d80a2efc; the same lines at HEAD 3d7f51deb97b8f51cd799c632fe2e417a3c2662c).
+
+def sdpa_math(q, k, v, is_causal):
+    """PyTorch's documented reference of F.scaled_dot_product_attention (the math backend,
+    aten/src/ATen/native/transformers/attention.cpp `_scaled_dot_product_attention_math`): scale
+    1/sqrt(E), a -inf bias above the diagonal when is_causal, softmax, times v. (torch 1.13 has no
+    F.scaled_dot_product_attention, so the reference is written out.)"""
+    n, m = q.shape[-2], k.shape[-2]
+    bias = torch.zeros(n, m, dtype=q.dtype)
+    if is_causal:
+        bias = bias.masked_fill(~torch.ones(n, m, dtype=torch.bool).tril(), float("-inf"))
+    w = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(q.shape[-1])) + bias
+    return torch.softmax(w, dim=-1) @ v
+
+
+def tpa_gqa_attention(sd, cfg, x, tile_groups=False):
+    """Port of CausalSelfAttention.forward, llama-gqa.py L83-110 (weights L72-75): c_q/c_k/c_v (no
+    bias), heads viewed [B, T, heads, D] (L85-87), transposed to [B, heads, T, D] (L91-93), K and V
+    repeated with repeat_interleave(group_size, dim=1) (L95-96; group_size = query heads per KV head
+    = H/G), SDPA with is_causal=True (L97-102), heads merged and c_proj (L108-109). Left out: the
+    rotary embedding (L88-89) and the optional per-head RMSNorm (using_groupnorm, L104-106)."""
+    B, T, _ = x.shape
+    H, D, group_size = cfg["n_head"], cfg["head_dim"], cfg["group_size"]
+    lin = torch.nn.functional.linear
+    q = lin(x, sd["c_q.weight"]).view(B, T, H, D).transpose(1, 2)
+    k = lin(x, sd["c_k.weight"]).view(B, T, H // group_size, D).transpose(1, 2)
+    v = lin(x, sd["c_v.weight"]).view(B, T, H // group_size, D).transpose(1, 2)
+    if tile_groups:  # WRONG order, negative control only
+        k, v = k.repeat(1, group_size, 1, 1), v.repeat(1, group_size, 1, 1)
+    else:
+        k, v = torch.repeat_interleave(k, group_size, dim=1), torch.repeat_interleave(v, group_size, dim=1)
+    y = sdpa_math(q, k, v, is_causal=True)
+    y = y.transpose(1, 2).contiguous().reshape(B, T, -1)
+    return lin(y, sd["c_proj.weight"])
+
+
+# --- tensorflow/models, commit 00b830c7ca641413f37e5147cf059c89f79b0e8e, file
+# --- official/nlp/modeling/layers/talking_heads_attention.py, class TalkingHeadsAttention (a
+# --- tf.keras.layers.MultiHeadAttention): _build_attention L61-104, _compute_attention L106-157.
+
+# The base class is Keras 2's MultiHeadAttention (tf.keras at the TF 2.x versions tensorflow/models
+# targets; read in tf_keras' src/layers/attention/multi_head_attention.py): `_build_proj_equation`
+# gives the projections, `_build_attention_equation(rank=4, attn_axes=(1,))` the equations
+# 'aecd,abcd->acbe' (key, query -> scores) and 'acbe,aecd->abcd' (scores, value), and Keras'
+# Softmax layer adds (1 - mask) * _large_compatible_negative = -1e9 (float32) to masked scores.
+
+def keras_dense(x, kernel, bias, equation):
+    """Keras MultiHeadAttention's EinsumDense projections: query/key/value kernels [F, H, D] with
+    'abc,cde->abde' and bias [H, D] (bias_axes 'de'); the output kernel [H, D, F] with
+    'abcd,cde->abe', bias [F]; use_bias (default True) puts a bias on all four."""
+    y = torch.einsum(equation, x, kernel)
+    return y if bias is None else y + bias
+
+
+def tf_talking_heads_attention(sd, x, causal):
+    """Port of the layer's call for self-attention (query = value = key = x) on [B, T, F] inputs
+    (attention_axes = (1,), so the talking-heads einsum built L72-87 is 'abcd,be->aecd': the weight
+    is indexed [from-head, to-head]). _compute_attention L130-157: scores = einsum(key, query)
+    ([B, H, T, S]), times 1/sqrt(key_dim) (L134-135), pre-softmax mixing (L138-139), masked softmax
+    (L143; Keras' Softmax adds (1 - mask) * -1e9 for float32), post-softmax mixing (L146-147),
+    dropout (identity at inference, L151-152), einsum with the values (L155-156); then the output
+    projection of the base class."""
+    get = lambda n: sd.get(n)  # noqa: E731
+    q = keras_dense(x, sd["query/kernel"], get("query/bias"), "abc,cde->abde")   # [B, T, H, D]
+    k = keras_dense(x, sd["key/kernel"], get("key/bias"), "abc,cde->abde")       # [B, S, H, D]
+    v = keras_dense(x, sd["value/kernel"], get("value/bias"), "abc,cde->abde")
+    key_dim = q.shape[-1]
+    scores = torch.einsum("aecd,abcd->acbe", k, q)                 # Keras' _dot_product_equation
+    scores = scores * (1.0 / math.sqrt(float(key_dim)))
+    scores = torch.einsum("abcd,be->aecd", scores, sd["pre_softmax_weight"])
+    if causal:
+        T = x.shape[1]
+        mask = torch.ones(T, T).tril()  # 1 = may attend
+        scores = scores + (1.0 - mask) * -1e9
+    scores = torch.softmax(scores, dim=-1)
+    scores = torch.einsum("abcd,be->aecd", scores, sd["post_softmax_weight"])
+    out = torch.einsum("acbe,aecd->abcd", scores, v)               # Keras' _combine_equation
+    return keras_dense(out, sd["attention_output/kernel"], get("attention_output/bias"), "abcd,cde->abe")
+
+
+# --- facebookresearch/RAM, commit e6f051fbcfaef4cab69bf2ea1b25f500f94c0c64, file
+# --- projects/mta/mta_transformer.py, class Attention (L152-), the talking-heads configuration of
+# --- projects/mta/configs/*_talking_heads.yaml: use_mta, pre_sm_linear_head, head_kernel_size = H.
+
+def ram_talking_heads_attention(sd, cfg, x):
+    """Port of Attention.forward, use_mta branch, L303-387 and L435: wq/wk/wv/wo without bias
+    (L176-196), heads viewed [B, S, heads, D] (L319-321), K/V repeat_kv (L334-335; it is
+    facebookresearch/lingua lingua/transformer.py L62-73 at commit 613018aae799cfb9726fcc401a7880be20e0f4f2:
+    [B, S, G, D] expanded after the group axis, so head h reads h // heads_per_group), transposed (L338-340), scores =
+    q k^T * rsqrt(head_dim) (L343-345), pre-softmax mixing by the nn.Linear wpsm applied to the
+    head axis (L357), the causal -inf mask of _update_mask (L439-446) added after it (L360), float32
+    softmax (L362, normalize_attention L286-288), the post-softmax head convolution with one
+    [H, H] kernel (_head_convolution L537-552: scores^T @ head_kernel[0], so head_kernel is indexed
+    [from, to]), dropout (identity at inference, L382), scores @ v (L387), wo (L435). Left out: the
+    rotary embedding (L322), the KV cache, the query/key MTA convolutions (None in the talking-heads configs)."""
+    B, T, _ = x.shape
+    H, G, D = cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"]
+    lin = torch.nn.functional.linear
+    xq = lin(x, sd["wq.weight"]).view(B, T, H, D)
+    xk = lin(x, sd["wk.weight"]).view(B, T, G, D)
+    xv = lin(x, sd["wv.weight"]).view(B, T, G, D)
+    rep = H // G
+    xk = xk[:, :, :, None].expand(B, T, G, rep, D).reshape(B, T, H, D)
+    xv = xv[:, :, :, None].expand(B, T, G, rep, D).reshape(B, T, H, D)
+    xq, xk, xv = (e.transpose(1, 2) for e in (xq, xk, xv))
+    mask = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+    scores = torch.matmul(xq, xk.transpose(2, 3)) * torch.rsqrt(torch.tensor(float(D)))
+    scores = lin(scores.transpose(1, -1), sd["wpsm.weight"]).transpose(1, -1)
+    scores = scores + mask
+    scores = torch.softmax(scores.float(), dim=-1).type_as(xq)
+    kernel = sd["head_kernel"]  # [H // head_kernel_size, k, k] = [1, H, H]
+    chunks = scores.reshape(B, H // kernel.shape[1], kernel.shape[1], T, -1)
+    mixed = torch.empty_like(chunks)
+    for i in range(kernel.shape[0]):
+        mixed[:, i] = torch.matmul(chunks[:, i].transpose(1, -1), kernel[i]).transpose(1, -1)
+    scores = mixed.reshape(B, H, T, -1)
+    out = torch.matmul(scores, xv).transpose(1, 2)
+    return lin(out.reshape(B, T, H * D), sd["wo.weight"])
+
+
+# =============================================================================================
+# Weight mappings Tensorscope -> official state_dict (docs/attention-variants.md section 8).
+# w: Tensorscope's weights of one layer (wq.weight, ..., mix_pre, mix_post), without prefix.
+# =============================================================================================
+
+def to_qwen3(w, H, G, D, gate, stacked=False):
+    """q_proj rows per KV group g: [its r query heads' D rows each, then its r gate rows (headwise)
+    or r*D gate rows (elementwise)]; with C the group's block size and h = g*r + j:
+    q_proj[g*C + j*D + d] = wq[h*D + d], q_proj[g*C + r*D + j] = wg[h] (headwise),
+    q_proj[g*C + r*D + j*D + d] = wg[h*D + d] (elementwise). stacked=True is the WRONG layout
+    [wq; wg] (negative control)."""
+    sd = {}
+    r = H // G
+    for t in ("weight", "bias"):
+        q = w.get("wq." + t)
+        if q is None:
+            continue
+        if gate == "none":
+            sd["q_proj." + t] = q
+        elif stacked:
+            sd["q_proj." + t] = torch.cat([q, w["wg." + t]], 0)
+        else:
+            g_rows = w["wg." + t]
+            per = 1 if gate == "headwise" else D
+            q_groups = q.reshape(G, r * D, *q.shape[1:])
+            g_groups = g_rows.reshape(G, r * per, *g_rows.shape[1:])
+            sd["q_proj." + t] = torch.cat([q_groups, g_groups], 1).reshape(-1, *q.shape[1:])
+        for ts, off in (("wk", "k_proj"), ("wv", "v_proj"), ("wo", "o_proj")):
+            sd[off + "." + t] = w[ts + "." + t]
+    return sd
+
+
+def to_tpa(w):
+    return {"c_q.weight": w["wq.weight"], "c_k.weight": w["wk.weight"], "c_v.weight": w["wv.weight"],
+            "c_proj.weight": w["wo.weight"]}
+
+
+def to_tf(w, H, D, transpose=True):
+    """Keras kernels are [in, out] with the head axes split: query/kernel [F, H, D] = wq^T reshaped,
+    attention_output/kernel [H, D, F] = wo^T reshaped; pre/post_softmax_weight [from, to] =
+    mix_pre^T, mix_post^T (transpose=False is the WRONG mapping, negative control)."""
+    F = w["wq.weight"].shape[1]
+    sd = {}
+    for ts, name in (("wq", "query"), ("wk", "key"), ("wv", "value")):
+        sd[name + "/kernel"] = w[ts + ".weight"].t().reshape(F, H, D)
+        if ts + ".bias" in w:
+            sd[name + "/bias"] = w[ts + ".bias"].reshape(H, D)
+    sd["attention_output/kernel"] = w["wo.weight"].t().reshape(H, D, F)
+    if "wo.bias" in w:
+        sd["attention_output/bias"] = w["wo.bias"]
+    sd["pre_softmax_weight"] = w["mix_pre"].t() if transpose else w["mix_pre"]
+    sd["post_softmax_weight"] = w["mix_post"].t() if transpose else w["mix_post"]
+    return sd
+
+
+def to_ram(w):
+    """wpsm is an nn.Linear over heads, [to, from] like mix_pre; head_kernel[0] is [from, to]."""
+    return {"wq.weight": w["wq.weight"], "wk.weight": w["wk.weight"], "wv.weight": w["wv.weight"],
+            "wo.weight": w["wo.weight"], "wpsm.weight": w["mix_pre"], "head_kernel": w["mix_post"].t()[None]}
+
+
+def swap_kv(w):
+    w = dict(w)
+    for t in ("weight", "bias"):
+        if "wk." + t in w:
+            w["wk." + t], w["wv." + t] = w["wv." + t], w["wk." + t]
+    return w
+
+
+# =============================================================================================
+# The cases: preset -> official forwards, each with its right and wrong use.
+# =============================================================================================
+
+def officials(spec):
+    """[(name, f(w, x, causal, wrong) -> y, supports_bias, supports_noncausal)] for a spec; `wrong`
+    selects the case's negative control."""
+    z, slots = spec["sizes"], spec["slots"]
+    H, D = z["H"], z["D"]
+    G = slots["kv_groups"] or H
+    gate = slots["gate"]
+    out = []
+    if slots["pre_mix"] or slots["post_mix"]:
+        out.append(("tensorflow/models TalkingHeadsAttention",
+                    lambda w, x, causal, wrong: tf_talking_heads_attention(to_tf(w, H, D, transpose=not wrong), x, causal),
+                    True, True))
+        out.append(("facebookresearch/RAM Attention (talking-heads config)",
+                    lambda w, x, causal, wrong: ram_talking_heads_attention(
+                        to_ram({k: (v.t() if wrong and k.startswith("mix") else v) for k, v in w.items()}),
+                        {"n_heads": H, "n_kv_heads": G, "head_dim": D}, x),
+                    False, False))
+        return out
+    cfg = {"num_heads": H, "num_key_value_heads": G, "head_dim": D,
+           "headwise": gate == "headwise", "elementwise": gate == "elementwise"}
+
+    def qwen3(w, x, causal, wrong):
+        if gate != "none":  # wrong: [wq; wg] stacked instead of interleaved per KV group
+            return qwen3_attention(to_qwen3(w, H, G, D, gate, stacked=wrong), cfg, x, causal)
+        if G == 1:          # MQA has one group, so its order cannot be wrong: swap K and V instead
+            return qwen3_attention(to_qwen3(swap_kv(w) if wrong else w, H, G, D, gate), cfg, x, causal)
+        return qwen3_attention(to_qwen3(w, H, G, D, gate), cfg, x, causal, tile_groups=wrong)
+    out.append(("qiuzh20/gated_attention Qwen3Attention", qwen3, True, True))
+    if gate == "none":
+        def tpa(w, x, causal, wrong):
+            cfg_t = {"n_head": H, "head_dim": D, "group_size": H // G}
+            if G == 1:
+                return tpa_gqa_attention(to_tpa(swap_kv(w) if wrong else w), cfg_t, x)
+            return tpa_gqa_attention(to_tpa(w), cfg_t, x, tile_groups=wrong)
+        out.append(("tensorgi/TPA llama-gqa CausalSelfAttention", tpa, False, False))
+    return out
+
+
+WRONG_NAMES = {"mqa": "K and V swapped", "gqa": "head h reads group h % G",
+               "talking_heads": "mixings not transposed", "gated": "q_proj stacked [Wq; Wg]",
+               "gated_headwise": "q_proj stacked [Wq; Wg]", "gated_gqa": "q_proj stacked [Wq; Wg]",
+               "gated_headwise_gqa": "q_proj stacked [Wq; Wg]"}
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s%s" % (" ".join(cmd), p.returncode, p.stdout[-1500:], p.stderr[-1500:]))
+    return p.stdout
+
+
+def preset_specs(binary):
+    """(case name, spec) for the five presets at small sizes, plus the gates with G = 2."""
+    out = []
+    for name in ("mqa", "gqa", "talking_heads", "gated", "gated_headwise"):
+        spec = json.loads(run([binary, "spec", "preset", name]))
+        spec["sizes"].update({"F": F_, "H": H_, "D": D_, "R": H_ * D_, "seq_len": N_})
+        out.append((name, spec))
+    for name in ("gated", "gated_headwise"):
+        spec = copy.deepcopy(dict(out)[name])
+        spec["slots"]["kv_groups"] = 2
+        out.append((name + "_gqa", spec))
+    return out
+
+
+def rel_diff(got, want):
+    return float((got.double() - want.double()).abs().max()) / max(1.0, float(want.double().abs().max()))
+
+
+class Results:
+    def __init__(self):
+        self.passed = self.failed = 0
+        self.worst = 0.0
+
+    def check(self, ok, line):
+        print(("ok    " if ok else "FAIL  ") + line, flush=True)
+        self.passed += bool(ok)
+        self.failed += not ok
+
+
+def layer_checks(binary, work, name, spec, res):
+    for bias in (False, True):
+        for causal in (True, False):
+            s = copy.deepcopy(spec)
+            s["bias"], s["causal"] = bias, causal
+            tag = "%s%s%s" % (name, "-bias" if bias else "", "-causal" if causal else "")
+            sp, wp, xp, yp = (os.path.join(work, "%s.%s" % (tag, e)) for e in ("json", "w.safetensors", "x.safetensors", "y.safetensors"))
+            with open(sp, "w") as f:
+                json.dump(s, f)
+            run([binary, "attention", "--spec", sp, "--seed", "11", "--save-weights", wp])
+            w, meta = st.load(wp)
+            mixes = [n for n in ("mix_pre", "mix_post") if n in w]
+            if mixes:  # identity at init: a random non-symmetric offset, so a transpose would show
+                gen = torch.Generator().manual_seed(7)
+                for n in mixes:
+                    w[n] = w[n] + 0.4 * torch.randn(w[n].shape, generator=gen, dtype=w[n].dtype)
+                st.save(wp, w, meta)
+            gen = torch.Generator().manual_seed(5)
+            x = torch.randn(2, N_, F_, generator=gen, dtype=torch.float32)
+            st.save(xp, {"x": x})
+            run([binary, "attention", "--spec", sp, "--weights", wp, "--input", xp, "--output", yp])
+            y_ts = st.load(yp)[0]["y"]
+            for official, f, with_bias, noncausal in officials(s):
+                if (bias and not with_bias) or (not causal and not noncausal):
+                    continue
+                with torch.no_grad():
+                    d = rel_diff(f(w, x, causal, False), y_ts)
+                    dw = rel_diff(f(w, x, causal, True), y_ts)
+                res.worst = max(res.worst, d)
+                res.check(d <= REL_TOL, "layer %-28s %-52s max|diff|/scale %.1e (tol %.0e)" % (tag, official, d, REL_TOL))
+                res.check(dw > WRONG_MIN, "layer %-28s %-52s wrong mapping (%s) misses by %.1e" % (
+                    tag, official, WRONG_NAMES[name], dw))
+
+
+class OfficialAttention(torch.nn.Module):
+    """Stands in for a block's attention in the exported model: Tensorscope's weights of that block
+    mapped to the official state_dict, forward = the official port."""
+
+    def __init__(self, w, f, causal, wrong=False):
+        super().__init__()
+        self.w, self.f, self.causal, self.wrong = w, f, causal, wrong
+
+    def forward(self, x):
+        return self.f(self.w, x, self.causal, self.wrong)
+
+
+def import_model(directory, tag):
+    spec = importlib.util.spec_from_file_location("tensorscope_export_" + tag, os.path.join(directory, "model.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def model_checks(binary, work, name, spec, res):
+    s = copy.deepcopy(spec)
+    s["causal"], s["bias"] = True, name in ("gqa", "gated", "gated_headwise_gqa")  # Qwen3's qkv_bias
+    s["sizes"]["seq_len"] = 16
+    config = {"format": "tensorscope.run_config", "version": 1,
+              "model": {"kind": "decoder", "layers": 2, "d_model": F_, "ffn_multiplier": 2, "positions": "learned",
+                        "tied_embeddings": True, "tp_role_embedding": False, "residual_dropout": 0.0,
+                        "attention": [s]},
+              "task": {"name": "reverse", "seed": 3, "seq_len": 16, "algorithmic_length": 4},
+              "train": {"steps": 6, "batch": 4, "lr": 3e-2, "warmup": 1, "eval_interval": 100, "eval_examples": 4,
+                        "checkpoint_interval": 100, "inspect_interval": 100, "seed": 7, "threads": 1}}
+    base = os.path.join(work, "model_" + name)
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    cfg_path, run_dir, export_dir = (os.path.join(base, x) for x in ("run.json", "run", "export"))
+    with open(cfg_path, "w") as f:
+        json.dump(config, f)
+    run([binary, "train", "--config", cfg_path, "--out", run_dir, "--json"])
+    run([binary, "export", "--run", run_dir, "--format", "pytorch", "--out", export_dir])
+    module = import_model(export_dir, name)
+    net = module.load(export_dir)
+    gen = torch.Generator().manual_seed(11)
+    tokens = torch.randint(0, net.vocab, (3, 16), generator=gen)
+    in_path, out_path = os.path.join(base, "in.safetensors"), os.path.join(base, "out.safetensors")
+    st.save(in_path, {"tokens": tokens})
+    run([binary, "infer", "--run", run_dir, "--input", in_path, "--output", out_path])
+    want = st.load(out_path)[0]["logits"]
+    tensors = st.load(os.path.join(export_dir, "model.safetensors"))[0]
+    layer = [{k[len("blocks.%d.attn." % i):]: v for k, v in tensors.items() if k.startswith("blocks.%d.attn." % i)}
+             for i in range(len(net.blocks))]
+    with torch.no_grad():
+        d_export = rel_diff(net(tokens), want)
+    res.check(d_export <= REL_TOL, "model %-28s %-52s max|diff|/scale %.1e" % (name, "exported model.py (baseline)", d_export))
+    for official, f, with_bias, _ in officials(s):
+        if s["bias"] and not with_bias:
+            continue
+        diffs = []
+        for wrong in (False, True):
+            swapped = copy.deepcopy(net)
+            for i, block in enumerate(swapped.blocks):
+                block.attn = OfficialAttention(layer[i], f, True, wrong)
+            with torch.no_grad():
+                diffs.append(rel_diff(swapped(tokens), want))
+        res.worst = max(res.worst, diffs[0])
+        res.check(diffs[0] <= REL_TOL, "model %-28s %-52s max|logits diff|/scale %.1e (tol %.0e)" % (
+            name, official, diffs[0], REL_TOL))
+        res.check(diffs[1] > WRONG_MIN, "model %-28s %-52s wrong mapping (%s) misses by %.1e" % (
+            name, official, WRONG_NAMES[name], diffs[1]))
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    binary, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    os.makedirs(work, exist_ok=True)
+    torch.set_num_threads(1)
+    res = Results()
+    for name, spec in preset_specs(binary):
+        try:
+            layer_checks(binary, work, name, spec, res)
+            model_checks(binary, work, name, spec, res)
+        except Exception as e:  # noqa: BLE001 - every failure is reported and counted
+            res.check(False, "%s: %r" % (name, e))
+    print("worst parity max|diff|/scale: %.2e" % res.worst)
+    print("%d passed, %d failed" % (res.passed, res.failed))
+    return 1 if res.failed or not res.passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
