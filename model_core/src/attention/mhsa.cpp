@@ -54,19 +54,39 @@ MhsaImpl::MhsaImpl(const spec::AttentionSpec& s, int layer) : AttentionModuleImp
 torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out) {
   const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D;
   const double scale = 1.0 / std::sqrt(double(D));
-  const auto q = wq_(x).view({B, N, 2 * H, D}).transpose(1, 2);  // map (h, i) is head 2h + i
-  const auto k = wk_(x).view({B, N, 2 * H, D}).transpose(1, 2);
-  const auto v = wv_(x).view({B, N, H, 2 * D}).transpose(1, 2);  // [B, H, M, 2D]
-  const auto P = scaledMaskedSoftmax(torch::matmul(q, k.transpose(-2, -1)), scale, spec_.causal)
-                     .view({B, H, 2, N, N});
   const auto lambda = torch::exp(torch::dot(lambdaQ1_, lambdaK1_)) - torch::exp(torch::dot(lambdaQ2_, lambdaK2_)) +
                       lambdaInit_;
-  const auto A = P.select(2, 0) - lambda * P.select(2, 1);  // [B, H, N, M]
-  if (options.with_maps) {
-    out.maps = A;
-    out.map_parts = P;
+  torch::Tensor o;  // [B, N, H, 2D]
+  if (fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+    // The fused kernel takes q, k and v of one size, so the 2H maps run as heads of size 2D whose
+    // query and key halves beyond D are zero (the q·k products and the 1/√D scale are unchanged);
+    // map (h, i) reads value head h. Then o_h = o_{h,0} − λ·o_{h,1}: A is never formed, and the
+    // kernel keeps one [N, M] map per map for backward, as MHSA with 2H heads does.
+    const auto pad = [&](const torch::Tensor& t) {
+      return torch::cat({t.view({B, N, 2 * H, D}), torch::zeros({B, N, 2 * H, D}, t.options())}, 3);
+    };
+    const auto v = wv_(x).view({B, N, H, 1, 2 * D}).expand({B, N, H, 2, 2 * D}).reshape({B, N, 2 * H, 2 * D});
+    const auto att = fusedAttention(torch::stack({pad(wq_(x)), pad(wk_(x)), v}, 2), scale, spec_.causal);
+    const auto pair = att.o.view({B, N, H, 2, 2 * D});
+    o = pair.select(3, 0) - lambda * pair.select(3, 1);
+    if (options.with_maps) {
+      torch::NoGradGuard noGrad;
+      out.map_parts = att.P.view({B, H, 2, N, N});
+      out.maps = out.map_parts.select(2, 0) - lambda * out.map_parts.select(2, 1);
+    }
+  } else {
+    const auto q = wq_(x).view({B, N, 2 * H, D}).transpose(1, 2);  // map (h, i) is head 2h + i
+    const auto k = wk_(x).view({B, N, 2 * H, D}).transpose(1, 2);
+    const auto v = wv_(x).view({B, N, H, 2 * D}).transpose(1, 2);  // [B, H, M, 2D]
+    const auto P = scaledMaskedSoftmax(torch::matmul(q, k.transpose(-2, -1)), scale, spec_.causal)
+                       .view({B, H, 2, N, N});
+    const auto A = P.select(2, 0) - lambda * P.select(2, 1);  // [B, H, N, M]
+    if (options.with_maps) {
+      out.maps = A;
+      out.map_parts = P;
+    }
+    o = torch::matmul(dropout_(A), v).transpose(1, 2);
   }
-  auto o = torch::matmul(dropout_(A), v).transpose(1, 2);  // [B, N, H, 2D]
   // The head norm: RMSNorm over each head's 2D features (eps 1e-5), then the (1 − λ_init) scale.
   o = o * torch::rsqrt(o.pow(2).mean(-1, /*keepdim=*/true) + 1e-5);
   return o * (sublnWeight_ * (1.0 - lambdaInit_));

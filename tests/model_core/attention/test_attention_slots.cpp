@@ -151,7 +151,7 @@ TEST(AttentionSlots, GatedWithTheGateAtOneIsMhsa) {
 TEST(AttentionSlots, FusedPathEqualsTheAtenFormulation) {
   // MQA/GQA and gates run on the fused CPU kernel (K and V repeated per group); the ATen path is
   // its oracle, in float32 as in training.
-  for (const char* preset : {"mqa", "gqa", "gated", "gated_headwise"}) {
+  for (const char* preset : {"mqa", "gqa", "gated", "gated_headwise", "diff"}) {
     auto s = spec::makeSpecPreset(preset);
     s.causal = true;
     torch::manual_seed(16);
