@@ -1,6 +1,7 @@
 // Shared helpers of the tensor-network generator (see tensor_network_builder.h).
 #include "tensor_network_builder.h"
 
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -142,6 +143,22 @@ std::string NetworkBuilder::biasOf(const std::string& weightId) const {
   for (const auto& n : net_.nodes)
     if (n.adds_to == weightId) return n.id;
   return {};
+}
+
+SoftmaxBox NetworkBuilder::headedSoftmaxBox(int D, std::string scaleLabel, const std::string& what) const {
+  SoftmaxBox box;
+  box.id = "attn";
+  box.nodes = {"x_q", "Wq", "x_k", "Wk"};
+  for (const char* w : {"Wq", "Wk"})
+    if (const auto bias = biasOf(w); !bias.empty()) box.nodes.push_back(bias);
+  box.normalized = 'm';
+  box.query = 'n';
+  box.scale = 1.0 / std::sqrt(static_cast<double>(D));
+  box.scale_label = std::move(scaleLabel);
+  box.causal = spec_.causal;
+  box.label = "softmax";
+  box.role = what + (spec_.causal ? "; causal: key m > query n gets -inf first." : ".");
+  return box;
 }
 
 TensorNetwork NetworkBuilder::take(std::string maps, std::vector<std::int64_t> mapsShape) {

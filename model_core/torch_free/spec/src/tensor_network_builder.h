@@ -63,6 +63,10 @@ class NetworkBuilder {
   std::string biasOf(const std::string& weightId) const;
 
   TensorNetwork take(std::string maps, std::vector<std::int64_t> mapsShape);
+  /// The softmax box of a headed layer around X^Q, W^Q, X^K, W^K (and their biases): normalised
+  /// over m for each query n, scaled by 1/√D (`scaleLabel`), causal as the spec; `what` begins
+  /// the box's role.
+  SoftmaxBox headedSoftmaxBox(int D, std::string scaleLabel, const std::string& what) const;
 
  private:
   const AttentionSpec& spec_;

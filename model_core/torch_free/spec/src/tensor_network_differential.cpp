@@ -41,20 +41,7 @@ TensorNetwork buildDifferentialNetwork(const AttentionSpec& s, std::int64_t N) {
                 "shared by its two maps.",
                 "wv", {h, e}, "values V [M, H, 2D]"});
 
-  SoftmaxBox box;
-  box.id = "attn";
-  box.nodes = {"x_q", "Wq", "x_k", "Wk"};
-  for (const char* w : {"Wq", "Wk"})
-    if (const auto bias = b.biasOf(w); !bias.empty()) box.nodes.push_back(bias);
-  box.normalized = 'm';
-  box.query = 'n';
-  box.scale = 1.0 / std::sqrt(static_cast<double>(z.D));
-  box.scale_label = "1/√D";
-  box.causal = s.causal;
-  box.label = "softmax";
-  box.role = std::string("Two softmax maps per head: P_{h,i} = softmax over M of Q_{h,i}·K_{h,i}ᵀ/√D") +
-             (s.causal ? "; causal: key m > query n gets -inf first." : ".");
-  b.box(box);
+  b.box(b.headedSoftmaxBox(z.D, "1/√D", "Two softmax maps per head: P_{h,i} = softmax over M of Q_{h,i}·K_{h,i}ᵀ/√D"));
   b.step({"P", {"q", "k"}, "bnhid,bmhid->bhinm", PlanStep::Op::Softmax, "attn", 1.0, {}, 0,
           "both maps of every head P_{h,i} = softmax(Q_{h,i}·K_{h,i}ᵀ/√D) [H, 2, N, M]"});
   b.weight("Lam", "Λ", NodeKind::Weight, "diff_lambda",

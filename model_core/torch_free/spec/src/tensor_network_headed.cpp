@@ -81,19 +81,8 @@ TensorNetwork buildHeadedNetwork(const AttentionSpec& s, std::int64_t N) {
                 "Value weights W^V (wv.weight " + hd + ": V_h = X·W^V_h (eq. 1a); its D leg meets W^O's.", "wv",
                 {vHead, dvo}, tied ? "values V [M, G, D] (G shared heads)" : "values V [M, H, D]"});
 
-  SoftmaxBox box;
-  box.id = "attn";
-  box.nodes = {"x_q", "Wq", "x_k", "Wk"};
-  for (const char* w : {"Wq", "Wk"})
-    if (const auto bias = b.biasOf(w); !bias.empty()) box.nodes.push_back(bias);
-  box.normalized = 'm';
-  box.query = 'n';
-  box.scale = 1.0 / std::sqrt(static_cast<double>(z.D));
-  box.scale_label = s.variant == Variant::FixedHead ? "1/√d_p" : "1/√D";
-  box.causal = s.causal;
-  box.label = "softmax";
-  box.role = std::string("Scaled dot-product attention of each head: softmax over M of Q_h·K_hᵀ/√D (eq. 1b)") +
-             (s.causal ? "; causal: key m > query n gets -inf first." : ".");
+  SoftmaxBox box = b.headedSoftmaxBox(z.D, s.variant == Variant::FixedHead ? "1/√d_p" : "1/√D",
+                                      "Scaled dot-product attention of each head: softmax over M of Q_h·K_hᵀ/√D (eq. 1b)");
 
   std::vector<std::string> logitInputs = {"q", "k"};
   std::string logitEinsum = "bnhd,bm" + std::string(1, kHead.index) + "d";
