@@ -7,6 +7,7 @@
 #include "attention/cuda_attention.h"
 #include "attention/fused_attention.h"
 #include "attention/kernels.h"
+#include "attention/talking_heads.h"
 
 namespace tensorscope::model_core {
 
@@ -114,13 +115,14 @@ torch::Tensor MhsaImpl::attend(const torch::Tensor& x, const ForwardOptions& opt
     }
     return sdpaAttention(q, k, v, scale, spec_.causal);
   }
+  // Talking heads while training (no maps asked, no attention dropout): the core recomputed in
+  // backward, so no mixed logits or weights wait between forward and backward (talking_heads.h).
+  const bool dropping = is_training() && spec_.dropout > 0;
+  if (!plain && !options.with_maps && !dropping && q.requires_grad())
+    return talkingHeadsRecomputed(q, k, v, mixPre_, mixPost_, scale, spec_.causal);
   // The same math with ATen ops: CUDA without the fused kernel, other dtypes, attention dropout,
-  // the talking-heads mixings. Mixing is linear, so the pre-softmax mixing of the logits q·kᵀ
-  // commutes with the scale; the causal mask comes after it, so no future logit reaches the weights.
-  auto logits = torch::matmul(q, k.transpose(-2, -1));                     // [B, H, N, M]
-  if (mixPre_.defined()) logits = torch::einsum("lh,bhnm->blnm", {mixPre_, logits});
-  auto P = scaledMaskedSoftmax(logits, scale, spec_.causal);              // [B, H, N, M]
-  if (mixPost_.defined()) P = torch::einsum("wl,blnm->bwnm", {mixPost_, P});
+  // the talking-heads mixings when maps are asked.
+  const auto P = talkingHeadsWeights(q, k, mixPre_, mixPost_, scale, spec_.causal);  // [B, H, N, M]
   if (options.with_maps) out.maps = P;
   return torch::matmul(dropout_(P), v);
 }
