@@ -51,6 +51,7 @@ def diff_official(spec, w, x, depth=0):
     lam = (torch.exp((w["lambda_q1"].double() * w["lambda_k1"].double()).sum(-1))
            - torch.exp((w["lambda_q2"].double() * w["lambda_k2"].double()).sum(-1)) + lambda_init)
     probs = probs.view(B, heads, 2, N, N)
+    diff_official.map_parts = probs  # both maps of each head, for `tensorscope attention`'s map_parts
     A = probs[:, :, 0] - lam * probs[:, :, 1]
     o = A @ v
     # The official RMSNorm (eps 1e-5, elementwise affine) over each head's 2D features.
@@ -205,6 +206,9 @@ def main():
             errs.append((out["maps"].double() - maps_ref).abs().max().item())
             if roles_ref is not None:
                 errs.append((out["roles"].double() - roles_ref).abs().max().item())
+            if full.get("slots", {}).get("differential"):
+                errs.append((out["map_parts"].double() - diff_official.map_parts).abs().max().item()
+                            if "map_parts" in out else math.inf)
             ok = max(errs) < 2e-4 and out["y"].dtype == torch.float32
             print(f"{'ok  ' if ok else 'FAIL'} {tag}: max |y - ref| = {errs[0]:.2e}, maps {errs[1]:.2e}")
             passed += ok
