@@ -20,10 +20,10 @@ TensorNetwork buildDifferentialNetwork(const AttentionSpec& s, std::int64_t N) {
   const double lambdaInit = diffLambdaInit(0);
   const std::string title = "Differential attention: " + std::to_string(z.H) + " heads, two maps of size " +
                             std::to_string(z.D) + " each, values of size " + std::to_string(2 * z.D) +
-                            " (first block: λ_init = " + formatNumber(lambdaInit) + ")";
+                            " (first block: λᵢₙᵢₜ = " + formatNumber(lambdaInit) + ")";
   const std::string equation =
-      "P_{h,i} = softmax(Q_{h,i} K_{h,i}ᵀ / √D);  A_h = P_{h,1} − λ P_{h,2},  λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init;  "
-      "o_h = (1 − λ_init)·RMSNorm(A_h V_h);  y = [o_1 … o_H] W^O";
+      "P_{h,i} = softmax(Q_{h,i} K_{h,i}ᵀ / √D);  A_h = P_{h,1} − λ P_{h,2},  λ = e^{λq1·λk1} − e^{λq2·λk2} + λᵢₙᵢₜ;  "
+      "o_h = (1 − λᵢₙᵢₜ)·RMSNorm(A_h V_h);  y = [o_1 … o_H] W^O";
   NetworkBuilder b(s, title, equation);
   const std::string view = " viewed [H, 2, D, F]";
   b.projection({"q", "x_q", "X^Q", "Input X as the query copy X^Q [N, F]: row n is token n; its N leg is the output's N.",
@@ -46,8 +46,8 @@ TensorNetwork buildDifferentialNetwork(const AttentionSpec& s, std::int64_t N) {
           "both maps of every head P_{h,i} = softmax(Q_{h,i}·K_{h,i}ᵀ/√D) [H, 2, N, M]"});
   b.weight("Lam", "Λ", NodeKind::Weight, "diff_lambda",
            "The differential mixing Λ = (1, −λ) (slot c, after the softmax): A_h = Σ_i Λ_i·P_{h,i}, with "
-           "λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init from the trained vectors lambda_q1 … lambda_k2 [D] "
-           "(λ_init = " + formatNumber(lambdaInit) + " in the first block).",
+           "λ = e^{λq1·λk1} − e^{λq2·λk2} + λᵢₙᵢₜ from the trained vectors lambda_q1 … lambda_k2 [D] "
+           "(λᵢₙᵢₜ = " + formatNumber(lambdaInit) + " in the first block).",
            {i}, 4LL * z.D);
   b.step({"A", {"Lam", "P"}, "i,bhinm->bhnm", PlanStep::Op::None, "", 1.0, {}, 0,
           "differential maps A_h = P_{h,1} − λ·P_{h,2} [H, N, M]"});
@@ -57,10 +57,10 @@ TensorNetwork buildDifferentialNetwork(const AttentionSpec& s, std::int64_t N) {
   b.step(norm);
   b.weight("Wn", "γ", NodeKind::Weight, "subln.weight",
            "The head norm's weight γ (subln.weight [2D]), shared by all heads; the output is also scaled by "
-           "1 − λ_init.",
+           "1 − λᵢₙᵢₜ.",
            {e}, 2LL * z.D);
   b.step({"os", {"on", "Wn"}, "bnhe,e->bnhe", PlanStep::Op::None, "", 1.0 - lambdaInit, {}, 0,
-          "o_h = (1 − λ_init)·γ ⊙ RMSNorm(A_h·V_h)"});
+          "o_h = (1 − λᵢₙᵢₜ)·γ ⊙ RMSNorm(A_h·V_h)"});
   b.outputProjection("os", n, {h, e}, fo, "[o_1 … o_H]·W^O");
   return b.take("A", {z.H, N, N});
 }
