@@ -34,14 +34,22 @@ def diff_official(spec, w, x, depth=0):
     """Differential attention as the official module computes it: a port, in our own words, of
     MultiheadDiffAttn.forward in microsoft/unilm Diff-Transformer/multihead_diffattn.py (commit
     3aca927), without its rotary embedding (Tensorscope adds positions to the input) and with
-    num_kv_heads = num_heads. The weight mapping is the identity of names (contract section 8.5):
+    num_kv_heads = kv_groups (repeat_kv: expand then reshape). The weight mapping is the identity of
+    names (contract section 8.5):
     q_proj/k_proj/v_proj/out_proj.weight are wq/wk/wv/wo.weight, lambda_* and subln.weight as they are."""
     z = spec["sizes"]
     B, N, _ = x.shape
     heads, head_dim = z["H"], z["D"]
+    kv_heads = spec.get("slots", {}).get("kv_groups", 0) or heads
+    n_rep = heads // kv_heads
+
+    def repeat_kv(t):  # [B, n_kv, N, d] -> [B, n_kv * n_rep, N, d], each kv head n_rep times in a row
+        b, n_kv, slen, d = t.shape
+        return t[:, :, None, :, :].expand(b, n_kv, n_rep, slen, d).reshape(b, n_kv * n_rep, slen, d)
+
     q = lin(w, "wq", x).view(B, N, 2 * heads, head_dim).transpose(1, 2) * head_dim ** -0.5
-    k = lin(w, "wk", x).view(B, N, 2 * heads, head_dim).transpose(1, 2)
-    v = lin(w, "wv", x).view(B, N, heads, 2 * head_dim).transpose(1, 2)
+    k = repeat_kv(lin(w, "wk", x).view(B, N, 2 * kv_heads, head_dim).transpose(1, 2))
+    v = repeat_kv(lin(w, "wv", x).view(B, N, kv_heads, 2 * head_dim).transpose(1, 2))
     scores = q @ k.transpose(-1, -2)
     # The official default mask is causal (triu of -inf above the diagonal); a non-causal layer
     # passes an all-zero attn_mask.
@@ -167,9 +175,14 @@ def main():
     os.makedirs(work, exist_ok=True)
     names = run([binary, "spec", "preset", "--list"]).split()
     passed = failed = 0
-    for name in names:
+    # Presets checked once more with other slots: differential attention with one shared K/V head
+    # (both maps of every head read the same key map: the official repeat_kv with H/G = 3).
+    variations = [(name, None) for name in names] + [("diff", {"kv_groups": 1})]
+    for name, slots in variations:
         for causal in (False, True):
             spec = json.loads(run([binary, "spec", "preset", name]))
+            if slots:
+                spec["slots"].update(slots)
             spec["causal"] = causal
             spec["bias"] = name in ("mhsa", "thsa", "dimwise")
             spec["sizes"].update({"F": 12, "seq_len": 5})
@@ -183,7 +196,7 @@ def main():
                 H, D = 2, (1 if spec["core"]["preset"] in ("heads_only", "trainable_heads_only") else 3)
                 spec["sizes"].update({"H": H, "D": D, "R": H * D})
                 spec["core"] = {"preset": spec["core"]["preset"]}
-            tag = f"{name}{'-causal' if causal else ''}".replace(":", "_")
+            tag = f"{name}{'-shared' if slots else ''}{'-causal' if causal else ''}".replace(":", "_")
             sp, wp, xp, yp = (os.path.join(work, f"{tag}.{e}") for e in ("json", "w.safetensors", "x.safetensors", "y.safetensors"))
             with open(sp, "w") as f:
                 json.dump(spec, f)

@@ -53,8 +53,13 @@ MhsaImpl::MhsaImpl(const spec::AttentionSpec& s, int layer) : AttentionModuleImp
 }
 
 torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out) {
-  const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D;
+  const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D, G = groups_;
   const double scale = 1.0 / std::sqrt(double(D));
+  // Shared K and V as the official repeat_kv: query map j = 2h + i reads key map j / (H/G) of the
+  // 2G key maps, head h reads value head h / (H/G) of G (with H/G even both maps of a head read
+  // one key map).
+  const auto keys = expandGroups(wk_(x).view({B, N, 2 * G, D}), 2 * H, 2);      // [B, N, 2H, D]
+  const auto values = expandGroups(wv_(x).view({B, N, G, 2 * D}), H, 2);        // [B, N, H, 2D]
   const auto lambda = torch::exp(torch::dot(lambdaQ1_, lambdaK1_)) - torch::exp(torch::dot(lambdaQ2_, lambdaK2_)) +
                       lambdaInit_;
   torch::Tensor o;  // [B, N, H, 2D]
@@ -66,8 +71,8 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
     const auto pad = [&](const torch::Tensor& t) {
       return torch::cat({t.view({B, N, 2 * H, D}), torch::zeros({B, N, 2 * H, D}, t.options())}, 3);
     };
-    const auto v = wv_(x).view({B, N, H, 1, 2 * D}).expand({B, N, H, 2, 2 * D}).reshape({B, N, 2 * H, 2 * D});
-    const auto att = fusedAttention(torch::stack({pad(wq_(x)), pad(wk_(x)), v}, 2), scale, spec_.causal);
+    const auto v = values.view({B, N, H, 1, 2 * D}).expand({B, N, H, 2, 2 * D}).reshape({B, N, 2 * H, 2 * D});
+    const auto att = fusedAttention(torch::stack({pad(wq_(x)), pad(keys), v}, 2), scale, spec_.causal);
     const auto pair = att.o.view({B, N, H, 2, 2 * D});
     o = pair.select(3, 0) - lambda * pair.select(3, 1);
     if (options.with_maps) {
@@ -77,8 +82,8 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
     }
   } else {
     const auto q = wq_(x).view({B, N, 2 * H, D}).transpose(1, 2);  // map (h, i) is head 2h + i
-    const auto k = wk_(x).view({B, N, 2 * H, D}).transpose(1, 2);
-    const auto v = wv_(x).view({B, N, H, 2 * D}).transpose(1, 2);  // [B, H, M, 2D]
+    const auto k = keys.transpose(1, 2);
+    const auto v = values.transpose(1, 2);  // [B, H, M, 2D]
     const auto P = scaledMaskedSoftmax(torch::matmul(q, k.transpose(-2, -1)), scale, spec_.causal)
                        .view({B, H, 2, N, N});
     const auto A = P.select(2, 0) - lambda * P.select(2, 1);  // [B, H, N, M]

@@ -21,8 +21,8 @@ namespace tensorscope::model_core {
 /// maps are the mixed weights that meet V.
 ///
 /// Differential attention (slots.differential; microsoft/unilm Diff-Transformer/multihead_diffattn.py):
-/// wq, wk [2·H·D, F] give each head two query/key maps (rows (2h + i)·D …), wv [H·2D, F] one value
-/// head of size 2D; A_h = P_{h,0} − λ·P_{h,1} with λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init
+/// wq [2·H·D, F] gives each head two query maps (rows (2h + i)·D …), wk [2·G·D, F] the key maps and
+/// wv [G·2D, F] value heads of size 2D (G = H unless shared, read as the official repeat_kv); A_h = P_{h,0} − λ·P_{h,1} with λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init
 /// (parameters lambda_q1 … lambda_k2 [D]); o_h = RMSNorm(A_h·V_h)·subln.weight·(1 − λ_init).
 /// Its maps are A [B, H, N, M]; `map_parts` holds P [B, H, 2, N, M].
 class MhsaImpl : public AttentionModuleImpl {

@@ -84,6 +84,13 @@ torch::Tensor constant(const spec::TensorNode& n, const torch::TensorOptions& op
     const auto group = at::arange(shape[0], opts.dtype(at::kLong)).div(shape[0] / shape[1], "floor");
     return at::one_hot(group, shape[1]).to(opts.dtype());
   }
+  if (n.binding == "diff_key_tie" && shape.size() == 3 && shape[1] == 2 && shape[2] >= 2 &&
+      (2 * shape[0]) % shape[2] == 0) {
+    // Differential attention's shared key maps: T[h, i, κ] = 1 where query map 2h + i reads key map
+    // κ = ⌊(2h + i)/(H/G)⌋ of 2G (the official repeat_kv).
+    const auto map = at::arange(2 * shape[0], opts.dtype(at::kLong)).div(2 * shape[0] / shape[2], "floor");
+    return at::one_hot(map, shape[2]).to(opts.dtype()).view(shape);
+  }
   throw std::invalid_argument("node '" + n.id + "' has an unknown binding '" + n.binding + "' for its legs");
 }
 

@@ -91,9 +91,12 @@ Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap
   const torch::Tensor x = f64(xIn);
   const std::int64_t B = x.size(0), N = x.size(1);
   const int H = spec.sizes.H, D = spec.sizes.D, F = spec.sizes.F;
+  // Shared K and V (the official repeat_kv): query map j = 2h + i reads key map ⌊j / (H/G)⌋ of 2G,
+  // head h reads value head ⌊h / (H/G)⌋ of G.
+  const int G = spec.slots.kv_groups > 0 ? spec.slots.kv_groups : H, rep = H / G;
   requireShape(weight(w, "wq.weight"), {2 * H * D, F}, "wq.weight");
-  requireShape(weight(w, "wk.weight"), {2 * H * D, F}, "wk.weight");
-  requireShape(weight(w, "wv.weight"), {2 * H * D, F}, "wv.weight");
+  requireShape(weight(w, "wk.weight"), {2 * G * D, F}, "wk.weight");
+  requireShape(weight(w, "wv.weight"), {2 * G * D, F}, "wv.weight");
   requireShape(weight(w, "wo.weight"), {F, 2 * H * D}, "wo.weight");
   requireShape(weight(w, "subln.weight"), {2 * D}, "subln.weight");
   const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
@@ -122,7 +125,7 @@ Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap
           std::vector<double> p(static_cast<size_t>(visible));
           for (std::int64_t m = 0; m < visible; ++m) {
             double s = 0.0;
-            for (int d = 0; d < D; ++d) s += qa[b][n][(2 * h + i) * D + d] * ka[b][m][(2 * h + i) * D + d];
+            for (int d = 0; d < D; ++d) s += qa[b][n][(2 * h + i) * D + d] * ka[b][m][((2 * h + i) / rep) * D + d];
             p[static_cast<size_t>(m)] = s * scale;
           }
           softmax(p);
@@ -143,7 +146,8 @@ Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap
       for (int h = 0; h < H; ++h) {
         std::vector<double> head(static_cast<size_t>(2 * D), 0.0);
         for (int e = 0; e < 2 * D; ++e)
-          for (std::int64_t m = 0; m < N; ++m) head[static_cast<size_t>(e)] += Aa[b][h][n][m] * va[b][m][h * 2 * D + e];
+          for (std::int64_t m = 0; m < N; ++m)
+            head[static_cast<size_t>(e)] += Aa[b][h][n][m] * va[b][m][(h / rep) * 2 * D + e];
         double squares = 0.0;
         for (double u : head) squares += u * u;
         const double rms = std::sqrt(squares / (2 * D) + 1e-5);
@@ -631,13 +635,16 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
       s.slots.gate = sc.gate;
       add(std::move(s), pick(1, 6));
     }
-    for (Variant variant : {Variant::Mhsa, Variant::FixedHead}) {  // differential attention (§8.5)
+    // Differential attention (§8.5), with a key/value head per head, shared by pairs of heads
+    // (H/G = 2: both maps of a head read one key map) and by all heads (G = 1, H = 3).
+    for (int shared : {0, 2, 1}) {
       spec::Sizes z;
-      z.H = pick(1, 3);
+      z.H = shared == 2 ? 2 * pick(1, 2) : shared == 1 ? 3 : pick(1, 3);
       z.D = pick(1, 3);
       z.F = pick(2, 10);
-      spec::AttentionSpec s = makeSpec(variant, z, causal, bias);
+      spec::AttentionSpec s = makeSpec(shared == 2 ? Variant::FixedHead : Variant::Mhsa, z, causal, bias);
       s.slots.differential = true;
+      s.slots.kv_groups = shared == 2 ? z.H / 2 : shared;
       add(std::move(s), pick(1, 6));
     }
   }

@@ -275,6 +275,32 @@ TEST(AttentionSlots, DifferentialWithLambdaZeroIsOneMapPerHeadThenTheHeadNorm) {
   }
 }
 
+TEST(AttentionSlots, DifferentialWithSharedKeysAndValuesIsTheUnsharedLayerWithRepeatedRows) {
+  // G shared K/V heads equal the unshared layer whose key map j = 2h + i has the rows of shared key
+  // map ⌊j/(H/G)⌋ and whose value head h those of ⌊h/(H/G)⌋ (the official repeat_kv).
+  for (const int G : {1, 2}) {
+    const int H = 4, D = 2, F = 6, rep = H / G;
+    auto shared = headed(F, H, D, true, true);
+    shared.slots.differential = true;
+    shared.slots.kv_groups = G;
+    auto plain = shared;
+    plain.slots.kv_groups = 0;
+    AttentionModule a = buildDouble(shared, 90 + G), b = buildDouble(plain, 95);
+    perturbParameters(*a, 96);
+    auto w = parametersOf(*a);
+    const auto idxK = torch::arange(2 * H, torch::kLong).div(rep, "floor");
+    const auto idxV = torch::arange(H, torch::kLong).div(rep, "floor");
+    w["wk.weight"] = w.at("wk.weight").view({2 * G, D, F}).index_select(0, idxK).reshape({2 * H * D, F});
+    w["wk.bias"] = w.at("wk.bias").view({2 * G, D}).index_select(0, idxK).reshape({2 * H * D});
+    w["wv.weight"] = w.at("wv.weight").view({G, 2 * D, F}).index_select(0, idxV).reshape({2 * H * D, F});
+    w["wv.bias"] = w.at("wv.bias").view({G, 2 * D}).index_select(0, idxV).reshape({2 * H * D});
+    assign(*b, w);
+    const auto x = randomInput(2, 5, F, 97);
+    expectClose(run(*a, x), run(*b, x), 1e-12, "diff with G = " + std::to_string(G) + " vs repeated rows");
+    EXPECT_EQ(a->trainableParameterCount(), spec::parameterCount(shared));
+  }
+}
+
 TEST(AttentionSlots, DifferentialLambdaInitFollowsTheBlockIndex) {
   // λ_init(l) = 0.8 − 0.6·e^{−0.3·l} (the official lambda_init_fn); with the λ vectors at zero λ = λ_init.
   const int H = 2, D = 2, F = 5;
@@ -299,11 +325,12 @@ TEST(AttentionSlots, DifferentialRejectsTheSlotsItCannotCombineWith) {
   auto s = spec::makeSpecPreset("diff");
   EXPECT_TRUE(spec::validate(s).empty());
   EXPECT_EQ(s.sizes.H, 2);
+  s.slots.kv_groups = 1;  // shared K/V heads are allowed (the official repeat_kv)
+  EXPECT_TRUE(spec::validate(s).empty());
   s.slots.pre_mix = true;
   s.slots.gate = spec::Gate::Headwise;
-  s.slots.kv_groups = 1;
   const auto issues = spec::validate(s);
-  ASSERT_EQ(issues.size(), 3u) << spec::formatIssues(issues);
+  ASSERT_EQ(issues.size(), 2u) << spec::formatIssues(issues);
   for (const auto& i : issues) EXPECT_EQ(i.field, "slots.differential");
   // Written with "differential" only when set: an older slots file is unchanged.
   const auto gqa = spec::toJson(spec::makeSpecPreset("gqa"));

@@ -57,8 +57,10 @@ Expected expectedWeights(const spec::AttentionSpec& s) {
     case spec::Variant::Tp: {
       const auto& slot = s.slots;
       if (slot.differential) {  // §8.5: two maps of size D and a value of size 2D per head
-        const std::int64_t HD2 = 2LL * z.H * z.D;
-        for (const char* n : {"wq", "wk", "wv"}) linear(n, HD2, F);
+        const std::int64_t HD2 = 2LL * z.H * z.D, GD2 = 2LL * (slot.kv_groups > 0 ? slot.kv_groups : z.H) * z.D;
+        linear("wq", HD2, F);
+        linear("wk", GD2, F);
+        linear("wv", GD2, F);
         linear("wo", F, HD2);
         for (const char* n : {"lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"}) {
           e.required[n] = {z.D};
@@ -179,8 +181,8 @@ std::int64_t analyticCount(const spec::AttentionSpec& s) {
       // Section 8: W^K, W^V of G heads; Cᵖʳᵉ, C′ H x H each; W^G [H·D or H, F].
       const auto& slot = s.slots;
       // §8.5: W^Q, W^K, W^V [2HD, F], W^O [F, 2HD], four λ vectors [D] and the norm's γ [2D].
-      if (slot.differential) return 8 * F * HD + 6 * D + b * (6 * HD + F);
       const std::int64_t GD = (slot.kv_groups > 0 ? slot.kv_groups : H) * D;
+      if (slot.differential) return 4 * F * HD + 4 * F * GD + 6 * D + b * (2 * HD + 4 * GD + F);
       const std::int64_t gates = slot.gate == spec::Gate::None ? 0 : slot.gate == spec::Gate::Headwise ? H : HD;
       return 2 * F * HD + 2 * F * GD + (slot.pre_mix ? H * H : 0) + (slot.post_mix ? H * H : 0) + F * gates +
              b * (HD + 2 * GD + F + gates);

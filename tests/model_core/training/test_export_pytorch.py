@@ -137,6 +137,8 @@ def cases(corpus):
         ("gated_headwise_bias", run_config(attention("mhsa", bias=True, slots={"gate": "headwise"}))),
         # Differential attention: λ_init differs between the two blocks (0.2, then 0.8 − 0.6·e^−0.3).
         ("diff_two_blocks_sort", run_config(attention("mhsa", H=2, D=4, slots={"differential": True}), task="sort")),
+        ("diff_shared_kv_bias", run_config(attention("mhsa", H=4, D=2, bias=True,
+                                                     slots={"differential": True, "kv_groups": 2}))),
         ("fixed_head_gated_talking_gqa",
          run_config(attention("fixed_head", H=4, D=6, slots={"kv_groups": 2, "pre_mix": True, "gate": "elementwise"}))),
         ("arithmetic_thsa_dense", run_config(preset("thsa"), task="arithmetic", seq_len=48,

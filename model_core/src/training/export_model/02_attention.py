@@ -106,9 +106,10 @@ class DiffAttention(nn.Module):
         z = spec["sizes"]
         F_, H, D = z["F"], z["H"], z["D"]
         self.heads, self.size, self.causal = H, D, bool(spec["causal"])
+        self.groups = spec.get("slots", {}).get("kv_groups", 0) or H  # shared K/V: the official repeat_kv
         self.wq = nn.Linear(F_, 2 * H * D, bias=spec["bias"])
-        self.wk = nn.Linear(F_, 2 * H * D, bias=spec["bias"])
-        self.wv = nn.Linear(F_, 2 * H * D, bias=spec["bias"])
+        self.wk = nn.Linear(F_, 2 * self.groups * D, bias=spec["bias"])
+        self.wv = nn.Linear(F_, 2 * self.groups * D, bias=spec["bias"])
         self.wo = nn.Linear(2 * H * D, F_, bias=spec["bias"])
         self.lambda_init = 0.8 - 0.6 * math.exp(-0.3 * layer)
         for name in ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"):
@@ -121,9 +122,11 @@ class DiffAttention(nn.Module):
         _check_input(self.spec, x)
         B, N, _ = x.shape
         H, D = self.heads, self.size
+        G = self.groups
         q = split_heads(self.wq(x), 2 * H)  # [B, 2H, N, D]: map i of head h is 2h + i
-        k = split_heads(self.wk(x), 2 * H)
-        v = split_heads(self.wv(x), H)  # [B, H, N, 2D]
+        # Query map j reads key map j // (H/G) of 2G; head h reads value head h // (H/G) of G.
+        k = split_heads(self.wk(x), 2 * G).repeat_interleave(H // G, dim=1)
+        v = split_heads(self.wv(x), G).repeat_interleave(H // G, dim=1)  # [B, H, N, 2D]
         P = masked_softmax(torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(D), self.causal).view(B, H, 2, N, N)
         lam = (torch.exp(torch.dot(self.lambda_q1, self.lambda_k1)) - torch.exp(torch.dot(self.lambda_q2, self.lambda_k2))
                + self.lambda_init)

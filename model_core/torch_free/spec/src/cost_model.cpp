@@ -53,9 +53,11 @@ class CostBuilder {
 /// Differential attention (§8.5): 2H maps of size D, H value heads of size 2D.
 void differentialAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
   const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD2 = 2 * H * D;
+  const double G = s.slots.kv_groups > 0 ? s.slots.kv_groups : H;  // key/value heads
+  const std::string shared = s.slots.kv_groups > 0 ? ", " + std::to_string(s.slots.kv_groups) + " shared heads" : "";
   c.linear("q = x·Wqᵀ (two maps per head)", F, HD2);
-  c.linear("k = x·Wkᵀ (two maps per head)", F, HD2);
-  c.linear("v = x·Wvᵀ (value heads of size 2D)", F, HD2);
+  c.linear("k = x·Wkᵀ (two maps per head" + shared + ")", F, 2 * G * D);
+  c.linear("v = x·Wvᵀ (value heads of size 2D" + shared + ")", F, 2 * G * D);
   c.term("logits q·kᵀ/√D (2H maps)", 2 * B * 2 * H * N * M * D + B * 2 * H * N * M, B * 2 * H * N * M);
   c.term("softmax (2H maps)", kSoftmaxFlopsPerElement * B * 2 * H * N * M, B * 2 * H * N * M);
   c.term("λ = e^(λq1·λk1) − e^(λq2·λk2) + λ_init", 4 * D + 4, 1);

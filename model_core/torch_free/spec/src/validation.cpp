@@ -285,9 +285,6 @@ std::vector<Issue> validate(const AttentionSpec& s) {
                                     "mixings (set pre_mix and post_mix to false)");
       if (q.gate != Gate::None)
         c.add("slots.differential", "differential attention with an output gate is not supported; set gate to none");
-      if (q.kv_groups > 0 && q.kv_groups != z.H)
-        c.add("slots.differential", "differential attention with shared key/value heads (kv_groups) is not supported "
-                                    "yet; set kv_groups to 0");
     }
   }
   if (hasCore(v)) {
