@@ -9,9 +9,11 @@
 #include <QListWidget>
 #include <QPushButton>
 #include <QTextBrowser>
+#include <QTextDocument>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <memory>
 
 #include "diagram_view/diagram_view.h"
 #include "gui/document/default_session.h"
@@ -172,6 +174,18 @@ void LessonPanel::setCompact(bool compact, double fontScale) {
     setFont(fontWasSet_ ? savedFont_ : QFont());  // an empty font: the parent's again
     title_->setFont(titleFont_);
   }
+}
+
+int LessonPanel::presentedHeight(int width) const {
+  int h = heightForWidth(width);
+  if (h < 0) h = sizeHint().height();
+  // The panel's height counts five lines of the step's text: add what the text needs beyond them
+  // at this width (margins and the frame off), up to ten lines.
+  const std::unique_ptr<QTextDocument> doc(text_->document()->clone());
+  doc->setTextWidth(width - 2 * text_->frameWidth() - 16);
+  const int line = text_->fontMetrics().lineSpacing();
+  const int text = std::min(int(doc->size().height()) + 2 * text_->frameWidth() + 4, 10 * line);
+  return h + std::max(0, text - 5 * line);
 }
 
 void LessonPanel::showStep() {

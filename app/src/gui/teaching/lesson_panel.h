@@ -60,6 +60,9 @@ class LessonPanel : public QWidget {
   /// list), in type `fontScale` times the desktop's; false puts the panel back as it was.
   void setCompact(bool compact, double fontScale = 1.0);
   bool compact() const { return compact_; }
+  /// The height the panel asks for at `width` with its step's text whole (up to ten lines): what
+  /// presenter mode gives the Lesson dock, within its bounds; the text scrolls beyond.
+  int presentedHeight(int width) const;
 
  Q_SIGNALS:
   /// A step was entered (the runner loads its design and highlights).

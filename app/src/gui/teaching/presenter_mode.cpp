@@ -131,7 +131,7 @@ void PresenterMode::applySizes() {
     // kLessonShare of the height, more where the step (title, text, action, check, buttons) needs
     // it at the column's width, never more than kMaxLessonShare.
     const int title = lessonDock->height() - (lessonDock->widget() ? lessonDock->widget()->height() : 0);
-    const int need = lesson_->heightForWidth(int(width * kDiagramShare) - 24) + std::max(title, 24);
+    const int need = lesson_->presentedHeight(int(width * kDiagramShare) - 24) + std::max(title, 24);
     const int share = std::clamp(need, int(height * kLessonShare), int(height * kMaxLessonShare));
     window_->resizeDocks({diagramDock, lessonDock}, {height - share, share}, Qt::Vertical);
   }
