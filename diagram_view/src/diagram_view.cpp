@@ -24,6 +24,7 @@ namespace {
 constexpr double kMinZoom = 0.15;
 constexpr double kMaxZoom = 12.0;
 constexpr double kStep = 1.25;
+constexpr double kMaxFitZoom = 1.5;  // a fit enlarges a small drawing this much at most (desktop)
 
 std::set<std::string> tensorIds(const spec::TensorNetwork& n) {
   std::set<std::string> ids;
@@ -222,7 +223,7 @@ void DiagramView::fitToView() {
   }
   fitPending_ = false;
   const double fit = std::min(area.width() / content.width(), area.height() / content.height());
-  setZoom(std::min(fit * 0.98, 1.5));
+  setZoom(std::min(fit * 0.98, kMaxFitZoom * presentationScale_));
   fitted_ = true;
   centerOn(content.center());
 }
@@ -235,6 +236,16 @@ void DiagramView::wheelEvent(QWheelEvent* event) {
   }
   setZoom(zoom() * std::pow(kStep, steps));
   event->accept();
+}
+
+void DiagramView::setPresentationScale(double scale) {
+  if (!(scale > 0) || scale == presentationScale_) return;
+  presentationScale_ = scale;
+  QFont f = titleFont();  // in pixels
+  if (scale != 1.0) f.setPixelSize(static_cast<int>(std::lround(f.pixelSize() * scale)));
+  header_->setFont(f);
+  updateHeader();
+  if (fitPending_ || fitted_) fitToView();
 }
 
 void DiagramView::resizeEvent(QResizeEvent* event) {

@@ -46,12 +46,13 @@ TEST(DemoScript, EveryBadLineIsRefusedWithItsNumber) {
   EXPECT_EQ(errorOf("run 1\n\n  # comment\ntrian 5\n"),
             "demo.txt line 4: unknown command 'trian' (known: preset, run, session, train, wait-step, wait-end, fork, "
             "wait-ms, dock, theme, screenshot, figures, stop, quit, probe, sweep, inspect, plan-step, lesson, lesson-do, "
-            "lesson-next, lab, layout)");
+            "lesson-next, lab, layout, presenter)");
   EXPECT_EQ(errorOf("wait-step\n"), "demo.txt line 1: wait-step needs a whole number");
   EXPECT_EQ(errorOf("wait-ms soon\n"), "demo.txt line 1: wait-ms needs a whole number >= 0; got 'soon'");
   EXPECT_EQ(errorOf("train -4\n"), "demo.txt line 1: train needs a whole number >= 0; got '-4'");
   EXPECT_EQ(errorOf("quit now\n"), "demo.txt line 1: quit takes no argument; got 'now'");
   EXPECT_EQ(errorOf("theme sepia\n"), "demo.txt line 1: theme is light or dark; got 'sepia'");
+  EXPECT_EQ(errorOf("presenter maybe\n"), "demo.txt line 1: presenter is on or off; got 'maybe'");
   EXPECT_EQ(errorOf("preset tuformer\n"), "demo.txt line 1: unknown preset 'tuformer'");
   EXPECT_EQ(errorOf("screenshot\n"), "demo.txt line 1: screenshot needs an argument");
   EXPECT_EQ(errorOf(std::string("run 1\x00", 6)), "demo.txt line 1: a NUL byte; a demo script is text");

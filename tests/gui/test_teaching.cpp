@@ -8,7 +8,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QComboBox>
+#include <QPushButton>
 #include <QDockWidget>
+#include <QFontInfo>
+#include <QLabel>
+#include <QScrollBar>
+#include <QTextBrowser>
+#include <map>
 #include <QGraphicsItem>
 #include <QMenu>
 #include <QMenuBar>
@@ -17,6 +24,7 @@
 #include <QTest>
 
 #include "diagram_view/diagram_view.h"
+#include "gui/shell/dock_layouts.h"
 #include "gui/teaching/bottleneck_lab.h"
 #include "gui/teaching/stable_rank_lab.h"
 #include "gui/teaching/lesson_panel.h"
@@ -401,6 +409,243 @@ TEST(TeachingWindow, PresenterModeShowsTheDiagramAndInspectorAndComesBack) {
   visibleBefore.sort();
   EXPECT_EQ(visibleAfter, visibleBefore);
   EXPECT_NEAR(w.inspector()->font().pointSizeF(), QApplication::font().pointSizeF(), 0.01);
+}
+
+namespace {
+
+/// Whether a dock is on screen: a dock behind another of its tab group stays "visible" to Qt but is
+/// moved out of the window, with nothing of it exposed.
+bool onScreen(QDockWidget* d) { return d && d->isVisible() && !d->visibleRegion().isEmpty(); }
+
+void settle(int rounds = 10) {
+  for (int i = 0; i < rounds; ++i) {
+    QApplication::processEvents();
+    QTest::qWait(5);
+  }
+}
+
+/// Every dock's place, to compare before presenter mode and after it.
+struct DockPlace {
+  bool hidden = false;
+  bool shown = false;  ///< on screen (in front of its tab group)
+  QRect geometry;
+  QStringList tabbedWith;
+  bool operator==(const DockPlace&) const = default;
+};
+
+std::map<QString, DockPlace> dockPlaces(app::MainWindow& w) {
+  std::map<QString, DockPlace> places;
+  for (QDockWidget* d : w.docks()) {
+    DockPlace p{d->isHidden(), onScreen(d), onScreen(d) ? d->geometry() : QRect(), {}};
+    for (QDockWidget* t : w.tabifiedDockWidgets(d)) p.tabbedWith << t->objectName();
+    p.tabbedWith.sort();
+    places[d->objectName()] = p;
+  }
+  return places;
+}
+
+void expectSamePlaces(const std::map<QString, DockPlace>& before, const std::map<QString, DockPlace>& after) {
+  ASSERT_EQ(before.size(), after.size());
+  for (const auto& [name, p] : before) {
+    const DockPlace& q = after.at(name);
+    EXPECT_EQ(q.hidden, p.hidden) << name.toStdString();
+    EXPECT_EQ(q.shown, p.shown) << name.toStdString();
+    EXPECT_EQ(q.geometry, p.geometry) << name.toStdString();
+    EXPECT_EQ(q.tabbedWith, p.tabbedWith) << name.toStdString();
+  }
+}
+
+/// The diagram and the inspector in presenter mode: both on screen, side by side, neither tabbed
+/// with a dock that is shown, the diagram the larger share (at least half the window's width).
+void expectDiagramBesideInspector(app::MainWindow& w) {
+  QDockWidget* diagram = w.dock("Diagram");
+  QDockWidget* inspector = w.dock("Inspector");
+  ASSERT_TRUE(diagram && inspector);
+  EXPECT_TRUE(onScreen(diagram)) << "the diagram is behind a tab";
+  EXPECT_TRUE(onScreen(inspector)) << "the inspector is behind a tab";
+  for (QDockWidget* d : {diagram, inspector})
+    for (QDockWidget* t : w.tabifiedDockWidgets(d))
+      EXPECT_TRUE(t->isHidden()) << d->objectName().toStdString() << " is tabbed with " << t->objectName().toStdString();
+  EXPECT_LE(diagram->geometry().right(), inspector->geometry().left()) << "not side by side";
+  EXPECT_FALSE(diagram->geometry().intersects(inspector->geometry()));
+  EXPECT_GE(w.diagram()->width(), w.width() / 2) << "the diagram keeps a docked size";
+  EXPECT_GE(inspector->width(), w.width() / 4) << "the inspector is too narrow to read";
+  EXPECT_GT(w.diagram()->height(), w.height() / 2);
+}
+
+}  // namespace
+
+// Finding N4: presenter mode tabbed the Inspector behind the diagram (the Diagram dock is tabbed
+// with Spec (JSON), so splitDockWidget only added a tab) and kept the diagram at its docked size
+// with ~9 px heatmap ticks. Now both are in view side by side, the diagram the larger share, the
+// type larger everywhere (the inspector, its heatmap's tick labels, the diagram's header).
+TEST(TeachingWindow, PresenterModePutsTheInspectorBesideALargeDiagram) {
+  app::MainWindow w(testOptions());
+  w.resize(1280, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  settle();
+  const double ticks = w.inspector()->heatmap()->tickLabelFont().pointSizeF();
+  auto* header = w.diagram()->findChild<QLabel*>("DiagramHeader");
+  ASSERT_TRUE(header);
+  const int headerPx = QFontInfo(header->font()).pixelSize();
+  w.presenter()->toggleAction()->trigger();
+  settle();
+  ASSERT_TRUE(w.presenter()->active());
+  expectDiagramBesideInspector(w);
+  EXPECT_GE(w.inspector()->heatmap()->tickLabelFont().pointSizeF(), ticks * 1.4) << "heatmap ticks stay small";
+  EXPECT_GE(QFontInfo(header->font()).pixelSize(), headerPx * 1.4) << "the diagram's header stays small";
+  EXPECT_DOUBLE_EQ(w.diagram()->presentationScale(), app::PresenterMode::kFontScale);
+  // A window that changes size while presenting (a projector plugged in) keeps the shares.
+  w.resize(1024, 768);
+  settle();
+  expectDiagramBesideInspector(w);
+  QTest::keyClick(&w, Qt::Key_Escape);
+  settle();
+  EXPECT_FALSE(w.presenter()->active());
+  EXPECT_DOUBLE_EQ(w.inspector()->heatmap()->tickLabelFont().pointSizeF(), ticks);
+  EXPECT_EQ(QFontInfo(header->font()).pixelSize(), headerPx);
+  EXPECT_DOUBLE_EQ(w.diagram()->presentationScale(), 1.0);
+}
+
+// Leaving presenter mode restores the previous layout exactly: every dock where it was, in its tab
+// group, at its size (the layout of the window as the user left it, here the Design layout).
+TEST(TeachingWindow, LeavingPresenterModeRestoresTheLayoutExactly) {
+  app::MainWindow w(testOptions());
+  w.resize(1280, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  settle();
+  for (const auto layout : {app::DockLayout::Default, app::DockLayout::Design, app::DockLayout::Teach}) {
+    SCOPED_TRACE(app::dockLayoutName(layout).toStdString());
+    app::applyDockLayout(w, layout, w.defaultLayout());
+    settle();
+    const auto before = dockPlaces(w);
+    const QRect geometry = w.geometry();
+    w.presenter()->setActive(true);
+    settle();
+    expectDiagramBesideInspector(w);
+    w.presenter()->setActive(false);
+    settle();
+    EXPECT_EQ(w.geometry(), geometry);
+    expectSamePlaces(before, dockPlaces(w));
+  }
+}
+
+// With a lesson running, presenter mode keeps the lesson in view but compact: under the diagram, a
+// strip of the height, its step's text in large type without the chooser and the step list; the
+// diagram and the inspector stay side by side. Leaving gives the panel back as it was.
+TEST(TeachingWindow, PresenterModeKeepsARunningLessonCompact) {
+  app::MainWindow w(testOptions());
+  w.resize(1280, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  settle();
+  ASSERT_TRUE(w.startLesson("mhsa_tensor_network"));
+  settle();
+  const auto before = dockPlaces(w);
+  auto* panel = w.lessonPanel();
+  auto* chooser = panel->findChild<QComboBox*>();
+  auto* text = panel->findChild<QTextBrowser*>();
+  ASSERT_TRUE(chooser && text);
+  const double textPt = text->font().pointSizeF();
+  w.presenter()->setActive(true);
+  settle();
+  expectDiagramBesideInspector(w);
+  QDockWidget* lesson = w.dock("Lesson");
+  EXPECT_TRUE(onScreen(lesson));
+  EXPECT_TRUE(panel->compact());
+  EXPECT_FALSE(chooser->isVisible());
+  EXPECT_GE(lesson->geometry().top(), w.dock("Diagram")->geometry().bottom()) << "the lesson is not under the diagram";
+  EXPECT_LE(lesson->height(), w.height() * (app::PresenterMode::kMaxLessonShare + 0.01)) << "the lesson takes the screen";
+  EXPECT_GE(text->height(), 60) << "the lesson's text has no room";
+  // Its step in view whole: the dock does not scroll its buttons away.
+  QPushButton* next = nullptr;
+  for (QPushButton* b : panel->findChildren<QPushButton*>())
+    if (b->text().startsWith("Next")) next = b;
+  ASSERT_TRUE(next);
+  EXPECT_FALSE(next->visibleRegion().isEmpty()) << "the lesson's Next button is scrolled out of view";
+  EXPECT_GT(text->font().pointSizeF(), textPt * 1.2);
+  w.presenter()->setActive(false);
+  settle();
+  EXPECT_FALSE(panel->compact());
+  EXPECT_TRUE(chooser->isVisible());
+  EXPECT_DOUBLE_EQ(text->font().pointSizeF(), textPt);
+  expectSamePlaces(before, dockPlaces(w));
+}
+
+// Finding N24: the Teach layout hid the Design dock that lessons ask for ("Switch the variant … in
+// the Design dock"). Every dock a shipped lesson names ("… in the Design dock") is in view in the
+// Teach layout, beside the lesson, the diagram and the inspector; the plots and labs the lessons
+// open are there (in front or a tab).
+TEST(TeachingLayout, TheTeachLayoutShowsTheDocksTheLessonsAskFor) {
+  app::MainWindow w(testOptions());
+  w.resize(1280, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  settle();
+  QAction* teach = nullptr;
+  for (QMenu* m : w.findChildren<QMenu*>())
+    if (m->title() == "&Layout")
+      for (QAction* a : m->actions())
+        if (a->text() == "&Teach") teach = a;
+  ASSERT_TRUE(teach);
+  teach->trigger();
+  settle();
+  QStringList named;
+  for (const auto& lesson : w.lessonPanel()->lessons())
+    for (const auto& step : lesson.steps)
+      for (QDockWidget* d : w.docks()) {
+        const QString said = QString::fromStdString(step.text + " " + step.action.prompt);
+        if (said.contains(d->objectName() + " dock", Qt::CaseInsensitive) && !named.contains(d->objectName()))
+          named << d->objectName();
+      }
+  EXPECT_TRUE(named.contains("Design")) << named.join(", ").toStdString();
+  for (const QString& name : named + QStringList{"Lesson", "Design", "Diagram", "Inspector", "Curves", "Stable rank", "Attention maps"})
+    EXPECT_TRUE(onScreen(w.dock(name))) << name.toStdString() << " is not in view in the Teach layout";
+  for (QDockWidget* t : w.tabifiedDockWidgets(w.dock("Design")))
+    EXPECT_FALSE(onScreen(t)) << "the Design form shares its place with " << t->objectName().toStdString();
+  for (const char* name : {"Core matrix C", "Role clusters", "Bottleneck lab", "Stable-rank lab"})
+    EXPECT_FALSE(w.dock(name)->isHidden()) << name << " (a lesson opens it)";
+  EXPECT_GE(w.dock("Design")->height(), 200) << "the Design form is a sliver";
+  EXPECT_GE(w.dock("Lesson")->height(), w.height() * 0.45);
+  EXPECT_EQ(w.size(), QSize(1280, 800));
+  // Another layout afterwards is as it always was (the Teach column does not stay).
+  app::applyDockLayout(w, app::DockLayout::Default, w.defaultLayout());
+  settle();
+  EXPECT_FALSE(onScreen(w.dock("Lesson"))) << "the default layout keeps the lesson tabbed behind the Design form";
+  EXPECT_TRUE(onScreen(w.dock("Design")));
+  EXPECT_TRUE(onScreen(w.dock("Runs")));
+}
+
+// Finding N24: at 1280 x 800 in the default layout a started lesson's text was hidden in a 150-px
+// tabbed dock (the chooser and the step list took it all). A lesson started there is read in the
+// Teach layout: its step's text fits, the Design form it asks for beside it.
+TEST(TeachingLayout, AStartedLessonGetsReadableRoomAt1280x800) {
+  app::MainWindow w(testOptions());
+  w.resize(1280, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  settle();
+  ASSERT_TRUE(w.startLesson("thsa_stable_rank"));
+  settle();
+  QDockWidget* lesson = w.dock("Lesson");
+  EXPECT_TRUE(onScreen(lesson));
+  for (QDockWidget* t : w.tabifiedDockWidgets(lesson)) EXPECT_FALSE(onScreen(t)) << t->objectName().toStdString();
+  EXPECT_TRUE(onScreen(w.dock("Design")));
+  EXPECT_TRUE(onScreen(w.dock("Diagram")));
+  auto* text = w.lessonPanel()->findChild<QTextBrowser*>();
+  ASSERT_TRUE(text);
+  EXPECT_GE(text->viewport()->height(), 150) << "the lesson's text has no room";
+  EXPECT_GE(text->viewport()->width(), 300);
+  EXPECT_EQ(text->verticalScrollBar()->maximum(), 0) << "the first step's text does not fit";
+  for (QPushButton* b : w.lessonPanel()->findChildren<QPushButton*>())
+    EXPECT_FALSE(b->visibleRegion().isEmpty()) << b->text().toStdString() << " is scrolled out of view";
+  // A lesson started where it already has room leaves the layout alone.
+  const auto places = dockPlaces(w);
+  ASSERT_TRUE(w.startLesson("mhsa_tensor_network"));
+  settle();
+  expectSamePlaces(places, dockPlaces(w));
 }
 
 // --- Lessons ---------------------------------------------------------------------------------------

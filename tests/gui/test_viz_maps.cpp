@@ -426,3 +426,28 @@ TEST(VizHeatmap, ALongTitleWrapsInsteadOfWideningTheView) {
   settle(heatmap, QSize(1400, 400));
   EXPECT_EQ(heatmap.shownTitle(), title) << "one line where it fits";
 }
+
+// Finding N4 (presenter mode): the heatmap's tick labels stayed ~9 px on a projector. The font scale
+// enlarges the tick labels and the title, the view re-wraps its title for the larger type, and
+// scale 1 puts every font back exactly.
+TEST(VizHeatmap, AFontScaleEnlargesTickLabelsAndTitleAndComesBackExactly) {
+  MatrixHeatmap heatmap;
+  const QString title = "Showing the learned factor B of C = s·(A ⊗ B) (16×16, trainable) of THSA at step 600";
+  heatmap.setMatrix(std::vector<double>(16 * 16, 0.5), 16, 16, title);
+  settle(heatmap, QSize(900, 400));
+  const QFont ticks = heatmap.tickLabelFont();
+  const QString shown = heatmap.shownTitle();
+  ASSERT_GT(ticks.pointSizeF(), 0);
+  heatmap.setFontScale(1.6);
+  settle(heatmap, QSize(900, 400));
+  EXPECT_DOUBLE_EQ(heatmap.fontScale(), 1.6);
+  EXPECT_NEAR(heatmap.tickLabelFont().pointSizeF(), ticks.pointSizeF() * 1.6, 0.01);
+  EXPECT_GT(heatmap.shownTitle().count('\n'), shown.count('\n')) << "the larger title is wrapped again";
+  heatmap.setFontScale(1.6);  // twice is once
+  EXPECT_NEAR(heatmap.tickLabelFont().pointSizeF(), ticks.pointSizeF() * 1.6, 0.01);
+  heatmap.setFontScale(1.0);
+  settle(heatmap, QSize(900, 400));
+  EXPECT_EQ(heatmap.tickLabelFont(), ticks);
+  EXPECT_EQ(heatmap.shownTitle(), shown);
+}
+

@@ -123,6 +123,11 @@ void MatrixHeatmap::setMatrix(const std::vector<double>& values, int rows, int c
   setMask(mask_);
 }
 
+void MatrixHeatmap::fontScaleChanged() {
+  parts_->title->setText(parts_->fullTitle);  // wrapped again at the new size
+  wrapTitle();
+}
+
 QString MatrixHeatmap::title() const { return parts_->fullTitle; }
 QString MatrixHeatmap::shownTitle() const { return parts_->title->text(); }
 

@@ -23,6 +23,7 @@
 #include <QTextStream>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <vector>
 
 #include "files/atomic_file.h"
 #include "plot_helpers.h"
@@ -37,6 +38,8 @@ struct PlotWidget::Shell {
   QStackedWidget* stack = nullptr;
   QScrollArea* scroll = nullptr;  // only for scrollable plots
   QLabel* message = nullptr;
+  double fontScale = 1.0;
+  std::vector<std::function<void()>> fontUndo;  // puts back the fonts setFontScale scaled
 };
 
 namespace {
@@ -175,6 +178,64 @@ void PlotWidget::setDarkTheme(bool dark) {
   dark_ = dark;
   restyle();
 }
+
+void PlotWidget::setFontScale(double scale) {
+  if (!(scale > 0) || scale == shell_->fontScale) return;
+  // Back to the fonts as they were, then scaled from those: scale 1 puts them back exactly.
+  for (auto it = shell_->fontUndo.rbegin(); it != shell_->fontUndo.rend(); ++it) (*it)();
+  shell_->fontUndo.clear();
+  shell_->fontScale = scale;
+  if (scale != 1.0) {
+    const auto scaled = [scale](QFont f) {
+      if (f.pointSizeF() > 0) f.setPointSizeF(f.pointSizeF() * scale);
+      else if (f.pixelSize() > 0) f.setPixelSize(qRound(f.pixelSize() * scale));
+      return f;
+    };
+    auto& undo = shell_->fontUndo;
+    const auto scaleAxis = [&](QCPAxis* axis) {
+      const QFont label = axis->labelFont(), ticks = axis->tickLabelFont();
+      axis->setLabelFont(scaled(label));
+      axis->setTickLabelFont(scaled(ticks));
+      undo.push_back([axis, label, ticks] {
+        axis->setLabelFont(label);
+        axis->setTickLabelFont(ticks);
+      });
+    };
+    for (QCPAxisRect* rect : plot_->axisRects())
+      for (QCPAxis* axis : rect->axes()) scaleAxis(axis);
+    for (QCPLayoutElement* element : plot_->plotLayout()->elements(true)) {
+      if (auto* colourScale = qobject_cast<QCPColorScale*>(element)) {
+        scaleAxis(colourScale->axis());
+      } else if (auto* title = qobject_cast<QCPTextElement*>(element)) {
+        const QFont font = title->font();
+        title->setFont(scaled(font));
+        undo.push_back([title, font] { title->setFont(font); });
+      } else if (auto* legend = qobject_cast<QCPLegend*>(element)) {
+        const QFont font = legend->font();
+        legend->setFont(scaled(font));
+        undo.push_back([legend, font] { legend->setFont(font); });
+      }
+    }
+    for (int i = 0; i < plot_->itemCount(); ++i)
+      if (auto* text = qobject_cast<QCPItemText*>(plot_->item(i))) {
+        const QFont font = text->font();
+        text->setFont(scaled(font));
+        undo.push_back([text, font] { text->setFont(font); });
+      }
+    // The message that stands in for an empty plot ("Click a tensor …").
+    QLabel* message = shell_->message;
+    const bool own = message->testAttribute(Qt::WA_SetFont);
+    const QFont font = message->font();
+    message->setFont(scaled(font));
+    undo.push_back([message, own, font] { message->setFont(own ? font : QFont()); });
+  }
+  fontScaleChanged();
+  requestReplot();
+}
+
+double PlotWidget::fontScale() const { return shell_->fontScale; }
+
+QFont PlotWidget::tickLabelFont() const { return plot_->xAxis ? plot_->xAxis->tickLabelFont() : font(); }
 
 void PlotWidget::restyle() {
   const auto& t = theme();

@@ -72,6 +72,10 @@ class DiagramView : public QGraphicsView {
   /// (a dock or window growing) until the user zooms.
   void fitToView();
   void setZoom(double factor);
+  /// For a projector (1: the desktop): the header's type `scale` times larger, and a fit that may
+  /// enlarge the drawing up to `scale` times as much as on the desktop (refits a fitted view).
+  void setPresentationScale(double scale);
+  double presentationScale() const { return presentationScale_; }
 
  Q_SIGNALS:
   void coreSelected(QString nodeId);
@@ -104,6 +108,7 @@ class DiagramView : public QGraphicsView {
   QString notice_;
   bool fitPending_ = true;
   bool fitted_ = false;  ///< the zoom is fitToView's, not the user's: resizes refit
+  double presentationScale_ = 1.0;
 };
 
 }  // namespace tensorscope::diagram_view

@@ -91,6 +91,7 @@ class MatrixHeatmap : public PlotWidget {
  protected:
   void writeCsv(QTextStream& out) const override;
   void themeChanged() override;
+  void fontScaleChanged() override;
   void hoverAt(const QPointF& pos) override;
   void figureLaidOut() override;
   /// Re-wraps the title when the plot is resized.

@@ -5,6 +5,7 @@
 /// Figures for papers (exportFigure and the FigureOptions overloads) are laid out at a physical
 /// size in millimetres with fonts in points, independent of the widget's size on screen.
 
+#include <QFont>
 #include <QString>
 #include <QWidget>
 #include <functional>
@@ -33,6 +34,12 @@ class PlotWidget : public QWidget {
   /// Switches between the light (default) and dark look; restyles everything already plotted.
   void setDarkTheme(bool dark);
   bool isDarkTheme() const { return dark_; }
+  /// Scales every font of the plot (axis and tick labels, titles, legend, text items) by `scale`
+  /// from the fonts it had at scale 1, e.g. for a projector; 1 puts them back exactly.
+  void setFontScale(double scale);
+  double fontScale() const;
+  /// The font of the bottom axis's tick labels, as drawn (tests).
+  QFont tickLabelFont() const;
 
   /// PNG at `dpi` (96 = the on-screen size; 192 doubles width and height). Every export is
   /// rendered in memory and written atomically: false on failure (the reason in exportError()),
@@ -116,6 +123,8 @@ class PlotWidget : public QWidget {
   virtual void writeCsv(QTextStream& out) const = 0;
   /// Called after the shared theme is applied, to restyle series, items and colour maps.
   virtual void themeChanged() {}
+  /// Called after setFontScale changed the fonts (e.g. to re-wrap a title).
+  virtual void fontScaleChanged() {}
   /// Mouse moved over the plot with no button held (pos in plot pixels).
   virtual void hoverAt(const QPointF& pos) { Q_UNUSED(pos); }
   /// The mouse left the plot.

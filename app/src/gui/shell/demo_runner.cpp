@@ -66,6 +66,7 @@ const std::map<QString, DemoRunner::Command>& DemoRunner::commands() {
       {"lab", &DemoRunner::lab},            {"layout", &DemoRunner::layout},
       {"probe", &DemoRunner::probe},        {"theme", &DemoRunner::theme},
       {"screenshot", &DemoRunner::screenshot}, {"figures", &DemoRunner::figures},
+      {"presenter", &DemoRunner::presenter},
   };
   return table;
 }
@@ -239,6 +240,11 @@ DemoRunner::Step DemoRunner::layout(const QString& arg) {
       return Step::Done;
     }
   return fail("no layout " + arg);
+}
+
+DemoRunner::Step DemoRunner::presenter(const QString& arg) {
+  parts_.setPresenter(arg == "on");
+  return Step::Done;
 }
 
 DemoRunner::Step DemoRunner::probe(const QString& arg) {  // the maps on a typed probe; waits until shown

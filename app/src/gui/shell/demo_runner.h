@@ -23,6 +23,7 @@
 ///   lesson-next        go to the lesson's next step (its check must hold)
 ///   lab NAME           open and run a lab (bottleneck | stable_rank); waits for its result
 ///   layout NAME        View > Layout NAME (Default, Design, Train, Present, Experiments, Teach)
+///   presenter on|off   View > Presenter mode (F11): the window full screen, as a class sees it
 ///   stop               stop training
 ///   quit
 
@@ -77,6 +78,7 @@ struct DemoParts {
   std::function<bool(const QString& id)> startLesson;
   std::function<void(const QString& title)> openLab;
   std::function<void(bool dark)> setDarkTheme;
+  std::function<void(bool on)> setPresenter;
   std::function<bool(const QString& dir)> exportFigures;
 };
 
@@ -118,6 +120,7 @@ class DemoRunner : public QObject {
   Step lessonNext(const QString& arg);
   Step lab(const QString& arg);
   Step layout(const QString& arg);
+  Step presenter(const QString& arg);
   Step probe(const QString& arg);
   Step theme(const QString& arg);
   Step screenshot(const QString& arg);

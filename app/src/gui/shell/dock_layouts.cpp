@@ -2,6 +2,7 @@
 
 #include <QDockWidget>
 #include <QMainWindow>
+#include <algorithm>
 
 namespace tensorscope::app {
 namespace {
@@ -56,12 +57,32 @@ void applyDockLayout(QMainWindow& w, DockLayout layout, const QByteArray& defaul
     case DockLayout::Experiments:
       enlargeExperimentsDock(w);
       break;
-    case DockLayout::Teach:  // a lesson beside the diagram and its inspector; the forms and lists go
-      for (const char* t : {"Design", "Training", "Runs", "Spec (JSON)", "Experiments"})
+    case DockLayout::Teach: {
+      // A lesson over the Design form its steps ask for ("Switch the variant … in the Design
+      // dock"), both in view in a column of the window's full height, beside the diagram and its
+      // inspector (C's editor, tabbed with it, comes to the front when C is clicked); the plots and
+      // labs the lessons open below. The other forms and lists go.
+      for (const char* t : {"Training", "Runs", "Spec (JSON)", "Experiments"})
         if (auto* d = dock(w, t)) d->hide();
-      raise(w, {"Lesson", "Diagram", "Inspector", "Curves"});
-      vertical("Diagram", 0.7, "Curves");
+      w.setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
+      QDockWidget* lesson = dock(w, "Lesson");
+      QDockWidget* design = dock(w, "Design");
+      if (lesson && design && !lesson->isFloating() && !design->isFloating()) {
+        // Out of their shared tab group (splitDockWidget would only add a tab to it).
+        w.removeDockWidget(lesson);
+        w.removeDockWidget(design);
+        w.addDockWidget(Qt::LeftDockWidgetArea, lesson);
+        w.splitDockWidget(lesson, design, Qt::Vertical);
+        lesson->show();
+        design->show();
+        const int column = std::clamp(int(w.width() * 0.3), 360, 460);
+        w.resizeDocks({lesson}, {column}, Qt::Horizontal);
+        w.resizeDocks({lesson, design}, {int(height * 0.66), int(height * 0.34)}, Qt::Vertical);
+      }
+      raise(w, {"Lesson", "Design", "Diagram", "Inspector", "Curves"});
+      vertical("Diagram", 0.68, "Curves");
       break;
+    }
   }
 }
 
@@ -77,6 +98,15 @@ void enlargeBottomDock(QMainWindow& w, const QString& title, double heightShare)
   QList<int> widths{w.width() * 2 / 3};
   for (int i = 1; i < row.size(); ++i) widths.append(w.width() / 3 / int(row.size() - 1));
   w.resizeDocks(row, widths, Qt::Horizontal);
+}
+
+bool lessonHasRoom(QMainWindow& w, double heightShare) {
+  QDockWidget* lesson = dock(w, "Lesson");
+  if (!lesson) return false;
+  if (lesson->isFloating()) return true;
+  for (QDockWidget* d : w.tabifiedDockWidgets(lesson))
+    if (!d->isHidden()) return false;
+  return lesson->height() >= int(w.height() * heightShare);
 }
 
 }  // namespace tensorscope::app

@@ -1,8 +1,9 @@
 #pragma once
 /// Dock arrangements of the explorer for its three uses, chosen from View > Layout: Design (the
 /// design docks large), Train (the live plots large), Present (the diagram and C for a projector,
-/// plots below), Experiments (a sweep's tables and figure large) and Teach (the lesson, the diagram
-/// and its inspector), plus the default arrangement of a first start.
+/// plots below), Experiments (a sweep's tables and figure large) and Teach (the lesson over the
+/// Design form in a full-height column, the diagram and its inspector), plus the default
+/// arrangement of a first start.
 
 #include <QByteArray>
 #include <QString>
@@ -25,6 +26,10 @@ void applyDockLayout(QMainWindow& window, DockLayout layout, const QByteArray& d
 /// window's height and most of the bottom row (the docks beside it stay, narrower). Used for the
 /// Experiments dock (its layout, an opened sweep) and the labs; changes nothing of a floating dock.
 void enlargeBottomDock(QMainWindow& window, const QString& title, double heightShare = 0.5);
+
+/// Whether the docked Lesson dock has room to be read: in front and alone (no visible dock tabbed
+/// with it) and at least `heightShare` of the window's height (a floating one always has).
+bool lessonHasRoom(QMainWindow& window, double heightShare = 0.45);
 inline void enlargeExperimentsDock(QMainWindow& window) { enlargeBottomDock(window, "Experiments"); }
 
 }  // namespace tensorscope::app

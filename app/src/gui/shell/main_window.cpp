@@ -110,7 +110,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   teachingDocks_ = new TeachingDocks(parts, inspection_, {lessonPanel_, bottleneckLab_, stableRankLab_},
                                      [this](const QString& title) { openLab(title); }, this);
   presenter_ = new PresenterMode(this, inspector_, diagram_, this);
-  presenter_->setKeepLesson([this] { return lessonPanel_->step() != nullptr; });
+  presenter_->setLessonPanel(lessonPanel_);
   const auto status = [this](const QString& text, int ms) { statusBar()->showMessage(text, ms); };
   connect(live_, &LiveDocks::message, this, status);
   connect(inspection_, &SnapshotDocks::message, this, status);
@@ -155,6 +155,13 @@ bool MainWindow::startLesson(const QString& id) {
   if (!d || !lessonPanel_->start(id)) return false;
   d->show();
   d->raise();
+  // A lesson tabbed behind the Design form or squeezed over the Runs list (the default layout: at
+  // 1280 x 800 its text had no room at all) is read in the Teach layout: the lesson over the Design
+  // form it asks for, beside the diagram and its inspector.
+  if (!presenter_->active() && !lessonHasRoom(*this)) {
+    applyDockLayout(*this, DockLayout::Teach, defaultLayout_);
+    statusBar()->showMessage("The lesson is in the Teach layout (View > Layout > Default brings the other docks back)", 8000);
+  }
   return true;
 }
 

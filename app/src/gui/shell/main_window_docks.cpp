@@ -26,6 +26,7 @@
 #include "gui/experiments/experiments_panel.h"
 #include "gui/teaching/bottleneck_lab.h"
 #include "gui/teaching/lesson_panel.h"
+#include "gui/teaching/presenter_mode.h"
 #include "gui/teaching/stable_rank_lab.h"
 #include "gui/teaching/tensor_inspector.h"
 #include "gui/training/runs_panel.h"
@@ -189,6 +190,7 @@ DemoParts MainWindow::demoParts() {
   p.startLesson = [this](const QString& id) { return startLesson(id); };
   p.openLab = [this](const QString& title) { openLab(title); };
   p.setDarkTheme = [this](bool dark) { setDarkTheme(dark); };
+  p.setPresenter = [this](bool on) { presenter_->setActive(on); };
   p.exportFigures = [this](const QString& dir) { return exportFigures(dir); };
   return p;
 }

@@ -9,9 +9,11 @@
 #include <QListWidget>
 #include <QPushButton>
 #include <QTextBrowser>
+#include <QTextDocument>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <memory>
 
 #include "diagram_view/diagram_view.h"
 #include "gui/document/default_session.h"
@@ -21,6 +23,18 @@
 #include "spec/tensor_network.h"
 
 namespace tensorscope::app {
+namespace {
+
+/// The step's text. Its size hint is a few lines, not QTextBrowser's 192 px: the panel's height
+/// for a width adds up its parts' hints, and the Lesson dock (a scroll area) scrolled the whole
+/// panel, the step's buttons out of view, wherever it was lower than that sum. It still takes the
+/// room the dock has (stretch 1) and scrolls a long text itself.
+class LessonText : public QTextBrowser {
+ public:
+  QSize sizeHint() const override { return {QTextBrowser::sizeHint().width(), fontMetrics().lineSpacing() * 5}; }
+};
+
+}  // namespace
 
 // --- LessonPanel --------------------------------------------------------------------------------
 
@@ -36,7 +50,8 @@ LessonPanel::LessonPanel(QWidget* parent) : QWidget(parent) {
   problems_->hide();
   layout->addWidget(problems_);
   steps_ = new QListWidget;
-  steps_->setMaximumHeight(130);
+  // About five steps in view (the list scrolls to the current one): the step's text needs the room.
+  steps_->setMaximumHeight(steps_->fontMetrics().height() * 11 / 2 + 2 * steps_->frameWidth() + 4);
   steps_->setToolTip("The lesson's steps; a step you have done is ticked. Click one to go there.");
   layout->addWidget(steps_);
   title_ = new QLabel;
@@ -44,9 +59,10 @@ LessonPanel::LessonPanel(QWidget* parent) : QWidget(parent) {
   f.setBold(true);
   f.setPointSizeF(f.pointSizeF() * 1.15);
   title_->setFont(f);
+  titleFont_ = f;
   title_->setWordWrap(true);
   layout->addWidget(title_);
-  text_ = new QTextBrowser;
+  text_ = new LessonText;
   text_->setOpenExternalLinks(false);
   layout->addWidget(text_, 1);
   action_ = new QLabel;
@@ -137,6 +153,39 @@ void LessonPanel::goTo(int index) {
   }
   showStep();
   Q_EMIT stepEntered(lesson_, step_);
+}
+
+void LessonPanel::setCompact(bool compact, double fontScale) {
+  if (compact == compact_) return;
+  compact_ = compact;
+  chooser_->setVisible(!compact);
+  steps_->setVisible(!compact);
+  problems_->setVisible(!compact && !problems_->text().isEmpty());
+  if (compact) {
+    fontWasSet_ = testAttribute(Qt::WA_SetFont);
+    savedFont_ = font();
+    QFont f = font();
+    f.setPointSizeF(f.pointSizeF() * fontScale);
+    setFont(f);
+    QFont t = titleFont_;
+    t.setPointSizeF(t.pointSizeF() * fontScale);
+    title_->setFont(t);
+  } else {
+    setFont(fontWasSet_ ? savedFont_ : QFont());  // an empty font: the parent's again
+    title_->setFont(titleFont_);
+  }
+}
+
+int LessonPanel::presentedHeight(int width) const {
+  int h = heightForWidth(width);
+  if (h < 0) h = sizeHint().height();
+  // The panel's height counts five lines of the step's text: add what the text needs beyond them
+  // at this width (margins and the frame off), up to ten lines.
+  const std::unique_ptr<QTextDocument> doc(text_->document()->clone());
+  doc->setTextWidth(width - 2 * text_->frameWidth() - 16);
+  const int line = text_->fontMetrics().lineSpacing();
+  const int text = std::min(int(doc->size().height()) + 2 * text_->frameWidth() + 4, 10 * line);
+  return h + std::max(0, text - 5 * line);
 }
 
 void LessonPanel::showStep() {

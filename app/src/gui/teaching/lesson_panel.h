@@ -5,6 +5,7 @@
 /// elements on the diagram and states the action; its check is evaluated against what the explorer
 /// shows (spec::LessonState, refreshed four times a second) and Next opens once it holds.
 
+#include <QFont>
 #include <QString>
 #include <QWidget>
 #include <functional>
@@ -55,6 +56,13 @@ class LessonPanel : public QWidget {
   void reset();
   /// Enters step `index` of the current lesson.
   void goTo(int index);
+  /// Presenter mode: only the step's title, text, action, check and buttons (no chooser, no step
+  /// list), in type `fontScale` times the desktop's; false puts the panel back as it was.
+  void setCompact(bool compact, double fontScale = 1.0);
+  bool compact() const { return compact_; }
+  /// The height the panel asks for at `width` with its step's text whole (up to ten lines): what
+  /// presenter mode gives the Lesson dock, within its bounds; the text scrolls beyond.
+  int presentedHeight(int width) const;
 
  Q_SIGNALS:
   /// A step was entered (the runner loads its design and highlights).
@@ -79,6 +87,10 @@ class LessonPanel : public QWidget {
   QPushButton* next_;
   QPushButton* showMe_;
   QPushButton* reset_;
+  QFont titleFont_;  ///< the title's font on the desktop
+  bool compact_ = false;
+  bool fontWasSet_ = false;  ///< whether the panel had a font of its own before it was compact
+  QFont savedFont_;
 };
 
 /// Binds the Lesson dock to the window: loads each step's design into the lesson's run (a run of

@@ -6,9 +6,9 @@
 #include <QList>
 #include <QObject>
 #include <QRect>
-#include <functional>
 
 class QAction;
+class QDockWidget;
 class QMainWindow;
 class QWidget;
 
@@ -18,12 +18,17 @@ class DiagramView;
 
 namespace tensorscope::app {
 
+class LessonPanel;
 class TensorInspector;
 
-/// Presenter mode (View > Presenter mode, F11): the window full screen with only the diagram and
-/// the inspector (and the Lesson dock while a lesson runs), large fonts, menus and toolbars hidden;
-/// Right / Left step the plan, Space plays it, Esc or F11 leave, and everything comes back as it
-/// was (docks, geometry, fonts).
+/// Presenter mode (View > Presenter mode, F11): the window full screen with the diagram and the
+/// inspector side by side, both in view (the diagram the larger share, kDiagramShare of the width),
+/// and while a lesson runs the Lesson dock compact under the diagram (about kLessonShare of the height:
+/// the step's text, no chooser or step list); large type everywhere (the inspector and its heatmap's
+/// tick labels, the diagram's header, the lesson), a diagram fitted up to kFontScale times larger
+/// than on the desktop; menus, toolbars and the status bar hidden. Right / Left step the plan,
+/// Space plays it, Esc or F11 leave, and everything comes back as it was (docks and their tab
+/// groups, geometry, fonts).
 class PresenterMode : public QObject {
   Q_OBJECT
  public:
@@ -31,12 +36,20 @@ class PresenterMode : public QObject {
                 QObject* parent = nullptr);
   /// The View menu's checkable entry (F11).
   QAction* toggleAction() const { return toggle_; }
-  /// Whether the Lesson dock stays beside the diagram (a lesson is running).
-  void setKeepLesson(std::function<bool()> keep) { keepLesson_ = std::move(keep); }
+  /// The Lesson dock's panel: shown, compact, under the diagram while a lesson runs (a step is on
+  /// show).
+  void setLessonPanel(LessonPanel* panel) { lesson_ = panel; }
   bool active() const { return active_; }
   void setActive(bool active);
-  /// The inspector's font scale while presenting.
+  /// The font scale of the inspector (and its heatmap), the lesson and the diagram's header while
+  /// presenting.
   static constexpr double kFontScale = 1.6;
+  /// The diagram's share of the window's width, the inspector's the rest.
+  static constexpr double kDiagramShare = 0.62;
+  /// The Lesson dock's share of the height of the diagram's column while a lesson runs (more, up
+  /// to kMaxLessonShare, where its step needs it).
+  static constexpr double kLessonShare = 0.28;
+  static constexpr double kMaxLessonShare = 0.4;
 
  Q_SIGNALS:
   void activeChanged(bool active);
@@ -52,7 +65,16 @@ class PresenterMode : public QObject {
   QRect savedGeometry_;
   bool wasMaximized_ = false;
   QList<QWidget*> hiddenBars_;
-  std::function<bool()> keepLesson_;
+  LessonPanel* lesson_ = nullptr;
+  bool lessonShown_ = false;  ///< the Lesson dock is in the presenter's layout
+  bool sizesPending_ = false;
+
+  bool eventFilter(QObject* watched, QEvent* event) override;
+  QDockWidget* dock(const char* name) const;
+  /// Puts the diagram, the inspector and (lessonShown_) the lesson side by side, out of any tab group.
+  void arrange();
+  /// Gives them their shares of the window (again after it changes size while presenting).
+  void applySizes();
 };
 
 }  // namespace tensorscope::app

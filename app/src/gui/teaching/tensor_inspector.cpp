@@ -610,6 +610,9 @@ QString TensorInspector::scalingText() {
 
 void TensorInspector::setFontScale(double scale) {
   fontScale_ = scale;
+  // The heatmap's tick labels, titles and message too, read from the back of a room (first: its
+  // message scales from the desktop's size, not from the inspector's larger one).
+  heatmap_->setFontScale(scale);
   QFont f = font();
   f.setPointSizeF(QApplication::font().pointSizeF() * scale);
   setFont(f);
