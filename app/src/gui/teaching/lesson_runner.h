@@ -60,6 +60,9 @@ class LessonRunner : public QObject {
  private:
   void enter(int lesson, int step);
   void refreshState();
+  /// A lesson action's design edit of the current run: a run that has trained is forked with it (the
+  /// lesson then works in the fork), any other run is edited (undoable). False when no fork was made.
+  bool editDesign(const spec::AttentionSpec& next, const QString& what);
 
   LessonParts parts_;
   int lesson_ = -1;  ///< the lesson run_ belongs to
