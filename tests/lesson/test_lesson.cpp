@@ -548,7 +548,8 @@ TEST(LessonShipped, EveryLessonReadsAndIsSatisfiableByAScriptedLearner) {
           break;
         }
         case LessonActionKind::Train:
-          EXPECT_LE(a.steps, 300) << "shipped lessons train in seconds";
+          // The TP lesson's role clusters need 1500 steps of arithmetic (about half a minute).
+          EXPECT_LE(a.steps, l.id == "tp_roles" ? 1500 : 300) << "shipped lessons train in seconds";
           state.trained_steps += a.steps;
           break;
         case LessonActionKind::Inspect: state.inspected = a.node; break;

@@ -23,6 +23,7 @@
 ///   lesson-next        go to the lesson's next step (its check must hold)
 ///   lab NAME           open and run a lab (bottleneck | stable_rank); waits for its result
 ///   layout NAME        View > Layout NAME (Default, Design, Train, Present, Experiments, Teach)
+///   roles-colour label|cluster  colour the Role clusters view by structural label or k-means cluster
 ///   stop               stop training
 ///   quit
 
@@ -118,6 +119,7 @@ class DemoRunner : public QObject {
   Step lessonNext(const QString& arg);
   Step lab(const QString& arg);
   Step layout(const QString& arg);
+  Step rolesColour(const QString& arg);
   Step probe(const QString& arg);
   Step theme(const QString& arg);
   Step screenshot(const QString& arg);
