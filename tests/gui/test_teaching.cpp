@@ -605,7 +605,7 @@ TEST(TeachingLessons, ATeacherAddsALessonFileFromTheWindow) {
     f.write(bytes);
     return f.fileName();
   };
-  const QByteArray good = lessonText("our_class", 500, R"({"kind": "read", "prompt": "Read."})");
+  const QByteArray good = lessonText("our_class", 5, R"({"kind": "read", "prompt": "Read."})");
   const QString goodPath = write("our_class.json", good);
   const QString badPath = write("bad_class.json", lessonText("bad_class", 501, R"({"kind": "dance", "prompt": "Dance."})"));
   const QString clashPath = write("tp_roles.json", lessonText("tp_roles", 502, R"({"kind": "read", "prompt": "Read."})"));
@@ -618,6 +618,8 @@ TEST(TeachingLessons, ATeacherAddsALessonFileFromTheWindow) {
   QApplication::processEvents();
   const int step = panel->stepIndex();
   ASSERT_EQ(step, 2);
+  const quint64 lessonRun = w.lessons()->lessonRun();
+  ASSERT_NE(lessonRun, 0u);
 
   EXPECT_EQ(panel->addLessonFiles({badPath, goodPath, clashPath}), 1);
   const QString said = panel->problemsText();
@@ -625,9 +627,12 @@ TEST(TeachingLessons, ATeacherAddsALessonFileFromTheWindow) {
   EXPECT_TRUE(said.contains(badPath + ": steps[0].action.kind: ")) << "the reason, with its field: " << said.toStdString();
   EXPECT_TRUE(said.contains(clashPath + ": id: lesson id \"tp_roles\" is already offered by")) << said.toStdString();
   ASSERT_EQ(panel->lessons().size(), shipped + 1);
-  EXPECT_EQ(panel->lessons().back().id, "our_class") << "listed in its order";
+  EXPECT_EQ(panel->lessons().front().id, "our_class") << "listed in its order (5: first)";
   EXPECT_EQ(QString::fromStdString(panel->lesson()->id), "mhsa_tensor_network") << "the lesson on show stays";
   EXPECT_EQ(panel->stepIndex(), step) << "at its step";
+  panel->goTo(step + 1);
+  QApplication::processEvents();
+  EXPECT_EQ(w.lessons()->lessonRun(), lessonRun) << "and goes on in its own run, though its place in the list moved";
   // Listed at once in the Lessons menu too, beside Add lessons….
   QStringList titles;
   for (QAction* a : w.menuBar()->actions())

@@ -52,8 +52,9 @@ void LessonRunner::enter(int lesson, int step) {
   labsDone_.clear();  // a step's lab check asks for a run made in that step
   // Each lesson works in a run of its own (docs/teaching.md): another lesson never trains in the
   // run of the one before (finding N11).
-  if (lesson != lesson_) run_ = 0;
-  lesson_ = lesson;
+  // By id, not position: Add lessons… may insert lessons before the one on show.
+  if (l.id != lesson_) run_ = 0;
+  lesson_ = l.id;
   // The lesson's own run: added at its first design; a run that has trained keeps what it learnt,
   // and a new design then goes into a new run.
   const bool needsDesign = s.design.has_value() || (step == 0 && s.has_design);

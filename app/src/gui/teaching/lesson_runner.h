@@ -8,6 +8,7 @@
 #include <QString>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "lesson/lesson.h"
@@ -65,7 +66,7 @@ class LessonRunner : public QObject {
   bool editDesign(const spec::AttentionSpec& next, const QString& what);
 
   LessonParts parts_;
-  int lesson_ = -1;  ///< the lesson run_ belongs to
+  std::string lesson_;  ///< the id of the lesson run_ belongs to
   LessonPanel* panel_;
   quint64 run_ = 0;
   std::vector<spec::LessonLab> labsDone_;
