@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <QComboBox>
 #include <QPushButton>
@@ -20,7 +21,9 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QSignalSpy>
+#include <QDir>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include "diagram_view/diagram_view.h"
@@ -29,6 +32,7 @@
 #include "gui/teaching/stable_rank_lab.h"
 #include "gui/teaching/lesson_panel.h"
 #include "gui/teaching/lesson_runner.h"
+#include "gui/document/app_paths.h"
 #include "gui/document/session_model.h"
 #include "gui/training/training_driver.h"
 #include "gui/training/training_panel.h"
@@ -41,6 +45,7 @@
 #include "spec/attention_spec.h"
 #include "spec/contraction_steps.h"
 #include "viz/matrix_heatmap.h"
+#include "viz/role_cluster_plot.h"
 #include "window_test_util.h"
 
 using namespace tensorscope;
@@ -676,8 +681,9 @@ TEST(TeachingLessons, EachLessonWorksInARunOfItsOwn) {
 
 /// Plays lesson `id` as a scripted learner: at every step with a check, the check must not hold
 /// before the learner acts and must hold after doing exactly the step's action (what "Show me"
-/// does); then Next.
-void playLesson(const QString& id) {
+/// does); then Next. `afterStep`, when given, checks what step k's text says is visible once its
+/// check holds.
+void playLesson(const QString& id, const std::function<void(app::MainWindow&, size_t)>& afterStep = {}) {
   // The learner answers yes: a design edit of a run the lesson trained forks it (issue 33), after
   // asking, and the lesson goes on with the fork beside the trained run.
   auto options = testOptions();
@@ -735,6 +741,10 @@ void playLesson(const QString& id) {
                        << panel->checkText().toStdString();
       if (!met) return;
     }
+    if (afterStep) {
+      afterStep(w, k);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
     if (k + 1 < lesson->steps.size()) ASSERT_TRUE(panel->next());
   }
   EXPECT_FALSE(panel->next()) << "the last step has no next";
@@ -764,6 +774,128 @@ TEST(TeachingLessons, MhsaAsATensorNetwork) { playLesson("mhsa_tensor_network");
 TEST(TeachingLessons, ThsaAndTheStableRankOfC) { playLesson("thsa_stable_rank"); }
 TEST(TeachingLessons, TheDesignSpaceAtEqualParameters) { playLesson("design_space_equal_parameters"); }
 TEST(TeachingLessons, TheLowRankBottleneck) { playLesson("low_rank_bottleneck"); }
-TEST(TeachingLessons, TpRolesAndTheirClusters) { playLesson("tp_roles"); }
+// Finding N7: the TP lesson trained reversal, whose tokens are only "integer digit" and "special",
+// so the numerator and denominator clusters its text promises could not be seen; and its last step
+// switched the trained TP run to MHSA in place, so there were no two runs to compare. The lesson
+// trains arithmetic; the role view coloured by structural label shows numerator and denominator
+// digits; the variant switch forks, and both runs train side by side on the same task.
+TEST(TeachingLessons, TpRolesAndTheirClusters) {
+  quint64 tpRun = 0;
+  int runsAtStart = -1;
+  playLesson("tp_roles", [&](app::MainWindow& w, size_t k) {
+    const auto& step = w.lessonPanel()->lesson()->steps[k];
+    if (k == 0) {
+      runsAtStart = w.model().count() - 1;  // the lesson's run was added at its first step
+      EXPECT_EQ(w.model().currentRun().config.task.name, "arithmetic") << "the lesson names its task";
+    }
+    if (step.action.kind == spec::LessonActionKind::Inspect && step.action.node == "x_r" && k > 0) {
+      // "Clusters are structural roles": what the text says is visible in the Role clusters view.
+      tpRun = w.model().currentRun().id;
+      auto* roles = w.roleClusters();
+      roles->setColourBy(viz::RoleClusterPlot::ColourBy::Label);
+      ASSERT_TRUE(waitFor([&] { return roles->pointCount() > 0; }, 20000)) << "the TP run's role vectors";
+      const QStringList labels = roles->groupNames();
+      EXPECT_TRUE(labels.contains("numerator digit")) << labels.join(", ").toStdString();
+      EXPECT_TRUE(labels.contains("denominator digit")) << labels.join(", ").toStdString();
+      EXPECT_TRUE(labels.contains("integer digit")) << labels.join(", ").toStdString();
+    }
+    if (k + 1 == w.lessonPanel()->lesson()->steps.size()) {
+      // Two lesson runs side by side: the TP run as it trained, and its MHSA fork, trained as long
+      // on the same task.
+      ASSERT_NE(tpRun, 0u);
+      EXPECT_EQ(w.model().count(), runsAtStart + 2) << "the lesson's TP run and the fork";
+      const int tp = w.model().indexOf(tpRun);
+      ASSERT_GE(tp, 0);
+      const auto& fork = w.model().currentRun();
+      EXPECT_NE(fork.id, tpRun);
+      EXPECT_EQ(fork.forkParent, tpRun);
+      EXPECT_EQ(w.lessons()->lessonRun(), fork.id) << "the lesson went on in the fork";
+      EXPECT_EQ(w.model().run(tp).config.model.attention.front().variant, spec::Variant::Tp) << "the TP run stays TP";
+      EXPECT_EQ(fork.config.model.attention.front().variant, spec::Variant::Mhsa);
+      EXPECT_EQ(fork.config.task.name, "arithmetic") << "the same task";
+      EXPECT_FALSE(w.model().run(tp).runDir.isEmpty());
+      EXPECT_FALSE(fork.runDir.isEmpty());
+      EXPECT_NE(fork.runDir, w.model().run(tp).runDir) << "each in its own folder";
+      EXPECT_FALSE(w.model().status(tp).startsWith("failed")) << w.model().status(tp).toStdString();
+      EXPECT_FALSE(w.model().status(w.model().current()).startsWith("failed"));
+    }
+  });
+}
 TEST(TeachingLessons, LinearAndDimensionWiseAttention) { playLesson("linear_attention"); }
 TEST(TeachingLessons, MultilinearBlockTermAttention) { playLesson("multilinear_block_terms"); }
+
+// Finding N26: a teacher could not add a lesson from the window; lessons were read only from the
+// installation's folder. Add lessons… reads each file as an installed lesson is read (a bad file
+// gets its precise reason, nothing else is lost), copies a good one to the user's lessons folder,
+// lists it at once in the Lesson dock and the Lessons menu, and the next start offers it too.
+TEST(TeachingLessons, ATeacherAddsALessonFileFromTheWindow) {
+  const QString userDir = app::userLessonDirectory();
+  QDir(userDir).removeRecursively();
+  QTemporaryDir tmp;
+  ASSERT_TRUE(tmp.isValid());
+  const auto lessonText = [](const QString& id, int order, const QString& action) {
+    return QString(R"({"format": "tensorscope.lesson", "version": 1, "id": "%1", "title": "Our class: %1",
+  "summary": "A teacher's own lesson.", "order": %2,
+  "steps": [{"title": "Start", "text": "<p>MHSA, as we saw it in class.</p>",
+             "design": {"preset": "mhsa", "sizes": {"F": 32, "H": 4, "D": 8}}, "action": %3}]}
+)")
+        .arg(id)
+        .arg(order)
+        .arg(action)
+        .toUtf8();
+  };
+  const auto write = [&](const QString& name, const QByteArray& bytes) {
+    QFile f(tmp.filePath(name));
+    EXPECT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(bytes);
+    return f.fileName();
+  };
+  const QByteArray good = lessonText("our_class", 5, R"({"kind": "read", "prompt": "Read."})");
+  const QString goodPath = write("our_class.json", good);
+  const QString badPath = write("bad_class.json", lessonText("bad_class", 501, R"({"kind": "dance", "prompt": "Dance."})"));
+  const QString clashPath = write("tp_roles.json", lessonText("tp_roles", 502, R"({"kind": "read", "prompt": "Read."})"));
+
+  app::MainWindow w(testOptions());
+  auto* panel = w.lessonPanel();
+  const size_t shipped = panel->lessons().size();
+  ASSERT_TRUE(w.startLesson("mhsa_tensor_network"));
+  panel->goTo(2);  // a learner in the middle of a lesson
+  QApplication::processEvents();
+  const int step = panel->stepIndex();
+  ASSERT_EQ(step, 2);
+  const quint64 lessonRun = w.lessons()->lessonRun();
+  ASSERT_NE(lessonRun, 0u);
+
+  EXPECT_EQ(panel->addLessonFiles({badPath, goodPath, clashPath}), 1);
+  const QString said = panel->problemsText();
+  EXPECT_TRUE(said.contains("Added \u201cOur class: our_class\u201d")) << said.toStdString();
+  EXPECT_TRUE(said.contains(badPath + ": steps[0].action.kind: ")) << "the reason, with its field: " << said.toStdString();
+  EXPECT_TRUE(said.contains(clashPath + ": id: lesson id \"tp_roles\" is already offered by")) << said.toStdString();
+  ASSERT_EQ(panel->lessons().size(), shipped + 1);
+  EXPECT_EQ(panel->lessons().front().id, "our_class") << "listed in its order (5: first)";
+  EXPECT_EQ(QString::fromStdString(panel->lesson()->id), "mhsa_tensor_network") << "the lesson on show stays";
+  EXPECT_EQ(panel->stepIndex(), step) << "at its step";
+  panel->goTo(step + 1);
+  QApplication::processEvents();
+  EXPECT_EQ(w.lessons()->lessonRun(), lessonRun) << "and goes on in its own run, though its place in the list moved";
+  // Listed at once in the Lessons menu too, beside Add lessons….
+  QStringList titles;
+  for (QAction* a : w.menuBar()->actions())
+    if (a->text() == "&Lessons")
+      for (QAction* item : a->menu()->actions()) titles << item->text();
+  EXPECT_TRUE(titles.contains("Our class: our_class")) << titles.join(" | ").toStdString();
+  EXPECT_TRUE(titles.contains("&Add lessons…")) << titles.join(" | ").toStdString();
+  // Copied whole into the user's folder; the refused files are not.
+  QFile copy(QDir(userDir).filePath("our_class.json"));
+  ASSERT_TRUE(copy.open(QIODevice::ReadOnly)) << copy.fileName().toStdString();
+  EXPECT_EQ(copy.readAll(), good);
+  EXPECT_EQ(QDir(userDir).entryList({"*.json"}, QDir::Files), QStringList{"our_class.json"});
+
+  // The next start reads the user's folder: the lesson is offered and runs.
+  app::MainWindow again(testOptions());
+  const auto& lessons = again.lessonPanel()->lessons();
+  EXPECT_EQ(lessons.size(), shipped + 1);
+  EXPECT_TRUE(again.lessonPanel()->problemsText().isEmpty()) << again.lessonPanel()->problemsText().toStdString();
+  EXPECT_TRUE(again.startLesson("our_class"));
+  QDir(userDir).removeRecursively();
+}

@@ -7,6 +7,8 @@
 
 #include <QComboBox>
 #include <QDir>
+#include <QFormLayout>
+#include <QLabel>
 #include <QFile>
 #include <QFileInfo>
 #include <QListWidget>
@@ -229,6 +231,80 @@ TEST(WorkKept, AResumeWithChangedModelSettingsIsRefusedWithWhatChanged) {
   useLightThsaRun(w, 1);  // set back: it resumes
   trainStopped(w, 5);
   EXPECT_FALSE(w.model().status(1).startsWith("failed")) << w.model().status(1).toStdString();
+}
+
+/// The Training dock's spin box labelled `label` ("Layers", "Sequence length").
+QSpinBox* trainingSpin(app::MainWindow& w, const QString& label) {
+  for (auto* form : w.trainingPanel()->findChildren<QFormLayout*>())
+    for (int r = 0; r < form->rowCount(); ++r) {
+      auto* l = form->itemAt(r, QFormLayout::LabelRole);
+      auto* f = form->itemAt(r, QFormLayout::FieldRole);
+      auto* text = l ? qobject_cast<QLabel*>(l->widget()) : nullptr;
+      if (text && f && text->text() == label) return qobject_cast<QSpinBox*>(f->widget());
+    }
+  return nullptr;
+}
+
+// Finding N8: a change that alters a trained run's weight set was applied in place (a variant or
+// size edit then; the Training dock's layers still were), and Resume was offered although its
+// checkpoint could no longer be loaded. The Training dock's layers of a trained run now fork it as a
+// design edit does (docs/decisions.md); the trained run keeps its settings and still resumes, and
+// the fork trains from step 0 in a folder of its own.
+TEST(WorkKept, ATrainingDockSettingThatChangesATrainedRunsWeightsForksIt) {
+  QStringList asked;
+  app::MainWindow w(answeringYes(&asked));
+  trainRunOne(w);
+  const auto original = w.model().run(1);
+  const int runs = w.model().count();
+  QSpinBox* layers = trainingSpin(w, "Layers");
+  ASSERT_TRUE(layers);
+  ASSERT_EQ(layers->value(), 1);
+  layers->setValue(2);  // as a user types it
+  EXPECT_EQ(w.model().run(1).config.model.layers, 1) << "the trained run keeps what it trained with";
+  EXPECT_EQ(w.model().run(1).runDir, original.runDir);
+  ASSERT_EQ(w.model().count(), runs + 1) << "the setting made a fork";
+  EXPECT_EQ(w.model().current(), runs);
+  const auto fork = w.model().run(runs);
+  EXPECT_EQ(fork.forkParent, original.id);
+  EXPECT_EQ(fork.config.model.layers, 2) << "the fork carries the setting";
+  EXPECT_EQ(fork.config.model.attention.front().variant, original.config.model.attention.front().variant);
+  EXPECT_EQ(fork.config.train.batch, original.config.train.batch) << "the other settings come along";
+  EXPECT_EQ(layers->value(), 2) << "the Training dock shows the fork";
+  EXPECT_TRUE(asked.size() == 1 && asked.front().contains("trained run")) << asked.join(" | ").toStdString();
+
+  // The trained run resumes from its checkpoint: nothing of it changed.
+  w.model().select(1);
+  EXPECT_EQ(layers->value(), 1);
+  trainStopped(w, 5);
+  EXPECT_FALSE(w.model().status(1).startsWith("failed")) << w.model().status(1).toStdString();
+  EXPECT_EQ(w.model().run(1).runDir, original.runDir) << "resumed in place";
+  // The fork trains, in a folder of its own, from the weights that fit.
+  w.model().select(runs);
+  trainStopped(w, 3);
+  EXPECT_FALSE(w.model().status(runs).startsWith("failed")) << w.model().status(runs).toStdString();
+  EXPECT_FALSE(w.model().run(runs).runDir.isEmpty());
+  EXPECT_NE(w.model().run(runs).runDir, original.runDir);
+}
+
+// N8, declined: the setting is not applied and the Training dock shows the run's own settings.
+TEST(WorkKept, ADeclinedForkLeavesTheTrainedRunAndTheTrainingDockAsTheyWere) {
+  auto options = testOptions();
+  QStringList asked;
+  options.confirm = [&asked](const QString& title) {
+    asked << title;
+    return false;
+  };
+  app::MainWindow w(options);
+  trainRunOne(w);
+  const int runs = w.model().count();
+  QSpinBox* layers = trainingSpin(w, "Layers");
+  ASSERT_TRUE(layers);
+  layers->setValue(3);
+  EXPECT_EQ(asked.size(), 1);
+  EXPECT_EQ(w.model().count(), runs) << "no fork";
+  EXPECT_EQ(w.model().run(1).config.model.layers, 1);
+  EXPECT_EQ(layers->value(), 1) << "the dock shows what the run has";
+  EXPECT_TRUE(statusBarText(w).contains("not applied")) << statusBarText(w).toStdString();
 }
 
 // Item 5 (N23): a run folder deleted while open restarted from step 0 without a word.

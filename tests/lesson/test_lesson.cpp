@@ -155,6 +155,25 @@ TEST(LessonFormat, ParsesEveryKindAndRoundTrips) {
   EXPECT_EQ(parseLesson(lessonToJson(l, -1), "mem.json"), l);
 }
 
+// Finding N7: the TP lesson spoke of numerator and denominator roles but trained reversal. A lesson
+// names the task its runs train; an unknown one is refused with the known ones.
+TEST(LessonFormat, ALessonNamesTheTaskItsRunsTrain) {
+  const std::string withTask = R"({"format": "tensorscope.lesson", "version": 1, "id": "demo", "title": "Demo",
+    "summary": "A demo lesson.", "order": 1, "task": "arithmetic",
+    "steps": [{"title": "x", "text": "<p>x</p>", "action": {"kind": "read", "prompt": "r"}}]})";
+  const Lesson l = parseLesson(withTask, "mem.json");
+  EXPECT_EQ(l.task, "arithmetic");
+  EXPECT_EQ(parseLesson(lessonToJson(l), "mem.json"), l) << "written back";
+  EXPECT_NE(lessonToJson(l).find("\"task\": \"arithmetic\""), std::string::npos);
+  Lesson none = l;
+  none.task.clear();
+  EXPECT_EQ(lessonToJson(none).find("\"task\""), std::string::npos) << "absent when not given";
+  std::string unknown = withTask;
+  unknown.replace(unknown.find("arithmetic"), 10, "fractions");
+  const auto ps = problemsOf(unknown);
+  EXPECT_TRUE(has(ps, "task", "unknown task \"fractions\"; known: arithmetic, char_lm, copy, reverse, sort")) << dump(ps);
+}
+
 TEST(LessonFormat, NamesRoundTrip) {
   for (const auto& n : lessonActionKindNames()) {
     LessonActionKind k;
@@ -289,7 +308,7 @@ TEST(LessonProblems, TopLevelAndEnvelope) {
   EXPECT_TRUE(has(wrong, "format", "expected \"tensorscope.lesson\""));
   EXPECT_TRUE(has(wrong, "version", "unsupported version 2"));
   const auto missing = problemsOf(R"({"format": "tensorscope.lesson", "version": 1, "extra": 1})");
-  EXPECT_TRUE(has(missing, "extra", "known here: format, version, id, title, summary, order, steps")) << dump(missing);
+  EXPECT_TRUE(has(missing, "extra", "known here: format, version, id, title, summary, order, task, steps")) << dump(missing);
   for (const char* f : {"id", "title", "summary", "order", "steps"}) EXPECT_TRUE(has(missing, f, "missing")) << f;
   const auto bad = problemsOf(head("ok", -3) + "[]}");
   EXPECT_TRUE(has(bad, "order", "must be in [0, 10000]")) << dump(bad);
@@ -529,7 +548,8 @@ TEST(LessonShipped, EveryLessonReadsAndIsSatisfiableByAScriptedLearner) {
           break;
         }
         case LessonActionKind::Train:
-          EXPECT_LE(a.steps, 300) << "shipped lessons train in seconds";
+          // The TP lesson's role clusters need 1500 steps of arithmetic (about half a minute).
+          EXPECT_LE(a.steps, l.id == "tp_roles" ? 1500 : 300) << "shipped lessons train in seconds";
           state.trained_steps += a.steps;
           break;
         case LessonActionKind::Inspect: state.inspected = a.node; break;

@@ -55,4 +55,6 @@ QString autosavePath() {
   return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/autosave.session.json";
 }
 
+QString userLessonDirectory() { return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/lessons"; }
+
 }  // namespace tensorscope::app

@@ -23,5 +23,8 @@ bool isExampleSession(const QString& path);
 QString resourceDirectory(const QString& kind);
 /// Where the explorer autosaves the open session (every minute and on close).
 QString autosavePath();
+/// The user's own lessons (Lessons > Add lessons… copies a lesson file here; read at every start
+/// beside the installed ones): APPDATA/lessons, e.g. ~/.local/share/Tensorscope/Tensorscope/lessons.
+QString userLessonDirectory();
 
 }  // namespace tensorscope::app

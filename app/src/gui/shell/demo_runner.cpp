@@ -24,6 +24,7 @@
 #include "spec/attention_spec.h"
 #include "viz/matrix_heatmap.h"
 #include "viz/plot_widget.h"
+#include "viz/role_cluster_plot.h"
 
 namespace tensorscope::app {
 
@@ -67,6 +68,7 @@ const std::map<QString, DemoRunner::Command>& DemoRunner::commands() {
       {"probe", &DemoRunner::probe},        {"theme", &DemoRunner::theme},
       {"screenshot", &DemoRunner::screenshot}, {"figures", &DemoRunner::figures},
       {"presenter", &DemoRunner::presenter},
+      {"roles-colour", &DemoRunner::rolesColour},
   };
   return table;
 }
@@ -194,6 +196,13 @@ DemoRunner::Step DemoRunner::planStep(const QString& arg) {
   if (step > inspector->stepCount()) return fail("the plan has " + QString::number(inspector->stepCount()) + " steps");
   inspector->stepTo(step - 1);
   inspector->heatmap()->replotNow();
+  return Step::Done;
+}
+
+DemoRunner::Step DemoRunner::rolesColour(const QString& arg) {
+  auto* roles = parts_.window->findChild<viz::RoleClusterPlot*>();
+  if (!roles) return fail("no Role clusters view");
+  roles->setColourBy(arg == "label" ? viz::RoleClusterPlot::ColourBy::Label : viz::RoleClusterPlot::ColourBy::Cluster);
   return Step::Done;
 }
 

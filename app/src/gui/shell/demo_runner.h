@@ -24,6 +24,7 @@
 ///   lab NAME           open and run a lab (bottleneck | stable_rank); waits for its result
 ///   layout NAME        View > Layout NAME (Default, Design, Train, Present, Experiments, Teach)
 ///   presenter on|off   View > Presenter mode (F11): the window full screen, as a class sees it
+///   roles-colour label|cluster  colour the Role clusters view by structural label or k-means cluster
 ///   stop               stop training
 ///   quit
 
@@ -121,6 +122,7 @@ class DemoRunner : public QObject {
   Step lab(const QString& arg);
   Step layout(const QString& arg);
   Step presenter(const QString& arg);
+  Step rolesColour(const QString& arg);
   Step probe(const QString& arg);
   Step theme(const QString& arg);
   Step screenshot(const QString& arg);

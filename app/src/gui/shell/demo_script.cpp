@@ -26,6 +26,7 @@ constexpr Syntax kCommands[] = {
     {"inspect", Arg::Text},   {"plan-step", Arg::Count}, {"lesson", Arg::Text},  {"lesson-do", Arg::None},
     {"lesson-next", Arg::None}, {"lab", Arg::Text},      {"layout", Arg::Text},
     {"presenter", Arg::Text},
+    {"roles-colour", Arg::Text},
 };
 
 std::string_view trim(std::string_view s) {
@@ -97,6 +98,8 @@ std::vector<DemoCommand> parseDemoScript(std::string_view text, const std::strin
     }
     if (c.name == "theme" && c.arg != "light" && c.arg != "dark") fail("theme is light or dark; got " + inQuotes(c.arg));
     if (c.name == "presenter" && c.arg != "on" && c.arg != "off") fail("presenter is on or off; got " + inQuotes(c.arg));
+    if (c.name == "roles-colour" && c.arg != "label" && c.arg != "cluster")
+      fail("roles-colour is label or cluster; got " + inQuotes(c.arg));
     if (c.name == "preset") {
       const auto names = spec::specPresetNames();
       if (std::find(names.begin(), names.end(), c.arg) == names.end()) fail("unknown preset " + inQuotes(c.arg));

@@ -244,14 +244,30 @@ void buildMainMenus(MainWindow& w) {
   QObject::connect(window, &MainWindow::themeChanged, dark, &QAction::setChecked);  // a session's
 
   QMenu* lessons = w.menuBar()->addMenu("&Lessons");
-  for (const auto& l : window->lessonPanel()->lessons()) {
-    QAction* a = lessons->addAction(QString::fromStdString(l.title), window,
-                                    [window, id = QString::fromStdString(l.id)] { window->startLesson(id); });
-    a->setToolTip(QString::fromStdString(l.summary));
-  }
-  lessons->addSeparator();
-  lessons->addAction("&Low-rank bottleneck lab", window, [window] { window->openLab("Bottleneck lab"); });
-  lessons->addAction("&Stable-rank lab", window, [window] { window->openLab("Stable-rank lab"); });
+  // Listed again when Add lessons… adds some (the new ones at once).
+  const auto fillLessons = [window, lessons] {
+    lessons->clear();
+    for (const auto& l : window->lessonPanel()->lessons()) {
+      QAction* a = lessons->addAction(QString::fromStdString(l.title), window,
+                                      [window, id = QString::fromStdString(l.id)] { window->startLesson(id); });
+      a->setToolTip(QString::fromStdString(l.summary));
+    }
+    lessons->addSeparator();
+    QAction* add = lessons->addAction("&Add lessons…", window, [window] {
+      if (QDockWidget* d = window->dock("Lesson")) {
+        d->show();
+        d->raise();
+      }
+      window->lessonPanel()->chooseLessonFiles();
+    });
+    add->setToolTip("Add lesson files of your own: checked, copied to your lessons folder and offered from now on");
+    add->setObjectName("addLessons");
+    lessons->addSeparator();
+    lessons->addAction("&Low-rank bottleneck lab", window, [window] { window->openLab("Bottleneck lab"); });
+    lessons->addAction("&Stable-rank lab", window, [window] { window->openLab("Stable-rank lab"); });
+  };
+  fillLessons();
+  QObject::connect(window->lessonPanel(), &LessonPanel::lessonsChanged, lessons, fillLessons);
 
   QMenu* help = w.menuBar()->addMenu("&Help");
   help->addAction("&Keyboard shortcuts", QKeySequence::HelpContents, window, [window] {

@@ -90,6 +90,15 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
            : clicked == again ? TrainingDriver::History::Restart
                       : TrainingDriver::History::Cancel;
   });
+  // A Training dock setting that changes a trained run's weight set forks it, as a design edit does.
+  driver_->setForkQuestion([this](const QString& run, const QString& changed) {
+    return confirm("Change the model settings of a trained run?",
+                   QString("%1 has trained with these settings: its checkpoint holds the weights of them (%2). Fork a "
+                           "new run from that checkpoint with the new settings?\n\nThe fork starts from every learned "
+                           "weight that still fits and its learning rate starts again from the warm-up; %1 and its run "
+                           "folder stay as they are, and it can still be resumed.")
+                       .arg(run, changed));
+  });
   designDocks_ = new DesignDocks(model_, design_, core_, specText_, diagram_, this);
   files_ = new SessionFiles(this, model_, driver_, {options_.askToRecover, options_.askToSave}, [this] { return dark_; }, this);
   live_ = new LiveDocks(model_, driver_->controller(), curves_, this);

@@ -4,6 +4,8 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
@@ -16,6 +18,7 @@
 #include <memory>
 
 #include "diagram_view/diagram_view.h"
+#include "files/atomic_file.h"
 #include "gui/document/default_session.h"
 #include "gui/document/app_paths.h"
 #include "gui/document/session_model.h"
@@ -42,8 +45,14 @@ LessonPanel::LessonPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   chooser_ = new QComboBox;
-  chooser_->setToolTip("The lessons shipped with Tensorscope, one idea each");
-  layout->addWidget(chooser_);
+  chooser_->setToolTip("The lessons shipped with Tensorscope, one idea each, and the ones you added");
+  auto* chooserRow = new QHBoxLayout;
+  chooserRow->addWidget(chooser_, 1);
+  addLessons_ = new QPushButton("Add lessons…");
+  addLessons_->setToolTip("Add lesson files (tensorscope.lesson JSON) of your own: each is checked, copied to your "
+                          "lessons folder and offered from now on");
+  chooserRow->addWidget(addLessons_);
+  layout->addLayout(chooserRow);
   problems_ = new QLabel;
   problems_->setWordWrap(true);
   problems_->setStyleSheet("color: #b2182b;");
@@ -98,24 +107,73 @@ LessonPanel::LessonPanel(QWidget* parent) : QWidget(parent) {
   connect(back_, &QPushButton::clicked, this, &LessonPanel::back);
   connect(next_, &QPushButton::clicked, this, [this] { next(); });
   connect(reset_, &QPushButton::clicked, this, &LessonPanel::reset);
+  connect(addLessons_, &QPushButton::clicked, this, &LessonPanel::chooseLessonFiles);
   connect(showMe_, &QPushButton::clicked, this, &LessonPanel::showMeRequested);
   showStep();
 }
 
 void LessonPanel::setLessons(std::vector<spec::Lesson> lessons, const QString& problems) {
   lessons_ = std::move(lessons);
+  fillChooser();
+  showProblems(problems);
+  lesson_ = step_ = -1;
+  showStep();
+  Q_EMIT lessonsChanged();
+}
+
+void LessonPanel::fillChooser() {
   const QSignalBlocker block(chooser_);
   chooser_->clear();
   for (const auto& l : lessons_) {
     chooser_->addItem(QString::fromStdString(l.title));
     chooser_->setItemData(chooser_->count() - 1, QString::fromStdString(l.summary), Qt::ToolTipRole);
   }
-  chooser_->setCurrentIndex(-1);
+  chooser_->setCurrentIndex(lesson_);
   chooser_->setPlaceholderText(lessons_.empty() ? "No lessons found" : "Choose a lesson…");
-  problems_->setText(problems);
-  problems_->setVisible(!problems.isEmpty());
-  lesson_ = step_ = -1;
-  showStep();
+}
+
+void LessonPanel::showProblems(const QString& text, bool good) {
+  problems_->setText(text);
+  problems_->setStyleSheet(good ? "color: #1a7f37;" : "color: #b2182b;");
+  problems_->setVisible(!text.isEmpty());
+}
+
+QString LessonPanel::problemsText() const { return problems_->isHidden() ? QString() : problems_->text(); }
+
+void LessonPanel::chooseLessonFiles() {
+  const QStringList paths = QFileDialog::getOpenFileNames(this, "Add lessons", QString(),
+                                                          "Tensorscope lesson (*.json);;All files (*)");
+  if (!paths.isEmpty()) addLessonFiles(paths);
+}
+
+int LessonPanel::addLessonFiles(const QStringList& paths) {
+  // The lesson on show stays on show, at its step: the new ones are added around it.
+  const QString current = lesson() ? QString::fromStdString(lesson()->id) : QString();
+  QStringList added, refused;
+  for (const QString& path : paths) {
+    QString why;
+    auto l = importLessonFile(path, lessons_, userDir_, &why);
+    if (!l) {
+      refused << why;
+      continue;
+    }
+    added << QString("\u201c%1\u201d").arg(QString::fromStdString(l->title));
+    lessons_.push_back(std::move(*l));
+  }
+  if (!added.isEmpty()) {
+    std::stable_sort(lessons_.begin(), lessons_.end(),
+                     [](const auto& a, const auto& b) { return std::tie(a.order, a.id) < std::tie(b.order, b.id); });
+    lesson_ = -1;
+    for (int i = 0; i < static_cast<int>(lessons_.size()); ++i)
+      if (QString::fromStdString(lessons_[static_cast<size_t>(i)].id) == current) lesson_ = i;
+    fillChooser();
+    Q_EMIT lessonsChanged();
+  }
+  QStringList lines;
+  if (!added.isEmpty()) lines << QString("Added %1 (copied to %2).").arg(added.join(", "), userDir_);
+  if (!refused.isEmpty()) lines << QString("Not added (%1):\n%2").arg(refused.size()).arg(refused.join('\n'));
+  showProblems(lines.join('\n'), refused.isEmpty());
+  return static_cast<int>(added.size());
 }
 
 const spec::Lesson* LessonPanel::lesson() const {
@@ -248,8 +306,9 @@ void LessonPanel::reset() {
 
 // --- LessonRunner -------------------------------------------------------------------------------
 
-model_core::RunConfig lessonRunConfig(const spec::AttentionSpec& design) {
-  if (design.variant != spec::Variant::Multilinear) return defaultRunConfig(design, "reverse");
+model_core::RunConfig lessonRunConfig(const spec::AttentionSpec& design, const std::string& task) {
+  if (design.variant != spec::Variant::Multilinear)
+    return defaultRunConfig(design, task.empty() ? QString("reverse") : QString::fromStdString(task));
   // Multilinear fixes N: copy sequences short enough that their extrapolation split (half again as
   // long) fits N + 1 tokens.
   auto c = defaultRunConfig(design, "copy");
@@ -298,6 +357,48 @@ diagram_view::DiagramScene::Highlight lessonHighlight(const std::vector<std::str
   return h;
 }
 
+namespace {
+
+QStringList problemLines(const spec::LessonError& e) {
+  QStringList lines;
+  for (const auto& p : e.problems()) lines << QString::fromStdString(p.source + ": " + p.field + ": " + p.message);
+  return lines;
+}
+
+void sortLessons(std::vector<spec::Lesson>& lessons) {
+  std::stable_sort(lessons.begin(), lessons.end(),
+                   [](const auto& a, const auto& b) { return std::tie(a.order, a.id) < std::tie(b.order, b.id); });
+}
+
+/// The lessons of `dir`; a bad file is named in `bad` and the good ones stay available.
+std::vector<spec::Lesson> readLessonsIn(const QString& dir, QStringList& bad) {
+  try {
+    return spec::readLessonDirectory(QFile::encodeName(dir).toStdString());
+  } catch (const spec::LessonError& e) {
+    // The good files stay available: read them one by one, the bad ones named.
+    std::vector<spec::Lesson> good;
+    bad << problemLines(e);
+    QDir d(dir);
+    for (const auto& f : d.entryList({"*.json"}, QDir::Files, QDir::Name)) try {
+        good.push_back(spec::readLessonFile(QFile::encodeName(d.absoluteFilePath(f)).toStdString()));
+      } catch (const std::exception&) {
+      }
+    sortLessons(good);
+    return good;
+  }
+}
+
+bool hasLesson(const std::vector<spec::Lesson>& lessons, const std::string& id, const spec::Lesson** found = nullptr) {
+  for (const auto& l : lessons)
+    if (l.id == id) {
+      if (found) *found = &l;
+      return true;
+    }
+  return false;
+}
+
+}  // namespace
+
 std::vector<spec::Lesson> shippedLessons(QString* problems) {
   const QString dir = resourceDirectory("lessons");
   if (problems) problems->clear();
@@ -305,22 +406,72 @@ std::vector<spec::Lesson> shippedLessons(QString* problems) {
     if (problems) *problems = "The lessons folder was not found (resources/lessons of the installation).";
     return {};
   }
-  try {
-    return spec::readLessonDirectory(QFile::encodeName(dir).toStdString());
-  } catch (const spec::LessonError& e) {
-    // The good files stay available: read them one by one, the bad ones named.
-    std::vector<spec::Lesson> good;
-    QStringList bad;
-    for (const auto& p : e.problems()) bad << QString::fromStdString(p.source + ": " + p.field + ": " + p.message);
-    QDir d(dir);
-    for (const auto& f : d.entryList({"*.json"}, QDir::Files, QDir::Name)) try {
-        good.push_back(spec::readLessonFile(QFile::encodeName(d.absoluteFilePath(f)).toStdString()));
-      } catch (const std::exception&) {
+  QStringList bad;
+  auto good = readLessonsIn(dir, bad);
+  if (problems && !bad.isEmpty()) *problems = "Some lessons could not be read:\n" + bad.join('\n');
+  return good;
+}
+
+std::vector<spec::Lesson> availableLessons(QString* problems, const QString& userDir) {
+  QString shippedProblems;
+  auto lessons = shippedLessons(&shippedProblems);
+  QStringList bad;
+  if (!shippedProblems.isEmpty())
+    bad << (shippedProblems.contains('\n') ? shippedProblems.section('\n', 1) : shippedProblems);
+  if (QFileInfo(userDir).isDir()) {
+    for (auto& l : readLessonsIn(userDir, bad)) {
+      const spec::Lesson* shipped = nullptr;
+      if (hasLesson(lessons, l.id, &shipped)) {
+        bad << QString("%1: id: lesson id \"%2\" is also the id of %3; the installed lesson is offered")
+                   .arg(QString::fromStdString(l.source), QString::fromStdString(l.id), QString::fromStdString(shipped->source));
+        continue;
       }
-    std::sort(good.begin(), good.end(), [](const auto& a, const auto& b) { return std::tie(a.order, a.id) < std::tie(b.order, b.id); });
-    if (problems) *problems = "Some lessons could not be read:\n" + bad.join('\n');
-    return good;
+      lessons.push_back(std::move(l));
+    }
+    sortLessons(lessons);
   }
+  if (problems) *problems = bad.isEmpty() ? QString() : "Some lessons could not be read:\n" + bad.join('\n');
+  return lessons;
+}
+
+std::optional<spec::Lesson> importLessonFile(const QString& path, const std::vector<spec::Lesson>& offered,
+                                             const QString& userDir, QString* error) {
+  const auto say = [error](const QString& why) {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  spec::Lesson lesson;
+  try {
+    lesson = spec::readLessonFile(QFile::encodeName(path).toStdString());
+  } catch (const spec::LessonError& e) {
+    return say(problemLines(e).join('\n'));
+  } catch (const std::exception& e) {
+    return say(path + ": " + QString::fromUtf8(e.what()));
+  }
+  if (const spec::Lesson* other = nullptr; hasLesson(offered, lesson.id, &other))
+    return say(QString("%1: id: lesson id \"%2\" is already offered by %3; rename the lesson (its id and file name) to add "
+                       "it beside that one")
+                   .arg(path, QString::fromStdString(lesson.id), QString::fromStdString(other->source)));
+  for (const auto& other : offered)
+    if (other.order == lesson.order)
+      return say(QString("%1: order: order %2 is already the order of %3 (\"%4\"); give the lesson an order of its own "
+                         "(its place in the lesson list)")
+                     .arg(path)
+                     .arg(lesson.order)
+                     .arg(QString::fromStdString(other.source), QString::fromStdString(other.title)));
+  const QString target = QDir(userDir).absoluteFilePath(QString::fromStdString(lesson.id) + ".json");
+  if (!QDir().mkpath(userDir)) return say(QString("%1: cannot create the lessons folder %2").arg(path, userDir));
+  QFile in(path);
+  if (!in.open(QIODevice::ReadOnly)) return say(path + ": " + in.errorString());
+  const QByteArray bytes = in.readAll();
+  try {
+    // The file as the teacher wrote it (its formatting kept), written whole or not at all.
+    files::writeFileAtomically(QFile::encodeName(target).toStdString(), std::string_view(bytes.constData(), bytes.size()));
+  } catch (const std::exception& e) {
+    return say(QString("%1: cannot copy it to %2: %3").arg(path, target, QString::fromUtf8(e.what())));
+  }
+  lesson.source = QFile::encodeName(target).toStdString();
+  return lesson;
 }
 
 }  // namespace tensorscope::app

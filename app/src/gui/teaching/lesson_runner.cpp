@@ -29,6 +29,12 @@ LessonRunner::LessonRunner(LessonParts parts, LessonPanel* panel, QObject* paren
             if (!batch.isEmpty()) trainingStep_ = batch.back().step;
           });
   connect(parts_.model, &SessionModel::statusChanged, this, [this](quint64 runId) { checkpointSteps_.erase(runId); });
+  // A design edit of the lesson's trained run forks it (findings N7, N8): the lesson goes on in the
+  // fork, beside the run it trained, whether Show me or the learner made the edit.
+  connect(parts_.training, &TrainingDriver::forked, this, [this](quint64 id) {
+    const int index = parts_.model->indexOf(id);
+    if (run_ && index >= 0 && parts_.model->run(index).forkParent == run_) run_ = id;
+  });
   connect(parts_.controller, &TrainingController::evaluated, this, [this](const model_core::EvalSnapshot& e) {
     evalLoss_[(*parts_.model).trainingRunId()] = e.loss;
   });
@@ -46,8 +52,9 @@ void LessonRunner::enter(int lesson, int step) {
   labsDone_.clear();  // a step's lab check asks for a run made in that step
   // Each lesson works in a run of its own (docs/teaching.md): another lesson never trains in the
   // run of the one before (finding N11).
-  if (lesson != lesson_) run_ = 0;
-  lesson_ = lesson;
+  // By id, not position: Add lessons… may insert lessons before the one on show.
+  if (l.id != lesson_) run_ = 0;
+  lesson_ = l.id;
   // The lesson's own run: added at its first design; a run that has trained keeps what it learnt,
   // and a new design then goes into a new run.
   const bool needsDesign = s.design.has_value() || (step == 0 && s.has_design);
@@ -58,11 +65,11 @@ void LessonRunner::enter(int lesson, int step) {
     if (index < 0 || trained || model.isTraining(index)) {
       RunEntry entry;
       entry.name = QString("Lesson · %1").arg(QString::fromStdString(l.title));
-      entry.config = lessonRunConfig(design);
+      entry.config = lessonRunConfig(design, l.task);
       run_ = model.addRun(entry, "not trained");
     } else {
       model.select(index);
-      model.setCurrentConfig(lessonRunConfig(design));
+      model.setCurrentConfig(lessonRunConfig(design, l.task));
     }
   } else if (run_ && model.indexOf(run_) >= 0) {
     model.select(model.indexOf(run_));
@@ -116,6 +123,18 @@ void LessonRunner::refreshState() {
   panel_->setState(state());
 }
 
+bool LessonRunner::editDesign(const spec::AttentionSpec& next, const QString& what) {
+  auto& model = (*parts_.model);
+  const int index = model.current();
+  // A run that has trained keeps the design its checkpoint holds: Show me's edit goes to a fork
+  // beside it, at once (the step's text says so; an edit by hand asks first, as any design edit of a
+  // trained run does).
+  if (!model.isTraining(index) && model.hasCheckpoint(index) && !(model.currentSpec() == next))
+    return (*parts_.training).forkWithDesign(model.run(index).id, {next}, what);
+  model.editDesign(next, what);
+  return true;
+}
+
 bool LessonRunner::performAction() {
   const spec::LessonStep* s = panel_->step();
   if (!s) return false;
@@ -133,7 +152,7 @@ bool LessonRunner::performAction() {
       case spec::LessonActionKind::EditCore:
         showDock("Core matrix C");
         if (a.paint.empty()) return false;  // the prompt says what to paint
-        model.editDesign(spec::applyCorePaint(model.currentSpec(), a.paint), "lesson: paint C");
+        if (!editDesign(spec::applyCorePaint(model.currentSpec(), a.paint), "lesson: paint C")) return false;
         break;
       case spec::LessonActionKind::ChooseVariant: {
         const auto current = model.currentSpec();
@@ -144,12 +163,13 @@ bool LessonRunner::performAction() {
           next.sizes.R = next.sizes.H * next.sizes.D;
           next.core = spec::makeCorePreset(next.core->preset, next.sizes.H, next.sizes.D);
         }
-        model.editDesign(next, "lesson: variant " + QString::fromStdString(a.variant));
+        if (!editDesign(next, "lesson: variant " + QString::fromStdString(a.variant))) return false;
         break;
       }
       case spec::LessonActionKind::ChooseCorePreset:
-        model.editDesign(spec::lessonReferenceDesign(a.preset, model.currentSpec()),
-                         "lesson: core " + QString::fromStdString(a.preset));
+        if (!editDesign(spec::lessonReferenceDesign(a.preset, model.currentSpec()),
+                        "lesson: core " + QString::fromStdString(a.preset)))
+          return false;
         break;
       case spec::LessonActionKind::Train:
         showDock("Curves");

@@ -8,6 +8,7 @@
 #include <QString>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "lesson/lesson.h"
@@ -60,9 +61,12 @@ class LessonRunner : public QObject {
  private:
   void enter(int lesson, int step);
   void refreshState();
+  /// A lesson action's design edit of the current run: a run that has trained is forked with it (the
+  /// lesson then works in the fork), any other run is edited (undoable). False when no fork was made.
+  bool editDesign(const spec::AttentionSpec& next, const QString& what);
 
   LessonParts parts_;
-  int lesson_ = -1;  ///< the lesson run_ belongs to
+  std::string lesson_;  ///< the id of the lesson run_ belongs to
   LessonPanel* panel_;
   quint64 run_ = 0;
   std::vector<spec::LessonLab> labsDone_;

@@ -8,6 +8,7 @@
 
 #include "diagram_view/diagram_view.h"
 #include "gui/design/core_editor.h"
+#include "gui/document/app_paths.h"
 #include "gui/document/session_model.h"
 #include "gui/teaching/bottleneck_lab.h"
 #include "gui/teaching/lesson_panel.h"
@@ -26,7 +27,9 @@ TeachingDocks::TeachingDocks(const LessonParts& parts, SnapshotDocks* inspection
     : QObject(parent), parts_(parts), widgets_(widgets), openLab_(std::move(openLab)) {
   views_ = new InspectorDocks(parts_.model, parts_.controller, inspections, parts_.diagram, parts_.inspector, this);
   QString problems;
-  widgets_.lessons->setLessons(shippedLessons(&problems), problems);
+  // The shipped lessons and the user's own (Add lessons… copies them to the user's folder).
+  widgets_.lessons->setUserLessonDirectory(userLessonDirectory());
+  widgets_.lessons->setLessons(availableLessons(&problems, userLessonDirectory()), problems);
   runner_ = new LessonRunner(parts_, widgets_.lessons, this);
   runner_->setLabOpener([this](spec::LessonLab lab) {
     openLab_(lab == spec::LessonLab::Bottleneck ? "Bottleneck lab" : "Stable-rank lab");

@@ -45,8 +45,23 @@ TrainingDriver::TrainingDriver(SessionModel* model, TrainingPanel* panel, QObjec
   connect(panel_, &TrainingPanel::stepRequested, controller_, &TrainingController::step);
   connect(panel_, &TrainingPanel::stopRequested, controller_, &TrainingController::stop);
   connect(panel_, &TrainingPanel::settingsChanged, model_, [this] {
-    auto config = model_->currentRun().config;
+    const RunEntry& run = model_->currentRun();
+    auto config = run.config;
     panel_->applyTo(config);
+    // A setting that changes the weight set of a run that has trained goes to a fork, as a design
+    // edit of it does (docs/decisions.md): its checkpoint stays loadable, and it can still resume.
+    const int index = model_->current();
+    if (!model_->isTraining(index) && model_->hasCheckpoint(index)) {
+      if (const QString changed = weightSetChanges(run.config, config); !changed.isEmpty()) {
+        if (askFork_ && !askFork_(run.name, changed)) {
+          Q_EMIT message("The setting was not applied: " + run.name + " stays as it trained.", 8000);
+          panel_->setConfig(run.config);
+          return;
+        }
+        forkWithSettings(run.id, config);
+        return;
+      }
+    }
     model_->setCurrentConfig(config);
   });
   // The panel shows the current run's settings, and its status while nothing trains.
@@ -80,8 +95,11 @@ QString TrainingDriver::changedSinceCheckpoint(const RunEntry& run) {
   } catch (const std::exception&) {
     return {};  // the trainer says what is wrong with the folder
   }
+  return weightSetChanges(trained, run.config);
+}
+
+QString TrainingDriver::weightSetChanges(const model_core::RunConfig& trained, const model_core::RunConfig& now) {
   QStringList changed;
-  const auto& now = run.config;
   if (trained.task.name != now.task.name)
     changed << QString("the task was %1, now %2").arg(QString::fromStdString(trained.task.name), QString::fromStdString(now.task.name));
   if (trained.task.seq_len != now.task.seq_len)
@@ -201,6 +219,32 @@ bool TrainingDriver::forkWithDesign(quint64 runId, const std::vector<spec::Atten
   forkParent_ = runId;
   if (!forkFromCheckpoint()) return false;
   model_->carryDesignEdit(before, after, what);  // on the fork, which forkFromCheckpoint selected
+  return true;
+}
+
+bool TrainingDriver::forkWithSettings(quint64 runId, const model_core::RunConfig& config) {
+  const int index = model_->indexOf(runId);
+  if (index < 0 || model_->isTraining(index)) return false;
+  forkParent_ = runId;
+  if (!forkFromCheckpoint()) {
+    panel_->setConfig(model_->currentRun().config);  // the panel shows what the run has
+    return false;
+  }
+  // On the fork, which forkFromCheckpoint selected: its design stays the parent's (learned C
+  // included), the settings are the ones asked for.
+  auto forked = model_->currentRun().config;
+  forked.task = config.task;
+  forked.model.layers = config.model.layers;
+  forked.model.kind = config.model.kind;
+  forked.train = config.train;
+  auto& attention = forked.model.attention;
+  if (attention.size() != 1 && static_cast<int>(attention.size()) != std::max(1, forked.model.layers)) {
+    const auto last = attention.back();  // one spec per layer: a new layer takes the last one's
+    attention.resize(static_cast<size_t>(std::max(1, forked.model.layers)), last);
+  }
+  for (auto& a : attention) a.sizes.seq_len = config.task.seq_len;
+  model_->setCurrentConfig(forked);
+  panel_->setConfig(model_->currentRun().config);
   return true;
 }
 

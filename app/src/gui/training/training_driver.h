@@ -11,6 +11,7 @@
 #include <vector>
 
 namespace tensorscope::model_core {
+struct RunConfig;
 struct TrainResult;
 }
 namespace tensorscope::spec {
@@ -35,6 +36,13 @@ class TrainingDriver : public QObject {
   using HistoryQuestion = std::function<History(const QString& run, qint64 step)>;
   /// Who answers that question (the window: a dialog); none: resume, which loses nothing.
   void setHistoryQuestion(HistoryQuestion ask) { askHistory_ = std::move(ask); }
+  /// Asks whether a Training dock setting that changes the weight set (task, layers, sequence
+  /// length) of run `run`, which has trained, goes to a fork (the window: a dialog); none: yes.
+  using ForkQuestion = std::function<bool(const QString& run, const QString& changed)>;
+  void setForkQuestion(ForkQuestion ask) { askFork_ = std::move(ask); }
+  /// What in `now` changes the weight set `trained` was trained with (the task, the sequence
+  /// length, the layers): "the layers were 1, now 2; …", or "" when nothing does.
+  static QString weightSetChanges(const model_core::RunConfig& trained, const model_core::RunConfig& now);
 
   /// Starts training the current run (optionally stopping at `steps`). A run with a checkpoint is
   /// resumed from it or trained again in a new directory (the old one stays), as the history
@@ -51,6 +59,10 @@ class TrainingDriver : public QObject {
   /// A design edit of run `runId` (not training, with a checkpoint): forks it from its checkpoint
   /// and applies the edit (`after`: one spec, or one per layer) to the fork, which is selected.
   bool forkWithDesign(quint64 runId, const std::vector<spec::AttentionSpec>& after, const QString& what);
+  /// The Training dock's settings of run `runId` (not training, with a checkpoint) change its weight
+  /// set: forks it from its checkpoint with `config` (findings N8: such a change in place made its
+  /// checkpoint unloadable, and Resume then failed). The fork is selected.
+  bool forkWithSettings(quint64 runId, const model_core::RunConfig& config);
   /// Stops a run (it checkpoints) and waits for it to end (window close, session replaced).
   void stopAndWait();
   /// Asks every run's folder whether another writer trains it (another window or process; the
@@ -87,6 +99,7 @@ class TrainingDriver : public QObject {
   TrainingController* controller_;
   quint64 forkParent_ = 0;  ///< the run whose checkpoint a fork waits for (0: none)
   HistoryQuestion askHistory_;
+  ForkQuestion askFork_;
   /// The training run's status and folder before launch(): a refusal puts them back.
   QString statusBefore_, dirBefore_;
 };

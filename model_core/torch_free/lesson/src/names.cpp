@@ -89,4 +89,9 @@ const std::vector<std::string>& lessonLabNames() {
   return names;
 }
 
+const std::vector<std::string>& lessonTaskNames() {
+  static const std::vector<std::string> names{"arithmetic", "char_lm", "copy", "reverse", "sort"};
+  return names;
+}
+
 }  // namespace tensorscope::spec

@@ -26,7 +26,7 @@ Lesson LessonReader::lesson(std::string_view text, const std::string& source, co
   header(j);
   if (!r_.empty()) raise(source);
 
-  r_.rejectUnknown(j, "", {"format", "version", "id", "title", "summary", "order", "steps"});
+  r_.rejectUnknown(j, "", {"format", "version", "id", "title", "summary", "order", "task", "steps"});
   if (requireString(j, "id", "", l.id, "snake_case, the file name without .json")) {
     if (!isSnakeCase(l.id) || l.id.size() > kMaxLessonIdChars)
       fail("id", "must be snake_case ([a-z][a-z0-9_]*, no double or trailing '_'), at most " +
@@ -43,6 +43,15 @@ Lesson LessonReader::lesson(std::string_view text, const std::string& source, co
   }
   std::int64_t order = 0;
   if (wholeIn(j, "order", "", 0, kMaxLessonOrder, order, true)) l.order = static_cast<int>(order);
+  if (j.contains("task") && requireString(j, "task", "", l.task, "a task name")) {
+    const auto& names = lessonTaskNames();
+    if (std::find(names.begin(), names.end(), l.task) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      fail("task", "unknown task " + preview(l.task) + "; known: " + known);
+      l.task.clear();
+    }
+  }
   if (!j.contains("steps")) {
     fail("steps", "missing; a list of 1 to " + std::to_string(kMaxLessonSteps) + " steps");
   } else if (const json& steps = j["steps"];

@@ -79,6 +79,7 @@ std::string lessonToJson(const Lesson& l, int indent) {
   j["title"] = l.title;
   j["summary"] = l.summary;
   j["order"] = l.order;
+  if (!l.task.empty()) j["task"] = l.task;
   ojson steps = ojson::array();
   for (const auto& s : l.steps) {
     ojson sj;

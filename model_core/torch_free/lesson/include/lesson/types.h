@@ -162,6 +162,10 @@ struct Lesson {
   std::string title;    ///< plain text, 1..100 code points
   std::string summary;  ///< one sentence (ends with . ? or !; no line break), ≤ 300 code points
   int order = 0;        ///< position in the lesson list, 0..kMaxLessonOrder, unique in a directory
+  /// The task the lesson's runs train ("task" in the file; optional): one of lessonTaskNames(); ""
+  /// (absent) means the explorer's default lesson task (reversing digits). A lesson whose text
+  /// speaks of a task's structure (the TP lesson: numerator and denominator roles) names it.
+  std::string task;
   std::vector<LessonStep> steps;  ///< 1..kMaxLessonSteps
   std::string source;   ///< where it was read from (the `source` argument); not written
 
@@ -200,5 +204,8 @@ bool parseLessonLab(std::string_view text, LessonLab& out);
 const std::vector<std::string>& lessonActionKindNames();
 const std::vector<std::string>& lessonCheckKindNames();
 const std::vector<std::string>& lessonLabNames();
+/// The tasks a lesson may name in "task": the token tasks of the trainer ("arithmetic", "char_lm",
+/// "copy", "reverse", "sort"; model_core::taskNames() less the image task).
+const std::vector<std::string>& lessonTaskNames();
 
 }  // namespace tensorscope::spec
