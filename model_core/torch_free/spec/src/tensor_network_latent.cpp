@@ -74,11 +74,42 @@ TensorNetwork buildLatentNetwork(const AttentionSpec& s, std::int64_t N) {
   b.step(kvNorm);
   b.weight("Gkv", "γ_{kv}", NodeKind::Weight, "kv_norm.weight", "The latent's RMSNorm weight γ_kv (kv_norm.weight [L]).", {i}, L);
   b.step({"c", {"cn", "Gkv"}, "bmi,i->bmi", Op::None, "", 1.0, {}, 0, "the latent c = γ_kv ⊙ RMSNorm(…) [M, L]"});
+  // The value path reads the same latent; as MHSA's diagram has a key copy and a value copy of X, it
+  // is drawn from a value copy X^V with W^DKV, S_c and γ_kv drawn again (the same weights, counted once).
+  // Its own legs, so that no hyperedge joins the two paths: v (L+r), c (L), y (2D).
+  const Leg uv = leg('v', "L+r", L + r), iv = leg('c', "L", L), tv = leg('y', "2D", 2 * D);
+  {
+    const Leg fv = leg('w', "F", z.F);
+    TensorNode xv;
+    xv.id = "x_v";
+    xv.label = "X^V";
+    xv.kind = NodeKind::Input;
+    xv.role = "Input X as the value copy X^V [M, F]; its M leg meets the attention weights' M.";
+    xv.binding = "x";
+    xv.legs = {m, fv};
+    xv.batched = true;
+    b.node(std::move(xv));
+    b.weight("Wkvav", "W^{DKV}", NodeKind::Weight, "wkv_a.weight",
+             "W^{DKV} again (wkv_a.weight [L+r, F]: the same parameters, counted once, drawn again for the value path).",
+             {uv, fv}, 0);
+    b.step({"kvv", {"x_v", "Wkvav"}, "bmw,vw->bmv", Op::None, "", 1.0, {}, 0,
+            "latent and rotary key of the value copy [M, L+r]"});
+  }
+  b.constant("Scv", "S_c", "select:0", "Picks the latent's L entries (value path).", {uv, iv});
+  b.step({"cav", {"kvv", "Scv"}, "bmv,vc->bmc", Op::None, "", 1.0, {}, 0, "the latent before its norm (value path)"});
+  PlanStep kvNormV{"cnv", {"cav"}, "bmc->bmc", Op::RmsNorm, "", 1.0, {}, 'c', "latent ÷ its root mean square (value path)"};
+  kvNormV.eps = kMlaNormEps;
+  b.step(kvNormV);
+  b.weight("Gkvv", "γ_{kv}", NodeKind::Weight, "kv_norm.weight",
+           "γ_kv again (kv_norm.weight, the same parameters, drawn once more for the value path).", {iv}, 0);
+  b.step({"cv", {"cnv", "Gkvv"}, "bmc,c->bmc", Op::None, "", 1.0, {}, 0, "the latent c as the values read it [M, L]"});
   b.weight("Wkvb", "W^{UKV}", NodeKind::Weight, "wkv_b.weight",
            "Up-projection W^UKV (wkv_b.weight [2·H·D, L] viewed [H, 2D, L]): per head W^UK (D rows), then W^UV (D rows).",
            {h, t, i}, 2LL * z.H * D * L);
   b.constant("Suk", "S_K", "select:0", "Picks W^UK, the first D rows of each head of W^UKV.", {t, d});
-  b.constant("Suv", "S_V", "select:" + std::to_string(D), "Picks W^UV, the last D rows of each head of W^UKV.", {t, e});
+  b.weight("Wkvbv", "W^{UKV}", NodeKind::Weight, "wkv_b.weight",
+           "W^UKV again (wkv_b.weight: the same parameters, counted once, drawn again for the value path).", {h, tv, iv}, 0);
+  b.constant("Suv", "S_V", "select:" + std::to_string(D), "Picks W^UV, the last D rows of each head of W^UKV.", {tv, e});
   // The query's content part, and (r > 0) the rotary parts.
   std::string qHead = "qr";
   Leg qLeg = a;
@@ -95,7 +126,7 @@ TensorNetwork buildLatentNetwork(const AttentionSpec& s, std::int64_t N) {
   b.step({"qnope", {qHead, "Sqn"}, qSub + "," + qLeg.index + "d->bnhd", Op::None, "", 1.0, {}, 0, "q_nope [N, H, D]"});
   if (!absorbed) {
     b.step({"knope", {"c", "Wkvb", "Suk"}, "bmi,hti,td->bmhd", Op::None, "", 1.0, {}, 0, "k_nope = c·W^UKᵀ [M, H, D]"});
-    b.step({"v", {"c", "Wkvb", "Suv"}, "bmi,hti,te->bmhe", Op::None, "", 1.0, {}, 0, "values v = c·W^UVᵀ [M, H, D]"});
+    b.step({"v", {"cv", "Wkvbv", "Suv"}, "bmc,hyc,ye->bmhe", Op::None, "", 1.0, {}, 0, "values v = c·W^UVᵀ [M, H, D]"});
   } else {
     b.step({"qabs", {"qnope", "Wkvb", "Suk"}, "bnhd,hti,td->bnhi", Op::None, "", 1.0, {}, 0,
             "absorbed queries q_nope·W^UK [N, H, L]"});
@@ -142,8 +173,8 @@ TensorNetwork buildLatentNetwork(const AttentionSpec& s, std::int64_t N) {
   if (!absorbed) {
     b.step({"o", {"P", "v"}, "bhnm,bmhe->bnhe", Op::None, "", 1.0, {}, 0, "heads P_h·v_h [N, H, D]"});
   } else {
-    b.step({"pc", {"P", "c"}, "bhnm,bmi->bnhi", Op::None, "", 1.0, {}, 0, "P_h·c: the latent as one shared value head"});
-    b.step({"o", {"pc", "Wkvb", "Suv"}, "bnhi,hti,te->bnhe", Op::None, "", 1.0, {}, 0, "heads (P_h·c)·W^UVᵀ [N, H, D]"});
+    b.step({"pc", {"P", "cv"}, "bhnm,bmc->bnhc", Op::None, "", 1.0, {}, 0, "P_h·c: the latent as one shared value head"});
+    b.step({"o", {"pc", "Wkvbv", "Suv"}, "bnhc,hyc,ye->bnhe", Op::None, "", 1.0, {}, 0, "heads (P_h·c)·W^UVᵀ [N, H, D]"});
   }
   b.outputProjection("o", n, {h, e}, fo, "[o_1 … o_H]·W^O");
   return b.take("P", {z.H, N, N});
