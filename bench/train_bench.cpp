@@ -103,7 +103,8 @@ const std::vector<std::string>& runNames() {
                                                  "heads_only", "single_head", "low_rank",
                                                  // The modern designs (mhsa with slots, contract §8).
                                                  "mqa",        "gqa",         "talking_heads",
-                                                 "gated",      "gated_headwise", "diff"};
+                                                 "gated",      "gated_headwise", "diff",
+                                                 "mla"};
   return names;
 }
 
@@ -124,6 +125,11 @@ spec::AttentionSpec layerFor(const std::string& name, int F, int H, int D, int N
   s.sizes.D = D;
   s.sizes.R = H * D;
   s.sizes.seq_len = N;
+  // MLA in its preset's proportions at this head size: a latent of 2D, a rotary part of D/2 (even).
+  if (s.slots.latent.enabled()) {
+    s.slots.latent.kv_rank = 2 * D;
+    s.slots.latent.rope_dim = 2 * std::max(1, D / 4);
+  }
   s.causal = true;
   s.dropout = 0.0;
   if (name != "mhsa" && !design) s.core = spec::makeCorePreset(core, H, D);

@@ -68,12 +68,67 @@ def diff_official(spec, w, x, depth=0):
     return lin(w, "wo", o), A, None
 
 
+def mla_official(spec, w, x):
+    """Multi-head latent attention as the official module computes it: a port, in our own words, of
+    MLA.forward, apply_rotary_emb and precompute_freqs_cis in deepseek-ai/DeepSeek-V3
+    inference/model.py (commit 1ea5a1a7ed7429e25ba2fa2c76fe74fa5968d348) at start_pos 0, without
+    YaRN (max_seq_len <= original_seq_len) and with both of its attn_impl branches, which must agree.
+    The weight mapping is the identity of names (contract section 8.6): wq or wq_a/q_norm/wq_b,
+    wkv_a, kv_norm, wkv_b, wo; n_heads = H, qk_nope_head_dim = v_head_dim = D."""
+    z, lat = spec["sizes"], spec["slots"]["latent"]
+    B, N, _ = x.shape
+    H, D, L, q_rank, r = z["H"], z["D"], lat["kv_rank"], lat.get("q_rank", 0), lat.get("rope_dim", 0)
+
+    def rms_norm(u, name):  # the official RMSNorm, eps 1e-6
+        return u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + 1e-6) * w[name + ".weight"].double()
+
+    freqs = 1.0 / (10000.0 ** (torch.arange(0, r, 2, dtype=torch.float64) / r))
+    angles = torch.outer(torch.arange(N, dtype=torch.float64), freqs)
+    freqs_cis = torch.polar(torch.ones_like(angles), angles)  # [N, r/2]
+
+    def rotary(u):  # u [B, N, heads, r]: pairs as complex numbers times freqs_cis
+        if r == 0:
+            return u
+        uc = torch.view_as_complex(u.reshape(*u.shape[:-1], -1, 2).contiguous())
+        return torch.view_as_real(uc * freqs_cis.view(1, N, 1, r // 2)).flatten(3)
+
+    q = lin(w, "wq", x) if q_rank == 0 else lin(w, "wq_b", rms_norm(lin(w, "wq_a", x), "q_norm"))
+    q = q.view(B, N, H, D + r)
+    q_nope, q_pe = torch.split(q, [D, r], dim=-1)
+    q_pe = rotary(q_pe)
+    kv = lin(w, "wkv_a", x)
+    kv, k_pe = torch.split(kv, [L, r], dim=-1)
+    k_pe = rotary(k_pe.unsqueeze(2))
+    softmax_scale = (D + r) ** -0.5
+    mask = torch.zeros(N, N).masked_fill(causal_mask(N), -math.inf) if spec["causal"] else torch.zeros(N, N)
+    # attn_impl "naive"
+    kvb = lin(w, "wkv_b", rms_norm(kv, "kv_norm")).view(B, N, H, 2 * D)
+    k_nope, v = torch.split(kvb, [D, D], dim=-1)
+    k = torch.cat([k_nope, k_pe.expand(-1, -1, H, -1)], dim=-1)
+    scores = torch.einsum("bshd,bthd->bsht", torch.cat([q_nope, q_pe], dim=-1), k) * softmax_scale
+    scores = (scores + mask.unsqueeze(1)).softmax(dim=-1)
+    y = lin(w, "wo", torch.einsum("bsht,bthd->bshd", scores, v).flatten(2))
+    # attn_impl "absorb"
+    wkv_b = w["wkv_b.weight"].double().view(H, -1, L)
+    q_abs = torch.einsum("bshd,hdc->bshc", q_nope, wkv_b[:, :D])
+    c = rms_norm(kv, "kv_norm")
+    scores_abs = (torch.einsum("bshc,btc->bsht", q_abs, c) + torch.einsum("bshr,btr->bsht", q_pe, k_pe.squeeze(2))) * softmax_scale
+    scores_abs = (scores_abs + mask.unsqueeze(1)).softmax(dim=-1)
+    o_abs = torch.einsum("bshc,hdc->bshd", torch.einsum("bsht,btc->bshc", scores_abs, c), wkv_b[:, -D:])
+    y_abs = lin(w, "wo", o_abs.flatten(2))
+    if (y - y_abs).abs().max().item() > 1e-10:
+        raise AssertionError("the official naive and absorbed orders disagree")
+    return y, scores.permute(0, 2, 1, 3), None
+
+
 def headed(spec, w, x):
     """Sections 1, 2, 5 and the slots of section 8 (shared K/V groups, talking heads, gates)."""
     z = spec["sizes"]
     slots = spec.get("slots", {})
     if slots.get("differential"):
         return diff_official(spec, w, x)
+    if slots.get("latent"):
+        return mla_official(spec, w, x)
     B, N, _ = x.shape
     H, D = z["H"], z["D"]
     G = slots.get("kv_groups", 0) or H
@@ -192,6 +247,8 @@ def main():
                 spec["sizes"].update({"H": 4 if spec.get("slots", {}).get("kv_groups", 0) > 1 else 3, "D": 4})
             if spec["variant"] == "fixed_head":
                 spec["sizes"].update({"H": 2, "D": 7})
+            if "latent" in spec.get("slots", {}) and causal:  # the other order and a query latent
+                spec["slots"]["latent"].update({"order": "absorbed", "q_rank": 5})
             if "core" in spec:  # keep the preset, re-expanded for small sizes
                 H, D = 2, (1 if spec["core"]["preset"] in ("heads_only", "trainable_heads_only") else 3)
                 spec["sizes"].update({"H": H, "D": D, "R": H * D})
@@ -202,8 +259,8 @@ def main():
                 json.dump(spec, f)
             run([binary, "attention", "--spec", sp, "--seed", "11", "--save-weights", wp])
             w, meta = st.load(wp)
-            mixes = [n for n in ("mix_pre", "mix_post") if n in w]
-            if mixes:  # identity at init: mix for real, so the check sees the mixings act
+            mixes = [n for n in ("mix_pre", "mix_post", "q_norm.weight", "kv_norm.weight") if n in w]
+            if mixes:  # identity (ones) at init: change them, so the check sees the mixings and norm weights act
                 gen = torch.Generator().manual_seed(7)
                 for n in mixes:
                     w[n] = w[n] + 0.3 * torch.randn(w[n].shape, generator=gen, dtype=w[n].dtype)

@@ -136,6 +136,30 @@ TEST(CostModel, SlotsHandCount) {
   EXPECT_EQ(estimateCost(diff, 1, 3).parameters, 8 * 8 * 2 * 4 + 6 * 4);  // 8·F·H·D + 6·D
   diff.causal = true;
   EXPECT_DOUBLE_EQ(estimateDecodeCost(diff, 9).cache_elements_per_token, 4 * 2 * 4);  // two keys and a 2D value
+  // Multi-head latent attention (H = 2, D = 4, L = 6, r = 2, full W^Q; rows B·N = 3, M = 3):
+  // naive: q 2·3·8·12 = 576; x·Wkv_aᵀ 2·3·8·8 = 384; kv_norm 4·3·6 = 72; rotary 3·3·2·2 + 3·3·2 = 54;
+  // c·Wkv_bᵀ 2·3·6·16 = 576; logits 2·2·9·6 + 18 = 234; softmax 90; P·v 2·2·9·4 = 144; y 384.
+  auto mla = tiny("mhsa");
+  mla.slots.latent = {6, 0, 2, LatentOrder::Naive};
+  EXPECT_DOUBLE_EQ(estimateCost(mla, 1, 3).forward_flops, 576 + 384 + 72 + 54 + 576 + 234 + 90 + 144 + 384);
+  EXPECT_EQ(estimateCost(mla, 1, 3).parameters, 8 * 12 + 8 * 8 + 6 + 6 * 16 + 8 * 8);
+  // absorbed: q̃ 2·3·2·4·6 = 288; logits over L + r: 2·2·9·8 + 18 = 306; P·c 2·2·9·6 = 216; ·W^UV 288.
+  auto absorbed = mla;
+  absorbed.slots.latent.order = LatentOrder::Absorbed;
+  EXPECT_DOUBLE_EQ(estimateCost(absorbed, 1, 3).forward_flops,
+                   576 + 384 + 72 + 54 + 288 + 306 + 90 + 216 + 288 + 384);
+  EXPECT_EQ(estimateCost(absorbed, 1, 3).parameters, estimateCost(mla, 1, 3).parameters);
+  // Decode caches: naive H·(2D + r) = 20 (per-head keys and values); absorbed L + r = 8.
+  mla.causal = absorbed.causal = true;
+  EXPECT_DOUBLE_EQ(estimateDecodeCost(mla, 9).cache_elements_per_token, 2 * (2 * 4 + 2));
+  EXPECT_DOUBLE_EQ(estimateDecodeCost(absorbed, 9).cache_elements_per_token, 6 + 2);
+  // With a query latent q = 3: x·Wq_aᵀ 2·3·8·3 = 144, q_norm 4·3·3 = 36, Wq_b 2·3·3·12 = 216.
+  auto queryLatent = mla;
+  queryLatent.causal = false;
+  queryLatent.slots.latent.q_rank = 3;
+  EXPECT_DOUBLE_EQ(estimateCost(queryLatent, 1, 3).forward_flops,
+                   144 + 36 + 216 + 384 + 72 + 54 + 576 + 234 + 90 + 144 + 384);
+  EXPECT_EQ(estimateCost(queryLatent, 1, 3).parameters, 8 * 3 + 3 + 3 * 12 + 8 * 8 + 6 + 6 * 16 + 8 * 8);
 }
 
 TEST(CostModel, DecodingCostsAndCaches) {

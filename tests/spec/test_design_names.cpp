@@ -42,6 +42,7 @@ TEST(DesignNames, EveryPresetIsNamedAndEqualsItsFirstName) {
   EXPECT_EQ(first(makeSpecPreset("gated")), "gated attention (elementwise)");
   EXPECT_EQ(first(makeSpecPreset("gated_headwise")), "gated attention (headwise)");
   EXPECT_EQ(first(makeSpecPreset("diff")), "differential attention (Diff Transformer)");
+  EXPECT_EQ(first(makeSpecPreset("mla")), "multi-head latent attention (DeepSeek MLA)");
   EXPECT_EQ(first(makeSpecPreset("tp")), "TP-attention");
   EXPECT_EQ(first(makeSpecPreset("fixed_head")), "fixed head size (Low-Rank Bottleneck)");
   EXPECT_EQ(first(makeSpecPreset("skip_right")), "talking heads, pre-softmax half");

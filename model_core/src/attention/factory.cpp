@@ -2,6 +2,7 @@
 
 #include "attention/attention_module.h"
 #include "attention/mhsa.h"
+#include "attention/mla.h"
 #include "attention/multilinear.h"
 #include "attention/thsa.h"
 #include "spec/validation.h"
@@ -19,7 +20,9 @@ AttentionModule makeAttentionModule(const spec::AttentionSpec& s, int layer) {
   switch (s.variant) {
     case Variant::Mhsa:
     case Variant::FixedHead:
-    case Variant::Tp: return wrap(std::make_shared<MhsaImpl>(s, layer));
+    case Variant::Tp:
+      if (s.slots.latent.enabled()) return wrap(std::make_shared<MlaImpl>(s));
+      return wrap(std::make_shared<MhsaImpl>(s, layer));
     case Variant::Thsa: return wrap(std::make_shared<ThsaImpl>(s));
     case Variant::ThsaLinear: return wrap(std::make_shared<ThsaLinearImpl>(s));
     case Variant::Multilinear: return wrap(std::make_shared<MultilinearImpl>(s));

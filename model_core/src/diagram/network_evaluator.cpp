@@ -90,6 +90,34 @@ torch::Tensor constant(const spec::TensorNode& n, const torch::TensorOptions& op
     // κ = ⌊(2h + i)/(H/G)⌋ of 2G (the official repeat_kv).
     const auto map = at::arange(2 * shape[0], opts.dtype(at::kLong)).div(2 * shape[0] / shape[2], "floor");
     return at::one_hot(map, shape[2]).to(opts.dtype()).view(shape);
+  if (n.binding.rfind("select:", 0) == 0 && shape.size() == 2) {
+    // S[u, i] = 1 where u = offset + i: picks a block of a concatenated leg (MLA's query, latent).
+    const std::int64_t offset = std::stoll(n.binding.substr(7));
+    if (offset >= 0 && offset + shape[1] <= shape[0]) {
+      auto S = at::zeros(shape, opts);
+      S.narrow(0, offset, shape[1]).copy_(at::eye(shape[1], opts));
+      return S;
+    }
+  }
+  if (n.binding.rfind("rotary:", 0) == 0 && shape.size() == 3 && shape[1] == shape[2]) {
+    // R[n, a, a'] = the identity on the first `offset` entries, then DeepSeek's interleaved turn of
+    // the pairs (offset + 2j, offset + 2j + 1) by the angle n·10000^(−2j/r), r = size − offset.
+    const std::int64_t offset = std::stoll(n.binding.substr(7)), N = shape[0], A = shape[1], r = A - offset;
+    if (offset >= 0 && r >= 0 && r % 2 == 0) {
+      const auto d64 = opts.dtype(at::kDouble);
+      auto R = at::zeros(shape, d64);
+      if (offset > 0) R.narrow(1, 0, offset).narrow(2, 0, offset).copy_(at::eye(offset, d64).expand({N, offset, offset}));
+      const auto pos = at::arange(N, d64);
+      for (std::int64_t j = 0; 2 * j < r; ++j) {
+        const auto angle = pos * std::pow(10000.0, -2.0 * static_cast<double>(j) / static_cast<double>(r));
+        const std::int64_t p = offset + 2 * j;
+        R.select(1, p).select(1, p).copy_(at::cos(angle));
+        R.select(1, p).select(1, p + 1).copy_(-at::sin(angle));
+        R.select(1, p + 1).select(1, p).copy_(at::sin(angle));
+        R.select(1, p + 1).select(1, p + 1).copy_(at::cos(angle));
+      }
+      return R.to(opts);
+    }
   }
   throw std::invalid_argument("node '" + n.id + "' has an unknown binding '" + n.binding + "' for its legs");
 }
@@ -163,6 +191,8 @@ torch::Tensor NetworkEvaluator::runStep(const PlanStep& s, const std::map<std::s
   for (const auto& in : s.inputs) operands.push_back(values.at(in));
   if (s.op == PlanStep::Op::Divide)
     return align(operands[0], terms.operands[0], out, true, sizes) / align(operands[1], terms.operands[1], out, true, sizes);
+  if (s.op == PlanStep::Op::Add)
+    return align(operands[0], terms.operands[0], out, true, sizes) + align(operands[1], terms.operands[1], out, true, sizes);
 
   torch::Tensor r;
   if (s.op == PlanStep::Op::PrefixSum) {
@@ -189,6 +219,7 @@ torch::Tensor NetworkEvaluator::runStep(const PlanStep& s, const std::map<std::s
   switch (s.op) {
     case PlanStep::Op::None:
     case PlanStep::Op::Divide:
+    case PlanStep::Op::Add:
     case PlanStep::Op::PrefixSum: return r;
     case PlanStep::Op::Softmax: {
       if (box->position_scale) {
@@ -215,7 +246,7 @@ torch::Tensor NetworkEvaluator::runStep(const PlanStep& s, const std::map<std::s
       if (preOp) *preOp = r;
       return at::sigmoid(r);
     case PlanStep::Op::RmsNorm:
-      return r * at::rsqrt(r.pow(2).mean(axisOf(out, s.along, s.output), /*keepdim=*/true) + 1e-5);
+      return r * at::rsqrt(r.pow(2).mean(axisOf(out, s.along, s.output), /*keepdim=*/true) + s.eps);
     case PlanStep::Op::Mask3: {
       const std::int64_t d = r.dim();
       if (d < 3) throw std::logic_error("step '" + s.output + "': Mask3 needs three axes");

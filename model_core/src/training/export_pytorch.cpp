@@ -62,7 +62,9 @@ void checkWeights(const RunConfig& config, const std::string& path) {
   for (int i = 0; i < config.model.layers; ++i) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     expect(p + "ln1.weight", 0, F);
-    expect(p + "attn.wq.weight", 1, F);
+    // MLA with a query latent (slots.latent.q_rank > 0) reads x through wq_a instead of wq.
+    const bool queryLatent = layerSpec(config.model, i).slots.latent.q_rank > 0;
+    expect(p + (queryLatent ? "attn.wq_a.weight" : "attn.wq.weight"), 1, F);
     expect(p + "attn.wo.weight", 0, F);
     const auto variant = layerSpec(config.model, i).variant;
     if (variant == spec::Variant::Thsa || variant == spec::Variant::ThsaLinear)

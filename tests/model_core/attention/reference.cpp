@@ -158,9 +158,105 @@ Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap
   return ref;
 }
 
+/// x·(mean(x²) + ε)^−½·γ over the last axis of t [B, N, K] (RMSNorm), in loops.
+torch::Tensor rmsNormRows(const torch::Tensor& t, const torch::Tensor& gamma, double eps) {
+  torch::Tensor out = t.clone();
+  auto a = out.accessor<double, 3>();
+  auto g = gamma.accessor<double, 1>();
+  const std::int64_t K = t.size(2);
+  for (std::int64_t b = 0; b < t.size(0); ++b)
+    for (std::int64_t n = 0; n < t.size(1); ++n) {
+      double squares = 0.0;
+      for (std::int64_t i = 0; i < K; ++i) squares += a[b][n][i] * a[b][n][i];
+      const double rms = std::sqrt(squares / static_cast<double>(K) + eps);
+      for (std::int64_t i = 0; i < K; ++i) a[b][n][i] = a[b][n][i] / rms * g[i];
+    }
+  return out;
+}
+
+/// DeepSeek's interleaved rotary turn at position n: the pair (u_2j, u_2j+1) turned by n·θ^(−2j/r).
+void rotate(std::vector<double>& u, std::int64_t n) {
+  const std::size_t r = u.size();
+  for (std::size_t j = 0; 2 * j < r; ++j) {
+    const double angle = static_cast<double>(n) * std::pow(10000.0, -2.0 * static_cast<double>(j) / static_cast<double>(r));
+    const double a = u[2 * j], b = u[2 * j + 1];
+    u[2 * j] = a * std::cos(angle) - b * std::sin(angle);
+    u[2 * j + 1] = a * std::sin(angle) + b * std::cos(angle);
+  }
+}
+
+/// Multi-head latent attention (contract §8.6) from the equations, in the naive order whatever
+/// slots.latent.order says (the orders are one function): q = x·W^Qᵀ (or W^Q_b·RMSNorm(W^Q_a·x)),
+/// [c, k_pe] = x·W^KV_aᵀ, c ← RMSNorm(c) (ε = 10⁻⁶), k_h = W^UK_h·c, v_h = W^UV_h·c, rotary on q_pe
+/// and the shared k_pe, logits (q_nope·k_nope + q_pe·k_pe)/√(D + r).
+Reference referenceLatent(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+  const torch::Tensor x = f64(xIn);
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int H = spec.sizes.H, D = spec.sizes.D, F = spec.sizes.F;
+  const auto& l = spec.slots.latent;
+  const int L = l.kv_rank, Rq = l.q_rank, r = l.rope_dim, Dq = D + r;
+  const double eps = 1e-6;
+  torch::Tensor q;
+  if (Rq == 0) {
+    requireShape(weight(w, "wq.weight"), {H * Dq, F}, "wq.weight");
+    q = linear(w, "wq", x, false);
+  } else {
+    requireShape(weight(w, "wq_a.weight"), {Rq, F}, "wq_a.weight");
+    requireShape(weight(w, "q_norm.weight"), {Rq}, "q_norm.weight");
+    requireShape(weight(w, "wq_b.weight"), {H * Dq, Rq}, "wq_b.weight");
+    q = linear(w, "wq_b", rmsNormRows(linear(w, "wq_a", x, false), weight(w, "q_norm.weight"), eps), false);
+  }
+  requireShape(weight(w, "wkv_a.weight"), {L + r, F}, "wkv_a.weight");
+  requireShape(weight(w, "kv_norm.weight"), {L}, "kv_norm.weight");
+  requireShape(weight(w, "wkv_b.weight"), {2 * H * D, L}, "wkv_b.weight");
+  requireShape(weight(w, "wo.weight"), {F, H * D}, "wo.weight");
+  const torch::Tensor kv = linear(w, "wkv_a", x, false);
+  const torch::Tensor c = rmsNormRows(kv.narrow(2, 0, L).contiguous(), weight(w, "kv_norm.weight"), eps);
+  const torch::Tensor kvb = linear(w, "wkv_b", c, false);  // [B, M, H·2D]: per head k_nope (D), then v (D)
+  auto qa = q.accessor<double, 3>(), kva = kv.accessor<double, 3>(), kvba = kvb.accessor<double, 3>();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(Dq));
+  Reference ref;
+  ref.maps = torch::zeros({B, H, N, N}, torch::kDouble);
+  auto Pa = ref.maps.accessor<double, 4>();
+  torch::Tensor o = torch::zeros({B, N, H * D}, torch::kDouble);
+  auto oa = o.accessor<double, 3>();
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::vector<std::vector<double>> kPe(static_cast<std::size_t>(N));  // the shared rotary key of token m
+    for (std::int64_t m = 0; m < N; ++m) {
+      kPe[static_cast<std::size_t>(m)].resize(static_cast<std::size_t>(r));
+      for (int j = 0; j < r; ++j) kPe[static_cast<std::size_t>(m)][static_cast<std::size_t>(j)] = kva[b][m][L + j];
+      rotate(kPe[static_cast<std::size_t>(m)], m);
+    }
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t n = 0; n < N; ++n) {
+        std::vector<double> qPe(static_cast<std::size_t>(r));
+        for (int j = 0; j < r; ++j) qPe[static_cast<std::size_t>(j)] = qa[b][n][h * Dq + D + j];
+        rotate(qPe, n);
+        const std::int64_t visible = spec.causal ? n + 1 : N;
+        std::vector<double> p(static_cast<std::size_t>(visible));
+        for (std::int64_t m = 0; m < visible; ++m) {
+          double s = 0.0;
+          for (int d = 0; d < D; ++d) s += qa[b][n][h * Dq + d] * kvba[b][m][h * 2 * D + d];
+          for (int j = 0; j < r; ++j) s += qPe[static_cast<std::size_t>(j)] * kPe[static_cast<std::size_t>(m)][static_cast<std::size_t>(j)];
+          p[static_cast<std::size_t>(m)] = s * scale;
+        }
+        softmax(p);
+        for (std::int64_t m = 0; m < visible; ++m) Pa[b][h][n][m] = p[static_cast<std::size_t>(m)];
+        for (int d = 0; d < D; ++d) {
+          double s = 0.0;
+          for (std::int64_t m = 0; m < visible; ++m) s += p[static_cast<std::size_t>(m)] * kvba[b][m][h * 2 * D + D + d];
+          oa[b][n][h * D + d] = s;
+        }
+      }
+  }
+  ref.y = linear(w, "wo", o, false);
+  return ref;
+}
+
 Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
   checkInput(spec, xIn);
   if (spec.slots.differential) return referenceDifferential(spec, w, xIn);
+  if (spec.slots.latent.enabled()) return referenceLatent(spec, w, xIn);
   const torch::Tensor x = f64(xIn);
   const std::int64_t B = x.size(0), N = x.size(1);
   const int H = spec.sizes.H, D = spec.sizes.D;
@@ -646,6 +742,29 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
       s.slots.differential = true;
       s.slots.kv_groups = shared == 2 ? z.H / 2 : shared;
       add(std::move(s), pick(1, 6));
+    }
+    if (!bias) {  // multi-head latent attention (§8.6; it has no biases): both orders, q_rank and rope_dim 0 or not
+      struct LatentCase {
+        Variant variant;
+        bool queryLatent;
+        int ropePairs;
+        spec::LatentOrder order;
+      };
+      for (const LatentCase& lc : {LatentCase{Variant::Mhsa, false, 1, spec::LatentOrder::Naive},
+                                   LatentCase{Variant::Mhsa, true, 2, spec::LatentOrder::Absorbed},
+                                   LatentCase{Variant::FixedHead, false, 0, spec::LatentOrder::Absorbed},
+                                   LatentCase{Variant::FixedHead, true, 1, spec::LatentOrder::Naive}}) {
+        spec::Sizes z;
+        z.H = pick(1, 3);
+        z.D = pick(1, 3);
+        z.F = pick(2, 10);
+        spec::AttentionSpec s = makeSpec(lc.variant, z, causal, bias);
+        s.slots.latent.kv_rank = pick(1, 4);
+        s.slots.latent.q_rank = lc.queryLatent ? pick(1, 4) : 0;
+        s.slots.latent.rope_dim = 2 * lc.ropePairs;
+        s.slots.latent.order = lc.order;
+        add(std::move(s), pick(1, 6));
+      }
     }
   }
   return out;

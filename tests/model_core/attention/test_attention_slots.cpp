@@ -5,10 +5,13 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdio>
+#include <set>
 
 #include "attention/attention_module.h"
 #include "attention/fused_attention.h"
 #include "attention/talking_heads.h"
+#include "attention/mla.h"
 #include "reference.h"
 #include "spec/attention_spec.h"
 #include "spec/cost_model.h"
@@ -336,6 +339,147 @@ TEST(AttentionSlots, DifferentialRejectsTheSlotsItCannotCombineWith) {
   const auto gqa = spec::toJson(spec::makeSpecPreset("gqa"));
   EXPECT_EQ(gqa.find("differential"), std::string::npos);
   EXPECT_NE(spec::toJson(spec::makeSpecPreset("diff")).find("\"differential\": true"), std::string::npos);
+}
+
+spec::AttentionSpec latentSpec(int F, int H, int D, bool causal, int kvRank, int qRank, int rope,
+                               spec::LatentOrder order) {
+  spec::Sizes z;
+  z.F = F;
+  z.H = H;
+  z.D = D;
+  auto s = makeSpec(Variant::FixedHead, z, causal, false);
+  s.slots.latent = {kvRank, qRank, rope, order};
+  return s;
+}
+
+TEST(AttentionSlots, MlaAbsorbedOrderEqualsTheNaiveOrder) {
+  // The absorbed order (W^UK folded into the query, the latent as the one key/value head, W^UV
+  // after the softmax) is the naive order's function: the same weights give the same y and maps.
+  double worst64 = 0.0, worst32 = 0.0;
+  for (bool causal : {false, true})
+    for (int qRank : {0, 3})
+      for (int rope : {0, 4}) {
+        const auto naiveSpec = latentSpec(9, 3, 2, causal, 5, qRank, rope, spec::LatentOrder::Naive);
+        auto absorbedSpec = naiveSpec;
+        absorbedSpec.slots.latent.order = spec::LatentOrder::Absorbed;
+        AttentionModule naive = buildDouble(naiveSpec, 91), absorbed = buildDouble(absorbedSpec, 92);
+        perturbParameters(*naive, 93);
+        assign(*absorbed, parametersOf(*naive));
+        const auto x = randomInput(2, 7, 9, 94);
+        torch::NoGradGuard noGrad;
+        const auto a = naive->forward(x, {true, false}), b = absorbed->forward(x, {true, false});
+        const std::string what = "absorbed vs naive q_rank=" + std::to_string(qRank) + " rope=" + std::to_string(rope);
+        expectClose(b.y, a.y, 1e-12, what);
+        expectClose(b.maps, a.maps, 1e-12, what + " maps");
+        worst64 = std::max(worst64, (b.y - a.y).abs().max().item<double>());
+        // In float32 the two orders round differently but stay within float tolerance.
+        naive->to(torch::kFloat);
+        absorbed->to(torch::kFloat);
+        const auto y32n = naive->forward(x.to(torch::kFloat), {}).y, y32a = absorbed->forward(x.to(torch::kFloat), {}).y;
+        expectClose(y32a.to(torch::kDouble), y32n.to(torch::kDouble), 1e-5, what + " float32");
+        worst32 = std::max(worst32, (y32a - y32n).abs().max().item<double>());
+      }
+  std::printf("MLA absorbed vs naive: max |Δy| float64 %.3g, float32 %.3g\n", worst64, worst32);
+}
+
+TEST(AttentionSlots, MlaWithoutRotaryIsMhsaWithLowRankKeysAndValuesOnTheNormalisedLatent) {
+  // rope_dim = 0: MLA is MHSA whose W^K_h = W^UK_h·diag(γ_kv)·W^DKV and W^V_h = W^UV_h·diag(γ_kv)·W^DKV
+  // (rank ≤ kv_rank products), acting on the token divided by the RMS of its latent,
+  // ρ_m = (mean((W^DKV x_m)²) + ε)^½ — the norm is one positive scale a token. The queries likewise:
+  // W^Q = W^Q_b·diag(γ_q)·W^Q_a on x_n/ρq_n (q_rank > 0), or W^Q itself. The MHSA here reads
+  // z_n = [x_n/ρq_n, x_m/ρ_m] (2F wide) with its weights zero on the other half, W^O padded with F zero rows.
+  for (bool causal : {false, true})
+    for (int qRank : {0, 3}) {
+      const int F = 7, H = 3, D = 2, L = 4;
+      auto s = latentSpec(F, H, D, causal, L, qRank, 0, spec::LatentOrder::Naive);
+      AttentionModule mla = buildDouble(s, 101);
+      perturbParameters(*mla, 102);
+      const auto w = parametersOf(*mla);
+      const auto x = randomInput(2, 6, F, 103);
+      const auto rho = [](const torch::Tensor& t) { return torch::sqrt(t.pow(2).mean(-1, true) + spec::kMlaNormEps); };
+      const auto Wdkv = w.at("wkv_a.weight");                                   // [L, F]
+      const auto Wb = w.at("wkv_b.weight").view({H, 2 * D, L}) * w.at("kv_norm.weight");  // W^UKV_h·diag(γ)
+      const auto Wk = torch::matmul(Wb.narrow(1, 0, D), Wdkv).reshape({H * D, F});
+      const auto Wv = torch::matmul(Wb.narrow(1, D, D), Wdkv).reshape({H * D, F});
+      torch::Tensor Wq, xq = x;
+      if (qRank == 0) {
+        Wq = w.at("wq.weight");
+      } else {
+        Wq = torch::matmul(w.at("wq_b.weight") * w.at("q_norm.weight"), w.at("wq_a.weight"));
+        xq = x / rho(torch::linear(x, w.at("wq_a.weight")));
+      }
+      const auto xkv = x / rho(torch::linear(x, Wdkv));
+      EXPECT_LE(torch::linalg_matrix_rank(Wk).item<int64_t>(), L);
+      spec::Sizes z;
+      z.F = 2 * F;
+      z.H = H;
+      z.D = D;
+      AttentionModule mhsa = buildDouble(makeSpec(Variant::FixedHead, z, causal, false), 104);
+      const auto zeros = torch::zeros({H * D, F}, torch::kDouble);
+      assign(*mhsa, {{"wq.weight", torch::cat({Wq, zeros}, 1)},
+                     {"wk.weight", torch::cat({zeros, Wk}, 1)},
+                     {"wv.weight", torch::cat({zeros, Wv}, 1)},
+                     {"wo.weight", torch::cat({w.at("wo.weight"), torch::zeros({F, H * D}, torch::kDouble)}, 0)}});
+      const auto y = run(*mla, x);
+      // The MHSA's output is 2F wide (its W^O's second F rows are zero): its first F features are MLA's.
+      const auto expected = run(*mhsa, torch::cat({xq, xkv}, -1)).narrow(-1, 0, F);
+      expectClose(y, expected, 1e-12, "MLA (rope 0) vs MHSA with low-rank W^K, W^V");
+      std::printf("MLA rope 0 q_rank %d vs MHSA: max |Δy| %.3g\n", qRank, (y - expected).abs().max().item<double>());
+    }
+}
+
+TEST(AttentionSlots, MlaRotaryIsTheOfficialComplexTurn) {
+  // DeepSeek-V3's apply_rotary_emb: view_as_complex on consecutive pairs times polar(1, n·θ^(−2j/r)).
+  const int64_t B = 2, N = 5, H = 3, r = 6;
+  torch::manual_seed(111);
+  const auto x = torch::randn({B, N, H, r}, torch::kDouble);
+  const auto freqs = 1.0 / torch::pow(10000.0, torch::arange(0, r, 2, torch::kDouble) / double(r));
+  const auto angles = torch::outer(torch::arange(N, torch::kDouble), freqs);
+  const auto cis = torch::polar(torch::ones_like(angles), angles).view({1, N, 1, r / 2});
+  const auto official = torch::view_as_real(torch::view_as_complex(x.view({B, N, H, r / 2, 2})) * cis).flatten(3);
+  expectClose(mlaRotary(x, spec::kMlaRopeTheta), official, 1e-14, "rotary vs complex turn");
+  // The shared key [B, M, r] turns the same way.
+  expectClose(mlaRotary(x.select(2, 1), spec::kMlaRopeTheta), official.select(2, 1), 1e-14, "rotary of the shared key");
+  // Turning preserves each pair's norm, and position 0 is the identity.
+  expectClose(mlaRotary(x, 1e4).select(1, 0), x.select(1, 0), 1e-15, "position 0");
+}
+
+TEST(AttentionSlots, MlaSpecValidationAndJson) {
+  auto s = spec::makeSpecPreset("mla");
+  EXPECT_TRUE(spec::validate(s).empty()) << spec::formatIssues(spec::validate(s));
+  EXPECT_EQ(s.slots.latent.kv_rank, 32);
+  EXPECT_EQ(s.slots.latent.rope_dim, 8);
+  EXPECT_EQ(s.slots.latent.q_rank, 0);
+  // Round trip, with the order.
+  s.slots.latent.order = spec::LatentOrder::Absorbed;
+  s.slots.latent.q_rank = 24;
+  EXPECT_EQ(spec::fromJson(spec::toJson(s)), s);
+  const auto text = spec::toJson(s);
+  EXPECT_NE(text.find("\"order\": \"absorbed\""), std::string::npos) << text;
+  // Written only when set: the other presets' files hold no "latent".
+  for (const char* name : {"gqa", "diff", "gated"})
+    EXPECT_EQ(spec::toJson(spec::makeSpecPreset(name)).find("latent"), std::string::npos) << name;
+  // Each problem is named by its field.
+  auto bad = spec::makeSpecPreset("mla");
+  bad.slots.latent.rope_dim = 3;
+  bad.slots.latent.kv_rank = 0;
+  bad.slots.latent.q_rank = -1;
+  bad.slots.gate = spec::Gate::Headwise;
+  bad.bias = true;
+  const auto issues = spec::validate(bad);
+  std::set<std::string> fields;
+  for (const auto& i : issues) fields.insert(i.field);
+  EXPECT_EQ(fields, (std::set<std::string>{"slots.latent.kv_rank", "slots.latent.q_rank", "slots.latent.rope_dim",
+                                           "slots.latent", "bias"}))
+      << spec::formatIssues(issues);
+  // An unknown order and an unknown key are refused by the reader.
+  const std::string withOrder = spec::toJson(spec::makeSpecPreset("mla"));
+  auto replaced = withOrder;
+  replaced.replace(replaced.find("\"naive\""), 7, "\"fast\"");
+  EXPECT_THROW(spec::fromJson(replaced), spec::SpecError);
+  // The module's trainable count equals the cost model's.
+  AttentionModule m = buildDouble(s, 1);
+  EXPECT_EQ(m->trainableParameterCount(), spec::parameterCount(s));
 }
 
 }  // namespace tensorscope::model_core::test

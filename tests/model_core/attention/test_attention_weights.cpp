@@ -16,6 +16,7 @@
 #include "attention/attention_module.h"
 #include "attention/multilinear.h"
 #include "reference.h"
+#include "spec/validation.h"
 #include "spec/core_spec.h"
 #include "spec/cost_model.h"
 
@@ -56,6 +57,24 @@ Expected expectedWeights(const spec::AttentionSpec& s) {
     case spec::Variant::FixedHead:
     case spec::Variant::Tp: {
       const auto& slot = s.slots;
+      if (slot.latent.enabled()) {  // §8.6: the official MLA names, no biases
+        const auto& l = slot.latent;
+        const std::int64_t Hq = static_cast<std::int64_t>(z.H) * (z.D + l.rope_dim);
+        if (l.q_rank == 0) {
+          linear("wq", Hq, F);
+        } else {
+          linear("wq_a", l.q_rank, F);
+          e.required["q_norm.weight"] = {l.q_rank};
+          e.derived["q_norm.weight"] = false;
+          linear("wq_b", Hq, l.q_rank);
+        }
+        linear("wkv_a", l.kv_rank + l.rope_dim, F);
+        e.required["kv_norm.weight"] = {l.kv_rank};
+        e.derived["kv_norm.weight"] = false;
+        linear("wkv_b", 2LL * z.H * z.D, l.kv_rank);
+        linear("wo", F, static_cast<std::int64_t>(z.H) * z.D);
+        break;
+      }
       if (slot.differential) {  // §8.5: two maps of size D and a value of size 2D per head
         const std::int64_t HD2 = 2LL * z.H * z.D, GD2 = 2LL * (slot.kv_groups > 0 ? slot.kv_groups : z.H) * z.D;
         linear("wq", HD2, F);
@@ -181,6 +200,13 @@ std::int64_t analyticCount(const spec::AttentionSpec& s) {
       // Section 8: W^K, W^V of G heads; Cᵖʳᵉ, C′ H x H each; W^G [H·D or H, F].
       const auto& slot = s.slots;
       // §8.5: W^Q, W^K, W^V [2HD, F], W^O [F, 2HD], four λ vectors [D] and the norm's γ [2D].
+      // §8.6: W^Q [H(D + r), F] or W^Q_a [q, F], its norm γ [q], W^Q_b [H(D + r), q]; W^KV_a [L + r, F],
+      // its norm γ [L], W^KV_b [2HD, L], W^O [F, HD].
+      if (slot.latent.enabled()) {
+        const std::int64_t L = slot.latent.kv_rank, q = slot.latent.q_rank, r = slot.latent.rope_dim;
+        const std::int64_t query = q == 0 ? F * H * (D + r) : F * q + q + q * H * (D + r);
+        return query + F * (L + r) + L + 2 * HD * L + HD * F;
+      }
       const std::int64_t GD = (slot.kv_groups > 0 ? slot.kv_groups : H) * D;
       if (slot.differential) return 4 * F * HD + 4 * F * GD + 6 * D + b * (2 * HD + 4 * GD + F);
       const std::int64_t gates = slot.gate == spec::Gate::None ? 0 : slot.gate == spec::Gate::Headwise ? H : HD;
@@ -291,6 +317,10 @@ TEST(AttentionWeights, TrainableCountEqualsSpecParameterCount) {
     for (bool bias : {false, true}) {
       spec::AttentionSpec s = spec::makeSpecPreset(name);
       s.bias = bias;
+      if (bias && s.slots.latent.enabled()) {  // MLA has no biases (§8.6): validation refuses them
+        EXPECT_FALSE(spec::validate(s).empty()) << name;
+        continue;
+      }
       guarded(name, [&] { checkCounts(s, name + (bias ? " bias" : " no-bias")); });
     }
   for (bool causal : {false, true})

@@ -12,6 +12,7 @@
 #include "attention/attention_module.h"
 #include "diagram/network_evaluator.h"
 #include "model_core/diagram_check.h"
+#include "spec/spec_json.h"
 #include "spec/tensor_network.h"
 
 namespace tensorscope::model_core {
@@ -43,7 +44,7 @@ struct RandomSizes {
     }
     if (s.variant == spec::Variant::ThsaLinear || s.variant == spec::Variant::Multilinear) s.dropout = 0;
     s.causal = causal;
-    s.bias = bias;
+    s.bias = bias && !s.slots.latent.enabled();  // MLA has no biases (§8.6)
     return s;
   }
 
@@ -76,6 +77,22 @@ TEST(DiagramEvaluator, EveryVariantMatchesTheModule) {
           auto s = r.spec(v, causal, bias);
           s.core_softmax = trial != 1;
           SCOPED_TRACE(std::string(v) + (causal ? " causal" : "") + (bias ? " bias" : ""));
+          expectMatches(s, ++seed);
+        }
+}
+
+TEST(DiagramEvaluator, MlaInBothOrdersMatchesTheModule) {
+  // Multi-head latent attention (§8.6): one network, the plan in the naive or the absorbed order;
+  // a full W^Q or a query latent; a rotary part or none (then no sum of logits).
+  RandomSizes r{std::mt19937(17)};
+  std::uint64_t seed = 300;
+  for (auto order : {spec::LatentOrder::Naive, spec::LatentOrder::Absorbed})
+    for (int qRank : {0, 3})
+      for (int rope : {0, 2, 4})
+        for (bool causal : {false, true}) {
+          auto s = r.spec("mla", causal, false);
+          s.slots.latent = {r.pick(1, 5), qRank, rope, order};
+          SCOPED_TRACE(spec::toJson(s, -1));
           expectMatches(s, ++seed);
         }
 }

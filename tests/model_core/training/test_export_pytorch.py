@@ -139,6 +139,11 @@ def cases(corpus):
         ("diff_two_blocks_sort", run_config(attention("mhsa", H=2, D=4, slots={"differential": True}), task="sort")),
         ("diff_shared_kv_bias", run_config(attention("mhsa", H=4, D=2, bias=True,
                                                      slots={"differential": True, "kv_groups": 2}))),
+        # Multi-head latent attention (section 8.6): both orders, a query latent, the rotary key.
+        ("mla_naive_copy", run_config(attention("mhsa", H=2, D=4, slots={"latent": {"kv_rank": 6, "rope_dim": 4}}))),
+        ("mla_absorbed_query_latent_sort",
+         run_config(attention("fixed_head", H=2, D=3, slots={"latent": {"kv_rank": 5, "q_rank": 4, "rope_dim": 2,
+                                                                         "order": "absorbed"}}), task="sort")),
         ("fixed_head_gated_talking_gqa",
          run_config(attention("fixed_head", H=4, D=6, slots={"kv_groups": 2, "pre_mix": True, "gate": "elementwise"}))),
         ("arithmetic_thsa_dense", run_config(preset("thsa"), task="arithmetic", seq_len=48,

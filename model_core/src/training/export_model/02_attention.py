@@ -137,6 +137,88 @@ class DiffAttention(nn.Module):
         return (y, A) if with_maps else y
 
 
+class RmsNormWeight(nn.Module):
+    """Holds the `weight` of an RMSNorm (eps given at the call), as the official module names it."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+
+    def forward(self, u, eps):
+        return u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + eps) * self.weight
+
+
+def mla_rotary(u, theta=10000.0):
+    """DeepSeek's interleaved rotary turn of u [B, N, ..., r] at positions 0 .. N-1: the pair
+    (u_2j, u_2j+1) turned by n·theta^(-2j/r) (deepseek-ai/DeepSeek-V3 apply_rotary_emb)."""
+    N, r = u.shape[1], u.shape[-1]
+    if r == 0:
+        return u
+    freqs = theta ** (-torch.arange(0, r, 2, dtype=torch.float64, device=u.device) / r)
+    angle = torch.outer(torch.arange(N, dtype=torch.float64, device=u.device), freqs)
+    shape = [1, N] + [1] * (u.dim() - 3) + [r // 2]
+    cos, sin = torch.cos(angle).to(u.dtype).view(shape), torch.sin(angle).to(u.dtype).view(shape)
+    a, b = u[..., 0::2], u[..., 1::2]
+    return torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2)
+
+
+class Mla(nn.Module):
+    """Multi-head latent attention (slots.latent; contract section 8.6; deepseek-ai/DeepSeek-V3
+    inference/model.py class MLA, commit 1ea5a1a7): heads of content size D and rotary size r,
+    keys and values from the RMS-normalised latent c = kv_norm(wkv_a(x)[:L]) through wkv_b, one
+    rotary key wkv_a(x)[L:] for all heads, logits scaled by (D + r)^-1/2. `order` naive forms the
+    keys and values per head; absorbed folds wkv_b's key half into the query and its value half
+    after the softmax (the same function). No biases; RMSNorm eps 1e-6; no YaRN."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+        z, lat = spec["sizes"], spec["slots"]["latent"]
+        F_, H, D = z["F"], z["H"], z["D"]
+        L, q, r = int(lat["kv_rank"]), int(lat.get("q_rank", 0)), int(lat.get("rope_dim", 0))
+        self.heads, self.size, self.kv_rank, self.rope = H, D, L, r
+        self.absorbed = lat.get("order", "naive") == "absorbed"
+        self.causal = bool(spec["causal"])
+        if q == 0:
+            self.wq = nn.Linear(F_, H * (D + r), bias=False)
+        else:
+            self.wq_a = nn.Linear(F_, q, bias=False)
+            self.q_norm = RmsNormWeight(q)
+            self.wq_b = nn.Linear(q, H * (D + r), bias=False)
+        self.q_rank = q
+        self.wkv_a = nn.Linear(F_, L + r, bias=False)
+        self.kv_norm = RmsNormWeight(L)
+        self.wkv_b = nn.Linear(L, 2 * H * D, bias=False)
+        self.wo = nn.Linear(H * D, F_, bias=False)
+        self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x)
+        B, N, _ = x.shape
+        H, D, L, r = self.heads, self.size, self.kv_rank, self.rope
+        q = self.wq(x) if self.q_rank == 0 else self.wq_b(self.q_norm(self.wq_a(x), 1e-6))
+        q = q.view(B, N, H, D + r)
+        q_nope, q_pe = q[..., :D], mla_rotary(q[..., D:])
+        kv = self.wkv_a(x)
+        c, k_pe = self.kv_norm(kv[..., :L], 1e-6), mla_rotary(kv[..., L:])  # [B, M, L], [B, M, r]
+        w = self.wkv_b.weight.view(H, 2 * D, L)
+        if not self.absorbed:
+            kvb = self.wkv_b(c).view(B, N, H, 2 * D)
+            logits = torch.einsum("bnhd,bmhd->bhnm", q_nope, kvb[..., :D])
+        else:
+            logits = torch.einsum("bnhc,bmc->bhnm", torch.einsum("bnhd,hdc->bnhc", q_nope, w[:, :D]), c)
+        if r > 0:
+            logits = logits + torch.einsum("bnhr,bmr->bhnm", q_pe, k_pe)
+        P = masked_softmax(logits / math.sqrt(D + r), self.causal)  # [B, H, N, M]
+        Pd = self.dropout(P)
+        if not self.absorbed:
+            o = torch.einsum("bhnm,bmhd->bnhd", Pd, kvb[..., D:])
+        else:
+            o = torch.einsum("bnhc,hdc->bnhd", torch.einsum("bhnm,bmc->bnhc", Pd, c), w[:, D:])
+        y = self.wo(o.reshape(B, N, H * D))
+        return (y, P) if with_maps else y
+
+
 class ThsaCore(nn.Module):
     """The THSA core C [R, R]: dense (`dense`, with frozen entries where the spec's mask is 0),
     s·(A ⊗ B) with A [H, H] and B [D, D] (or B = c2 c3ᵀ), or low rank U·Vᵀ (U, V [R, rank]).
@@ -410,6 +492,8 @@ def make_attention(spec, layer=0):
     variant = spec.get("variant")
     if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("differential"):
         return DiffAttention(spec, layer)
+    if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("latent"):
+        return Mla(spec)
     if variant in ("mhsa", "fixed_head", "tp"):
         return Mhsa(spec)
     if variant == "thsa":

@@ -10,6 +10,7 @@ constexpr std::array<std::string_view, 7> kVariantNames = {
     "mhsa", "fixed_head", "thsa", "thsa_linear", "tp", "multilinear", "dimwise"};
 constexpr std::string_view kCorePrefix = "core:";
 constexpr std::array<std::string_view, 3> kGateNames = {"none", "headwise", "elementwise"};
+constexpr std::array<std::string_view, 2> kLatentOrderNames = {"naive", "absorbed"};
 
 /// The enumerator whose name (in enumerator order) is `text`.
 template <typename Enum, size_t N>
@@ -31,6 +32,13 @@ bool designSlots(std::string_view name, Slots& out) {
   else if (name == "gated") s.gate = Gate::Elementwise;
   else if (name == "gated_headwise") s.gate = Gate::Headwise;
   else if (name == "diff") s.differential = true;
+  else if (name == "mla") {
+    // The default sizes (F = 64, H = 4, D = 16) in DeepSeek-V3's proportions: a latent of 2D
+    // (kv_lora_rank 512 for heads of 128 + 64), a rotary part of D/2, a full W^Q (q_lora_rank 0,
+    // as the base ModelArgs).
+    s.latent.kv_rank = 32;
+    s.latent.rope_dim = 8;
+  }
   else return false;
   out = s;
   return true;
@@ -41,10 +49,14 @@ std::string_view toString(Gate g) { return kGateNames[static_cast<size_t>(g)]; }
 
 bool parseGate(std::string_view text, Gate& out) { return parseName(kGateNames, text, out); }
 
+std::string_view toString(LatentOrder o) { return kLatentOrderNames[static_cast<size_t>(o)]; }
+
+bool parseLatentOrder(std::string_view text, LatentOrder& out) { return parseName(kLatentOrderNames, text, out); }
+
 bool hasSlots(Variant v) { return v == Variant::Mhsa || v == Variant::FixedHead; }
 
 const std::vector<std::string>& designPresetNames() {
-  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise", "diff"};
+  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise", "diff", "mla"};
   return names;
 }
 

@@ -205,6 +205,7 @@ double elementwiseFlops(const PlanStep& s, const TensorNetwork& net) {
     case PlanStep::Op::None:
     case PlanStep::Op::SelectLast: return per;
     case PlanStep::Op::Divide: return 1.0;  // the whole step: one division per element
+    case PlanStep::Op::Add: return 1.0;     // the whole step: one addition per element
   }
   return per;
 }
@@ -232,7 +233,7 @@ std::vector<StepCost> planStepCosts(const TensorNetwork& net, std::int64_t batch
     const auto t = parseEinsum(s.einsum);
     c.result_elements = count(size, t.output);
     std::vector<double> partials;
-    if (s.op != PlanStep::Op::Divide) {
+    if (s.op != PlanStep::Op::Divide && s.op != PlanStep::Op::Add) {
       auto [operands, result] = s.op == PlanStep::Op::PrefixSum ? prefixProduct(t) : std::pair{t.operands, t.output};
       const auto tree = costTree(operands, result, leftToRight(operands.size()), size);
       c.contraction_flops = tree.flops + (s.op == PlanStep::Op::PrefixSum ? c.result_elements : 0.0);
@@ -286,6 +287,7 @@ std::string stepEquation(const PlanStep& s, const EinsumTerms& t, const std::str
   std::vector<std::string> factors;
   for (size_t i = 0; i < s.inputs.size() && i < t.operands.size(); ++i) factors.push_back(tensorText(name(s.inputs[i]), t.operands[i]));
   if (s.op == PlanStep::Op::Divide && factors.size() == 2) return eq + factors[0] + " / " + factors[1];
+  if (s.op == PlanStep::Op::Add && factors.size() == 2) return eq + factors[0] + " + " + factors[1];
   if (s.scale != 1.0) eq += detail::formatNumber(s.scale) + "·";
   if (!summed.empty()) eq += "Σ_" + (summed.size() == 1 ? summed : "{" + commaList(summed) + "}") + " ";
   for (size_t i = 0; i < factors.size(); ++i) eq += (i ? "·" : "") + factors[i];
@@ -322,7 +324,8 @@ std::string stepEquation(const PlanStep& s, const EinsumTerms& t, const std::str
     }
     case PlanStep::Op::Mean0: eq += "  → mean over " + t.output.substr(0, 1); break;
     case PlanStep::Op::None:
-    case PlanStep::Op::Divide: break;
+    case PlanStep::Op::Divide:
+    case PlanStep::Op::Add: break;
   }
   return eq;
 }
@@ -420,12 +423,15 @@ class Joiner {
       const bool plain = s.op == PlanStep::Op::None && s.scale == 1.0 && s.addends.empty() && s.inputs.size() >= 2;
       if (!plain || uses[s.output] != 1 || s.output == net.output || s.output == net.maps) continue;
       const int consumer = user[s.output];
-      if (net.plan[static_cast<size_t>(consumer)].op != PlanStep::Op::Divide) joined_into_[i] = consumer;
+      const auto consumerOp = net.plan[static_cast<size_t>(consumer)].op;
+      if (consumerOp != PlanStep::Op::Divide && consumerOp != PlanStep::Op::Add) joined_into_[i] = consumer;
     }
   }
 
   /// Whether step i is a comparison's root (not joined into a later step, not a Divide).
-  bool root(size_t i) const { return joined_into_[i] < 0 && net_.plan[i].op != PlanStep::Op::Divide; }
+  bool root(size_t i) const {
+    return joined_into_[i] < 0 && net_.plan[i].op != PlanStep::Op::Divide && net_.plan[i].op != PlanStep::Op::Add;
+  }
 
   struct Join {
     std::vector<std::string> ids, subs;

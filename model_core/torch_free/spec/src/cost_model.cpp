@@ -69,8 +69,47 @@ void differentialAttention(CostBuilder& c, const AttentionSpec& s, double B, dou
   c.linear("y = o·Woᵀ", HD2, F);
 }
 
+/// Multi-head latent attention (§8.6). L = kv_rank, r = rope_dim; the query of a head is D + r
+/// wide. An RMSNorm costs 4 flops an element (square and sum, scale, weight); a rotary turn 3 an
+/// element (two products and a sum). The naive order forms each head's key and value from the
+/// latent; the absorbed order folds W^UK into the queries and W^UV after the softmax, so its logits
+/// and its P·c run over the L + r latent features. `M` rows feed the keys (the new token in decode).
+void latentAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
+  const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
+  const Latent& l = s.slots.latent;
+  const double L = l.kv_rank, Rq = l.q_rank, r = l.rope_dim, Dq = D + r;
+  const bool absorbed = l.order == LatentOrder::Absorbed;
+  if (Rq > 0) {
+    c.linear("query latent x·Wq_aᵀ", F, Rq);
+    c.term("q_norm (RMSNorm)", 4 * B * N * Rq, B * N * Rq);
+    c.addParams(static_cast<std::int64_t>(Rq));
+    c.linear("q = q_norm(…)·Wq_bᵀ (content D + rotary r per head)", Rq, H * Dq);
+  } else {
+    c.linear("q = x·Wqᵀ (content D + rotary r per head)", F, H * Dq);
+  }
+  c.linear("latent and rotary key x·Wkv_aᵀ", F, L + r);
+  c.term("kv_norm (RMSNorm) of the latent c", 4 * B * N * L, B * N * L);
+  c.addParams(static_cast<std::int64_t>(L));
+  if (r > 0) c.term("rotary turns of q_pe and k_pe", 3 * B * N * H * r + 3 * B * N * r, B * N * (H + 1) * r);
+  if (!absorbed) {
+    c.linear("k_nope, v = c·Wkv_bᵀ (per head)", L, 2 * HD);
+    c.term("logits q·kᵀ·(D + r)^-½", 2 * B * H * N * M * Dq + B * H * N * M, B * H * N * M);
+    c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * M, B * H * N * M);
+    c.term("o = P·v", 2 * B * H * N * M * D, B * N * HD);
+  } else {
+    c.addParams(static_cast<std::int64_t>(2 * HD * L));  // Wkv_b, used in two halves
+    c.term("absorbed query q_nope·W^UK (per head)", 2 * B * N * H * D * L, B * N * H * L);
+    c.term("logits [q̃, q_pe]·[c, k_pe]ᵀ·(D + r)^-½", 2 * B * H * N * M * (L + r) + B * H * N * M, B * H * N * M);
+    c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * M, B * H * N * M);
+    c.term("P·c (the latent as the value)", 2 * B * H * N * M * L, B * N * H * L);
+    c.term("o = (P·c)·W^UVᵀ (per head)", 2 * B * N * H * L * D, B * N * HD);
+  }
+  c.linear("y = o·Woᵀ", HD, F);
+}
+
 void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
   if (s.slots.differential) return differentialAttention(c, s, B, N, M);
+  if (s.slots.latent.enabled()) return latentAttention(c, s, B, N, M);
   const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
   const Slots& slot = s.slots;
   const double G = slot.kv_groups > 0 ? slot.kv_groups : H;  // key/value heads
@@ -252,6 +291,18 @@ DecodeCost estimateDecodeCost(const AttentionSpec& s, std::int64_t cached) {
     case Variant::FixedHead:
     case Variant::Tp: {
       headedAttention(c, s, 1, 1, K);
+      if (s.slots.latent.enabled()) {
+        // MLA: the absorbed order caches the normalised latent and the rotary key (L + r a token,
+        // whatever H); the naive order each head's key (D + r) and value (D).
+        const Latent& l = s.slots.latent;
+        const bool absorbed = l.order == LatentOrder::Absorbed;
+        d.cache_elements_per_token = absorbed ? l.kv_rank + l.rope_dim : H * (2 * D + l.rope_dim);
+        d.note = absorbed ? "the latent (" + std::to_string(l.kv_rank) + ") and the rotary key (" +
+                                std::to_string(l.rope_dim) + "), shared by all heads"
+                          : "keys (D + rope_dim) and values (D) of " + std::to_string(static_cast<long long>(H)) +
+                                " heads, formed from the latent";
+        break;
+      }
       const double G = s.slots.kv_groups > 0 ? s.slots.kv_groups : H;
       // Differential attention caches two key maps of size D and a value of size 2D per head.
       d.cache_elements_per_token = (s.slots.differential ? 4 : 2) * G * D;

@@ -152,6 +152,11 @@ std::vector<DesignName> nameHeaded(const AttentionSpec& s) {
   if (slot.differential)
     parts.push_back({"differential attention (Diff Transformer)", true,
                      "two softmax maps per head, A = P₁ − λ·P₂, each head RMS-normalised and scaled by 1 − λ_init"});
+  if (slot.latent.enabled())
+    parts.push_back({"multi-head latent attention (DeepSeek MLA)", true,
+                     "keys and values from one normalised latent of size " + std::to_string(slot.latent.kv_rank) +
+                         " per token, with a rotary key part of size " + std::to_string(slot.latent.rope_dim) +
+                         " shared by all heads"});
   if (slot.gate != Gate::None)
     parts.push_back({std::string("gated attention (") + (slot.gate == Gate::Headwise ? "headwise" : "elementwise") + ")",
                      true, "each head's output multiplied by σ(x·W^G) before W^O"});

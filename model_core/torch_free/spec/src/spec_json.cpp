@@ -234,7 +234,7 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
 
 void slotsFromJson(Reader& r, const json& j, Slots& out) {
   if (!j.is_object()) return r.fail("slots", "must be an object like {\"kv_groups\": 2}; got " + kindName(j));
-  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate", "differential"});
+  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate", "differential", "latent"});
   r.readInt(j, "kv_groups", "slots.kv_groups", out.kv_groups);
   r.readBool(j, "pre_mix", "slots.pre_mix", out.pre_mix);
   r.readBool(j, "post_mix", "slots.post_mix", out.post_mix);
@@ -242,6 +242,18 @@ void slotsFromJson(Reader& r, const json& j, Slots& out) {
   if (r.readString(j, "gate", "slots.gate", gate) && !parseGate(gate, out.gate))
     r.fail("slots.gate", "unknown gate '" + gate + "'; one of none, headwise, elementwise");
   r.readBool(j, "differential", "slots.differential", out.differential);
+  if (j.contains("latent")) {
+    const json& l = j["latent"];
+    if (!l.is_object())
+      return r.fail("slots.latent", "must be an object like {\"kv_rank\": 32, \"rope_dim\": 8}; got " + kindName(l));
+    r.rejectUnknown(l, "slots.latent.", {"kv_rank", "q_rank", "rope_dim", "order"});
+    r.readInt(l, "kv_rank", "slots.latent.kv_rank", out.latent.kv_rank);
+    r.readInt(l, "q_rank", "slots.latent.q_rank", out.latent.q_rank);
+    r.readInt(l, "rope_dim", "slots.latent.rope_dim", out.latent.rope_dim);
+    std::string order = "naive";
+    if (r.readString(l, "order", "slots.latent.order", order) && !parseLatentOrder(order, out.latent.order))
+      r.fail("slots.latent.order", "unknown order '" + order + "'; one of naive, absorbed");
+  }
 }
 
 }  // namespace
@@ -295,6 +307,9 @@ std::string toJson(const AttentionSpec& s, int indent) {
     j["slots"] = {{"kv_groups", z.kv_groups}, {"pre_mix", z.pre_mix}, {"post_mix", z.post_mix},
                   {"gate", std::string(toString(z.gate))}};
     if (z.differential) j["slots"]["differential"] = true;  // only when set: earlier files stay as they were
+    if (z.latent.enabled())
+      j["slots"]["latent"] = {{"kv_rank", z.latent.kv_rank}, {"q_rank", z.latent.q_rank},
+                              {"rope_dim", z.latent.rope_dim}, {"order", std::string(toString(z.latent.order))}};
   }
   if (indent < 0) return j.dump();
   std::string out;

@@ -198,6 +198,7 @@ std::vector<std::string> checkNetwork(const TensorNetwork& net) {
         fail("step '" + s.output + "': a prefix sum needs a last operand L [n, along] with n kept and along summed");
     }
     if (s.op == PlanStep::Op::Divide && t.operands.size() != 2) fail("step '" + s.output + "': Divide needs two operands");
+    if (s.op == PlanStep::Op::Add && t.operands.size() != 2) fail("step '" + s.output + "': Add needs two operands");
     if (nodes.count(s.output) || !defined.insert(s.output).second) fail("step output '" + s.output + "' is not a new id");
   }
   if (net.plan.empty() || net.plan.back().output != net.output) fail("the plan does not end in the output");

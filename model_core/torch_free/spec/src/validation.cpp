@@ -269,7 +269,7 @@ std::vector<Issue> validate(const AttentionSpec& s) {
     const Slots& q = s.slots;
     if (!hasSlots(v)) {
       c.add("slots", "variant " + std::string(toString(v)) +
-                         " has no slots; kv_groups, pre_mix, post_mix, gate and differential belong to mhsa and fixed_head");
+                         " has no slots; kv_groups, pre_mix, post_mix, gate, differential and latent belong to mhsa and fixed_head");
     } else if (q.kv_groups < 0 || q.kv_groups > kMaxHeads) {
       c.add("slots.kv_groups", "kv_groups must be 0 (a key and value head per query head) or a number of groups "
                                "from 1 to H; got " + to_string(q.kv_groups));
@@ -285,6 +285,28 @@ std::vector<Issue> validate(const AttentionSpec& s) {
                                     "mixings (set pre_mix and post_mix to false)");
       if (q.gate != Gate::None)
         c.add("slots.differential", "differential attention with an output gate is not supported; set gate to none");
+    }
+    if (hasSlots(v) && q.latent.enabled()) {
+      // Multi-head latent attention (§8.6) brings its own keys and values (one latent, a shared
+      // rotary key): the other slots would combine it with designs nobody has published or checked.
+      const Latent& l = q.latent;
+      if (l.kv_rank < 1 || l.kv_rank > kMaxWidth)
+        c.add("slots.latent.kv_rank", "kv_rank (the latent size, kv_lora_rank) must be from 1 to " + to_string(kMaxWidth) +
+                                          "; got " + to_string(l.kv_rank));
+      if (l.q_rank < 0 || l.q_rank > kMaxWidth)
+        c.add("slots.latent.q_rank", "q_rank must be 0 (a full W^Q) or a query latent size from 1 to " +
+                                         to_string(kMaxWidth) + "; got " + to_string(l.q_rank));
+      if (l.rope_dim < 0 || l.rope_dim > kMaxWidth || l.rope_dim % 2 != 0)
+        c.add("slots.latent.rope_dim", "rope_dim (the rotary part, qk_rope_head_dim) must be even (rotary turns pairs) "
+                                           "and from 0 to " + to_string(kMaxWidth) + "; got " + to_string(l.rope_dim));
+      else if (static_cast<long long>(z.H) * (z.D + l.rope_dim) > kMaxWidth)
+        c.add("slots.latent.rope_dim", "the queries H*(D+rope_dim) may be at most " + to_string(kMaxWidth) + " wide; got " +
+                                           to_string(static_cast<long long>(z.H) * (z.D + l.rope_dim)));
+      if (q.kv_groups > 0 || q.pre_mix || q.post_mix || q.gate != Gate::None || q.differential)
+        c.add("slots.latent", "multi-head latent attention takes no other slot (its latent is already one shared key/value "
+                              "source); set kv_groups 0, pre_mix and post_mix false, gate none, differential false");
+      if (s.bias)
+        c.add("bias", "multi-head latent attention has no biases (DeepSeek-V3's projections have none); set bias to false");
     }
   }
   if (hasCore(v)) {

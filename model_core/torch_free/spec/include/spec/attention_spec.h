@@ -37,6 +37,29 @@ struct Sizes {
 /// The output gate of a headed layer (slot d): none, one sigmoid per head, or one per element.
 enum class Gate { None, Headwise, Elementwise };
 
+/// How multi-head latent attention orders its contractions (both give the same layer): `naive`
+/// forms every head's key and value from the latent, `absorbed` folds the key half of W^UKV into the
+/// query and its value half after the softmax, so the latent itself is the one shared key/value
+/// head (DeepSeek-V3 inference/model.py, attn_impl "naive" and "absorb").
+enum class LatentOrder { Naive, Absorbed };
+
+/// Multi-head latent attention (MLA; DeepSeek-V2/V3), slots.latent. Heads have a content part of
+/// size D (qk_nope_head_dim = v_head_dim = D, to keep the sizes simple) and a rotary part of size
+/// rope_dim shared by the keys of all heads; keys and values come from one latent of size kv_rank.
+/// kv_rank = 0: no latent (MHSA's keys and values).
+struct Latent {
+  int kv_rank = 0;   ///< latent size (kv_lora_rank); 0: MLA off
+  int q_rank = 0;    ///< query latent size (q_lora_rank); 0: a full W^Q
+  int rope_dim = 0;  ///< rotary part of each query and of the shared key (qk_rope_head_dim); even
+  LatentOrder order = LatentOrder::Naive;
+
+  bool operator==(const Latent&) const = default;
+  bool enabled() const { return kv_rank != 0 || q_rank != 0 || rope_dim != 0 || order != LatentOrder::Naive; }
+};
+
+std::string_view toString(LatentOrder o);
+bool parseLatentOrder(std::string_view text, LatentOrder& out);
+
 /// The slots of the one attention network that a headed layer (mhsa, fixed_head) opens beyond
 /// MHSA (docs/attention-variants.md §8). The defaults are MHSA; a spec file without "slots" is one.
 struct Slots {
@@ -56,6 +79,9 @@ struct Slots {
   /// (RMSNorm over its 2D features) and scaled by 1 − λ_init, where λ = e^{λq1·λk1} − e^{λq2·λk2} +
   /// λ_init and λ_init = 0.8 − 0.6·e^{−0.3·l} for the block's index l (from 0).
   bool differential = false;
+  /// Multi-head latent attention (docs/attention-variants.md §8.6): queries, keys and values
+  /// through a shared low-rank latent, with a decoupled rotary part. Off by default.
+  Latent latent;
 
   bool operator==(const Slots&) const = default;
   bool isMhsa() const { return *this == Slots{}; }
@@ -88,7 +114,8 @@ bool parseVariant(std::string_view text, Variant& out);
 bool hasSlots(Variant v);
 
 /// The presets of modern designs, each an mhsa layer with slots set: mqa, gqa (2 groups),
-/// talking_heads, gated (elementwise), gated_headwise, diff (differential attention, 2 heads).
+/// talking_heads, gated (elementwise), gated_headwise, diff (differential attention, 2 heads), mla
+/// (multi-head latent attention: kv_rank 2D, rope_dim D/2, full W^Q).
 const std::vector<std::string>& designPresetNames();
 
 /// Names accepted by `spec preset`: every variant name, then every THSA core preset that is not
@@ -103,6 +130,11 @@ AttentionSpec makeSpecPreset(std::string_view name);
 /// λ_init of differential attention in the block with index `layer` (0 first): 0.8 − 0.6·e^{−0.3·layer}
 /// (microsoft/unilm Diff-Transformer, lambda_init_fn).
 double diffLambdaInit(int layer);
+
+/// RMSNorm ε of multi-head latent attention's q_norm and kv_norm (DeepSeek-V3 RMSNorm default).
+inline constexpr double kMlaNormEps = 1e-6;
+/// Rotary base θ of multi-head latent attention (DeepSeek-V3 rope_theta; YaRN scaling not modelled).
+inline constexpr double kMlaRopeTheta = 10000.0;
 
 /// Effective C (R x R, row-major) of a THSA-family spec; empty for other variants.
 std::vector<double> effectiveCore(const AttentionSpec& spec);

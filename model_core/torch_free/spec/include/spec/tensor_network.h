@@ -53,7 +53,9 @@ struct TensorNode {
   std::string role;         ///< one sentence for hover: its role in the equation
   /// What the evaluator binds: a contract weight name ("wq.weight", "core", "core.A"), "x" for
   /// the input, or a constant recipe: "ones", "identity", "mean" (every entry 1/size, one leg),
-  /// "lower_triangular" (two legs [i, j]: 1 where j ≤ i, else 0); empty for intermediates.
+  /// "lower_triangular" (two legs [i, j]: 1 where j ≤ i, else 0), "select:K" (two legs [u, i]: 1
+  /// where u = K + i), "rotary:K" (legs [n, a, a']: the identity on a < K, then MLA's interleaved
+  /// rotary turn at position n); empty for intermediates.
   std::string binding;
   std::vector<Leg> legs;    ///< in the order of the bound tensor's axes, after a row-major view
   std::int64_t parameters = 0;  ///< trainable scalars this node holds (0 for inputs/constants)
@@ -107,7 +109,9 @@ struct SoftmaxBox {
 ///  * Mean0: the mean over the result's first axis, which is dropped.
 struct PlanStep {
   /// RmsNorm: divides by the root mean square along `along` (plus ε = 1e-5 under the root).
-  enum class Op { None, Softmax, EluPlusOne, Normalize, Mask3, Mean0, Divide, PrefixSum, SelectLast, Sigmoid, RmsNorm };
+  /// Add: like Divide, operand 0 + operand 1, entrywise, aligned to the output (a sum of two
+  /// contractions, e.g. MLA's content and rotary logits).
+  enum class Op { None, Softmax, EluPlusOne, Normalize, Mask3, Mean0, Divide, PrefixSum, SelectLast, Sigmoid, RmsNorm, Add };
   std::string output;               ///< node id of the result
   std::vector<std::string> inputs;  ///< node ids, in einsum operand order
   std::string einsum;               ///< e.g. "bnf,rf->bnr" (b = batch)
@@ -117,6 +121,7 @@ struct PlanStep {
   std::vector<std::string> addends; ///< bias node ids added after the scale
   char along = 0;                   ///< PrefixSum / SelectLast / RmsNorm: the index it runs along
   std::string role;                 ///< what the step computes, e.g. "logits q·kᵀ per head"
+  double eps = 1e-5;                ///< RmsNorm: ε under the root (differential attention 1e-5, MLA 1e-6)
 };
 
 /// The whole network of one layer.

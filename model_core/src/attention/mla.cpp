@@ -1,0 +1,92 @@
+#include "attention/mla.h"
+
+#include <cmath>
+
+#include "attention/kernels.h"
+
+namespace tensorscope::model_core {
+
+torch::Tensor mlaRotary(const torch::Tensor& x, double theta) {
+  const int64_t N = x.size(1), r = x.size(-1);
+  if (r == 0) return x;
+  const auto opts = torch::TensorOptions().dtype(torch::kDouble).device(x.device());
+  // angle[n, j] = n·θ^(−2j/r), computed in float64 and cast to x's dtype.
+  const auto freqs = torch::pow(theta, -torch::arange(0, r, 2, opts) / double(r));  // [r/2]
+  const auto angle = torch::outer(torch::arange(N, opts), freqs);                   // [N, r/2]
+  std::vector<int64_t> shape(static_cast<size_t>(x.dim()) + 1, 1);
+  shape[1] = N;
+  shape[static_cast<size_t>(x.dim()) - 1] = r / 2;
+  // x viewed [..., r/2, 2]; cos and sin broadcast as [1, N, 1 …, r/2, 1].
+  const auto cos = torch::cos(angle).to(x.scalar_type()).view(shape);
+  const auto sin = torch::sin(angle).to(x.scalar_type()).view(shape);
+  auto sizes = x.sizes().vec();
+  sizes.back() = r / 2;
+  sizes.push_back(2);
+  const auto pairs = x.reshape(sizes);
+  const auto a = pairs.narrow(-1, 0, 1), b = pairs.narrow(-1, 1, 1);
+  return torch::cat({a * cos - b * sin, a * sin + b * cos}, -1).reshape(x.sizes());
+}
+
+torch::Tensor mlaRmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight;
+}
+
+MlaImpl::MlaImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) {
+  const auto& l = s.slots.latent;
+  const int64_t F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, L = l.kv_rank, Rq = l.q_rank, r = l.rope_dim;
+  // In the official module's order; no biases (validation refuses bias for MLA).
+  if (Rq == 0) {
+    wq_ = register_module("wq", makeProjection(F, H * (D + r), false));
+  } else {
+    wqA_ = register_module("wq_a", makeProjection(F, Rq, false));
+    qNorm_ = register_module("q_norm", std::make_shared<torch::nn::Module>());
+    qNormWeight_ = qNorm_->register_parameter("weight", torch::ones({Rq}));
+    wqB_ = register_module("wq_b", makeProjection(Rq, H * (D + r), false));
+  }
+  wkvA_ = register_module("wkv_a", makeProjection(F, L + r, false));
+  kvNorm_ = register_module("kv_norm", std::make_shared<torch::nn::Module>());
+  kvNormWeight_ = kvNorm_->register_parameter("weight", torch::ones({L}));
+  wkvB_ = register_module("wkv_b", makeProjection(L, H * 2 * D, false));
+  wo_ = register_module("wo", makeProjection(H * D, F, false));
+  dropout_ = register_module("dropout", torch::nn::Dropout(s.dropout));
+}
+
+AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
+  checkInput(x);
+  const auto& l = spec_.slots.latent;
+  const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D, L = l.kv_rank, r = l.rope_dim;
+  const auto q = (wq_ ? wq_(x) : wqB_(mlaRmsNorm(wqA_(x), qNormWeight_, spec::kMlaNormEps))).view({B, N, H, D + r});
+  const auto qNope = q.narrow(-1, 0, D);                                            // [B, N, H, D]
+  const auto qPe = mlaRotary(q.narrow(-1, D, r), spec::kMlaRopeTheta);             // [B, N, H, r]
+  const auto kv = wkvA_(x);                                                          // [B, M, L + r]
+  const auto c = mlaRmsNorm(kv.narrow(-1, 0, L), kvNormWeight_, spec::kMlaNormEps);  // [B, M, L]
+  const auto kPe = mlaRotary(kv.narrow(-1, L, r), spec::kMlaRopeTheta);             // [B, M, r]
+  const bool absorbed = l.order == spec::LatentOrder::Absorbed;
+  const auto w = wkvB_->weight.view({H, 2 * D, L});  // per head: W^UK rows 0 … D−1, W^UV rows D … 2D−1
+  torch::Tensor logits, v;
+  if (!absorbed) {
+    const auto kvb = wkvB_(c).view({B, N, H, 2 * D});
+    v = kvb.narrow(-1, D, D);  // [B, M, H, D]
+    logits = torch::einsum("bnhd,bmhd->bhnm", {qNope, kvb.narrow(-1, 0, D)});
+  } else {
+    // q̃ = W^UKᵀ q_nope meets the latent c itself: one key head of size L shared by all heads.
+    const auto qt = torch::einsum("bnhd,hdc->bnhc", {qNope, w.narrow(1, 0, D)});
+    logits = torch::einsum("bnhc,bmc->bhnm", {qt, c});
+  }
+  if (r > 0) logits = logits + torch::einsum("bnhr,bmr->bhnm", {qPe, kPe});
+  const auto P = scaledMaskedSoftmax(logits, 1.0 / std::sqrt(double(D + r)), spec_.causal);  // [B, H, N, M]
+  AttentionOutput out;
+  if (options.with_maps) out.maps = P;
+  const auto Pd = dropout_(P);
+  torch::Tensor o;  // [B, N, H, D]
+  if (!absorbed) {
+    o = torch::einsum("bhnm,bmhd->bnhd", {Pd, v});
+  } else {
+    // The latent is also the one value head; W^UV turns each head's mixture of latents into its D.
+    o = torch::einsum("bnhc,hdc->bnhd", {torch::einsum("bhnm,bmc->bnhc", {Pd, c}), w.narrow(1, D, D)});
+  }
+  out.y = wo_(o.reshape({B, N, H * D}));
+  return out;
+}
+
+}  // namespace tensorscope::model_core

@@ -1,0 +1,43 @@
+#pragma once
+// Multi-head latent attention (contract §8.6; DeepSeek-V2/V3, deepseek-ai/DeepSeek-V3
+// inference/model.py class MLA, commit 1ea5a1a7ed7429e25ba2fa2c76fe74fa5968d348).
+
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+
+#include "attention/attention_module.h"
+
+namespace tensorscope::model_core {
+
+/// MLA for a spec with slots.latent (kv_rank L, q_rank, rope_dim r; head content size D is both
+/// qk_nope_head_dim and v_head_dim). Weights under the official names, none with a bias:
+///   wq.weight [H·(D + r), F]   or (q_rank > 0) wq_a.weight [q_rank, F], q_norm.weight [q_rank],
+///                                             wq_b.weight [H·(D + r), q_rank];
+///   wkv_a.weight [L + r, F], kv_norm.weight [L], wkv_b.weight [H·2D, L], wo.weight [F, H·D].
+/// Rows h·(D + r) … of the query: the head's content part (D), then its rotary part (r). Rows of
+/// wkv_a: the latent (L), then the rotary key (r) shared by all heads. Rows h·2D … of wkv_b: the
+/// head's key part W^UK (D), then its value part W^UV (D). RMSNorms have ε = 1e-6; the rotary turn
+/// is DeepSeek's interleaved one (pairs (2j, 2j+1), frequency θ^(−2j/r), θ = 10⁴, positions 0 … N−1,
+/// no YaRN scaling); logits are scaled by (D + r)^−½. The maps are the softmax weights [B, H, N, M].
+/// slots.latent.order chooses naive (per-head keys and values) or absorbed (W^UK folded into the
+/// query, W^UV after the softmax): the same function.
+class MlaImpl : public AttentionModuleImpl {
+ public:
+  explicit MlaImpl(const spec::AttentionSpec& spec);
+  AttentionOutput forward(const torch::Tensor& x, const ForwardOptions& options) override;
+
+ private:
+  torch::nn::Linear wq_{nullptr}, wqA_{nullptr}, wqB_{nullptr}, wkvA_{nullptr}, wkvB_{nullptr}, wo_{nullptr};
+  std::shared_ptr<torch::nn::Module> qNorm_, kvNorm_;  ///< hold `weight` of the two RMSNorms
+  torch::Tensor qNormWeight_, kvNormWeight_;
+  torch::nn::Dropout dropout_{nullptr};
+};
+
+/// DeepSeek's interleaved rotary turn of x [B, N, …, r] at positions 0 … N−1 (axis 1): the pair
+/// (x_2j, x_2j+1) turned by the angle n·θ^(−2j/r).
+torch::Tensor mlaRotary(const torch::Tensor& x, double theta);
+
+/// x·rsqrt(mean(x²) + ε)·weight over the last axis.
+torch::Tensor mlaRmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+}  // namespace tensorscope::model_core
