@@ -90,6 +90,7 @@ torch::Tensor constant(const spec::TensorNode& n, const torch::TensorOptions& op
     // κ = ⌊(2h + i)/(H/G)⌋ of 2G (the official repeat_kv).
     const auto map = at::arange(2 * shape[0], opts.dtype(at::kLong)).div(2 * shape[0] / shape[2], "floor");
     return at::one_hot(map, shape[2]).to(opts.dtype()).view(shape);
+  }
   if (n.binding.rfind("select:", 0) == 0 && shape.size() == 2) {
     // S[u, i] = 1 where u = offset + i: picks a block of a concatenated leg (MLA's query, latent).
     const std::int64_t offset = std::stoll(n.binding.substr(7));
