@@ -331,6 +331,30 @@ TEST(WorkKept, ARunFolderDeletedWhileOpenIsSaidAndNotRestarted) {
   EXPECT_EQ(w.curves()->pointCount("train loss", name), points) << "and its curves stay";
 }
 
+// Issue 35 (N23 residual): with its folder gone, un-ticking the run in the Runs dock and ticking it
+// again re-read its curves from the missing folder, and its curves were lost.
+TEST(WorkKept, ReTickingARunWhoseFolderIsGoneKeepsItsCurves) {
+  app::MainWindow w(testOptions());
+  trainRunOne(w);
+  const QString runDir = w.model().run(1).runDir;
+  const QString name = w.model().run(1).name;
+  const int points = w.curves()->pointCount("train loss", name);
+  ASSERT_GT(points, 0);
+  ASSERT_TRUE(QDir(runDir).removeRecursively());
+  auto* item = w.runsPanel()->list()->item(1);
+  ASSERT_TRUE(item);
+  item->setCheckState(Qt::Unchecked);  // as a click on the run's box does
+  ASSERT_FALSE(w.model().overlaid(1));
+  EXPECT_EQ(w.curves()->pointCount("train loss", name), 0) << "un-ticked: not drawn";
+  item = w.runsPanel()->list()->item(1);
+  ASSERT_TRUE(item);
+  item->setCheckState(Qt::Checked);
+  ASSERT_TRUE(w.model().overlaid(1));
+  EXPECT_EQ(w.curves()->pointCount("train loss", name), points) << "ticked again: the curves the window had";
+  EXPECT_TRUE(statusBarText(w).contains(runDir) && statusBarText(w).contains("gone")) << statusBarText(w).toStdString();
+  EXPECT_TRUE(runsListText(w, 1).contains("folder is gone")) << runsListText(w, 1).toStdString();
+}
+
 // Item 2 (N2): a run folder another process trains is "training elsewhere"; Train is refused,
 // naming the holder, and nothing of the run changes.
 TEST(WorkKept, ARunFolderLockedByAnotherWriterIsTrainingElsewhere) {

@@ -368,6 +368,13 @@ void CurvesPlot::setSeries(const QString& series, const std::vector<double>& ste
   afterUpdate();
 }
 
+std::vector<CurvesPlot::RunCurve> CurvesPlot::runCurves(const QString& run) const {
+  std::vector<RunCurve> out;
+  for (const auto& [key, s] : series_)
+    if (key.first == run) out.push_back({key.second, s->steps, s->values, s->times});
+  return out;
+}
+
 void CurvesPlot::removeRun(const QString& run) {
   detail::detachTracer(hover_->tracer);
   for (auto it = series_.begin(); it != series_.end();) {

@@ -65,6 +65,13 @@ class CurvesPlot : public PlotWidget {
   void setSeries(const QString& series, const std::vector<double>& steps, const std::vector<double>& values,
                  const QString& run = QString(), const std::vector<double>& times = {});
   void removeRun(const QString& run);
+  /// One curve of a run as appended (raw, not smoothed), to draw again later with setSeries.
+  struct RunCurve {
+    QString metric;
+    std::vector<double> steps, values, times;
+  };
+  /// Every curve of `run` as appended (empty when the run has none).
+  std::vector<RunCurve> runCurves(const QString& run) const;
   /// Removes every curve (the run order, origins and the metric filter stay).
   void clear();
 

@@ -1,5 +1,6 @@
 #include "gui/training/live_docks.h"
 
+#include <QFileInfo>
 #include <QSettings>
 
 #include <algorithm>
@@ -22,11 +23,30 @@ LiveDocks::LiveDocks(SessionModel* model, TrainingController* controller, viz::C
           [this] { QSettings().setValue("curves/hiddenMetrics", curves_->hiddenMetrics()); });
   connect(model_, &SessionModel::sessionReset, this, &LiveDocks::reloadAllCurves);
   connect(model_, &SessionModel::runsChanged, this, &LiveDocks::syncRuns);
-  connect(model_, &SessionModel::runRemoved, curves_, [this](quint64, const QString& name) { curves_->removeRun(name); });
+  connect(model_, &SessionModel::runRemoved, curves_, [this](quint64 runId, const QString& name) {
+    hiddenCurves_.remove(runId);
+    curves_->removeRun(name);
+  });
   connect(model_, &SessionModel::overlayChanged, this, [this](quint64 runId, bool shown) {
     const int i = model_->indexOf(runId);
-    if (!shown) curves_->removeRun(model_->run(i).name);
-    else loadCurves(i);
+    if (i < 0) return;
+    const RunEntry& run = model_->run(i);
+    if (!shown) {
+      hiddenCurves_.insert(runId, curves_->runCurves(run.name));
+      curves_->removeRun(run.name);
+      return;
+    }
+    const auto kept = hiddenCurves_.take(runId);
+    if (!run.runDir.isEmpty() && !QFileInfo::exists(run.runDir) && !kept.empty()) {
+      // Its folder is gone: the curves the window had are drawn again, not re-read from nothing.
+      for (const auto& c : kept) curves_->setSeries(c.metric, c.steps, c.values, run.name, c.times);
+      Q_EMIT message(QString("The run folder of %1 is gone: %2 (deleted or moved); its curves are the ones "
+                             "this window already had")
+                         .arg(run.name, run.runDir),
+                     8000);
+      return;
+    }
+    loadCurves(i);
   });
   connect(model_, &SessionModel::trainingChanged, this, [this](quint64 runId) {
     clockKnown_ = false;
@@ -63,6 +83,7 @@ void LiveDocks::syncRuns() {
 
 void LiveDocks::reloadAllCurves() {
   curves_->clear();
+  hiddenCurves_.clear();
   loadedDirs_.clear();
   syncRuns();
   for (int i = 0; i < model_->count(); ++i) loadCurves(i);

@@ -7,9 +7,14 @@
 /// survives a reopen), and the training time of each live point (counted as readMetricsCurves
 /// counts it from the log). The metric filter is remembered across sessions and restarts.
 
+#include <QHash>
 #include <QObject>
 #include <QSet>
 #include <QVector>
+
+#include <vector>
+
+#include "viz/curves_plot.h"
 
 namespace tensorscope::viz {
 class CurvesPlot;
@@ -51,6 +56,9 @@ class LiveDocks : public QObject {
   double lastTime_ = 0;
   bool clockKnown_ = false;
   QSet<QString> loadedDirs_;  ///< run directories whose metrics.jsonl the curves hold
+  /// The curves of un-ticked runs as the plot held them, by run id: a run whose folder is gone
+  /// when it is ticked again draws these instead of nothing (issue 35, N23).
+  QHash<quint64, std::vector<viz::CurvesPlot::RunCurve>> hiddenCurves_;
 };
 
 }  // namespace tensorscope::app
