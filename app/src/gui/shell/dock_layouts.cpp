@@ -3,7 +3,6 @@
 #include <QDockWidget>
 #include <QMainWindow>
 #include <algorithm>
-#include <utility>
 
 namespace tensorscope::app {
 namespace {
@@ -62,14 +61,12 @@ void applyDockLayout(QMainWindow& w, DockLayout layout, const QByteArray& defaul
       // A lesson over the Design form its steps ask for ("Switch the variant … in the Design
       // dock"), both in view in a column of the window's full height, beside the diagram and its
       // inspector (C's editor, tabbed with it, comes to the front when C is clicked); the plots and
-      // labs the lessons open below, and the runs list at the end of that row (the TP lesson ends
-      // with two runs side by side in it). The other forms go.
-      for (const char* t : {"Training", "Spec (JSON)", "Experiments"})
+      // labs the lessons open below. The other forms and lists go.
+      for (const char* t : {"Training", "Runs", "Spec (JSON)", "Experiments"})
         if (auto* d = dock(w, t)) d->hide();
       w.setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
       QDockWidget* lesson = dock(w, "Lesson");
       QDockWidget* design = dock(w, "Design");
-      QDockWidget* runs = dock(w, "Runs");
       if (lesson && design && !lesson->isFloating() && !design->isFloating()) {
         // Out of their shared tab group (splitDockWidget would only add a tab to it).
         w.removeDockWidget(lesson);
@@ -81,12 +78,6 @@ void applyDockLayout(QMainWindow& w, DockLayout layout, const QByteArray& defaul
         const int column = std::clamp(int(w.width() * 0.3), 360, 460);
         w.resizeDocks({lesson}, {column}, Qt::Horizontal);
         w.resizeDocks({lesson, design}, {int(height * 0.66), int(height * 0.34)}, Qt::Vertical);
-      }
-      if (runs && !runs->isFloating()) {
-        w.removeDockWidget(runs);
-        w.addDockWidget(Qt::BottomDockWidgetArea, runs, Qt::Horizontal);
-        runs->show();
-        w.resizeDocks({runs}, {std::clamp(int(w.width() * 0.18), 220, 320)}, Qt::Horizontal);
       }
       raise(w, {"Lesson", "Design", "Diagram", "Inspector", "Curves"});
       vertical("Diagram", 0.68, "Curves");
