@@ -268,6 +268,7 @@ void DiagramView::updateHeader() {
   QStringList parts;
   if (!net.title.empty()) parts << "<b>" + labelHtml(QString::fromStdString(net.title)) + "</b>";
   if (!net.equation.empty()) parts << labelHtml(QString::fromStdString(net.equation));
+  if (!caption_.isEmpty()) parts << "<i>" + caption_.toHtmlEscaped() + "</i>";
   const auto palette = paletteFor(scene_->options().theme);
   header_->setText(parts.join("<br>"));
   header_->setStyleSheet(QString("QLabel { background: %1; color: %2; }").arg(palette.background.name(), palette.text.name()));
@@ -284,6 +285,12 @@ void DiagramView::updateHeader() {
 }
 
 QString DiagramView::headerText() const { return header_->isVisibleTo(this) ? header_->text() : QString(); }
+
+void DiagramView::setCaption(const QString& text) {
+  if (text == caption_) return;
+  caption_ = text;
+  updateHeader();
+}
 
 void DiagramView::setNotice(const QString& text) {
   if (text == notice_) return;

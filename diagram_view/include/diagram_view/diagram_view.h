@@ -46,7 +46,10 @@ class DiagramView : public QGraphicsView {
   /// Shows `text` under the header and dims the drawing (empty: no notice).
   void setNotice(const QString& text);
   QString notice() const { return notice_; }
-  /// The header's text (title and equation) as shown.
+  /// A line under the title and equation saying what the network is ("Equals GQA-2"; empty: none).
+  void setCaption(const QString& text);
+  QString caption() const { return caption_; }
+  /// The header's text (title, equation and caption) as shown.
   QString headerText() const;
   /// Writes the diagram in `format` (the screen's theme and labels, lines scaled). False with the
   /// reason in `error` on failure.
@@ -106,6 +109,7 @@ class DiagramView : public QGraphicsView {
   QLabel* header_ = nullptr;
   QLabel* noticeLabel_ = nullptr;
   QString notice_;
+  QString caption_;
   bool fitPending_ = true;
   bool fitted_ = false;  ///< the zoom is fitToView's, not the user's: resizes refit
   double presentationScale_ = 1.0;

@@ -39,7 +39,7 @@ DesignDocks::DesignDocks(SessionModel* model, DesignPanel* design, CoreEditor* c
   });
   // Docks -> model (edits become undo commands there).
   connect(design_, &DesignPanel::specChanged, model_,
-          [this](const spec::AttentionSpec& s) { model_->editDesign(s, "edit design"); });
+          [this](const spec::AttentionSpec& s, const QString& what) { model_->editDesign(s, what); });
   connect(core_, &CoreEditor::coreEdited, model_,
           [this](const spec::AttentionSpec& /*before: the model has it*/, const spec::AttentionSpec& after,
                  const QString& what, int stroke) { model_->editCurrentLayer(after, what, stroke); });
@@ -62,6 +62,8 @@ void DesignDocks::refresh() {
   specText_->setPlainText(QString::fromStdString(spec::toJson(s)));
   // An invalid design keeps the last valid diagram, dimmed, under a notice that says why (the
   // Design dock lists every problem at its field).
+  // The caption says what the drawn network is, as the Design dock does (spec::nameDesigns).
+  diagram_->setCaption(DesignPanel::describeDesigns(s));
   if (const auto problems = spec::validate(s); !problems.empty()) {
     QString first = QString::fromStdString(problems.front().field + ": " + problems.front().message);
     if (problems.size() > 1) first += QString(" (and %1 more problem(s), listed in the Design dock)").arg(problems.size() - 1);

@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "spec/cost_model.h"
+#include "spec/design_names.h"
 #include "spec/validation.h"
 
 namespace tensorscope::app {
@@ -40,19 +41,69 @@ QString human(double v, const QString& unit, double base = 1000.0) {
   return QString::number(v, 'g', 3) + " " + prefixes[i] + (base == 1024.0 && i ? "i" : "") + unit;
 }
 
+QString ratio(double value, double base) {
+  if (base <= 0) return value <= 0 ? QStringLiteral("1×") : QStringLiteral("∞×");
+  return QString::number(value / base, 'g', 3) + "×";
+}
+
+/// MHSA at the same width as `s` (F, H, D; D = F/H for variants without heads), what the cost
+/// section compares with.
+spec::AttentionSpec mhsaBaseline(const spec::AttentionSpec& s) {
+  using spec::Variant;
+  auto m = spec::makeSpecPreset("mhsa");
+  const bool headed = spec::hasSlots(s.variant) || s.variant == Variant::Tp || spec::hasCore(s.variant);
+  m.sizes.F = s.sizes.F;
+  m.sizes.H = s.sizes.H;
+  m.sizes.D = headed ? s.sizes.D : std::max(1, s.sizes.F / std::max(1, s.sizes.H));
+  m.sizes.R = m.sizes.H * m.sizes.D;
+  m.sizes.seq_len = s.sizes.seq_len;
+  m.bias = s.bias;
+  m.causal = s.causal;
+  return m;
+}
+
+/// The precisions the KV cache is counted at.
+struct Precision {
+  const char* name;
+  int bytes;
+};
+constexpr Precision kPrecisions[] = {{"float32", 4}, {"bfloat16", 2}, {"float16", 2}};
+
+QStringList enumNames(int count, const std::function<std::string_view(int)>& name) {
+  QStringList out;
+  for (int i = 0; i < count; ++i) out << QString::fromUtf8(name(i).data(), static_cast<int>(name(i).size()));
+  return out;
+}
+
 }  // namespace
 
 DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
+  // Never squeezed below what its rows need: the dock scrolls instead (the scroll area sized the
+  // form by its height-for-width, which crushed the spin boxes to a few pixels once the slots came).
+  layout->setSizeConstraint(QLayout::SetMinimumSize);
+  // What the drawn network is, first: it changes with every edit below.
+  name_ = new QLabel;
+  name_->setObjectName("designName");
+  name_->setWordWrap(true);
+  name_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  QFont nameFont = name_->font();
+  nameFont.setBold(true);
+  name_->setFont(nameFont);
+  layout->addWidget(name_);
   auto* form = new QFormLayout;
   layout->addLayout(form);
 
   preset_ = new QComboBox;
+  preset_->setObjectName("designPreset");
   for (const auto& n : spec::specPresetNames()) preset_->addItem(QString::fromStdString(n));
-  preset_->setToolTip("Start from a preset: a variant, or a THSA core preset from Tuformer's design space");
+  preset_->setToolTip("Start from a preset: a variant, a THSA core preset from Tuformer's design space, or a "
+                      "modern design (mqa, gqa, talking_heads, gated, diff, mla…); it shows the design preset the "
+                      "slots below equal");
   form->addRow("Preset", preset_);
 
   variant_ = new QComboBox;
+  variant_->setObjectName("designVariant");
   for (const auto& n : spec::variantNames()) variant_->addItem(QString::fromStdString(n));
   form->addRow("Variant", variant_);
 
@@ -93,8 +144,34 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   dropout_->setSingleStep(0.05);
   form->addRow("Dropout", dropout_);
 
+  slotsBox_ = new QGroupBox("Attention network slots");
+  slotsBox_->setObjectName("designSlots");
+  slotsBox_->setToolTip("The slots of the one attention network (docs/attention-variants.md §8): MHSA when all are "
+                        "off; the name above says which published design they make");
+  slotsForm_ = new QFormLayout(slotsBox_);
+  buildSlots();
+  layout->addWidget(slotsBox_);
+
   auto* costBox = new QGroupBox("Cost of one layer");
   auto* costLayout = new QVBoxLayout(costBox);
+  precision_ = new QComboBox;
+  precision_->setObjectName("costPrecision");
+  for (const auto& p : kPrecisions) precision_->addItem(p.name, p.bytes);
+  precision_->setCurrentIndex(1);  // bfloat16: what a KV cache is usually kept in
+  precision_->setToolTip("Bytes per cached element: float32 4, bfloat16 and float16 2");
+  context_ = sizeBox(spec::kMaxSeqLen * 16, "L: context length — the sequence length of training, and the tokens "
+                                            "already cached when a new one is decoded");
+  context_->setObjectName("costContext");
+  context_->setValue(4096);
+  auto* tokenForm = new QFormLayout;
+  tokenForm->addRow("precision", precision_);
+  tokenForm->addRow("context L", context_);
+  costLayout->addLayout(tokenForm);
+  tokenCost_ = new QLabel;
+  tokenCost_->setObjectName("tokenCost");
+  tokenCost_->setWordWrap(true);
+  tokenCost_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  costLayout->addWidget(tokenCost_);
   batch_ = sizeBox(1 << 16, "batch size B for the cost estimate");
   batch_->setValue(32);
   auto* bRow = new QFormLayout;
@@ -126,6 +203,8 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   layout->addStretch(1);
 
   connect(preset_, &QComboBox::currentTextChanged, this, &DesignPanel::applyPreset);
+  connect(precision_, &QComboBox::currentIndexChanged, this, [this] { refreshReadouts(); });
+  connect(context_, &QSpinBox::valueChanged, this, [this] { refreshReadouts(); });
   connect(variant_, &QComboBox::currentTextChanged, this, [this] { readControls(); });
   connect(corePreset_, &QComboBox::currentTextChanged, this, [this] { readControls(); });
   for (QSpinBox* b : {F_, H_, D_, R_, P_, c_, seq_})
@@ -143,10 +222,226 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   setSpec(spec::makeSpecPreset("thsa"));
 }
 
+void DesignPanel::addSlotRow(const QString& label, SlotControl control) {
+  control.widget->setObjectName(control.field);
+  if (label.isEmpty()) slotsForm_->addRow(control.widget);
+  else slotsForm_->addRow(label, control.widget);
+  slotControls_.push_back(std::move(control));
+  const size_t i = slotControls_.size() - 1;
+  // Every slot edit is one undoable edit named by what it set.
+  const auto edited = [this, i] {
+    if (updating_) return;
+    spec::AttentionSpec after = spec_;
+    slotControls_[i].read(after);
+    readControls(slotControls_[i].describe(after));
+  };
+  if (auto* b = qobject_cast<QCheckBox*>(control.widget)) connect(b, &QCheckBox::toggled, this, edited);
+  else if (auto* c = qobject_cast<QComboBox*>(control.widget)) connect(c, &QComboBox::currentIndexChanged, this, edited);
+  else if (auto* n = qobject_cast<QSpinBox*>(control.widget)) connect(n, &QSpinBox::valueChanged, this, edited);
+}
+
+void DesignPanel::addSlotCheck(const QString& field, const QString& label, const QString& tip,
+                               std::function<bool&(spec::AttentionSpec&)> member) {
+  auto* box = new QCheckBox(label);
+  box->setToolTip(tip);
+  addSlotRow({}, {field, box,
+                  [box, member](const spec::AttentionSpec& s) {
+                    auto copy = s;
+                    box->setChecked(member(copy));
+                  },
+                  [box, member](spec::AttentionSpec& s) { member(s) = box->isChecked(); },
+                  [label, member](const spec::AttentionSpec& s) {
+                    auto copy = s;
+                    return label + (member(copy) ? " on" : " off");
+                  }});
+}
+
+void DesignPanel::addSlotSpin(const QString& field, const QString& label, const QString& tip, int min, int max,
+                              int step, const QString& zeroText, std::function<int&(spec::AttentionSpec&)> member) {
+  auto* box = new QSpinBox;
+  box->setRange(min, max);
+  box->setSingleStep(step);
+  box->setKeyboardTracking(false);
+  box->setToolTip(tip);
+  if (!zeroText.isEmpty() && min == 0) box->setSpecialValueText(zeroText);
+  addSlotRow(label, {field, box,
+                     [box, member](const spec::AttentionSpec& s) {
+                       auto copy = s;
+                       box->setValue(member(copy));
+                     },
+                     [box, member](spec::AttentionSpec& s) { member(s) = box->value(); },
+                     [label, member, zeroText](const spec::AttentionSpec& s) {
+                       auto copy = s;
+                       const int v = member(copy);
+                       return label + " " + (v == 0 && !zeroText.isEmpty() ? zeroText : QString::number(v));
+                     }});
+}
+
+void DesignPanel::addSlotChoice(const QString& field, const QString& label, const QString& tip,
+                                const QStringList& names, std::function<int(const spec::AttentionSpec&)> get,
+                                std::function<void(spec::AttentionSpec&, int)> set) {
+  auto* box = new QComboBox;
+  box->addItems(names);
+  box->setToolTip(tip);
+  addSlotRow(label, {field, box, [box, get](const spec::AttentionSpec& s) { box->setCurrentIndex(get(s)); },
+                     [box, set](spec::AttentionSpec& s) { set(s, std::max(0, box->currentIndex())); },
+                     [label, names, get](const spec::AttentionSpec& s) { return label + " " + names.value(get(s)); }});
+}
+
+void DesignPanel::buildSlots() {
+  using spec::AttentionSpec;
+  // (a) K and V shared by groups of query heads: the divisors of H, from MQA to MHSA.
+  {
+    auto* groups = new QComboBox;
+    groups->setToolTip("K/V groups G: the H query heads share G key and value heads (1: MQA, H: MHSA, between: "
+                       "GQA-G); the KV cache shrinks with G");
+    const auto label = [](int G, int H) {
+      if (G == 0 || G == H) return QString("%1 (MHSA)").arg(H);
+      if (G == 1) return QString("1 (MQA)");
+      if (G > 0 && H % G == 0) return QString("%1 (GQA-%1)").arg(G);
+      return QString("%1 (does not divide H = %2)").arg(G).arg(H);
+    };
+    addSlotRow("K/V groups",
+               {"slots.kv_groups", groups,
+                [groups, label](const AttentionSpec& s) {
+                  const int H = std::max(1, s.sizes.H);
+                  groups->clear();
+                  for (int G = 1; G <= H; ++G)
+                    if (H % G == 0) groups->addItem(label(G, H), G == H ? 0 : G);
+                  if (groups->findData(s.slots.kv_groups) < 0) groups->addItem(label(s.slots.kv_groups, H), s.slots.kv_groups);
+                  groups->setCurrentIndex(groups->findData(s.slots.kv_groups));
+                },
+                [groups](AttentionSpec& s) {
+                  if (groups->currentIndex() >= 0) s.slots.kv_groups = groups->currentData().toInt();
+                },
+                [label](const AttentionSpec& s) {
+                  return "K/V groups " + label(s.slots.kv_groups, s.sizes.H);
+                }});
+  }
+  // (b), (c) talking heads: the heads mixed by trainable H x H matrices.
+  addSlotCheck("slots.pre_mix", "mix heads before the softmax",
+               "Talking heads, pre-softmax half: the scaled logits mixed across heads by a trainable H x H matrix "
+               "(identity at first)",
+               [](AttentionSpec& s) -> bool& { return s.slots.pre_mix; });
+  addSlotCheck("slots.post_mix", "mix heads after the softmax",
+               "Talking heads, post-softmax half: the attention weights mixed across heads by a trainable H x H "
+               "matrix C′ (identity at first) before they meet V",
+               [](AttentionSpec& s) -> bool& { return s.slots.post_mix; });
+  // (d) the output gate.
+  addSlotChoice("slots.gate", "Gate",
+                "Gated attention: each head's output multiplied by σ(x·W^G) before W^O — one gate per head "
+                "(headwise) or per element",
+                enumNames(3, [](int i) { return spec::toString(static_cast<spec::Gate>(i)); }),
+                [](const AttentionSpec& s) { return static_cast<int>(s.slots.gate); },
+                [](AttentionSpec& s, int i) { s.slots.gate = static_cast<spec::Gate>(i); });
+  addSlotCheck("slots.differential", "differential attention",
+               "Differential attention (Diff Transformer): two softmax maps per head, A = P₁ − λ·P₂, a value head of "
+               "size 2D; the diff preset halves H to keep the width",
+               [](AttentionSpec& s) -> bool& { return s.slots.differential; });
+  // Multi-head latent attention (DeepSeek MLA).
+  addSlotSpin("slots.latent.kv_rank", "MLA latent", "kv_rank: the latent keys and values come from (kv_lora_rank); "
+              "off: MHSA's keys and values",
+              0, spec::kMaxWidth, 1, "off", [](AttentionSpec& s) -> int& { return s.slots.latent.kv_rank; });
+  addSlotSpin("slots.latent.q_rank", "MLA query rank", "q_rank: the query latent size (q_lora_rank); full: a full W^Q",
+              0, spec::kMaxWidth, 1, "full W^Q", [](AttentionSpec& s) -> int& { return s.slots.latent.q_rank; });
+  addSlotSpin("slots.latent.rope_dim", "MLA rotary", "rope_dim: the rotary part of each query and of the shared key "
+              "(qk_rope_head_dim); even",
+              0, spec::kMaxWidth, 2, "none", [](AttentionSpec& s) -> int& { return s.slots.latent.rope_dim; });
+  addSlotChoice("slots.latent.order", "MLA order",
+                "The order of MLA's contractions (the same layer): naive forms every head's key and value; absorbed "
+                "folds W^UKV into the query and the output and caches only the latent",
+                enumNames(2, [](int i) { return spec::toString(static_cast<spec::LatentOrder>(i)); }),
+                [](const AttentionSpec& s) { return static_cast<int>(s.slots.latent.order); },
+                [](AttentionSpec& s, int i) { s.slots.latent.order = static_cast<spec::LatentOrder>(i); });
+}
+
+void DesignPanel::showSlots() {
+  const bool was = updating_;
+  updating_ = true;
+  for (const auto& c : slotControls_) {
+    const QSignalBlocker block(c.widget);
+    c.show(spec_);
+  }
+  updating_ = was;
+  slotsBox_->setVisible(spec::hasSlots(spec_.variant));
+}
+
+QWidget* DesignPanel::slotWidget(const QString& field) const {
+  for (const auto& c : slotControls_)
+    if (c.field == field) return c.widget;
+  return nullptr;
+}
+
+bool DesignPanel::slotsShown() const { return !slotsBox_->isHidden(); }
+
+QString DesignPanel::designPresetOf(const spec::AttentionSpec& s) {
+  if (s.variant != spec::Variant::Mhsa || s.slots.isMhsa()) return {};
+  for (const auto& name : spec::designPresetNames())
+    if (spec::makeSpecPreset(name).slots == s.slots) return QString::fromStdString(name);
+  return {};
+}
+
+QString DesignPanel::describeDesigns(const spec::AttentionSpec& s) {
+  if (!spec::validate(s).empty()) return {};
+  QStringList equal, contained;
+  for (const auto& n : spec::nameDesigns(s)) (n.equals ? equal : contained) << QString::fromStdString(n.name);
+  QString text = equal.isEmpty() ? QString() : "Equals " + equal.join(" and ");
+  if (!contained.isEmpty()) text += (text.isEmpty() ? "Contains " : "; contains ") + contained.join(", ");
+  return text;
+}
+
+QString DesignPanel::designNameText() const { return valid_ ? name_->text() : QString(); }
+QString DesignPanel::designNameWhy() const { return name_->toolTip(); }
+
+void DesignPanel::setPrecision(int bytesPerElement) {
+  const int i = precision_->findData(bytesPerElement);
+  if (i >= 0) precision_->setCurrentIndex(i);
+}
+
+void DesignPanel::setContext(int tokens) { context_->setValue(tokens); }
+
+QString DesignPanel::costText() const { return tokenCost_->text() + "\n" + cost_->text(); }
+
+DesignPanel::Costs DesignPanel::costs() const {
+  Costs c;
+  c.bytesPerElement = precision_->currentData().toInt();
+  c.context = context_->value();
+  if (!valid_) return c;
+  c.valid = true;
+  const auto perToken = [&](const spec::AttentionSpec& s, std::int64_t& params, double& training, double& cache,
+                            double& state, double& decode, bool& decodes, QString* note) {
+    // Multilinear's output projection fixes its length: it trains on seq_len tokens whatever L is.
+    const std::int64_t tokens = s.variant == spec::Variant::Multilinear ? s.sizes.seq_len : c.context;
+    const auto layer = spec::estimateCost(s, 1, tokens, c.bytesPerElement);
+    params = layer.parameters;
+    training = layer.training_flops / static_cast<double>(tokens);
+    // A KV cache is a decoder's: a non-causal layer is costed as the same layer made causal.
+    auto decoder = s;
+    decoder.causal = true;
+    const auto d = spec::estimateDecodeCost(decoder, c.context);
+    decodes = d.supported;
+    cache = d.cache_elements_per_token * c.bytesPerElement;
+    state = d.state_elements * c.bytesPerElement;
+    decode = d.flops;
+    if (note) *note = QString::fromStdString(d.note) + (s.causal ? "" : " (decoded as a causal layer; this one is not causal)");
+  };
+  perToken(spec_, c.parameters, c.trainingFlopsPerToken, c.kvCacheBytesPerToken, c.stateBytes, c.decodeFlops,
+           c.decodes, &c.decodeNote);
+  const auto base = mhsaBaseline(spec_);
+  c.hasBaseline = spec::validate(base).empty();
+  if (c.hasBaseline) {
+    double state = 0;
+    bool decodes = true;
+    perToken(base, c.mhsaParameters, c.mhsaTrainingFlopsPerToken, c.mhsaKvCacheBytesPerToken, state, c.mhsaDecodeFlops,
+             decodes, nullptr);
+  }
+  return c;
+}
+
 void DesignPanel::applyPreset(const QString& name) {
   if (updating_) return;
   setSpec(spec::makeSpecPreset(name.toStdString()));
-  Q_EMIT specChanged(spec_);
+  Q_EMIT specChanged(spec_, "preset " + name);
 }
 
 void DesignPanel::setSpec(const spec::AttentionSpec& s) {
@@ -156,12 +451,13 @@ void DesignPanel::setSpec(const spec::AttentionSpec& s) {
   const QString variant = QString::fromStdString(std::string(spec::toString(s.variant)));
   variant_->setCurrentText(variant);
   {
-    // The preset this design starts from: a THSA core preset by its name (skip_left, …), else
-    // the variant; the box never shows another design's preset.
+    // The preset this design is: a THSA core preset by its name (skip_left, …), a design preset
+    // whose slots it has (gqa, mla, …), else the variant; the box never shows another design's preset.
     const QSignalBlocker block(preset_);
     const QString core = s.core ? QString::fromStdString(s.core->preset) : QString();
     const bool corePreset = s.variant == spec::Variant::Thsa && !core.isEmpty() && preset_->findText(core) >= 0;
-    preset_->setCurrentText(corePreset ? core : variant);
+    const QString design = designPresetOf(s);
+    preset_->setCurrentText(corePreset ? core : !design.isEmpty() ? design : variant);
   }
   if (s.core) {
     const int i = corePreset_->findText(QString::fromStdString(s.core->preset));
@@ -178,12 +474,13 @@ void DesignPanel::setSpec(const spec::AttentionSpec& s) {
   bias_->setChecked(s.bias);
   coreSoftmax_->setChecked(s.core_softmax);
   dropout_->setValue(s.dropout);
+  showSlots();
   updating_ = false;
   updateEnabledFields();
   refreshReadouts();
 }
 
-void DesignPanel::readControls() {
+void DesignPanel::readControls(const QString& what) {
   if (updating_) return;
   spec::AttentionSpec s = spec_;
   spec::parseVariant(variant_->currentText().toStdString(), s.variant);
@@ -192,6 +489,11 @@ void DesignPanel::readControls() {
   s.bias = bias_->isChecked();
   s.core_softmax = coreSoftmax_->isChecked();
   s.dropout = dropout_->value();
+  // The slots belong to mhsa and fixed_head: another variant drops them (its section is hidden).
+  if (spec::hasSlots(s.variant))
+    for (const auto& c : slotControls_) c.read(s);
+  else
+    s.slots = {};
   if (spec::hasCore(s.variant)) {
     // The core is rebuilt only when the user asks for it: a preset chosen in the combo, or H or D
     // changed under a preset core (re-expanded at the new sizes). A custom C (edited, converted or
@@ -225,9 +527,16 @@ void DesignPanel::readControls() {
     updating_ = false;
   }
   spec_ = s;
+  showSlots();  // K/V groups follow H; the section follows the variant
+  {
+    const QSignalBlocker block(preset_);
+    const QString design = designPresetOf(s);
+    if (!design.isEmpty()) preset_->setCurrentText(design);
+    else if (spec::hasSlots(s.variant)) preset_->setCurrentText(variant_->currentText());
+  }
   updateEnabledFields();
   refreshReadouts();
-  Q_EMIT specChanged(spec_);
+  Q_EMIT specChanged(spec_, what);
 }
 
 void DesignPanel::updateEnabledFields() {
@@ -245,6 +554,7 @@ void DesignPanel::updateEnabledFields() {
   P_->setEnabled(e && v == Variant::Multilinear);
   c_->setEnabled(e && v == Variant::Dimwise);
   coreSoftmax_->setEnabled(e && v == Variant::Multilinear);
+  slotsBox_->setEnabled(e);
   locked_->setVisible(!e);
 }
 
@@ -269,25 +579,59 @@ void DesignPanel::refreshReadouts() {
   valid_ = issues.empty();
   problems_->setText(QString::fromStdString(spec::formatIssues(issues)));
   if (!valid_) {
+    name_->setText("(fix the problems below to see what this network is)");
+    name_->setToolTip({});
+    tokenCost_->clear();
     cost_->setText("(fix the problems below to see the cost)");
     return;
   }
+  name_->setText(describeDesigns(spec_));
+  {
+    QStringList why;
+    for (const auto& n : spec::nameDesigns(spec_))
+      why << QString::fromStdString(n.name + (n.equals ? " — equals: " : " — contains: ") + n.why);
+    name_->setToolTip(why.join("\n"));
+  }
+  {
+    const Costs k = costs();
+    const QString precision = precision_->currentText();
+    const auto vs = [&](double value, double base) {
+      return k.hasBaseline ? QString(" (%1 MHSA)").arg(ratio(value, base)) : QString();
+    };
+    QStringList lines;
+    lines << QString("parameters: %1%2").arg(k.parameters).arg(vs(k.parameters, k.mhsaParameters));
+    if (!k.decodes)
+      lines << "KV cache: none — " + k.decodeNote;
+    else if (k.stateBytes > 0 && k.kvCacheBytesPerToken == 0)
+      lines << QString("KV cache: none, a fixed state of %1 at %2").arg(human(k.stateBytes, "B", 1024.0), precision);
+    else
+      lines << QString("KV cache per token: %1 at %2%3 — %4")
+                   .arg(human(k.kvCacheBytesPerToken, "B", 1024.0), precision,
+                        vs(k.kvCacheBytesPerToken, k.mhsaKvCacheBytesPerToken), k.decodeNote);
+    lines << QString("training: %1 per token at L = %2%3")
+                 .arg(human(k.trainingFlopsPerToken, "FLOP"))
+                 .arg(k.context)
+                 .arg(vs(k.trainingFlopsPerToken, k.mhsaTrainingFlopsPerToken));
+    if (k.decodes)
+      lines << QString("decoding: %1 per new token after L = %2 cached%3")
+                   .arg(human(k.decodeFlops, "FLOP"))
+                   .arg(k.context)
+                   .arg(vs(k.decodeFlops, k.mhsaDecodeFlops));
+    if (k.hasBaseline) {
+      const auto base = mhsaBaseline(spec_);
+      lines << QString("MHSA here: F = %1, H = %2, D = %3").arg(base.sizes.F).arg(base.sizes.H).arg(base.sizes.D);
+    }
+    tokenCost_->setText(lines.join("\n"));
+  }
   const auto c = spec::estimateCost(spec_, batch_->value(), spec_.sizes.seq_len);
-  auto mhsa = spec::makeSpecPreset("mhsa");
-  mhsa.sizes.F = spec_.sizes.F;
-  mhsa.sizes.H = spec_.sizes.H;
-  mhsa.sizes.D = std::max(1, spec_.sizes.F / spec_.sizes.H);
-  mhsa.bias = spec_.bias;
-  const auto base = spec::estimateCost(mhsa, batch_->value(), spec_.sizes.seq_len);
+  const auto mhsa = mhsaBaseline(spec_);
+  const bool compare = spec::validate(mhsa).empty();
+  const auto base = compare ? spec::estimateCost(mhsa, batch_->value(), spec_.sizes.seq_len) : spec::LayerCost{};
   QString text;
-  text += QString("parameters: %1 trainable").arg(c.parameters);
-  if (c.frozen_parameters) text += QString(", %1 frozen").arg(c.frozen_parameters);
-  text += QString("  (%1% of MHSA F=%2, H=%3)\n")
-              .arg(100.0 * c.parameters / std::max<std::int64_t>(1, base.parameters), 0, 'f', 1)
-              .arg(mhsa.sizes.F)
-              .arg(mhsa.sizes.H);
-  text += "forward: " + human(c.forward_flops, "FLOP") +
-          QString("  (%1x MHSA)\n").arg(c.forward_flops / std::max(1.0, base.forward_flops), 0, 'f', 2);
+  if (c.frozen_parameters) text += QString("frozen parameters: %1 (fixed core values)\n").arg(c.frozen_parameters);
+  text += QString("forward at B = %1, N = %2: ").arg(batch_->value()).arg(spec_.sizes.seq_len) +
+          human(c.forward_flops, "FLOP") +
+          (compare ? QString(" (%1 MHSA)\n").arg(ratio(c.forward_flops, base.forward_flops)) : QString("\n"));
   text += "activations: " + human(c.activation_bytes, "B", 1024.0) + ", largest tensor " +
           human(c.largest_intermediate_bytes, "B", 1024.0);
   cost_->setText(text);

@@ -1,13 +1,22 @@
 #pragma once
-/// The Design dock: variant, sizes and core preset of one attention layer, with live validation
-/// and the analytic cost model. Emits the spec whenever the user changes it.
+/// The Design dock: variant, sizes and core preset of one attention layer, the slots of the one
+/// attention network (issue 36: K/V groups, head mixing, gate, differential attention, MLA's
+/// latent), what the drawn network is (spec::nameDesigns) and what it costs against MHSA (the
+/// analytic cost model), with live validation. Emits the spec, and what changed, whenever the user
+/// changes it.
 
 #include <QWidget>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "spec/attention_spec.h"
 #include "spec/validation.h"
 
 class QCheckBox;
+class QFormLayout;
+class QGroupBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -20,6 +29,32 @@ class DesignPanel : public QWidget {
  public:
   explicit DesignPanel(QWidget* parent = nullptr);
 
+  /// One editable slot of the attention network: its widget, how it shows a spec and how it writes
+  /// itself into one. A new slot (e.g. TPA's ranks) is one addSlot…() call in the constructor.
+  struct SlotControl {
+    QString field;  ///< the spec field ("slots.kv_groups"): the widget's object name
+    QWidget* widget = nullptr;
+    std::function<void(const spec::AttentionSpec&)> show;  ///< the spec's value into the widget
+    std::function<void(spec::AttentionSpec&)> read;        ///< the widget's value into a spec
+    std::function<QString(const spec::AttentionSpec&)> describe;  ///< the undo text of an edit
+  };
+
+  /// What the cost section shows, from spec/cost_model.h (valid designs only).
+  struct Costs {
+    bool valid = false;
+    int bytesPerElement = 4;    ///< the precision chosen (float32: 4, bfloat16 and float16: 2)
+    std::int64_t context = 0;   ///< L: training sequence length, and tokens cached when decoding
+    std::int64_t parameters = 0;
+    std::int64_t mhsaParameters = 0;
+    bool decodes = true;        ///< false: the layer does not decode token by token (decodeNote says why)
+    double kvCacheBytesPerToken = 0, mhsaKvCacheBytesPerToken = 0;
+    double stateBytes = 0;      ///< a fixed-size state instead of a cache (linear THSA, dimwise)
+    double trainingFlopsPerToken = 0, mhsaTrainingFlopsPerToken = 0;
+    double decodeFlops = 0, mhsaDecodeFlops = 0;
+    QString decodeNote;
+    bool hasBaseline = false;  ///< MHSA at the same F, H, D is a valid layer (the ratios)
+  };
+
   const spec::AttentionSpec& spec() const { return spec_; }
   /// Shows `s` in the controls (without emitting specChanged).
   void setSpec(const spec::AttentionSpec& s);
@@ -30,15 +65,44 @@ class DesignPanel : public QWidget {
   /// Off while the shown run trains: the controls show its design and take no edits.
   void setEditable(bool editable);
   bool isEditable() const { return editable_; }
+  /// The widget of slot `field` ("slots.kv_groups", "slots.latent.order", …); null if none.
+  QWidget* slotWidget(const QString& field) const;
+  /// Whether the slots section is shown (variants with slots, spec::hasSlots).
+  bool slotsShown() const;
+  /// "Equals GQA-2" / "Contains …": what the drawn network is (spec::nameDesigns; empty while invalid).
+  QString designNameText() const;
+  /// The why of every name, one per line (the name label's tooltip).
+  QString designNameWhy() const;
+  /// The design preset the spec is (its slots are the preset's), else empty.
+  static QString designPresetOf(const spec::AttentionSpec& s);
+  /// "Equals X; contains Y, Z" from spec::nameDesigns (empty for an invalid spec).
+  static QString describeDesigns(const spec::AttentionSpec& s);
+  /// The cost section's numbers at the chosen precision and context length.
+  Costs costs() const;
+  QString costText() const;
+  void setPrecision(int bytesPerElement);
+  void setContext(int tokens);
 
  Q_SIGNALS:
-  void specChanged(const tensorscope::spec::AttentionSpec& spec);
+  /// `what`: the undo text ("K/V groups 2 (GQA-2)", "preset mla", "edit design").
+  void specChanged(const tensorscope::spec::AttentionSpec& spec, const QString& what);
   /// "Sweep this design…": compare the run's design with Tuformer's designs (the window's dialog).
   void sweepRequested();
 
  private:
   void applyPreset(const QString& name);
-  void readControls();
+  void readControls(const QString& what = QStringLiteral("edit design"));
+  void addSlotRow(const QString& label, SlotControl control);
+  void addSlotCheck(const QString& field, const QString& label, const QString& tip,
+                    std::function<bool&(spec::AttentionSpec&)> member);
+  void addSlotSpin(const QString& field, const QString& label, const QString& tip, int min, int max, int step,
+                   const QString& zeroText, std::function<int&(spec::AttentionSpec&)> member);
+  /// A combo of `names`; item i is the slot's value i (an enum's order).
+  void addSlotChoice(const QString& field, const QString& label, const QString& tip, const QStringList& names,
+                     std::function<int(const spec::AttentionSpec&)> get,
+                     std::function<void(spec::AttentionSpec&, int)> set);
+  void buildSlots();
+  void showSlots();
   void refreshReadouts();
   void updateEnabledFields();
 
@@ -58,6 +122,13 @@ class DesignPanel : public QWidget {
   QDoubleSpinBox* dropout_ = nullptr;
   QLabel* problems_ = nullptr;
   QLabel* cost_ = nullptr;
+  QGroupBox* slotsBox_ = nullptr;
+  QFormLayout* slotsForm_ = nullptr;
+  std::vector<SlotControl> slotControls_;
+  QLabel* name_ = nullptr;
+  QComboBox* precision_ = nullptr;
+  QSpinBox* context_ = nullptr;
+  QLabel* tokenCost_ = nullptr;
 };
 
 }  // namespace tensorscope::app

@@ -15,6 +15,8 @@
 #include "model_core/network_values.h"
 #include "model_core/run_directory.h"
 #include "model_core/snapshots.h"
+#include "spec/design_names.h"
+#include "spec/validation.h"
 
 namespace tensorscope::app {
 namespace {
@@ -25,6 +27,11 @@ struct Computed {
 };
 
 }  // namespace
+
+QString InspectorDocks::whose(const QString& runName, const spec::AttentionSpec& design) {
+  if (!spec::validate(design).empty()) return runName;
+  return runName + " · " + QString::fromStdString(spec::nameDesigns(design).front().name);
+}
 
 InspectorDocks::InspectorDocks(SessionModel* model, TrainingController* controller, SnapshotDocks* inspections,
                              diagram_view::DiagramView* diagram, TensorInspector* inspector, QObject* parent)
@@ -83,17 +90,18 @@ void InspectorDocks::refreshNow() {
     controller_->requestInspection(lastProbe_);  // values at the next step boundary, also while paused
     // Never another run's values (or another layer's) while this one's are on their way.
     if (!inspector_->values() || shownRun_ != run.id || inspector_->values()->layer != layer)
-      show(nullptr, QString("%1 is training: the values of layer %2 arrive with its next inspection.").arg(run.name).arg(layer));
+      show(nullptr, QString("%1 is training: the values of layer %2 arrive with its next inspection.").arg(whose(run.name, design)).arg(layer));
     return;
   }
   controller_->setNetworkLayer(-1);
   const bool trained = !run.runDir.isEmpty() &&
                        model_core::inspectRunDirectory(QFile::encodeName(run.runDir).toStdString()).checkpoint_step >= 0;
   computing_ = true;
-  show(nullptr, trained ? QString("computing the values of %1, layer %2, at its checkpoint…").arg(run.name).arg(layer)
-                        : QString("computing the values of %1's design on a random input…").arg(run.name));
+  const QString name = whose(run.name, design);
+  show(nullptr, trained ? QString("computing the values of %1, layer %2, at its checkpoint…").arg(name).arg(layer)
+                        : QString("computing the values of %1 on a random input…").arg(name));
   auto* watcher = new QFutureWatcher<Computed>(this);
-  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, ticket, runId = run.id, trained, name = run.name] {
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, ticket, runId = run.id, trained, name] {
     watcher->deleteLater();
     if (ticket != ticket_ || model_->count() == 0 || runId != model_->currentRun().id) return;  // superseded
     computing_ = false;
@@ -126,7 +134,7 @@ void InspectorDocks::onInspected(quint64 runId, std::shared_ptr<const model_core
   if (!active_ || model_->count() == 0 || runId != model_->currentRun().id) return;
   if (snap && snap->network && snap->network->layer == model_->currentLayer()) {
     show(snap->network, QString("%1 · layer %2 · step %3 · %4 (live)")
-                            .arg(model_->currentRun().name)
+                            .arg(whose(model_->currentRun().name, model_->currentSpec()))
                             .arg(snap->network->layer)
                             .arg(snap->network->step)
                             .arg(QString::fromStdString(snap->network->probe)));

@@ -13,6 +13,8 @@
 #include <functional>
 #include <memory>
 
+#include "spec/attention_spec.h"
+
 namespace tensorscope::diagram_view {
 class DiagramView;
 }
@@ -41,8 +43,12 @@ class InspectorDocks : public QObject {
   /// Computes the values again for the selected run, layer and probe (coalesced: once per turn
   /// of the event loop).
   void refresh();
-  /// True while a stopped run's or a design's values are computed on a worker thread.
-  bool computing() const { return computing_; }
+  /// True while a stopped run's or a design's values are computed on a worker thread, or while a
+  /// refresh is queued (a design edit just made: the values on show are the old design's).
+  bool computing() const { return computing_ || (active_ && pending_); }
+  /// Who the values belong to: the run's name and the design it has now ("THSA · differential
+  /// attention (Diff Transformer)"), so a run named for another design is never taken for it.
+  static QString whose(const QString& runName, const spec::AttentionSpec& design);
   /// Tokens of a never-trained design's random input.
   static constexpr int kDesignTokens = 8;
 

@@ -320,6 +320,8 @@ bool TensorInspector::showTensor(const QString& id) {
 
 QString TensorInspector::headerText() const { return header_->text(); }
 
+QString TensorInspector::captionText() const { return caption_->text(); }
+
 void TensorInspector::rebuildAxes() {
   const QSignalBlocker b1(rows_), b2(cols_);
   rows_->clear();

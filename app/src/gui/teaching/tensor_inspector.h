@@ -46,6 +46,8 @@ class TensorInspector : public QWidget {
   /// The values to show (what the layer computed on one input) and a caption saying whose they
   /// are; the element shown stays when the new values have it (a live run's next inspection).
   void setValues(std::shared_ptr<const model_core::NetworkValues> values, const QString& caption);
+  /// The caption on show: whose values these are (or why there are none).
+  QString captionText() const;
   /// No values: the page says `why`; the stepping stays (it needs only the network).
   void clear(const QString& why);
   /// The design on show and its diagram's network: the plan to step through (the values' network

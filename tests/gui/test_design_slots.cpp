@@ -1,0 +1,348 @@
+// Issue 36, first part: the Design dock edits every slot of the one attention network (K/V
+// groups, head mixing, gate, differential attention, MLA's latent) with undo and forks a trained
+// run's design as other design edits do; the Preset box shows the design preset the spec is; the
+// dock and the diagram's caption say what the network is (spec::nameDesigns) and the dock what it
+// costs against MHSA (spec/cost_model.h); the Inspector names the run with the design it has now.
+#include <gtest/gtest.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QSpinBox>
+#include <QTest>
+
+#include "diagram_view/diagram_view.h"
+#include "gui/design/design_panel.h"
+#include "gui/shell/demo_runner.h"
+#include "gui/shell/demo_script.h"
+#include "gui/teaching/inspector_docks.h"
+#include "gui/teaching/tensor_inspector.h"
+#include "spec/cost_model.h"
+#include "spec/design_names.h"
+#include "spec/validation.h"
+#include "window_test_util.h"
+
+using namespace tensorscope;
+using namespace tensorscope::test;
+
+namespace {
+
+template <typename W>
+W* slot(app::DesignPanel* p, const char* field) {
+  auto* w = qobject_cast<W*>(p->slotWidget(field));
+  EXPECT_NE(w, nullptr) << field;
+  return w;
+}
+
+QComboBox* presetBox(app::DesignPanel* p) { return p->findChild<QComboBox*>("designPreset"); }
+
+/// Chooses the K/V groups item whose value is `G` (0: MHSA), as a click in the combo does.
+void chooseGroups(app::DesignPanel* p, int G) {
+  auto* box = slot<QComboBox>(p, "slots.kv_groups");
+  ASSERT_TRUE(box);
+  const int i = box->findData(G);
+  ASSERT_GE(i, 0) << "no K/V groups item " << G;
+  box->setCurrentIndex(i);
+}
+
+/// MHSA at the width of `s` (F, H, D): what the cost section compares with.
+spec::AttentionSpec mhsaAt(const spec::AttentionSpec& s) {
+  auto m = spec::makeSpecPreset("mhsa");
+  m.sizes.F = s.sizes.F;
+  m.sizes.H = s.sizes.H;
+  m.sizes.D = s.sizes.D;
+  m.sizes.R = s.sizes.H * s.sizes.D;
+  m.sizes.seq_len = s.sizes.seq_len;
+  m.causal = s.causal;
+  m.bias = s.bias;
+  return m;
+}
+
+}  // namespace
+
+TEST(DesignSlots, EverySlotIsEditedInTheDockWithUndo) {
+  app::MainWindow w(testOptions());
+  w.model().select(0);  // MHSA, never trained: edited in place
+  auto* p = w.designPanel();
+  const auto before = w.model().currentSpec();
+  ASSERT_EQ(before.variant, spec::Variant::Mhsa);
+  ASSERT_EQ(before.sizes.H, 4);
+  EXPECT_TRUE(p->slotsShown());
+  auto* groups = slot<QComboBox>(p, "slots.kv_groups");
+  ASSERT_TRUE(groups);
+  QStringList items;
+  for (int i = 0; i < groups->count(); ++i) items << groups->itemText(i);
+  EXPECT_EQ(items, QStringList({"1 (MQA)", "2 (GQA-2)", "4 (MHSA)"})) << "the divisors of H = 4";
+
+  chooseGroups(p, 1);
+  EXPECT_EQ(w.model().currentSpec().slots.kv_groups, 1);
+  EXPECT_EQ(w.model().undoStack()->undoText(), "K/V groups 1 (MQA)");
+  chooseGroups(p, 2);
+  EXPECT_EQ(w.model().currentSpec().slots.kv_groups, 2);
+  slot<QCheckBox>(p, "slots.pre_mix")->setChecked(true);
+  EXPECT_TRUE(w.model().currentSpec().slots.pre_mix);
+  EXPECT_EQ(w.model().undoStack()->undoText(), "mix heads before the softmax on");
+  slot<QCheckBox>(p, "slots.post_mix")->setChecked(true);
+  EXPECT_TRUE(w.model().currentSpec().slots.post_mix);
+  slot<QComboBox>(p, "slots.gate")->setCurrentIndex(1);
+  EXPECT_EQ(w.model().currentSpec().slots.gate, spec::Gate::Headwise);
+  EXPECT_EQ(w.model().undoStack()->undoText(), "Gate headwise");
+  slot<QComboBox>(p, "slots.gate")->setCurrentIndex(2);
+  EXPECT_EQ(w.model().currentSpec().slots.gate, spec::Gate::Elementwise);
+  EXPECT_TRUE(p->isValid()) << p->problemsText().toStdString();
+  // Differential attention with talking heads is refused by the spec layer: the problems list says so.
+  slot<QCheckBox>(p, "slots.differential")->setChecked(true);
+  EXPECT_TRUE(w.model().currentSpec().slots.differential);
+  EXPECT_FALSE(p->isValid());
+  EXPECT_TRUE(p->problemsText().contains("slots.differential")) << p->problemsText().toStdString();
+  EXPECT_EQ(w.model().undoStack()->count(), 7);
+  // Back to MHSA one undo at a time; the controls follow.
+  for (int i = 0; i < 7; ++i) w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().currentSpec(), before);
+  EXPECT_EQ(groups->currentData().toInt(), 0);
+  EXPECT_FALSE(slot<QCheckBox>(p, "slots.pre_mix")->isChecked());
+  EXPECT_EQ(slot<QComboBox>(p, "slots.gate")->currentIndex(), 0);
+  EXPECT_TRUE(p->isValid());
+
+  // MLA's latent: size, query rank, rotary part and order.
+  slot<QSpinBox>(p, "slots.latent.kv_rank")->setValue(24);
+  slot<QSpinBox>(p, "slots.latent.q_rank")->setValue(12);
+  slot<QSpinBox>(p, "slots.latent.rope_dim")->setValue(3);
+  EXPECT_FALSE(p->isValid()) << "an odd rotary part";
+  EXPECT_TRUE(p->problemsText().contains("slots.latent.rope_dim")) << p->problemsText().toStdString();
+  slot<QSpinBox>(p, "slots.latent.rope_dim")->setValue(4);
+  slot<QComboBox>(p, "slots.latent.order")->setCurrentIndex(1);
+  const auto& l = w.model().currentSpec().slots.latent;
+  EXPECT_EQ(l.kv_rank, 24);
+  EXPECT_EQ(l.q_rank, 12);
+  EXPECT_EQ(l.rope_dim, 4);
+  EXPECT_EQ(l.order, spec::LatentOrder::Absorbed);
+  EXPECT_EQ(w.model().undoStack()->undoText(), "MLA order absorbed");
+  EXPECT_TRUE(p->isValid()) << p->problemsText().toStdString();
+  w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().currentSpec().slots.latent.order, spec::LatentOrder::Naive);
+  EXPECT_EQ(slot<QComboBox>(p, "slots.latent.order")->currentIndex(), 0);
+  w.model().undoStack()->redo();
+  EXPECT_EQ(w.model().currentSpec().slots.latent.order, spec::LatentOrder::Absorbed);
+
+  // H changes: the K/V groups list is the divisors of the new H.
+  w.model().undoStack()->clear();
+  w.model().editDesign(before, "back");
+  auto* heads = p->findChildren<QSpinBox*>().front();
+  for (auto* b : p->findChildren<QSpinBox*>())
+    if (b->toolTip().startsWith("H:")) heads = b;
+  heads->setValue(6);
+  items.clear();
+  for (int i = 0; i < groups->count(); ++i) items << groups->itemText(i);
+  EXPECT_EQ(items, QStringList({"1 (MQA)", "2 (GQA-2)", "3 (GQA-3)", "6 (MHSA)"}));
+}
+
+TEST(DesignSlots, VariantsWithoutSlotsHideTheSectionAndDropTheSlots) {
+  app::MainWindow w(testOptions());
+  w.model().select(1);  // THSA
+  EXPECT_FALSE(w.designPanel()->slotsShown());
+  w.model().select(0);
+  EXPECT_TRUE(w.designPanel()->slotsShown());
+  chooseGroups(w.designPanel(), 1);
+  auto* variant = w.designPanel()->findChild<QComboBox*>("designVariant");
+  ASSERT_TRUE(variant);
+  ASSERT_EQ(variant->currentText(), "mhsa");
+  variant->setCurrentText("tp");
+  EXPECT_EQ(w.model().currentSpec().variant, spec::Variant::Tp);
+  EXPECT_TRUE(w.model().currentSpec().slots.isMhsa()) << "tp has no slots: they go with the variant";
+  EXPECT_TRUE(w.designPanel()->isValid()) << w.designPanel()->problemsText().toStdString();
+  EXPECT_FALSE(w.designPanel()->slotsShown());
+}
+
+TEST(DesignSlots, ThePresetBoxShowsTheDesignPresetTheSpecIs) {
+  app::DesignPanel p;
+  QComboBox* preset = presetBox(&p);
+  ASSERT_TRUE(preset);
+  for (const auto& name : spec::designPresetNames()) {
+    auto s = spec::makeSpecPreset(name);
+    s.causal = true;  // as the demo runner and the lessons set them: still the preset
+    s.sizes.seq_len = 12;
+    p.setSpec(s);
+    EXPECT_EQ(preset->currentText().toStdString(), name);
+  }
+  auto mqa = spec::makeSpecPreset("mhsa");
+  mqa.slots.kv_groups = 1;  // built by hand
+  p.setSpec(mqa);
+  EXPECT_EQ(preset->currentText(), "mqa");
+  p.setSpec(spec::makeSpecPreset("mhsa"));
+  EXPECT_EQ(preset->currentText(), "mhsa");
+  p.setSpec(spec::makeSpecPreset("skip_left"));
+  EXPECT_EQ(preset->currentText(), "skip_left");
+  // An edit in the dock: GQA, then GQA with pre-softmax mixing (no preset): the variant.
+  p.setSpec(spec::makeSpecPreset("mhsa"));
+  chooseGroups(&p, 2);
+  EXPECT_EQ(preset->currentText(), "gqa");
+  slot<QCheckBox>(&p, "slots.pre_mix")->setChecked(true);
+  EXPECT_EQ(preset->currentText(), "mhsa");
+  // Choosing a design preset in the box sets its slots.
+  preset->setCurrentText("mla");
+  EXPECT_EQ(p.spec().slots, spec::makeSpecPreset("mla").slots);
+  EXPECT_EQ(slot<QSpinBox>(&p, "slots.latent.kv_rank")->value(), 32);
+}
+
+TEST(DesignSlots, TheDockAndTheDiagramSayWhatYouDrew) {
+  app::MainWindow w(testOptions());
+  w.model().select(0);
+  auto* p = w.designPanel();
+  std::vector<std::string> names = spec::designPresetNames();
+  names.push_back("mhsa");
+  for (const auto& name : names) {
+    auto s = spec::makeSpecPreset(name);
+    s.sizes.seq_len = w.model().currentSpec().sizes.seq_len;
+    w.model().editDesign(s, QString::fromStdString("preset " + name));
+    const auto designs = spec::nameDesigns(s);
+    const QString first = QString::fromStdString(designs.front().name);
+    const QString label = p->designNameText();
+    EXPECT_TRUE(label.startsWith((designs.front().equals ? "Equals " : "Contains ") + first))
+        << name << ": " << label.toStdString();
+    for (const auto& d : designs) {
+      EXPECT_TRUE(label.contains(QString::fromStdString(d.name))) << name << ": " << d.name;
+      EXPECT_TRUE(p->designNameWhy().contains(QString::fromStdString(d.why))) << name << ": the why as tooltip";
+    }
+    EXPECT_EQ(w.diagram()->caption(), label) << name << ": the diagram's caption says the same";
+    EXPECT_TRUE(w.diagram()->headerText().contains(label.toHtmlEscaped())) << name;
+  }
+  // The names the spec layer gives, spelled out.
+  w.model().editDesign(spec::makeSpecPreset("gqa"), "gqa");
+  EXPECT_EQ(p->designNameText(), "Equals GQA-2");
+  w.model().editDesign(spec::makeSpecPreset("mhsa"), "mhsa");
+  EXPECT_EQ(p->designNameText(), "Equals MHSA");
+  // A hand-built MQA: MHSA with one K/V group, chosen in the dock.
+  chooseGroups(p, 1);
+  EXPECT_EQ(p->designNameText(), "Equals MQA");
+  EXPECT_EQ(w.diagram()->caption(), "Equals MQA");
+  EXPECT_TRUE(p->designNameWhy().contains("one key and value head shared by all 4 query heads"))
+      << p->designNameWhy().toStdString();
+  // Live: pre-softmax mixing on top names both parts.
+  slot<QCheckBox>(p, "slots.pre_mix")->setChecked(true);
+  EXPECT_TRUE(p->designNameText().contains("MQA") && p->designNameText().contains("talking heads, pre-softmax half"))
+      << p->designNameText().toStdString();
+}
+
+TEST(DesignSlots, CostsFollowTheCostModelAgainstMhsaAtTheSameWidth) {
+  app::DesignPanel p;
+  p.setSpec(spec::makeSpecPreset("mla"));
+  p.setPrecision(2);  // bfloat16
+  p.setContext(1024);
+  auto c = p.costs();
+  const auto mla = p.spec();
+  const auto mhsa = mhsaAt(mla);
+  ASSERT_TRUE(c.valid && c.hasBaseline);
+  EXPECT_EQ(c.context, 1024);
+  EXPECT_EQ(c.parameters, spec::parameterCount(mla));
+  EXPECT_EQ(c.mhsaParameters, spec::parameterCount(mhsa));
+  EXPECT_DOUBLE_EQ(c.trainingFlopsPerToken, spec::estimateCost(mla, 1, 1024).training_flops / 1024);
+  EXPECT_DOUBLE_EQ(c.mhsaTrainingFlopsPerToken, spec::estimateCost(mhsa, 1, 1024).training_flops / 1024);
+  // A KV cache is a decoder's: the (non-causal) preset is decoded as the same layer made causal.
+  auto mlaCausal = mla, mhsaCausal = mhsa;
+  mlaCausal.causal = mhsaCausal.causal = true;
+  EXPECT_DOUBLE_EQ(c.decodeFlops, spec::estimateDecodeCost(mlaCausal, 1024).flops);
+  EXPECT_DOUBLE_EQ(c.mhsaDecodeFlops, spec::estimateDecodeCost(mhsaCausal, 1024).flops);
+  EXPECT_TRUE(c.decodeNote.contains("not causal")) << c.decodeNote.toStdString();
+  // MLA's naive order caches every head's key (D + rope_dim) and value (D): 4·(16 + 8 + 16) = 160
+  // elements, 320 bytes at bfloat16; MHSA 2·4·16 = 128 elements, 256 bytes.
+  EXPECT_DOUBLE_EQ(c.kvCacheBytesPerToken, spec::estimateDecodeCost(mlaCausal, 1024).cache_elements_per_token * 2);
+  EXPECT_DOUBLE_EQ(c.kvCacheBytesPerToken, 320);
+  EXPECT_DOUBLE_EQ(c.mhsaKvCacheBytesPerToken, 256);
+  EXPECT_TRUE(p.costText().contains("KV cache per token: 320 B at bfloat16 (1.25× MHSA)")) << p.costText().toStdString();
+  // The absorbed order caches the latent and the rotary key: 32 + 8 = 40 elements.
+  slot<QComboBox>(&p, "slots.latent.order")->setCurrentIndex(1);
+  c = p.costs();
+  EXPECT_DOUBLE_EQ(c.kvCacheBytesPerToken, 80);
+  auto absorbed = p.spec();
+  absorbed.causal = true;
+  EXPECT_DOUBLE_EQ(c.decodeFlops, spec::estimateDecodeCost(absorbed, 1024).flops);
+  EXPECT_LT(c.decodeFlops, c.mhsaDecodeFlops * 10) << "sane";
+  EXPECT_TRUE(p.costText().contains("KV cache per token: 80 B at bfloat16 (0.313× MHSA)")) << p.costText().toStdString();
+  p.setPrecision(4);  // float32
+  EXPECT_DOUBLE_EQ(p.costs().kvCacheBytesPerToken, 160);
+  EXPECT_TRUE(p.costText().contains("160 B at float32")) << p.costText().toStdString();
+  // GQA-2 halves MHSA's cache; the training and decoding lines follow the context length.
+  p.setSpec(spec::makeSpecPreset("gqa"));
+  p.setContext(64);
+  c = p.costs();
+  EXPECT_DOUBLE_EQ(c.kvCacheBytesPerToken, 2 * 2 * 16 * 4);
+  EXPECT_DOUBLE_EQ(c.kvCacheBytesPerToken / c.mhsaKvCacheBytesPerToken, 0.5);
+  EXPECT_DOUBLE_EQ(c.trainingFlopsPerToken, spec::estimateCost(p.spec(), 1, 64).training_flops / 64);
+  EXPECT_LT(c.parameters, c.mhsaParameters) << "fewer K and V weights";
+  EXPECT_TRUE(p.costText().contains(QString("parameters: %1 (%2× MHSA)")
+                                        .arg(c.parameters)
+                                        .arg(QString::number(double(c.parameters) / double(c.mhsaParameters), 'g', 3))))
+      << p.costText().toStdString();
+  EXPECT_TRUE(p.costText().contains("at L = 64")) << p.costText().toStdString();
+  // Linear THSA keeps a fixed state instead of a cache.
+  p.setSpec(spec::makeSpecPreset("thsa_linear"));
+  EXPECT_TRUE(p.costText().contains("KV cache: none, a fixed state")) << p.costText().toStdString();
+}
+
+TEST(DesignSlots, ASlotEditOfATrainedRunForksIt) {
+  QStringList asked;
+  auto o = testOptions();
+  o.confirm = [&asked](const QString& title) {
+    asked << title;
+    return true;
+  };
+  app::MainWindow w(o);
+  w.model().select(0);  // MHSA, light
+  auto small = w.model().session().runs[0].config;
+  small.train.batch = 4;
+  small.model.layers = 1;
+  small.train.threads = 1;
+  w.trainingPanel()->setConfig(small);
+  trainStopped(w, 3);
+  const auto original = w.model().run(0);
+  const int runs = w.model().count();
+  chooseGroups(w.designPanel(), 1);
+  EXPECT_EQ(asked.size(), 1);
+  EXPECT_EQ(w.model().run(0).config.model.attention, original.config.model.attention) << "the trained run stays";
+  ASSERT_EQ(w.model().count(), runs + 1) << "the slot edit made a fork";
+  EXPECT_EQ(w.model().current(), runs);
+  EXPECT_EQ(w.model().currentRun().forkParent, original.id);
+  EXPECT_EQ(w.model().currentSpec().slots.kv_groups, 1);
+  EXPECT_EQ(w.designPanel()->designNameText(), "Equals MQA") << "the dock shows the fork";
+  EXPECT_EQ(w.model().undoStack()->undoText(), "K/V groups 1 (MQA)") << "the edit is undoable on the fork";
+}
+
+// Finding: after `preset diff` on a selected run, the Inspector's header named the run for the
+// design it had (e.g. "THSA heads-only") over the old design's values until the new ones came, and
+// a demo `inspect` right after the preset read the old values.
+TEST(DesignSlots, TheInspectorNamesTheRunWithTheDesignItHasAfterAPreset) {
+  app::MainWindow w(testOptions());
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  w.model().select(2);  // THSA heads-only, never trained
+  QDockWidget* dock = w.dock("Inspector");
+  ASSERT_TRUE(dock);
+  dock->show();
+  dock->raise();
+  auto* inspector = w.inspector();
+  ASSERT_TRUE(waitFor([&] { return inspector->values() && !w.teaching()->computing(); }, 20000));
+  const QString name = w.model().currentRun().name;
+  ASSERT_TRUE(inspector->captionText().startsWith(name)) << inspector->captionText().toStdString();
+
+  app::DemoRunner runner(w.demoParts(), app::parseDemoScript("preset diff\nquit\n", "demo.txt"));
+  bool done = false, staleShownAsReady = true;
+  QObject::connect(&runner, &app::DemoRunner::finished, [&] {
+    done = true;
+    // Right after the edit: either the new design's values, or "computing" (what `inspect` waits on).
+    staleShownAsReady = !w.teaching()->computing() && inspector->values() &&
+                        !(inspector->values()->spec == w.model().currentSpec());
+  });
+  runner.start();
+  ASSERT_TRUE(waitFor([&] { return done; }, 10000));
+  EXPECT_FALSE(staleShownAsReady) << "the old design's values passed for the new design's";
+  ASSERT_TRUE(w.model().currentSpec().slots.differential);
+  ASSERT_TRUE(waitFor([&] {
+    return inspector->values() && inspector->values()->spec == w.model().currentSpec() && !w.teaching()->computing();
+  }, 20000));
+  EXPECT_EQ(w.model().currentRun().name, name) << "the same run";
+  const QString caption = inspector->captionText();
+  EXPECT_TRUE(caption.startsWith(name + " · differential attention (Diff Transformer)")) << caption.toStdString();
+  EXPECT_EQ(app::InspectorDocks::whose(name, w.model().currentSpec()),
+            name + " · " + QString::fromStdString(spec::nameDesigns(w.model().currentSpec()).front().name));
+}
