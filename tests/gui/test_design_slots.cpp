@@ -104,8 +104,12 @@ TEST(DesignSlots, EverySlotIsEditedInTheDockWithUndo) {
   EXPECT_EQ(slot<QComboBox>(p, "slots.gate")->currentIndex(), 0);
   EXPECT_TRUE(p->isValid());
 
-  // MLA's latent: size, query rank, rotary part and order.
+  // MLA's latent: size, query rank, rotary part and order (the last three shown once it has a latent).
+  EXPECT_TRUE(slot<QSpinBox>(p, "slots.latent.q_rank")->isHidden()) << "one MLA row while it is off";
+  EXPECT_TRUE(slot<QComboBox>(p, "slots.latent.order")->isHidden());
   slot<QSpinBox>(p, "slots.latent.kv_rank")->setValue(24);
+  EXPECT_FALSE(slot<QSpinBox>(p, "slots.latent.q_rank")->isHidden());
+  EXPECT_FALSE(slot<QComboBox>(p, "slots.latent.order")->isHidden());
   slot<QSpinBox>(p, "slots.latent.q_rank")->setValue(12);
   slot<QSpinBox>(p, "slots.latent.rope_dim")->setValue(3);
   EXPECT_FALSE(p->isValid()) << "an odd rotary part";
@@ -345,4 +349,27 @@ TEST(DesignSlots, TheInspectorNamesTheRunWithTheDesignItHasAfterAPreset) {
   EXPECT_TRUE(caption.startsWith(name + " · differential attention (Diff Transformer)")) << caption.toStdString();
   EXPECT_EQ(app::InspectorDocks::whose(name, w.model().currentSpec()),
             name + " · " + QString::fromStdString(spec::nameDesigns(w.model().currentSpec()).front().name));
+}
+
+TEST(DesignSlots, TheDemoSlotCommandEditsAsAUserDoes) {
+  app::MainWindow w(testOptions());
+  const auto play = [&](const char* text) {
+    app::DemoRunner runner(w.demoParts(), app::parseDemoScript(text, "demo.txt"));
+    bool done = false;
+    QObject::connect(&runner, &app::DemoRunner::finished, [&] { done = true; });
+    runner.start();
+    EXPECT_TRUE(waitFor([&] { return done; }, 10000));
+    return runner.exitCode();
+  };
+  EXPECT_EQ(play("run 0\npreset mla\nslot slots.latent.order absorbed\nslot slots.latent.q_rank 16\nquit\n"), 0);
+  EXPECT_EQ(w.model().currentSpec().slots.latent.order, spec::LatentOrder::Absorbed);
+  EXPECT_EQ(w.model().currentSpec().slots.latent.q_rank, 16);
+  EXPECT_EQ(w.model().undoStack()->undoText(), "MLA query rank 16");
+  EXPECT_EQ(play("preset mhsa\nslot slots.kv_groups 2\nslot slots.pre_mix on\nquit\n"), 0);
+  EXPECT_EQ(w.model().currentSpec().slots.kv_groups, 2);
+  EXPECT_TRUE(w.model().currentSpec().slots.pre_mix);
+  EXPECT_NE(play("slot slots.kv_groups 3\nquit\n"), 0) << "3 does not divide H = 4: no such choice";
+  EXPECT_NE(play("slot slots.nothing 1\nquit\n"), 0);
+  EXPECT_NE(play("run 1\nslot slots.pre_mix on\nquit\n"), 0) << "THSA has no slots";
+  EXPECT_THROW(app::parseDemoScript("slot slots.pre_mix\n", "demo.txt"), std::invalid_argument);
 }

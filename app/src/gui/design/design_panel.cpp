@@ -6,6 +6,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QGroupBox>
 #include <QLabel>
 #include <QSignalBlocker>
@@ -78,19 +79,32 @@ QStringList enumNames(int count, const std::function<std::string_view(int)>& nam
 }  // namespace
 
 DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
-  auto* layout = new QVBoxLayout(this);
-  // Never squeezed below what its rows need: the dock scrolls instead (the scroll area sized the
-  // form by its height-for-width, which crushed the spin boxes to a few pixels once the slots came).
-  layout->setSizeConstraint(QLayout::SetMinimumSize);
-  // What the drawn network is, first: it changes with every edit below.
+  // What the drawn network is stays on top, outside the scrolled form: it changes with every edit
+  // below, wherever the form is scrolled to (a laptop shows a third of it).
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->setSpacing(0);
   name_ = new QLabel;
   name_->setObjectName("designName");
   name_->setWordWrap(true);
   name_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  name_->setContentsMargins(9, 6, 9, 6);
+  name_->setStyleSheet("QLabel#designName { border-bottom: 1px solid palette(mid); }");
   QFont nameFont = name_->font();
   nameFont.setBold(true);
   name_->setFont(nameFont);
-  layout->addWidget(name_);
+  outer->addWidget(name_);
+  auto* scroll = new QScrollArea;
+  scroll->setObjectName("designScroll");
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  auto* content = new QWidget;
+  scroll->setWidget(content);
+  outer->addWidget(scroll, 1);
+  auto* layout = new QVBoxLayout(content);
+  // Never squeezed below what its rows need: the form scrolls instead (the scroll area sized it by
+  // its height-for-width, which crushed the spin boxes to a few pixels once the slots came).
+  layout->setSizeConstraint(QLayout::SetMinimumSize);
   auto* form = new QFormLayout;
   layout->addLayout(form);
 
@@ -347,12 +361,17 @@ void DesignPanel::buildSlots() {
   addSlotSpin("slots.latent.rope_dim", "MLA rotary", "rope_dim: the rotary part of each query and of the shared key "
               "(qk_rope_head_dim); even",
               0, spec::kMaxWidth, 2, "none", [](AttentionSpec& s) -> int& { return s.slots.latent.rope_dim; });
+  // MLA's other fields show once it has a latent (or any of them is set): one row while it is off.
+  for (const char* f : {"slots.latent.q_rank", "slots.latent.rope_dim"})
+    for (auto& c : slotControls_)
+      if (c.field == f) c.shown = [](const AttentionSpec& s) { return s.slots.latent.enabled(); };
   addSlotChoice("slots.latent.order", "MLA order",
                 "The order of MLA's contractions (the same layer): naive forms every head's key and value; absorbed "
                 "folds W^UKV into the query and the output and caches only the latent",
                 enumNames(2, [](int i) { return spec::toString(static_cast<spec::LatentOrder>(i)); }),
                 [](const AttentionSpec& s) { return static_cast<int>(s.slots.latent.order); },
                 [](AttentionSpec& s, int i) { s.slots.latent.order = static_cast<spec::LatentOrder>(i); });
+  slotControls_.back().shown = [](const AttentionSpec& s) { return s.slots.latent.enabled(); };
 }
 
 void DesignPanel::showSlots() {
@@ -361,6 +380,7 @@ void DesignPanel::showSlots() {
   for (const auto& c : slotControls_) {
     const QSignalBlocker block(c.widget);
     c.show(spec_);
+    if (c.shown) slotsForm_->setRowVisible(c.widget, c.shown(spec_));
   }
   updating_ = was;
   slotsBox_->setVisible(spec::hasSlots(spec_.variant));

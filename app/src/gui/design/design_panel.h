@@ -37,6 +37,8 @@ class DesignPanel : public QWidget {
     std::function<void(const spec::AttentionSpec&)> show;  ///< the spec's value into the widget
     std::function<void(spec::AttentionSpec&)> read;        ///< the widget's value into a spec
     std::function<QString(const spec::AttentionSpec&)> describe;  ///< the undo text of an edit
+    /// Whether the row is shown (empty: always), e.g. MLA's query rank only with a latent.
+    std::function<bool(const spec::AttentionSpec&)> shown = {};
   };
 
   /// What the cost section shows, from spec/cost_model.h (valid designs only).

@@ -1,11 +1,17 @@
 #include "gui/shell/demo_runner.h"
 
 #include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSpinBox>
 #include <QDockWidget>
 #include <QLabel>
 #include <QMainWindow>
 #include <iostream>
 
+#include "gui/design/design_panel.h"
 #include "gui/document/app_paths.h"
 #include "gui/document/session_model.h"
 #include "gui/experiments/experiments_panel.h"
@@ -68,7 +74,7 @@ const std::map<QString, DemoRunner::Command>& DemoRunner::commands() {
       {"probe", &DemoRunner::probe},        {"theme", &DemoRunner::theme},
       {"screenshot", &DemoRunner::screenshot}, {"figures", &DemoRunner::figures},
       {"presenter", &DemoRunner::presenter},
-      {"roles-colour", &DemoRunner::rolesColour},
+      {"roles-colour", &DemoRunner::rolesColour}, {"slot", &DemoRunner::slot},
   };
   return table;
 }
@@ -120,6 +126,47 @@ DemoRunner::Step DemoRunner::preset(const QString& arg) {
   } catch (const std::exception& e) {
     return fail(e.what());
   }
+  return Step::Done;
+}
+
+DemoRunner::Step DemoRunner::slot(const QString& arg) {
+  const QStringList words = arg.simplified().split(' ');
+  const QString field = words.value(0);
+  const QString value = words.mid(1).join(' ');
+  if (!parts_.design) return fail("no Design dock");
+  QWidget* w = parts_.design->slotWidget(field);
+  if (!w || !parts_.design->slotsShown())
+    return fail(w ? "the current design (" + QString::fromStdString(std::string(spec::toString(parts_.model->currentSpec().variant))) +
+                        ") has no slots"
+                  : "no slot " + field + " in the Design dock");
+  if (!w->isEnabled()) return fail("the Design dock takes no edits now (the run trains)");
+  if (auto* box = qobject_cast<QCheckBox*>(w)) {
+    if (value != "on" && value != "off") return fail(field + " is on or off; got " + value);
+    box->setChecked(value == "on");
+  } else if (auto* combo = qobject_cast<QComboBox*>(w)) {
+    // The item's text ("absorbed") or its leading number ("1" of "1 (MQA)").
+    int i = combo->findText(value);
+    for (int k = 0; i < 0 && k < combo->count(); ++k)
+      if (combo->itemText(k).startsWith(value + " (")) i = k;
+    if (i < 0) {
+      QStringList items;
+      for (int k = 0; k < combo->count(); ++k) items << combo->itemText(k);
+      return fail(field + " has no choice " + value + " (choices: " + items.join(", ") + ")");
+    }
+    combo->setCurrentIndex(i);
+  } else if (auto* spin = qobject_cast<QSpinBox*>(w)) {
+    bool ok = false;
+    const int v = value.toInt(&ok);
+    if (!ok || v < spin->minimum() || v > spin->maximum())
+      return fail(QString("%1 takes a whole number from %2 to %3; got %4").arg(field).arg(spin->minimum()).arg(spin->maximum()).arg(value));
+    spin->setValue(v);
+  }
+  // Scrolled to the top of the form's view, with what follows it (the cost), for a screenshot.
+  for (QWidget* p = w->parentWidget(); p; p = p->parentWidget())
+    if (auto* area = qobject_cast<QScrollArea*>(p); area && area->widget()) {
+      area->verticalScrollBar()->setValue(w->mapTo(area->widget(), QPoint(0, 0)).y() - 12);
+      break;
+    }
   return Step::Done;
 }
 

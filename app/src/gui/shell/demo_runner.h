@@ -2,6 +2,8 @@
 /// Runs a scripted scenario in the window (`tensorscope --demo SCRIPT`), for README screenshots
 /// and end-to-end checks. One command per line; '#' starts a comment:
 ///   preset NAME        apply a spec preset to the current run's design (undoable)
+///   slot FIELD VALUE   set a slot in the Design dock as a user does (undoable; e.g. "slot slots.kv_groups 1",
+///                      "slot slots.latent.order absorbed", "slot slots.pre_mix on") and scroll the dock to it
 ///   run INDEX          select run INDEX of the session
 ///   session PATH       open a session file
 ///   train [STEPS]      start training the current run (stop at STEPS)
@@ -45,6 +47,7 @@ class QMainWindow;
 namespace tensorscope::app {
 
 class BottleneckLab;
+class DesignPanel;
 class ExperimentsPanel;
 class InspectorDocks;
 class LessonPanel;
@@ -61,6 +64,7 @@ class TrainingDriver;
 /// docks' panels, and the window only as what screenshots photograph and layouts arrange.
 struct DemoParts {
   QMainWindow* window = nullptr;
+  DesignPanel* design = nullptr;
   QByteArray defaultLayout;  ///< View > Layout > Default's arrangement
   SessionModel* model = nullptr;
   TrainingDriver* training = nullptr;
@@ -123,6 +127,7 @@ class DemoRunner : public QObject {
   Step layout(const QString& arg);
   Step presenter(const QString& arg);
   Step rolesColour(const QString& arg);
+  Step slot(const QString& arg);
   Step probe(const QString& arg);
   Step theme(const QString& arg);
   Step screenshot(const QString& arg);

@@ -26,7 +26,7 @@ constexpr Syntax kCommands[] = {
     {"inspect", Arg::Text},   {"plan-step", Arg::Count}, {"lesson", Arg::Text},  {"lesson-do", Arg::None},
     {"lesson-next", Arg::None}, {"lab", Arg::Text},      {"layout", Arg::Text},
     {"presenter", Arg::Text},
-    {"roles-colour", Arg::Text},
+    {"roles-colour", Arg::Text}, {"slot", Arg::Text},
 };
 
 std::string_view trim(std::string_view s) {
@@ -100,6 +100,8 @@ std::vector<DemoCommand> parseDemoScript(std::string_view text, const std::strin
     if (c.name == "presenter" && c.arg != "on" && c.arg != "off") fail("presenter is on or off; got " + inQuotes(c.arg));
     if (c.name == "roles-colour" && c.arg != "label" && c.arg != "cluster")
       fail("roles-colour is label or cluster; got " + inQuotes(c.arg));
+    if (c.name == "slot" && (c.arg.find_first_of(" \t") == std::string::npos || c.arg.rfind("slots.", 0) != 0))
+      fail("slot needs a field and a value, e.g. 'slot slots.kv_groups 1'; got " + inQuotes(c.arg));
     if (c.name == "preset") {
       const auto names = spec::specPresetNames();
       if (std::find(names.begin(), names.end(), c.arg) == names.end()) fail("unknown preset " + inQuotes(c.arg));

@@ -76,7 +76,8 @@ void MainWindow::buildDocks() {
       {curves_, "curves"}, {stableRank_, "stable_rank"}, {spectrum_, "spectrum"}, {maps_, "attention_maps"}, {roles_, "role_clusters"}};
   for (const auto& [plot, name] : names) plot->setExportName(name);
 
-  auto* designDock = addDock("Design", design_, Qt::LeftDockWidgetArea, true);
+  // The Design dock scrolls its form itself, under a name line that stays (DesignPanel).
+  auto* designDock = addDock("Design", design_, Qt::LeftDockWidgetArea, false);
   addDock("Runs", runs_, Qt::LeftDockWidgetArea);
   tabifyDockWidget(designDock, addDock("Training", trainingPanel_, Qt::LeftDockWidgetArea, true));
   designDock->raise();
@@ -172,6 +173,7 @@ void MainWindow::buildDocks() {
 DemoParts MainWindow::demoParts() {
   DemoParts p;
   p.window = this;
+  p.design = design_;
   p.defaultLayout = defaultLayout_;
   p.model = model_;
   p.training = driver_;
