@@ -38,7 +38,8 @@ std::int64_t estimateModelValues(const RunConfig& c, std::int64_t vocabulary) {
   } else {
     values += vocabulary * F * (1 + (c.model.tp_role_embedding ? 1 : 0) + (c.model.tied_embeddings ? 0 : 1));
   }
-  values += N * F;  // learned positions, or the sinusoid table
+  const bool rotary = c.model.positions == "rotary" || c.model.positions == "rotary_interleaved";
+  if (!rotary) values += N * F;  // learned positions, or the sinusoid table (rotary: none)
   return values + maskValues(c);
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "attention/rotary_rule.h"
 #include "spec/core_spec.h"
 
 namespace tensorscope::model_core::test {
@@ -85,9 +86,32 @@ WeightMap weightsOf(const AttentionModuleImpl& module) {
   return w;
 }
 
+/// Rotary positions (contract §9) from the equations, in loops: in every block of `block` features
+/// of token n, pair j — features (j, j + block/2) for Half, (2j, 2j + 1) for Interleaved — turned
+/// by the angle n·base^(−2j/block): (a, b) → (a·cos − b·sin, a·sin + b·cos). t [B, N, X] float64.
+torch::Tensor turnReference(const torch::Tensor& t, int block, const Rotary& rotary) {
+  if (!rotary.on) return t;
+  torch::Tensor out = t.clone();
+  auto a = t.accessor<double, 3>();
+  auto o = out.accessor<double, 3>();
+  const int half = block / 2;
+  const bool interleaved = rotary.pairs == RotaryPairs::Interleaved;
+  for (std::int64_t b = 0; b < t.size(0); ++b)
+    for (std::int64_t n = 0; n < t.size(1); ++n)
+      for (std::int64_t first = 0; first < t.size(2); first += block)
+        for (int j = 0; j < half; ++j) {
+          const std::int64_t i1 = first + (interleaved ? 2 * j : j), i2 = first + (interleaved ? 2 * j + 1 : j + half);
+          const double angle = static_cast<double>(n) * std::pow(rotary.base, -2.0 * j / block);
+          o[b][n][i1] = a[b][n][i1] * std::cos(angle) - a[b][n][i2] * std::sin(angle);
+          o[b][n][i2] = a[b][n][i1] * std::sin(angle) + a[b][n][i2] * std::cos(angle);
+        }
+  return out;
+}
+
 /// Differential attention (contract §8.5) in the first block (λ_init = 0.8 − 0.6·e⁰ = 0.2), written
 /// from the equations: maps (h, i) of size D, value heads of size 2D, RMSNorm per head.
-Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn,
+                                const Rotary& rotary) {
   const torch::Tensor x = f64(xIn);
   const std::int64_t B = x.size(0), N = x.size(1);
   const int H = spec.sizes.H, D = spec.sizes.D, F = spec.sizes.F;
@@ -99,7 +123,8 @@ Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap
   requireShape(weight(w, "wv.weight"), {2 * G * D, F}, "wv.weight");
   requireShape(weight(w, "wo.weight"), {F, 2 * H * D}, "wo.weight");
   requireShape(weight(w, "subln.weight"), {2 * D}, "subln.weight");
-  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+  const torch::Tensor q = turnReference(linear(w, "wq", x, spec.bias), spec.sizes.D, rotary),
+                      k = turnReference(linear(w, "wk", x, spec.bias), spec.sizes.D, rotary),
                       v = linear(w, "wv", x, spec.bias);
   auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
   const auto dotOf = [&](const char* a, const char* b) {
@@ -253,9 +278,10 @@ Reference referenceLatent(const spec::AttentionSpec& spec, const WeightMap& w, c
   return ref;
 }
 
-Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn,
+                          const Rotary& rotary) {
   checkInput(spec, xIn);
-  if (spec.slots.differential) return referenceDifferential(spec, w, xIn);
+  if (spec.slots.differential) return referenceDifferential(spec, w, xIn, rotary);
   if (spec.slots.latent.enabled()) return referenceLatent(spec, w, xIn);
   const torch::Tensor x = f64(xIn);
   const std::int64_t B = x.size(0), N = x.size(1);
@@ -265,7 +291,8 @@ Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, c
   // Slot (a): G key/value heads; query head h reads group h / (H/G) (section 8).
   const int G = slot.kv_groups > 0 ? slot.kv_groups : H;
   const auto group = [&](int h) { return h / (H / G); };
-  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+  const torch::Tensor q = turnReference(linear(w, "wq", x, spec.bias), spec.sizes.D, rotary),
+                      k = turnReference(linear(w, "wk", x, spec.bias), spec.sizes.D, rotary),
                       v = linear(w, "wv", x, spec.bias);
   requireShape(weight(w, "wq.weight"), {H * D, spec.sizes.F}, "wq.weight");
   requireShape(weight(w, "wk.weight"), {G * D, spec.sizes.F}, "wk.weight");
@@ -369,14 +396,16 @@ Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, c
   return ref;
 }
 
-Reference referenceThsa(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+Reference referenceThsa(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn,
+                        const Rotary& rotary) {
   checkInput(spec, xIn);
   const torch::Tensor x = f64(xIn);
   const std::int64_t B = x.size(0), N = x.size(1);
   const int R = spec.sizes.R;
   const torch::Tensor& C = weight(w, "core");
   requireShape(C, {R, R}, "core");
-  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+  const torch::Tensor q = turnReference(linear(w, "wq", x, spec.bias), spec.sizes.D, rotary),
+                      k = turnReference(linear(w, "wk", x, spec.bias), spec.sizes.D, rotary),
                       v = linear(w, "wv", x, spec.bias);
   auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
   auto Ca = C.accessor<double, 2>();
@@ -541,12 +570,15 @@ Reference referenceDimwise(const spec::AttentionSpec& spec, const WeightMap& w, 
   return ref;
 }
 
-Reference referenceForward(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x) {
+Reference referenceForward(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x,
+                           const Rotary& rotary) {
+  if (rotary.on && !rotaryProblem(spec).empty())
+    throw std::invalid_argument("reference: rotary positions on " + describe(spec) + ": " + rotaryProblem(spec));
   switch (spec.variant) {
     case spec::Variant::Mhsa:
     case spec::Variant::FixedHead:
-    case spec::Variant::Tp: return referenceHeaded(spec, w, x);
-    case spec::Variant::Thsa: return referenceThsa(spec, w, x);
+    case spec::Variant::Tp: return referenceHeaded(spec, w, x, rotary);
+    case spec::Variant::Thsa: return referenceThsa(spec, w, x, rotary);
     case spec::Variant::ThsaLinear: return referenceThsaLinear(spec, w, x);
     case spec::Variant::Multilinear: return referenceMultilinear(spec, w, x);
     case spec::Variant::Dimwise: return referenceDimwise(spec, w, x);

@@ -65,12 +65,13 @@ class Mhsa(nn.Module):
         self.mix_pre = nn.Parameter(torch.eye(H)) if slots.get("pre_mix") else None
         self.mix_post = nn.Parameter(torch.eye(H)) if slots.get("post_mix") else None
         self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+        self.size, self.rotary = z["D"], None  # rotary: None, "half" or "interleaved" (set by the model)
 
     def forward(self, x, with_maps=False):
         _check_input(self.spec, x)
         H, G = self.heads, self.groups
-        q = split_heads(self.wq(x), H)
-        k, v = split_heads(self.wk(x), G), split_heads(self.wv(x), G)  # [B, G, N, D]
+        q = split_heads(rotary(self.wq(x), self.size, self.rotary), H)
+        k, v = split_heads(rotary(self.wk(x), self.size, self.rotary), G), split_heads(self.wv(x), G)  # [B, G, N, D]
         if G != H:
             k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
         logits = torch.matmul(q, k.transpose(-2, -1))
@@ -117,15 +118,16 @@ class DiffAttention(nn.Module):
         self.subln = nn.Module()
         self.subln.weight = nn.Parameter(torch.ones(2 * D))
         self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+        self.rotary = None  # None, "half" or "interleaved" (set by the model): every map's q and k turned
 
     def forward(self, x, with_maps=False):
         _check_input(self.spec, x)
         B, N, _ = x.shape
         H, D = self.heads, self.size
         G = self.groups
-        q = split_heads(self.wq(x), 2 * H)  # [B, 2H, N, D]: map i of head h is 2h + i
+        q = split_heads(rotary(self.wq(x), D, self.rotary), 2 * H)  # [B, 2H, N, D]: map i of head h is 2h + i
         # Query map j reads key map j // (H/G) of 2G; head h reads value head h // (H/G) of G.
-        k = split_heads(self.wk(x), 2 * G).repeat_interleave(H // G, dim=1)
+        k = split_heads(rotary(self.wk(x), D, self.rotary), 2 * G).repeat_interleave(H // G, dim=1)
         v = split_heads(self.wv(x), G).repeat_interleave(H // G, dim=1)  # [B, H, N, 2D]
         P = masked_softmax(torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(D), self.causal).view(B, H, 2, N, N)
         lam = (torch.exp(torch.dot(self.lambda_q1, self.lambda_k1)) - torch.exp(torch.dot(self.lambda_q2, self.lambda_k2))
@@ -148,18 +150,31 @@ class RmsNormWeight(nn.Module):
         return u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + eps) * self.weight
 
 
+def rotary(u, block, pairs="half", theta=10000.0):
+    """Rotary positions (contract section 9): u [B, N, ..., X] with the token on axis 1, X whole
+    blocks (heads) of the even size `block`; pair j of each block turned by n·theta^(-2j/block).
+    `pairs` "half" pairs feature j with j + block/2 (GPT-NeoX, Hugging Face Llama/Qwen rotate_half),
+    "interleaved" pairs 2j with 2j + 1 (RoFormer, Meta's Llama, DeepSeek). Angles in float64."""
+    if pairs is None or block == 0:
+        return u
+    B, N, half = u.shape[0], u.shape[1], block // 2
+    freqs = theta ** (-torch.arange(0, block, 2, dtype=torch.float64, device=u.device) / block)
+    angle = torch.outer(torch.arange(N, dtype=torch.float64, device=u.device), freqs).view(1, N, 1, half)
+    cos, sin = torch.cos(angle).to(u.dtype), torch.sin(angle).to(u.dtype)
+    t = u.reshape(B, N, -1, block)
+    if pairs == "interleaved":
+        a, b = t[..., 0::2], t[..., 1::2]
+    else:
+        a, b = t[..., :half], t[..., half:]
+    ra, rb = a * cos - b * sin, a * sin + b * cos
+    out = torch.stack((ra, rb), -1).flatten(-2) if pairs == "interleaved" else torch.cat((ra, rb), -1)
+    return out.reshape(u.shape)
+
+
 def mla_rotary(u, theta=10000.0):
     """DeepSeek's interleaved rotary turn of u [B, N, ..., r] at positions 0 .. N-1: the pair
     (u_2j, u_2j+1) turned by n·theta^(-2j/r) (deepseek-ai/DeepSeek-V3 apply_rotary_emb)."""
-    N, r = u.shape[1], u.shape[-1]
-    if r == 0:
-        return u
-    freqs = theta ** (-torch.arange(0, r, 2, dtype=torch.float64, device=u.device) / r)
-    angle = torch.outer(torch.arange(N, dtype=torch.float64, device=u.device), freqs)
-    shape = [1, N] + [1] * (u.dim() - 3) + [r // 2]
-    cos, sin = torch.cos(angle).to(u.dtype).view(shape), torch.sin(angle).to(u.dtype).view(shape)
-    a, b = u[..., 0::2], u[..., 1::2]
-    return torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2)
+    return rotary(u, u.shape[-1], "interleaved", theta)
 
 
 class Mla(nn.Module):
@@ -314,6 +329,7 @@ class _ThsaBase(nn.Module):
         self.wv = nn.Linear(F_, R, bias=spec["bias"])
         self.wo = nn.Linear(R, F_, bias=spec["bias"])
         self.core = ThsaCore(spec["core"], z["H"], z["D"], R)
+        self.rotary = None  # None, "half" or "interleaved" (thsa, set by the model): blocks of D turned
 
     def effective_core(self):
         return self.core.effective()
@@ -331,7 +347,7 @@ class Thsa(_ThsaBase):
         B, N = x.shape[0], x.shape[1]
         R, H, D = self.R, self.H, self.D
         inv_sqrt_r = 1.0 / math.sqrt(R)
-        q, k, v = self.wq(x), self.wk(x), self.wv(x)  # [B, N, R]
+        q, k, v = rotary(self.wq(x), D, self.rotary), rotary(self.wk(x), D, self.rotary), self.wv(x)  # [B, N, R]
         core = self.core
         if core.is_dense():
             C = core.effective()
