@@ -1,6 +1,6 @@
 """End-to-end check of `tensorscope export --format pytorch`: for small configs covering every
 attention variant, every THSA core preset, custom Kronecker/dense cores, every task, learned and
-sinusoidal positions, tied and untied heads and the TP role embedding, it trains a few steps with
+sinusoidal and rotary positions, tied and untied heads and the TP role embedding, it trains a few steps with
 `tensorscope train`, exports the run, imports the exported model.py and checks that its logits equal
 the C++ logits of `tensorscope infer` on the same random input (max abs difference < 1e-4).
 For sequence tasks it checks vocab.json and model.py's vocabulary functions (load_vocabulary,
