@@ -65,7 +65,7 @@ TensorNetwork buildTpaNetwork(const AttentionSpec& s, std::int64_t N) {
     const std::string xRole = i == 0 ? "Input X as a query copy [N, F]: row n is token n."
                                      : "Input X as a key/value copy [M, F]; the softmax normalises over its M leg.";
     if (p.R == 0) {  // T6_kvonly: queries as MHSA, x·Wqᵀ
-      b.projection({"qraw", "x_q", "X^Q", xRole, n, leg(p.fa, "F", z.F), "Wq", "W^Q",
+      b.projection({turned ? "qraw" : "q", "x_q", "X^Q", xRole, n, leg(p.fa, "F", z.F), "Wq", "W^Q",
                     "Query weights W^Q (wq.weight [H·D, F] viewed [H, D, F]), as MHSA's (T6_kvonly c_q).", "wq",
                     {h, raw}, turned ? "queries [N, H, D] before the rotary turn" : "queries q [N, H, D]"});
       boxNodes.insert(boxNodes.end(), {"x_q", "Wq"});
