@@ -22,6 +22,9 @@ inline std::string rotaryProblem(const spec::AttentionSpec& s) {
       if (s.slots.latent.enabled())
         return "multi-head latent attention turns only its own decoupled rotary key part (slots.latent.rope_dim, "
                "§8.6); use learned or sinusoidal positions with it";
+      if (s.slots.tpa.enabled())
+        return "tensor product attention turns its own feature factors (slots.tpa.rope, §8.7); use learned or "
+               "sinusoidal positions with it";
       if (s.sizes.D % 2 != 0)
         return "the head size D = " + std::to_string(s.sizes.D) + " is odd; rotary positions turn pairs of features";
       return {};

@@ -253,6 +253,7 @@ TEST(RotaryPositions, LayersThatDoNotTakeThemSayWhy) {
   };
   spec::AttentionSpec mla = spec::makeSpecPreset("mla");
   refused(mla, "latent");
+  refused(spec::makeSpecPreset("tpa"), "tensor product attention");
   spec::Sizes odd;
   odd.F = 6;
   odd.H = 2;

@@ -144,6 +144,12 @@ def cases(corpus):
         ("mla_absorbed_query_latent_sort",
          run_config(attention("fixed_head", H=2, D=3, slots={"latent": {"kv_rank": 5, "q_rank": 4, "rope_dim": 2,
                                                                          "order": "absorbed"}}), task="sort")),
+        # Tensor product attention (section 8.7): contextual factors with the rotary; T6_kvonly with
+        # constant head factors and another rotary base.
+        ("tpa_copy", run_config(attention("mhsa", H=2, D=4, slots={"tpa": {"q_rank": 3, "k_rank": 2, "v_rank": 2}}))),
+        ("tpa_kv_only_constant_sort",
+         run_config(attention("fixed_head", H=2, D=4, slots={"tpa": {"k_rank": 1, "v_rank": 2, "contextual_a": False,
+                                                                      "rope_base": 100.0}}), task="sort")),
         ("fixed_head_gated_talking_gqa",
          run_config(attention("fixed_head", H=4, D=6, slots={"kv_groups": 2, "pre_mix": True, "gate": "elementwise"}))),
         # Rotary positions (section 9): no position table; every layer turns its queries and keys.

@@ -234,6 +234,79 @@ class Mla(nn.Module):
         return (y, P) if with_maps else y
 
 
+def tpa_rotary(u, base=10000.0):
+    """T6's half-split rotary turn of u [B, N, ..., D] at positions 0 .. N-1 (tensorgi/TPA
+    model/T6.py apply_rotary_emb, commit 3d7f51d): (u1 cos + u2 sin, -u1 sin + u2 cos) with
+    u1 = u[..., :D/2], u2 = u[..., D/2:] and the angle n·base^(-2j/D) (here in float64)."""
+    N, D = u.shape[1], u.shape[-1]
+    freqs = base ** (-torch.arange(0, D, 2, dtype=torch.float64, device=u.device) / D)
+    angle = torch.outer(torch.arange(N, dtype=torch.float64, device=u.device), freqs)
+    shape = [1, N] + [1] * (u.dim() - 3) + [D // 2]
+    cos, sin = torch.cos(angle).to(u.dtype).view(shape), torch.sin(angle).to(u.dtype).view(shape)
+    u1, u2 = u[..., : D // 2], u[..., D // 2 :]
+    return torch.cat((u1 * cos + u2 * sin, u2 * cos - u1 * sin), -1)
+
+
+class Tpa(nn.Module):
+    """Tensor Product Attention (slots.tpa; contract section 8.7; tensorgi/TPA model/T6.py
+    CPLinear, commit 3d7f51d): q, k, v per token (1/R)·Σ_r A[h, r]·B[r, :], the head factors A from
+    W_A_* (or the constants A_* when not contextual), the feature factors B from W_B_*, the rotary on
+    the feature factors of q and k; q_rank 0 gives the queries as MHSA, wq, turned (T6_kvonly).
+    Then MHSA's softmax attention (1/√D) and wo. No biases."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+        z, t = spec["sizes"], spec["slots"]["tpa"]
+        F_, H, D = z["F"], z["H"], z["D"]
+        self.heads, self.size = H, D
+        self.ranks = {"q": int(t.get("q_rank", 0)), "k": int(t["k_rank"]), "v": int(t["v_rank"])}
+        self.contextual = bool(t.get("contextual_a", True))
+        self.rope = bool(t.get("rope", True))
+        self.base = float(t.get("rope_base", 10000.0))
+        self.causal = bool(spec["causal"])
+        if self.ranks["q"] == 0:
+            self.wq = nn.Linear(F_, H * D, bias=False)
+        for v, R in self.ranks.items():
+            if R == 0:
+                continue
+            if self.contextual:
+                setattr(self, "W_A_" + v, nn.Linear(F_, H * R, bias=False))
+            else:
+                setattr(self, "A_" + v, nn.Parameter(torch.randn(H, R)))
+        for v, R in self.ranks.items():
+            if R > 0:
+                setattr(self, "W_B_" + v, nn.Linear(F_, R * D, bias=False))
+        self.wo = nn.Linear(H * D, F_, bias=False)
+        self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+
+    def _made(self, x, v, turn):
+        B, N, _ = x.shape
+        H, D, R = self.heads, self.size, self.ranks[v]
+        b = getattr(self, "W_B_" + v)(x).view(B, N, R, D)
+        if turn:
+            b = tpa_rotary(b, self.base)
+        if self.contextual:
+            a = getattr(self, "W_A_" + v)(x).view(B, N, H, R)
+            return torch.einsum("bnhr,bnrd->bnhd", a, b) / R
+        return torch.einsum("hr,bnrd->bnhd", getattr(self, "A_" + v), b) / R
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x)
+        B, N, _ = x.shape
+        H, D = self.heads, self.size
+        if self.ranks["q"] == 0:
+            q = self.wq(x).view(B, N, H, D)
+            q = tpa_rotary(q, self.base) if self.rope else q
+        else:
+            q = self._made(x, "q", self.rope)
+        k, v = self._made(x, "k", self.rope), self._made(x, "v", False)
+        P = masked_softmax(torch.einsum("bnhd,bmhd->bhnm", q, k) / math.sqrt(D), self.causal)
+        o = torch.einsum("bhnm,bmhd->bnhd", self.dropout(P), v)
+        y = self.wo(o.reshape(B, N, H * D))
+        return (y, P) if with_maps else y
+
+
 class ThsaCore(nn.Module):
     """The THSA core C [R, R]: dense (`dense`, with frozen entries where the spec's mask is 0),
     s·(A ⊗ B) with A [H, H] and B [D, D] (or B = c2 c3ᵀ), or low rank U·Vᵀ (U, V [R, rank]).
@@ -510,6 +583,8 @@ def make_attention(spec, layer=0):
         return DiffAttention(spec, layer)
     if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("latent"):
         return Mla(spec)
+    if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("tpa"):
+        return Tpa(spec)
     if variant in ("mhsa", "fixed_head", "tp"):
         return Mhsa(spec)
     if variant == "thsa":
