@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "attention/fused_attention.h"
 #include "attention/kernels.h"
 
 namespace tensorscope::model_core {
@@ -91,9 +92,17 @@ AttentionOutput TpaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     q = factorised(x, 0, t.rope);
   }
   const auto k = factorised(x, 1, t.rope), v = factorised(x, 2, false);  // [B, N, H, D]
+  AttentionOutput out;
+  if (fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+    // Once q, k and v are formed the rest is MHSA: the fused CPU kernel (fused_attention.h), which
+    // keeps no [B, H, N, M] tensor for backward. Maps only when asked.
+    const auto att = fusedAttention(torch::stack({q, k, v}, 2), 1.0 / std::sqrt(double(D)), spec_.causal);
+    if (options.with_maps) out.maps = att.P;
+    out.y = wo_(att.o.view({B, N, H * D}));
+    return out;
+  }
   const auto logits = torch::einsum("bnhd,bmhd->bhnm", {q, k});
   const auto P = scaledMaskedSoftmax(logits, 1.0 / std::sqrt(double(D)), spec_.causal);  // [B, H, N, M]
-  AttentionOutput out;
   if (options.with_maps) out.maps = P;
   const auto o = torch::einsum("bhnm,bmhd->bnhd", {dropout_(P), v});
   out.y = wo_(o.reshape({B, N, H * D}));

@@ -154,9 +154,10 @@ TEST(AttentionSlots, GatedWithTheGateAtOneIsMhsa) {
 }
 
 TEST(AttentionSlots, FusedPathEqualsTheAtenFormulation) {
-  // MQA/GQA and gates run on the fused CPU kernel (K and V repeated per group); the ATen path is
+  // MQA/GQA, gates, differential attention and TPA (once its q, k, v are formed) run on the fused
+  // CPU kernel (K and V repeated per group); the ATen path is
   // its oracle, in float32 as in training.
-  for (const char* preset : {"mqa", "gqa", "gated", "gated_headwise", "diff"}) {
+  for (const char* preset : {"mqa", "gqa", "gated", "gated_headwise", "diff", "tpa", "tpa_kv_only"}) {
     auto s = spec::makeSpecPreset(preset);
     s.causal = true;
     torch::manual_seed(16);
