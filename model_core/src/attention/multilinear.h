@@ -4,6 +4,8 @@
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
+#include <functional>
+
 #include "attention/attention_module.h"
 
 namespace tensorscope::model_core {
@@ -33,6 +35,17 @@ class MultilinearImpl : public AttentionModuleImpl {
   double maxActivationBytes_ = 4.0 * (1ull << 30);
 };
 
+/// The filters of dimension-wise attention written with ATen operations: the CUDA path, the path of
+/// full layers, and the oracle of the fused causal kernel. From q, k, v [B, N, d] and W [c, d, d]:
+/// O [B, N, c, d] and the maps f ([B, d, d]; causal: [B, N, d, d], the prefix sums S⁽ⁱ⁾ built with
+/// cumsum over a [B, N, d, d] tensor). `dropout`, when given, is applied to f before the filters.
+struct DimwiseAtenOutput {
+  torch::Tensor O, f;
+};
+DimwiseAtenOutput dimwiseAten(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const torch::Tensor& W, bool causal,
+                              const std::function<torch::Tensor(const torch::Tensor&)>& dropout = {});
+
 /// Dimension-wise attention (TensorCoder): one projection set of width d = R.
 ///   S = qᵀ·k [B, d, d],  f(S) = softmax over the last axis of S/√N,
 ///   O_c = v·(W_c ⊙ f(S))ᵀ for each filter W_c (never the N×d×d Khatri-Rao tensor),
@@ -40,6 +53,9 @@ class MultilinearImpl : public AttentionModuleImpl {
 /// Causal: position i uses S⁽ⁱ⁾ = Σ_{n≤i} q_nᵀk_n scaled by 1/√i (prefix sums), and
 ///   O_c[i,j] = Σ_m W_c[j,m]·f(S⁽ⁱ⁾)[j,m]·v[i,m].
 /// Maps: f(S) [B, d, d]; causal: f(S⁽ᴺ⁾), the map of the last position.
+/// A causal layer on CPU float32/float64 tensors (and no dropout while training) runs on the fused
+/// kernel (dimwise_fused.h, kernels/dimwise_causal.h), which keeps no [B, N, d, d] tensor; every
+/// other case, and CUDA, takes the ATen formulation dimwiseAten.
 class DimwiseImpl : public AttentionModuleImpl {
  public:
   explicit DimwiseImpl(const spec::AttentionSpec& spec);
