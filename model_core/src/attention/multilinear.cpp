@@ -18,10 +18,6 @@ MultilinearImpl::MultilinearImpl(const spec::AttentionSpec& s) : AttentionModule
   wo_ = register_module("wo", makeProjection(N * N, F, s.bias));
   // g_p ~ U(0, 1): the authors' initialisation of the block-term core weights.
   cores_ = register_parameter("cores", torch::rand({int64_t(s.sizes.P), R}));
-  if (s.causal) {
-    const auto future = futureMask(N, N, torch::kCPU);  // [i, j]: j > i
-    mask3_ = register_buffer("causal_mask", future.unsqueeze(2) | future.unsqueeze(1));  // [i, j, k]
-  }
 }
 
 torch::Tensor MultilinearImpl::effectiveCores() const {
@@ -47,7 +43,14 @@ AttentionOutput MultilinearImpl::forward(const torch::Tensor& x, const ForwardOp
   const auto ak = a.unsqueeze(2) * k.unsqueeze(1);         // [B, i, j, R]
   auto T = torch::matmul(ak.reshape({B, N * N, -1}), v.transpose(1, 2));  // [B, i·j, k]
   T = T.view({B, N, N, N});
-  if (spec_.causal) T = T.masked_fill(mask3_.to(torch::kBool), 0.0);  // Module::to(dtype) converts buffers
+  if (spec_.causal) {
+    // T[b,i,j,k] = 0 unless j <= i and k <= i: two in-place fills through broadcast views of the
+    // [N, N] future mask, so no [N, N, N] mask is stored or built (the matmul's backward needs its
+    // inputs, not T, so filling T in place is safe for autograd).
+    const auto future = futureMask(N, N, x.device());  // [i, j]: j > i
+    T.masked_fill_(future.view({N, N, 1}), 0.0);       // j > i
+    T.masked_fill_(future.view({N, 1, N}), 0.0);       // k > i
+  }
   AttentionOutput out;
   out.y = wo_(T.reshape({B, N, N * N}));                   // y_i = Wo·vec(T[i])
   if (options.with_maps) {

@@ -14,7 +14,8 @@ namespace tensorscope::model_core {
 ///   T[b,i,j,k] = (1/P)·Σ_p Σ_r g_p[r]·q[b,i,r]·k[b,j,r]·v[b,k,r],  y_i = Wo·vec(T[b,i,:,:]).
 /// Effective core weights are softmax(g_p) (core_softmax, the paper) or g_p (the authors' code);
 /// the sum over p collapses to the mean ḡ. Causal: T[b,i,j,k] = 0 unless j ≤ i and k ≤ i — the
-/// authors' language-model code builds this mask and never applies it; here it is applied.
+/// authors' language-model code builds this mask and never applies it; here it is applied, from the
+/// [N, N] future mask broadcast over the third axis (no [N, N, N] mask buffer).
 /// N is fixed at build time (wo is [F, N²]). Memory grows as B·N³: forward refuses a batch whose
 /// activations exceed `maxActivationBytes` with the estimate in the message.
 /// Maps: A[b,i,j] = Σ_r ḡ[r]·q[b,i,r]·k[b,j,r] [B, N, N].
@@ -31,7 +32,6 @@ class MultilinearImpl : public AttentionModuleImpl {
  private:
   torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr};
   torch::Tensor cores_;  // g [P, R]
-  torch::Tensor mask3_;  // [N, N, N] causal mask, true where j > i or k > i
   double maxActivationBytes_ = 4.0 * (1ull << 30);
 };
 

@@ -202,3 +202,42 @@ TEST(DimwiseKernel, RejectsWhatItCannotCompute) {
                std::invalid_argument);
   EXPECT_THROW(dimwiseCausalAttention(torch::zeros({2, 4, 3, 3}), torch::zeros({1, 3, 3}), 0), std::invalid_argument);
 }
+
+TEST(MultilinearCausal, KeepsNoCubicMaskAndMatchesTheLoopReference) {
+  // Block-term attention masks T[b,i,j,k] (j > i or k > i) from the [N, N] future mask in place:
+  // the module holds no buffer (the [N, N, N] mask it used to keep), and the causal layer still
+  // equals the contract's float64 reference, with gradients that match the same layer's ATen
+  // autograd through an explicit [N, N, N] mask.
+  spec::Sizes z;
+  z.F = 8;
+  z.R = 5;
+  z.P = 2;
+  z.seq_len = 7;
+  const auto s = test::makeSpec(spec::Variant::Multilinear, z, true, true);
+  AttentionModule m = test::buildDouble(s, 51);
+  test::perturbParameters(*m, 52);
+  EXPECT_EQ(m->buffers().size(), 0u);
+  const auto x0 = test::randomInput(2, z.seq_len, z.F, 53);
+  const auto ref = test::referenceForward(s, test::weightsOf(*m), x0);
+  const auto x = x0.clone().requires_grad_(true);
+  const auto y = m->forward(x, {}).y;
+  test::expectClose(y, ref.y, 1e-10, "y against the loop reference");
+  const auto G = torch::randn_like(y);
+  (y * G).sum().backward();
+  // The same layer written with the cubic mask, from the module's own parameters.
+  const auto p = m->named_parameters();
+  const auto xb = x0.clone().requires_grad_(true);
+  const int64_t N = z.seq_len;
+  auto lin = [&](const std::string& name, const torch::Tensor& in) {
+    return torch::linear(in, p[name + ".weight"], p[name + ".bias"]);
+  };
+  const auto q = lin("wq", xb), k = lin("wk", xb), v = lin("wv", xb);
+  const auto gbar = dynamic_cast<MultilinearImpl&>(*m).effectiveCores().mean(0);
+  auto T = torch::einsum("bir,bjr,bkr->bijk", {q * gbar, k, v});
+  const auto future = torch::ones({N, N}, torch::kBool).triu(1);
+  T = T.masked_fill(future.unsqueeze(2) | future.unsqueeze(1), 0.0);
+  const auto yb = lin("wo", T.reshape({2, N, N * N}));
+  EXPECT_LT(maxAbsDiff(y, yb), 1e-12);
+  (yb * G).sum().backward();
+  EXPECT_LT(maxAbsDiff(x.grad(), xb.grad()), 1e-10);
+}
