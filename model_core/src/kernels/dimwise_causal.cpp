@@ -38,7 +38,7 @@ void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* che
   const ItemGroups split(p.B, d, par.threads);  // rows of a sequence split only when B is small
   par.run(p.B * split.groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
-    std::vector<T> S, e(static_cast<size_t>(d)), u(static_cast<size_t>(d));
+    std::vector<T> S, u(static_cast<size_t>(d));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / split.groups, grp = item % split.groups;
       const int64_t j0 = split.firstBlock(grp), j1 = split.endBlock(grp), nr = j1 - j0;
@@ -51,15 +51,10 @@ void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* che
         T* l = lse + (b * N + i) * d;
         for (int64_t r = 0; r < nr; ++r) {
           const int64_t j = j0 + r;
-          T* row = S.data() + r * d;
-          ops.axpy(d, q[j], k, row);  // S⁽ⁱ⁾[j,:] = S⁽ⁱ⁻¹⁾[j,:] + q[i,j]·k_i
-          T mn, mx;
-          ops.minMax(row, d, &mn, &mx);
-          const T shift = t * mx;  // t > 0: the largest of t·S[j,:]
-          const T sum = ops.expWrite(row, d, t, shift, e.data());
-          l[j] = shift + std::log(sum);
-          ops.mul3(d, T(1) / sum, e.data(), v, u.data(), false);  // p ⊙ v
-          for (int64_t c = 0; c < C; ++c) o[c * d + j] = ops.dot(d, g.filterRow(c, j), u.data());
+          // S⁽ⁱ⁾[j,:] = S⁽ⁱ⁻¹⁾[j,:] + q[i,j]·k_i, its softmax and p ⊙ v = u·inverseSum in two passes.
+          T inverseSum;
+          l[j] = ops.dimwiseRowForward(S.data() + r * d, k, q[j], v, d, t, u.data(), &inverseSum);
+          for (int64_t c = 0; c < C; ++c) o[c * d + j] = ops.dot(d, g.filterRow(c, j), u.data()) * inverseSum;
         }
         if ((i + 1) % K == 0 && i + 1 < N) {
           const int64_t s = (i + 1) / K - 1;
@@ -85,7 +80,7 @@ void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const
   RangeSums<T> dWRanges;
   par.run(B * groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
-    std::vector<T> S, P, D, G(static_cast<size_t>(d)), u(static_cast<size_t>(d));
+    std::vector<T> S, P, D, G(static_cast<size_t>(d));
     std::vector<T> dWloc(size_t(C * d * d), T(0));  // accumulated even when dW is not asked (a scratch target)
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / groups, grp = item % groups;
@@ -107,11 +102,8 @@ void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const
           const T t = positionScale<T>(i);
           const T *q = g.q(b, i), *k = g.k(b, i);
           const T* l = lse + (b * N + i) * d;
-          for (int64_t r = 0; r < nr; ++r) {
-            T* row = S.data() + r * d;
-            ops.axpy(d, q[j0 + r], k, row);
-            ops.expWrite(row, d, t, l[j0 + r], P.data() + ((i - i0) * nr + r) * d);
-          }
+          for (int64_t r = 0; r < nr; ++r)
+            ops.dimwiseRowRecompute(S.data() + r * d, k, q[j0 + r], d, t, l[j0 + r], P.data() + ((i - i0) * nr + r) * d);
         }
         for (int64_t i = i1 - 1; i >= i0; --i) {
           const T t = positionScale<T>(i);
@@ -120,22 +112,17 @@ void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const
           T* dk = kv + i * ldkv;
           T* dv = dk + d;
           T* dq = dqkv + (b * N + i) * ld;
+          DimwiseRowBackward<T> rb;  // see row_ops.h
+          rb.d = d, rb.c = C, rb.v = v, rb.k = k, rb.t = t;
+          rb.ldw = d * d, rb.ldg = d, rb.dv = dv, rb.dk = dk, rb.scratch = G.data();
           for (int64_t r = 0; r < nr; ++r) {
             const int64_t j = j0 + r;
-            const T* pr = P.data() + ((i - i0) * nr + r) * d;
-            // G = Σ_c gO[i,c,j]·W_c[j,:]
-            std::fill(G.begin(), G.end(), T(0));
-            for (int64_t c = 0; c < C; ++c) ops.axpy(d, go[c * d + j], g.filterRow(c, j), G.data());
-            ops.mul3(d, T(1), pr, G.data(), dv, true);  // ∂v_i += p ⊙ G
-            ops.mul3(d, T(1), pr, v, u.data(), false);  // p ⊙ v
-            for (int64_t c = 0; c < C; ++c) ops.axpy(d, go[c * d + j], u.data(), dWloc.data() + (c * d + j) * d);
-            ops.mul3(d, T(1), v, G.data(), G.data(), false);  // ∂p = v ⊙ G (in place)
-            const T delta = ops.dot(d, pr, G.data());
-            ops.softmaxRowBackward(pr, G.data(), d, t, delta, G.data());  // ∂S⁽ⁱ⁾[j,:]
-            T* Drow = D.data() + r * d;
-            ops.axpy(d, T(1), G.data(), Drow);  // D_i = D_{i+1} + ∂S⁽ⁱ⁾
-            dq[j] = ops.dot(d, Drow, k);
-            ops.axpy(d, q[j], Drow, dk);
+            rb.p = P.data() + ((i - i0) * nr + r) * d;
+            rb.qj = q[j];
+            rb.w = g.filterRow(0, j), rb.g = go + j;
+            rb.dW = dWloc.data() + j * d;
+            rb.D = D.data() + r * d;
+            dq[j] = ops.dimwiseRowBackward(rb);  // ∂v, ∂W, D += ∂S⁽ⁱ⁾[j,:], ∂k; ⟨D, k_i⟩
           }
         }
       }
