@@ -258,7 +258,8 @@ void multilinear(CostBuilder& c, const AttentionSpec& s, double B) {
   c.term("a = q ⊙ ḡ", B * N * R, B * N * R);
   c.term("a[i,r]·k[j,r]", B * N * N * R, B * N * N * R);
   c.term("T[i,j,k] = Σ_r (a·k)[i,j,r]·v[k,r]", 2 * B * N * N * N * R, B * N * N * N);
-  if (s.causal) c.term("causal mask j,k ≤ i", B * N * N * N, B * N * N * N);
+  // Causal: two in-place fills of T from the [N, N] future mask (no masked copy, no [N, N, N] mask).
+  if (s.causal) c.term("causal mask j,k ≤ i (in place)", B * N * N * N, 0);
   c.linear("y_i = Wo·vec(T[i])", N * N, F);
 }
 
