@@ -4,6 +4,10 @@
 //   attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]
 //                   [--device cpu|cuda]
 //
+// `--only dimwise_causal` (issue 38): the causal dimwise layer on its fused kernel and on its ATen
+// formulation side by side, with the full dimwise and causal MHSA layers of the same run, and the
+// causal layer's N-scaling (runDimwiseCausal).
+//
 // Sizes: B=32, N=128, F=128, H=4, D=32, R=128 (multilinear at N=32); scaling at B=4, N=256..4096
 // (..16384 on CUDA). Peak memory is exact CPU tensor storage (CpuMemoryTracker), or on CUDA the
 // caching allocator's allocated bytes on device 0, above what was live before the step.
@@ -376,6 +380,82 @@ nlohmann::json runScaling(const Config& cfg) {
   return out;
 }
 
+/// Causal dimension-wise attention (issue 38): the layer on the fused kernel (kernels/dimwise_causal.h)
+/// and on its ATen formulation (prefix sums over [B, N, d, d]; setFusedAttentionEnabled(false)) side
+/// by side at B=32, N=128, F=128, d=R=128, beside the full dimwise layer and the causal MHSA layer
+/// of the same run (the issue's targets are ratios to both); achieved GFLOP/s on the cost model's
+/// causal forward FLOPs (x3 for forward + backward; exp and recomputation not counted) against the
+/// same-run GEMM; then time and peak memory against N at B=4 (fused to 4096, ATen to 512, whose
+/// [B, N, d, d] tensors grow to gigabytes beyond). --quick: tiny sizes.
+nlohmann::json runDimwiseCausal(const Config& cfg) {
+  const int64_t B = cfg.quick ? 2 : 32, N = cfg.quick ? 16 : 128;
+  const int F = cfg.quick ? 32 : 128, H = 4, D = cfg.quick ? 8 : 32, R = H * D;
+  nlohmann::json out = nlohmann::json::object();
+  auto row = [&](const std::string& preset, bool causal, bool fused) {
+    auto s = layer(preset, F, H, D, R, int(N));
+    s.causal = causal;
+    model_core::setFusedAttentionEnabled(fused);
+    torch::manual_seed(0);
+    auto module = model_core::makeAttentionModule(s);
+    Measure m;
+    try {
+      m = measure(module, B, N, cfg);
+    } catch (...) {
+      model_core::setFusedAttentionEnabled(true);
+      throw;
+    }
+    model_core::setFusedAttentionEnabled(true);
+    const auto cost = spec::estimateCost(s, B, N);
+    const double gflops = 3.0 * cost.forward_flops / m.seconds_per_step / 1e9;
+    nlohmann::json r = {{"name", preset},
+                        {"causal", causal},
+                        {"path", fused ? "fused" : "aten"},
+                        {"B", B},
+                        {"N", N},
+                        {"F", F},
+                        {"R", s.sizes.R},
+                        {"c", s.sizes.c},
+                        {"fwd_bwd_ms", m.seconds_per_step * 1e3},
+                        {"steps_timed", m.steps},
+                        {"peak_tensor_mb", m.peak_bytes / 1048576.0},
+                        {"model_forward_gflop", cost.forward_flops / 1e9},
+                        {"achieved_gflops", gflops},
+                        {"fraction_of_gemm", gflops / cfg.gemmGflops}};
+    std::cerr << "  " << preset << (causal ? " causal " : " full ") << r["path"].get<std::string>() << ": "
+              << r["fwd_bwd_ms"].get<double>() << " ms, " << r["peak_tensor_mb"].get<double>() << " MB\n";
+    return r;
+  };
+  const auto fused = row("dimwise", true, true), aten = row("dimwise", true, false);
+  const auto full = row("dimwise", false, true), mhsa = row("mhsa", true, true);
+  out["layers"] = {fused, aten, full, mhsa};
+  auto ratio = [](const nlohmann::json& a, const nlohmann::json& b, const char* field) {
+    return a[field].get<double>() / b[field].get<double>();
+  };
+  out["aten_over_fused_time"] = ratio(aten, fused, "fwd_bwd_ms");
+  out["aten_over_fused_memory"] = ratio(aten, fused, "peak_tensor_mb");
+  out["fused_over_full_dimwise_time"] = ratio(fused, full, "fwd_bwd_ms");
+  out["fused_over_mhsa_time"] = ratio(fused, mhsa, "fwd_bwd_ms");
+  out["fused_over_mhsa_memory"] = ratio(fused, mhsa, "peak_tensor_mb");
+  // N-scaling at B=4: the fused layer to 4096, the ATen one as far as it stays reasonable.
+  const int64_t Bs = cfg.quick ? 1 : 4;
+  const std::vector<int64_t> fusedNs = cfg.quick ? std::vector<int64_t>{32, 64} : std::vector<int64_t>{256, 512, 1024, 2048, 4096};
+  const std::vector<int64_t> atenNs = cfg.quick ? std::vector<int64_t>{32, 64} : std::vector<int64_t>{256, 512};
+  out["scaling_B"] = Bs;
+  putSeries(out, "scaling_fused", scalingSeries(cfg, "dimwise", fusedNs, Bs, true));
+  out["scaling_fused_time_growth"] = growth(out["scaling_fused"], "fwd_bwd_ms");
+  out["scaling_fused_memory_growth"] = growth(out["scaling_fused"], "peak_tensor_mb");
+  model_core::setFusedAttentionEnabled(false);
+  try {
+    putSeries(out, "scaling_aten", scalingSeries(cfg, "dimwise", atenNs, Bs, true));
+  } catch (...) {
+    model_core::setFusedAttentionEnabled(true);
+    throw;
+  }
+  model_core::setFusedAttentionEnabled(true);
+  out["scaling_aten_memory_growth"] = growth(out["scaling_aten"], "peak_tensor_mb");
+  return out;
+}
+
 /// The head-mixing THSA cores against N on the device until a step no longer fits (issue 16). On
 /// CUDA they take their ATen formulation, which materialises [B, R, N, M] logits and probabilities
 /// (on the CPU the fused kernels keep O(B·R·N)); mhsa ([B, H, N, M]) and thsa_linear (no N² map)
@@ -456,7 +536,8 @@ int main(int argc, char** argv) {
       "usage: attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]\n"
       "                       [--device cpu|cuda] [--max-n N]\n"
       "       (names: the layer presets, kernel for the attention kernel alone, scaling for\n"
-      "        the dimwise/mhsa N-scaling part, thsa_scaling for dense and linear THSA against N,\n"
+      "        the dimwise/mhsa N-scaling part, dimwise_causal for the causal dimwise layer fused\n"
+      "        against ATen (and its N-scaling), thsa_scaling for dense and linear THSA against N,\n"
       "        brnm for the head-mixing cores against N up to the device's memory; brnm runs by\n"
       "        default on cuda only; gemm for float32 GEMM 2048^3 against float64, only when named)\n";
   for (int i = 1; i < argc; ++i) {
@@ -541,6 +622,14 @@ int main(int argc, char** argv) {
       } else {
         std::cerr << "attention kernel:\n";
         doc["kernel"] = runKernel(cfg);
+      }
+    }
+    if (cfg.wants("dimwise_causal")) {
+      if (cfg.gpu()) {
+        doc["dimwise_causal"] = {{"skipped", "the fused dimwise kernel is CPU-only; CUDA runs the ATen formulation"}};
+      } else {
+        std::cerr << "causal dimwise, fused against ATen:\n";
+        doc["dimwise_causal"] = runDimwiseCausal(cfg);
       }
     }
     if (cfg.wants("scaling")) {

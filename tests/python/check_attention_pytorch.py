@@ -121,6 +121,50 @@ def mla_official(spec, w, x):
     return y, scores.permute(0, 2, 1, 3), None
 
 
+def tpa_official(spec, w, x):
+    """Tensor Product Attention as the official module computes it: a port, in our own words, of
+    CPLinear.forward, Rotary and apply_rotary_emb in tensorgi/TPA model/T6.py (commit 3d7f51d,
+    lines 36-138) and of CPLinear.forward in model/T6_kvonly.py (lines 103-130), then
+    CausalSelfAttention's scaled_dot_product_attention (scale 1/sqrt(head_dim)) and c_proj.
+    Weight mapping (contract section 8.7): c_qkv.W_A_q/W_A_k/W_A_v/W_B_q/W_B_k/W_B_v.weight as
+    W_A_*/W_B_*.weight, c_qkv.c_q.weight as wq.weight (kv only), c_proj.weight as wo.weight.
+    Constant head factors (contextual_a false, not in T6) enter as A = x-independent [H, R]."""
+    z, t = spec["sizes"], spec["slots"]["tpa"]
+    B, N, _ = x.shape
+    H, D = z["H"], z["D"]
+    rope, base = t.get("rope", True), t.get("rope_base", 10000.0)
+    inv_freq = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
+    freqs = torch.outer(torch.arange(N, dtype=torch.float64), inv_freq)
+    cos, sin = freqs.cos()[None, :, None, :], freqs.sin()[None, :, None, :]
+
+    def rotary(u):  # apply_rotary_emb: halves, not pairs
+        d = u.shape[3] // 2
+        u1, u2 = u[..., :d], u[..., d:]
+        return torch.cat([u1 * cos + u2 * sin, u1 * (-sin) + u2 * cos], 3) if rope else u
+
+    def made(v, R, turn):
+        b = lin(w, "W_B_" + v, x).view(B, N, R, D)
+        if turn:
+            b = rotary(b)
+        if t.get("contextual_a", True):
+            a = lin(w, "W_A_" + v, x).view(B * N, H, R)
+        else:
+            a = w["A_" + v].double().expand(B * N, H, R)
+        return torch.bmm(a, b.reshape(B * N, R, D)).div(R).view(B, N, H, D)
+
+    if t.get("q_rank", 0) == 0:
+        q = rotary(lin(w, "wq", x).view(B, N, H, D))
+    else:
+        q = made("q", t["q_rank"], True)
+    k, v = made("k", t["k_rank"], True), made("v", t["v_rank"], False)
+    scores = torch.einsum("bnhd,bmhd->bhnm", q, k) / math.sqrt(D)
+    if spec["causal"]:
+        scores = scores.masked_fill(causal_mask(N), -math.inf)
+    P = scores.softmax(-1)
+    o = torch.einsum("bhnm,bmhd->bnhd", P, v).reshape(B, N, H * D)
+    return lin(w, "wo", o), P, None
+
+
 def headed(spec, w, x):
     """Sections 1, 2, 5 and the slots of section 8 (shared K/V groups, talking heads, gates)."""
     z = spec["sizes"]
@@ -129,6 +173,8 @@ def headed(spec, w, x):
         return diff_official(spec, w, x)
     if slots.get("latent"):
         return mla_official(spec, w, x)
+    if slots.get("tpa"):
+        return tpa_official(spec, w, x)
     B, N, _ = x.shape
     H, D = z["H"], z["D"]
     G = slots.get("kv_groups", 0) or H
@@ -232,7 +278,9 @@ def main():
     passed = failed = 0
     # Presets checked once more with other slots: differential attention with one shared K/V head
     # (both maps of every head read the same key map: the official repeat_kv with H/G = 3).
-    variations = [(name, None) for name in names] + [("diff", {"kv_groups": 1})]
+    # Tensor product attention with constant head factors, another base and other ranks.
+    variations = [(name, None) for name in names] + [("diff", {"kv_groups": 1})] + [
+        ("tpa", {"tpa": {"q_rank": 2, "k_rank": 3, "v_rank": 1, "contextual_a": False, "rope": True, "rope_base": 500.0}})]
     for name, slots in variations:
         for causal in (False, True):
             spec = json.loads(run([binary, "spec", "preset", name]))

@@ -1,7 +1,8 @@
 """Issue 41: the slot presets equal their official code on the same weights.
 
 For each preset mqa, gqa, talking_heads, gated, gated_headwise (and gated attention combined with
-GQA, whose official weight layout depends on the number of KV groups) this test
+GQA, whose official weight layout depends on the number of KV groups), tpa and tpa_kv_only (and TPA
+with constant head factors) this test
 
 1. layer level: builds one layer with `tensorscope attention --spec S --seed 11 --save-weights W`
    (the talking-heads mixings, identity at init, get a random non-symmetric offset written back
@@ -22,8 +23,9 @@ GQA, whose official weight layout depends on the number of KV groups) this test
 
 The official modules are ported here in our own words, with the same semantics; each port cites the
 repository, commit, file and lines it follows. Only the attention core is compared: Qwen3's q/k
-RMSNorm and rotary embedding, TPA's and RAM's rotary embedding are not ported (Tensorscope has none
-of them in this layer; docs/attention-variants.md section 8 says which parts are compared).
+RMSNorm and rotary embedding, llama-gqa's and RAM's rotary embedding are not ported (Tensorscope has
+none of them in those layers; docs/attention-variants.md section 8 says which parts are compared);
+T6's rotary on the feature factors is (section 8.7), with cos and sin in float32.
 
 usage: test_official_parity.py TENSORSCOPE_BINARY WORK_DIR
 Prints one line per check and "N passed, M failed"; exits 77 (CTest: skipped) without PyTorch.
@@ -160,6 +162,55 @@ def tpa_gqa_attention(sd, cfg, x, tile_groups=False):
     return lin(y, sd["c_proj.weight"])
 
 
+# --- tensorgi/TPA, commit 3d7f51d (3d7f51d of "Update citation to NeurIPS 38"), files model/T6.py and
+# --- model/T6_kvonly.py: Rotary L36-53, apply_rotary_emb L55-62, CPLinear.forward T6.py L107-138 /
+# --- T6_kvonly.py L103-130, CausalSelfAttention.forward T6.py L163-185.
+
+def t6_attention(sd, cfg, x, bf16_rotary=False):
+    """Port of T6's CausalSelfAttention with its CPLinear: head factors A = W_A(x) viewed [B, T, H, R]
+    and feature factors B = W_B(x) viewed [B, T, R, D] (L111-118); the rotary on B_q and B_k (L121-122;
+    T6_kvonly: on the full queries c_q(x) and on B_k, L116-118), its halves x[..., :D/2], x[..., D/2:]
+    turned as (x1 cos + x2 sin, -x1 sin + x2 cos) (L55-62) with inv_freq = base^(-arange(0, D, 2)/D)
+    and angles t*inv_freq (L40, L49-50); q = bmm(A_q, B_q)/R_Q, k, v likewise (L134-136); SDPA with
+    is_causal=True (L172-177); heads merged, c_proj (L183-184). The official Rotary caches cos and sin
+    in bfloat16 (L51-52): bf16_rotary=True does too (reported, not required); the parity check keeps
+    them in float32, the precision of the rest. Left out: the optional per-head RMSNorm
+    (using_groupnorm, L158-161, L179-181; off in every config of the repository). Constant head
+    factors (contextual_a false) are not in T6: sd then holds A_q/A_k/A_v [H, R] instead of W_A_*."""
+    B, T, _ = x.shape
+    H, D, base = cfg["n_head"], cfg["head_dim"], cfg["base"]
+    lin = torch.nn.functional.linear
+    inv_freq = 1.0 / (base ** (torch.arange(0, D, 2).float() / D))
+    freqs = torch.outer(torch.arange(T).float(), inv_freq)
+    cos, sin = freqs.cos(), freqs.sin()
+    if bf16_rotary:
+        cos, sin = cos.bfloat16().float(), sin.bfloat16().float()
+    cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+
+    def rotary(u):
+        d = u.shape[3] // 2
+        x1, x2 = u[..., :d], u[..., d:]
+        return torch.cat([x1 * cos + x2 * sin, x1 * (-sin) + x2 * cos], 3) if cfg["rope"] else u
+
+    def factors(v, R, turn):
+        if ("c_qkv.W_A_%s.weight" % v) in sd:
+            a = lin(x, sd["c_qkv.W_A_%s.weight" % v]).view(B * T, H, R)
+        else:
+            a = sd["c_qkv.A_%s" % v].expand(B * T, H, R)
+        b = lin(x, sd["c_qkv.W_B_%s.weight" % v]).view(B, T, R, D)
+        if turn:
+            b = rotary(b)
+        return torch.bmm(a, b.reshape(B * T, R, D)).div(R).view(B, T, H, D)
+
+    if "c_qkv.c_q.weight" in sd:  # T6_kvonly
+        q = rotary(lin(x, sd["c_qkv.c_q.weight"]).view(B, T, H, D))
+    else:
+        q = factors("q", cfg["q_rank"], True)
+    k, v = factors("k", cfg["rank_k"], True), factors("v", cfg["rank_v"], False)
+    y = sdpa_math(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+    return lin(y.transpose(1, 2).contiguous().view(B, T, H * D), sd["c_proj.weight"])
+
+
 # --- tensorflow/models, commit 00b830c7ca641413f37e5147cf059c89f79b0e8e, file
 # --- official/nlp/modeling/layers/talking_heads_attention.py, class TalkingHeadsAttention (a
 # --- tf.keras.layers.MultiHeadAttention): _build_attention L61-104, _compute_attention L106-157.
@@ -281,6 +332,27 @@ def to_tpa(w):
             "c_proj.weight": w["wo.weight"]}
 
 
+def to_t6(w, H, wrong=False):
+    """Contract section 8.7: W_A_*/W_B_*.weight -> c_qkv.W_A_*/W_B_*.weight (the same [H*R, F] and
+    [R*D, F] layouts), A_* -> c_qkv.A_* (constant head factors, not in T6), wq.weight ->
+    c_qkv.c_q.weight (T6_kvonly), wo.weight -> c_proj.weight. wrong=True reads the head-factor rows
+    as [R, H] instead of [H, R] (negative control)."""
+    sd = {"c_proj.weight": w["wo.weight"]}
+    if "wq.weight" in w:
+        sd["c_qkv.c_q.weight"] = w["wq.weight"]
+    for v in ("q", "k", "v"):
+        if "W_B_%s.weight" % v in w:
+            sd["c_qkv.W_B_%s.weight" % v] = w["W_B_%s.weight" % v]
+        if "W_A_%s.weight" % v in w:
+            a = w["W_A_%s.weight" % v]
+            R = a.shape[0] // H
+            sd["c_qkv.W_A_%s.weight" % v] = a.view(R, H, -1).transpose(0, 1).reshape(H * R, -1) if wrong else a
+        if "A_%s" % v in w:
+            a = w["A_%s" % v]
+            sd["c_qkv.A_%s" % v] = a.reshape(a.shape[1], a.shape[0]).t() if wrong else a
+    return sd
+
+
 def to_tf(w, H, D, transpose=True):
     """Keras kernels are [in, out] with the head axes split: query/kernel [F, H, D] = wq^T reshaped,
     attention_output/kernel [H, D, F] = wo^T reshaped; pre/post_softmax_weight [from, to] =
@@ -322,6 +394,12 @@ def officials(spec):
     selects the case's negative control."""
     z, slots = spec["sizes"], spec["slots"]
     H, D = z["H"], z["D"]
+    if slots.get("tpa"):
+        t = slots["tpa"]
+        cfg_t6 = {"n_head": H, "head_dim": D, "q_rank": t.get("q_rank", 0), "rank_k": t["k_rank"], "rank_v": t["v_rank"],
+                  "rope": t.get("rope", True), "base": t.get("rope_base", 10000.0)}
+        return [("tensorgi/TPA T6 CPLinear + CausalSelfAttention",
+                 lambda w, x, causal, wrong: t6_attention(to_t6(w, H, wrong), cfg_t6, x), False, False)]
     G = slots["kv_groups"] or H
     gate = slots["gate"]
     out = []
@@ -358,7 +436,9 @@ def officials(spec):
 WRONG_NAMES = {"mqa": "K and V swapped", "gqa": "head h reads group h % G",
                "talking_heads": "mixings not transposed", "gated": "q_proj stacked [Wq; Wg]",
                "gated_headwise": "q_proj stacked [Wq; Wg]", "gated_gqa": "q_proj stacked [Wq; Wg]",
-               "gated_headwise_gqa": "q_proj stacked [Wq; Wg]"}
+               "gated_headwise_gqa": "q_proj stacked [Wq; Wg]",
+               "tpa": "head factors read [R, H]", "tpa_kv_only": "head factors read [R, H]",
+               "tpa_constant": "head factors read [R, H]"}
 
 
 def run(cmd):
@@ -379,6 +459,13 @@ def preset_specs(binary):
         spec = copy.deepcopy(dict(out)[name])
         spec["slots"]["kv_groups"] = 2
         out.append((name + "_gqa", spec))
+    for name in ("tpa", "tpa_kv_only"):  # T6 and T6_kvonly (section 8.7)
+        spec = json.loads(run([binary, "spec", "preset", name]))
+        spec["sizes"].update({"F": F_, "H": H_, "D": D_, "R": H_ * D_, "seq_len": N_})
+        out.append((name, spec))
+    spec = copy.deepcopy(dict(out)["tpa"])  # constant head factors (not in T6), another base
+    spec["slots"]["tpa"].update({"contextual_a": False, "rope_base": 500.0, "q_rank": 3, "k_rank": 3, "v_rank": 1})
+    out.append(("tpa_constant", spec))
     return out
 
 
@@ -399,6 +486,8 @@ class Results:
 
 def layer_checks(binary, work, name, spec, res):
     for bias in (False, True):
+        if bias and spec["slots"].get("tpa"):  # TPA has no biases (section 8.7): validation refuses them
+            continue
         for causal in (True, False):
             s = copy.deepcopy(spec)
             s["bias"], s["causal"] = bias, causal
@@ -427,6 +516,14 @@ def layer_checks(binary, work, name, spec, res):
                     dw = rel_diff(f(w, x, causal, True), y_ts)
                 res.worst = max(res.worst, d)
                 res.check(d <= REL_TOL, "layer %-28s %-52s max|diff|/scale %.1e (tol %.0e)" % (tag, official, d, REL_TOL))
+                if s["slots"].get("tpa") and s["slots"]["tpa"].get("rope", True):
+                    with torch.no_grad():  # T6 as written: cos and sin cached in bfloat16 (reported only)
+                        t = s["slots"]["tpa"]
+                        cfg_bf = {"n_head": s["sizes"]["H"], "head_dim": s["sizes"]["D"], "q_rank": t.get("q_rank", 0),
+                                  "rank_k": t["k_rank"], "rank_v": t["v_rank"], "rope": True,
+                                  "base": t.get("rope_base", 10000.0)}
+                        db = rel_diff(t6_attention(to_t6(w, s["sizes"]["H"]), cfg_bf, x, bf16_rotary=True), y_ts)
+                    print("info  layer %-28s T6 with its bfloat16 cos/sin cache: max|diff|/scale %.1e" % (tag, db))
                 res.check(dw > WRONG_MIN, "layer %-28s %-52s wrong mapping (%s) misses by %.1e" % (
                     tag, official, WRONG_NAMES[name], dw))
 

@@ -33,8 +33,9 @@ AttentionSpec sized(const std::string& preset, const Shape& z, bool causal, bool
   s.sizes.seq_len = z.seq;
   if (s.core) s.core = makeCorePreset(s.core->preset, s.sizes.H, s.sizes.D);
   if (s.slots.kv_groups > 1) s.sizes.H = 2 * s.slots.kv_groups;  // GQA: groups of two heads
+  if (s.slots.tpa.rope && s.slots.tpa.enabled()) s.sizes.D += s.sizes.D % 2;  // TPA's rotary turns pairs (§8.7)
   s.causal = causal;
-  s.bias = bias && !s.slots.latent.enabled();  // MLA has no biases (§8.6)
+  s.bias = bias && !s.slots.latent.enabled() && !s.slots.tpa.enabled();  // MLA and TPA have no biases (§8.6, §8.7)
   return s;
 }
 

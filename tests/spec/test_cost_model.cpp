@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "spec/cost_model.h"
+#include "spec/validation.h"
 
 using namespace tensorscope::spec;
 
@@ -160,6 +161,42 @@ TEST(CostModel, SlotsHandCount) {
   EXPECT_DOUBLE_EQ(estimateCost(queryLatent, 1, 3).forward_flops,
                    144 + 36 + 216 + 384 + 72 + 54 + 576 + 234 + 90 + 144 + 384);
   EXPECT_EQ(estimateCost(queryLatent, 1, 3).parameters, 8 * 3 + 3 + 3 * 12 + 8 * 8 + 6 + 6 * 16 + 8 * 8);
+}
+
+TEST(CostModel, TensorProductAttention) {
+  // TPA (§8.7; H = 2, D = 4, F = 8, R_Q = 2, R_K = R_V = 1, contextual, rotary; rows B·N = 3, M = 3):
+  // q: A 2·3·8·4 = 192, B 2·3·8·8 = 384, rotary 3·3·8 = 72, Σ_r A·B/R 2·3·2·2·4 + 3·8 = 120;
+  // k: A 2·3·8·2 = 96, B 2·3·8·4 = 192, rotary 3·3·4 = 36, Σ 2·3·2·1·4 + 24 = 72; v: 96 + 192 + 72;
+  // logits 2·2·9·4 + 18 = 162; softmax 90; P·v 144; y 384.
+  auto tpa = tiny("mhsa");
+  tpa.slots.tpa.q_rank = 2;
+  tpa.slots.tpa.k_rank = 1;
+  tpa.slots.tpa.v_rank = 1;
+  ASSERT_TRUE(validate(tpa).empty()) << formatIssues(validate(tpa));
+  EXPECT_DOUBLE_EQ(estimateCost(tpa, 1, 3).forward_flops,
+                   192 + 384 + 72 + 120 + 96 + 192 + 36 + 72 + 96 + 192 + 72 + 162 + 90 + 144 + 384);
+  // Paper Table 1: F·(R_Q + R_K + R_V)·(H + D) + F·H·D.
+  EXPECT_EQ(estimateCost(tpa, 1, 3).parameters, 8 * 4 * (2 + 4) + 8 * 8);
+  // KV cache (R_K + R_V)·(H + D) = 12; with constant head factors only the feature factors, (R_K + R_V)·D.
+  tpa.causal = true;
+  EXPECT_DOUBLE_EQ(estimateDecodeCost(tpa, 9).cache_elements_per_token, 2 * (2 + 4));
+  // Decoding one token against 9 cached (M = 10 keys, from the cached factors): q 192 + 384 → per row
+  // of one token 64 + 128 + 24 + 40; k, v projections of the new token 32 + 64 (+ rotary 12 for k);
+  // k, v from the factors of the 10 keys 10·(2·2·1·4 + 8) = 240 each; logits 2·2·10·4 + 20 = 180,
+  // softmax 100, P·v 160, y 128.
+  EXPECT_DOUBLE_EQ(estimateDecodeCost(tpa, 9).flops,
+                   64 + 128 + 24 + 40 + 32 + 64 + 12 + 240 + 32 + 64 + 240 + 180 + 100 + 160 + 128);
+  auto constant = tpa;
+  constant.slots.tpa.contextual_a = false;
+  EXPECT_DOUBLE_EQ(estimateDecodeCost(constant, 9).cache_elements_per_token, 2 * 4);
+  EXPECT_EQ(estimateCost(constant, 1, 3).parameters, 8 * 4 * 4 + 2 * 4 + 8 * 8);  // F·ΣR·D + H·ΣR + F·H·D
+  // T6_kvonly: the queries are MHSA's (F·H·D), turned per head (3·3·8 = 72).
+  auto kvOnly = tpa;
+  kvOnly.causal = false;
+  kvOnly.slots.tpa.q_rank = 0;
+  EXPECT_EQ(estimateCost(kvOnly, 1, 3).parameters, 8 * 8 + 8 * 2 * (2 + 4) + 8 * 8);
+  EXPECT_DOUBLE_EQ(estimateCost(kvOnly, 1, 3).forward_flops,
+                   384 + 72 + 96 + 192 + 36 + 72 + 96 + 192 + 72 + 162 + 90 + 144 + 384);
 }
 
 TEST(CostModel, DecodingCostsAndCaches) {

@@ -43,6 +43,8 @@ TEST(DesignNames, EveryPresetIsNamedAndEqualsItsFirstName) {
   EXPECT_EQ(first(makeSpecPreset("gated_headwise")), "gated attention (headwise)");
   EXPECT_EQ(first(makeSpecPreset("diff")), "differential attention (Diff Transformer)");
   EXPECT_EQ(first(makeSpecPreset("mla")), "multi-head latent attention (DeepSeek MLA)");
+  EXPECT_EQ(first(makeSpecPreset("tpa")), "Tensor Product Attention (TPA)");
+  EXPECT_EQ(first(makeSpecPreset("tpa_kv_only")), "TPA, keys and values only (T6-KVonly)");
   EXPECT_EQ(first(makeSpecPreset("tp")), "TP-attention");
   EXPECT_EQ(first(makeSpecPreset("fixed_head")), "fixed head size (Low-Rank Bottleneck)");
   EXPECT_EQ(first(makeSpecPreset("skip_right")), "talking heads, pre-softmax half");
@@ -53,6 +55,31 @@ TEST(DesignNames, EveryPresetIsNamedAndEqualsItsFirstName) {
   EXPECT_EQ(first(makeSpecPreset("heads_only")), "MHSA (4 heads of size 1)");
   EXPECT_EQ(first(makeSpecPreset("multilinear")), "multi-linear attention (Tensorized Transformer)");
   EXPECT_EQ(first(makeSpecPreset("dimwise")), "dimension-wise attention (TensorCoder)");
+}
+
+TEST(DesignNames, NonContextualTpaIsNamedByItsRanks) {
+  // Paper §4: MHA is non-contextual TPA with every rank H (a_r = H·e_r); key and value ranks G < H
+  // contain GQA-G (MQA at 1).
+  auto s = makeSpecPreset("tpa");
+  const int H = s.sizes.H;
+  s.slots.tpa.contextual_a = false;
+  s.slots.tpa.q_rank = s.slots.tpa.k_rank = s.slots.tpa.v_rank = H;
+  s.slots.tpa.rope = false;
+  ASSERT_TRUE(validate(s).empty()) << formatIssues(validate(s));
+  EXPECT_EQ(first(s), "MHSA");
+  s.slots.tpa.rope = true;
+  EXPECT_EQ(first(s), "MHSA with rotary positions (RoPE)");
+  s.slots.tpa.q_rank = 0;  // MHSA queries, keys and values of rank H
+  EXPECT_EQ(first(s), "MHSA with rotary positions (RoPE)");
+  s.slots.tpa.k_rank = s.slots.tpa.v_rank = 1;
+  EXPECT_EQ(first(s), "non-contextual TPA");
+  EXPECT_TRUE(contains(s, "MQA"));
+  s.slots.tpa.k_rank = s.slots.tpa.v_rank = 2;
+  EXPECT_TRUE(contains(s, "GQA-2"));
+  s.slots.tpa.contextual_a = true;  // contextual factors: TPA whatever the ranks
+  EXPECT_EQ(first(s), "TPA, keys and values only (T6-KVonly)");
+  s.slots.tpa.q_rank = H;
+  EXPECT_EQ(first(s), "Tensor Product Attention (TPA)");
 }
 
 TEST(DesignNames, HandBuiltEquivalentsAreNamedByStructureNotLabel) {

@@ -26,7 +26,7 @@ AttentionSpec small(const std::string& preset, bool causal = false, bool bias = 
   if (s.core) s.core = makeCorePreset(s.core->preset, s.sizes.H, s.sizes.D);
   if (s.slots.kv_groups > 1) s.sizes.H = 2 * s.slots.kv_groups;  // GQA: groups of two heads
   s.causal = causal;
-  s.bias = bias && !s.slots.latent.enabled();  // MLA has no biases (§8.6)
+  s.bias = bias && !s.slots.latent.enabled() && !s.slots.tpa.enabled();  // MLA and TPA have no biases (§8.6, §8.7)
   return s;
 }
 

@@ -1,4 +1,5 @@
 #include "attention/attention_module.h"
+#include "attention/rotary_rule.h"
 
 #include <ATen/core/grad_mode.h>
 
@@ -79,6 +80,19 @@ void loadNamedWeights(const std::function<std::vector<NamedWeight>()>& current,
     for (const auto& p : problems) msg += "\n  " + p;
     throw std::invalid_argument(msg);
   }
+}
+
+void AttentionModuleImpl::setRotary(const Rotary& rotary) {
+  if (!rotary.on) {
+    rotary_ = rotary;
+    return;
+  }
+  const std::string why = rotaryProblem(spec_);
+  if (!why.empty()) throw std::invalid_argument("rotary positions: " + why);
+  if (!turnsQueriesAndKeys())
+    throw std::invalid_argument("rotary positions: this " + std::string(spec::toString(spec_.variant)) +
+                                " layer does not turn its queries and keys");
+  rotary_ = rotary;
 }
 
 std::int64_t AttentionModuleImpl::trainableParameterCount() const {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "attention/rotary.h"
 #include "spec/attention_spec.h"
 
 namespace tensorscope::model_core {
@@ -69,11 +70,21 @@ class AttentionModuleImpl : public torch::nn::Module {
   /// Number of trainable scalars (equals spec::parameterCount).
   virtual std::int64_t trainableParameterCount() const;
 
+  /// Turns queries and keys by their token's position (rotary positions, a model option; §9).
+  /// Throws std::invalid_argument, saying why, for a layer that does not define it (the check
+  /// the run configuration makes first: rotaryProblem in run_config.cpp).
+  virtual void setRotary(const Rotary& rotary);
+  const Rotary& rotary() const { return rotary_; }
+
  protected:
   /// Checks x is [B, N, F] with F = spec.F (and N = seq_len where the layer fixes N).
   void checkInput(const torch::Tensor& x, bool fixedLength = false) const;
 
+  /// Whether the module applies rotary_ to its queries and keys (the modules that do override it).
+  virtual bool turnsQueriesAndKeys() const { return false; }
+
   spec::AttentionSpec spec_;
+  Rotary rotary_;  ///< off unless the model sets it
 };
 
 TORCH_MODULE(AttentionModule);

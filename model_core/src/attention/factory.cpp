@@ -5,6 +5,7 @@
 #include "attention/mla.h"
 #include "attention/multilinear.h"
 #include "attention/thsa.h"
+#include "attention/tpa.h"
 #include "spec/validation.h"
 
 namespace tensorscope::model_core {
@@ -22,6 +23,7 @@ AttentionModule makeAttentionModule(const spec::AttentionSpec& s, int layer) {
     case Variant::FixedHead:
     case Variant::Tp:
       if (s.slots.latent.enabled()) return wrap(std::make_shared<MlaImpl>(s));
+      if (s.slots.tpa.enabled()) return wrap(std::make_shared<TpaImpl>(s));
       return wrap(std::make_shared<MhsaImpl>(s, layer));
     case Variant::Thsa: return wrap(std::make_shared<ThsaImpl>(s));
     case Variant::ThsaLinear: return wrap(std::make_shared<ThsaLinearImpl>(s));

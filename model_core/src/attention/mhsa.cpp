@@ -58,7 +58,9 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
   // Shared K and V as the official repeat_kv: query map j = 2h + i reads key map j / (H/G) of the
   // 2G key maps, head h reads value head h / (H/G) of G (with H/G even both maps of a head read
   // one key map).
-  const auto keys = expandGroups(wk_(x).view({B, N, 2 * G, D}), 2 * H, 2);      // [B, N, 2H, D]
+  // Rotary positions turn every query and key map (blocks of D) before the maps are formed.
+  const auto queries = applyRotary(wq_(x), D, rotary_);                                     // [B, N, 2H·D]
+  const auto keys = expandGroups(applyRotary(wk_(x), D, rotary_).view({B, N, 2 * G, D}), 2 * H, 2);  // [B, N, 2H, D]
   const auto values = expandGroups(wv_(x).view({B, N, G, 2 * D}), H, 2);        // [B, N, H, 2D]
   const auto lambda = torch::exp(torch::dot(lambdaQ1_, lambdaK1_)) - torch::exp(torch::dot(lambdaQ2_, lambdaK2_)) +
                       lambdaInit_;
@@ -72,7 +74,7 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
       return torch::cat({t.view({B, N, 2 * H, D}), torch::zeros({B, N, 2 * H, D}, t.options())}, 3);
     };
     const auto v = values.view({B, N, H, 1, 2 * D}).expand({B, N, H, 2, 2 * D}).reshape({B, N, 2 * H, 2 * D});
-    const auto att = fusedAttention(torch::stack({pad(wq_(x)), pad(keys), v}, 2), scale, spec_.causal);
+    const auto att = fusedAttention(torch::stack({pad(queries), pad(keys), v}, 2), scale, spec_.causal);
     const auto pair = att.o.view({B, N, H, 2, 2 * D});
     o = pair.select(3, 0) - lambda * pair.select(3, 1);
     if (options.with_maps) {
@@ -81,7 +83,7 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
       out.maps = out.map_parts.select(2, 0) - lambda * out.map_parts.select(2, 1);
     }
   } else {
-    const auto q = wq_(x).view({B, N, 2 * H, D}).transpose(1, 2);  // map (h, i) is head 2h + i
+    const auto q = queries.view({B, N, 2 * H, D}).transpose(1, 2);  // map (h, i) is head 2h + i
     const auto k = keys.transpose(1, 2);
     const auto v = values.transpose(1, 2);  // [B, H, M, 2D]
     const auto P = scaledMaskedSoftmax(torch::matmul(q, k.transpose(-2, -1)), scale, spec_.causal)
@@ -108,8 +110,9 @@ torch::Tensor MhsaImpl::gate(const torch::Tensor& x, const torch::Tensor& o) con
 torch::Tensor MhsaImpl::attend(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out) {
   const int64_t H = spec_.sizes.H;
   const double scale = 1.0 / std::sqrt(double(spec_.sizes.D));
-  const auto q = splitHeads(wq_(x), H);                                  // [B, H, N, D]
-  const auto k = expandGroups(splitHeads(wk_(x), groups_), H, 1);        // [B, H, M, D]
+  const int64_t D = spec_.sizes.D;
+  const auto q = splitHeads(applyRotary(wq_(x), D, rotary_), H);                       // [B, H, N, D]
+  const auto k = expandGroups(splitHeads(applyRotary(wk_(x), D, rotary_), groups_), H, 1);  // [B, H, M, D]
   const auto v = expandGroups(splitHeads(wv_(x), groups_), H, 1);        // [B, H, M, D]
   const bool plain = !mixPre_.defined() && !mixPost_.defined();
   if (plain && sdpaAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
@@ -144,13 +147,13 @@ AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   } else if (plain && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
     torch::Tensor stacked;
     if (groups_ == H) {
-      stacked = projectQkv(x, wq_, wk_, wv_, H);  // [B, N, 3, H, D]
+      stacked = applyRotaryQk(projectQkv(x, wq_, wk_, wv_, H), D, rotary_);  // [B, N, 3, H, D]
     } else {
       // Shared K and V: their G heads repeated for the H query heads (the gradient sums over each
       // group), then the same fused kernel.
-      const auto k = expandGroups(wk_(x).view({B, N, groups_, D}), H, 2);
+      const auto k = expandGroups(applyRotary(wk_(x), D, rotary_).view({B, N, groups_, D}), H, 2);
       const auto v = expandGroups(wv_(x).view({B, N, groups_, D}), H, 2);
-      stacked = torch::stack({wq_(x).view({B, N, H, D}), k, v}, 2);
+      stacked = torch::stack({applyRotary(wq_(x), D, rotary_).view({B, N, H, D}), k, v}, 2);
     }
     const auto att = fusedAttention(stacked, scale, spec_.causal);
     o = att.o;

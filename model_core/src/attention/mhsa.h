@@ -39,6 +39,8 @@ class MhsaImpl : public AttentionModuleImpl {
   /// Differential attention: o [B, N, H, 2D] (normalised and scaled).
   torch::Tensor differential(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out);
 
+  bool turnsQueriesAndKeys() const override { return true; }
+
   int64_t groups_ = 0;  ///< key/value heads G (H without shared K and V)
   torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr}, wr_{nullptr}, wg_{nullptr};
   torch::Tensor mixPre_, mixPost_;  ///< [H, H] talking-heads mixings (to-head, from-head), or undefined

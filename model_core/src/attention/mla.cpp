@@ -7,24 +7,8 @@
 namespace tensorscope::model_core {
 
 torch::Tensor mlaRotary(const torch::Tensor& x, double theta) {
-  const int64_t N = x.size(1), r = x.size(-1);
-  if (r == 0) return x;
-  const auto opts = torch::TensorOptions().dtype(torch::kDouble).device(x.device());
-  // angle[n, j] = n·θ^(−2j/r), computed in float64 and cast to x's dtype.
-  const auto freqs = torch::pow(theta, -torch::arange(0, r, 2, opts) / double(r));  // [r/2]
-  const auto angle = torch::outer(torch::arange(N, opts), freqs);                   // [N, r/2]
-  std::vector<int64_t> shape(static_cast<size_t>(x.dim()) + 1, 1);
-  shape[1] = N;
-  shape[static_cast<size_t>(x.dim()) - 1] = r / 2;
-  // x viewed [..., r/2, 2]; cos and sin broadcast as [1, N, 1 …, r/2, 1].
-  const auto cos = torch::cos(angle).to(x.scalar_type()).view(shape);
-  const auto sin = torch::sin(angle).to(x.scalar_type()).view(shape);
-  auto sizes = x.sizes().vec();
-  sizes.back() = r / 2;
-  sizes.push_back(2);
-  const auto pairs = x.reshape(sizes);
-  const auto a = pairs.narrow(-1, 0, 1), b = pairs.narrow(-1, 1, 1);
-  return torch::cat({a * cos - b * sin, a * sin + b * cos}, -1).reshape(x.sizes());
+  // DeepSeek's apply_rotary_emb: view_as_complex over adjacent pairs, i.e. interleaved pairs.
+  return x.size(-1) == 0 ? x : applyRotary(x, x.size(-1), RotaryPairs::Interleaved, theta);
 }
 
 torch::Tensor mlaRmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {

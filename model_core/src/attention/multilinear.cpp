@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "attention/dimwise_fused.h"
+#include "attention/fused_attention.h"
 #include "attention/kernels.h"
 #include "spec/cost_model.h"
 
@@ -16,10 +18,6 @@ MultilinearImpl::MultilinearImpl(const spec::AttentionSpec& s) : AttentionModule
   wo_ = register_module("wo", makeProjection(N * N, F, s.bias));
   // g_p ~ U(0, 1): the authors' initialisation of the block-term core weights.
   cores_ = register_parameter("cores", torch::rand({int64_t(s.sizes.P), R}));
-  if (s.causal) {
-    const auto future = futureMask(N, N, torch::kCPU);  // [i, j]: j > i
-    mask3_ = register_buffer("causal_mask", future.unsqueeze(2) | future.unsqueeze(1));  // [i, j, k]
-  }
 }
 
 torch::Tensor MultilinearImpl::effectiveCores() const {
@@ -45,7 +43,14 @@ AttentionOutput MultilinearImpl::forward(const torch::Tensor& x, const ForwardOp
   const auto ak = a.unsqueeze(2) * k.unsqueeze(1);         // [B, i, j, R]
   auto T = torch::matmul(ak.reshape({B, N * N, -1}), v.transpose(1, 2));  // [B, i·j, k]
   T = T.view({B, N, N, N});
-  if (spec_.causal) T = T.masked_fill(mask3_.to(torch::kBool), 0.0);  // Module::to(dtype) converts buffers
+  if (spec_.causal) {
+    // T[b,i,j,k] = 0 unless j <= i and k <= i: two in-place fills through broadcast views of the
+    // [N, N] future mask, so no [N, N, N] mask is stored or built (the matmul's backward needs its
+    // inputs, not T, so filling T in place is safe for autograd).
+    const auto future = futureMask(N, N, x.device());  // [i, j]: j > i
+    T.masked_fill_(future.view({N, N, 1}), 0.0);       // j > i
+    T.masked_fill_(future.view({N, 1, N}), 0.0);       // k > i
+  }
   AttentionOutput out;
   out.y = wo_(T.reshape({B, N, N * N}));                   // y_i = Wo·vec(T[i])
   if (options.with_maps) {
@@ -67,27 +72,47 @@ DimwiseImpl::DimwiseImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) 
   dropout_ = register_module("dropout", torch::nn::Dropout(s.dropout));
 }
 
+DimwiseAtenOutput dimwiseAten(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const torch::Tensor& W, bool causal,
+                              const std::function<torch::Tensor(const torch::Tensor&)>& dropout) {
+  const int64_t N = q.size(1);
+  auto drop = [&](const torch::Tensor& f) { return dropout ? dropout(f) : f; };
+  DimwiseAtenOutput out;
+  if (!causal) {
+    const auto S = torch::matmul(q.transpose(1, 2), k);                    // [B, d, d]
+    out.f = torch::softmax(S / std::sqrt(double(N)), -1);                  // [B, d, d]
+    const auto M = W.unsqueeze(0) * drop(out.f).unsqueeze(1);              // [B, c, d, d]: W_c ⊙ f(S)
+    out.O = torch::matmul(v.unsqueeze(1), M.transpose(-1, -2)).transpose(1, 2);  // [B, N, c, d]
+  } else {
+    const auto S = torch::cumsum(q.unsqueeze(-1) * k.unsqueeze(-2), 1);    // [B, N, d, d]: S⁽ⁱ⁾
+    const auto pos = torch::arange(1, N + 1, q.options()).sqrt().view({1, N, 1, 1});
+    out.f = torch::softmax(S / pos, -1);                                   // [B, N, d, d]
+    const auto fv = drop(out.f) * v.unsqueeze(-2);                         // [B, N, j, m]: f⁽ⁱ⁾[j,m]·v[i,m]
+    out.O = torch::einsum("cjm,bijm->bicj", {W, fv});                      // [B, N, c, d]
+  }
+  return out;
+}
+
 AttentionOutput DimwiseImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
   checkInput(x);
   const int64_t B = x.size(0), N = x.size(1), d = spec_.sizes.R, c = spec_.sizes.c;
-  const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, d]
   AttentionOutput out;
-  torch::Tensor O;  // [B, N, c, d]
-  if (!spec_.causal) {
-    const auto S = torch::matmul(q.transpose(1, 2), k);                    // [B, d, d]
-    const auto f = torch::softmax(S / std::sqrt(double(N)), -1);           // [B, d, d]
-    const auto M = conv_.unsqueeze(0) * dropout_(f).unsqueeze(1);          // [B, c, d, d]: W_c ⊙ f(S)
-    O = torch::matmul(v.unsqueeze(1), M.transpose(-1, -2)).transpose(1, 2);  // [B, N, c, d]
-    if (options.with_maps) out.maps = f;
-  } else {
-    const auto S = torch::cumsum(q.unsqueeze(-1) * k.unsqueeze(-2), 1);    // [B, N, d, d]: S⁽ⁱ⁾
-    const auto pos = torch::arange(1, N + 1, x.options()).sqrt().view({1, N, 1, 1});
-    const auto f = torch::softmax(S / pos, -1);                            // [B, N, d, d]
-    const auto fv = dropout_(f) * v.unsqueeze(-2);                         // [B, N, j, m]: f⁽ⁱ⁾[j,m]·v[i,m]
-    O = torch::einsum("cjm,bijm->bicj", {conv_, fv});                      // [B, N, c, d]
-    if (options.with_maps) out.maps = f.select(1, N - 1);
+  if (spec_.causal && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+    // The fused kernel (dimwise_fused.h): no [B, N, d, d] prefix tensor, forward or backward.
+    const auto qkv = projectQkv(x, wq_, wk_, wv_, 1).view({B, N, 3, d});
+    const auto O = dimwiseCausalAttention(qkv, conv_.to(qkv.scalar_type()));  // [B, N, c, d]
+    out.y = wo_(O.view({B, N, c * d}));
+    if (options.with_maps) {  // f(S⁽ᴺ⁾), the map of the last position (display only)
+      torch::NoGradGuard noGrad;
+      const auto q = qkv.select(2, 0), k = qkv.select(2, 1);
+      out.maps = torch::softmax(torch::matmul(q.transpose(1, 2), k) / std::sqrt(double(N)), -1);
+    }
+    return out;
   }
-  out.y = wo_(O.reshape({B, N, c * d}));
+  const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, d]
+  const auto aten = dimwiseAten(q, k, v, conv_, spec_.causal, [&](const torch::Tensor& f) { return dropout_(f); });
+  if (options.with_maps) out.maps = spec_.causal ? aten.f.select(1, N - 1) : aten.f;
+  out.y = wo_(aten.O.reshape({B, N, c * d}));
   return out;
 }
 

@@ -4,6 +4,8 @@
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
+#include <functional>
+
 #include "attention/attention_module.h"
 
 namespace tensorscope::model_core {
@@ -12,7 +14,8 @@ namespace tensorscope::model_core {
 ///   T[b,i,j,k] = (1/P)·Σ_p Σ_r g_p[r]·q[b,i,r]·k[b,j,r]·v[b,k,r],  y_i = Wo·vec(T[b,i,:,:]).
 /// Effective core weights are softmax(g_p) (core_softmax, the paper) or g_p (the authors' code);
 /// the sum over p collapses to the mean ḡ. Causal: T[b,i,j,k] = 0 unless j ≤ i and k ≤ i — the
-/// authors' language-model code builds this mask and never applies it; here it is applied.
+/// authors' language-model code builds this mask and never applies it; here it is applied, from the
+/// [N, N] future mask broadcast over the third axis (no [N, N, N] mask buffer).
 /// N is fixed at build time (wo is [F, N²]). Memory grows as B·N³: forward refuses a batch whose
 /// activations exceed `maxActivationBytes` with the estimate in the message.
 /// Maps: A[b,i,j] = Σ_r ḡ[r]·q[b,i,r]·k[b,j,r] [B, N, N].
@@ -29,9 +32,19 @@ class MultilinearImpl : public AttentionModuleImpl {
  private:
   torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr};
   torch::Tensor cores_;  // g [P, R]
-  torch::Tensor mask3_;  // [N, N, N] causal mask, true where j > i or k > i
   double maxActivationBytes_ = 4.0 * (1ull << 30);
 };
+
+/// The filters of dimension-wise attention written with ATen operations: the CUDA path, the path of
+/// full layers, and the oracle of the fused causal kernel. From q, k, v [B, N, d] and W [c, d, d]:
+/// O [B, N, c, d] and the maps f ([B, d, d]; causal: [B, N, d, d], the prefix sums S⁽ⁱ⁾ built with
+/// cumsum over a [B, N, d, d] tensor). `dropout`, when given, is applied to f before the filters.
+struct DimwiseAtenOutput {
+  torch::Tensor O, f;
+};
+DimwiseAtenOutput dimwiseAten(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const torch::Tensor& W, bool causal,
+                              const std::function<torch::Tensor(const torch::Tensor&)>& dropout = {});
 
 /// Dimension-wise attention (TensorCoder): one projection set of width d = R.
 ///   S = qᵀ·k [B, d, d],  f(S) = softmax over the last axis of S/√N,
@@ -40,6 +53,9 @@ class MultilinearImpl : public AttentionModuleImpl {
 /// Causal: position i uses S⁽ⁱ⁾ = Σ_{n≤i} q_nᵀk_n scaled by 1/√i (prefix sums), and
 ///   O_c[i,j] = Σ_m W_c[j,m]·f(S⁽ⁱ⁾)[j,m]·v[i,m].
 /// Maps: f(S) [B, d, d]; causal: f(S⁽ᴺ⁾), the map of the last position.
+/// A causal layer on CPU float32/float64 tensors (and no dropout while training) runs on the fused
+/// kernel (dimwise_fused.h, kernels/dimwise_causal.h), which keeps no [B, N, d, d] tensor; every
+/// other case, and CUDA, takes the ATen formulation dimwiseAten.
 class DimwiseImpl : public AttentionModuleImpl {
  public:
   explicit DimwiseImpl(const spec::AttentionSpec& spec);

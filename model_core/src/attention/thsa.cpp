@@ -97,6 +97,10 @@ bool ThsaImpl::denseKernelServes() const {
   return core_->kindB() == FactorKind::Fixed || core_->kindB() == FactorKind::Trainable;
 }
 
+torch::Tensor ThsaImpl::projectTurned(const torch::Tensor& x, int64_t heads) {
+  return applyRotaryQk(projectQkv(x, wq_, wk_, wv_, heads), spec_.sizes.D, rotary_);
+}
+
 AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
   using spec::FactorKind;
   checkInput(x);
@@ -116,7 +120,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     // CUDA with LibTorch >= 2.1: every core on the fused scaled-dot-product kernels, memory linear in
     // N (cuda_attention.h). MHSA-equal and single-map cores are plain multi-head attention; the rest
     // is head mixing as widened multi-query attention with the distinct rows of C as query heads.
-    const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});
+    const auto qkv = projectTurned(x, H).view({B, N, 3, R});
     const auto q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);
     const bool sharedB = kron && D > 1 && core_->kindB() == FactorKind::Ones;  // a head's channels share a map
     if (sharedB && (core_->kindA() == FactorKind::Identity || core_->kindA() == FactorKind::Ones)) {
@@ -138,7 +142,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   if (kron && D > 1 && core_->kindA() == FactorKind::Identity && core_->kindB() == FactorKind::Ones &&
       fusedOk) {
     // C = I_H ⊗ 1_D·1_Dᵀ (times its scale) is exactly MHSA: the fused kernel computes it.
-    const auto att = fusedAttention(projectQkv(x, wq_, wk_, wv_, H), core_->scale() * invSqrtR, spec_.causal);
+    const auto att = fusedAttention(projectTurned(x, H), core_->scale() * invSqrtR, spec_.causal);
     out.y = wo_(att.o.view({B, N, R}));
     if (options.with_maps) out.maps = att.P.unsqueeze(2).expand({B, H, D, N, N}).reshape({B, R, N, N});
     return out;
@@ -146,7 +150,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   if (kron && D > 1 && core_->kindA() == FactorKind::Ones && core_->kindB() == FactorKind::Ones &&
       fusedOk) {
     // C = s·1_R·1_Rᵀ (single_head): every channel shares one map, MHSA with one head of size R.
-    const auto att = fusedAttention(projectQkv(x, wq_, wk_, wv_, 1), core_->scale() * invSqrtR, spec_.causal);
+    const auto att = fusedAttention(projectTurned(x, 1), core_->scale() * invSqrtR, spec_.causal);
     out.y = wo_(att.o.view({B, N, R}));
     if (options.with_maps) out.maps = att.P.expand({B, R, N, N});
     return out;
@@ -154,7 +158,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   if (kron && (core_->kindB() == FactorKind::Ones || core_->kindB() == FactorKind::Rank1) &&
       (D > 1 || core_->kindA() == FactorKind::Identity) && fusedOk) {
     // s·(A ⊗ 1·1ᵀ) and s·(A ⊗ c₂c₃ᵀ) (skip_right, skip_left, ...): H base maps, mixed by A.
-    const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});
+    const auto qkv = projectTurned(x, H).view({B, N, 3, R});
     const bool rank1 = core_->kindB() == FactorKind::Rank1;
     const auto A = core_->kindA() == FactorKind::Identity ? torch::Tensor() : core_->a().to(qkv.scalar_type());
     out.y = wo_(headMapThsaAttention(qkv, H, A, rank1 ? core_->c2() : torch::Tensor(),
@@ -168,7 +172,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   }
   if (core_->isLowRank() && fusedOk) {
     // C = U·Vᵀ through its factors: ρ base maps mixed by U (thsa_lowrank.h).
-    const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});
+    const auto qkv = projectTurned(x, H).view({B, N, 3, R});
     out.y = wo_(lowRankThsaAttention(qkv, core_->u(), core_->v(), invSqrtR, spec_.causal));
     if (options.with_maps) {
       torch::NoGradGuard noGrad;
@@ -181,7 +185,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     // s·(A ⊗ I): channel (h, d) mixes only the d-th latent of every head, so the layer is D
     // independent dense THSA layers of width H with core s·A, one per d. The dense kernel runs them
     // as B·D sequences of [N, 3, H] (one copy of q, k, v), at cost 2·N·M·H² per (sequence, d).
-    const auto qkv = projectQkv(x, wq_, wk_, wv_, H)                        // [B, N, 3, H, D]
+    const auto qkv = projectTurned(x, H)                        // [B, N, 3, H, D]
                          .permute({0, 4, 1, 2, 3}).reshape({B * D, N, 3, H});  // [B·D, N, 3, H]
     const auto A = core_->a().to(qkv.scalar_type()) * core_->scale();
     const auto omega = denseThsaAttention(qkv, A, invSqrtR, spec_.causal)      // [B·D, N, H]
@@ -189,7 +193,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     out.y = wo_(omega);
     if (options.with_maps) {
       torch::NoGradGuard noGrad;
-      const auto q = wq_(x), k = wk_(x), v = wv_(x);
+      const auto q = applyRotary(wq_(x), D, rotary_), k = applyRotary(wk_(x), D, rotary_), v = wv_(x);
       out.maps = denseThsaAten(q, k, v, core_->effective(), invSqrtR, spec_.causal, dropout_).P;
     }
     return out;
@@ -197,7 +201,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   if (denseKernelServes() && fusedOk) {
     // Dense C, a D = 1 core (C = s·A) or a full D×D factor B: the fused dense kernel, which keeps
     // O(B·R·N) for backward. Maps only when asked, through the ATen formulation without gradient.
-    const auto qkv = projectQkv(x, wq_, wk_, wv_, H).view({B, N, 3, R});
+    const auto qkv = projectTurned(x, H).view({B, N, 3, R});
     const auto C = core_->effective().to(qkv.scalar_type());
     out.y = wo_(denseThsaAttention(qkv, C, invSqrtR, spec_.causal));
     if (options.with_maps) {
@@ -207,7 +211,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     }
     return out;
   }
-  const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, R]
+  const auto q = applyRotary(wq_(x), D, rotary_), k = applyRotary(wk_(x), D, rotary_), v = wv_(x);  // [B, N, R]
   torch::Tensor omega;  // [B, N, R]
 
   if (core_->isDense()) {

@@ -37,6 +37,9 @@ class ThsaImpl : public ThsaBaseImpl {
  private:
   /// Whether the fused dense kernel computes this core on the CPU (thsa_fused.h).
   bool denseKernelServes() const;
+  bool turnsQueriesAndKeys() const override { return true; }
+  /// projectQkv(x, …, heads) with q and k turned by rotary positions (blocks of D) when they are on.
+  torch::Tensor projectTurned(const torch::Tensor& x, int64_t heads);
 
   torch::nn::Dropout dropout_{nullptr};
 };

@@ -120,6 +120,24 @@ torch::Tensor constant(const spec::TensorNode& n, const torch::TensorOptions& op
       return R.to(opts);
     }
   }
+  if (n.binding.rfind("rotary_half:", 0) == 0 && shape.size() == 3 && shape[1] == shape[2] && shape[1] % 2 == 0) {
+    // R[n, d, a]: T6's half-split rotary turn (tensorgi/TPA model/T6.py apply_rotary_emb, lines 55-62,
+    // commit 3d7f51d) at position n with base BASE: out[j] = in[j]·cos + in[j + D/2]·sin and
+    // out[j + D/2] = −in[j]·sin + in[j + D/2]·cos, angle n·BASE^(−2j/D) (TPA, §8.7).
+    const double base = std::stod(n.binding.substr(12));
+    const std::int64_t N = shape[0], D = shape[1], half = D / 2;
+    const auto d64 = opts.dtype(at::kDouble);
+    auto R = at::zeros(shape, d64);
+    const auto pos = at::arange(N, d64);
+    for (std::int64_t j = 0; j < half; ++j) {
+      const auto angle = pos * std::pow(base, -2.0 * static_cast<double>(j) / static_cast<double>(D));
+      R.select(1, j).select(1, j).copy_(at::cos(angle));
+      R.select(1, j).select(1, j + half).copy_(at::sin(angle));
+      R.select(1, j + half).select(1, j).copy_(-at::sin(angle));
+      R.select(1, j + half).select(1, j + half).copy_(at::cos(angle));
+    }
+    return R.to(opts);
+  }
   throw std::invalid_argument("node '" + n.id + "' has an unknown binding '" + n.binding + "' for its legs");
 }
 

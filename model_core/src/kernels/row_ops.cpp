@@ -142,6 +142,49 @@ void phiBackwardBlockD(const PhiBackwardBlock<double>& p) {
     }
   }
 }
+double dimwiseRowForwardD(double* S, const double* k, double qj, const double* v, int64_t d, double t, double* u,
+                          double* inverseSum) {
+  double mx = -INFINITY;
+  for (int64_t i = 0; i < d; ++i) {
+    S[i] += qj * k[i];
+    mx = S[i] > mx ? S[i] : mx;
+  }
+  const double shift = t * mx;
+  double sum = 0;
+  for (int64_t i = 0; i < d; ++i) {
+    const double e = std::exp(S[i] * t - shift);
+    sum += e;
+    u[i] = e * v[i];
+  }
+  *inverseSum = 1.0 / sum;
+  return shift + std::log(sum);
+}
+void dimwiseRowRecomputeD(double* S, const double* k, double qj, int64_t d, double t, double lse, double* p) {
+  for (int64_t i = 0; i < d; ++i) {
+    S[i] += qj * k[i];
+    p[i] = std::exp(S[i] * t - lse);
+  }
+}
+double dimwiseRowBackwardD(const DimwiseRowBackward<double>& r) {
+  double delta = 0;
+  for (int64_t i = 0; i < r.d; ++i) {
+    double G = 0;
+    for (int64_t c = 0; c < r.c; ++c) G += r.w[c * r.ldw + i] * r.g[c * r.ldg];
+    const double p = r.p[i], v = r.v[i];
+    r.dv[i] += p * G;
+    for (int64_t c = 0; c < r.c; ++c) r.dW[c * r.ldw + i] += p * v * r.g[c * r.ldg];
+    r.scratch[i] = v * G;
+    delta += p * r.scratch[i];
+  }
+  double dq = 0;
+  for (int64_t i = 0; i < r.d; ++i) {
+    const double D = r.D[i] + r.p[i] * (r.scratch[i] - delta) * r.t;
+    r.D[i] = D;
+    r.dk[i] += D * r.qj;
+    dq += D * r.k[i];
+  }
+  return dq;
+}
 }  // namespace
 
 const RowOps<float>& rowOpsFloat() { return current().ops; }
@@ -149,7 +192,8 @@ const RowOps<float>& rowOpsFloat() { return current().ops; }
 const RowOps<double>& rowOpsDouble() {
   static const RowOps<double> ops{minMaxD, expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
                                   axpyD,   dotD,       mul3D,     phiRowD,                phiPrimeScaleD,
-                                  phiPanelD, phiBackwardBlockD};
+                                  phiPanelD, phiBackwardBlockD, dimwiseRowForwardD, dimwiseRowRecomputeD,
+                                  dimwiseRowBackwardD};
   return ops;
 }
 

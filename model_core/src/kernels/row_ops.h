@@ -56,6 +56,28 @@ struct PhiBackwardBlock {
   int64_t ldsums = 0;
 };
 
+/// One row j of causal dimension-wise attention's backward at one position (kernels/dimwise_causal.h).
+/// With G = Σ_c g_c·W_c and ∂p = v ⊙ G:
+///   dv += p ⊙ G,   dW_c += g_c·(p ⊙ v),   D += t·p ⊙ (∂p − ⟨p, ∂p⟩),   dk += qj·D (the updated D);
+/// the call returns ⟨D, k⟩ (∂q at the row).
+template <typename T>
+struct DimwiseRowBackward {
+  int64_t d = 0, c = 0;
+  const T* p = nullptr;  ///< the row's probabilities
+  const T* v = nullptr;
+  const T* k = nullptr;
+  T qj = 0, t = 0;
+  const T* w = nullptr;  ///< W_c's row at w + c·ldw
+  int64_t ldw = 0;
+  const T* g = nullptr;  ///< g_c at g[c·ldg]
+  int64_t ldg = 0;
+  T* dW = nullptr;  ///< ∂W_c's row at dW + c·ldw (+=)
+  T* dv = nullptr;  ///< (+=)
+  T* D = nullptr;   ///< the suffix accumulator's row (+=)
+  T* dk = nullptr;  ///< (+=)
+  T* scratch = nullptr;  ///< d values
+};
+
 template <typename T>
 struct RowOps {
   /// Smallest and largest of x[0, n), n >= 1.
@@ -91,6 +113,14 @@ struct RowOps {
                    const T* k, const T* v, T* num, T* den);
   /// The backward of linear THSA for a block of channels over a run of positions (PhiBackwardBlock).
   void (*phiBackwardBlock)(const PhiBackwardBlock<T>& p);
+  /// Causal dimension-wise attention, one state row at one position: S += qj·k (stored), then with
+  /// p = softmax(t·S): u = e ⊙ v for e = e^(t·S − t·max S) and *inverseSum = 1/Σe (so p ⊙ v =
+  /// u·inverseSum). Returns the row's log-sum-exp of t·S.
+  T (*dimwiseRowForward)(T* S, const T* k, T qj, const T* v, int64_t d, T t, T* u, T* inverseSum);
+  /// S += qj·k (stored), then p = e^(t·S − lse): the forward's probabilities, recomputed.
+  void (*dimwiseRowRecompute)(T* S, const T* k, T qj, int64_t d, T t, T lse, T* p);
+  /// The backward of one row (DimwiseRowBackward); returns ⟨D, k⟩.
+  T (*dimwiseRowBackward)(const DimwiseRowBackward<T>& r);
 };
 
 /// The operations for this CPU (picked on first use; thread-safe).

@@ -454,5 +454,100 @@ void phiBackwardBlockF(const PhiBackwardBlock<float>& p) {
   else phiBackwardBlockRows<false>(p);
 }
 
+// ---- causal dimension-wise attention (kernels/dimwise_causal.h) ----------------------------
+
+float dimwiseRowForwardF(float* S, const float* k, float qj, const float* v, int64_t d, float t, float* u,
+                         float* inverseSum) {
+  // Pass 1: the rank-one update and the row's largest entry; pass 2: exp, its sum and e ⊙ v.
+  int64_t i = 0;
+  float mx = -INFINITY;
+  if (d >= W) {
+    vfloat vm = splat(-INFINITY);
+    for (; i + W <= d; i += W) {
+      const vfloat s = load(S + i) + load(k + i) * qj;
+      store(S + i, s);
+      vm = vmax(vm, s);
+    }
+    for (int64_t l = 0; l < W; ++l) mx = vm[l] > mx ? vm[l] : mx;
+  }
+  for (; i < d; ++i) {
+    S[i] += qj * k[i];
+    mx = S[i] > mx ? S[i] : mx;
+  }
+  const float shift = t * mx;  // t > 0
+  vfloat vs{};
+  for (i = 0; i + W <= d; i += W) {
+    const vfloat e = expPoly(load(S + i) * t - shift);
+    vs += e;
+    store(u + i, e * load(v + i));
+  }
+  float sum = hsum(vs);
+  for (; i < d; ++i) {
+    const float e = expPoly(S[i] * t - shift);
+    sum += e;
+    u[i] = e * v[i];
+  }
+  *inverseSum = 1.0f / sum;
+  return shift + std::log(sum);
+}
+
+void dimwiseRowRecomputeF(float* S, const float* k, float qj, int64_t d, float t, float lse, float* p) {
+  int64_t i = 0;
+  for (; i + W <= d; i += W) {
+    const vfloat s = load(S + i) + load(k + i) * qj;
+    store(S + i, s);
+    store(p + i, expPoly(s * t - lse));
+  }
+  for (; i < d; ++i) {
+    S[i] += qj * k[i];
+    p[i] = expPoly(S[i] * t - lse);
+  }
+}
+
+float dimwiseRowBackwardF(const DimwiseRowBackward<float>& r) {
+  const int64_t d = r.d, C = r.c;
+  // Pass 1: G, ∂v, ∂W, ∂p (to scratch) and ⟨p, ∂p⟩; pass 2: D, ∂k and ⟨D, k⟩.
+  vfloat vdelta{};
+  int64_t i = 0;
+  for (; i + W <= d; i += W) {
+    vfloat G{};
+    for (int64_t c = 0; c < C; ++c) G += load(r.w + c * r.ldw + i) * r.g[c * r.ldg];
+    const vfloat p = load(r.p + i), v = load(r.v + i), pv = p * v;
+    store(r.dv + i, load(r.dv + i) + p * G);
+    for (int64_t c = 0; c < C; ++c) {
+      float* dw = r.dW + c * r.ldw + i;
+      store(dw, load(dw) + pv * r.g[c * r.ldg]);
+    }
+    const vfloat dp = v * G;
+    store(r.scratch + i, dp);
+    vdelta += p * dp;
+  }
+  float delta = hsum(vdelta);
+  for (; i < d; ++i) {
+    float G = 0;
+    for (int64_t c = 0; c < C; ++c) G += r.w[c * r.ldw + i] * r.g[c * r.ldg];
+    const float p = r.p[i], v = r.v[i];
+    r.dv[i] += p * G;
+    for (int64_t c = 0; c < C; ++c) r.dW[c * r.ldw + i] += p * v * r.g[c * r.ldg];
+    r.scratch[i] = v * G;
+    delta += p * r.scratch[i];
+  }
+  vfloat vq{};
+  for (i = 0; i + W <= d; i += W) {
+    const vfloat D = load(r.D + i) + load(r.p + i) * (load(r.scratch + i) - delta) * r.t;
+    store(r.D + i, D);
+    store(r.dk + i, load(r.dk + i) + D * r.qj);
+    vq += D * load(r.k + i);
+  }
+  float dq = hsum(vq);
+  for (; i < d; ++i) {
+    const float D = r.D[i] + r.p[i] * (r.scratch[i] - delta) * r.t;
+    r.D[i] = D;
+    r.dk[i] += D * r.qj;
+    dq += D * r.k[i];
+  }
+  return dq;
+}
+
 }  // namespace TS_ROW_OPS_NS
 }  // namespace tensorscope::model_core::kernels

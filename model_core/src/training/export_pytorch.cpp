@@ -63,8 +63,10 @@ void checkWeights(const RunConfig& config, const std::string& path) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     expect(p + "ln1.weight", 0, F);
     // MLA with a query latent (slots.latent.q_rank > 0) reads x through wq_a instead of wq.
+    // TPA with factorised queries (slots.tpa.q_rank > 0) reads x through W_B_q (§8.7).
     const bool queryLatent = layerSpec(config.model, i).slots.latent.q_rank > 0;
-    expect(p + (queryLatent ? "attn.wq_a.weight" : "attn.wq.weight"), 1, F);
+    const bool queryFactors = layerSpec(config.model, i).slots.tpa.q_rank > 0;
+    expect(p + (queryLatent ? "attn.wq_a.weight" : queryFactors ? "attn.W_B_q.weight" : "attn.wq.weight"), 1, F);
     expect(p + "attn.wo.weight", 0, F);
     const auto variant = layerSpec(config.model, i).variant;
     if (variant == spec::Variant::Thsa || variant == spec::Variant::ThsaLinear)

@@ -8,21 +8,6 @@
 #include "spec/cost_model.h"
 
 namespace tensorscope::model_core {
-namespace {
-
-/// Values of the boolean masks layers keep as buffers: a causal multilinear layer holds its
-/// [N, N, N] mask (one byte per value, no gradient or optimizer state).
-std::int64_t maskValues(const RunConfig& c) {
-  std::int64_t values = 0;
-  for (int i = 0; i < c.model.layers; ++i) {
-    const auto s = layerSpec(c.model, i);
-    const bool causal = s.causal && c.model.kind == "decoder";
-    if (s.variant == spec::Variant::Multilinear && causal) values += int64_t(s.sizes.seq_len) * s.sizes.seq_len * s.sizes.seq_len;
-  }
-  return values;
-}
-
-}  // namespace
 
 std::int64_t estimateModelValues(const RunConfig& c, std::int64_t vocabulary) {
   const std::int64_t F = c.model.d_model, N = modelSequenceLength(c), hidden = int64_t(c.model.ffn_multiplier) * F;
@@ -38,8 +23,9 @@ std::int64_t estimateModelValues(const RunConfig& c, std::int64_t vocabulary) {
   } else {
     values += vocabulary * F * (1 + (c.model.tp_role_embedding ? 1 : 0) + (c.model.tied_embeddings ? 0 : 1));
   }
-  values += N * F;  // learned positions, or the sinusoid table
-  return values + maskValues(c);
+  const bool rotary = c.model.positions == "rotary" || c.model.positions == "rotary_interleaved";
+  if (!rotary) values += N * F;  // learned positions, or the sinusoid table (rotary: none)
+  return values;  // (causal multilinear no longer keeps an [N, N, N] mask buffer: issue 38)
 }
 
 double estimateTrainingMemory(const RunConfig& c, std::int64_t vocabulary) {
@@ -60,8 +46,7 @@ double estimateTrainingMemory(const RunConfig& c, std::int64_t vocabulary) {
   const double patchDim = double(c.task.patch) * c.task.patch;
   const double evalSet = double(c.train.eval_examples) * (image ? N * patchDim * 4.0 + 8.0 : N * 20.0);
   // weights + gradients + two AdamW moments; backward roughly doubles live activations
-  const double masks = double(maskValues(c));
-  return 16.0 * (double(estimateModelValues(c, vocabulary)) - masks) + masks + 2.0 * activations + 2.0 * evalSet;
+  return 16.0 * double(estimateModelValues(c, vocabulary)) + 2.0 * activations + 2.0 * evalSet;
 }
 
 

@@ -4,6 +4,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "attention/rotary_rule.h"
 #include "files/read_file.h"
 #include "model_core/run_config.h"
 #include "spec/json_reader.h"
@@ -227,8 +228,13 @@ std::vector<std::string> validateRunConfig(const RunConfig& c) {
   if (m.layers < 1 || m.layers > 64) add("model.layers", "must be in [1, 64]; got " + std::to_string(m.layers));
   if (m.d_model < 1 || m.d_model > 8192) add("model.d_model", "must be in [1, 8192]; got " + std::to_string(m.d_model));
   if (m.ffn_multiplier < 1 || m.ffn_multiplier > 16) add("model.ffn_multiplier", "must be in [1, 16]");
-  if (m.positions != "learned" && m.positions != "sinusoidal")
-    add("model.positions", "must be \"learned\" or \"sinusoidal\"; got \"" + m.positions + "\"");
+  const bool rotary = m.positions == "rotary" || m.positions == "rotary_interleaved";
+  if (m.positions != "learned" && m.positions != "sinusoidal" && !rotary)
+    add("model.positions", "must be \"learned\", \"sinusoidal\", \"rotary\" or \"rotary_interleaved\"; got \"" +
+                               m.positions + "\"");
+  if (rotary && m.tp_role_embedding)
+    add("model.tp_role_embedding", "binds each symbol's role to its position vector, and rotary positions have none; "
+                                   "use learned or sinusoidal positions with it");
   if (!(m.residual_dropout >= 0 && m.residual_dropout < 1)) add("model.residual_dropout", "must be in [0, 1)");
   if (m.attention.empty()) add("model.attention", "give one attention spec for all layers, or one per layer");
   else if (m.attention.size() != 1 && static_cast<int>(m.attention.size()) != m.layers)
@@ -248,6 +254,9 @@ std::vector<std::string> validateRunConfig(const RunConfig& c) {
       else
         add(f + ".sizes.seq_len", "multilinear fixes N when built: must equal task.seq_len = " +
                                       std::to_string(c.task.seq_len) + "; got " + std::to_string(s.sizes.seq_len));
+    }
+    if (rotary) {
+      if (const std::string why = rotaryProblem(s); !why.empty()) add("model.positions", m.positions + " at " + f + ": " + why);
     }
     if (m.kind == "decoder" && !s.causal)
       add(f + ".causal", "a decoder needs causal attention (position i may only see positions <= i); set \"causal\": true");

@@ -54,17 +54,19 @@ TransformerImpl::TransformerImpl(const ModelConfig& config, const ModelShape& sh
       torch::nn::init::normal_(roles_->weight, 0.0, 0.02);
     }
   }
+  const Rotary rotary = rotaryFromPositions(config.positions);
   if (config.positions == "learned") {
     positions_ = register_module("pos", torch::nn::Embedding(N, F));
     torch::nn::init::normal_(positions_->weight, 0.0, 0.02);
-  } else {
+  } else if (!rotary.on) {
     sinusoid_ = register_buffer("sinusoid", sinusoidTable(N, F));
-  }
+  }  // rotary positions: no table; every layer turns its queries and keys (§9)
   auto list = register_module("blocks", torch::nn::ModuleList());
   for (int i = 0; i < config.layers; ++i) {
     auto s = layerSpec(config, i);
     if (classifier_) s.causal = false;
     blocks_.push_back(Block(s, config.ffn_multiplier, config.residual_dropout, i));
+    blocks_.back()->attention()->setRotary(rotary);
     list->push_back(blocks_.back());
   }
   lnF_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({F})));
@@ -74,6 +76,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config, const ModelShape& sh
 
 torch::Tensor TransformerImpl::embed(const torch::Tensor& input) {
   const int64_t N = input.size(1);
+  if (!positions_ && !sinusoid_.defined()) return classifier_ ? patchIn_(input) : tokens_(input);  // rotary
   const auto pos = positions_ ? positions_->weight.narrow(0, 0, N) : sinusoid_.narrow(0, 0, N);  // [N, F]
   if (classifier_) return patchIn_(input) + pos;
   auto x = tokens_(input) + pos;

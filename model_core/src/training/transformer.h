@@ -37,7 +37,7 @@ struct ModelShape {
   int64_t classes = 0;     ///< classifier: classes
 };
 
-/// Decoder-only language model (tied or separate output head, learned or sinusoidal positions,
+/// Decoder-only language model (tied or separate output head, learned, sinusoidal or rotary positions,
 /// optional TP role-modulated embedding), or an encoder classifier over image patches
 /// (mean-pooled, non-causal). Parameter names are those of the exported PyTorch module.
 class TransformerImpl : public torch::nn::Module {

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "attention/rotary_rule.h"
 #include "spec/core_spec.h"
 
 namespace tensorscope::model_core::test {
@@ -85,9 +86,32 @@ WeightMap weightsOf(const AttentionModuleImpl& module) {
   return w;
 }
 
+/// Rotary positions (contract §9) from the equations, in loops: in every block of `block` features
+/// of token n, pair j — features (j, j + block/2) for Half, (2j, 2j + 1) for Interleaved — turned
+/// by the angle n·base^(−2j/block): (a, b) → (a·cos − b·sin, a·sin + b·cos). t [B, N, X] float64.
+torch::Tensor turnReference(const torch::Tensor& t, int block, const Rotary& rotary) {
+  if (!rotary.on) return t;
+  torch::Tensor out = t.clone();
+  auto a = t.accessor<double, 3>();
+  auto o = out.accessor<double, 3>();
+  const int half = block / 2;
+  const bool interleaved = rotary.pairs == RotaryPairs::Interleaved;
+  for (std::int64_t b = 0; b < t.size(0); ++b)
+    for (std::int64_t n = 0; n < t.size(1); ++n)
+      for (std::int64_t first = 0; first < t.size(2); first += block)
+        for (int j = 0; j < half; ++j) {
+          const std::int64_t i1 = first + (interleaved ? 2 * j : j), i2 = first + (interleaved ? 2 * j + 1 : j + half);
+          const double angle = static_cast<double>(n) * std::pow(rotary.base, -2.0 * j / block);
+          o[b][n][i1] = a[b][n][i1] * std::cos(angle) - a[b][n][i2] * std::sin(angle);
+          o[b][n][i2] = a[b][n][i1] * std::sin(angle) + a[b][n][i2] * std::cos(angle);
+        }
+  return out;
+}
+
 /// Differential attention (contract §8.5) in the first block (λ_init = 0.8 − 0.6·e⁰ = 0.2), written
 /// from the equations: maps (h, i) of size D, value heads of size 2D, RMSNorm per head.
-Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn,
+                                const Rotary& rotary) {
   const torch::Tensor x = f64(xIn);
   const std::int64_t B = x.size(0), N = x.size(1);
   const int H = spec.sizes.H, D = spec.sizes.D, F = spec.sizes.F;
@@ -99,7 +123,8 @@ Reference referenceDifferential(const spec::AttentionSpec& spec, const WeightMap
   requireShape(weight(w, "wv.weight"), {2 * G * D, F}, "wv.weight");
   requireShape(weight(w, "wo.weight"), {F, 2 * H * D}, "wo.weight");
   requireShape(weight(w, "subln.weight"), {2 * D}, "subln.weight");
-  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+  const torch::Tensor q = turnReference(linear(w, "wq", x, spec.bias), spec.sizes.D, rotary),
+                      k = turnReference(linear(w, "wk", x, spec.bias), spec.sizes.D, rotary),
                       v = linear(w, "wv", x, spec.bias);
   auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
   const auto dotOf = [&](const char* a, const char* b) {
@@ -253,9 +278,114 @@ Reference referenceLatent(const spec::AttentionSpec& spec, const WeightMap& w, c
   return ref;
 }
 
-Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+/// T6's half-split rotary turn at position n with base `base` (contract §8.7): the pair (u_j, u_{j+D/2})
+/// becomes (u_j·cos + u_{j+D/2}·sin, −u_j·sin + u_{j+D/2}·cos) at the angle n·base^(−2j/D).
+void rotateHalf(double* u, int D, std::int64_t n, double base) {
+  const int half = D / 2;
+  for (int j = 0; j < half; ++j) {
+    const double angle = static_cast<double>(n) * std::pow(base, -2.0 * j / static_cast<double>(D));
+    const double a = u[j], b = u[j + half];
+    u[j] = a * std::cos(angle) + b * std::sin(angle);
+    u[j + half] = -a * std::sin(angle) + b * std::cos(angle);
+  }
+}
+
+/// Tensor Product Attention (contract §8.7) from the equations, in loops: for each token the head
+/// factors A[h, r] (x·W_Aᵀ, or the constant A_·), the feature factors B[r, :] (x·W_Bᵀ, turned for q
+/// and k), q[h, d] = (1/R)·Σ_r A[h, r]·B[r, d]; queries x·Wqᵀ turned per head when R_Q = 0; then the
+/// softmax attention of MHSA with 1/√D and W^O.
+Reference referenceTpa(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+  const torch::Tensor x = f64(xIn);
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int H = spec.sizes.H, D = spec.sizes.D, F = spec.sizes.F;
+  const auto& t = spec.slots.tpa;
+  const int ranks[3] = {t.q_rank, t.k_rank, t.v_rank};
+  const char* names[3] = {"q", "k", "v"};
+  std::vector<torch::Tensor> made;  // q, k, v [B, N, H, D]
+  for (int i = 0; i < 3; ++i) {
+    const int R = ranks[i];
+    torch::Tensor out = torch::zeros({B, N, H, D}, torch::kDouble);
+    auto oa = out.accessor<double, 4>();
+    const bool turn = t.rope && i < 2;
+    if (R == 0) {  // queries as MHSA
+      requireShape(weight(w, "wq.weight"), {H * D, F}, "wq.weight");
+      const torch::Tensor q = linear(w, "wq", x, false);
+      auto qa = q.accessor<double, 3>();
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t n = 0; n < N; ++n)
+          for (int h = 0; h < H; ++h) {
+            std::vector<double> u(static_cast<std::size_t>(D));
+            for (int d = 0; d < D; ++d) u[static_cast<std::size_t>(d)] = qa[b][n][h * D + d];
+            if (turn) rotateHalf(u.data(), D, n, t.rope_base);
+            for (int d = 0; d < D; ++d) oa[b][n][h][d] = u[static_cast<std::size_t>(d)];
+          }
+      made.push_back(out);
+      continue;
+    }
+    const std::string v = names[i];
+    requireShape(weight(w, "W_B_" + v + ".weight"), {R * D, F}, "W_B_" + v + ".weight");
+    const torch::Tensor Bf = linear(w, "W_B_" + v, x, false);  // [B, N, R·D]
+    torch::Tensor Af;
+    if (t.contextual_a) {
+      requireShape(weight(w, "W_A_" + v + ".weight"), {H * R, F}, "W_A_" + v + ".weight");
+      Af = linear(w, "W_A_" + v, x, false);  // [B, N, H·R]
+    } else {
+      requireShape(weight(w, "A_" + v), {H, R}, "A_" + v);
+      Af = f64(weight(w, "A_" + v)).reshape({1, 1, H * R}).expand({B, N, H * R}).contiguous();
+    }
+    auto ba = Bf.accessor<double, 3>();
+    auto aa = Af.accessor<double, 3>();
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t n = 0; n < N; ++n) {
+        std::vector<double> feat(static_cast<std::size_t>(R * D));
+        for (int r = 0; r < R; ++r) {
+          for (int d = 0; d < D; ++d) feat[static_cast<std::size_t>(r * D + d)] = ba[b][n][r * D + d];
+          if (turn) rotateHalf(feat.data() + r * D, D, n, t.rope_base);
+        }
+        for (int h = 0; h < H; ++h)
+          for (int d = 0; d < D; ++d) {
+            double sum = 0.0;
+            for (int r = 0; r < R; ++r) sum += aa[b][n][h * R + r] * feat[static_cast<std::size_t>(r * D + d)];
+            oa[b][n][h][d] = sum / R;
+          }
+      }
+    made.push_back(out);
+  }
+  requireShape(weight(w, "wo.weight"), {F, H * D}, "wo.weight");
+  auto qa = made[0].accessor<double, 4>(), ka = made[1].accessor<double, 4>(), va = made[2].accessor<double, 4>();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  Reference ref;
+  ref.maps = torch::zeros({B, H, N, N}, torch::kDouble);
+  auto Pa = ref.maps.accessor<double, 4>();
+  torch::Tensor o = torch::zeros({B, N, H * D}, torch::kDouble);
+  auto oa = o.accessor<double, 3>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t visible = spec.causal ? n + 1 : N;
+        std::vector<double> p(static_cast<std::size_t>(visible));
+        for (std::int64_t m = 0; m < visible; ++m) {
+          double sum = 0.0;
+          for (int d = 0; d < D; ++d) sum += qa[b][n][h][d] * ka[b][m][h][d];
+          p[static_cast<std::size_t>(m)] = sum * scale;
+        }
+        softmax(p);
+        for (std::int64_t m = 0; m < visible; ++m) Pa[b][h][n][m] = p[static_cast<std::size_t>(m)];
+        for (int d = 0; d < D; ++d) {
+          double sum = 0.0;
+          for (std::int64_t m = 0; m < visible; ++m) sum += p[static_cast<std::size_t>(m)] * va[b][m][h][d];
+          oa[b][n][h * D + d] = sum;
+        }
+      }
+  ref.y = linear(w, "wo", o, false);
+  return ref;
+}
+
+Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn,
+                          const Rotary& rotary) {
   checkInput(spec, xIn);
-  if (spec.slots.differential) return referenceDifferential(spec, w, xIn);
+  if (spec.slots.tpa.enabled()) return referenceTpa(spec, w, xIn);
+  if (spec.slots.differential) return referenceDifferential(spec, w, xIn, rotary);
   if (spec.slots.latent.enabled()) return referenceLatent(spec, w, xIn);
   const torch::Tensor x = f64(xIn);
   const std::int64_t B = x.size(0), N = x.size(1);
@@ -265,7 +395,8 @@ Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, c
   // Slot (a): G key/value heads; query head h reads group h / (H/G) (section 8).
   const int G = slot.kv_groups > 0 ? slot.kv_groups : H;
   const auto group = [&](int h) { return h / (H / G); };
-  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+  const torch::Tensor q = turnReference(linear(w, "wq", x, spec.bias), spec.sizes.D, rotary),
+                      k = turnReference(linear(w, "wk", x, spec.bias), spec.sizes.D, rotary),
                       v = linear(w, "wv", x, spec.bias);
   requireShape(weight(w, "wq.weight"), {H * D, spec.sizes.F}, "wq.weight");
   requireShape(weight(w, "wk.weight"), {G * D, spec.sizes.F}, "wk.weight");
@@ -369,14 +500,16 @@ Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, c
   return ref;
 }
 
-Reference referenceThsa(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+Reference referenceThsa(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn,
+                        const Rotary& rotary) {
   checkInput(spec, xIn);
   const torch::Tensor x = f64(xIn);
   const std::int64_t B = x.size(0), N = x.size(1);
   const int R = spec.sizes.R;
   const torch::Tensor& C = weight(w, "core");
   requireShape(C, {R, R}, "core");
-  const torch::Tensor q = linear(w, "wq", x, spec.bias), k = linear(w, "wk", x, spec.bias),
+  const torch::Tensor q = turnReference(linear(w, "wq", x, spec.bias), spec.sizes.D, rotary),
+                      k = turnReference(linear(w, "wk", x, spec.bias), spec.sizes.D, rotary),
                       v = linear(w, "wv", x, spec.bias);
   auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
   auto Ca = C.accessor<double, 2>();
@@ -541,12 +674,15 @@ Reference referenceDimwise(const spec::AttentionSpec& spec, const WeightMap& w, 
   return ref;
 }
 
-Reference referenceForward(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x) {
+Reference referenceForward(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x,
+                           const Rotary& rotary) {
+  if (rotary.on && !rotaryProblem(spec).empty())
+    throw std::invalid_argument("reference: rotary positions on " + describe(spec) + ": " + rotaryProblem(spec));
   switch (spec.variant) {
     case spec::Variant::Mhsa:
     case spec::Variant::FixedHead:
-    case spec::Variant::Tp: return referenceHeaded(spec, w, x);
-    case spec::Variant::Thsa: return referenceThsa(spec, w, x);
+    case spec::Variant::Tp: return referenceHeaded(spec, w, x, rotary);
+    case spec::Variant::Thsa: return referenceThsa(spec, w, x, rotary);
     case spec::Variant::ThsaLinear: return referenceThsaLinear(spec, w, x);
     case spec::Variant::Multilinear: return referenceMultilinear(spec, w, x);
     case spec::Variant::Dimwise: return referenceDimwise(spec, w, x);
@@ -763,6 +899,31 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
         s.slots.latent.q_rank = lc.queryLatent ? pick(1, 4) : 0;
         s.slots.latent.rope_dim = 2 * lc.ropePairs;
         s.slots.latent.order = lc.order;
+        add(std::move(s), pick(1, 6));
+      }
+    }
+    if (!bias) {  // tensor product attention (§8.7; no biases): contextual or constant head factors,
+                  // factorised or MHSA queries (T6_kvonly), the rotary on or off
+      struct TpaCase {
+        Variant variant;
+        bool factorisedQuery, contextual, rope;
+      };
+      for (const TpaCase& tc : {TpaCase{Variant::Mhsa, true, true, true}, TpaCase{Variant::Mhsa, false, true, true},
+                                TpaCase{Variant::FixedHead, true, false, true},
+                                TpaCase{Variant::FixedHead, true, true, false},
+                                TpaCase{Variant::Mhsa, false, false, false}}) {
+        spec::Sizes z;
+        z.H = pick(1, 3);
+        z.D = 2 * pick(1, 2);
+        z.F = pick(2, 10);
+        spec::AttentionSpec s = makeSpec(tc.variant, z, causal, bias);
+        s.slots.tpa.q_rank = tc.factorisedQuery ? pick(1, 3) : 0;
+        s.slots.tpa.k_rank = pick(1, 3);
+        s.slots.tpa.v_rank = pick(1, 3);
+        s.slots.tpa.contextual_a = tc.contextual;
+        s.slots.tpa.rope = tc.rope;
+        s.slots.tpa.rope_base = tc.rope ? 10000.0 : s.slots.tpa.rope_base;
+        if (tc.variant == Variant::FixedHead && tc.rope) s.slots.tpa.rope_base = 50.0;  // another base
         add(std::move(s), pick(1, 6));
       }
     }

@@ -37,10 +37,12 @@ WeightMap weightsOf(const AttentionModuleImpl& module);
 // One reference per contract section. `x` is [B, N, F]; dropout is taken to be 0.
 /// Sections 1, 2, 5: mhsa, fixed_head and tp (tp also binds roles and returns them).
 /// Maps P [B, H, N, N].
-Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x);
+Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x,
+                          const Rotary& rotary = {});
 /// Section 3, from the effective `core` C [R, R]:
 /// logits[b,r,n,m] = Σ_s C[r,s]·q[b,n,s]·k[b,m,s]/√R. Maps P [B, R, N, N].
-Reference referenceThsa(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x);
+Reference referenceThsa(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x,
+                        const Rotary& rotary = {});
 /// Section 4, through the similarities sim_r(n,m) = φ(C_r⊙q_n)·φ(k_m) (quadratic form).
 /// Maps: sim normalised over m [B, R, N, N].
 Reference referenceThsaLinear(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x);
@@ -51,8 +53,13 @@ Reference referenceMultilinear(const spec::AttentionSpec& spec, const WeightMap&
 /// batch), contracted with each filter; causal with per-position prefix sums scaled 1/√i (1-based).
 /// Maps f(S) [B, d, d] (causal: f(S⁽ᴺ⁾)).
 Reference referenceDimwise(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x);
+/// Rotary positions (§9) in loops from the equations: t [B, N, X] float64, blocks of `block`.
+torch::Tensor turnReference(const torch::Tensor& t, int block, const Rotary& rotary);
 /// Dispatches on spec.variant.
-Reference referenceForward(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x);
+/// With `rotary` on (mhsa, fixed_head, tp, their slots and thsa; §9) the queries and keys are turned
+/// by turnReference before the logits.
+Reference referenceForward(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x,
+                           const Rotary& rotary = {});
 
 // ---- spec builders --------------------------------------------------------------------------
 

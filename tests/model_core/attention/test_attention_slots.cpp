@@ -12,6 +12,7 @@
 #include "attention/fused_attention.h"
 #include "attention/talking_heads.h"
 #include "attention/mla.h"
+#include "attention/tpa.h"
 #include "reference.h"
 #include "spec/attention_spec.h"
 #include "spec/cost_model.h"
@@ -153,9 +154,10 @@ TEST(AttentionSlots, GatedWithTheGateAtOneIsMhsa) {
 }
 
 TEST(AttentionSlots, FusedPathEqualsTheAtenFormulation) {
-  // MQA/GQA and gates run on the fused CPU kernel (K and V repeated per group); the ATen path is
+  // MQA/GQA, gates, differential attention and TPA (once its q, k, v are formed) run on the fused
+  // CPU kernel (K and V repeated per group); the ATen path is
   // its oracle, in float32 as in training.
-  for (const char* preset : {"mqa", "gqa", "gated", "gated_headwise", "diff"}) {
+  for (const char* preset : {"mqa", "gqa", "gated", "gated_headwise", "diff", "tpa", "tpa_kv_only"}) {
     auto s = spec::makeSpecPreset(preset);
     s.causal = true;
     torch::manual_seed(16);
@@ -480,6 +482,180 @@ TEST(AttentionSlots, MlaSpecValidationAndJson) {
   // The module's trainable count equals the cost model's.
   AttentionModule m = buildDouble(s, 1);
   EXPECT_EQ(m->trainableParameterCount(), spec::parameterCount(s));
+}
+
+/// A TPA spec (§8.7) on an mhsa layer: ranks R_Q (0: MHSA queries), R_K, R_V.
+static spec::AttentionSpec tpaSpec(int F, int H, int D, bool causal, int rq, int rk, int rv, bool contextual, bool rope) {
+  auto s = headed(F, H, D, causal, false);
+  s.slots.tpa.q_rank = rq;
+  s.slots.tpa.k_rank = rk;
+  s.slots.tpa.v_rank = rv;
+  s.slots.tpa.contextual_a = contextual;
+  s.slots.tpa.rope = rope;
+  return s;
+}
+
+TEST(AttentionSlots, TpaNonContextualRankHWithScaledIdentityFactorsIsMhsa) {
+  // Paper §4: MHA is non-contextual TPA with R = H and a_r = H·e_r. With A = H·I the factor sum
+  // (1/H)·Σ_r H·δ_hr·B_r is B_h, so W_B_q, W_B_k, W_B_v are MHSA's wq, wk, wv, head by head. The
+  // queries of T6_kvonly (R_Q = 0) are MHSA's already.
+  for (bool causal : {false, true})
+    for (int rq : {3, 0}) {
+      const int F = 7, H = 3, D = 4;
+      auto s = tpaSpec(F, H, D, causal, rq, H, H, false, false);
+      AttentionModule tpa = buildDouble(s, 301);
+      perturbParameters(*tpa, 302);
+      const auto eye = torch::eye(H, torch::kDouble) * double(H);
+      std::map<std::string, torch::Tensor> a = {{"A_k", eye}, {"A_v", eye}};
+      if (rq > 0) a["A_q"] = eye;
+      assign(*tpa, a);
+      const auto w = parametersOf(*tpa);
+      AttentionModule mhsa = buildDouble(headed(F, H, D, causal, false), 303);
+      assign(*mhsa, {{"wq.weight", rq > 0 ? w.at("W_B_q.weight") : w.at("wq.weight")},
+                     {"wk.weight", w.at("W_B_k.weight")},
+                     {"wv.weight", w.at("W_B_v.weight")},
+                     {"wo.weight", w.at("wo.weight")}});
+      const auto x = randomInput(2, 5, F, 304);
+      torch::NoGradGuard noGrad;
+      const auto a1 = tpa->forward(x, {true}), a2 = mhsa->forward(x, {true});
+      expectClose(a1.y, a2.y, 1e-12, "non-contextual TPA (R = H, A = H·I) vs MHSA");
+      expectClose(a1.maps, a2.maps, 1e-12, "maps");
+      // Any other scale of the identity is another layer (the 1/R matters).
+      auto wrong = a;
+      for (auto& kv : wrong) kv.second = kv.second / double(H);
+      assign(*tpa, wrong);
+      EXPECT_GT((run(*tpa, x) - a2.y).abs().max().item<double>(), 1e-6);
+    }
+}
+
+TEST(AttentionSlots, TpaConstantKeyAndValueFactorsOfRankGAreGqa) {
+  // Paper §4.2: GQA with G groups is non-contextual TPA with R_K = R_V = G and a_j = G·mask_j (ones on
+  // the heads of group j); MQA is G = 1, a = 1_H. The queries as MHSA's (R_Q = H, A_q = H·I). Group j
+  // holds heads ⌊h/(H/G)⌋ = j, as slots.kv_groups does.
+  for (bool causal : {false, true})
+    for (int G : {1, 2, 4}) {
+      const int F = 6, H = 4, D = 2;
+      auto s = tpaSpec(F, H, D, causal, H, G, G, false, false);
+      AttentionModule tpa = buildDouble(s, 311);
+      perturbParameters(*tpa, 312);
+      auto mask = torch::zeros({H, G}, torch::kDouble);
+      for (int h = 0; h < H; ++h) mask[h][h / (H / G)] = double(G);
+      assign(*tpa, {{"A_q", torch::eye(H, torch::kDouble) * double(H)}, {"A_k", mask}, {"A_v", mask}});
+      const auto w = parametersOf(*tpa);
+      auto m = headed(F, H, D, causal, false);
+      m.slots.kv_groups = G;
+      AttentionModule gqa = buildDouble(m, 313);
+      assign(*gqa, {{"wq.weight", w.at("W_B_q.weight")},
+                    {"wk.weight", w.at("W_B_k.weight")},
+                    {"wv.weight", w.at("W_B_v.weight")},
+                    {"wo.weight", w.at("wo.weight")}});
+      const auto x = randomInput(2, 5, F, 314);
+      expectClose(run(*tpa, x), run(*gqa, x), 1e-12, "TPA R_K = R_V = G, a_j = G·mask_j vs GQA-G");
+    }
+}
+
+TEST(AttentionSlots, TpaFactorContractionEqualsFormingQueriesKeysAndValues) {
+  // FlashTPA's order (paper Algorithm 2): the R_Q·R_K feature-factor products P[n,m,r,s] = B_q[n,r]·B_k[m,s]
+  // (turned), mixed into each head by the head factors, S[h,n,m] = Σ_rs A_q[n,h,r]·A_k[m,h,s]·P[n,m,r,s]
+  // / (R_Q·R_K); the values likewise contracted factor by factor. The module forms q, k, v first.
+  for (bool causal : {false, true})
+    for (bool contextual : {true, false}) {
+      const int F = 5, H = 3, D = 4, Rq = 2, Rk = 3, Rv = 2;
+      auto s = tpaSpec(F, H, D, causal, Rq, Rk, Rv, contextual, true);
+      AttentionModule tpa = buildDouble(s, 321);
+      perturbParameters(*tpa, 322);
+      const auto w = parametersOf(*tpa);
+      const int64_t B = 2, N = 6;
+      const auto x = randomInput(B, N, F, 323);
+      auto factorA = [&](const std::string& v, int64_t R) {
+        return contextual ? torch::linear(x, w.at("W_A_" + v + ".weight")).view({B, N, H, R})
+                          : w.at("A_" + v).view({1, 1, H, R}).expand({B, N, H, R});
+      };
+      auto factorB = [&](const std::string& v, int64_t R) { return torch::linear(x, w.at("W_B_" + v + ".weight")).view({B, N, R, D}); };
+      const auto Bq = tpaRotary(factorB("q", Rq), 1e4), Bk = tpaRotary(factorB("k", Rk), 1e4), Bv = factorB("v", Rv);
+      const auto Pf = torch::einsum("bnrd,bmsd->bnmrs", {Bq, Bk});
+      const auto logits = torch::einsum("bnhr,bmhs,bnmrs->bhnm", {factorA("q", Rq), factorA("k", Rk), Pf}) / double(Rq * Rk);
+      auto scaled = logits / std::sqrt(double(D));
+      if (causal) scaled = scaled.masked_fill(torch::ones({N, N}, torch::kBool).triu(1), -INFINITY);
+      const auto P = torch::softmax(scaled, -1);
+      // o[n,h,d] = (1/R_V)·Σ_t Σ_m P[h,n,m]·A_v[m,h,t]·B_v[m,t,d]
+      const auto o = torch::einsum("bhnm,bmht,bmtd->bnhd", {P, factorA("v", Rv), Bv}) / double(Rv);
+      const auto y = torch::linear(o.reshape({B, N, H * D}), w.at("wo.weight"));
+      torch::NoGradGuard noGrad;
+      const auto out = tpa->forward(x, {true});
+      expectClose(out.maps, P, 1e-12, "maps: factor contraction vs q, k, v first");
+      expectClose(out.y, y, 1e-12, "y: factor contraction vs q, k, v first");
+    }
+}
+
+TEST(AttentionSlots, TpaRotaryIsT6sHalfSplitTurn) {
+  // T6's apply_rotary_emb (tensorgi/TPA model/T6.py lines 36-62): x1 = x[..., :D/2], x2 = x[..., D/2:],
+  // (x1·cos + x2·sin, −x1·sin + x2·cos) with inv_freq = base^(−arange(0, D, 2)/D) and angles t·inv_freq.
+  const int64_t B = 2, N = 5, R = 3, D = 6;
+  torch::manual_seed(331);
+  const auto x = torch::randn({B, N, R, D}, torch::kDouble);
+  for (double base : {10000.0, 50.0}) {
+    const auto inv = 1.0 / torch::pow(base, torch::arange(0, D, 2, torch::kDouble) / double(D));
+    const auto ang = torch::outer(torch::arange(N, torch::kDouble), inv).view({1, N, 1, D / 2});
+    const auto x1 = x.narrow(-1, 0, D / 2), x2 = x.narrow(-1, D / 2, D / 2);
+    const auto official = torch::cat({x1 * ang.cos() + x2 * ang.sin(), -x1 * ang.sin() + x2 * ang.cos()}, -1);
+    expectClose(tpaRotary(x, base), official, 1e-14, "T6 rotary");
+  }
+  // Turned queries and keys meet by their distance only: q_n·k_m = q_{n+1}·k_{m+1} for the same vectors.
+  const auto u = torch::randn({1, 1, 1, D}, torch::kDouble).expand({1, N, 1, D});
+  const auto v = torch::randn({1, 1, 1, D}, torch::kDouble).expand({1, N, 1, D});
+  const auto tu = tpaRotary(u, 1e4), tv = tpaRotary(v, 1e4);
+  const auto dot = [&](int n, int m) { return (tu.select(1, n) * tv.select(1, m)).sum().item<double>(); };
+  EXPECT_NEAR(dot(3, 1), dot(4, 2), 1e-12);
+  EXPECT_NEAR(dot(0, 0), (u.select(1, 0) * v.select(1, 0)).sum().item<double>(), 1e-12);
+}
+
+TEST(AttentionSlots, TpaSpecValidationAndJson) {
+  for (const char* name : {"tpa", "tpa_kv_only"}) {
+    auto s = spec::makeSpecPreset(name);
+    EXPECT_TRUE(spec::validate(s).empty()) << name << spec::formatIssues(spec::validate(s));
+    EXPECT_EQ(s.slots.tpa.k_rank, 2) << name;
+    EXPECT_EQ(s.slots.tpa.v_rank, 2) << name;
+    EXPECT_EQ(s.slots.tpa.q_rank, std::string(name) == "tpa" ? 6 : 0) << name;
+    EXPECT_TRUE(s.slots.tpa.contextual_a && s.slots.tpa.rope) << name;
+    EXPECT_EQ(spec::fromJson(spec::toJson(s)), s) << name;
+    AttentionModule m = buildDouble(s, 1);
+    EXPECT_EQ(m->trainableParameterCount(), spec::parameterCount(s)) << name;
+  }
+  auto s = spec::makeSpecPreset("tpa");
+  s.slots.tpa.contextual_a = false;
+  s.slots.tpa.rope = false;
+  s.slots.tpa.rope_base = 500.0;
+  EXPECT_EQ(spec::fromJson(spec::toJson(s)), s);
+  // Written only when set: the other presets' files hold no "tpa".
+  for (const char* name : {"gqa", "diff", "mla"})
+    EXPECT_EQ(spec::toJson(spec::makeSpecPreset(name)).find("tpa"), std::string::npos) << name;
+  // Each problem is named by its field.
+  auto bad = spec::makeSpecPreset("tpa");
+  bad.sizes.D = 15;  // odd: the half-split rotary needs pairs
+  bad.slots.tpa.q_rank = -1;
+  bad.slots.tpa.k_rank = 0;
+  bad.slots.tpa.v_rank = 5000;
+  bad.slots.tpa.rope_base = 0.5;
+  bad.slots.kv_groups = 2;
+  bad.bias = true;
+  const auto issues = spec::validate(bad);
+  std::set<std::string> fields;
+  for (const auto& i : issues) fields.insert(i.field);
+  EXPECT_EQ(fields, (std::set<std::string>{"slots.tpa.q_rank", "slots.tpa.k_rank", "slots.tpa.v_rank", "slots.tpa.rope",
+                                           "slots.tpa.rope_base", "slots.tpa", "bias"}))
+      << spec::formatIssues(issues);
+  // The reader refuses an unknown key and a tpa object without its ranks.
+  auto text = spec::toJson(spec::makeSpecPreset("tpa"));
+  auto unknown = text;
+  unknown.replace(unknown.find("\"k_rank\""), 8, "\"k_rnak\"");
+  EXPECT_THROW(spec::fromJson(unknown), spec::SpecError);
+  // A MLA layer cannot also be TPA.
+  auto both = spec::makeSpecPreset("tpa");
+  both.slots.latent.kv_rank = 4;
+  bool named = false;
+  for (const auto& i : spec::validate(both)) named = named || i.field == "slots.tpa";
+  EXPECT_TRUE(named);
 }
 
 }  // namespace tensorscope::model_core::test

@@ -57,6 +57,25 @@ Expected expectedWeights(const spec::AttentionSpec& s) {
     case spec::Variant::FixedHead:
     case spec::Variant::Tp: {
       const auto& slot = s.slots;
+      if (slot.tpa.enabled()) {  // §8.7: T6's names, no biases
+        const auto& t = slot.tpa;
+        const int ranks[3] = {t.q_rank, t.k_rank, t.v_rank};
+        const char* names[3] = {"q", "k", "v"};
+        if (t.q_rank == 0) linear("wq", static_cast<std::int64_t>(z.H) * z.D, F);
+        for (int i = 0; i < 3; ++i) {
+          if (ranks[i] == 0) continue;
+          const std::string v = names[i];
+          if (t.contextual_a) {
+            linear("W_A_" + v, static_cast<std::int64_t>(z.H) * ranks[i], F);
+          } else {
+            e.required["A_" + v] = {z.H, ranks[i]};
+            e.derived["A_" + v] = false;
+          }
+          linear("W_B_" + v, static_cast<std::int64_t>(ranks[i]) * z.D, F);
+        }
+        linear("wo", F, static_cast<std::int64_t>(z.H) * z.D);
+        break;
+      }
       if (slot.latent.enabled()) {  // §8.6: the official MLA names, no biases
         const auto& l = slot.latent;
         const std::int64_t Hq = static_cast<std::int64_t>(z.H) * (z.D + l.rope_dim);
@@ -202,6 +221,15 @@ std::int64_t analyticCount(const spec::AttentionSpec& s) {
       // §8.5: W^Q, W^K, W^V [2HD, F], W^O [F, 2HD], four λ vectors [D] and the norm's γ [2D].
       // §8.6: W^Q [H(D + r), F] or W^Q_a [q, F], its norm γ [q], W^Q_b [H(D + r), q]; W^KV_a [L + r, F],
       // its norm γ [L], W^KV_b [2HD, L], W^O [F, HD].
+      // §8.7: per factorised projection (rank R) W_A [H·R, F] (or constant A [H, R]) and W_B [R·D, F];
+      // W^Q [HD, F] when R_Q = 0; W^O [F, HD] (paper Table 1: F·(R_Q + R_K + R_V)·(H + D) + F·H·D).
+      if (slot.tpa.enabled()) {
+        const auto& t = slot.tpa;
+        std::int64_t total = HD * F + (t.q_rank == 0 ? F * HD : 0);
+        for (const std::int64_t R : {t.q_rank, t.k_rank, t.v_rank})
+          total += R * D * F + (t.contextual_a ? F : 1) * H * R;
+        return total;
+      }
       if (slot.latent.enabled()) {
         const std::int64_t L = slot.latent.kv_rank, q = slot.latent.q_rank, r = slot.latent.rope_dim;
         const std::int64_t query = q == 0 ? F * H * (D + r) : F * q + q + q * H * (D + r);
@@ -317,7 +345,7 @@ TEST(AttentionWeights, TrainableCountEqualsSpecParameterCount) {
     for (bool bias : {false, true}) {
       spec::AttentionSpec s = spec::makeSpecPreset(name);
       s.bias = bias;
-      if (bias && s.slots.latent.enabled()) {  // MLA has no biases (§8.6): validation refuses them
+      if (bias && (s.slots.latent.enabled() || s.slots.tpa.enabled())) {  // MLA and TPA have no biases (§8.6, §8.7)
         EXPECT_FALSE(spec::validate(s).empty()) << name;
         continue;
       }

@@ -44,7 +44,7 @@ struct RandomSizes {
     }
     if (s.variant == spec::Variant::ThsaLinear || s.variant == spec::Variant::Multilinear) s.dropout = 0;
     s.causal = causal;
-    s.bias = bias && !s.slots.latent.enabled();  // MLA has no biases (§8.6)
+    s.bias = bias && !s.slots.latent.enabled() && !s.slots.tpa.enabled();  // MLA and TPA have no biases (§8.6, §8.7)
     return s;
   }
 
@@ -92,6 +92,28 @@ TEST(DiagramEvaluator, MlaInBothOrdersMatchesTheModule) {
         for (bool causal : {false, true}) {
           auto s = r.spec("mla", causal, false);
           s.slots.latent = {r.pick(1, 5), qRank, rope, order};
+          SCOPED_TRACE(spec::toJson(s, -1));
+          expectMatches(s, ++seed);
+        }
+}
+
+TEST(DiagramEvaluator, TpaMatchesTheModule) {
+  // Tensor product attention (§8.7): contextual or constant head factors, factorised or MHSA queries
+  // (T6_kvonly), the half-split rotary on the feature factors (two bases) or off.
+  RandomSizes r{std::mt19937(19)};
+  std::uint64_t seed = 400;
+  for (bool contextual : {true, false})
+    for (int qRank : {0, 2})
+      for (double base : {0.0, 10000.0, 30.0})
+        for (bool causal : {false, true}) {
+          auto s = r.spec("tpa", causal, false);
+          s.sizes.D = 2 * r.pick(1, 2);
+          s.slots.tpa.q_rank = qRank;
+          s.slots.tpa.k_rank = r.pick(1, 3);
+          s.slots.tpa.v_rank = r.pick(1, 3);
+          s.slots.tpa.contextual_a = contextual;
+          s.slots.tpa.rope = base > 0;
+          if (base > 0) s.slots.tpa.rope_base = base;
           SCOPED_TRACE(spec::toJson(s, -1));
           expectMatches(s, ++seed);
         }

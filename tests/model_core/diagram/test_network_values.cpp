@@ -83,7 +83,7 @@ TEST(NetworkValues, EveryTensorOfEveryPresetIsWhatItsDefinitionGives) {
       SCOPED_TRACE(name + (causal ? " causal" : ""));
       auto s = spec::makeSpecPreset(name);
       s.causal = causal;
-      s.bias = seed % 2 == 0 && !s.slots.latent.enabled();  // MLA has no biases (§8.6)
+      s.bias = seed % 2 == 0 && !s.slots.latent.enabled() && !s.slots.tpa.enabled();  // MLA and TPA have no biases (§8.6, §8.7)
       const std::int64_t N = 5;
       const auto v = designNetworkValues(s, N, ++seed);
       const auto& net = v.network;

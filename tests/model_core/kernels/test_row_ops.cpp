@@ -365,3 +365,94 @@ TEST(RowOps, HotPhiPassesAreAccurateToTheirArgumentsRounding) {
     }
   }
 }
+
+TEST(RowOps, DimwiseRowsMatchTheirFloat64Versions) {
+  // The three rows of the causal dimension-wise kernel (kernels/dimwise_causal.h), every float build
+  // against the float64 operations (which the kernel's float64 tests check against ATen), for
+  // lengths with and without scalar tails and one to three filters.
+  IsaGuard guard;
+  std::mt19937 rng(38);
+  const auto& dops = rowOpsDouble();
+  auto toDouble = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+  auto maxDiff = [](const std::vector<float>& a, const std::vector<double>& b) {
+    double m = 0, scale = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i])), scale = std::max(scale, std::abs(b[i]));
+    return m / std::max(scale, 1.0);
+  };
+  for (const char* isa : buildsHere()) {
+    forceRowOpsIsa(isa);
+    const auto& ops = rowOpsFloat();
+    for (int64_t d : {1, 5, 16, 19, 64, 131})
+      for (int64_t C : {1, 3}) {
+        SCOPED_TRACE(std::string(isa) + " d=" + std::to_string(d) + " c=" + std::to_string(C));
+        const float qj = 0.7f, t = 0.4f;
+        const auto S0 = randomRow(rng, d, 2.0f), k = randomRow(rng, d, 1.0f), v = randomRow(rng, d, 1.0f);
+        // Forward.
+        auto Sf = S0;
+        auto Sd = toDouble(S0);
+        std::vector<float> uf(size_t(d), 0.0f);
+        std::vector<double> ud(size_t(d), 0.0);
+        float invf;
+        double invd;
+        const float lf = ops.dimwiseRowForward(Sf.data(), k.data(), qj, v.data(), d, t, uf.data(), &invf);
+        const double ld = dops.dimwiseRowForward(Sd.data(), toDouble(k).data(), qj, toDouble(v).data(), d, t,
+                                                 ud.data(), &invd);
+        EXPECT_LT(maxDiff(Sf, Sd), 1e-6);
+        EXPECT_NEAR(lf, ld, 1e-5 * (1 + std::abs(ld)));
+        for (size_t i = 0; i < size_t(d); ++i) EXPECT_NEAR(uf[i] * invf, ud[i] * invd, 1e-6) << i;
+        // Recompute: the same probabilities from the log-sum-exp.
+        auto Rf = S0;
+        auto Rd = toDouble(S0);
+        std::vector<float> pf(static_cast<size_t>(d));
+        std::vector<double> pd(static_cast<size_t>(d));
+        ops.dimwiseRowRecompute(Rf.data(), k.data(), qj, d, t, lf, pf.data());
+        dops.dimwiseRowRecompute(Rd.data(), toDouble(k).data(), qj, d, t, ld, pd.data());
+        EXPECT_LT(maxDiff(pf, pd), 1e-6);
+        double total = 0;
+        for (double p : pd) total += p;
+        EXPECT_NEAR(total, 1.0, 1e-12);
+        // Backward.
+        const auto w = randomRow(rng, C * d, 1.0f), g = randomRow(rng, C, 1.0f);
+        const auto dW0 = randomRow(rng, C * d, 1.0f), dv0 = randomRow(rng, d, 1.0f), D0 = randomRow(rng, d, 1.0f),
+                   dk0 = randomRow(rng, d, 1.0f);
+        auto dWf = dW0, dvf = dv0, Df = D0, dkf = dk0;
+        auto dWd = toDouble(dW0), dvd = toDouble(dv0), Dd = toDouble(D0), dkd = toDouble(dk0);
+        const auto pdF = std::vector<float>(pd.begin(), pd.end());  // the same p for both
+        std::vector<float> scratchF(static_cast<size_t>(d));
+        std::vector<double> scratchD(static_cast<size_t>(d));
+        const auto kd = toDouble(k), vd = toDouble(v), wd = toDouble(w), gd = toDouble(g), pdd = toDouble(pdF);
+        DimwiseRowBackward<float> rf;
+        rf.d = d, rf.c = C, rf.p = pdF.data(), rf.v = v.data(), rf.k = k.data(), rf.qj = qj, rf.t = t;
+        rf.w = w.data(), rf.ldw = d, rf.g = g.data(), rf.ldg = 1, rf.dW = dWf.data(), rf.dv = dvf.data();
+        rf.D = Df.data(), rf.dk = dkf.data(), rf.scratch = scratchF.data();
+        DimwiseRowBackward<double> rd;
+        rd.d = d, rd.c = C, rd.p = pdd.data(), rd.v = vd.data(), rd.k = kd.data(), rd.qj = qj, rd.t = t;
+        rd.w = wd.data(), rd.ldw = d, rd.g = gd.data(), rd.ldg = 1, rd.dW = dWd.data(), rd.dv = dvd.data();
+        rd.D = Dd.data(), rd.dk = dkd.data(), rd.scratch = scratchD.data();
+        const float dqf = ops.dimwiseRowBackward(rf);
+        const double dqd = dops.dimwiseRowBackward(rd);
+        EXPECT_NEAR(dqf, dqd, 1e-5 * (1 + std::abs(dqd)));
+        EXPECT_LT(maxDiff(dWf, dWd), 1e-6);
+        EXPECT_LT(maxDiff(dvf, dvd), 1e-6);
+        EXPECT_LT(maxDiff(Df, Dd), 1e-6);
+        EXPECT_LT(maxDiff(dkf, dkd), 1e-6);
+        // The float64 backward against its definition, written out here.
+        double delta = 0;
+        std::vector<double> G(size_t(d), 0.0);
+        for (int64_t i = 0; i < d; ++i) {
+          for (int64_t c = 0; c < C; ++c) G[i] += gd[c] * wd[c * d + i];
+          delta += pdd[i] * vd[i] * G[i];
+        }
+        double dq = 0;
+        for (int64_t i = 0; i < d; ++i) {
+          const double Dn = D0[i] + t * pdd[i] * (vd[i] * G[i] - delta);
+          EXPECT_NEAR(Dd[i], Dn, 1e-12);
+          EXPECT_NEAR(dvd[i], dv0[i] + pdd[i] * G[i], 1e-12);
+          EXPECT_NEAR(dkd[i], dk0[i] + double(qj) * Dn, 1e-12);
+          for (int64_t c = 0; c < C; ++c) EXPECT_NEAR(dWd[c * d + i], dW0[c * d + i] + gd[c] * pdd[i] * vd[i], 1e-12);
+          dq += Dn * kd[i];
+        }
+        EXPECT_NEAR(dqd, dq, 1e-12 * (1 + std::abs(dq)));
+      }
+  }
+}

@@ -1,6 +1,6 @@
 """End-to-end check of `tensorscope export --format pytorch`: for small configs covering every
 attention variant, every THSA core preset, custom Kronecker/dense cores, every task, learned and
-sinusoidal positions, tied and untied heads and the TP role embedding, it trains a few steps with
+sinusoidal and rotary positions, tied and untied heads and the TP role embedding, it trains a few steps with
 `tensorscope train`, exports the run, imports the exported model.py and checks that its logits equal
 the C++ logits of `tensorscope infer` on the same random input (max abs difference < 1e-4).
 For sequence tasks it checks vocab.json and model.py's vocabulary functions (load_vocabulary,
@@ -144,8 +144,25 @@ def cases(corpus):
         ("mla_absorbed_query_latent_sort",
          run_config(attention("fixed_head", H=2, D=3, slots={"latent": {"kv_rank": 5, "q_rank": 4, "rope_dim": 2,
                                                                          "order": "absorbed"}}), task="sort")),
+        # Tensor product attention (section 8.7): contextual factors with the rotary; T6_kvonly with
+        # constant head factors and another rotary base.
+        ("tpa_copy", run_config(attention("mhsa", H=2, D=4, slots={"tpa": {"q_rank": 3, "k_rank": 2, "v_rank": 2}}))),
+        ("tpa_kv_only_constant_sort",
+         run_config(attention("fixed_head", H=2, D=4, slots={"tpa": {"k_rank": 1, "v_rank": 2, "contextual_a": False,
+                                                                      "rope_base": 100.0}}), task="sort")),
         ("fixed_head_gated_talking_gqa",
          run_config(attention("fixed_head", H=4, D=6, slots={"kv_groups": 2, "pre_mix": True, "gate": "elementwise"}))),
+        # Rotary positions (section 9): no position table; every layer turns its queries and keys.
+        ("mhsa_rotary_reverse", run_config(attention("mhsa", bias=True), task="reverse", positions="rotary")),
+        ("gqa_gated_rotary_interleaved", run_config(attention("mhsa", H=4, D=4, slots={"kv_groups": 2, "gate": "headwise"}),
+                                                    positions="rotary_interleaved")),
+        ("talking_heads_rotary", run_config(attention("mhsa", H=4, D=4, slots={"pre_mix": True, "post_mix": True}),
+                                            positions="rotary")),
+        ("diff_rotary_sort", run_config(attention("mhsa", H=2, D=4, slots={"differential": True}), task="sort",
+                                        positions="rotary")),
+        ("tp_fixed_head_rotary", run_config([attention("tp"), attention("fixed_head", H=2, D=6)],
+                                            positions="rotary_interleaved")),
+        ("thsa_presets_rotary", run_config([preset("skip_left"), preset("thsa")], positions="rotary")),
         ("arithmetic_thsa_dense", run_config(preset("thsa"), task="arithmetic", seq_len=48,
                                              extra_task={"arithmetic_module": "add_or_sub"})),
         ("char_lm_corpus_skip_left", run_config(preset("skip_left"), task="char_lm", seq_len=24,

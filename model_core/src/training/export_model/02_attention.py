@@ -65,12 +65,13 @@ class Mhsa(nn.Module):
         self.mix_pre = nn.Parameter(torch.eye(H)) if slots.get("pre_mix") else None
         self.mix_post = nn.Parameter(torch.eye(H)) if slots.get("post_mix") else None
         self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+        self.size, self.rotary = z["D"], None  # rotary: None, "half" or "interleaved" (set by the model)
 
     def forward(self, x, with_maps=False):
         _check_input(self.spec, x)
         H, G = self.heads, self.groups
-        q = split_heads(self.wq(x), H)
-        k, v = split_heads(self.wk(x), G), split_heads(self.wv(x), G)  # [B, G, N, D]
+        q = split_heads(rotary(self.wq(x), self.size, self.rotary), H)
+        k, v = split_heads(rotary(self.wk(x), self.size, self.rotary), G), split_heads(self.wv(x), G)  # [B, G, N, D]
         if G != H:
             k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
         logits = torch.matmul(q, k.transpose(-2, -1))
@@ -117,15 +118,16 @@ class DiffAttention(nn.Module):
         self.subln = nn.Module()
         self.subln.weight = nn.Parameter(torch.ones(2 * D))
         self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+        self.rotary = None  # None, "half" or "interleaved" (set by the model): every map's q and k turned
 
     def forward(self, x, with_maps=False):
         _check_input(self.spec, x)
         B, N, _ = x.shape
         H, D = self.heads, self.size
         G = self.groups
-        q = split_heads(self.wq(x), 2 * H)  # [B, 2H, N, D]: map i of head h is 2h + i
+        q = split_heads(rotary(self.wq(x), D, self.rotary), 2 * H)  # [B, 2H, N, D]: map i of head h is 2h + i
         # Query map j reads key map j // (H/G) of 2G; head h reads value head h // (H/G) of G.
-        k = split_heads(self.wk(x), 2 * G).repeat_interleave(H // G, dim=1)
+        k = split_heads(rotary(self.wk(x), D, self.rotary), 2 * G).repeat_interleave(H // G, dim=1)
         v = split_heads(self.wv(x), G).repeat_interleave(H // G, dim=1)  # [B, H, N, 2D]
         P = masked_softmax(torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(D), self.causal).view(B, H, 2, N, N)
         lam = (torch.exp(torch.dot(self.lambda_q1, self.lambda_k1)) - torch.exp(torch.dot(self.lambda_q2, self.lambda_k2))
@@ -148,18 +150,31 @@ class RmsNormWeight(nn.Module):
         return u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + eps) * self.weight
 
 
+def rotary(u, block, pairs="half", theta=10000.0):
+    """Rotary positions (contract section 9): u [B, N, ..., X] with the token on axis 1, X whole
+    blocks (heads) of the even size `block`; pair j of each block turned by n·theta^(-2j/block).
+    `pairs` "half" pairs feature j with j + block/2 (GPT-NeoX, Hugging Face Llama/Qwen rotate_half),
+    "interleaved" pairs 2j with 2j + 1 (RoFormer, Meta's Llama, DeepSeek). Angles in float64."""
+    if pairs is None or block == 0:
+        return u
+    B, N, half = u.shape[0], u.shape[1], block // 2
+    freqs = theta ** (-torch.arange(0, block, 2, dtype=torch.float64, device=u.device) / block)
+    angle = torch.outer(torch.arange(N, dtype=torch.float64, device=u.device), freqs).view(1, N, 1, half)
+    cos, sin = torch.cos(angle).to(u.dtype), torch.sin(angle).to(u.dtype)
+    t = u.reshape(B, N, -1, block)
+    if pairs == "interleaved":
+        a, b = t[..., 0::2], t[..., 1::2]
+    else:
+        a, b = t[..., :half], t[..., half:]
+    ra, rb = a * cos - b * sin, a * sin + b * cos
+    out = torch.stack((ra, rb), -1).flatten(-2) if pairs == "interleaved" else torch.cat((ra, rb), -1)
+    return out.reshape(u.shape)
+
+
 def mla_rotary(u, theta=10000.0):
     """DeepSeek's interleaved rotary turn of u [B, N, ..., r] at positions 0 .. N-1: the pair
     (u_2j, u_2j+1) turned by n·theta^(-2j/r) (deepseek-ai/DeepSeek-V3 apply_rotary_emb)."""
-    N, r = u.shape[1], u.shape[-1]
-    if r == 0:
-        return u
-    freqs = theta ** (-torch.arange(0, r, 2, dtype=torch.float64, device=u.device) / r)
-    angle = torch.outer(torch.arange(N, dtype=torch.float64, device=u.device), freqs)
-    shape = [1, N] + [1] * (u.dim() - 3) + [r // 2]
-    cos, sin = torch.cos(angle).to(u.dtype).view(shape), torch.sin(angle).to(u.dtype).view(shape)
-    a, b = u[..., 0::2], u[..., 1::2]
-    return torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2)
+    return rotary(u, u.shape[-1], "interleaved", theta)
 
 
 class Mla(nn.Module):
@@ -215,6 +230,79 @@ class Mla(nn.Module):
             o = torch.einsum("bhnm,bmhd->bnhd", Pd, kvb[..., D:])
         else:
             o = torch.einsum("bnhc,hdc->bnhd", torch.einsum("bhnm,bmc->bnhc", Pd, c), w[:, D:])
+        y = self.wo(o.reshape(B, N, H * D))
+        return (y, P) if with_maps else y
+
+
+def tpa_rotary(u, base=10000.0):
+    """T6's half-split rotary turn of u [B, N, ..., D] at positions 0 .. N-1 (tensorgi/TPA
+    model/T6.py apply_rotary_emb, commit 3d7f51d): (u1 cos + u2 sin, -u1 sin + u2 cos) with
+    u1 = u[..., :D/2], u2 = u[..., D/2:] and the angle n·base^(-2j/D) (here in float64)."""
+    N, D = u.shape[1], u.shape[-1]
+    freqs = base ** (-torch.arange(0, D, 2, dtype=torch.float64, device=u.device) / D)
+    angle = torch.outer(torch.arange(N, dtype=torch.float64, device=u.device), freqs)
+    shape = [1, N] + [1] * (u.dim() - 3) + [D // 2]
+    cos, sin = torch.cos(angle).to(u.dtype).view(shape), torch.sin(angle).to(u.dtype).view(shape)
+    u1, u2 = u[..., : D // 2], u[..., D // 2 :]
+    return torch.cat((u1 * cos + u2 * sin, u2 * cos - u1 * sin), -1)
+
+
+class Tpa(nn.Module):
+    """Tensor Product Attention (slots.tpa; contract section 8.7; tensorgi/TPA model/T6.py
+    CPLinear, commit 3d7f51d): q, k, v per token (1/R)·Σ_r A[h, r]·B[r, :], the head factors A from
+    W_A_* (or the constants A_* when not contextual), the feature factors B from W_B_*, the rotary on
+    the feature factors of q and k; q_rank 0 gives the queries as MHSA, wq, turned (T6_kvonly).
+    Then MHSA's softmax attention (1/√D) and wo. No biases."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+        z, t = spec["sizes"], spec["slots"]["tpa"]
+        F_, H, D = z["F"], z["H"], z["D"]
+        self.heads, self.size = H, D
+        self.ranks = {"q": int(t.get("q_rank", 0)), "k": int(t["k_rank"]), "v": int(t["v_rank"])}
+        self.contextual = bool(t.get("contextual_a", True))
+        self.rope = bool(t.get("rope", True))
+        self.base = float(t.get("rope_base", 10000.0))
+        self.causal = bool(spec["causal"])
+        if self.ranks["q"] == 0:
+            self.wq = nn.Linear(F_, H * D, bias=False)
+        for v, R in self.ranks.items():
+            if R == 0:
+                continue
+            if self.contextual:
+                setattr(self, "W_A_" + v, nn.Linear(F_, H * R, bias=False))
+            else:
+                setattr(self, "A_" + v, nn.Parameter(torch.randn(H, R)))
+        for v, R in self.ranks.items():
+            if R > 0:
+                setattr(self, "W_B_" + v, nn.Linear(F_, R * D, bias=False))
+        self.wo = nn.Linear(H * D, F_, bias=False)
+        self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+
+    def _made(self, x, v, turn):
+        B, N, _ = x.shape
+        H, D, R = self.heads, self.size, self.ranks[v]
+        b = getattr(self, "W_B_" + v)(x).view(B, N, R, D)
+        if turn:
+            b = tpa_rotary(b, self.base)
+        if self.contextual:
+            a = getattr(self, "W_A_" + v)(x).view(B, N, H, R)
+            return torch.einsum("bnhr,bnrd->bnhd", a, b) / R
+        return torch.einsum("hr,bnrd->bnhd", getattr(self, "A_" + v), b) / R
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x)
+        B, N, _ = x.shape
+        H, D = self.heads, self.size
+        if self.ranks["q"] == 0:
+            q = self.wq(x).view(B, N, H, D)
+            q = tpa_rotary(q, self.base) if self.rope else q
+        else:
+            q = self._made(x, "q", self.rope)
+        k, v = self._made(x, "k", self.rope), self._made(x, "v", False)
+        P = masked_softmax(torch.einsum("bnhd,bmhd->bhnm", q, k) / math.sqrt(D), self.causal)
+        o = torch.einsum("bhnm,bmhd->bnhd", self.dropout(P), v)
         y = self.wo(o.reshape(B, N, H * D))
         return (y, P) if with_maps else y
 
@@ -314,6 +402,7 @@ class _ThsaBase(nn.Module):
         self.wv = nn.Linear(F_, R, bias=spec["bias"])
         self.wo = nn.Linear(R, F_, bias=spec["bias"])
         self.core = ThsaCore(spec["core"], z["H"], z["D"], R)
+        self.rotary = None  # None, "half" or "interleaved" (thsa, set by the model): blocks of D turned
 
     def effective_core(self):
         return self.core.effective()
@@ -331,7 +420,7 @@ class Thsa(_ThsaBase):
         B, N = x.shape[0], x.shape[1]
         R, H, D = self.R, self.H, self.D
         inv_sqrt_r = 1.0 / math.sqrt(R)
-        q, k, v = self.wq(x), self.wk(x), self.wv(x)  # [B, N, R]
+        q, k, v = rotary(self.wq(x), D, self.rotary), rotary(self.wk(x), D, self.rotary), self.wv(x)  # [B, N, R]
         core = self.core
         if core.is_dense():
             C = core.effective()
@@ -494,6 +583,8 @@ def make_attention(spec, layer=0):
         return DiffAttention(spec, layer)
     if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("latent"):
         return Mla(spec)
+    if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("tpa"):
+        return Tpa(spec)
     if variant in ("mhsa", "fixed_head", "tp"):
         return Mhsa(spec)
     if variant == "thsa":

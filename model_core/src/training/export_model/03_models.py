@@ -70,8 +70,9 @@ class TensorscopeModel(nn.Module):
             nn.init.normal_(self.pos.weight, 0.0, 0.02)
         elif positions == "sinusoidal":
             self.register_buffer("sinusoid", sinusoid_table(seq_len, F_), persistent=False)
-        else:
-            raise ValueError("unknown model.positions %r (learned or sinusoidal)" % positions)
+        elif positions not in ("rotary", "rotary_interleaved"):
+            raise ValueError("unknown model.positions %r (learned, sinusoidal, rotary or rotary_interleaved)" % positions)
+        self.rotary = {"rotary": "half", "rotary_interleaved": "interleaved"}.get(positions)
         specs = m["attention"] if isinstance(m["attention"], list) else [m["attention"]]
         if len(specs) not in (1, layers):
             raise ValueError("model.attention has %d specs for %d layers" % (len(specs), layers))
@@ -85,6 +86,11 @@ class TensorscopeModel(nn.Module):
                                  % (i, spec["sizes"]["F"], F_))
             blocks.append(Block(spec, int(m.get("ffn_multiplier", 4)), float(m.get("residual_dropout", 0.0)), i))
         self.blocks = nn.ModuleList(blocks)
+        if self.rotary is not None:  # no position table: every layer turns its queries and keys
+            for i, block in enumerate(self.blocks):
+                if not hasattr(block.attn, "rotary"):
+                    raise ValueError("layer %d (%s) does not take rotary positions" % (i, type(block.attn).__name__))
+                block.attn.rotary = self.rotary
         self.ln_f = nn.LayerNorm(F_)
         if self.classifier:
             self.head = nn.Linear(F_, classes)
@@ -93,6 +99,8 @@ class TensorscopeModel(nn.Module):
 
     def embed_input(self, x):
         N = x.shape[1]
+        if self.rotary is not None:
+            return self.patch_in(x) if self.classifier else self.embed(x)
         pos = self.pos.weight.narrow(0, 0, N) if self.pos is not None else self.sinusoid.narrow(0, 0, N)
         if self.classifier:
             return self.patch_in(x) + pos

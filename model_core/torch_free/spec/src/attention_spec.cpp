@@ -39,6 +39,14 @@ bool designSlots(std::string_view name, Slots& out) {
     s.latent.kv_rank = 32;
     s.latent.rope_dim = 8;
   }
+  else if (name == "tpa" || name == "tpa_kv_only") {
+    // T6's small configurations (tensorgi/TPA config/train_T6_small_adam.py: q_rank 6, rank 2;
+    // train_T6_kvonly_small_adam.py: rank 2 with full queries) on the default sizes F = 64, H = 4,
+    // D = 16: contextual factors and the rotary on the feature factors, base 10000.
+    s.tpa.q_rank = name == "tpa" ? 6 : 0;
+    s.tpa.k_rank = 2;
+    s.tpa.v_rank = 2;
+  }
   else return false;
   out = s;
   return true;
@@ -56,7 +64,7 @@ bool parseLatentOrder(std::string_view text, LatentOrder& out) { return parseNam
 bool hasSlots(Variant v) { return v == Variant::Mhsa || v == Variant::FixedHead; }
 
 const std::vector<std::string>& designPresetNames() {
-  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise", "diff", "mla"};
+  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise", "diff", "mla", "tpa", "tpa_kv_only"};
   return names;
 }
 

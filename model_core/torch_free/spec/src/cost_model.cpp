@@ -107,9 +107,46 @@ void latentAttention(CostBuilder& c, const AttentionSpec& s, double B, double N,
   c.linear("y = o·Woᵀ", HD, F);
 }
 
+/// Tensor Product Attention (§8.7). Each of q, k, v (rank R) is made of a head factor A (x·W_Aᵀ,
+/// H·R a token; or a constant [H, R] when not contextual) and a feature factor B (x·W_Bᵀ, R·D a token),
+/// contracted over the rank, 2·H·R·D a token, and divided by R (H·D). The rotary turns the feature
+/// factors of q and k (3 flops an element). The queries are made for the N new tokens, the keys and
+/// values for the M keys: in decoding, from the cached factors (the cache holds A and the turned B of
+/// every earlier token, paper Table 1), so only the new token is projected.
+void tpaAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
+  const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
+  const Tpa& t = s.slots.tpa;
+  const double ranks[3] = {double(t.q_rank), double(t.k_rank), double(t.v_rank)};
+  const char* names[3] = {"q", "k", "v"};
+  if (t.q_rank == 0) {
+    c.linear("q = x·Wqᵀ (queries as MHSA)", F, HD);
+    if (t.rope) c.term("rotary turn of q", 3 * B * N * HD, B * N * HD);
+  }
+  for (int i = 0; i < 3; ++i) {
+    const double R = ranks[i];
+    if (R == 0) continue;
+    const std::string v = names[i];
+    if (t.contextual_a) {
+      c.linear("head factors A_" + v + " = x·W_A_" + v + "ᵀ (R = " + std::to_string(static_cast<int>(R)) + ")", F, H * R);
+    } else {
+      c.addParams(static_cast<std::int64_t>(H * R));  // the constant head factors a[h, r]
+    }
+    c.linear("feature factors B_" + v + " = x·W_B_" + v + "ᵀ", F, R * D);
+    if (t.rope && i < 2) c.term("rotary turn of B_" + v, 3 * B * N * R * D, B * N * R * D);
+    const double rows = i == 0 ? N : M;
+    c.term(v + " = Σ_r A_" + v + "·B_" + v + " / R_" + (i == 0 ? "Q" : i == 1 ? "K" : "V"),
+           2 * B * rows * H * R * D + B * rows * HD, B * rows * HD);
+  }
+  c.term("logits q·kᵀ/√D", 2 * B * H * N * M * D + B * H * N * M, B * H * N * M);
+  c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * M, B * H * N * M);
+  c.term("o = P·v", 2 * B * H * N * M * D, B * N * HD);
+  c.linear("y = o·Woᵀ", HD, F);
+}
+
 void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
   if (s.slots.differential) return differentialAttention(c, s, B, N, M);
   if (s.slots.latent.enabled()) return latentAttention(c, s, B, N, M);
+  if (s.slots.tpa.enabled()) return tpaAttention(c, s, B, N, M);
   const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
   const Slots& slot = s.slots;
   const double G = slot.kv_groups > 0 ? slot.kv_groups : H;  // key/value heads
@@ -221,7 +258,8 @@ void multilinear(CostBuilder& c, const AttentionSpec& s, double B) {
   c.term("a = q ⊙ ḡ", B * N * R, B * N * R);
   c.term("a[i,r]·k[j,r]", B * N * N * R, B * N * N * R);
   c.term("T[i,j,k] = Σ_r (a·k)[i,j,r]·v[k,r]", 2 * B * N * N * N * R, B * N * N * N);
-  if (s.causal) c.term("causal mask j,k ≤ i", B * N * N * N, B * N * N * N);
+  // Causal: two in-place fills of T from the [N, N] future mask (no masked copy, no [N, N, N] mask).
+  if (s.causal) c.term("causal mask j,k ≤ i (in place)", B * N * N * N, 0);
   c.linear("y_i = Wo·vec(T[i])", N * N, F);
 }
 
@@ -301,6 +339,18 @@ DecodeCost estimateDecodeCost(const AttentionSpec& s, std::int64_t cached) {
                                 std::to_string(l.rope_dim) + "), shared by all heads"
                           : "keys (D + rope_dim) and values (D) of " + std::to_string(static_cast<long long>(H)) +
                                 " heads, formed from the latent";
+        break;
+      }
+      if (s.slots.tpa.enabled()) {
+        // TPA caches the factors of each key and value (paper Table 1): (R_K + R_V)·(H + D) a token
+        // with contextual head factors, (R_K + R_V)·D when the head factors are constants.
+        const Tpa& t = s.slots.tpa;
+        const double R = t.k_rank + t.v_rank;
+        d.cache_elements_per_token = R * (t.contextual_a ? H + D : D);
+        d.note = t.contextual_a ? "head factors (H) and turned feature factors (D) of " + std::to_string(t.k_rank) +
+                                      " key and " + std::to_string(t.v_rank) + " value ranks"
+                                : "feature factors (D) of " + std::to_string(t.k_rank) + " key and " +
+                                      std::to_string(t.v_rank) + " value ranks (the head factors are constants)";
         break;
       }
       const double G = s.slots.kv_groups > 0 ? s.slots.kv_groups : H;

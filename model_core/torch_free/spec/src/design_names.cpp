@@ -122,6 +122,45 @@ std::vector<DesignName> nameThsa(const AttentionSpec& s) {
   return generic("a core C that is no Kronecker product with 1_D 1_Dᵀ: channels mix across heads");
 }
 
+/// Tensor Product Attention (§8.7). Contextual head factors: TPA (or T6's keys-and-values-only
+/// form). Constant head factors (paper §4, "non-contextual TPA"): each head's projection is
+/// (1/R)·Σ_r a[h, r]·W_B_r, so with every rank ≥ H the heads' projections are any matrices (a_r =
+/// H·e_r gives MHSA's): the design is MHSA (with the rotary, when on); key and value ranks G < H
+/// make every head's key and value a fixed mix of G shared ones, which contains GQA-G (MQA at 1).
+std::vector<DesignName> nameTpa(const AttentionSpec& s) {
+  const Tpa& t = s.slots.tpa;
+  const int H = s.sizes.H;
+  const std::string ranks = "R_Q = " + (t.q_rank == 0 ? std::string("— (queries as MHSA)") : to_string(t.q_rank)) +
+                            ", R_K = " + to_string(t.k_rank) + ", R_V = " + to_string(t.v_rank);
+  const std::string rope = t.rope ? ", with the rotary on the feature factors" : ", no rotary";
+  if (t.contextual_a) {
+    if (t.q_rank == 0)
+      return {{"TPA, keys and values only (T6-KVonly)", true,
+               "keys and values per token sums of rank-1 products a(x)⊗b(x) of contextual head and feature factors (" +
+                   ranks + rope + "); queries as MHSA"},
+              {"Tensor Product Attention (TPA)", false, "the contextual factorisation of K and V"}};
+    return {{"Tensor Product Attention (TPA)", true,
+             "q, k, v per token sums of rank-1 products a(x)⊗b(x)/R of contextual head and feature factors (" + ranks +
+                 rope + ")"}};
+  }
+  const int rq = t.q_rank == 0 ? H : t.q_rank;
+  const std::string mhsa = t.rope ? "MHSA with rotary positions (RoPE)" : "MHSA";
+  if (rq >= H && t.k_rank >= H && t.v_rank >= H)
+    return {{mhsa, true,
+             "non-contextual TPA with every rank ≥ H (" + ranks +
+                 "): each head's projection (1/R)·Σ_r a[h,r]·W_B_r is any matrix, as in MHSA (a_r = H·e_r)" + rope}};
+  std::vector<DesignName> out = {
+      {"non-contextual TPA", true,
+       "q, k, v per token sums of rank-1 products a⊗b(x)/R with learned constant head factors (" + ranks + rope + ")"}};
+  if (rq >= H && t.k_rank == t.v_rank && t.k_rank < H) {
+    const int G = t.k_rank;
+    out.push_back({G == 1 ? "MQA" : "GQA-" + to_string(G), false,
+                   "every head's key and value a fixed mix of " + to_string(G) +
+                       " shared ones (a_j = G·mask_j, ones on the heads of group j, gives it exactly; paper §4.2)"});
+  }
+  return out;
+}
+
 std::vector<DesignName> nameHeaded(const AttentionSpec& s) {
   const auto& z = s.sizes;
   const Slots& slot = s.slots;
@@ -134,6 +173,7 @@ std::vector<DesignName> nameHeaded(const AttentionSpec& s) {
     base = "fixed head size (Low-Rank Bottleneck)";
     baseWhy = "head size D = " + to_string(z.D) + " chosen apart from F/H = " + to_string(z.F) + "/" + to_string(z.H);
   }
+  if (slot.tpa.enabled()) return nameTpa(s);  // validation keeps TPA apart from the other slots
   std::vector<DesignName> parts;
   const int G = slot.kv_groups > 0 ? slot.kv_groups : z.H;
   if (G != z.H) {

@@ -234,7 +234,7 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
 
 void slotsFromJson(Reader& r, const json& j, Slots& out) {
   if (!j.is_object()) return r.fail("slots", "must be an object like {\"kv_groups\": 2}; got " + kindName(j));
-  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate", "differential", "latent"});
+  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate", "differential", "latent", "tpa"});
   r.readInt(j, "kv_groups", "slots.kv_groups", out.kv_groups);
   r.readBool(j, "pre_mix", "slots.pre_mix", out.pre_mix);
   r.readBool(j, "post_mix", "slots.post_mix", out.post_mix);
@@ -253,6 +253,20 @@ void slotsFromJson(Reader& r, const json& j, Slots& out) {
     std::string order = "naive";
     if (r.readString(l, "order", "slots.latent.order", order) && !parseLatentOrder(order, out.latent.order))
       r.fail("slots.latent.order", "unknown order '" + order + "'; one of naive, absorbed");
+  }
+  if (j.contains("tpa")) {
+    const json& t = j["tpa"];
+    if (!t.is_object())
+      return r.fail("slots.tpa", "must be an object like {\"q_rank\": 6, \"k_rank\": 2, \"v_rank\": 2}; got " + kindName(t));
+    r.rejectUnknown(t, "slots.tpa.", {"q_rank", "k_rank", "v_rank", "contextual_a", "rope", "rope_base"});
+    if (!t.contains("k_rank") || !t.contains("v_rank"))
+      r.fail("slots.tpa", "needs k_rank and v_rank (R_K, R_V from 1); q_rank 0 or absent gives queries as MHSA");
+    r.readInt(t, "q_rank", "slots.tpa.q_rank", out.tpa.q_rank);
+    r.readInt(t, "k_rank", "slots.tpa.k_rank", out.tpa.k_rank);
+    r.readInt(t, "v_rank", "slots.tpa.v_rank", out.tpa.v_rank);
+    r.readBool(t, "contextual_a", "slots.tpa.contextual_a", out.tpa.contextual_a);
+    r.readBool(t, "rope", "slots.tpa.rope", out.tpa.rope);
+    r.readNumber(t, "rope_base", "slots.tpa.rope_base", out.tpa.rope_base);
   }
 }
 
@@ -310,6 +324,9 @@ std::string toJson(const AttentionSpec& s, int indent) {
     if (z.latent.enabled())
       j["slots"]["latent"] = {{"kv_rank", z.latent.kv_rank}, {"q_rank", z.latent.q_rank},
                               {"rope_dim", z.latent.rope_dim}, {"order", std::string(toString(z.latent.order))}};
+    if (z.tpa.enabled())
+      j["slots"]["tpa"] = {{"q_rank", z.tpa.q_rank}, {"k_rank", z.tpa.k_rank}, {"v_rank", z.tpa.v_rank},
+                           {"contextual_a", z.tpa.contextual_a}, {"rope", z.tpa.rope}, {"rope_base", z.tpa.rope_base}};
   }
   if (indent < 0) return j.dump();
   std::string out;

@@ -269,7 +269,7 @@ std::vector<Issue> validate(const AttentionSpec& s) {
     const Slots& q = s.slots;
     if (!hasSlots(v)) {
       c.add("slots", "variant " + std::string(toString(v)) +
-                         " has no slots; kv_groups, pre_mix, post_mix, gate, differential and latent belong to mhsa and fixed_head");
+                         " has no slots; kv_groups, pre_mix, post_mix, gate, differential, latent and tpa belong to mhsa and fixed_head");
     } else if (q.kv_groups < 0 || q.kv_groups > kMaxHeads) {
       c.add("slots.kv_groups", "kv_groups must be 0 (a key and value head per query head) or a number of groups "
                                "from 1 to H; got " + to_string(q.kv_groups));
@@ -307,6 +307,33 @@ std::vector<Issue> validate(const AttentionSpec& s) {
                               "source); set kv_groups 0, pre_mix and post_mix false, gate none, differential false");
       if (s.bias)
         c.add("bias", "multi-head latent attention has no biases (DeepSeek-V3's projections have none); set bias to false");
+    }
+    if (hasSlots(v) && q.tpa.enabled()) {
+      // Tensor Product Attention (§8.7) makes its own queries, keys and values from factors; the
+      // other slots would combine it with designs nobody has published or checked.
+      const Tpa& t = q.tpa;
+      auto rank = [&](const char* field, const char* what, int r, int lo) {
+        if (r < lo || r > kMaxWidth)
+          c.add(std::string("slots.tpa.") + field, std::string(what) + " must be " +
+                    (lo == 0 ? "0 (queries as MHSA, T6_kvonly) or " : "") + "from 1 to " + to_string(kMaxWidth) +
+                    "; got " + to_string(r));
+        else if (r > 0 && static_cast<long long>(r) * std::max(z.H, z.D) > kMaxWidth)
+          c.add(std::string("slots.tpa.") + field, std::string(what) + " times max(H, D) (the factor widths R*H and R*D) "
+                    "may be at most " + to_string(kMaxWidth) + "; got " + to_string(static_cast<long long>(r) * std::max(z.H, z.D)));
+      };
+      rank("q_rank", "q_rank (R_Q, the query rank)", t.q_rank, 0);
+      rank("k_rank", "k_rank (R_K, the key rank)", t.k_rank, 1);
+      rank("v_rank", "v_rank (R_V, the value rank)", t.v_rank, 1);
+      if (t.rope && z.D % 2 != 0)
+        c.add("slots.tpa.rope", "the rotary turns pairs of the feature factor (T6 pairs d with d + D/2), so D must be "
+                                "even; got D = " + to_string(z.D) + " (or set rope to false)");
+      if (t.rope && !(t.rope_base > 1.0 && t.rope_base <= 1e9))
+        c.add("slots.tpa.rope_base", "rope_base must be above 1 and at most 1e9; got " + std::to_string(t.rope_base));
+      if (q.kv_groups > 0 || q.pre_mix || q.post_mix || q.gate != Gate::None || q.differential || q.latent.enabled())
+        c.add("slots.tpa", "tensor product attention takes no other slot (its factors already tie the heads); set "
+                           "kv_groups 0, pre_mix and post_mix false, gate none, differential false and no latent");
+      if (s.bias)
+        c.add("bias", "tensor product attention has no biases (T6's projections have none); set bias to false");
     }
   }
   if (hasCore(v)) {

@@ -60,6 +60,25 @@ struct Latent {
 std::string_view toString(LatentOrder o);
 bool parseLatentOrder(std::string_view text, LatentOrder& out);
 
+/// Tensor Product Attention (TPA, T6; Zhang et al. 2025, tensorgi/TPA model/T6.py CPLinear),
+/// slots.tpa (docs/attention-variants.md §8.7). Each token's query, key and value heads are a sum
+/// of R outer products of a head factor a_r ∈ R^H and a feature factor b_r ∈ R^D, divided by R:
+/// q[n,h,d] = (1/R_Q)·Σ_r A_q[n,h,r]·B_q[n,r,d], likewise k (R_K) and v (R_V). The feature factors of
+/// q and k carry the rotary turn (T6's half-split pairing, base rope_base). k_rank = 0: TPA off.
+struct Tpa {
+  int q_rank = 0;             ///< R_Q (T6 q_rank); 0: queries as MHSA, x·Wqᵀ with the rotary (T6_kvonly)
+  int k_rank = 0;             ///< R_K (T6 rank); 0: TPA off
+  int v_rank = 0;             ///< R_V (T6 uses R_V = R_K = rank)
+  /// Head factors A functions of the token (T6: A = x·W_Aᵀ); false: learned constants a[h, r] per
+  /// rank and head (non-contextual TPA, paper §4: MHA is R = H, a_r = H·e_r; MQA R_K = R_V = 1, a = 1).
+  bool contextual_a = true;
+  bool rope = true;           ///< rotary on the feature factors B of q and k (on q itself when q_rank = 0)
+  double rope_base = 10000.0; ///< rotary base (T6 Rotary(dim, base=10000))
+
+  bool operator==(const Tpa&) const = default;
+  bool enabled() const { return *this != Tpa{}; }
+};
+
 /// The slots of the one attention network that a headed layer (mhsa, fixed_head) opens beyond
 /// MHSA (docs/attention-variants.md §8). The defaults are MHSA; a spec file without "slots" is one.
 struct Slots {
@@ -82,6 +101,9 @@ struct Slots {
   /// Multi-head latent attention (docs/attention-variants.md §8.6): queries, keys and values
   /// through a shared low-rank latent, with a decoupled rotary part. Off by default.
   Latent latent;
+  /// Tensor Product Attention (docs/attention-variants.md §8.7): contextual factorised queries,
+  /// keys and values (slot d). Off by default.
+  Tpa tpa;
 
   bool operator==(const Slots&) const = default;
   bool isMhsa() const { return *this == Slots{}; }
@@ -115,7 +137,9 @@ bool hasSlots(Variant v);
 
 /// The presets of modern designs, each an mhsa layer with slots set: mqa, gqa (2 groups),
 /// talking_heads, gated (elementwise), gated_headwise, diff (differential attention, 2 heads), mla
-/// (multi-head latent attention: kv_rank 2D, rope_dim D/2, full W^Q).
+/// (multi-head latent attention: kv_rank 2D, rope_dim D/2, full W^Q), tpa (Tensor Product Attention:
+/// R_Q = 6, R_K = R_V = 2 as T6's configs, contextual factors, rotary), tpa_kv_only (queries as MHSA
+/// with the rotary, keys and values factorised with R_K = R_V = 2; T6_kvonly).
 const std::vector<std::string>& designPresetNames();
 
 /// Names accepted by `spec preset`: every variant name, then every THSA core preset that is not

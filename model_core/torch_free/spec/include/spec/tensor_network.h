@@ -55,7 +55,8 @@ struct TensorNode {
   /// the input, or a constant recipe: "ones", "identity", "mean" (every entry 1/size, one leg),
   /// "lower_triangular" (two legs [i, j]: 1 where j ≤ i, else 0), "select:K" (two legs [u, i]: 1
   /// where u = K + i), "rotary:K" (legs [n, a, a']: the identity on a < K, then MLA's interleaved
-  /// rotary turn at position n); empty for intermediates.
+  /// rotary turn at position n), "rotary_half:BASE" (legs [n, d, a]: TPA's half-split turn of T6, pairs
+  /// (j, j + D/2) at the angle n·BASE^(−2j/D)); empty for intermediates.
   std::string binding;
   std::vector<Leg> legs;    ///< in the order of the bound tensor's axes, after a row-major view
   std::int64_t parameters = 0;  ///< trainable scalars this node holds (0 for inputs/constants)

@@ -1,0 +1,44 @@
+#pragma once
+// Rotary position embedding (RoPE; Su et al. 2021, RoFormer) as a model option for the token-wise
+// softmax designs (docs/attention-variants.md §9): `model.positions` "rotary" or
+// "rotary_interleaved". The model then adds no position table to its input; every layer turns its
+// queries and keys by their token's position instead, so q_n·k_m depends on n − m only.
+
+#include <torch/types.h>
+
+#include <string>
+
+namespace tensorscope::model_core {
+
+/// Which features form the pairs that one angle turns, within a block (a head) of size D:
+/// `Half` pairs feature j with j + D/2 (GPT-NeoX, Hugging Face Llama/Qwen `rotate_half`);
+/// `Interleaved` pairs 2j with 2j + 1 (RoFormer, Meta's Llama `view_as_complex`, DeepSeek's MLA).
+enum class RotaryPairs { Half, Interleaved };
+
+/// The rotary option of a layer; `on` false is no rotation.
+struct Rotary {
+  bool on = false;
+  RotaryPairs pairs = RotaryPairs::Half;
+  double base = 10000.0;  ///< θ: pair j turns by n·θ^(−2j/D)
+};
+
+/// The base every rotary model option uses (Llama, Qwen3 and RoFormer's 10 000).
+inline constexpr double kRotaryBase = 10000.0;
+
+/// The Rotary a `model.positions` value asks for: "rotary" (Half) and "rotary_interleaved"
+/// (Interleaved) give on = true; anything else gives on = false.
+Rotary rotaryFromPositions(const std::string& positions);
+
+/// t [B, N, …, X] with the token on axis 1 and X a multiple of the even `block`: each block of X
+/// (a head) turned pair by pair, pair j of token n by the angle n·base^(−2j/block). The angles
+/// are computed in float64 and cast to t's dtype. Differentiable (ATen ops).
+torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base);
+
+/// applyRotary when `r.on`, else t itself.
+torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, const Rotary& r);
+
+/// qkv [B, N, 3, …] (q, k, v on axis 2, any head layout whose last axes flatten to X features):
+/// q and k turned as applyRotary(·, block, r), v unchanged, in qkv's shape.
+torch::Tensor applyRotaryQk(const torch::Tensor& qkv, int64_t block, const Rotary& r);
+
+}  // namespace tensorscope::model_core

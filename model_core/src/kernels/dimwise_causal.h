@@ -1,0 +1,56 @@
+#pragma once
+// Causal dimension-wise attention (TensorCoder, docs/attention-variants.md §7) without any tensor of
+// size N·d²: a fused CPU kernel, float32 and float64.
+//
+// Position i (0-based; t_i = 1/√(i+1)) reads the prefix state S⁽ⁱ⁾ = Σ_{n≤i} q_nᵀk_n [d, d],
+//     p_i[j,:] = softmax(t_i·S⁽ⁱ⁾[j,:]),   O[i,c,j] = Σ_m W_c[j,m]·p_i[j,m]·v[i,m].
+// Row j of S⁽ⁱ⁾ only ever meets row j of W and column j of O, so the rows are independent. Forward
+// items are (sequence, range of rows): the item keeps its rows of one running state, adds the
+// position's rank-one update q[i,j]·k_i to each row, and reads its softmax (min/max, one exp pass),
+// p⊙v and the c filter dot products while the row is in L1. It keeps for backward only the
+// log-sum-exp of every row [B, N, d] and the state at every segment boundary, checkpoints
+// [B, ⌈N/K⌉−1, d, d] (the state after positions K, 2K, …; never after the last one).
+//
+// Backward items are the same (sequence, row range); they walk the segments from the last to the
+// first. A segment's states are recomputed forward from its checkpoint (additions only, the same
+// order as the forward, so no rounding builds up over the sequence), each position's
+// probabilities written to a per-thread buffer of K·rows·d values; then the segment's positions
+// are walked in reverse. With G_i[j,:] = Σ_c gO[i,c,j]·W_c[j,:] and ∂p = v_i ⊙ G_i:
+//     ∂v_i += Σ_j p_i[j,:] ⊙ G_i[j,:],      ∂W_c[j,:] += gO[i,c,j]·p_i[j,:] ⊙ v_i,
+//     ∂S⁽ⁱ⁾[j,:] = t_i·p ⊙ (∂p − ⟨p, ∂p⟩),   D_i = Σ_{n≥i} ∂S⁽ⁿ⁾ (the suffix accumulator, rows × d),
+//     ∂q[i,j] = ⟨D_i[j,:], k_i⟩,            ∂k_i += Σ_j q[i,j]·D_i[j,:].
+// ∂q of a row belongs to its item; ∂k and ∂v sum over rows: one group of rows per sequence when the
+// sequences keep the threads busy, else per-group slabs added in group order (kernels/partials.h),
+// and ∂W per thread range, added in range order: results do not depend on thread timing.
+// Memory: O(B·⌈N/K⌉·d² + B·N·d) kept, K·d² + c·d² per thread.
+
+#include <cstdint>
+
+#include "kernels/parallel.h"
+
+namespace tensorscope::model_core::kernels {
+
+/// Positions between two checkpoints unless the problem says otherwise.
+constexpr int64_t kDimwiseSegment = 32;
+
+template <typename T>
+struct DimwiseCausalProblem {
+  int64_t B = 0, N = 0, d = 0, c = 0;
+  int64_t segment = kDimwiseSegment;  ///< K, positions between checkpoints (>= 1)
+  const T* qkv = nullptr;  ///< [B, N, 3, d], contiguous (q, k, v on axis 2)
+  const T* W = nullptr;    ///< [c, d, d]: the filters
+  int64_t segments() const { return (N + segment - 1) / segment; }
+  /// Number of checkpoint states per sequence (⌈N/K⌉ − 1, never negative).
+  int64_t checkpoints() const { return N > 0 ? segments() - 1 : 0; }
+};
+
+/// O [B, N, c, d], the row log-sum-exps lse [B, N, d] and the checkpoints [B, checkpoints(), d, d].
+template <typename T>
+void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* checkpoints, const Parallel& par);
+
+/// From ∂O [B, N, c, d]: dqkv [B, N, 3, d] (overwritten) and dW [c, d, d] (overwritten; may be null).
+template <typename T>
+void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const T* checkpoints, const T* dO, T* dqkv,
+                           T* dW, const Parallel& par);
+
+}  // namespace tensorscope::model_core::kernels

@@ -1,0 +1,272 @@
+// Rotary positions as a model option (docs/attention-variants.md §9): every layer that takes them
+// against the float64 reference with turnReference (loops from the equations), on the fused CPU
+// kernels and on the ATen path, in float64 and float32; the relative-position property the turn
+// exists for; finite-difference gradients; causal no-leak; the layers that refuse it and why.
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attention/attention_module.h"
+#include "attention/fused_attention.h"
+#include "attention/rotary.h"
+#include "attention/rotary_rule.h"
+#include "reference.h"
+#include "spec/attention_spec.h"
+#include "spec/core_spec.h"
+
+namespace tensorscope::model_core::test {
+namespace {
+
+using spec::Variant;
+
+Rotary rotaryOf(RotaryPairs pairs) {
+  Rotary r;
+  r.on = true;
+  r.pairs = pairs;
+  return r;
+}
+
+std::string pairsName(RotaryPairs p) { return p == RotaryPairs::Half ? "half" : "interleaved"; }
+
+/// Every layer kind that takes rotary positions, small sizes, with `causal`.
+std::vector<spec::AttentionSpec> rotaryLayers(bool causal) {
+  std::vector<spec::AttentionSpec> out;
+  spec::Sizes z;
+  z.F = 8;
+  z.H = 2;
+  z.D = 4;
+  out.push_back(makeSpec(Variant::Mhsa, z, causal, true));
+  out.push_back(makeSpec(Variant::Tp, z, causal, false));
+  spec::Sizes f = z;
+  f.D = 6;  // fixed_head: a head size of its own
+  out.push_back(makeSpec(Variant::FixedHead, f, causal, false));
+  spec::Sizes w = z;
+  w.H = 4;
+  w.D = 2;
+  for (const char* name : {"gqa", "mqa", "talking_heads", "gated", "gated_headwise", "diff"}) {
+    spec::AttentionSpec s = spec::makeSpecPreset(name);
+    s.sizes.F = 8;
+    s.sizes.H = std::string(name) == "diff" ? 2 : 4;
+    s.sizes.D = 2;
+    s.causal = causal;
+    out.push_back(s);
+  }
+  spec::AttentionSpec diffShared = spec::makeSpecPreset("diff");
+  diffShared.sizes = w;
+  diffShared.sizes.F = 16;  // 2·H·D
+  diffShared.slots.kv_groups = 2;
+  diffShared.causal = causal;
+  out.push_back(diffShared);
+  for (const auto& preset : spec::corePresetNames())  // heads_only presets have D = 1: nothing to pair
+    if (preset != "heads_only" && preset != "trainable_heads_only")
+      out.push_back(thsaPresetSpec(Variant::Thsa, preset, 8, 2, 4, causal, preset == "skip_left"));
+  return out;
+}
+
+ForwardOptions withMaps() {
+  ForwardOptions o;
+  o.with_maps = true;
+  return o;
+}
+
+/// The module (float64, perturbed weights) with `rotary` on against the reference, y and maps.
+void expectModuleMatchesReference(const spec::AttentionSpec& s, const Rotary& rotary, std::uint64_t seed,
+                                  double tol) {
+  AttentionModule m = buildDouble(s, seed);
+  perturbParameters(*m, seed + 1);
+  m->setRotary(rotary);
+  const torch::Tensor x = randomInput(2, 6, s.sizes.F, seed + 2);
+  torch::NoGradGuard noGrad;
+  const AttentionOutput out = m->forward(x, withMaps());
+  const Reference ref = referenceForward(s, weightsOf(*m), x, rotary);
+  expectClose(out.y, ref.y, tol, "y");
+  expectClose(out.maps, ref.maps, tol, "maps");
+}
+
+TEST(RotaryPositions, EveryLayerThatTakesThemMatchesTheFloat64Reference) {
+  std::uint64_t seed = 100;
+  for (bool fused : {true, false}) {
+    setFusedAttentionEnabled(fused);
+    for (bool causal : {false, true})
+      for (RotaryPairs pairs : {RotaryPairs::Half, RotaryPairs::Interleaved})
+        for (const auto& s : rotaryLayers(causal)) {
+          const std::string what = describe(s) + " " + pairsName(pairs) + (fused ? " fused" : " aten");
+          SCOPED_TRACE(what);
+          ASSERT_EQ(rotaryProblem(s), "") << what;
+          guarded(what, [&] { expectModuleMatchesReference(s, rotaryOf(pairs), seed, 1e-10); });
+          seed += 3;
+        }
+  }
+  setFusedAttentionEnabled(true);
+}
+
+TEST(RotaryPositions, RotaryChangesTheLayerAndOffLeavesItAsItWas) {
+  for (const auto& s : rotaryLayers(true)) {
+    SCOPED_TRACE(describe(s));
+    AttentionModule m = buildDouble(s, 7);
+    perturbParameters(*m, 8);
+    const torch::Tensor x = randomInput(1, 5, s.sizes.F, 9);
+    torch::NoGradGuard noGrad;
+    const torch::Tensor plain = m->forward(x, {}).y;
+    m->setRotary(rotaryOf(RotaryPairs::Half));
+    const torch::Tensor turned = m->forward(x, {}).y;
+    // Token 0 is not turned (angle 0), every later one is.
+    expectClose(turned.select(1, 0), plain.select(1, 0), 1e-12, "token 0");
+    EXPECT_GT((turned - plain).abs().max().item<double>(), 1e-4) << "rotary left the layer unchanged";
+    m->setRotary(Rotary{});
+    expectClose(m->forward(x, {}).y, plain, 0.0, "rotary off again");
+  }
+}
+
+TEST(RotaryPositions, TheTurnMakesQueryKeyProductsDependOnTheOffsetOnly) {
+  // One query vector u and one key vector w at every position: after the turn, q_n·k_m must depend
+  // on n − m only (RoFormer eq. 16), in both pairings; the reference turn agrees with the module's.
+  torch::manual_seed(3);
+  const int64_t N = 9, D = 8;
+  const torch::Tensor u = torch::randn({D}, torch::kDouble), w = torch::randn({D}, torch::kDouble);
+  for (RotaryPairs pairs : {RotaryPairs::Half, RotaryPairs::Interleaved}) {
+    SCOPED_TRACE(pairsName(pairs));
+    const Rotary r = rotaryOf(pairs);
+    const torch::Tensor q = applyRotary(u.expand({1, N, D}).contiguous(), D, r);
+    const torch::Tensor k = applyRotary(w.expand({1, N, D}).contiguous(), D, r);
+    expectClose(q, turnReference(u.expand({1, N, D}).contiguous(), static_cast<int>(D), r), 1e-14, "reference turn");
+    const torch::Tensor dots = torch::matmul(q[0], k[0].t());  // [N, N]
+    for (int64_t n = 0; n + 1 < N; ++n)
+      for (int64_t m = 0; m + 1 < N; ++m)
+        EXPECT_NEAR(dots[n][m].item<double>(), dots[n + 1][m + 1].item<double>(), 1e-12) << n << "," << m;
+    // The norms are kept: a turn.
+    expectClose(q.norm(2, -1), u.norm().expand({1, N}), 1e-13, "norm kept");
+  }
+}
+
+TEST(RotaryPositions, FloatModulesMatchTheFloat64ReferenceWithinFloatTolerance) {
+  std::uint64_t seed = 500;
+  for (const auto& s : rotaryLayers(true)) {
+    const std::string what = describe(s);
+    SCOPED_TRACE(what);
+    guarded(what, [&] {
+      torch::manual_seed(seed);
+      AttentionModule m = makeAttentionModule(s);
+      m->eval();
+      perturbParameters(*m, seed + 1);
+      m->setRotary(rotaryOf(RotaryPairs::Half));
+      const torch::Tensor x = randomInput(2, 7, s.sizes.F, seed + 2);
+      torch::NoGradGuard noGrad;
+      const AttentionOutput out = m->forward(x.to(torch::kFloat), {});
+      expectClose(out.y.to(torch::kDouble), referenceForward(s, weightsOf(*m), x, rotaryOf(RotaryPairs::Half)).y, 2e-5,
+                  "float32 y");
+    });
+    seed += 3;
+  }
+}
+
+TEST(RotaryPositions, GradientsMatchFiniteDifferences) {
+  const double eps = 1e-6;
+  std::uint64_t seed = 900;
+  for (const auto& s : rotaryLayers(true)) {
+    const std::string what = describe(s);
+    SCOPED_TRACE(what);
+    guarded(what, [&] {
+      AttentionModule m = buildDouble(s, seed);
+      perturbParameters(*m, seed + 1, 0.2);
+      m->setRotary(rotaryOf(RotaryPairs::Interleaved));
+      m->train();  // dropout is 0: the training paths (fused kernels with their backward)
+      const torch::Tensor x = randomInput(1, 5, s.sizes.F, seed + 2).requires_grad_(true);
+      torch::manual_seed(seed + 3);
+      const torch::Tensor G = torch::randn({1, 5, s.sizes.F}, torch::kDouble);
+      m->zero_grad();
+      (m->forward(x, {}).y * G).sum().backward();
+      const auto loss = [&](const torch::Tensor& input) {
+        torch::NoGradGuard noGrad;
+        return (m->forward(input, {}).y * G).sum().item<double>();
+      };
+      const torch::Tensor xd = x.detach().clone();
+      for (int64_t i : {int64_t(1), int64_t(13), int64_t(38)}) {
+        torch::Tensor flat = xd.view({-1});
+        const double v = flat[i].item<double>();
+        flat[i] = v + eps;
+        const double plus = loss(xd);
+        flat[i] = v - eps;
+        const double minus = loss(xd);
+        flat[i] = v;
+        const double numeric = (plus - minus) / (2 * eps);
+        EXPECT_NEAR(x.grad().view({-1})[i].item<double>(), numeric, 1e-6 * (1 + std::abs(numeric))) << "x[" << i << "]";
+      }
+      const auto wq = m->named_parameters()["wq.weight"];
+      torch::Tensor flat = wq.detach().view({-1});
+      for (int64_t i : {int64_t(0), int64_t(5), wq.numel() - 1}) {
+        const double v = flat[i].item<double>();
+        {
+          torch::NoGradGuard noGrad;
+          flat[i] = v + eps;
+        }
+        const double plus = loss(xd);
+        {
+          torch::NoGradGuard noGrad;
+          flat[i] = v - eps;
+        }
+        const double minus = loss(xd);
+        {
+          torch::NoGradGuard noGrad;
+          flat[i] = v;
+        }
+        const double numeric = (plus - minus) / (2 * eps);
+        EXPECT_NEAR(wq.grad().view({-1})[i].item<double>(), numeric, 1e-6 * (1 + std::abs(numeric)))
+            << "wq.weight[" << i << "]";
+      }
+    });
+    seed += 5;
+  }
+}
+
+TEST(RotaryPositions, CausalLayersStillSeeNoLaterToken) {
+  for (const auto& s : rotaryLayers(true)) {
+    SCOPED_TRACE(describe(s));
+    AttentionModule m = buildDouble(s, 41);
+    perturbParameters(*m, 42);
+    m->setRotary(rotaryOf(RotaryPairs::Half));
+    const torch::Tensor x = randomInput(1, 7, s.sizes.F, 43);
+    torch::Tensor later = x.clone();
+    later.narrow(1, 4, 3).add_(randomInput(1, 3, s.sizes.F, 44));
+    torch::NoGradGuard noGrad;
+    expectClose(m->forward(later, {}).y.narrow(1, 0, 4), m->forward(x, {}).y.narrow(1, 0, 4), 1e-12,
+                "tokens 0..3 after changing 4..6");
+  }
+}
+
+TEST(RotaryPositions, LayersThatDoNotTakeThemSayWhy) {
+  const auto refused = [](const spec::AttentionSpec& s, const std::string& needle) {
+    SCOPED_TRACE(describe(s));
+    const std::string why = rotaryProblem(s);
+    EXPECT_NE(why.find(needle), std::string::npos) << why;
+    AttentionModule m = buildDouble(s, 1);
+    try {
+      m->setRotary(rotaryOf(RotaryPairs::Half));
+      ADD_FAILURE() << "setRotary accepted " << describe(s);
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  spec::AttentionSpec mla = spec::makeSpecPreset("mla");
+  refused(mla, "latent");
+  refused(spec::makeSpecPreset("tpa"), "tensor product attention");
+  spec::Sizes odd;
+  odd.F = 6;
+  odd.H = 2;
+  odd.D = 3;
+  refused(makeSpec(Variant::Mhsa, odd, true, false), "odd");
+  refused(thsaPresetSpec(Variant::Thsa, "heads_only", 2, 2, 1, true, false), "odd");
+  refused(thsaPresetSpec(Variant::ThsaLinear, "thsa", 8, 2, 4, true, false), "thsa_linear");
+  refused(spec::makeSpecPreset("dimwise"), "features");
+  refused(spec::makeSpecPreset("multilinear"), "multilinear");
+  // Turning rotary off is always accepted.
+  AttentionModule m = buildDouble(spec::makeSpecPreset("dimwise"), 2);
+  EXPECT_NO_THROW(m->setRotary(Rotary{}));
+}
+
+}  // namespace
+}  // namespace tensorscope::model_core::test
