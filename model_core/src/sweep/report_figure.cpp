@@ -288,11 +288,16 @@ std::string reportFigureSvg(const SweepReport& r, const std::string& x) {
     const double xp = std::max((xhi - xlo) * 0.08, std::max(1.0, xhi * 0.02));
     xlo -= xp, xhi += xp;
   }
-  // The verdicts against the baseline, one line each, below the legends: the figure grows by them.
+  // The verdicts against the baseline, one line each under the title (at most kVerdictLines, then
+  // how many more): the panels are shorter by as much, so the figure keeps its size.
+  constexpr std::size_t kVerdictLines = 6;
   std::vector<std::string> verdicts;
+  std::size_t compared = 0;
   for (const auto& d : r.designs)
-    if (d.comparison) verdicts.push_back(d.design + ": " + d.comparison->verdict);
-  const int W = 1200, H = 580 + (verdicts.empty() ? 0 : 30 + 18 * int(verdicts.size()));
+    if (d.comparison && ++compared <= kVerdictLines) verdicts.push_back(d.design + ": " + d.comparison->verdict);
+  if (compared > kVerdictLines) verdicts.push_back("… and " + std::to_string(compared - kVerdictLines) + " more (see the report)");
+  const double reserve = verdicts.empty() ? 0.0 : 16.0 * double(verdicts.size() + 1) + 6;
+  const int W = 1200, H = 580;
   std::ostringstream o;
   o << "<?xml version='1.0' encoding='UTF-8'?>\n<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
     << "' viewBox='0 0 " << W << " " << H << "' font-family='DejaVu Sans, sans-serif' font-size='13'>\n";
@@ -303,21 +308,23 @@ std::string reportFigureSvg(const SweepReport& r, const std::string& x) {
   std::size_t longest = 0;
   for (const auto& c : fx.categories) longest = std::max(longest, c.size());
   const bool turned = !fx.byParams && !fx.categories.empty() && double(longest) * 7.5 > 470.0 / double(fx.categories.size());
-  const double ph = turned ? std::max(200.0, 400.0 - 4.0 * double(longest)) : 400.0;
-  const Panel a{80, 50, 470, ph, xlo, xhi, ylo, yhi, !fx.byParams};
+  const double ph = (turned ? std::max(200.0, 400.0 - 4.0 * double(longest)) : 400.0) - reserve;
+  const double top = 50 + reserve;
+  if (!verdicts.empty()) {
+    o << "<text x='" << W / 2 << "' y='48' text-anchor='middle' font-size='12' font-weight='bold'>Against the baseline (alpha "
+      << shortNumber(r.alpha) << ", Holm-corrected; error bars: 95% confidence intervals of the means)</text>\n";
+    for (std::size_t i = 0; i < verdicts.size(); ++i)
+      o << "<text x='" << W / 2 << "' y='" << 64 + 16 * int(i) << "' text-anchor='middle' font-size='12'>" << xmlEscape(verdicts[i])
+        << "</text>\n";
+  }
+  const Panel a{80, top, 470, ph, xlo, xhi, ylo, yhi, !fx.byParams};
   drawAxes(o, a, fx.byParams ? "attention parameters" : x, ylabel + ", mean and 95% CI over seeds", fx.categories);
   const Legend legend = drawMetricPanel(o, a, fx, series);
-  const Panel b{660, 50, 470, ph, 0, shi, clo, chi, false};
+  const Panel b{660, top, 470, ph, 0, shi, clo, chi, false};
   drawAxes(o, b, "training step", ylabel + ", mean over the seeds at each step", {});
   const Legend curveLegend = drawCurvesPanel(o, b, r, anyCurve);
   if (legend.size() > 1) drawLegend(o, legend, 30);  // one series needs no key
   drawLegend(o, curveLegend, 610);
-  if (!verdicts.empty()) {
-    o << "<text x='30' y='" << 590 << "' font-weight='bold'>Against the baseline (alpha " << shortNumber(r.alpha)
-      << ", Holm-corrected; error bars: 95% confidence interval of the mean)</text>\n";
-    for (std::size_t i = 0; i < verdicts.size(); ++i)
-      o << "<text x='30' y='" << 608 + 18 * int(i) << "'>" << xmlEscape(verdicts[i]) << "</text>\n";
-  }
   o << "</svg>\n";
   const std::string svg = o.str();
   refuseNonFinite(svg);

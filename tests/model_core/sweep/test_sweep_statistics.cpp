@@ -143,7 +143,9 @@ TEST(SweepStatistics, TheWorkedThreeSeedExampleInEveryFormat) {
   const auto svg = reportFigureSvg(r, "design");
   EXPECT_NE(svg.find(">thsa: lower loss than mhsa, p = 0.021</text>"), std::string::npos) << svg;
   EXPECT_NE(svg.find("mean and 95% CI over seeds"), std::string::npos);
-  EXPECT_NE(svg.find("height='628'"), std::string::npos);  // 580 + 30 + 18 for the one verdict
+  EXPECT_NE(svg.find("height='580'"), std::string::npos);  // the size of every report figure: the panels make room
+  // One verdict line and its heading: the panels start 16 * 2 + 6 = 38 below 50 and are as much shorter.
+  EXPECT_NE(svg.find("<rect x='80' y='88' width='470' height='362'"), std::string::npos) << svg;
   std::size_t bars = 0;
   for (auto at = svg.find("stroke-width='1.5'/>"); at != std::string::npos; at = svg.find("stroke-width='1.5'/>", at + 1)) ++bars;
   EXPECT_EQ(bars, 2u);
