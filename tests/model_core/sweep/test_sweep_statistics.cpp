@@ -247,10 +247,55 @@ TEST(SweepStatistics, EachDesignMeetsTheBaselineWithItsOtherLabels) {
   EXPECT_EQ(r.designs[1].comparison->baseline, "thsa · 0.002");
   EXPECT_TRUE(r.designs[2].is_baseline);
   EXPECT_TRUE(r.designs[3].is_baseline);
-  // mhsa · 0.001 is (1.0, 1.1), thsa · 0.001 (1.4, 1.5): differences (-0.4, -0.4), constant: the
-  // interval is the difference itself and Welch's p is 0 (nothing varies): "lower loss than thsa · 0.001".
-  EXPECT_NEAR(r.designs[0].comparison->difference, -0.4, 1e-12);
-  EXPECT_NEAR(r.designs[0].comparison->ci_low, -0.4, 1e-12);
+  // Trials in grid order, seeds innermost: mhsa · 0.001 is (1.0, 1.1), mhsa · 0.002 (1.2, 1.3),
+  // thsa · 0.001 (1.4, 1.5), thsa · 0.002 (1.6, 1.7). Each comparison: paired differences (-0.4,
+  // -0.4), constant, so the paired interval is [-0.4, -0.4]. Welch: s^2 = 0.005 each, se =
+  // sqrt(0.0025 + 0.0025), t = -0.4 / sqrt(0.005) = -sqrt(32), df = 2; p = 1 - sqrt(32)/sqrt(34) =
+  // 0.0298575 (two pairs: Welch decides). Holm over the two equal p's: 2p = 0.059715 for both, above
+  // 0.05: "no difference established at n = 2".
+  const double p2 = 1 - std::sqrt(32.0) / std::sqrt(34.0);
+  for (const std::size_t i : {0u, 1u}) {
+    const auto& c = *r.designs[i].comparison;
+    EXPECT_TRUE(c.paired);
+    EXPECT_NEAR(c.difference, -0.4, 1e-12);
+    EXPECT_NEAR(c.ci_low, -0.4, 1e-12);
+    EXPECT_NEAR(c.ci_high, -0.4, 1e-12);
+    EXPECT_NEAR(c.welch_t, -std::sqrt(32.0), 1e-9);
+    EXPECT_NEAR(c.welch_df, 2, 1e-9);
+    EXPECT_NEAR(c.welch_p, p2, 1e-9);
+    EXPECT_NEAR(c.p_holm, 2 * p2, 1e-9);
+    EXPECT_EQ(c.verdict, "no difference established at n = 2");
+  }
+  EXPECT_EQ(r.comparisons_tested, 2);
+}
+
+// The figure lists at most six verdicts above its panels, then how many more.
+TEST(SweepStatistics, TheFigureCapsItsVerdictLines) {
+  SweepReport r;
+  r.name = "many";
+  r.metric = "loss";
+  r.split = "validation";
+  for (int i = 0; i < 9; ++i) {
+    DesignSummary d;
+    d.design = "d" + std::to_string(i);
+    d.attention_parameters = 1000 + 10 * i;
+    d.trials = d.finished = 2;
+    d.mean = 1.0 + 0.01 * i, d.std = 0.01, d.ci_low = d.mean - 0.1, d.ci_high = d.mean + 0.1;
+    if (i == 0) {
+      d.is_baseline = true;
+    } else {
+      d.comparison = DesignComparison{};
+      d.comparison->baseline = "d0";
+      d.comparison->verdict = "no difference established at n = 2";
+    }
+    r.designs.push_back(d);
+  }
+  const auto svg = reportFigureSvg(r, "parameters");
+  EXPECT_NE(svg.find(">d6: no difference established at n = 2</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(">d7: "), std::string::npos);
+  EXPECT_NE(svg.find(">… and 2 more (see the report)</text>"), std::string::npos) << svg;
+  // Seven lines and the heading: the panels start 16 * 8 + 6 = 134 below 50 and are as much shorter.
+  EXPECT_NE(svg.find("<rect x='80' y='184' width='470' height='266'"), std::string::npos);
 }
 
 TEST(SweepStatistics, TheFileKeysAreCheckedAndWrittenOnlyWhenGiven) {
