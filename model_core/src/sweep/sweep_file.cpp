@@ -254,12 +254,9 @@ void readComparison(Problems& p, const json& j, SweepFile& s) {
       }
     }
   }
-  if (j.contains("alpha")) {
-    double alpha = 0;
-    if (p.read(j, "alpha", "", alpha)) {
-      if (!(alpha > 0 && alpha <= 0.5)) p.add("alpha", "must be in (0, 0.5], e.g. 0.05 or 0.01; got " + spec::jsonPreview(j["alpha"]));
-      else s.alpha = alpha;
-    }
+  if (double alpha = 0; p.read(j, "alpha", "", alpha)) {
+    if (!(alpha > 0 && alpha <= 0.5)) p.add("alpha", "must be in (0, 0.5], e.g. 0.05 or 0.01; got " + spec::jsonPreview(j["alpha"]));
+    else s.alpha = alpha;
   }
 }
 
