@@ -46,6 +46,14 @@ check missing-file 1 "cannot open .*No such file" -- "$BIN" spec validate "$TMP/
 check cost 0 "parameters +16400 trainable" -- "$BIN" spec cost "$TMP/skip_right.json" --batch 32 --seq 128
 check cost-json 0 "\"forward_flops\"" -- "$BIN" spec cost "$TMP/skip_right.json" --batch 2 --seq 8 --json
 check cost-needs-sizes 2 "needs --batch and --seq" -- "$BIN" spec cost "$TMP/skip_right.json"
+# Budget matching (issue 37): MQA solves H = 7 for MHSA's 16384 parameters; D alone misses by 1.56%.
+check match-params 0 "matched: H = 7" -- "$BIN" spec match mqa --like mhsa --on params
+check match-refused 1 "the closest is D = 26 with 16640 trainable parameters, \+1.56% from the base's 16384" -- "$BIN" spec match mqa --like mhsa --on params --size D
+check match-kv 0 "matched: kv_groups = 4" -- "$BIN" spec match gqa --like mhsa --on kv --causal
+check match-kv-not-causal 1 "no KV cache to match: a non-causal layer" -- "$BIN" spec match gqa --like mhsa --on kv
+check match-json 0 "\"found\": true" -- "$BIN" spec match "$TMP/skip_right.json" --like "$TMP/skip_right.json" --on flops --json
+check match-bad-cost 2 "params, kv or flops; got 'memory'" -- "$BIN" spec match mqa --like mhsa --on memory
+check match-bad-tolerance 2 "--tolerance is a number in \[0, 1\)" -- "$BIN" spec match mqa --like mhsa --on params --tolerance 2
 check cost-bad-number 2 "whole number; got 'x'" -- "$BIN" spec cost "$TMP/skip_right.json" --batch x --seq 4
 check unknown-option 2 "unknown option '--frobnicate'" -- "$BIN" spec validate "$TMP/mhsa.json" --frobnicate
 check unknown-command 2 "unknown command 'trian'" -- "$BIN" trian

@@ -43,6 +43,9 @@ usage:
                                                    memory, KV cache and decoding FLOPs against M tokens
   tensorscope spec name FILE [--json]              the published designs a spec equals or contains, read
                                                    from its structure (MQA, GQA-G, talking heads, ...)
+  tensorscope spec match SPEC --like BASE --on params|kv|flops [--size NAME] [--tolerance T] [--seq N]
+       [--causal] [--out FILE] [--json]          the free size of SPEC (a file or preset) that matches
+                                                   BASE's parameters, KV cache or training FLOPs per token
   tensorscope attention --spec S.json --seed 7 --save-weights W.safetensors
                                                    build one layer, save its weights (contract names)
   tensorscope attention --spec S.json --weights W.safetensors --input X.safetensors

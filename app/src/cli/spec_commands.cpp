@@ -2,11 +2,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <ostream>
 #include <string>
 
 #include "cli/cli.h"
+#include "spec/budget_match.h"
 #include "spec/cost_model.h"
 #include "spec/design_names.h"
 #include "spec/spec_json.h"
@@ -154,6 +158,104 @@ int name(Args& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+/// A spec file, or a preset name where no file has that name ("mhsa", "gqa").
+bool loadSpecOrPreset(const std::string& what, spec::AttentionSpec& out, std::ostream& err) {
+  if (!std::filesystem::exists(what)) {
+    const auto names = spec::specPresetNames();
+    if (std::find(names.begin(), names.end(), what) != names.end()) {
+      out = spec::makeSpecPreset(what);
+      return true;
+    }
+  }
+  return loadValid(what, out, err);
+}
+
+/// spec match SPEC --like BASE --on params|kv|flops: the free size of SPEC that brings the cost
+/// closest to BASE's (spec/budget_match.h).
+int match(Args& args, std::ostream& out, std::ostream& err) {
+  const std::string usage =
+      "tensorscope spec match SPEC --like BASE --on params|kv|flops [--size NAME] [--tolerance 0.01] [--seq N] "
+      "[--causal] [--out FILE] [--json]";
+  const auto like = args.takeOption("--like");
+  const auto on = args.takeOption("--on");
+  const auto size = args.takeOption("--size");
+  const auto tol = args.takeOption("--tolerance");
+  const auto seq = args.takeInt("--seq", 1, 1 << 24);
+  const bool causal = args.takeFlag("--causal");
+  const auto outFile = args.takeOption("--out");
+  const bool asJson = args.takeFlag("--json");
+  const auto pos = args.positionals(1, 1, usage);
+  if (!like || !on) throw UsageError("spec match needs --like BASE and --on params|kv|flops\nusage: " + usage);
+  spec::BudgetCost cost;
+  try {
+    cost = spec::parseBudgetCost(*on);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  double tolerance = 0.01;
+  if (tol) {
+    std::size_t used = 0;
+    try {
+      tolerance = std::stod(*tol, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != tol->size() || !(tolerance >= 0 && tolerance < 1))
+      throw UsageError("--tolerance is a number in [0, 1), e.g. 0.01 for 1%; got '" + *tol + "'");
+  }
+  spec::AttentionSpec design, base;
+  if (!loadSpecOrPreset(pos[0], design, err) || !loadSpecOrPreset(*like, base, err)) return kExitFailure;
+  if (causal) design.causal = base.causal = true;  // presets are not causal; a KV cache needs causal layers
+  spec::BudgetMatch m;
+  try {
+    m = spec::matchBudget(design, base, cost, size.value_or(""), tolerance, seq.value_or(0));
+  } catch (const std::invalid_argument& e) {
+    err << "tensorscope: spec match: " << e.what() << "\n";
+    return kExitFailure;
+  }
+  if (asJson) {
+    nlohmann::json j = {{"on", spec::budgetCostName(cost)}, {"target", m.target}, {"found", m.found}, {"tolerance", tolerance}};
+    nlohmann::json sizes = nlohmann::json::array();
+    for (const auto& s : m.sizes) {
+      nlohmann::json e = {{"size", s.size}, {"from", s.from}, {"solvable", s.solvable}};
+      if (s.solvable) e["value"] = s.value, e["cost"] = s.cost, e["residual"] = s.residual;
+      else e["why"] = s.why;
+      sizes.push_back(e);
+    }
+    j["sizes"] = sizes;
+    if (m.found) {
+      j["size"] = m.best.size, j["value"] = m.best.value, j["cost"] = m.best.cost, j["residual"] = m.best.residual;
+      j["spec"] = nlohmann::json::parse(spec::toJson(m.matched));
+    } else {
+      j["reason"] = m.reason;
+    }
+    out << j.dump(2) << "\n";
+  } else {
+    out << "target: " << m.target << " " << spec::budgetCostName(cost) << " (" << *like << ")\n";
+    for (const auto& s : m.sizes) {
+      if (!s.solvable) continue;
+      char r[32];
+      std::snprintf(r, sizeof r, "%+.3g%%", 100 * s.residual);
+      out << "  " << s.size << ": " << s.from << " -> " << s.value << " gives " << s.cost << " (" << r << ")\n";
+    }
+    if (m.found) out << "matched: " << m.best.size << " = " << m.best.value << "\n";
+  }
+  if (!m.found) {
+    err << "tensorscope: spec match: " << m.reason << "\n";
+    return kExitFailure;
+  }
+  if (outFile) {
+    std::ofstream f(*outFile);
+    f << spec::toJson(m.matched) << "\n";
+    if (!f) {
+      err << "tensorscope: spec match: cannot write " << *outFile << "\n";
+      return kExitFailure;
+    }
+    if (!asJson) out << "wrote " << *outFile << "\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int runSpecCommand(Args& args, std::ostream& out, std::ostream& err) {
@@ -162,7 +264,8 @@ int runSpecCommand(Args& args, std::ostream& out, std::ostream& err) {
   if (sub == "validate") return validateCmd(args, out, err);
   if (sub == "cost") return cost(args, out, err);
   if (sub == "name") return name(args, out, err);
-  throw UsageError("spec needs a sub-command: preset, validate, cost or name; see tensorscope --help");
+  if (sub == "match") return match(args, out, err);
+  throw UsageError("spec needs a sub-command: preset, validate, cost, name or match; see tensorscope --help");
 }
 
 }  // namespace tensorscope::app

@@ -62,6 +62,16 @@ struct SweepMetric {
   bool higherIsBetter() const { return name != "loss"; }
 };
 
+/// The design every other design of a sweep is compared with (reports, docs/sweeps.md Statistics):
+/// `label` on `axis`; a design is compared with the baseline design that has the same other labels.
+struct SweepBaseline {
+  std::string axis;
+  std::string label;
+};
+
+/// The significance level of sweep reports' verdicts when the file gives none.
+inline constexpr double kDefaultSweepAlpha = 0.05;
+
 struct SweepFile {
   std::string name;
   std::string description;
@@ -72,7 +82,15 @@ struct SweepFile {
   double seconds = 0;                   ///< per trial wall-clock limit; 0: none
   std::optional<ParameterMatch> match;
   SweepMetric metric;
+  /// "baseline": absent means the parameter match's reference on its axis, else the first value of
+  /// the first axis (baselineOf).
+  std::optional<SweepBaseline> baseline;
+  double alpha = kDefaultSweepAlpha;  ///< "alpha": the verdicts' family-wise significance level, in (0, 0.5]
 };
+
+/// The sweep's baseline: its "baseline", else the parameter match's reference, else the first value
+/// of the first axis; none for a sweep without axes.
+std::optional<SweepBaseline> baselineOf(const SweepFile& sweep);
 
 /// Parses a sweep file. `baseDir` resolves "base_file" (a run config path relative to the sweep
 /// file). Throws std::invalid_argument listing every problem ("field: message" lines).
@@ -190,6 +208,30 @@ std::vector<SlurmJob> readSlurmJobs(const std::string& dir);
 void writeSlurmJobs(const std::string& dir, const std::vector<SlurmJob>& jobs);
 
 // ---- Reports ------------------------------------------------------------------------------------
+/// A design against its baseline design (docs/sweeps.md, Statistics): the difference of the final
+/// metric (design - baseline) with its 95% confidence interval, Welch's t-test over every finished
+/// seed, the exact sign-flip test over the seeds both finished, the deciding p-value after Holm's
+/// correction across the report's comparisons, and the verdict in fixed words.
+struct DesignComparison {
+  std::string baseline;  ///< the baseline design's name
+  int n = 0, n_baseline = 0;  ///< finished seeds of each
+  int pairs = 0;              ///< seeds both finished
+  /// Both have two finished seeds or more: the statistics below are defined (else only the verdict,
+  /// "not tested …", is).
+  bool tested = false;
+  /// The two finished the same seeds: the difference and interval are the paired t's over the pairs;
+  /// otherwise Welch's (difference of means, Welch-Satterthwaite interval).
+  bool paired = false;
+  double difference = 0, ci_low = 0, ci_high = 0;
+  double welch_t = 0, welch_df = 0, welch_p = 1;
+  std::optional<double> sign_flip_p;  ///< over the pairs (none without a pair, or above 40 pairs)
+  std::string decided_by;             ///< "sign-flip" or "welch" (the rule: docs/sweeps.md)
+  double p = 1;                       ///< the deciding test's p
+  double p_holm = 1;                  ///< p after Holm's step-down correction
+  int direction = 0;                  ///< -1 lower, +1 higher than the baseline where established, else 0
+  std::string verdict;  ///< "lower loss than mhsa, p = 0.003", "no difference established at n = 5", …
+};
+
 struct DesignSummary {
   std::string design;
   std::vector<std::pair<std::string, std::string>> labels;  ///< without the seed
@@ -202,6 +244,11 @@ struct DesignSummary {
   double best_mean = 0;
   double tokens_per_second = 0;
   double best_step = 0;  ///< mean step of the best evaluation
+  /// The 95% confidence interval of the mean (mean ± t_{0.975, n-1} std / sqrt(n)), where hasStd().
+  double ci_low = 0, ci_high = 0;
+  std::vector<std::pair<std::uint64_t, double>> seed_values;  ///< (seed, final metric) of each finished seed
+  bool is_baseline = false;  ///< this design is a baseline (others are compared with it)
+  std::optional<DesignComparison> comparison;  ///< against its baseline design (none for a baseline)
 };
 /// The metric over training steps: design -> step -> the values of the seeds that reached it.
 using SweepCurves = std::map<std::string, std::map<std::int64_t, std::vector<double>>>;
@@ -211,6 +258,9 @@ struct SweepReport {
   std::vector<SweepAxis> axes;  ///< the sweep's axes (the figure's x and categories)
   std::vector<std::pair<Trial, TrialStatus>> trials;
   std::vector<DesignSummary> designs;
+  std::optional<SweepBaseline> baseline;  ///< the sweep's baseline (baselineOf)
+  double alpha = kDefaultSweepAlpha;
+  int comparisons_tested = 0;  ///< the family Holm's correction is over
   /// Filled by readReportCurves (buildReport reads no metrics log): what the figure's right panel draws.
   SweepCurves curves;
 };

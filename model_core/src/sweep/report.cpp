@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "model_core/run_files.h"
+#include "stats/statistics.h"
 #include "sweep/sweep_internal.h"
 
 namespace tensorscope::model_core {
@@ -53,6 +54,7 @@ SweepReport buildReport(const SweepPlan& plan) {
       if (st.state != TrialState::Finished || !st.result || !st.result->final_metric) continue;
       ++d.finished;
       finals.push_back(*st.result->final_metric);
+      d.seed_values.emplace_back(t.seed, *st.result->final_metric);
       if (st.result->best_metric) bests.push_back(*st.result->best_metric), steps.push_back(double(st.result->best_step));
       rates.push_back(st.result->tokens_per_second);
     }
@@ -71,6 +73,9 @@ SweepReport buildReport(const SweepPlan& plan) {
     d.tokens_per_second = mean(rates);
     d.best_step = mean(steps);
   }
+  rep.baseline = baselineOf(plan.sweep);
+  rep.alpha = plan.sweep.alpha;
+  addReportStatistics(rep);
   return rep;
 }
 
@@ -105,6 +110,32 @@ std::string csvField(const std::string& text) {
   return out + "\"";
 }
 
+/// Shortest exact-enough text of a statistic (up to 6 significant digits).
+std::string stat(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+/// The verdict rule in words, as every format states it above its comparisons.
+std::string decisionRule(const SweepReport& r) {
+  const std::size_t k = stats::signFlipPairsNeeded(r.alpha);
+  return "Each design against its baseline design (the same labels, " + r.baseline->axis + " = " + r.baseline->label +
+         "): the difference of the final " + r.metric +
+         " (design - baseline) with its 95% confidence interval (paired t over the seeds where both finished the same "
+         "seeds, Welch-Satterthwaite otherwise); Welch's t-test over every finished seed and the exact sign-flip "
+         "permutation test over the seeds both finished. The sign-flip test decides where there are at least " +
+         std::to_string(k) + " pairs (its smallest p, 2/2^n, reaches alpha = " + stat(r.alpha) +
+         " from there), Welch's test otherwise; the deciding p-values are corrected by Holm's step-down method across the " +
+         std::to_string(r.comparisons_tested) + " comparison" + (r.comparisons_tested == 1 ? "" : "s") + " tested.";
+}
+
+std::string latexP(double p) { return p < 0.001 ? "$<0.001$" : pValue(p); }
+
+bool anyComparison(const SweepReport& r) {
+  return std::any_of(r.designs.begin(), r.designs.end(), [](const DesignSummary& d) { return d.comparison.has_value(); });
+}
+
 }  // namespace
 
 std::string formatReport(const SweepReport& r, const std::string& format) {
@@ -120,6 +151,31 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
                          {"mean", d.finished ? json(d.mean) : json()}, {"std", d.hasStd() ? json(d.std) : json()},
                          {"best_mean", d.finished ? json(d.best_mean) : json()},
                          {"tokens_per_second", d.tokens_per_second}, {"best_step", d.best_step}});
+      auto& e = designs.back();
+      e["ci95"] = d.hasStd() ? json::array({d.ci_low, d.ci_high}) : json();
+      json seeds = json::array();
+      for (const auto& [seed, v] : d.seed_values) seeds.push_back({{"seed", seed}, {"value", v}});
+      e["seed_values"] = seeds;
+      e["is_baseline"] = d.is_baseline;
+      if (d.comparison) {
+        const auto& c = *d.comparison;
+        json cj = {{"baseline", c.baseline}, {"n", c.n}, {"n_baseline", c.n_baseline}, {"pairs", c.pairs},
+                   {"tested", c.tested}, {"verdict", c.verdict}, {"direction", c.direction},
+                   {"sign_flip_p", c.sign_flip_p ? json(*c.sign_flip_p) : json()}};
+        if (c.tested) {
+          cj["paired"] = c.paired;
+          cj["difference"] = c.difference;
+          cj["difference_ci95"] = json::array({c.ci_low, c.ci_high});
+          cj["welch"] = {{"t", std::isfinite(c.welch_t) ? json(c.welch_t) : json(c.welch_t < 0 ? "-inf" : "inf")},
+                         {"df", c.welch_df}, {"p", c.welch_p}};
+          cj["decided_by"] = c.decided_by;
+          cj["p"] = c.p;
+          cj["p_holm"] = c.p_holm;
+        }
+        e["comparison"] = cj;
+      } else {
+        e["comparison"] = json();
+      }
     }
     json trials = json::array();
     for (const auto& [t, st] : r.trials) {
@@ -130,31 +186,73 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
       trials.push_back(e);
     }
     return json{{"format", "tensorscope.sweep_report"}, {"version", kVersion}, {"name", r.name}, {"metric", r.metric},
-                {"split", r.split}, {"higher_is_better", r.higher_is_better}, {"designs", designs}, {"trials", trials}}
+                {"split", r.split}, {"higher_is_better", r.higher_is_better}, {"alpha", r.alpha},
+                {"baseline", r.baseline ? json{{"axis", r.baseline->axis}, {"label", r.baseline->label}} : json()},
+                {"comparisons_tested", r.comparisons_tested},
+                {"decision_rule", anyComparison(r) ? json(decisionRule(r)) : json()},
+                {"designs", designs}, {"trials", trials}}
                .dump(2) + "\n";
   }
   std::ostringstream o;
   if (format == "csv") {
     o << "design,attention_parameters,trials,finished," << r.metric << "_mean," << r.metric
-      << "_std,best_mean,best_step,tokens_per_second\n";
-    for (const auto& d : r.designs)
+      << "_std,best_mean,best_step,tokens_per_second," << r.metric << "_ci95_low," << r.metric
+      << "_ci95_high,baseline,pairs,difference,difference_ci95_low,difference_ci95_high,welch_t,welch_df,welch_p,"
+         "sign_flip_p,decided_by,p_holm,verdict\n";
+    for (const auto& d : r.designs) {
       o << csvField(d.design) << "," << d.attention_parameters << "," << d.trials << "," << d.finished << ","
         << (d.finished ? shortNumber(d.mean) : "") << "," << (d.hasStd() ? shortNumber(d.std) : "") << ","
         << (d.finished ? shortNumber(d.best_mean) : "") << "," << (d.finished ? fixed(d.best_step, 0) : "") << ","
-        << (d.finished ? fixed(d.tokens_per_second, 0) : "") << "\n";
+        << (d.finished ? fixed(d.tokens_per_second, 0) : "") << "," << (d.hasStd() ? stat(d.ci_low) : "") << ","
+        << (d.hasStd() ? stat(d.ci_high) : "") << ",";
+      if (d.is_baseline) {
+        o << "baseline,,,,,,,,,,,,\n";
+      } else if (!d.comparison) {
+        o << ",,,,,,,,,,,,\n";
+      } else {
+        const auto& c = *d.comparison;
+        o << csvField(c.baseline) << "," << c.pairs << ",";
+        if (c.tested)
+          o << stat(c.difference) << "," << stat(c.ci_low) << "," << stat(c.ci_high) << "," << stat(c.welch_t) << ","
+            << stat(c.welch_df) << "," << stat(c.welch_p) << ",";
+        else
+          o << ",,,,,,";
+        o << (c.sign_flip_p ? stat(*c.sign_flip_p) : "") << "," << c.decided_by << "," << (c.tested ? stat(c.p_holm) : "")
+          << "," << csvField(c.verdict) << "\n";
+      }
+    }
     return o.str();
   }
   if (format == "md") {
     o << "## " << displayText(r.name) << "\n\n";
-    o << "| design | attention params | seeds | " << metricTitle << " | best | best step | tokens/s |\n";
-    o << "|---|---|---|---|---|---|---|\n";
+    o << "| design | attention params | seeds | " << metricTitle << " | best | best step | tokens/s | 95% CI of the mean |\n";
+    o << "|---|---|---|---|---|---|---|---|\n";
     for (const auto& d : r.designs) {
       o << "| " << displayText(d.design) << " | " << d.attention_parameters << " | " << d.finished << "/" << d.trials << " | ";
       if (d.finished)
         o << fixed(d.mean, digits) << " ± " << (d.hasStd() ? fixed(d.std, digits) : "–") << " | " << fixed(d.best_mean, digits) << " | "
-          << fixed(d.best_step, 0) << " | " << fixed(d.tokens_per_second, 0) << " |\n";
+          << fixed(d.best_step, 0) << " | " << fixed(d.tokens_per_second, 0) << " | "
+          << (d.hasStd() ? "[" + fixed(d.ci_low, digits) + ", " + fixed(d.ci_high, digits) + "]" : "–") << " |\n";
       else
-        o << "– | – | – | – |\n";
+        o << "– | – | – | – | – |\n";
+    }
+    if (anyComparison(r)) {
+      o << "\n### Against the baseline\n\n" << decisionRule(r) << "\n\n";
+      o << "| design | baseline | seeds | difference (95% CI) | Welch p | sign-flip p | decided by | Holm p | verdict |\n";
+      o << "|---|---|---|---|---|---|---|---|---|\n";
+      for (const auto& d : r.designs) {
+        if (!d.comparison) continue;
+        const auto& c = *d.comparison;
+        o << "| " << displayText(d.design) << " | " << displayText(c.baseline) << " | " << c.n << " vs " << c.n_baseline
+          << (c.pairs ? " (" + std::to_string(c.pairs) + " paired)" : "") << " | ";
+        if (c.tested)
+          o << (c.difference >= 0 ? "+" : "") << fixed(c.difference, digits) << " [" << fixed(c.ci_low, digits) << ", "
+            << fixed(c.ci_high, digits) << "]" << (c.paired ? " paired" : " Welch") << " | " << pValue(c.welch_p) << " | ";
+        else
+          o << "– | – | ";
+        o << (c.sign_flip_p ? pValue(*c.sign_flip_p) : "–") << " | " << (c.tested ? c.decided_by : "–") << " | "
+          << (c.tested ? pValue(c.p_holm) : "–") << " | " << displayText(c.verdict) << " |\n";
+      }
     }
     o << "\n| trial | state | step | " << r.metric << " | wall s |\n|---|---|---|---|---|\n";
     for (const auto& [t, st] : r.trials) {
@@ -184,6 +282,24 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
       o << " \\\\\n";
     }
     o << "\\hline\n\\end{tabular}\n";
+    if (anyComparison(r)) {
+      o << "\n% " << latexEscape(decisionRule(r)) << "\n";
+      o << "\\begin{tabular}{llrrrrl}\n\\hline\n";
+      o << "Design & Baseline & Difference (95\\% CI) & Welch $p$ & Sign-flip $p$ & Holm $p$ & Verdict \\\\\n\\hline\n";
+      for (const auto& d : r.designs) {
+        if (!d.comparison) continue;
+        const auto& c = *d.comparison;
+        o << latexEscape(d.design) << " & " << latexEscape(c.baseline) << " & ";
+        if (c.tested)
+          o << "$" << (c.difference >= 0 ? "+" : "") << fixed(c.difference, digits) << "$ [$" << fixed(c.ci_low, digits) << "$, $"
+            << fixed(c.ci_high, digits) << "$] & " << latexP(c.welch_p) << " & ";
+        else
+          o << "-- & -- & ";
+        o << (c.sign_flip_p ? latexP(*c.sign_flip_p) : "--") << " & " << (c.tested ? latexP(c.p_holm) : "--")
+          << " & " << latexEscape(c.verdict) << " \\\\\n";
+      }
+      o << "\\hline\n\\end{tabular}\n";
+    }
     return o.str();
   }
   throw std::invalid_argument("unknown report format '" + format + "'; the formats are md, csv, latex and json");

@@ -109,10 +109,10 @@ void drawAxes(std::ostringstream& o, const Panel& p, const std::string& xlabel, 
     << xmlEscape(ylabel) << "</text>\n";
 }
 
-/// A point of the left panel: a design's mean and deviation over seeds.
+/// A point of the left panel: a design's mean over seeds and the 95% confidence interval of it.
 struct Point {
-  double x, mean, std;
-  bool hasStd;  ///< an error bar only where the deviation is defined (two seeds or more)
+  double x, mean, lo, hi;
+  bool hasStd;  ///< an error bar only where the interval is defined (two seeds or more)
 };
 using Legend = std::vector<std::pair<std::string, const char*>>;
 
@@ -165,7 +165,7 @@ std::vector<std::pair<std::string, std::vector<Point>>> figureSeries(const Sweep
     if (fx.byParams) key = d.design;
     if (key.empty()) key = r.metric;
     if (!series.count(key)) order.push_back(key);
-    series[key].push_back({xv, d.mean, d.hasStd() ? d.std : 0.0, d.hasStd()});
+    series[key].push_back({xv, d.mean, d.hasStd() ? d.ci_low : d.mean, d.hasStd() ? d.ci_high : d.mean, d.hasStd()});
   }
   std::vector<std::pair<std::string, std::vector<Point>>> out;
   for (const auto& key : order) {
@@ -205,12 +205,16 @@ Legend drawMetricPanel(std::ostream& o, const Panel& a, const FigureX& fx,
     }
     for (const auto& p : pts) {
       const double cx = a.px(p.x);
-      if (p.hasStd)
-        o << "<line x1='" << cx << "' x2='" << cx << "' y1='" << a.py(p.mean - p.std) << "' y2='" << a.py(p.mean + p.std)
-          << "' stroke='" << col << "' stroke-width='1.5'/>"
-          << "<line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='" << a.py(p.mean - p.std) << "' y2='"
-          << a.py(p.mean - p.std) << "' stroke='" << col << "'/><line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='"
-          << a.py(p.mean + p.std) << "' y2='" << a.py(p.mean + p.std) << "' stroke='" << col << "'/>";
+      // The interval is cut at the panel's edges (an accuracy's stays in [0, 1]); a cut end has no cap.
+      const double lo = std::max(p.lo, a.ylo), hi = std::min(p.hi, a.yhi);
+      if (p.hasStd) {
+        o << "<line x1='" << cx << "' x2='" << cx << "' y1='" << a.py(lo) << "' y2='" << a.py(hi) << "' stroke='" << col
+          << "' stroke-width='1.5'/>";
+        if (lo == p.lo)
+          o << "<line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='" << a.py(lo) << "' y2='" << a.py(lo) << "' stroke='" << col << "'/>";
+        if (hi == p.hi)
+          o << "<line x1='" << cx - 5 << "' x2='" << cx + 5 << "' y1='" << a.py(hi) << "' y2='" << a.py(hi) << "' stroke='" << col << "'/>";
+      }
       o << "<circle cx='" << cx << "' cy='" << a.py(p.mean) << "' r='4.5' fill='" << col << "'/>\n";
     }
   }
@@ -267,7 +271,7 @@ std::string reportFigureSvg(const SweepReport& r, const std::string& x) {
   // Each panel has its own value range: the end points would be squashed by the early curve.
   double ylo = 1e300, yhi = -1e300, clo = 1e300, chi = -1e300, shi = 1;
   for (const auto& [k, pts] : series)
-    for (const auto& p : pts) ylo = std::min(ylo, p.mean - p.std), yhi = std::max(yhi, p.mean + p.std);
+    for (const auto& p : pts) ylo = std::min(ylo, p.lo), yhi = std::max(yhi, p.hi);
   bool anyCurve = false;
   for (const auto& [d, c] : r.curves)
     for (const auto& [step, vals] : c) {
@@ -284,6 +288,15 @@ std::string reportFigureSvg(const SweepReport& r, const std::string& x) {
     const double xp = std::max((xhi - xlo) * 0.08, std::max(1.0, xhi * 0.02));
     xlo -= xp, xhi += xp;
   }
+  // The verdicts against the baseline, one line each under the title (at most kVerdictLines, then
+  // how many more): the panels are shorter by as much, so the figure keeps its size.
+  constexpr std::size_t kVerdictLines = 6;
+  std::vector<std::string> verdicts;
+  std::size_t compared = 0;
+  for (const auto& d : r.designs)
+    if (d.comparison && ++compared <= kVerdictLines) verdicts.push_back(d.design + ": " + d.comparison->verdict);
+  if (compared > kVerdictLines) verdicts.push_back("… and " + std::to_string(compared - kVerdictLines) + " more (see the report)");
+  const double reserve = verdicts.empty() ? 0.0 : 16.0 * double(verdicts.size() + 1) + 6;
   const int W = 1200, H = 580;
   std::ostringstream o;
   o << "<?xml version='1.0' encoding='UTF-8'?>\n<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
@@ -295,11 +308,19 @@ std::string reportFigureSvg(const SweepReport& r, const std::string& x) {
   std::size_t longest = 0;
   for (const auto& c : fx.categories) longest = std::max(longest, c.size());
   const bool turned = !fx.byParams && !fx.categories.empty() && double(longest) * 7.5 > 470.0 / double(fx.categories.size());
-  const double ph = turned ? std::max(200.0, 400.0 - 4.0 * double(longest)) : 400.0;
-  const Panel a{80, 50, 470, ph, xlo, xhi, ylo, yhi, !fx.byParams};
-  drawAxes(o, a, fx.byParams ? "attention parameters" : x, ylabel + ", mean ± std over seeds", fx.categories);
+  const double ph = (turned ? std::max(200.0, 400.0 - 4.0 * double(longest)) : 400.0) - reserve;
+  const double top = 50 + reserve;
+  if (!verdicts.empty()) {
+    o << "<text x='" << W / 2 << "' y='48' text-anchor='middle' font-size='12' font-weight='bold'>Against the baseline (alpha "
+      << shortNumber(r.alpha) << ", Holm-corrected; error bars: 95% confidence intervals of the means)</text>\n";
+    for (std::size_t i = 0; i < verdicts.size(); ++i)
+      o << "<text x='" << W / 2 << "' y='" << 64 + 16 * int(i) << "' text-anchor='middle' font-size='12'>" << xmlEscape(verdicts[i])
+        << "</text>\n";
+  }
+  const Panel a{80, top, 470, ph, xlo, xhi, ylo, yhi, !fx.byParams};
+  drawAxes(o, a, fx.byParams ? "attention parameters" : x, ylabel + ", mean and 95% CI over seeds", fx.categories);
   const Legend legend = drawMetricPanel(o, a, fx, series);
-  const Panel b{660, 50, 470, ph, 0, shi, clo, chi, false};
+  const Panel b{660, top, 470, ph, 0, shi, clo, chi, false};
   drawAxes(o, b, "training step", ylabel + ", mean over the seeds at each step", {});
   const Legend curveLegend = drawCurvesPanel(o, b, r, anyCurve);
   if (legend.size() > 1) drawLegend(o, legend, 30);  // one series needs no key

@@ -223,6 +223,43 @@ void readMatch(Problems& p, const json& j, SweepFile& s) {
   }
 }
 
+/// "baseline": {"axis", "label"}, or a label of the first axis; "alpha": the verdicts' level.
+void readComparison(Problems& p, const json& j, SweepFile& s) {
+  if (j.contains("baseline")) {
+    const json& b = j["baseline"];
+    SweepBaseline base;
+    if (b.is_string()) {
+      base.label = b.get<std::string>();
+      if (s.axes.empty()) p.add("baseline", "names a value of the first axis, but the sweep has no axes");
+      else base.axis = s.axes.front().name;
+    } else if (b.is_object()) {
+      p.rejectUnknown(b, "baseline.", {"axis", "label"});
+      p.read(b, "axis", "baseline.", base.axis);
+      p.read(b, "label", "baseline.", base.label);
+    } else {
+      p.add("baseline", "must be a label of the first axis (\"mhsa\") or {\"axis\", \"label\"}; got " + spec::jsonPreview(b));
+    }
+    if (!base.axis.empty()) {
+      const auto axis = std::find_if(s.axes.begin(), s.axes.end(), [&](const SweepAxis& a) { return a.name == base.axis; });
+      if (axis == s.axes.end()) {
+        p.add("baseline.axis", "'" + base.axis + "' is not one of the sweep's axes");
+      } else if (std::none_of(axis->values.begin(), axis->values.end(),
+                              [&](const SweepAxisValue& v) { return v.label == base.label; })) {
+        std::string labels;
+        for (const auto& v : axis->values) labels += (labels.empty() ? "" : ", ") + v.label;
+        p.add(b.is_string() ? "baseline" : "baseline.label",
+              "'" + base.label + "' is not a value of axis '" + base.axis + "' (its values: " + labels + ")");
+      } else {
+        s.baseline = base;
+      }
+    }
+  }
+  if (double alpha = 0; p.read(j, "alpha", "", alpha)) {
+    if (!(alpha > 0 && alpha <= 0.5)) p.add("alpha", "must be in (0, 0.5], e.g. 0.05 or 0.01; got " + spec::jsonPreview(j["alpha"]));
+    else s.alpha = alpha;
+  }
+}
+
 /// "metric": loss, accuracy or exact_match, optionally on a named split.
 void readMetric(Problems& p, const json& j, SweepFile& s) {
   if (j.contains("metric")) {
@@ -276,7 +313,7 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
     p.raise();
   }
   p.rejectUnknown(j, "", {"format", "version", "name", "description", "base", "base_file", "set", "axes", "seeds",
-                          "budget", "match_parameters", "metric"});
+                          "budget", "match_parameters", "metric", "baseline", "alpha"});
   SweepFile s;
   p.read(j, "name", "", s.name);
   p.read(j, "description", "", s.description);
@@ -299,6 +336,7 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
   readBudget(p, j, s);
   readMatch(p, j, s);
   readMetric(p, j, s);
+  readComparison(p, j, s);
   checkWhole(p, s);
   if (!p.empty()) p.raise();
   return s;
@@ -343,7 +381,18 @@ std::string sweepToJson(const SweepFile& s) {
                              {"tolerance", s.match->tolerance}};
   j["metric"] = {{"name", s.metric.name}};
   if (!s.metric.split.empty()) j["metric"]["split"] = s.metric.split;
+  // Written only when given: the sweep.json of sweeps planned before them stays byte for byte.
+  if (s.baseline) j["baseline"] = {{"axis", s.baseline->axis}, {"label", s.baseline->label}};
+  if (s.alpha != kDefaultSweepAlpha) j["alpha"] = s.alpha;
   return j.dump(2);
+}
+
+std::optional<SweepBaseline> baselineOf(const SweepFile& sweep) {
+  if (sweep.baseline) return sweep.baseline;
+  if (sweep.match) return SweepBaseline{sweep.match->axis, sweep.match->reference};
+  if (!sweep.axes.empty() && !sweep.axes.front().values.empty())
+    return SweepBaseline{sweep.axes.front().name, sweep.axes.front().values.front().label};
+  return std::nullopt;
 }
 
 }  // namespace tensorscope::model_core

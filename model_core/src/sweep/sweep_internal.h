@@ -9,6 +9,7 @@
 
 #include "model_core/run_config.h"
 #include "model_core/run_files.h"
+#include "model_core/sweep.h"
 #include "spec/json_reader.h"
 
 namespace tensorscope::model_core::sweep_internal {
@@ -42,5 +43,14 @@ std::vector<PathStep> parsePath(const std::string& path);
 /// A record's value of a metric (or of tokens_per_second, elapsed_seconds) when it is one a run can
 /// report: a damaged or absurd log gives no value rather than an "inf ± inf" or a -nan coordinate.
 std::optional<double> metricOf(const MetricsRecord& rec, const std::string& name);
+
+/// Fills the report's statistics from its designs' seed values (docs/sweeps.md, Statistics): each
+/// design's 95% interval of the mean, its comparison with its baseline design, Holm's correction
+/// across the comparisons and the verdicts. report_statistics.cpp.
+void addReportStatistics(SweepReport& report);
+/// "0.0035", "0.25", "1.00", "< 0.001": a p-value to two significant digits (at least two decimals).
+std::string pValue(double p);
+/// "p = 0.0035", "p < 0.001": as the verdicts print it.
+std::string pText(double p);
 
 }  // namespace tensorscope::model_core::sweep_internal

@@ -258,7 +258,9 @@ TEST(SweepReport, MeansAndSampleDeviationsOverSeedsPerDesign) {
             std::string::npos) << md;
   EXPECT_NE(md.find("| 005-thsa-s3 | pending | 0 | – | – |"), std::string::npos) << md;
   const auto csv = formatReport(report, "csv");
-  EXPECT_NE(csv.find("\nmhsa," + std::to_string(m.attention_parameters) + ",3,3,0.6,0.1,0.7,27,2000\n"), std::string::npos) << csv;
+  // The old columns, then the statistics' (issue 37): the interval of the mean, and mhsa is the baseline.
+  EXPECT_NE(csv.find("\nmhsa," + std::to_string(m.attention_parameters) + ",3,3,0.6,0.1,0.7,27,2000,0.351586,0.848414,baseline,"),
+            std::string::npos) << csv;
   const auto tex = formatReport(report, "latex");
   EXPECT_NE(tex.find("mhsa & " + std::to_string(m.attention_parameters) + " & 3 & $0.600 \\pm 0.100$ \\\\"), std::string::npos) << tex;
   const auto js = json::parse(formatReport(report, "json"));
