@@ -118,7 +118,9 @@ work, names = sys.argv[1], sys.argv[2:]
 rows, first_ts, first_pt = [], None, None
 for name in names:
     tag = name.replace(":", "_")
-    rounds = sorted(glob.glob(os.path.join(work, "ts_%s_*.json" % tag)))
+    # Exactly this run's rounds: "ts_tpa_*" would also match "ts_tpa_kv_only_*".
+    rounds = sorted(p for p in glob.glob(os.path.join(work, "ts_%s_*.json" % tag))
+                    if os.path.basename(p)[len("ts_%s_" % tag):-len(".json")].isdigit())
     ts_runs, pt_runs, idle = [], [], []
     for path in rounds:
         r = path[len(os.path.join(work, "ts_%s_" % tag)):-len(".json")]

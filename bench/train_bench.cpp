@@ -104,7 +104,7 @@ const std::vector<std::string>& runNames() {
                                                  // The modern designs (mhsa with slots, contract §8).
                                                  "mqa",        "gqa",         "talking_heads",
                                                  "gated",      "gated_headwise", "diff",
-                                                 "mla"};
+                                                 "mla",        "tpa",         "tpa_kv_only"};
   return names;
 }
 
