@@ -92,6 +92,25 @@ TEST(RotaryModel, TheModelHasNoPositionTableAndEveryBlockTurnsItsQueriesAndKeys)
   }
 }
 
+TEST(RotaryModel, TheInspectorShowsNoDiagramValuesForARotaryLayerAndSaysWhy) {
+  // The tensor diagram has no rotary turn yet: its values would not be the run's, so none are given.
+  auto c = tinyRun("mhsa", 2);
+  c.model.positions = "rotary";
+  TrainingSession session(c);
+  try {
+    session.inspectNetwork(0);
+    ADD_FAILURE() << "a rotary layer's diagram values were given";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("rotary positions (model.positions \"rotary\")"), std::string::npos) << e.what();
+  }
+  const InspectionSnapshot snap = session.inspect("", 0);  // the maps, without the diagram's values
+  EXPECT_EQ(snap.network, nullptr);
+  EXPECT_EQ(snap.maps.size(), 2u);
+  auto learned = tinyRun("mhsa", 2);
+  TrainingSession plain(learned);
+  EXPECT_NE(plain.inspect("", 0).network, nullptr);
+}
+
 TEST(RotaryModel, ARotaryModelTrainsAndItsLossFalls) {
   auto c = tinyRun("mhsa", 30);
   c.model.positions = "rotary";
