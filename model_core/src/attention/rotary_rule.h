@@ -36,8 +36,8 @@ inline std::string rotaryProblem(const spec::AttentionSpec& s) {
         return "the block size D = " + std::to_string(s.sizes.D) + " is odd; rotary positions turn pairs of features";
       return {};
     case Variant::ThsaLinear:
-      return "rotary positions for linear attention (RoFormer §3.4 turns the feature maps φ(q), φ(k) in the "
-             "numerator only) are not implemented for thsa_linear";
+      return "thsa_linear takes no rotary positions: linear attention's rotary form (RoFormer §3.4 turns the "
+             "feature maps φ(q), φ(k) in the numerator only) is another layer than contract §4 defines";
     case Variant::Multilinear:
       return "multilinear attention has no per-position query-key products to turn (its core is over token triples)";
     case Variant::Dimwise:

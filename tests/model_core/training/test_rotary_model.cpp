@@ -38,7 +38,7 @@ TEST(RotaryModel, TheRunConfigurationAcceptsTheLayersThatTakeRotaryAndNamesTheOt
   mixed.model.attention = {mixed.model.attention[0], linear};
   const auto problems = validateRunConfig(mixed);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].find("model.positions: rotary at model.attention[1]: rotary positions for linear attention"),
+  EXPECT_NE(problems[0].find("model.positions: rotary at model.attention[1]: thsa_linear takes no rotary positions"),
             std::string::npos)
       << problems[0];
 
