@@ -104,7 +104,8 @@ const std::vector<std::string>& runNames() {
                                                  // The modern designs (mhsa with slots, contract §8).
                                                  "mqa",        "gqa",         "talking_heads",
                                                  "gated",      "gated_headwise", "diff",
-                                                 "mla",        "tpa",         "tpa_kv_only"};
+                                                 "mla",        "tpa",         "tpa_kv_only",
+                                                 "mta"};
   return names;
 }
 

@@ -165,6 +165,64 @@ def tpa_official(spec, w, x):
     return lin(w, "wo", o), P, None
 
 
+def mta_reference(spec, w, x):
+    """Multi-token attention (contract section 8.8) from its equations: each convolution a sum of
+    shifted copies of the maps (theta[h, i, j] times the map moved down by c_q - 1 - i queries and
+    across by j - p keys, zeros shifted in), not F.conv2d; head groups by index arithmetic."""
+    z, slots = spec["sizes"], spec["slots"]
+    m = slots["mta"]
+    B, N, _ = x.shape
+    H, D = z["H"], z["D"]
+    G = slots.get("kv_groups", 0) or H
+    q = lin(w, "wq", x).view(B, N, H, D)
+    k, v = (lin(w, n, x).view(B, N, G, D).repeat_interleave(H // G, dim=2) for n in ("wk", "wv"))
+    hidden = causal_mask(N) if spec["causal"] else torch.zeros(N, N, dtype=torch.bool)
+    pad = m.get("pad", "both")
+
+    def convolve(maps, theta):
+        cq, ck = theta.shape[1], theta.shape[2]
+        p = {"both": (ck - 1) // 2, "left": ck - 1, "right": 0}[pad]
+        src = maps.masked_fill(hidden, 0.0)
+        out = torch.zeros_like(maps)
+        for i in range(cq):
+            for j in range(ck):
+                dn, dm = i - (cq - 1), j - p  # reads query n + dn, key m + dm
+                moved = torch.zeros_like(maps)
+                n0, n1 = max(0, -dn), min(N, N - dn)
+                m0, m1 = max(0, -dm), min(N, N - dm)
+                if n0 < n1 and m0 < m1:
+                    moved[:, :, n0:n1, m0:m1] = src[:, :, n0 + dn:n1 + dn, m0 + dm:m1 + dm]
+                out = out + theta[:, i, j].view(1, H, 1, 1) * moved
+        return out
+
+    S = torch.einsum("bnhd,bmhd->bhnm", q, k) / math.sqrt(D)
+    if m.get("q_kernel", 0):
+        S = convolve(S, w["mta_kernel"].double())
+    if slots.get("pre_mix"):
+        S = torch.einsum("lh,bhnm->blnm", w["mix_pre"].double(), S)
+    P = S.masked_fill(hidden, -math.inf).softmax(-1)
+    if m.get("post_q_kernel", 0):
+        P = convolve(P, w["mta_kernel_after_sm"].double()).masked_fill(hidden, 0.0)
+    if m.get("head_group", 0):
+        g = m["head_group"]
+        kappa = w["head_kernel"].double()
+        U = torch.zeros_like(P)
+        for h in range(H):
+            c, j = divmod(h, g)
+            for i in range(g):
+                U[:, h] += kappa[c, i, j] * P[:, c * g + i]
+        P = U
+    elif slots.get("post_mix"):
+        P = torch.einsum("wl,blnm->bwnm", w["mix_post"].double(), P)
+    o = torch.einsum("bhnm,bmhd->bnhd", P, v)
+    if m.get("group_norm"):
+        scale = 1.0 - (0.8 - 0.6 * math.exp(0.0)) if m.get("norm_rescale") else 1.0
+        o = o / torch.sqrt(o.pow(2).mean(-1, keepdim=True) + 1e-5) * w["subln.weight"].double() * scale
+    if m.get("out_gate", "none") != "none":
+        o = o * torch.sigmoid(o @ w["gate.weight"].double().T + w["gate.bias"].double())
+    return lin(w, "wo", o.reshape(B, N, H * D)), P, None
+
+
 def headed(spec, w, x):
     """Sections 1, 2, 5 and the slots of section 8 (shared K/V groups, talking heads, gates)."""
     z = spec["sizes"]
@@ -175,6 +233,8 @@ def headed(spec, w, x):
         return mla_official(spec, w, x)
     if slots.get("tpa"):
         return tpa_official(spec, w, x)
+    if slots.get("mta"):
+        return mta_reference(spec, w, x)
     B, N, _ = x.shape
     H, D = z["H"], z["D"]
     G = slots.get("kv_groups", 0) or H
@@ -279,8 +339,12 @@ def main():
     # Presets checked once more with other slots: differential attention with one shared K/V head
     # (both maps of every head read the same key map: the official repeat_kv with H/G = 3).
     # Tensor product attention with constant head factors, another base and other ranks.
+    # Multi-token attention with head groups, shared K/V, pad left and an elementwise gate.
     variations = [(name, None) for name in names] + [("diff", {"kv_groups": 1})] + [
-        ("tpa", {"tpa": {"q_rank": 2, "k_rank": 3, "v_rank": 1, "contextual_a": False, "rope": True, "rope_base": 500.0}})]
+        ("tpa", {"tpa": {"q_rank": 2, "k_rank": 3, "v_rank": 1, "contextual_a": False, "rope": True, "rope_base": 500.0}})] + [
+        ("mta", {"kv_groups": 2, "post_mix": False,
+                 "mta": {"q_kernel": 2, "k_kernel": 4, "post_q_kernel": 3, "post_k_kernel": 2, "pad": "left",
+                         "head_group": 2, "group_norm": True, "norm_rescale": True, "out_gate": "elementwise"}})]
     for name, slots in variations:
         for causal in (False, True):
             spec = json.loads(run([binary, "spec", "preset", name]))
@@ -307,7 +371,8 @@ def main():
                 json.dump(spec, f)
             run([binary, "attention", "--spec", sp, "--seed", "11", "--save-weights", wp])
             w, meta = st.load(wp)
-            mixes = [n for n in ("mix_pre", "mix_post", "q_norm.weight", "kv_norm.weight") if n in w]
+            mixes = [n for n in ("mix_pre", "mix_post", "q_norm.weight", "kv_norm.weight", "mta_kernel",
+                                 "mta_kernel_after_sm", "head_kernel", "subln.weight") if n in w]
             if mixes:  # identity (ones) at init: change them, so the check sees the mixings and norm weights act
                 gen = torch.Generator().manual_seed(7)
                 for n in mixes:

@@ -2,7 +2,7 @@
 
 For each preset mqa, gqa, talking_heads, gated, gated_headwise (and gated attention combined with
 GQA, whose official weight layout depends on the number of KV groups), tpa and tpa_kv_only (and TPA
-with constant head factors) this test
+with constant head factors), mta (and MTA with its other options) this test
 
 1. layer level: builds one layer with `tensorscope attention --spec S --seed 11 --save-weights W`
    (the talking-heads mixings, identity at init, get a random non-symmetric offset written back
@@ -19,7 +19,7 @@ with constant head factors) this test
 3. negative controls (the test is not vacuous): for every case a plausible wrong mapping or
    head-group order (query head h reading KV group h % G instead of h // (H/G); K and V swapped;
    the TF talking-heads matrices not transposed; the gated q_proj stacked [Wq; Wg] instead of
-   interleaved per KV group) must make the same comparison fail by far (> 1e-3 relative).
+   interleaved per KV group; the MTA kernels flipped) must make the same comparison fail by far (> 1e-3 relative).
 
 The official modules are ported here in our own words, with the same semantics; each port cites the
 repository, commit, file and lines it follows. Only the attention core is compared: Qwen3's q/k
@@ -295,6 +295,79 @@ def ram_talking_heads_attention(sd, cfg, x):
     return lin(out.reshape(B, T, H * D), sd["wo.weight"])
 
 
+# --- facebookresearch/RAM, commit e6f051fbcfaef4cab69bf2ea1b25f500f94c0c64, file
+# --- projects/mta/mta_transformer.py, class Attention, the MTA configuration of
+# --- projects/mta/configs/*_mta.yaml (use_mta with the key-query convolutions, pre_sm_linear_head,
+# --- head_kernel_size, after_sm kernels, pad_key, group_norm, add_gating / gate_1d).
+
+def ram_mta_attention(sd, cfg, x, layer_id=0):
+    """Port of Attention.forward, use_mta branch (L303-436) with _update_mask (L439-462, the causal
+    branch: mask = triu(-inf, 1) repeated over batch and heads), _mta_convolution (L464-535, one cut:
+    no chunk_start_ids outside generation), _head_convolution (L537-552) and RMSNorm (L33-86):
+    wq/wk/wv/wo without bias (L176-196), repeat_kv (lingua, head h reads h // heads_per_group),
+    scores = q k^T * rsqrt(head_dim) (L343-345); if mta_kernel: masked scores set to 0 (L472), padded
+    by (c_q - 1) queries above and the keys as pad_key (L497-512), F.conv2d(groups=n_heads) (L513-518);
+    wpsm over the head axis (L357); + mask (L360); float softmax (L362); if mta_kernel_after_sm: the
+    same convolution then where(mask == -inf, 0) (L364-372); head convolution or wposm (L374-380);
+    scores @ v (L387); subln = RMSNorm(head_dim, eps 1e-5) over each head, optionally times
+    1 - lambda_init(layer_id) (L423-424, L68-79); output * sigmoid(gate(output)) (L426-427); wo (L435).
+    Left out: the rotary embedding (L322; Tensorscope's rotary is a model option, section 9), the KV
+    cache and the chunked generation masks, dropout (identity at inference), the attention-map cache."""
+    B, T, _ = x.shape
+    H, G, D = cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"]
+    lin = torch.nn.functional.linear
+    xq = lin(x, sd["wq.weight"]).view(B, T, H, D)
+    xk = lin(x, sd["wk.weight"]).view(B, T, G, D)
+    xv = lin(x, sd["wv.weight"]).view(B, T, G, D)
+    rep = H // G
+    xk = xk[:, :, :, None].expand(B, T, G, rep, D).reshape(B, T, H, D)
+    xv = xv[:, :, :, None].expand(B, T, G, rep, D).reshape(B, T, H, D)
+    xq, xk, xv = (e.transpose(1, 2) for e in (xq, xk, xv))
+    mask = torch.triu(torch.full((T, T), float("-inf")), diagonal=1).type_as(xq).repeat(B, H, 1, 1)
+
+    def mta_convolution(scores, kernel):
+        scores = scores.clone()
+        scores[mask == float("-inf")] = 0
+        n_loc, head_sz, qdim, kdim = kernel.shape
+        if cfg["pad_key"] == "left":
+            padded = torch.nn.functional.pad(scores, (kdim - 1, 0, qdim - 1, 0), value=0.0)
+        elif cfg["pad_key"] == "right":
+            padded = torch.nn.functional.pad(scores, (0, kdim - 1, qdim - 1, 0), value=0.0)
+        else:
+            assert (kdim - 1) % 2 == 0
+            padded = torch.nn.functional.pad(scores, ((kdim - 1) // 2, (kdim - 1) // 2, qdim - 1, 0), value=0.0)
+        return torch.nn.functional.conv2d(padded, kernel, padding=0, groups=H // head_sz)
+
+    scores = torch.matmul(xq, xk.transpose(2, 3)) * torch.rsqrt(torch.tensor(float(D)))
+    if "mta_kernel" in sd:
+        scores = mta_convolution(scores, sd["mta_kernel"])
+    if "wpsm.weight" in sd:
+        scores = lin(scores.transpose(1, -1), sd["wpsm.weight"]).transpose(1, -1)
+    scores = scores + mask
+    scores = torch.softmax(scores.float(), dim=-1).type_as(xq)
+    if "mta_kernel_after_sm" in sd:
+        scores = mta_convolution(scores, sd["mta_kernel_after_sm"])
+        scores = torch.where(mask == float("-inf"), 0.0, scores)
+    if "head_kernel" in sd:
+        kernel = sd["head_kernel"]  # [H // head_kernel_size, k, k], indexed [group, from, to]
+        chunks = scores.reshape(B, H // kernel.shape[1], kernel.shape[1], T, -1)
+        mixed = torch.empty_like(chunks)
+        for i in range(kernel.shape[0]):
+            mixed[:, i] = torch.matmul(chunks[:, i].transpose(1, -1), kernel[i]).transpose(1, -1)
+        scores = mixed.reshape(B, H, T, -1)
+    elif "wposm.weight" in sd:
+        scores = lin(scores.transpose(1, -1), sd["wposm.weight"]).transpose(1, -1)
+    output = torch.matmul(scores, xv).transpose(1, 2)  # [B, S, H, D]
+    if "subln.weight" in sd:
+        normed = output.float()
+        output = (normed * torch.rsqrt(normed.pow(2).mean(-1, keepdim=True) + 1e-5)).type_as(output) * sd["subln.weight"]
+        if cfg.get("layer_norm_rescale"):
+            output = output * (1 - (0.8 - 0.6 * math.exp(-0.3 * layer_id)))
+    if "gate.weight" in sd:
+        output = output * torch.sigmoid(lin(output, sd["gate.weight"], sd["gate.bias"]))
+    return lin(output.reshape(B, T, H * D), sd["wo.weight"])
+
+
 # =============================================================================================
 # Weight mappings Tensorscope -> official state_dict (docs/attention-variants.md section 8).
 # w: Tensorscope's weights of one layer (wq.weight, ..., mix_pre, mix_post), without prefix.
@@ -377,6 +450,30 @@ def to_ram(w):
             "wo.weight": w["wo.weight"], "wpsm.weight": w["mix_pre"], "head_kernel": w["mix_post"].t()[None]}
 
 
+def to_ram_mta(w, wrong=False, post_as_head_kernel=True):
+    """MTA (section 8.8): wq, wk, wv, wo as they are; mta_kernel and mta_kernel_after_sm [H, c_q, c_k]
+    -> [H, 1, c_q, c_k] (the official depthwise conv2d weight); mix_pre -> wpsm.weight ([to, from] on
+    both sides); mix_post -> head_kernel = mix_post^T[None] (head_kernel_size = n_heads, the configs'
+    choice: [1, from, to]) or -> wposm.weight as it is (post_sm_linear_head); head_kernel (groups),
+    subln.weight, gate.weight, gate.bias as they are. wrong: the kernels flipped on both axes (a true
+    convolution instead of F.conv2d's cross-correlation) and head_kernel read [to, from]."""
+    sd = {}
+    for k, v in w.items():
+        if k in ("mta_kernel", "mta_kernel_after_sm"):
+            sd[k] = (v.flip(1, 2) if wrong else v)[:, None]
+        elif k == "head_kernel":
+            sd[k] = v.transpose(1, 2) if wrong else v
+        elif k == "mix_pre":
+            sd["wpsm.weight"] = v
+        elif k == "mix_post" and post_as_head_kernel:
+            sd["head_kernel"] = (v if wrong else v.t())[None]
+        elif k == "mix_post":
+            sd["wposm.weight"] = v.t() if wrong else v
+        else:
+            sd[k] = v
+    return sd
+
+
 def swap_kv(w):
     w = dict(w)
     for t in ("weight", "bias"):
@@ -401,6 +498,15 @@ def officials(spec):
         return [("tensorgi/TPA T6 CPLinear + CausalSelfAttention",
                  lambda w, x, causal, wrong: t6_attention(to_t6(w, H, wrong), cfg_t6, x), False, False)]
     G = slots["kv_groups"] or H
+    if slots.get("mta"):
+        m = slots["mta"]
+        cfg_m = {"n_heads": H, "n_kv_heads": G, "head_dim": D, "pad_key": m.get("pad", "both"),
+                 "layer_norm_rescale": m.get("norm_rescale", False)}
+        # The full post-softmax mixing as the configs' head convolution over all heads, or (the
+        # mta_wposm case, no pre-softmax convolution) as post_sm_linear_head.
+        as_kernel = m.get("q_kernel", 0) > 0
+        return [("facebookresearch/RAM Attention (MTA%s)" % ("" if as_kernel else ", wposm"),
+                 lambda w, x, causal, wrong: ram_mta_attention(to_ram_mta(w, wrong, as_kernel), cfg_m, x), False, False)]
     gate = slots["gate"]
     out = []
     if slots["pre_mix"] or slots["post_mix"]:
@@ -438,7 +544,10 @@ WRONG_NAMES = {"mqa": "K and V swapped", "gqa": "head h reads group h % G",
                "gated_headwise": "q_proj stacked [Wq; Wg]", "gated_gqa": "q_proj stacked [Wq; Wg]",
                "gated_headwise_gqa": "q_proj stacked [Wq; Wg]",
                "tpa": "head factors read [R, H]", "tpa_kv_only": "head factors read [R, H]",
-               "tpa_constant": "head factors read [R, H]"}
+               "tpa_constant": "head factors read [R, H]",
+               "mta": "kernels flipped, head_kernel not transposed",
+               "mta_variant": "kernels flipped, head_kernel read [to, from]",
+               "mta_wposm": "kernel flipped, wposm transposed"}
 
 
 def run(cmd):
@@ -466,6 +575,20 @@ def preset_specs(binary):
     spec = copy.deepcopy(dict(out)["tpa"])  # constant head factors (not in T6), another base
     spec["slots"]["tpa"].update({"contextual_a": False, "rope_base": 500.0, "q_rank": 3, "k_rank": 3, "v_rank": 1})
     out.append(("tpa_constant", spec))
+    # Multi-token attention (section 8.8): the preset (RAM's 300M_mta.yaml at small sizes), and the
+    # other options: pad_key left, post_sm_linear_head (mix_post) instead of the head convolution,
+    # a [D, D] gate (gate_1d false), shared K and V.
+    spec = json.loads(run([binary, "spec", "preset", "mta"]))
+    spec["sizes"].update({"F": F_, "H": H_, "D": D_, "R": H_ * D_, "seq_len": N_})
+    out.append(("mta", spec))
+    variant = copy.deepcopy(spec)
+    variant["slots"]["mta"].update({"pad": "left", "q_kernel": 3, "k_kernel": 4, "post_q_kernel": 2, "post_k_kernel": 3,
+                                    "head_group": 2, "out_gate": "elementwise"})
+    variant["slots"].update({"post_mix": False, "kv_groups": 2})
+    out.append(("mta_variant", variant))
+    wposm = copy.deepcopy(spec)
+    wposm["slots"]["mta"].update({"pad": "right", "q_kernel": 0, "k_kernel": 0, "group_norm": False, "out_gate": "none"})
+    out.append(("mta_wposm", wposm))
     return out
 
 
@@ -497,8 +620,9 @@ def layer_checks(binary, work, name, spec, res):
                 json.dump(s, f)
             run([binary, "attention", "--spec", sp, "--seed", "11", "--save-weights", wp])
             w, meta = st.load(wp)
-            mixes = [n for n in ("mix_pre", "mix_post") if n in w]
-            if mixes:  # identity at init: a random non-symmetric offset, so a transpose would show
+            mixes = [n for n in ("mix_pre", "mix_post", "mta_kernel", "mta_kernel_after_sm", "head_kernel",
+                                 "subln.weight") if n in w]
+            if mixes:  # identity at init: a random non-symmetric offset, so a transpose or flip would show
                 gen = torch.Generator().manual_seed(7)
                 for n in mixes:
                     w[n] = w[n] + 0.4 * torch.randn(w[n].shape, generator=gen, dtype=w[n].dtype)

@@ -45,6 +45,7 @@ TEST(DesignNames, EveryPresetIsNamedAndEqualsItsFirstName) {
   EXPECT_EQ(first(makeSpecPreset("mla")), "multi-head latent attention (DeepSeek MLA)");
   EXPECT_EQ(first(makeSpecPreset("tpa")), "Tensor Product Attention (TPA)");
   EXPECT_EQ(first(makeSpecPreset("tpa_kv_only")), "TPA, keys and values only (T6-KVonly)");
+  EXPECT_EQ(first(makeSpecPreset("mta")), "multi-token attention (MTA)");
   EXPECT_EQ(first(makeSpecPreset("tp")), "TP-attention");
   EXPECT_EQ(first(makeSpecPreset("fixed_head")), "fixed head size (Low-Rank Bottleneck)");
   EXPECT_EQ(first(makeSpecPreset("skip_right")), "talking heads, pre-softmax half");
@@ -55,6 +56,30 @@ TEST(DesignNames, EveryPresetIsNamedAndEqualsItsFirstName) {
   EXPECT_EQ(first(makeSpecPreset("heads_only")), "MHSA (4 heads of size 1)");
   EXPECT_EQ(first(makeSpecPreset("multilinear")), "multi-linear attention (Tensorized Transformer)");
   EXPECT_EQ(first(makeSpecPreset("dimwise")), "dimension-wise attention (TensorCoder)");
+}
+
+TEST(DesignNames, MtaIsNamedByItsConvolutionsAndItsHeadMixingsByTheirStructure) {
+  auto s = makeSpecPreset("mta");
+  ASSERT_EQ(nameDesigns(s).size(), 1u);
+  EXPECT_NE(nameDesigns(s).front().why.find("6 x 11"), std::string::npos) << nameDesigns(s).front().why;
+  // Only the post-softmax convolution: still MTA.
+  s.slots.mta.q_kernel = s.slots.mta.k_kernel = 0;
+  EXPECT_EQ(first(s), "multi-token attention (MTA)");
+  // No convolution: RAM's talking-heads baseline (pre_sm_linear_head and a head convolution over
+  // all H heads) is talking heads, whatever the slot that holds the mixing.
+  s.slots.mta.post_q_kernel = s.slots.mta.post_k_kernel = 0;
+  s.slots.mta.group_norm = false;
+  s.slots.mta.out_gate = Gate::None;
+  ASSERT_TRUE(validate(s).empty());
+  EXPECT_EQ(first(s), "talking heads");
+  s.slots.post_mix = false;
+  s.slots.mta.head_group = 2;  // groups of 2 of the 4 heads
+  EXPECT_EQ(first(s), "talking heads, post-softmax half in groups");
+  s.slots.pre_mix = false;
+  EXPECT_EQ(first(s), "grouped head mixing (MTA head convolution)");
+  s.slots.mta.head_group = 0;
+  s.slots.mta.group_norm = true;
+  EXPECT_EQ(first(s), "gated head norm (MTA)");
 }
 
 TEST(DesignNames, NonContextualTpaIsNamedByItsRanks) {

@@ -3,6 +3,7 @@
 #include "attention/attention_module.h"
 #include "attention/mhsa.h"
 #include "attention/mla.h"
+#include "attention/mta.h"
 #include "attention/multilinear.h"
 #include "attention/thsa.h"
 #include "attention/tpa.h"
@@ -24,6 +25,7 @@ AttentionModule makeAttentionModule(const spec::AttentionSpec& s, int layer) {
     case Variant::Tp:
       if (s.slots.latent.enabled()) return wrap(std::make_shared<MlaImpl>(s));
       if (s.slots.tpa.enabled()) return wrap(std::make_shared<TpaImpl>(s));
+      if (s.slots.mta.enabled()) return wrap(std::make_shared<MtaImpl>(s, layer));
       return wrap(std::make_shared<MhsaImpl>(s, layer));
     case Variant::Thsa: return wrap(std::make_shared<ThsaImpl>(s));
     case Variant::ThsaLinear: return wrap(std::make_shared<ThsaLinearImpl>(s));

@@ -138,6 +138,24 @@ torch::Tensor constant(const spec::TensorNode& n, const torch::TensorOptions& op
     }
     return R.to(opts);
   }
+  if (n.binding.rfind("shift:", 0) == 0 && shape.size() == 3) {
+    // Σ[n, a, i] = 1 where a = n + i − OFFSET and 0 ≤ a < size: the shift tensor of multi-token
+    // attention's key-query convolution (§8.8; the kernel's entry i reads position n − OFFSET + i,
+    // zero padding outside the map, as RAM's F.pad + F.conv2d, mta_transformer.py L497-518).
+    const std::int64_t offset = std::stoll(n.binding.substr(6));
+    auto S = at::zeros(shape, opts);
+    for (std::int64_t p = 0; p < shape[0]; ++p)
+      for (std::int64_t i = 0; i < shape[2]; ++i) {
+        const std::int64_t a = p + i - offset;
+        if (a >= 0 && a < shape[1]) S[p][a][i] = 1.0;
+      }
+    return S;
+  }
+  if (n.binding == "head_split" && shape.size() == 3 && shape[0] == shape[1] * shape[2]) {
+    // δ[h, c, i] = 1 where h = c·g + i (g = shape[2]): the head leg split into groups (MTA's head
+    // convolution, §8.8).
+    return at::eye(shape[0], opts).view(shape);
+  }
   throw std::invalid_argument("node '" + n.id + "' has an unknown binding '" + n.binding + "' for its legs");
 }
 

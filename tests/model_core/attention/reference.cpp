@@ -381,12 +381,169 @@ Reference referenceTpa(const spec::AttentionSpec& spec, const WeightMap& w, cons
   return ref;
 }
 
+/// Multi-token attention (contract §8.8) in the first block (norm_rescale's λ_init = 0.2), written
+/// from the equations in loops over every index: the key-query convolutions, the head mixings, the
+/// head norm and its gate.
+Reference referenceMta(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn,
+                       const Rotary& rotary) {
+  const torch::Tensor x = f64(xIn);
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int H = spec.sizes.H, D = spec.sizes.D;
+  const spec::Slots& slot = spec.slots;
+  const spec::Mta& mta = slot.mta;
+  const int G = slot.kv_groups > 0 ? slot.kv_groups : H;
+  const auto group = [&](int h) { return h / (H / G); };
+  requireShape(weight(w, "wq.weight"), {H * D, spec.sizes.F}, "wq.weight");
+  requireShape(weight(w, "wk.weight"), {G * D, spec.sizes.F}, "wk.weight");
+  requireShape(weight(w, "wv.weight"), {G * D, spec.sizes.F}, "wv.weight");
+  const torch::Tensor q = turnReference(linear(w, "wq", x, spec.bias), D, rotary),
+                      k = turnReference(linear(w, "wk", x, spec.bias), D, rotary), v = linear(w, "wv", x, spec.bias);
+  auto qa = q.accessor<double, 3>(), ka = k.accessor<double, 3>(), va = v.accessor<double, 3>();
+  const auto at = [&](std::int64_t b, std::int64_t h, std::int64_t n, std::int64_t m) {
+    return static_cast<size_t>(((b * H + h) * N + n) * N + m);
+  };
+  const auto hidden = [&](std::int64_t n, std::int64_t m) { return spec.causal && m > n; };
+  // S[b,h,n,m] = Σ_d q[b,n,h,d]·k[b,m,g(h),d]/√D.
+  std::vector<double> S(static_cast<size_t>(B * H * N * N));
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t m = 0; m < N; ++m) {
+          double s = 0.0;
+          for (int d = 0; d < D; ++d) s += qa[b][n][h * D + d] * ka[b][m][group(h) * D + d];
+          S[at(b, h, n, m)] = s / std::sqrt(static_cast<double>(D));
+        }
+  // Ŝ[b,h,n,m] = Σ_{i<c_q} Σ_{j<c_k} θ[h,i,j]·Z[b,h,n−c_q+1+i, m−p+j], Z = S with hidden entries 0
+  // and 0 outside the map; p = (c_k−1)/2 (both), c_k−1 (left), 0 (right).
+  const auto convolve = [&](const std::vector<double>& in, const std::string& name, int cq, int ck) {
+    const torch::Tensor& K = weight(w, name);
+    requireShape(K, {H, cq, ck}, name);
+    auto Ka = K.accessor<double, 3>();
+    const int p = mta.pad == spec::MtaPad::Both ? (ck - 1) / 2 : mta.pad == spec::MtaPad::Left ? ck - 1 : 0;
+    std::vector<double> out(in.size(), 0.0);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (int h = 0; h < H; ++h)
+        for (std::int64_t n = 0; n < N; ++n)
+          for (std::int64_t m = 0; m < N; ++m) {
+            double s = 0.0;
+            for (int i = 0; i < cq; ++i)
+              for (int j = 0; j < ck; ++j) {
+                const std::int64_t n2 = n - (cq - 1) + i, m2 = m - p + j;
+                if (n2 < 0 || n2 >= N || m2 < 0 || m2 >= N || hidden(n2, m2)) continue;
+                s += Ka[h][i][j] * in[at(b, h, n2, m2)];
+              }
+            out[at(b, h, n, m)] = s;
+          }
+    return out;
+  };
+  // Mixing across heads: out[l] = Σ_h C[l,h]·in[h] (C [H, H], to-head first).
+  const auto mix = [&](const std::vector<double>& in, const std::string& name) {
+    const torch::Tensor& C = weight(w, name);
+    requireShape(C, {H, H}, name);
+    auto Ca = C.accessor<double, 2>();
+    std::vector<double> out(in.size(), 0.0);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (int l = 0; l < H; ++l)
+        for (std::int64_t n = 0; n < N; ++n)
+          for (std::int64_t m = 0; m < N; ++m) {
+            double s = 0.0;
+            for (int h = 0; h < H; ++h) s += Ca[l][h] * in[at(b, h, n, m)];
+            out[at(b, l, n, m)] = s;
+          }
+    return out;
+  };
+  if (mta.q_kernel > 0) S = convolve(S, "mta_kernel", mta.q_kernel, mta.k_kernel);
+  if (slot.pre_mix) S = mix(S, "mix_pre");
+  // The softmax over the keys a query may see; hidden weights are 0.
+  std::vector<double> P(S.size(), 0.0);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t visible = spec.causal ? n + 1 : N;
+        std::vector<double> row(static_cast<size_t>(visible));
+        for (std::int64_t m = 0; m < visible; ++m) row[static_cast<size_t>(m)] = S[at(b, h, n, m)];
+        softmax(row);
+        for (std::int64_t m = 0; m < visible; ++m) P[at(b, h, n, m)] = row[static_cast<size_t>(m)];
+      }
+  if (mta.post_q_kernel > 0) {
+    P = convolve(P, "mta_kernel_after_sm", mta.post_q_kernel, mta.post_k_kernel);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (int h = 0; h < H; ++h)
+        for (std::int64_t n = 0; n < N; ++n)
+          for (std::int64_t m = 0; m < N; ++m)
+            if (hidden(n, m)) P[at(b, h, n, m)] = 0.0;
+  }
+  if (mta.head_group > 0) {
+    // U[b, c·g + j] = Σ_i P[b, c·g + i]·κ[c, i, j] within each group c of g heads.
+    const int g = mta.head_group;
+    const torch::Tensor& Kh = weight(w, "head_kernel");
+    requireShape(Kh, {H / g, g, g}, "head_kernel");
+    auto Ka = Kh.accessor<double, 3>();
+    std::vector<double> U(P.size(), 0.0);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (int c = 0; c < H / g; ++c)
+        for (int j = 0; j < g; ++j)
+          for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t m = 0; m < N; ++m) {
+              double s = 0.0;
+              for (int i = 0; i < g; ++i) s += P[at(b, c * g + i, n, m)] * Ka[c][i][j];
+              U[at(b, c * g + j, n, m)] = s;
+            }
+    P = U;
+  } else if (slot.post_mix) {
+    P = mix(P, "mix_post");
+  }
+  Reference ref;
+  ref.maps = torch::tensor(P, torch::kDouble).view({B, H, N, N});
+  // o[b,n,h,d] = Σ_m U[b,h,n,m]·v[b,m,g(h),d], then the head norm and the gate.
+  torch::Tensor o = torch::zeros({B, N, H * D}, torch::kDouble);
+  auto oa = o.accessor<double, 3>();
+  const torch::Tensor gamma = mta.group_norm ? weight(w, "subln.weight") : torch::Tensor();
+  if (mta.group_norm) requireShape(gamma, {D}, "subln.weight");
+  const int outs = mta.out_gate == spec::Gate::Headwise ? 1 : D;
+  torch::Tensor gw, gb;
+  if (mta.out_gate != spec::Gate::None) {
+    gw = weight(w, "gate.weight");
+    gb = weight(w, "gate.bias");
+    requireShape(gw, {outs, D}, "gate.weight");
+    requireShape(gb, {outs}, "gate.bias");
+  }
+  const double rescale = mta.norm_rescale ? 1.0 - (0.8 - 0.6 * std::exp(-0.3 * 0)) : 1.0;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t n = 0; n < N; ++n)
+      for (int h = 0; h < H; ++h) {
+        std::vector<double> head(static_cast<size_t>(D), 0.0);
+        for (int d = 0; d < D; ++d)
+          for (std::int64_t m = 0; m < N; ++m) head[static_cast<size_t>(d)] += P[at(b, h, n, m)] * va[b][m][group(h) * D + d];
+        if (mta.group_norm) {
+          double ms = 0.0;
+          for (double e : head) ms += e * e / D;
+          for (int d = 0; d < D; ++d)
+            head[static_cast<size_t>(d)] *= gamma[d].item<double>() * rescale / std::sqrt(ms + 1e-5);
+        }
+        if (mta.out_gate != spec::Gate::None) {
+          std::vector<double> gate(static_cast<size_t>(outs));
+          for (int e = 0; e < outs; ++e) {
+            double s = gb[e].item<double>();
+            for (int d = 0; d < D; ++d) s += gw[e][d].item<double>() * head[static_cast<size_t>(d)];
+            gate[static_cast<size_t>(e)] = 1.0 / (1.0 + std::exp(-s));
+          }
+          for (int d = 0; d < D; ++d) head[static_cast<size_t>(d)] *= gate[static_cast<size_t>(outs == 1 ? 0 : d)];
+        }
+        for (int d = 0; d < D; ++d) oa[b][n][h * D + d] = head[static_cast<size_t>(d)];
+      }
+  requireShape(weight(w, "wo.weight"), {spec.sizes.F, H * D}, "wo.weight");
+  ref.y = linear(w, "wo", o, spec.bias);
+  return ref;
+}
+
 Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn,
                           const Rotary& rotary) {
   checkInput(spec, xIn);
   if (spec.slots.tpa.enabled()) return referenceTpa(spec, w, xIn);
   if (spec.slots.differential) return referenceDifferential(spec, w, xIn, rotary);
   if (spec.slots.latent.enabled()) return referenceLatent(spec, w, xIn);
+  if (spec.slots.mta.enabled()) return referenceMta(spec, w, xIn, rotary);
   const torch::Tensor x = f64(xIn);
   const std::int64_t B = x.size(0), N = x.size(1);
   const int H = spec.sizes.H, D = spec.sizes.D;
@@ -925,6 +1082,45 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
         s.slots.tpa.rope_base = tc.rope ? 10000.0 : s.slots.tpa.rope_base;
         if (tc.variant == Variant::FixedHead && tc.rope) s.slots.tpa.rope_base = 50.0;  // another base
         add(std::move(s), pick(1, 6));
+      }
+    }
+    {  // multi-token attention (§8.8): each pad, the convolutions before and/or after the softmax,
+       // the head convolution in groups or over all heads, post_mix, shared K/V, norm and gates
+      struct MtaCase {
+        Variant variant;
+        int cq, ck, postCq, postCk;
+        spec::MtaPad pad;
+        int headGroup;  // -1: H (all heads); 0: none; else that size (H = 2·headGroup)
+        bool pre, post, shared, norm, rescale;
+        spec::Gate gate;
+      };
+      using P = spec::MtaPad;
+      using spec::Gate;
+      for (const MtaCase& mc : {MtaCase{Variant::Mhsa, 2, 3, 0, 0, P::Both, 0, false, false, false, false, false, Gate::None},
+                                MtaCase{Variant::Mhsa, 3, 3, 2, 1, P::Both, -1, true, false, false, true, false, Gate::Headwise},
+                                MtaCase{Variant::FixedHead, 2, 2, 0, 0, P::Left, 2, true, false, true, true, true, Gate::Elementwise},
+                                MtaCase{Variant::Mhsa, 0, 0, 3, 2, P::Right, 0, false, true, false, false, false, Gate::None},
+                                MtaCase{Variant::Mhsa, 1, 1, 1, 3, P::Both, 1, false, false, false, false, false, Gate::Headwise},
+                                MtaCase{Variant::Mhsa, 0, 0, 0, 0, P::Both, 0, false, false, false, true, false, Gate::Headwise}}) {
+        spec::Sizes z;
+        z.H = mc.headGroup > 1 || mc.shared ? 4 : pick(1, 3);
+        z.D = pick(1, 3);
+        z.F = pick(2, 10);
+        spec::AttentionSpec s = makeSpec(mc.variant, z, causal, bias);
+        spec::Mta& m = s.slots.mta;
+        m.q_kernel = mc.cq;
+        m.k_kernel = mc.ck;
+        m.post_q_kernel = mc.postCq;
+        m.post_k_kernel = mc.postCk;
+        m.pad = mc.pad;
+        m.head_group = mc.headGroup < 0 ? z.H : mc.headGroup;
+        m.group_norm = mc.norm;
+        m.norm_rescale = mc.rescale;
+        m.out_gate = mc.gate;
+        s.slots.pre_mix = mc.pre;
+        s.slots.post_mix = mc.post;
+        s.slots.kv_groups = mc.shared ? z.H / 2 : 0;
+        add(std::move(s), pick(2, 7));
       }
     }
   }

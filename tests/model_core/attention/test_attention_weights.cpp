@@ -121,6 +121,23 @@ Expected expectedWeights(const spec::AttentionSpec& s) {
           e.required[name] = {z.H, z.H};
           e.derived[name] = false;
         }
+      // §8.8 (multi-token attention): RAM's names; the kernels [H, c_q, c_k] (the official
+      // [H, 1, c_q, c_k] without its 1), the head convolution [H/g, g, g], the norm γ [D] and the
+      // gate Linear(D, 1 or D) with its bias.
+      const auto& mta = slot.mta;
+      auto param = [&](const std::string& name, Shape shape) {
+        e.required[name] = std::move(shape);
+        e.derived[name] = false;
+      };
+      if (mta.q_kernel > 0) param("mta_kernel", {z.H, mta.q_kernel, mta.k_kernel});
+      if (mta.post_q_kernel > 0) param("mta_kernel_after_sm", {z.H, mta.post_q_kernel, mta.post_k_kernel});
+      if (mta.head_group > 0) param("head_kernel", {z.H / mta.head_group, mta.head_group, mta.head_group});
+      if (mta.group_norm) param("subln.weight", {z.D});
+      if (mta.out_gate != spec::Gate::None) {
+        const std::int64_t outs = mta.out_gate == spec::Gate::Headwise ? 1 : z.D;
+        param("gate.weight", {outs, z.D});
+        param("gate.bias", {outs});
+      }
       linear("wo", F, HD);
       break;
     }
@@ -237,8 +254,16 @@ std::int64_t analyticCount(const spec::AttentionSpec& s) {
       }
       const std::int64_t GD = (slot.kv_groups > 0 ? slot.kv_groups : H) * D;
       if (slot.differential) return 4 * F * HD + 4 * F * GD + 6 * D + b * (2 * HD + 4 * GD + F);
+      // §8.8: H·c_q·c_k per convolution, H·g for the head convolution, D for the norm, D + 1 or
+      // D·D + D for the gate.
+      const auto& mta = slot.mta;
+      const std::int64_t mtaCount = H * mta.q_kernel * mta.k_kernel + H * mta.post_q_kernel * mta.post_k_kernel +
+                                    H * mta.head_group + (mta.group_norm ? D : 0) +
+                                    (mta.out_gate == spec::Gate::None       ? 0
+                                     : mta.out_gate == spec::Gate::Headwise ? D + 1
+                                                                             : D * D + D);
       const std::int64_t gates = slot.gate == spec::Gate::None ? 0 : slot.gate == spec::Gate::Headwise ? H : HD;
-      return 2 * F * HD + 2 * F * GD + (slot.pre_mix ? H * H : 0) + (slot.post_mix ? H * H : 0) + F * gates +
+      return 2 * F * HD + 2 * F * GD + (slot.pre_mix ? H * H : 0) + (slot.post_mix ? H * H : 0) + F * gates + mtaCount +
              b * (HD + 2 * GD + F + gates);
     }
     case spec::Variant::Tp: return 5 * F * HD + b * (4 * HD + F);

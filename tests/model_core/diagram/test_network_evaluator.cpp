@@ -119,6 +119,38 @@ TEST(DiagramEvaluator, TpaMatchesTheModule) {
         }
 }
 
+TEST(DiagramEvaluator, MtaMatchesTheModule) {
+  // Multi-token attention (§8.8): the shift tensors of each pad, convolutions before and/or after
+  // the softmax, the head convolution in groups or the full mixings, shared K/V, the norm and gates.
+  RandomSizes r{std::mt19937(23)};
+  std::uint64_t seed = 500;
+  for (auto pad : {spec::MtaPad::Both, spec::MtaPad::Left, spec::MtaPad::Right})
+    for (int form = 0; form < 3; ++form)
+      for (bool causal : {false, true}) {
+        auto s = r.spec("mta", causal, form == 1);
+        auto& m = s.slots.mta;
+        m.pad = pad;
+        m.q_kernel = form == 2 ? 0 : r.pick(1, 3);
+        m.k_kernel = form == 2 ? 0 : 2 * r.pick(0, 2) + 1;
+        m.post_q_kernel = form == 0 ? 0 : r.pick(1, 3);
+        m.post_k_kernel = form == 0 ? 0 : 2 * r.pick(0, 1) + 1;
+        if (form == 1) {  // head groups of two, shared K/V, an elementwise gate, the rescale
+          s.sizes.H = 4;
+          s.slots.post_mix = false;
+          s.slots.kv_groups = 2;
+          m.head_group = 2;
+          m.norm_rescale = true;
+          m.out_gate = spec::Gate::Elementwise;
+        }
+        if (form == 2) {
+          s.slots.pre_mix = false;
+          m.group_norm = false;
+        }
+        SCOPED_TRACE(spec::toJson(s, -1));
+        expectMatches(s, ++seed);
+      }
+}
+
 TEST(DiagramEvaluator, EveryCorePresetMatchesTheModule) {
   RandomSizes r{std::mt19937(12)};
   std::uint64_t seed = 200;

@@ -150,6 +150,20 @@ def cases(corpus):
         ("tpa_kv_only_constant_sort",
          run_config(attention("fixed_head", H=2, D=4, slots={"tpa": {"k_rank": 1, "v_rank": 2, "contextual_a": False,
                                                                       "rope_base": 100.0}}), task="sort")),
+        # Multi-token attention (section 8.8): the preset's structure (its λ-free norm and 1-d gate),
+        # and head groups with shared K/V, pad left, the rescaled norm (λ_init of each block) and an
+        # elementwise gate under the interleaved rotary.
+        ("mta_copy", run_config(attention("mhsa", H=2, D=8, slots={
+            "pre_mix": True, "post_mix": True,
+            "mta": {"q_kernel": 6, "k_kernel": 11, "post_q_kernel": 6, "post_k_kernel": 11, "pad": "both",
+                    "group_norm": True, "out_gate": "headwise"}}))),
+        ("mta_groups_rotary_sort",
+         run_config(attention("mhsa", H=4, D=4, slots={"kv_groups": 2, "pre_mix": True,
+                                                       "mta": {"q_kernel": 2, "k_kernel": 4, "post_q_kernel": 3,
+                                                               "post_k_kernel": 2, "pad": "left", "head_group": 2,
+                                                               "group_norm": True, "norm_rescale": True,
+                                                               "out_gate": "elementwise"}}),
+                    task="sort", positions="rotary_interleaved")),
         ("fixed_head_gated_talking_gqa",
          run_config(attention("fixed_head", H=4, D=6, slots={"kv_groups": 2, "pre_mix": True, "gate": "elementwise"}))),
         # Rotary positions (section 9): no position table; every layer turns its queries and keys.

@@ -575,6 +575,95 @@ class Dimwise(nn.Module):
         return (y, maps) if with_maps else y
 
 
+class Mta(nn.Module):
+    """Multi-token attention (slots.mta; contract section 8.8; facebookresearch/RAM
+    projects/mta/mta_transformer.py class Attention, commit e6f051f). Per head, the scaled logits are
+    convolved over (query, key) offsets by mta_kernel [H, c_q, c_k] (future entries zeroed first,
+    zero padding: c_q - 1 earlier queries, the keys as `pad`), mixed across heads by mix_pre [to, from],
+    masked and softmaxed; the weights convolved by mta_kernel_after_sm (masked entries zeroed after),
+    mixed in groups by head_kernel [H/g, g, g] (from, to) or by mix_post [to, from]; each head's output
+    RMS-normalised over D (subln.weight, eps 1e-5, times 1 - lambda_init with norm_rescale) and gated
+    by sigmoid(gate(o_h)). The maps returned are the weights that meet V [B, H, N, N]."""
+
+    def __init__(self, spec, layer=0):
+        super().__init__()
+        self.spec = spec
+        z, slots = spec["sizes"], spec.get("slots", {})
+        m = slots["mta"]
+        F_, H, D = z["F"], z["H"], z["D"]
+        self.heads, self.scale, self.causal = H, 1.0 / math.sqrt(D), bool(spec["causal"])
+        self.groups = slots.get("kv_groups", 0) or H
+        self.pad = m.get("pad", "both")
+        self.wq = nn.Linear(F_, H * D, bias=spec["bias"])
+        self.wk = nn.Linear(F_, self.groups * D, bias=spec["bias"])
+        self.wv = nn.Linear(F_, self.groups * D, bias=spec["bias"])
+        self.wo = nn.Linear(H * D, F_, bias=spec["bias"])
+        cq, ck = m.get("q_kernel", 0), m.get("k_kernel", 0)
+        pq, pk = m.get("post_q_kernel", 0), m.get("post_k_kernel", 0)
+        self.mta_kernel = nn.Parameter(self._identity(H, cq, ck)) if cq else None
+        self.mix_pre = nn.Parameter(torch.eye(H)) if slots.get("pre_mix") else None
+        self.mta_kernel_after_sm = nn.Parameter(self._identity(H, pq, pk)) if pq else None
+        g = m.get("head_group", 0)
+        self.head_kernel = nn.Parameter(torch.eye(g).repeat(H // g, 1, 1)) if g else None
+        self.mix_post = nn.Parameter(torch.eye(H)) if slots.get("post_mix") else None
+        self.subln = RmsNormWeight(D) if m.get("group_norm") else None
+        self.norm_scale = 1.0 - (0.8 - 0.6 * math.exp(-0.3 * layer)) if m.get("norm_rescale") else 1.0
+        gate = m.get("out_gate", "none")
+        self.gate = nn.Linear(D, 1 if gate == "headwise" else D) if gate != "none" else None
+        self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+        self.size, self.rotary = D, None  # rotary: None, "half" or "interleaved" (set by the model)
+
+    def _left(self, ck):
+        return {"both": (ck - 1) // 2, "left": ck - 1, "right": 0}[self.pad]
+
+    def _identity(self, H, cq, ck):
+        k = torch.zeros(H, cq, ck)
+        k[:, cq - 1, self._left(ck)] = 1.0
+        return k
+
+    def _convolve(self, maps, kernel, future):
+        if future is not None:
+            maps = maps.masked_fill(future, 0.0)
+        cq, ck = kernel.shape[1], kernel.shape[2]
+        left = self._left(ck)
+        padded = F.pad(maps, (left, ck - 1 - left, cq - 1, 0))
+        return F.conv2d(padded, kernel.unsqueeze(1), groups=self.heads)
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x)
+        B, N, _ = x.shape
+        H, G = self.heads, self.groups
+        q = split_heads(rotary(self.wq(x), self.size, self.rotary), H)
+        k, v = split_heads(rotary(self.wk(x), self.size, self.rotary), G), split_heads(self.wv(x), G)
+        if G != H:
+            k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
+        S = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        future = future_mask(N, N, x.device) if self.causal else None
+        if self.mta_kernel is not None:
+            S = self._convolve(S, self.mta_kernel, future)
+        if self.mix_pre is not None:
+            S = torch.einsum("gh,bhnm->bgnm", self.mix_pre, S)
+        if future is not None:
+            S = S.masked_fill(future, -math.inf)
+        P = torch.softmax(S, -1)
+        if self.mta_kernel_after_sm is not None:
+            P = self._convolve(P, self.mta_kernel_after_sm, future)
+            if future is not None:
+                P = P.masked_fill(future, 0.0)
+        if self.head_kernel is not None:
+            g = self.head_kernel.shape[1]
+            P = torch.einsum("bcinm,cij->bcjnm", P.reshape(B, H // g, g, N, N), self.head_kernel).reshape(B, H, N, N)
+        elif self.mix_post is not None:
+            P = torch.einsum("gh,bhnm->bgnm", self.mix_post, P)
+        o = torch.matmul(self.dropout(P), v).transpose(1, 2)  # [B, N, H, D]
+        if self.subln is not None:
+            o = self.subln(o, 1e-5) * self.norm_scale
+        if self.gate is not None:
+            o = o * torch.sigmoid(self.gate(o))
+        y = self.wo(o.reshape(B, N, -1))
+        return (y, P) if with_maps else y
+
+
 def make_attention(spec, layer=0):
     """The attention module of one layer spec (the JSON object of config.json model.attention);
     `layer` is the block's index (0 first), on which differential attention's λ_init depends."""
@@ -585,6 +674,8 @@ def make_attention(spec, layer=0):
         return Mla(spec)
     if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("tpa"):
         return Tpa(spec)
+    if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("mta"):
+        return Mta(spec, layer)
     if variant in ("mhsa", "fixed_head", "tp"):
         return Mhsa(spec)
     if variant == "thsa":

@@ -11,6 +11,7 @@ constexpr std::array<std::string_view, 7> kVariantNames = {
 constexpr std::string_view kCorePrefix = "core:";
 constexpr std::array<std::string_view, 3> kGateNames = {"none", "headwise", "elementwise"};
 constexpr std::array<std::string_view, 2> kLatentOrderNames = {"naive", "absorbed"};
+constexpr std::array<std::string_view, 3> kMtaPadNames = {"both", "left", "right"};
 
 /// The enumerator whose name (in enumerator order) is `text`.
 template <typename Enum, size_t N>
@@ -47,6 +48,19 @@ bool designSlots(std::string_view name, Slots& out) {
     s.tpa.k_rank = 2;
     s.tpa.v_rank = 2;
   }
+  else if (name == "mta") {
+    // One MTA layer of RAM's projects/mta/configs/300M_mta.yaml (use_mta, query_kernel_size 6,
+    // key_kernel_size 11, after_sm 6 × 11, pad_key both, pre_sm_linear_head, head_kernel_size =
+    // n_heads, group_norm, add_gating with gate_1d, no layer_norm_rescale) on the default sizes
+    // F = 64, H = 4, D = 16. A head convolution over all n_heads heads is one full H x H mixing
+    // after the softmax: slots.post_mix (mix_post = head_kernel[0]ᵀ), whatever H becomes.
+    s.pre_mix = true;
+    s.post_mix = true;
+    s.mta.q_kernel = s.mta.post_q_kernel = 6;
+    s.mta.k_kernel = s.mta.post_k_kernel = 11;
+    s.mta.group_norm = true;
+    s.mta.out_gate = Gate::Headwise;
+  }
   else return false;
   out = s;
   return true;
@@ -61,10 +75,14 @@ std::string_view toString(LatentOrder o) { return kLatentOrderNames[static_cast<
 
 bool parseLatentOrder(std::string_view text, LatentOrder& out) { return parseName(kLatentOrderNames, text, out); }
 
+std::string_view toString(MtaPad p) { return kMtaPadNames[static_cast<size_t>(p)]; }
+
+bool parseMtaPad(std::string_view text, MtaPad& out) { return parseName(kMtaPadNames, text, out); }
+
 bool hasSlots(Variant v) { return v == Variant::Mhsa || v == Variant::FixedHead; }
 
 const std::vector<std::string>& designPresetNames() {
-  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise", "diff", "mla", "tpa", "tpa_kv_only"};
+  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise", "diff", "mla", "tpa", "tpa_kv_only", "mta"};
   return names;
 }
 
@@ -99,6 +117,7 @@ AttentionSpec makeSpecPreset(std::string_view name) {
   if (Slots slots; designSlots(name, slots)) {
     s.variant = Variant::Mhsa;
     s.slots = slots;
+    s.causal = slots.mta.enabled();  // the official MTA layer is causal only (mta_transformer.py _update_mask, L444–448)
   } else if (parseVariant(name, v)) {
     s.variant = v;
     if (hasCore(v)) corePreset = "thsa";

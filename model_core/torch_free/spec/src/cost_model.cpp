@@ -155,16 +155,43 @@ void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N,
   c.linear("k = x·Wkᵀ" + groups, F, G * D);
   c.linear("v = x·Wvᵀ" + groups, F, G * D);
   c.term("logits q·kᵀ/√D", 2 * B * H * N * M * D + B * H * N * M, B * H * N * M);
+  // Multi-token attention (§8.8): a depthwise c_q x c_k convolution of each head's map (masked
+  // entries zeroed first, a padded copy kept for backward), before and/or after the softmax.
+  const Mta& mta = slot.mta;
+  const double maps = B * H * N * M;
+  auto convolution = [&](const std::string& name, double cq, double ck) {
+    c.term(name + " (" + std::to_string(static_cast<long long>(cq)) + " x " + std::to_string(static_cast<long long>(ck)) +
+               " per head)",
+           maps + 2 * cq * ck * maps, 2 * maps);
+    c.addParams(static_cast<std::int64_t>(H * cq * ck));
+  };
+  if (mta.q_kernel > 0) convolution("key-query convolution", mta.q_kernel, mta.k_kernel);
   if (slot.pre_mix) {
     c.term("pre-softmax head mixing", 2 * B * H * H * N * M, B * H * N * M);
     c.addParams(static_cast<std::int64_t>(H * H));
   }
   c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * M, B * H * N * M);
+  if (mta.post_q_kernel > 0) convolution("post-softmax convolution", mta.post_q_kernel, mta.post_k_kernel);
+  if (mta.head_group > 0) {
+    const double g = mta.head_group;
+    c.term("head convolution (groups of " + std::to_string(mta.head_group) + ")", 2 * g * maps, maps);
+    c.addParams(static_cast<std::int64_t>(H * g));
+  }
   if (slot.post_mix) {
     c.term("post-softmax head mixing", 2 * B * H * H * N * M, B * H * N * M);
     c.addParams(static_cast<std::int64_t>(H * H));
   }
   c.term("o = P·v", 2 * B * H * N * M * D, B * N * HD);
+  if (mta.group_norm) {
+    c.term("head RMSNorm" + std::string(mta.norm_rescale ? " · (1 − λ_init)" : ""), 4 * B * N * HD, B * N * HD);
+    c.addParams(static_cast<std::int64_t>(D));
+  }
+  if (mta.out_gate != Gate::None) {
+    const double outs = mta.out_gate == Gate::Headwise ? 1 : D;  // Linear(D, 1) or Linear(D, D), with bias
+    c.term(mta.out_gate == Gate::Headwise ? "head gate σ(o_h·w + b)" : "head gate σ(o_h·Wᵀ + b)",
+           B * N * H * (2 * D * outs + outs + kSigmoidFlopsPerElement * outs) + B * N * HD, 2 * B * N * HD);
+    c.addParams(static_cast<std::int64_t>(D * outs + outs));
+  }
   if (s.variant == Variant::Tp) {
     c.linear("roles r = x·Wrᵀ", F, HD);
     c.term("binding o ⊙ r", B * N * HD, B * N * HD);
@@ -354,6 +381,18 @@ DecodeCost estimateDecodeCost(const AttentionSpec& s, std::int64_t cached) {
         break;
       }
       const double G = s.slots.kv_groups > 0 ? s.slots.kv_groups : H;
+      if (s.slots.mta.enabled()) {
+        // MTA (§8.8): the convolutions over queries read the last c_q − 1 rows of each head's
+        // logits (before the softmax) and weights (after it). A row is final once written (its
+        // future entries are zero), so each cached token also keeps its entries of those rows.
+        const Mta& m = s.slots.mta;
+        const double rows = std::max(0, m.q_kernel - 1) + std::max(0, m.post_q_kernel - 1);
+        d.cache_elements_per_token = 2 * G * D + rows * H;
+        d.note = "keys and values of " + std::to_string(static_cast<long long>(G)) + " heads, and each token's entries of the last " +
+                 std::to_string(std::max(0, m.q_kernel - 1)) + " logit rows and " + std::to_string(std::max(0, m.post_q_kernel - 1)) +
+                 " weight rows of " + std::to_string(static_cast<long long>(H)) + " heads (the convolutions over queries)";
+        break;
+      }
       // Differential attention caches two key maps of size D and a value of size 2D per head.
       d.cache_elements_per_token = (s.slots.differential ? 4 : 2) * G * D;
       d.note = s.slots.differential ? "two keys of size D and a value of size 2D for each of " +

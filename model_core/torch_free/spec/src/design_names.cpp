@@ -182,13 +182,48 @@ std::vector<DesignName> nameHeaded(const AttentionSpec& s) {
       parts.push_back({"GQA-" + to_string(G), true,
                        "K and V shared by " + to_string(G) + " groups of " + to_string(z.H / G) + " query heads"});
   }
-  if (slot.pre_mix && slot.post_mix)
+  const Mta& mta = slot.mta;
+  const bool convolves = mta.q_kernel > 0 || mta.post_q_kernel > 0;
+  // A head convolution over all H heads is a full post-softmax head mixing (RAM's talking-heads
+  // baseline configs use head_kernel_size = n_heads with pre_sm_linear_head).
+  const bool postMixes = slot.post_mix || mta.head_group == z.H;
+  if (convolves) {
+    // Multi-token attention (§8.8): its head mixings are part of the design.
+    std::string why;
+    if (mta.q_kernel > 0)
+      why = "each head's logits convolved over " + to_string(mta.q_kernel) + " x " + to_string(mta.k_kernel) +
+            " (query, key) offsets before the softmax";
+    if (mta.post_q_kernel > 0)
+      why += std::string(why.empty() ? "" : ", ") + "its weights over " + to_string(mta.post_q_kernel) + " x " +
+             to_string(mta.post_k_kernel) + " offsets after it";
+    if (slot.pre_mix) why += ", the logits mixed across heads";
+    if (mta.head_group > 0 && mta.head_group < z.H)
+      why += ", the weights mixed in groups of " + to_string(mta.head_group) + " heads";
+    else if (postMixes) why += ", the weights mixed across all heads";
+    if (mta.group_norm) why += std::string(", each head's output RMS-normalised") + (mta.norm_rescale ? " and scaled by 1 − λ_init" : "");
+    if (mta.out_gate != Gate::None) why += ", each head gated by σ of a linear map of its output";
+    parts.push_back({"multi-token attention (MTA)", true, why});
+  } else if (slot.pre_mix && postMixes)
     parts.push_back({"talking heads", true, "the heads mixed by trainable H x H matrices before and after the softmax"});
+  else if (!slot.pre_mix && mta.head_group > 0 && mta.head_group < z.H)
+    parts.push_back({"grouped head mixing (MTA head convolution)", true,
+                     "the attention weights mixed across heads in groups of " + to_string(mta.head_group)});
+  else if (slot.pre_mix && mta.head_group > 0 && mta.head_group < z.H)
+    parts.push_back({"talking heads, post-softmax half in groups", true,
+                     "the logits mixed across heads before the softmax, the weights in groups of " +
+                         to_string(mta.head_group) + " heads after it"});
   else if (slot.pre_mix)
     parts.push_back({"talking heads, pre-softmax half", true,
                      "the logits mixed across heads before the softmax (THSA skip-right's C = A ⊗ 1_D 1_Dᵀ)"});
-  else if (slot.post_mix)
+  else if (postMixes)
     parts.push_back({"talking heads, post-softmax half", true, "the attention weights mixed across heads after the softmax"});
+  if (!convolves && (mta.group_norm || mta.out_gate != Gate::None))
+    parts.push_back({"gated head norm (MTA)", true,
+                     std::string(mta.group_norm ? "each head's output RMS-normalised over its D features" : "") +
+                         (mta.norm_rescale ? " and scaled by 1 − λ_init" : "") +
+                         (mta.out_gate != Gate::None
+                              ? std::string(mta.group_norm ? ", then " : "") + "gated by σ of a linear map of itself"
+                              : "")});
   if (slot.differential)
     parts.push_back({"differential attention (Diff Transformer)", true,
                      "two softmax maps per head, A = P₁ − λ·P₂, each head RMS-normalised and scaled by 1 − λ_init"});

@@ -234,7 +234,7 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
 
 void slotsFromJson(Reader& r, const json& j, Slots& out) {
   if (!j.is_object()) return r.fail("slots", "must be an object like {\"kv_groups\": 2}; got " + kindName(j));
-  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate", "differential", "latent", "tpa"});
+  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate", "differential", "latent", "tpa", "mta"});
   r.readInt(j, "kv_groups", "slots.kv_groups", out.kv_groups);
   r.readBool(j, "pre_mix", "slots.pre_mix", out.pre_mix);
   r.readBool(j, "post_mix", "slots.post_mix", out.post_mix);
@@ -267,6 +267,26 @@ void slotsFromJson(Reader& r, const json& j, Slots& out) {
     r.readBool(t, "contextual_a", "slots.tpa.contextual_a", out.tpa.contextual_a);
     r.readBool(t, "rope", "slots.tpa.rope", out.tpa.rope);
     r.readNumber(t, "rope_base", "slots.tpa.rope_base", out.tpa.rope_base);
+  }
+  if (j.contains("mta")) {
+    const json& m = j["mta"];
+    if (!m.is_object())
+      return r.fail("slots.mta", "must be an object like {\"q_kernel\": 6, \"k_kernel\": 11}; got " + kindName(m));
+    r.rejectUnknown(m, "slots.mta.", {"q_kernel", "k_kernel", "post_q_kernel", "post_k_kernel", "pad", "head_group",
+                                      "group_norm", "norm_rescale", "out_gate"});
+    r.readInt(m, "q_kernel", "slots.mta.q_kernel", out.mta.q_kernel);
+    r.readInt(m, "k_kernel", "slots.mta.k_kernel", out.mta.k_kernel);
+    r.readInt(m, "post_q_kernel", "slots.mta.post_q_kernel", out.mta.post_q_kernel);
+    r.readInt(m, "post_k_kernel", "slots.mta.post_k_kernel", out.mta.post_k_kernel);
+    std::string pad = "both";
+    if (r.readString(m, "pad", "slots.mta.pad", pad) && !parseMtaPad(pad, out.mta.pad))
+      r.fail("slots.mta.pad", "unknown pad '" + pad + "'; one of both, left, right");
+    r.readInt(m, "head_group", "slots.mta.head_group", out.mta.head_group);
+    r.readBool(m, "group_norm", "slots.mta.group_norm", out.mta.group_norm);
+    r.readBool(m, "norm_rescale", "slots.mta.norm_rescale", out.mta.norm_rescale);
+    std::string gate = "none";
+    if (r.readString(m, "out_gate", "slots.mta.out_gate", gate) && !parseGate(gate, out.mta.out_gate))
+      r.fail("slots.mta.out_gate", "unknown gate '" + gate + "'; one of none, headwise, elementwise");
   }
 }
 
@@ -327,6 +347,12 @@ std::string toJson(const AttentionSpec& s, int indent) {
     if (z.tpa.enabled())
       j["slots"]["tpa"] = {{"q_rank", z.tpa.q_rank}, {"k_rank", z.tpa.k_rank}, {"v_rank", z.tpa.v_rank},
                            {"contextual_a", z.tpa.contextual_a}, {"rope", z.tpa.rope}, {"rope_base", z.tpa.rope_base}};
+    if (z.mta.enabled())
+      j["slots"]["mta"] = {{"q_kernel", z.mta.q_kernel}, {"k_kernel", z.mta.k_kernel},
+                           {"post_q_kernel", z.mta.post_q_kernel}, {"post_k_kernel", z.mta.post_k_kernel},
+                           {"pad", std::string(toString(z.mta.pad))}, {"head_group", z.mta.head_group},
+                           {"group_norm", z.mta.group_norm}, {"norm_rescale", z.mta.norm_rescale},
+                           {"out_gate", std::string(toString(z.mta.out_gate))}};
   }
   if (indent < 0) return j.dump();
   std::string out;

@@ -77,6 +77,7 @@ TensorNetwork buildHeadedNetwork(const AttentionSpec& spec, std::int64_t seq);
 TensorNetwork buildDifferentialNetwork(const AttentionSpec& spec, std::int64_t seq);
 TensorNetwork buildLatentNetwork(const AttentionSpec& spec, std::int64_t seq);
 TensorNetwork buildTpaNetwork(const AttentionSpec& spec, std::int64_t seq);
+TensorNetwork buildMtaNetwork(const AttentionSpec& spec, std::int64_t seq);
 TensorNetwork buildThsaNetwork(const AttentionSpec& spec, std::int64_t seq);
 TensorNetwork buildThsaLinearNetwork(const AttentionSpec& spec, std::int64_t seq);
 TensorNetwork buildMultilinearNetwork(const AttentionSpec& spec);

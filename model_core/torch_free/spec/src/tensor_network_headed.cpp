@@ -11,6 +11,7 @@ TensorNetwork buildHeadedNetwork(const AttentionSpec& s, std::int64_t N) {
   if (s.slots.differential) return buildDifferentialNetwork(s, N);
   if (s.slots.latent.enabled()) return buildLatentNetwork(s, N);
   if (s.slots.tpa.enabled()) return buildTpaNetwork(s, N);
+  if (s.slots.mta.enabled()) return buildMtaNetwork(s, N);
   const auto& z = s.sizes;
   const bool tp = s.variant == Variant::Tp;
   const Leg n = leg('n', "N", N), m = leg('m', "M", N);

@@ -255,6 +255,51 @@ std::vector<Issue> corePresetIssues(std::string_view preset, const Sizes& z) {
   return c.take();
 }
 
+/// Multi-token attention (§8.8; RAM projects/mta/mta_transformer.py, class Attention, L200–284).
+/// Every problem is reported, each on its own field.
+static void checkMta(Collector& c, const AttentionSpec& s) {
+  const Slots& q = s.slots;
+  const Mta& m = q.mta;
+  const int H = s.sizes.H;
+  // A kernel larger than this covers more offsets than a convolution of attention logits is meant
+  // to (the paper's largest is 6 x 11); it also bounds the parameter count.
+  constexpr int kMaxMtaKernel = 256;
+  auto kernel = [&](const char* qField, const char* kField, int cq, int ck, const char* what) {
+    const std::string qf = std::string("slots.mta.") + qField, kf = std::string("slots.mta.") + kField;
+    if (cq < 0 || cq > kMaxMtaKernel)
+      c.add(qf, std::string(what) + " query kernel size must be 0 (no convolution) or from 1 to " +
+                    to_string(kMaxMtaKernel) + "; got " + to_string(cq));
+    if (ck < 0 || ck > kMaxMtaKernel)
+      c.add(kf, std::string(what) + " key kernel size must be 0 (no convolution) or from 1 to " +
+                    to_string(kMaxMtaKernel) + "; got " + to_string(ck));
+    if ((cq == 0) != (ck == 0))
+      c.add(qf, std::string(what) + " convolution needs both kernel sizes (the official kernel is built only when "
+                    "both are given); got " + qField + " = " + to_string(cq) + ", " + kField + " = " + to_string(ck));
+    else if (ck > 0 && m.pad == MtaPad::Both && ck % 2 == 0)
+      c.add(kf, std::string(what) + " key kernel size must be odd with pad 'both' ((c_k - 1)/2 keys each side); got " +
+                    to_string(ck) + " (or set pad to left or right)");
+  };
+  kernel("q_kernel", "k_kernel", m.q_kernel, m.k_kernel, "the pre-softmax");
+  kernel("post_q_kernel", "post_k_kernel", m.post_q_kernel, m.post_k_kernel, "the post-softmax");
+  if (m.head_group < 0 || m.head_group > kMaxHeads)
+    c.add("slots.mta.head_group", "head_group (head_kernel_size) must be 0 (no head convolution) or a group size from 1 "
+                                  "to H; got " + to_string(m.head_group));
+  else if (m.head_group > 0 && H >= 1 && (m.head_group > H || H % m.head_group != 0))
+    c.add("slots.mta.head_group", "head_group must divide H=" + to_string(H) +
+                                      " (the heads are mixed in H/head_group groups); got " + to_string(m.head_group));
+  if (m.head_group > 0 && q.post_mix)
+    c.add("slots.mta.head_group", "the head convolution and post_mix are two post-softmax head mixings; the official "
+                                  "code refuses both at once (mta_transformer.py L242-245): set head_group 0 or post_mix false");
+  if (m.norm_rescale && !m.group_norm)
+    c.add("slots.mta.norm_rescale", "norm_rescale scales the head norm by 1 - lambda_init; set group_norm to true");
+  if (q.differential || q.latent.enabled() || q.tpa.enabled())
+    c.add("slots.mta", "multi-token attention convolves one map per head of MHSA's logits; it takes no differential, "
+                       "latent or tpa slot (kv_groups, pre_mix and post_mix it takes)");
+  if (q.gate != Gate::None)
+    c.add("slots.gate", "multi-token attention gates each head from its own normalised output (slots.mta.out_gate, "
+                        "the official add_gating), not from x; set gate to none");
+}
+
 std::vector<Issue> validate(const AttentionSpec& s) {
   Collector c;
   const Sizes& z = s.sizes;
@@ -269,7 +314,7 @@ std::vector<Issue> validate(const AttentionSpec& s) {
     const Slots& q = s.slots;
     if (!hasSlots(v)) {
       c.add("slots", "variant " + std::string(toString(v)) +
-                         " has no slots; kv_groups, pre_mix, post_mix, gate, differential, latent and tpa belong to mhsa and fixed_head");
+                         " has no slots; kv_groups, pre_mix, post_mix, gate, differential, latent, tpa and mta belong to mhsa and fixed_head");
     } else if (q.kv_groups < 0 || q.kv_groups > kMaxHeads) {
       c.add("slots.kv_groups", "kv_groups must be 0 (a key and value head per query head) or a number of groups "
                                "from 1 to H; got " + to_string(q.kv_groups));
@@ -335,6 +380,7 @@ std::vector<Issue> validate(const AttentionSpec& s) {
       if (s.bias)
         c.add("bias", "tensor product attention has no biases (T6's projections have none); set bias to false");
     }
+    if (hasSlots(v) && q.mta.enabled()) checkMta(c, s);
   }
   if (hasCore(v)) {
     if (!s.core)

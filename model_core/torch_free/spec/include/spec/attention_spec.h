@@ -79,6 +79,40 @@ struct Tpa {
   bool enabled() const { return *this != Tpa{}; }
 };
 
+/// How multi-token attention pads the key axis of its convolutions (RAM projects/mta/mta_transformer.py
+/// `pad_key`, L479–492): `both` (c_k odd, (c_k−1)/2 keys each side; the configs and the identity
+/// init use it), `left` (c_k − 1 earlier keys), `right` (c_k − 1 later keys). The query axis is
+/// always padded by c_q − 1 earlier queries, so a query reads only itself and earlier queries.
+enum class MtaPad { Both, Left, Right };
+
+std::string_view toString(MtaPad p);
+bool parseMtaPad(std::string_view text, MtaPad& out);
+
+/// Multi-token attention (MTA; Golovneva et al. 2025, facebookresearch/RAM projects/mta), slots.mta
+/// (docs/attention-variants.md §8.8). Each head's scaled logits are convolved over (query, key)
+/// offsets by a c_q × c_k kernel (future logits zeroed first, the mask re-applied after), then
+/// optionally mixed across heads (slots.pre_mix, the official `wpsm`), softmaxed, optionally
+/// convolved again (post_q_kernel × post_k_kernel, masked entries zeroed after), mixed across
+/// heads in groups of `head_group` (the official head convolution `head_kernel`) or by the full
+/// slots.post_mix (`wposm`), and each head's output optionally RMS-normalised over its D features
+/// (`subln`, ε 1e-5), rescaled by 1 − λ_init and gated by σ(W·o_h + b). All off: MHSA.
+struct Mta {
+  int q_kernel = 0;        ///< c_q (query_kernel_size); 0: no convolution before the softmax
+  int k_kernel = 0;        ///< c_k (key_kernel_size); 0 exactly when q_kernel is 0
+  int post_q_kernel = 0;   ///< after_sm_query_kernel_size; 0: no convolution after the softmax
+  int post_k_kernel = 0;   ///< after_sm_key_kernel_size; 0 exactly when post_q_kernel is 0
+  MtaPad pad = MtaPad::Both;  ///< pad_key of both convolutions
+  int head_group = 0;      ///< head_kernel_size: heads mixed after the softmax in groups of this size; 0: none
+  bool group_norm = false; ///< group_norm: RMSNorm of each head's output over its D features (weight [D], ε 1e-5)
+  bool norm_rescale = false;  ///< layer_norm_rescale: that norm times 1 − λ_init(layer) (needs group_norm)
+  /// add_gating after the norm: Headwise = gate_1d (Linear(D, 1) with bias, one sigmoid per head),
+  /// Elementwise = Linear(D, D); read from each head's own (normalised) output, not from x.
+  Gate out_gate = Gate::None;
+
+  bool operator==(const Mta&) const = default;
+  bool enabled() const { return *this != Mta{}; }
+};
+
 /// The slots of the one attention network that a headed layer (mhsa, fixed_head) opens beyond
 /// MHSA (docs/attention-variants.md §8). The defaults are MHSA; a spec file without "slots" is one.
 struct Slots {
@@ -104,6 +138,9 @@ struct Slots {
   /// Tensor Product Attention (docs/attention-variants.md §8.7): contextual factorised queries,
   /// keys and values (slot d). Off by default.
   Tpa tpa;
+  /// Multi-token attention (docs/attention-variants.md §8.8): key-query and head convolutions of
+  /// the attention logits and weights, and a gated head norm. Off by default.
+  Mta mta;
 
   bool operator==(const Slots&) const = default;
   bool isMhsa() const { return *this == Slots{}; }
@@ -139,7 +176,9 @@ bool hasSlots(Variant v);
 /// talking_heads, gated (elementwise), gated_headwise, diff (differential attention, 2 heads), mla
 /// (multi-head latent attention: kv_rank 2D, rope_dim D/2, full W^Q), tpa (Tensor Product Attention:
 /// R_Q = 6, R_K = R_V = 2 as T6's configs, contextual factors, rotary), tpa_kv_only (queries as MHSA
-/// with the rotary, keys and values factorised with R_K = R_V = 2; T6_kvonly).
+/// with the rotary, keys and values factorised with R_K = R_V = 2; T6_kvonly), mta (multi-token
+/// attention as one MTA layer of RAM's 300M_mta.yaml: c_q = 6, c_k = 11 before and after the softmax,
+/// pre-softmax head mixing, head convolution over all H heads, gated group norm; causal).
 const std::vector<std::string>& designPresetNames();
 
 /// Names accepted by `spec preset`: every variant name, then every THSA core preset that is not
