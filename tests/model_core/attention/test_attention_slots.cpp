@@ -12,6 +12,7 @@
 #include "attention/fused_attention.h"
 #include "attention/talking_heads.h"
 #include "attention/mla.h"
+#include "attention/rotary.h"
 #include "attention/tpa.h"
 #include "reference.h"
 #include "spec/attention_spec.h"
@@ -52,6 +53,13 @@ torch::Tensor run(AttentionModuleImpl& m, const torch::Tensor& x) {
   return m.forward(x, {}).y;
 }
 
+}  // namespace
+
+namespace {
+/// TPA's rotary: the project's applyRotary, half-split pairs turned backward (T6's sign).
+torch::Tensor tpaRotary(const torch::Tensor& x, double base) {
+  return applyRotary(x, x.size(-1), RotaryPairs::Half, base, RotaryTurn::Backward);
+}
 }  // namespace
 
 TEST(AttentionSlots, GqaEqualsMhsaWithKeyAndValueHeadsRepeatedPerGroup) {
