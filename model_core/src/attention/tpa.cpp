@@ -70,12 +70,18 @@ torch::Tensor TpaImpl::factorised(const torch::Tensor& x, int i, bool rotary) {
   auto b = wb_[i](x).view({B, N, R, D});
   if (rotary) b = t6Rotary(b, spec_.slots.tpa.rope_base);
   // q[n,h,d] = (1/R)·Σ_r A[n,h,r]·B[n,r,d] (T6 CPLinear.forward, lines 107-138: bmm and div_ by rank).
-  // Contextual factors: a broadcast product [B, N, H, R, D] summed over r. T6's bmm over the B·N
-  // tokens is, on LibTorch 1.13's CPU, a serial loop of one tiny GEMM call per token once
-  // R·H·D ≥ 400 (and so are both products of its backward); the elementwise product and the sum
-  // are vectorised and parallel. The bmm form is the test oracle
+  // Contextual factors with R·H·D ≥ 400: a broadcast product [B, N, H, R, D] summed over r. There
+  // LibTorch 1.13's CPU bmm (ATen without MKL, LinearAlgebra.cpp bmm_out_or_baddbmm_) stops using
+  // its small-matrix kernel and loops over the B·N tokens serially, one GEMM call each, in the
+  // forward and in both products of the backward; the elementwise product and the sum are
+  // vectorised and parallel (bench/README.md, TPA layer rows). Below 400 (R = 2 at H = 4, D = 32)
+  // the bmm's small-matrix kernel is the faster one. The bmm form (T6's) is the test oracle
   // (AttentionSlots.TpaBroadcastFactorProductEqualsT6sBatchedProduct).
-  if (wa_[i]) return (wa_[i](x).view({B, N, H, R, 1}) * b.reshape({B, N, 1, R, D})).sum(3) / double(R);
+  if (wa_[i]) {
+    const auto a = wa_[i](x).view({B, N, H, R});
+    if (R * H * D >= 400) return (a.unsqueeze(-1) * b.reshape({B, N, 1, R, D})).sum(3) / double(R);
+    return torch::einsum("bnhr,bnrd->bnhd", {a, b}) / double(R);
+  }
   return torch::einsum("hr,bnrd->bnhd", {a_[i], b}) / double(R);
 }
 
