@@ -187,7 +187,7 @@ nlohmann::json runVariants(const Config& cfg) {
   const int64_t Nml = cfg.quick ? 8 : 32;
   const std::vector<std::string> presets = {"mhsa", "fixed_head", "tp", "core:mhsa", "skip_left", "skip_right",
                                             "trainable_heads_only", "heads_only", "single_head", "thsa",
-                                            "low_rank", "thsa_linear", "multilinear", "dimwise"};
+                                            "low_rank", "thsa_linear", "multilinear", "dimwise", "tpa", "tpa_kv_only"};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& p : presets) {
     if (!cfg.wants(p)) continue;

@@ -79,6 +79,14 @@ if [ "$CHECK" != "--no-check" ]; then
   for name in $("$BIN" spec preset --list); do
     check "check-$name" 0 "diagram check .*: ok" -- "$BIN" diagram --preset "$name" --check --seq 6
   done
+  # Rotary positions: the turns on the query and key legs (contract §9).
+  for name in mhsa gqa tp thsa; do
+    for pos in rotary rotary_interleaved; do
+      check "check-$name-$pos" 0 "diagram check .*: ok" -- "$BIN" diagram --preset "$name" --check --seq 6 --positions "$pos"
+    done
+  done
+  check check-rotary-refused 1 "thsa_linear takes no rotary positions" -- "$BIN" diagram --preset thsa_linear --check --positions rotary
+  check check-bad-positions 2 "unknown --positions 'alibi'" -- "$BIN" diagram --preset mhsa --check --positions alibi
 fi
 
 finish

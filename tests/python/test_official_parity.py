@@ -27,6 +27,11 @@ RMSNorm and rotary embedding, llama-gqa's and RAM's rotary embedding are not por
 none of them in those layers; docs/attention-variants.md section 8 says which parts are compared);
 T6's rotary on the feature factors is (section 8.7), with cos and sin in float32.
 
+Rotary positions (section 9) are checked at the model level on their own: a GQA decoder with
+model.positions "rotary" equals the Hugging Face / Qwen3 rotate_half convention and one with
+"rotary_interleaved" equals DeepSeek-V3's apply_rotary_emb (complex pairs), each block's attention
+replaced by the port on its own weights; the other convention must miss (negative control).
+
 usage: test_official_parity.py TENSORSCOPE_BINARY WORK_DIR
 Prints one line per check and "N passed, M failed"; exits 77 (CTest: skipped) without PyTorch.
 """
@@ -721,6 +726,114 @@ def model_checks(binary, work, name, spec, res):
             name, official, WRONG_NAMES[name], diffs[1]))
 
 
+# =============================================================================================
+# Rotary positions (docs/attention-variants.md section 9): a GQA decoder with model.positions
+# "rotary" / "rotary_interleaved", every block's attention replaced by a port of an official rotary
+# convention on the block's own weights.
+# =============================================================================================
+
+# --- qiuzh20/gated_attention, commit 49645df63aafe9e680bc44a9c0ca280d4aefa8e9, modeling_qwen3.py
+# --- (Hugging Face's Llama/Qwen3 code): Qwen3RotaryEmbedding.forward L153-169 (inv_freq =
+# --- 1/base^(arange(0, D, 2)/D), emb = cat(freqs, freqs), cos/sin of emb in float32),
+# --- rotate_half L173-177 (cat(-x2, x1)), apply_rotary_pos_emb L181-205 (q*cos + rotate_half(q)*sin).
+
+def hf_rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def hf_rotary(u, base=10000.0):
+    """u [B, H, N, D] (HF's layout after transpose(1, 2)): u*cos + rotate_half(u)*sin."""
+    d, n = u.shape[-1], u.shape[-2]
+    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    freqs = torch.outer(torch.arange(n).float(), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return u * emb.cos() + hf_rotate_half(u) * emb.sin()
+
+
+# --- deepseek-ai/DeepSeek-V3, commit 9b4e9788e4a3a731f7567338ed15d3ec549ce03b, inference/model.py:
+# --- precompute_freqs_cis L297-375 (freqs = 1/base^(arange(0, D, 2)/D), float32; the YaRN correction
+# --- only for seqlen > original_seq_len = 4096, not here; freqs_cis = polar(1, outer(t, freqs))),
+# --- apply_rotary_emb L378-393 (view_as_complex of x viewed [..., D/2, 2], times freqs_cis,
+# --- view_as_real, flatten). Meta's Llama (model.py, apply_rotary_emb) is the same form.
+
+def deepseek_rotary(u, base=10000.0):
+    """u [B, N, H, D] (DeepSeek's layout): pairs (2j, 2j+1) as complex numbers turned by freqs_cis."""
+    d, n = u.shape[-1], u.shape[1]
+    freqs = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+    freqs_cis = torch.polar(torch.ones(n, d // 2), torch.outer(torch.arange(n).float(), freqs))
+    z = torch.view_as_complex(u.float().reshape(*u.shape[:-1], -1, 2))
+    return torch.view_as_real(z * freqs_cis.view(1, n, 1, d // 2)).flatten(3).to(u.dtype)
+
+
+def rotary_gqa_attention(w, x, causal, convention):
+    """GQA with the official rotary `convention` ("hf": rotate_half, "deepseek": complex pairs) on q
+    and k before the groups are repeated (llama-gqa L88-96, Qwen3 and DeepSeek alike), then SDPA."""
+    B, N, _ = x.shape
+    D = D_
+    lin = lambda name: torch.nn.functional.linear(x, w[name + ".weight"], w.get(name + ".bias"))  # noqa: E731
+    q, k, v = lin("wq").view(B, N, -1, D), lin("wk").view(B, N, -1, D), lin("wv").view(B, N, -1, D)
+    if convention == "hf":
+        q, k = hf_rotary(q.transpose(1, 2)).transpose(1, 2), hf_rotary(k.transpose(1, 2)).transpose(1, 2)
+    else:
+        q, k = deepseek_rotary(q), deepseek_rotary(k)
+    H, G = q.shape[2], k.shape[2]
+    q, k, v = q.transpose(1, 2), qwen3_repeat_kv(k.transpose(1, 2), H // G), qwen3_repeat_kv(v.transpose(1, 2), H // G)
+    o = sdpa_math(q, k, v, causal)
+    return torch.nn.functional.linear(o.transpose(1, 2).reshape(B, N, H * D), w["wo.weight"], w.get("wo.bias"))
+
+
+def rotary_model_checks(binary, work, res):
+    """model.positions rotary (half-split pairs) = HF/Qwen3's rotate_half and rotary_interleaved =
+    DeepSeek-V3's complex pairs, on the trained weights of a 2-layer GQA decoder; the other
+    convention (the wrong pairing) must miss."""
+    spec = json.loads(run([binary, "spec", "preset", "gqa"]))
+    spec["sizes"].update({"F": F_, "H": H_, "D": D_, "R": H_ * D_, "seq_len": N_})
+    for positions, right, wrong in (("rotary", "hf", "deepseek"), ("rotary_interleaved", "deepseek", "hf")):
+        name = "gqa_" + positions
+        s = copy.deepcopy(spec)
+        s["causal"], s["bias"] = True, True
+        s["sizes"]["seq_len"] = 16
+        config = {"format": "tensorscope.run_config", "version": 1,
+                  "model": {"kind": "decoder", "layers": 2, "d_model": F_, "ffn_multiplier": 2, "positions": positions,
+                            "tied_embeddings": True, "tp_role_embedding": False, "residual_dropout": 0.0,
+                            "attention": [s]},
+                  "task": {"name": "reverse", "seed": 3, "seq_len": 16, "algorithmic_length": 4},
+                  "train": {"steps": 6, "batch": 4, "lr": 3e-2, "warmup": 1, "eval_interval": 100, "eval_examples": 4,
+                            "checkpoint_interval": 100, "inspect_interval": 100, "seed": 7, "threads": 1}}
+        base = os.path.join(work, "model_" + name)
+        shutil.rmtree(base, ignore_errors=True)
+        os.makedirs(base)
+        cfg_path, run_dir, export_dir = (os.path.join(base, x) for x in ("run.json", "run", "export"))
+        with open(cfg_path, "w") as f:
+            json.dump(config, f)
+        run([binary, "train", "--config", cfg_path, "--out", run_dir, "--json"])
+        run([binary, "export", "--run", run_dir, "--format", "pytorch", "--out", export_dir])
+        net = import_model(export_dir, name).load(export_dir)
+        gen = torch.Generator().manual_seed(11)
+        tokens = torch.randint(0, net.vocab, (3, 16), generator=gen)
+        in_path, out_path = os.path.join(base, "in.safetensors"), os.path.join(base, "out.safetensors")
+        st.save(in_path, {"tokens": tokens})
+        run([binary, "infer", "--run", run_dir, "--input", in_path, "--output", out_path])
+        want = st.load(out_path)[0]["logits"]
+        tensors = st.load(os.path.join(export_dir, "model.safetensors"))[0]
+        layer = [{k[len("blocks.%d.attn." % i):]: v for k, v in tensors.items() if k.startswith("blocks.%d.attn." % i)}
+                 for i in range(len(net.blocks))]
+        diffs = {}
+        for convention in (right, wrong):
+            swapped = copy.deepcopy(net)
+            for i, block in enumerate(swapped.blocks):
+                block.attn = OfficialAttention(layer[i], lambda w, x, causal, _, c=convention: rotary_gqa_attention(w, x, causal, c), True)
+            with torch.no_grad():
+                diffs[convention] = rel_diff(swapped(tokens), want)
+        names = {"hf": "HF/Qwen3 rotate_half (49645df)", "deepseek": "DeepSeek-V3 apply_rotary_emb (9b4e978)"}
+        res.worst = max(res.worst, diffs[right])
+        res.check(diffs[right] <= REL_TOL, "model %-28s %-52s max|logits diff|/scale %.1e (tol %.0e)" % (
+            name, names[right], diffs[right], REL_TOL))
+        res.check(diffs[wrong] > WRONG_MIN, "model %-28s %-52s the other pairing misses by %.1e" % (
+            name, names[wrong], diffs[wrong]))
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -735,6 +848,10 @@ def main():
             model_checks(binary, work, name, spec, res)
         except Exception as e:  # noqa: BLE001 - every failure is reported and counted
             res.check(False, "%s: %r" % (name, e))
+    try:
+        rotary_model_checks(binary, work, res)
+    except Exception as e:  # noqa: BLE001
+        res.check(False, "rotary: %r" % (e,))
     print("worst parity max|diff|/scale: %.2e" % res.worst)
     print("%d passed, %d failed" % (res.passed, res.failed))
     return 1 if res.failed or not res.passed else 0

@@ -22,7 +22,8 @@ namespace {
 const char* kUsage =
     "tensorscope diagram (--spec S.json | --preset NAME) --format svg|pdf|png|dot|tikz --out FILE\n"
     "                    [--dpi N] [--seq N] [--theme light|dark] [--sizes] [--no-title]\n"
-    "       tensorscope diagram (--spec S.json | --preset NAME) --check [--batch B] [--seq N] [--seed S]";
+    "       tensorscope diagram (--spec S.json | --preset NAME) --check [--batch B] [--seq N] [--seed S]\n"
+    "                    [--positions rotary|rotary_interleaved]";
 
 /// Reads the spec named by --spec or --preset; prints the problems and returns false if unusable.
 bool loadSpec(const std::optional<std::string>& path, const std::optional<std::string>& preset,
@@ -53,8 +54,14 @@ int check(const spec::AttentionSpec& s, Args& args, std::int64_t seq, const std:
           std::ostream& err) {
   const auto batch = args.takeInt("--batch", 1, 64).value_or(2);
   const auto seed = args.takeInt("--seed", 0, (1LL << 62)).value_or(0);
+  // The layer in a model with rotary positions (contract §9): its queries and keys turned, the
+  // turns drawn on the diagram.
+  const std::string positions = args.takeOption("--positions").value_or("");
+  if (!positions.empty() && positions != "rotary" && positions != "rotary_interleaved")
+    throw UsageError("unknown --positions '" + positions + "' (rotary or rotary_interleaved)\nusage: " +
+                     std::string(kUsage));
   args.positionals(0, 0, kUsage);
-  const auto r = model_core::checkDiagram(s, batch, seq, static_cast<std::uint64_t>(seed));
+  const auto r = model_core::checkDiagram(s, batch, seq, static_cast<std::uint64_t>(seed), positions);
   std::ostream& to = r.ok ? out : err;
   to << "diagram check " << what << ": " << (r.ok ? "ok" : "FAILED") << "\n";
   if (std::isfinite(r.max_abs_diff_y) || std::isfinite(r.max_abs_diff_maps))  // both infinite: nothing was compared

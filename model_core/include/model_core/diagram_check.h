@@ -24,6 +24,10 @@ struct DiagramCheck {
 /// spec::buildTensorNetwork, and compares y and the display maps. Tolerance: 1e-9 relative to the
 /// largest magnitude of the module's tensor (at least 1). Never throws: an invalid spec or size
 /// gives ok = false with the reason in `message`. Seeds torch's global generator.
-DiagramCheck checkDiagram(const spec::AttentionSpec& spec, std::int64_t batch, std::int64_t seq, std::uint64_t seed);
+/// `positions` "rotary" or "rotary_interleaved" (a model's `model.positions`) turns the module's
+/// queries and keys and draws the turns on the diagram (spec/rotary_network.h); a layer that takes
+/// no rotary positions then gives ok = false and the reason. Any other value: no turn.
+DiagramCheck checkDiagram(const spec::AttentionSpec& spec, std::int64_t batch, std::int64_t seq, std::uint64_t seed,
+                          const std::string& positions = "");
 
 }  // namespace tensorscope::model_core

@@ -13,7 +13,7 @@ Rotary rotaryFromPositions(const std::string& positions) {
   return r;
 }
 
-torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base) {
+torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base, RotaryTurn turn) {
   if (t.dim() < 3 || block <= 0 || block % 2 != 0 || t.size(-1) % block != 0)
     throw std::invalid_argument("rotary positions: features " + std::to_string(t.size(-1)) +
                                 " must be whole blocks of an even size; the block is " + std::to_string(block));
@@ -23,7 +23,9 @@ torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pai
   // angle[n, j] = n·θ^(−2j/block), in float64, then in t's dtype, broadcast as [1, N, 1, half].
   const auto freqs = torch::pow(base, -torch::arange(0, block, 2, opts) / double(block));  // [half]
   const auto angle = torch::outer(torch::arange(N, opts), freqs).view({1, N, 1, half});
-  const auto cos = torch::cos(angle).to(t.scalar_type()), sin = torch::sin(angle).to(t.scalar_type());
+  const auto cos = torch::cos(angle).to(t.scalar_type());
+  // sin(−a) = −sin(a) exactly, so the backward turn negates the sine table.
+  const auto sin = turn == RotaryTurn::Forward ? torch::sin(angle).to(t.scalar_type()) : -torch::sin(angle).to(t.scalar_type());
   const auto flat = t.reshape({B, N, blocks, block});
   torch::Tensor a, b;  // the two members of every pair, [B, N, blocks, half]
   if (pairs == RotaryPairs::Half) {

@@ -15,6 +15,11 @@ namespace tensorscope::model_core {
 /// `Interleaved` pairs 2j with 2j + 1 (RoFormer, Meta's Llama `view_as_complex`, DeepSeek's MLA).
 enum class RotaryPairs { Half, Interleaved };
 
+/// Which way the angles turn: `Forward` turns pair j of token n by +n·θ_j (RoFormer, Llama, Qwen,
+/// DeepSeek); `Backward` by −n·θ_j (tensorgi/TPA's T6, whose apply_rotary_emb writes
+/// (x1·cos + x2·sin, −x1·sin + x2·cos)). Scores q_n·k_m depend on n − m either way.
+enum class RotaryTurn { Forward, Backward };
+
 /// The rotary option of a layer; `on` false is no rotation.
 struct Rotary {
   bool on = false;
@@ -30,9 +35,11 @@ inline constexpr double kRotaryBase = 10000.0;
 Rotary rotaryFromPositions(const std::string& positions);
 
 /// t [B, N, …, X] with the token on axis 1 and X a multiple of the even `block`: each block of X
-/// (a head) turned pair by pair, pair j of token n by the angle n·base^(−2j/block). The angles
-/// are computed in float64 and cast to t's dtype. Differentiable (ATen ops).
-torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base);
+/// (a head) turned pair by pair, pair j of token n by the angle ±n·base^(−2j/block) (+ for
+/// `Forward`, − for `Backward`). The angles are computed in float64 and cast to t's dtype.
+/// Differentiable (ATen ops).
+torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base,
+                          RotaryTurn turn = RotaryTurn::Forward);
 
 /// applyRotary when `r.on`, else t itself.
 torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, const Rotary& r);

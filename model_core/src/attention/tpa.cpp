@@ -4,25 +4,19 @@
 
 #include "attention/fused_attention.h"
 #include "attention/kernels.h"
+#include "attention/rotary.h"
 
 namespace tensorscope::model_core {
 
-torch::Tensor tpaRotary(const torch::Tensor& x, double base) {
-  const int64_t N = x.size(1), D = x.size(-1), half = D / 2;
-  const auto opts = torch::TensorOptions().dtype(torch::kDouble).device(x.device());
-  const auto freqs = torch::pow(base, -torch::arange(0, D, 2, opts) / double(D));  // [D/2]
-  const auto angle = torch::outer(torch::arange(N, opts), freqs);                   // [N, D/2]
-  std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
-  shape[1] = N;
-  shape.back() = half;
-  const auto cos = torch::cos(angle).to(x.scalar_type()).view(shape);
-  const auto sin = torch::sin(angle).to(x.scalar_type()).view(shape);
-  const auto x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
-  return torch::cat({x1 * cos + x2 * sin, x2 * cos - x1 * sin}, -1);
-}
-
 namespace {
 const char* const kNames[3] = {"q", "k", "v"};
+
+/// T6's rotary turn of x [B, N, …, D] (tensorgi/TPA model/T6.py lines 36-62, commit 3d7f51d):
+/// half-split pairs (d, d + D/2) turned by −n·base^(−2d/D), i.e. applyRotary with RotaryTurn::Backward
+/// (rotary.h); the angles in float64, cast to x's dtype, where T6 caches cos and sin in bfloat16.
+torch::Tensor t6Rotary(const torch::Tensor& x, double base) {
+  return applyRotary(x, x.size(-1), RotaryPairs::Half, base, RotaryTurn::Backward);
+}
 
 /// T6's initialisation (model/T6.py lines 86-105): xavier_uniform of the weight viewed [F, H, R]
 /// (W_A) or [F, R, D] (W_B), i.e. uniform(±√(6 / (R·(H + F)))) and uniform(±√(6 / (R·(D + F)))).
@@ -74,9 +68,20 @@ TpaImpl::TpaImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) {
 torch::Tensor TpaImpl::factorised(const torch::Tensor& x, int i, bool rotary) {
   const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D, R = ranks_[i];
   auto b = wb_[i](x).view({B, N, R, D});
-  if (rotary) b = tpaRotary(b, spec_.slots.tpa.rope_base);
+  if (rotary) b = t6Rotary(b, spec_.slots.tpa.rope_base);
   // q[n,h,d] = (1/R)·Σ_r A[n,h,r]·B[n,r,d] (T6 CPLinear.forward, lines 107-138: bmm and div_ by rank).
-  if (wa_[i]) return torch::einsum("bnhr,bnrd->bnhd", {wa_[i](x).view({B, N, H, R}), b}) / double(R);
+  // Contextual factors with R·H·D ≥ 400: a broadcast product [B, N, H, R, D] summed over r. There
+  // LibTorch 1.13's CPU bmm (ATen without MKL, LinearAlgebra.cpp bmm_out_or_baddbmm_) stops using
+  // its small-matrix kernel and loops over the B·N tokens serially, one GEMM call each, in the
+  // forward and in both products of the backward; the elementwise product and the sum are
+  // vectorised and parallel (bench/README.md, TPA layer rows). Below 400 (R = 2 at H = 4, D = 32)
+  // the bmm's small-matrix kernel is the faster one. The bmm form (T6's) is the test oracle
+  // (AttentionSlots.TpaBroadcastFactorProductEqualsT6sBatchedProduct).
+  if (wa_[i]) {
+    const auto a = wa_[i](x).view({B, N, H, R});
+    if (R * H * D >= 400) return (a.unsqueeze(-1) * b.reshape({B, N, 1, R, D})).sum(3) / double(R);
+    return torch::einsum("bnhr,bnrd->bnhd", {a, b}) / double(R);
+  }
   return torch::einsum("hr,bnrd->bnhd", {a_[i], b}) / double(R);
 }
 
@@ -87,7 +92,7 @@ AttentionOutput TpaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   torch::Tensor q;
   if (wq_) {
     q = wq_(x).view({B, N, H, D});
-    if (t.rope) q = tpaRotary(q, t.rope_base);  // T6_kvonly turns the full query heads (line 118)
+    if (t.rope) q = t6Rotary(q, t.rope_base);  // T6_kvonly turns the full query heads (line 118)
   } else {
     q = factorised(x, 0, t.rope);
   }

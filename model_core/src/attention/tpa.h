@@ -15,7 +15,8 @@ namespace tensorscope::model_core {
 ///   v[n,h,d] = (1/R_V)·Σ_r A_v[n,h,r]·B_v[n,r,d]               v without it)
 /// with A_q[n,h,r] = (x_n·W_A_qᵀ)[h·R_Q + r] (contextual, T6) or a learned constant A_q[h, r]
 /// (contextual_a false), B_q[n,r,d] = (x_n·W_B_qᵀ)[r·D + d], and ρ_n T6's half-split rotary (the pair
-/// (d, d + D/2) turned by −n·base^(−2d/D)). q_rank 0 (T6_kvonly): q = ρ_n(x·Wqᵀ) per head. Then the
+/// (d, d + D/2) turned by −n·base^(−2d/D): applyRotary with RotaryTurn::Backward, rotary.h).
+/// q_rank 0 (T6_kvonly): q = ρ_n(x·Wqᵀ) per head. Then the
 /// softmax attention of MHSA with scale D^−½ and y = concat_h(o)·Woᵀ. Weights (no biases):
 ///   W_A_q.weight [H·R_Q, F] or A_q [H, R_Q] (or wq.weight [H·D, F] when R_Q = 0), W_B_q.weight
 ///   [R_Q·D, F]; W_A_k, W_B_k, W_A_v, W_B_v likewise with R_K, R_V; wo.weight [F, H·D].
@@ -36,11 +37,5 @@ class TpaImpl : public AttentionModuleImpl {
   int ranks_[3] = {0, 0, 0};
   torch::nn::Dropout dropout_{nullptr};
 };
-
-/// T6's rotary turn of x [B, N, …, D] at positions 0 … N−1 (axis 1), half-split pairing:
-/// y[d] = x[d]·cos(n·θ_d) + x[d + D/2]·sin(n·θ_d), y[d + D/2] = −x[d]·sin(n·θ_d) + x[d + D/2]·cos(n·θ_d),
-/// θ_d = base^(−2d/D), d < D/2 (tensorgi/TPA model/T6.py lines 36-62, commit 3d7f51d; the angles
-/// here in float64, cast to x's dtype, where T6 caches cos and sin in bfloat16).
-torch::Tensor tpaRotary(const torch::Tensor& x, double base);
 
 }  // namespace tensorscope::model_core

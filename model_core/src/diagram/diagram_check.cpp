@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "attention/attention_module.h"
+#include "attention/rotary_rule.h"
 #include "diagram/network_evaluator.h"
 #include "model_core/memory_guard.h"
 #include "spec/tensor_network.h"
@@ -31,7 +32,8 @@ std::pair<double, bool> compare(const torch::Tensor& got, const torch::Tensor& w
 
 }  // namespace
 
-DiagramCheck checkDiagram(const spec::AttentionSpec& spec, std::int64_t batch, std::int64_t seq, std::uint64_t seed) {
+DiagramCheck checkDiagram(const spec::AttentionSpec& spec, std::int64_t batch, std::int64_t seq, std::uint64_t seed,
+                          const std::string& positions) {
   DiagramCheck out;
   out.max_abs_diff_y = out.max_abs_diff_maps = std::numeric_limits<double>::infinity();
   try {
@@ -43,9 +45,14 @@ DiagramCheck checkDiagram(const spec::AttentionSpec& spec, std::int64_t batch, s
                   spec.variant == spec::Variant::Multilinear
                       ? "Use a smaller --batch or a spec with a smaller sizes.seq_len (multilinear fixes N)."
                       : "Use a smaller --batch or --seq.");
-    NetworkEvaluator evaluator(spec::buildTensorNetwork(spec, N));
+    const Rotary rotary = rotaryFromPositions(positions);
+    if (rotary.on)
+      if (const std::string why = rotaryProblem(spec); !why.empty())
+        throw std::invalid_argument("model.positions " + positions + ": " + why);
+    NetworkEvaluator evaluator(layerNetwork(spec, N, rotary));
     torch::manual_seed(seed);
     auto module = makeAttentionModule(spec);
+    if (rotary.on) module->setRotary(rotary);
     toFloat64(*module);
     module->eval();
     at::NoGradGuard noGrad;

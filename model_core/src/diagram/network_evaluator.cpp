@@ -156,6 +156,30 @@ torch::Tensor constant(const spec::TensorNode& n, const torch::TensorOptions& op
     // convolution, §8.8).
     return at::eye(shape[0], opts).view(shape);
   }
+  if (n.binding.rfind("rotary_turn:", 0) == 0 && shape.size() >= 3 && shape.size() % 2 == 1) {
+    // R[n, out…, in…] (spec/rotary_network.h): the rotary turn of the modules (applyRotary) applied
+    // to every unit vector e_in of the X = Π out features at every position n, so the diagram and
+    // the layer turn by one definition.
+    std::stringstream fields(n.binding.substr(12));
+    std::string pairs, block, base;
+    std::getline(fields, pairs, ':');
+    std::getline(fields, block, ':');
+    std::getline(fields, base);
+    const size_t k = (shape.size() - 1) / 2;
+    std::int64_t X = 1, Xin = 1;
+    for (size_t i = 0; i < k; ++i) {
+      X *= shape[1 + i];
+      Xin *= shape[1 + k + i];
+    }
+    if ((pairs == "half" || pairs == "interleaved") && !block.empty() && !base.empty() && X == Xin) {
+      const std::int64_t N = shape[0];
+      const auto d64 = opts.dtype(at::kDouble);
+      const auto units = at::eye(X, d64).view({1, 1, X, X}).expand({1, N, X, X});  // [1, n, in, feature]
+      const auto turned = applyRotary(units, std::stoll(block),
+                                      pairs == "half" ? RotaryPairs::Half : RotaryPairs::Interleaved, std::stod(base));
+      return turned[0].transpose(1, 2).contiguous().view(shape).to(opts);  // [n, out, in]
+    }
+  }
   throw std::invalid_argument("node '" + n.id + "' has an unknown binding '" + n.binding + "' for its legs");
 }
 

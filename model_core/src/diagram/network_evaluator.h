@@ -67,8 +67,13 @@ namespace tensorscope::model_core {
 struct NetworkValues;
 
 /// Fills `out.spec`, `out.network` and `out.values` by evaluating every tensor of `spec`'s
-/// network with `weights` (contract names) on `x` [1, N, F].
+/// network with `weights` (contract names) on `x` [1, N, F]. With `rotary.on` (a layer of a model
+/// with rotary positions) the network carries the turns of its queries and keys
+/// (spec::withRotaryTurns, blocks of the head size D), so its y is the layer's.
 void evaluateNetworkValues(const spec::AttentionSpec& spec, const std::vector<NamedWeight>& weights,
-                           const torch::Tensor& x, NetworkValues& out);
+                           const torch::Tensor& x, NetworkValues& out, const Rotary& rotary = Rotary{});
+
+/// spec::buildTensorNetwork(spec, seq), with the rotary turns of `rotary` when it is on.
+spec::TensorNetwork layerNetwork(const spec::AttentionSpec& spec, std::int64_t seq, const Rotary& rotary);
 
 }  // namespace tensorscope::model_core

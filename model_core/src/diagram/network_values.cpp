@@ -10,15 +10,26 @@
 #include "diagram/network_evaluator.h"
 #include "io/host_tensor_torch.h"
 #include "model_core/memory_guard.h"
+#include "spec/rotary_network.h"
 #include "spec/validation.h"
 
 namespace tensorscope::model_core {
 
+spec::TensorNetwork layerNetwork(const spec::AttentionSpec& spec, std::int64_t seq, const Rotary& rotary) {
+  auto network = spec::buildTensorNetwork(spec, seq);
+  if (!rotary.on) return network;
+  spec::RotaryTurns turns;
+  turns.interleaved = rotary.pairs == RotaryPairs::Interleaved;
+  turns.base = rotary.base;
+  turns.block = spec.sizes.D;
+  return spec::withRotaryTurns(std::move(network), turns);
+}
+
 void evaluateNetworkValues(const spec::AttentionSpec& spec, const std::vector<NamedWeight>& weights,
-                           const torch::Tensor& x, NetworkValues& out) {
+                           const torch::Tensor& x, NetworkValues& out, const Rotary& rotary) {
   at::NoGradGuard noGrad;
   out.spec = spec;
-  NetworkEvaluator evaluator(spec::buildTensorNetwork(spec, x.size(1)));
+  NetworkEvaluator evaluator(layerNetwork(spec, x.size(1), rotary));
   for (const auto& [id, value] : evaluator.evaluateAll(weights, x)) out.values[id] = toHost(value);
   out.network = evaluator.network();
 }

@@ -115,12 +115,10 @@ NetworkValues TrainingSession::networkValues(int layer, const Probe& p, const st
     throw std::invalid_argument("the model has " + std::to_string(blocks.size()) + " layers (0 to " +
                                 std::to_string(blocks.size() - 1) + "), not layer " + std::to_string(layer));
   const auto attention = blocks[static_cast<size_t>(layer)]->attention();
-  if (attention->rotary().on)
-    throw std::invalid_argument("layer " + std::to_string(layer) + " turns its queries and keys by rotary positions (model." +
-                                "positions \"" + config_.model.positions + "\"), which the tensor diagram does not draw "
-                                "yet: its values would not be this run's, so none are shown");
   NetworkValues v;
-  evaluateNetworkValues(attention->spec(), attention->namedWeights(), outs.at(static_cast<size_t>(layer)).input, v);
+  // A rotary layer's diagram carries the turns of its queries and keys (contract §9).
+  evaluateNetworkValues(attention->spec(), attention->namedWeights(), outs.at(static_cast<size_t>(layer)).input, v,
+                        attention->rotary());
   v.layer = layer;
   v.step = step_;
   v.probe = p.description;
@@ -161,9 +159,7 @@ InspectionSnapshot TrainingSession::inspect(const std::string& probe, int networ
   model_->forward(p.input, {true, false}, &outs);
   // The diagram's values of one layer on the same probe and forward (a typed question is answered
   // by greedy decoding once, not again for the values).
-  // Not for a rotary-position layer: the diagram has no turn (networkValues says so when asked alone).
-  if (networkLayer >= 0 && networkLayer < static_cast<int>(blocks.size()) &&
-      !blocks[static_cast<size_t>(networkLayer)]->attention()->rotary().on)
+  if (networkLayer >= 0 && networkLayer < static_cast<int>(blocks.size()))
     snap.network = std::make_shared<const NetworkValues>(networkValues(networkLayer, p, outs));
   for (const auto& o : outs) {
     std::vector<HostTensor> layer;

@@ -12,6 +12,7 @@
 #include "attention/fused_attention.h"
 #include "attention/talking_heads.h"
 #include "attention/mla.h"
+#include "attention/rotary.h"
 #include "attention/tpa.h"
 #include "reference.h"
 #include "spec/attention_spec.h"
@@ -52,6 +53,13 @@ torch::Tensor run(AttentionModuleImpl& m, const torch::Tensor& x) {
   return m.forward(x, {}).y;
 }
 
+}  // namespace
+
+namespace {
+/// TPA's rotary: the project's applyRotary, half-split pairs turned backward (T6's sign).
+torch::Tensor tpaRotary(const torch::Tensor& x, double base) {
+  return applyRotary(x, x.size(-1), RotaryPairs::Half, base, RotaryTurn::Backward);
+}
 }  // namespace
 
 TEST(AttentionSlots, GqaEqualsMhsaWithKeyAndValueHeadsRepeatedPerGroup) {
@@ -585,6 +593,59 @@ TEST(AttentionSlots, TpaFactorContractionEqualsFormingQueriesKeysAndValues) {
       const auto out = tpa->forward(x, {true});
       expectClose(out.maps, P, 1e-12, "maps: factor contraction vs q, k, v first");
       expectClose(out.y, y, 1e-12, "y: factor contraction vs q, k, v first");
+    }
+}
+
+TEST(AttentionSlots, TpaBroadcastFactorProductEqualsT6sBatchedProduct) {
+  // The module forms contextual q, k, v as a broadcast product summed over the rank; T6 (and this
+  // module before) as a batched matrix product per token, torch.bmm(A [BN, H, R], B [BN, R, D]) / R.
+  // Same y and same gradients for x and every weight (float64), with the fused and the ATen path,
+  // ranks on both sides of the size where LibTorch's bmm changes kernel (R·H·D = 400).
+  for (bool causal : {false, true})
+    for (int Rq : {0, 2, 7}) {
+      const int F = 6, H = 4, D = 16, Rk = 3, Rv = 2;
+      SCOPED_TRACE("causal " + std::to_string(causal) + ", R_Q " + std::to_string(Rq));
+      auto s = tpaSpec(F, H, D, causal, Rq, Rk, Rv, true, true);
+      AttentionModule tpa = buildDouble(s, 341);
+      perturbParameters(*tpa, 342);
+      const int64_t B = 2, N = 5;
+      const auto x0 = randomInput(B, N, F, 343);
+      // The oracle: T6's CPLinear.forward (bmm, div_ by rank) on the module's own weights.
+      auto params = tpa->named_parameters(true);
+      const auto xr = x0.clone().requires_grad_(true);
+      auto factor = [&](const std::string& v, int64_t R, bool turn) {
+        const auto A = torch::linear(xr, params["W_A_" + v + ".weight"]).view({B * N, H, R});
+        auto Bf = torch::linear(xr, params["W_B_" + v + ".weight"]).view({B, N, R, D});
+        if (turn) Bf = tpaRotary(Bf, 1e4);
+        return torch::bmm(A, Bf.reshape({B * N, R, D})).div(double(R)).view({B, N, H, D});
+      };
+      const auto q = Rq == 0 ? tpaRotary(torch::linear(xr, params["wq.weight"]).view({B, N, H, D}), 1e4) : factor("q", Rq, true);
+      const auto k = factor("k", Rk, true), v = factor("v", Rv, false);
+      auto logits = torch::einsum("bnhd,bmhd->bhnm", {q, k}) / std::sqrt(double(D));
+      if (causal) logits = logits.masked_fill(torch::ones({N, N}, torch::kBool).triu(1), -INFINITY);
+      const auto o = torch::einsum("bhnm,bmhd->bnhd", {torch::softmax(logits, -1), v});
+      const auto want = torch::linear(o.reshape({B, N, H * D}), params["wo.weight"]);
+      const auto gy = torch::randn_like(want);
+      const auto wantGrads = torch::autograd::grad({want}, {xr}, {gy}, true);
+      std::map<std::string, torch::Tensor> wantWeightGrads;
+      for (auto& p : params) {
+        const auto g = torch::autograd::grad({want}, {p.value()}, {gy}, true, false, true)[0];
+        wantWeightGrads[p.key()] = g.defined() ? g : torch::zeros_like(p.value());
+      }
+      for (bool fused : {true, false}) {
+        SCOPED_TRACE(fused ? "fused kernel" : "ATen path");
+        tpa->zero_grad();
+        const auto x = x0.clone().requires_grad_(true);
+        setFusedAttentionEnabled(fused);
+        const auto y = tpa->forward(x, {}).y;
+        setFusedAttentionEnabled(true);
+        expectClose(y, want, 1e-12, "y");
+        y.backward(gy);
+        expectClose(x.grad(), wantGrads[0], 1e-11, "dL/dx");
+        for (auto& p : tpa->named_parameters(true))
+          expectClose(p.value().grad().defined() ? p.value().grad() : torch::zeros_like(p.value()), wantWeightGrads.at(p.key()),
+                      1e-11, p.key());
+      }
     }
 }
 

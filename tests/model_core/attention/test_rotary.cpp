@@ -143,6 +143,28 @@ TEST(RotaryPositions, TheTurnMakesQueryKeyProductsDependOnTheOffsetOnly) {
   }
 }
 
+TEST(RotaryPositions, TheBackwardTurnIsTheInverseOfTheForwardOneInBothPairings) {
+  // RotaryTurn::Backward turns by −n·θ_j: written out for one pair (T6's sign) and undoing the
+  // forward turn exactly (a rotation and its transpose); the forward turn differs from it (control).
+  torch::manual_seed(4);
+  const int64_t B = 2, N = 6, D = 8;
+  const torch::Tensor x = torch::randn({B, N, 3, D}, torch::kDouble);
+  for (RotaryPairs pairs : {RotaryPairs::Half, RotaryPairs::Interleaved}) {
+    SCOPED_TRACE(pairsName(pairs));
+    const auto fwd = applyRotary(x, D, pairs, 500.0, RotaryTurn::Forward);
+    const auto bwd = applyRotary(x, D, pairs, 500.0, RotaryTurn::Backward);
+    expectClose(applyRotary(fwd, D, pairs, 500.0, RotaryTurn::Backward), x, 1e-13, "backward undoes forward");
+    expectClose(applyRotary(bwd, D, pairs, 500.0, RotaryTurn::Forward), x, 1e-13, "forward undoes backward");
+    EXPECT_GT((fwd - bwd).abs().max().item<double>(), 1e-2);
+    // Pair j = 1 of token n = 4, written out: members a, b at (1, 1 + D/2) or (2, 3).
+    const int64_t ia = pairs == RotaryPairs::Half ? 1 : 2, ib = pairs == RotaryPairs::Half ? 1 + D / 2 : 3;
+    const double ang = -4.0 * std::pow(500.0, -2.0 / double(D));
+    const double a = x[1][4][2][ia].item<double>(), b = x[1][4][2][ib].item<double>();
+    EXPECT_NEAR(bwd[1][4][2][ia].item<double>(), a * std::cos(ang) - b * std::sin(ang), 1e-14);
+    EXPECT_NEAR(bwd[1][4][2][ib].item<double>(), a * std::sin(ang) + b * std::cos(ang), 1e-14);
+  }
+}
+
 TEST(RotaryPositions, FloatModulesMatchTheFloat64ReferenceWithinFloatTolerance) {
   std::uint64_t seed = 500;
   for (const auto& s : rotaryLayers(true)) {

@@ -151,6 +151,63 @@ TEST(DiagramEvaluator, MtaMatchesTheModule) {
       }
 }
 
+TEST(DiagramEvaluator, RotaryLayersMatchTheModuleWithTheTurnsDrawnOnTheQueryAndKeyLegs) {
+  // Rotary positions (§9): the turns R^Q and R^K on the query and key legs make the diagram compute
+  // the turned layer, in both pairings, for every kind of layer that takes them; the diagram of the
+  // other pairing (or none) does not (negative control).
+  RandomSizes r{std::mt19937(23)};
+  std::uint64_t seed = 500;
+  for (const char* preset : {"mhsa", "fixed_head", "tp", "gqa", "mqa", "talking_heads", "gated", "gated_headwise", "diff", "thsa", "skip_right"})
+    for (const char* positions : {"rotary", "rotary_interleaved"})
+      for (bool causal : {false, true}) {
+        auto s = r.spec(preset, causal, std::string(preset) != "diff" && causal);
+        s.sizes.D = 4;  // D = 2 would make the two pairings one ((0, 1) either way)
+        if (std::string(preset) == "gqa" || std::string(preset) == "diff") {
+          s = spec::makeSpecPreset(preset);
+          s.sizes.H = std::string(preset) == "diff" ? 2 : 4;
+          s.sizes.D = 4;
+          s.sizes.F = std::string(preset) == "diff" ? 16 : 5;  // diff: 2·H·D = F
+          s.causal = causal;
+        }
+        s.sizes.R = s.sizes.H * s.sizes.D;  // thsa turns blocks of D in R = H·D
+        if (s.core) s.core = spec::makeCorePreset(s.core->preset, s.sizes.H, s.sizes.D);
+        SCOPED_TRACE(std::string(preset) + " " + positions + (causal ? " causal" : ""));
+        const auto c = checkDiagram(s, 2, 5, ++seed, positions);
+        EXPECT_TRUE(c.ok) << c.message;
+        EXPECT_LE(c.max_abs_diff_y, 1e-10) << c.message;
+        EXPECT_LE(c.max_abs_diff_maps, 1e-10) << c.message;
+        // The turns are drawn: R^Q on W^Q's side of the query leg, R^K on the key's.
+        const Rotary rot = rotaryFromPositions(positions);
+        const auto net = layerNetwork(s, 5, rot);
+        EXPECT_TRUE(spec::checkNetwork(net).empty()) << spec::checkNetwork(net).front();
+        int turns = 0;
+        for (const auto& n : net.nodes)
+          if (n.binding.rfind("rotary_turn:", 0) == 0) ++turns;
+        EXPECT_EQ(turns, 2);
+        // Negative control: the module turned one way, the diagram the other way (or not at all).
+        torch::manual_seed(seed);
+        auto module = makeAttentionModule(s);
+        toFloat64(*module);
+        module->eval();
+        module->setRotary(rot);
+        at::NoGradGuard noGrad;
+        for (auto& p : module->parameters()) p.add_(0.1 * at::randn_like(p));
+        const auto x = at::randn({2, 5, s.sizes.F}, at::TensorOptions().dtype(at::kDouble));
+        const auto want = module->forward(x, {}).y;
+        Rotary other = rot;
+        other.pairs = rot.pairs == RotaryPairs::Half ? RotaryPairs::Interleaved : RotaryPairs::Half;
+        for (const Rotary& wrong : {other, Rotary{}}) {
+          const auto got = NetworkEvaluator(layerNetwork(s, 5, wrong)).evaluate(module->namedWeights(), x, false).y;
+          EXPECT_GT((got - want).abs().max().item<double>(), 1e-6);
+        }
+        EXPECT_LE((NetworkEvaluator(net).evaluate(module->namedWeights(), x, false).y - want).abs().max().item<double>(), 1e-10);
+      }
+  // A layer that takes no rotary positions says why.
+  const auto linear = checkDiagram(r.spec("thsa_linear", false, false), 1, 3, 7, "rotary");
+  EXPECT_FALSE(linear.ok);
+  EXPECT_NE(linear.message.find("thsa_linear takes no rotary positions"), std::string::npos) << linear.message;
+}
+
 TEST(DiagramEvaluator, EveryCorePresetMatchesTheModule) {
   RandomSizes r{std::mt19937(12)};
   std::uint64_t seed = 200;

@@ -4,9 +4,12 @@
 // turns its queries and keys, and it trains.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
+#include "diagram/network_evaluator.h"
+#include "model_core/network_values.h"
 #include "model_core/run_config.h"
 #include "model_core/trainer.h"
 #include "training/training_session.h"
@@ -92,23 +95,48 @@ TEST(RotaryModel, TheModelHasNoPositionTableAndEveryBlockTurnsItsQueriesAndKeys)
   }
 }
 
-TEST(RotaryModel, TheInspectorShowsNoDiagramValuesForARotaryLayerAndSaysWhy) {
-  // The tensor diagram has no rotary turn yet: its values would not be the run's, so none are given.
-  auto c = tinyRun("mhsa", 2);
-  c.model.positions = "rotary";
-  TrainingSession session(c);
-  try {
-    session.inspectNetwork(0);
-    ADD_FAILURE() << "a rotary layer's diagram values were given";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("rotary positions (model.positions \"rotary\")"), std::string::npos) << e.what();
-  }
-  const InspectionSnapshot snap = session.inspect("", 0);  // the maps, without the diagram's values
-  EXPECT_EQ(snap.network, nullptr);
-  EXPECT_EQ(snap.maps.size(), 2u);
-  auto learned = tinyRun("mhsa", 2);
-  TrainingSession plain(learned);
-  EXPECT_NE(plain.inspect("", 0).network, nullptr);
+TEST(RotaryModel, TheInspectorShowsTheDiagramValuesOfARotaryLayerAndTheyAreTheLayers) {
+  // The diagram of a rotary layer carries the turns of its queries and keys (R^Q, R^K; §9), so the
+  // values the Inspector shows are the run's: x is what enters the layer inside the model and the
+  // diagram's y is the layer's output in the model's own forward. The same diagram without the turns
+  // gives another y (negative control).
+  for (const char* positions : {"rotary", "rotary_interleaved"})
+    for (const char* preset : {"mhsa", "thsa", "gqa"}) {
+      SCOPED_TRACE(std::string(preset) + " " + positions);
+      auto c = tinyRun(preset, 2);
+      c.model.positions = positions;
+      TrainingSession session(c);
+      for (int layer : {0, 1}) {
+        const NetworkValues v = session.inspectNetwork(layer);
+        int turns = 0;
+        for (const auto& n : v.network.nodes)
+          if (n.binding.rfind("rotary_turn:" + std::string(std::string(positions) == "rotary" ? "half" : "interleaved"), 0) == 0)
+            ++turns;
+        EXPECT_EQ(turns, 2);
+        session.model()->eval();
+        torch::NoGradGuard noGrad;
+        const auto& vocab = session.task().vocabulary().tokens;
+        std::vector<int64_t> ids;
+        for (const auto& t : v.tokens) ids.push_back(std::find(vocab.begin(), vocab.end(), t) - vocab.begin());
+        std::vector<AttentionOutput> outs;
+        session.model()->forward(torch::tensor(ids, torch::kLong).view({1, static_cast<int64_t>(ids.size())}), {}, &outs);
+        session.model()->train();
+        const auto& out = outs.at(static_cast<size_t>(layer));
+        const auto& xs = *v.find("x_q");
+        EXPECT_TRUE(torch::allclose(torch::tensor(xs.values, torch::kFloat).reshape(xs.shape), out.input, 1e-6, 1e-6));
+        const auto& ys = *v.find(v.network.output);
+        const auto y = torch::tensor(ys.values, torch::kFloat).reshape(ys.shape);
+        EXPECT_TRUE(torch::allclose(y, out.y, 1e-5, 1e-5)) << (y - out.y).abs().max().item<double>();
+        const auto attention = session.model()->blocks()[static_cast<size_t>(layer)]->attention();
+        NetworkValues plain;
+        evaluateNetworkValues(attention->spec(), attention->namedWeights(), out.input, plain);
+        const auto& ps = *plain.find(plain.network.output);
+        EXPECT_GT((torch::tensor(ps.values, torch::kFloat).reshape(ps.shape) - out.y).abs().max().item<double>(), 1e-4);
+      }
+      const InspectionSnapshot snap = session.inspect("", 0);  // the maps and the diagram's values
+      ASSERT_NE(snap.network, nullptr);
+      EXPECT_EQ(snap.maps.size(), 2u);
+    }
 }
 
 TEST(RotaryModel, ARotaryModelTrainsAndItsLossFalls) {

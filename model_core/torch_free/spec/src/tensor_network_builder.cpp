@@ -66,7 +66,8 @@ void NetworkBuilder::projection(const Projection& p) {
   std::vector<Leg> wLegs = p.out;
   wLegs.push_back(p.feature);
   const std::int64_t outCount = elementCount(p.out);
-  weight(p.w_id, p.w_label, NodeKind::Weight, p.prefix + ".weight", p.w_role, wLegs, outCount * p.feature.size);
+  weight(p.w_id, p.w_label, NodeKind::Weight, p.prefix + ".weight", p.w_role, wLegs,
+         p.again ? 0 : outCount * p.feature.size);
 
   PlanStep s;
   s.output = p.step;
@@ -84,7 +85,7 @@ void NetworkBuilder::projection(const Projection& p) {
     b.role = "Bias of " + p.w_label + " (" + p.prefix + ".bias): added to the projection X·" + p.w_label +
              "ᵀ, as nn.Linear does.";
     b.legs = p.out;
-    b.parameters = outCount;
+    b.parameters = p.again ? 0 : outCount;
     b.adds_to = p.w_id;
     s.addends.push_back(b.id);
     node(std::move(b));

@@ -36,6 +36,9 @@ struct Projection {
   std::string prefix;      ///< contract name prefix, e.g. "wq"
   std::vector<Leg> out;    ///< W's output legs (row-major view of its first axis)
   std::string step_role;
+  /// The weight drawn again for another path (a copy of one already drawn, e.g. MLA's value copy
+  /// of W^DKV): its node holds no parameters of its own (they are counted once, on the first).
+  bool again = false;
 };
 
 class NetworkBuilder {

@@ -79,21 +79,13 @@ TensorNetwork buildLatentNetwork(const AttentionSpec& s, std::int64_t N) {
   // Its own legs, so that no hyperedge joins the two paths: v (L+r), c (L), y (2D).
   const Leg uv = leg('v', "L+r", L + r), iv = leg('c', "L", L), tv = leg('y', "2D", 2 * D);
   {
-    const Leg fv = leg('w', "F", z.F);
-    TensorNode xv;
-    xv.id = "x_v";
-    xv.label = "X^V";
-    xv.kind = NodeKind::Input;
-    xv.role = "Input X as the value copy X^V [M, F]; its M leg meets the attention weights' M.";
-    xv.binding = "x";
-    xv.legs = {m, fv};
-    xv.batched = true;
-    b.node(std::move(xv));
-    b.weight("Wkvav", "W^{DKV}", NodeKind::Weight, "wkv_a.weight",
-             "W^{DKV} again (wkv_a.weight [L+r, F]: the same parameters, counted once, drawn again for the value path).",
-             {uv, fv}, 0);
-    b.step({"kvv", {"x_v", "Wkvav"}, "bmw,vw->bmv", Op::None, "", 1.0, {}, 0,
-            "latent and rotary key of the value copy [M, L+r]"});
+    Projection valueCopy{"kvv", "x_v", "X^V", "Input X as the value copy X^V [M, F]; its M leg meets the attention weights' M.",
+                         m, leg('w', "F", z.F), "Wkvav", "W^{DKV}",
+                         "W^{DKV} again (wkv_a.weight [L+r, F]: the same parameters, counted once, drawn again for the "
+                         "value path).",
+                         "wkv_a", {uv}, "latent and rotary key of the value copy [M, L+r]"};
+    valueCopy.again = true;
+    b.projection(valueCopy);
   }
   b.constant("Scv", "S_c", "select:0", "Picks the latent's L entries (value path).", {uv, iv});
   b.step({"cav", {"kvv", "Scv"}, "bmv,vc->bmc", Op::None, "", 1.0, {}, 0, "the latent before its norm (value path)"});
