@@ -13,7 +13,7 @@ trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/check_lib.sh"
 
 "$BIN" spec preset mhsa > "$TMP/spec.json" || { echo "FAIL spec preset"; exit 1; }
-/usr/bin/python3 "$(dirname "$0")/tiny_copy_config.py" "$TMP/spec.json" 80 20 5 40 > "$TMP/base.json" || { echo "FAIL base config"; exit 1; }
+/usr/bin/python3 "$(dirname "$0")/tiny_copy_config.py" "$TMP/spec.json" 300 100 10 150 > "$TMP/base.json" || { echo "FAIL base config"; exit 1; }
 /usr/bin/python3 - "$TMP" <<'PY'
 import json, sys
 tmp = sys.argv[1]
@@ -53,7 +53,7 @@ check status-shows-round-1 0 "$target +interrupted" -- "$BIN" sweep status "$TMP
 check another-rule-refused 1 "error bound untrue" -- "$BIN" sweep run "$TMP/sw" --until-settled --alpha 0.01
 check resume 0 '"event": "settled".*"at_cap": \["twin"\]' -- "$BIN" --threads 1 sweep run "$TMP/sw" --until-settled
 steps=$(grep '"kind":"train"' "$TMP/sw/trials/$target/run/metrics.jsonl" | sed -n 's/.*"step":\([0-9]*\).*/\1/p')
-if [ "$(sort -n <<<"$steps" | uniq | wc -l)" -eq 80 ] && [ "$(wc -l <<<"$steps")" -eq 80 ] && [ "$before" -gt 0 ]; then
+if [ "$(sort -n <<<"$steps" | uniq | wc -l)" -eq 300 ] && [ "$(wc -l <<<"$steps")" -eq 300 ] && [ "$before" -gt 0 ]; then
   ok "interrupted-trial-resumed-not-restarted"
 else
   bad "trial $target: $(wc -l <<<"$steps") records after resuming ($before before)"
