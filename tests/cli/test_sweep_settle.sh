@@ -67,4 +67,21 @@ check report-md-rule 0 "looked at, at most, 3 times; each look decides at alpha 
 check report-csv 0 "^twin,.*,4,cap$" -- "$BIN" sweep report "$TMP/sw" --format csv
 check report-json 0 '"state": "cap"' -- "$BIN" sweep report "$TMP/sw" --format json
 check report-latex 0 'twin & 4 & open at the cap \(n = 4\)' -- "$BIN" sweep report "$TMP/sw" --format latex
+
+# Budget matching in a sweep file (issue 37): MQA (one key/value group) at MHSA's KV cache solves D = 16
+# (2 D = 2 H D with H = 2, D = 8); the plan lists the size, the cost and the residual.
+/usr/bin/python3 - "$TMP" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+sweep = json.load(open(f"{tmp}/sweep.json"))
+sweep["name"] = "mqa at equal kv"
+sweep["axes"][0]["values"][1] = {"label": "mqa", "set": {"model.attention.slots": {"kv_groups": 1}}}
+sweep["match"] = {"axis": "design", "reference": "mhsa", "on": "kv", "size": "D", "tolerance": 0.01}
+json.dump(sweep, open(f"{tmp}/kv.json", "w"), indent=2)
+sweep["match"]["on"] = "memory"
+json.dump(sweep, open(f"{tmp}/kv-bad.json", "w"), indent=2)
+PY
+check plan-kv-match 0 "002-mqa-s1 +[0-9]+ +D=16 kv \+0\.00% " -- "$BIN" sweep plan "$TMP/kv.json" --out "$TMP/kv"
+check plan-kv-recorded 0 '"on": "kv"' -- cat "$TMP/kv/plan.json"
+check plan-kv-bad 1 "match.on: must be params, kv or flops; got 'memory'" -- "$BIN" sweep plan "$TMP/kv-bad.json" --out "$TMP/kv-bad"
 finish
