@@ -59,7 +59,7 @@ _tensorscope() {
       case $sub in
         "") COMPREPLY=($(compgen -W "plan run run-trial status report" -- "$cur")); return ;;
         plan) [[ $cur == -* ]] || { COMPREPLY=($(compgen -f -- "$cur")); return; }; options="--out" ;;
-        run) [[ $cur == -* ]] || { COMPREPLY=($(compgen -d -- "$cur")); return; }; options="--jobs --retry-failed --json" ;;
+        run) [[ $cur == -* ]] || { COMPREPLY=($(compgen -d -- "$cur")); return; }; options="--jobs --retry-failed --json --until-settled --alpha --max-seeds" ;;
         status) [[ $cur == -* ]] || { COMPREPLY=($(compgen -d -- "$cur")); return; }; options="--json" ;;
         report) [[ $cur == -* ]] || { COMPREPLY=($(compgen -d -- "$cur")); return; }; options="--format --out --figure --x" ;;
         run-trial) COMPREPLY=($(compgen -d -- "$cur")); return ;;

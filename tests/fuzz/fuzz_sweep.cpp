@@ -1,5 +1,5 @@
-// Sweep files (tensorscope sweep plan), trial results (result.json) and a sweep's Slurm jobs
-// (slurm.json): a sweep or
+// Sweep files (tensorscope sweep plan), trial results (result.json), a sweep's Slurm jobs
+// (slurm.json) and its settle rule (settle.json, sweep run --until-settled): a sweep or
 // std::invalid_argument naming the field; a sweep's JSON is a fixed point of parse ∘ serialise, and a
 // small sweep expands into trials or is refused with a reason (never a crash).
 #include "fuzz_util.h"
@@ -14,6 +14,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     for (const auto& job : parseSlurmJobs(text, "slurm.json")) FUZZ_CHECK(!job.id.empty());
+  } catch (const std::invalid_argument&) {
+  }
+  try {
+    const auto rule = parseSettleRule(text, "settle.json");
+    FUZZ_CHECK(rule.looks() >= 1 && rule.alphaPerLook() > 0 && parseSettleRule(settleRuleToJson(rule), "settle.json").looks() == rule.looks());
   } catch (const std::invalid_argument&) {
   }
   SweepFile s;

@@ -73,9 +73,14 @@ usage:
   tensorscope sweep run DIR [--jobs J] [--retry-failed]
                                                    train the pending trials, J at a time (resumable;
                                                    Ctrl-C stops and keeps their checkpoints)
+  tensorscope sweep run DIR --until-settled [--alpha A] [--max-seeds K]
+                                                   then add seeds, round by round, to the designs
+                                                   whose verdict is open (each look at A / looks)
   tensorscope sweep submit DIR --slurm [--partition P] [--time T] [--cpus-per-task C] [--gpus G]
                            [--array-limit K] [--retry-failed] [--dry-run]
-                                                   the pending trials as a Slurm job array
+                           [--until-settled [--alpha A] [--max-seeds K]]
+                                                   the pending trials as a Slurm job array (with
+                                                   --until-settled, the next round once all ended)
   tensorscope sweep run-trial DIR INDEX [--device cpu|cuda]
                                                    train one trial (what run and Slurm jobs call)
   tensorscope sweep status DIR [--json]            each trial's state, step and result

@@ -1,6 +1,7 @@
 /// `sweep plan | run-trial` and the dispatch of every sweep command (run, submit, status and report
 /// have files of their own): arguments, printing, signals and exit status. Running a trial is
 /// model_core's (model_core/sweep_trial.h).
+#include <cstdio>
 #include "cli/sweep_commands.h"
 
 #include <algorithm>
@@ -32,15 +33,23 @@ int planCommand(Args& args, std::ostream& out) {
   const auto trials = model_core::expandSweep(sweep);
   model_core::writeSweepDirectory(*dir, sweep, trials);
   out << "sweep '" << sweep.name << "': " << trials.size() << " trials in " << *dir << "\n";
-  std::size_t w = 8;
-  for (const auto& t : trials) w = std::max(w, t.name.size() + 2);
-  out << pad("trial", w) << pad("attention params", 18) << pad("matched", 9) << pad("steps", 8)
+  std::size_t w = 8, mw = 9;
+  // "D=13", or with "match" the cost it matched and the residual: "kv_groups=2 kv +0.00%".
+  const auto matchedText = [](const model_core::Trial& t) {
+    if (t.matched.empty()) return std::string("-");
+    if (t.match_on.empty()) return t.matched;
+    char r[32];
+    std::snprintf(r, sizeof r, "%+.2f%%", 100 * t.match_residual);
+    return t.matched + " " + t.match_on + " " + r;
+  };
+  for (const auto& t : trials) w = std::max(w, t.name.size() + 2), mw = std::max(mw, matchedText(t).size() + 2);
+  out << pad("trial", w) << pad("attention params", 18) << pad("matched", mw) << pad("steps", 8)
       << pad("attn GFLOP/step", 17) << "memory estimate\n";
   double total = 0;
   for (const auto& t : trials) {
     const double memory = model_core::estimateTrainingMemory(t.config);
     total += t.attention_gflop_per_step * double(t.config.train.steps);
-    out << pad(t.name, w) << pad(std::to_string(t.attention_parameters), 18) << pad(t.matched.empty() ? "-" : t.matched, 9)
+    out << pad(t.name, w) << pad(std::to_string(t.attention_parameters), 18) << pad(matchedText(t), mw)
         << pad(std::to_string(t.config.train.steps), 8)
         << pad(fixed(t.attention_gflop_per_step, t.attention_gflop_per_step < 1 ? 4 : 2), 17)
         << fixed(memory / 1e6, 0) << " MB\n";

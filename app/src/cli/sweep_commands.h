@@ -4,8 +4,11 @@
 /// (model_core/sweep.h, model_core/sweep_trial.h) and the process pool and Slurm client's (sweeps/).
 
 #include <iosfwd>
+#include <optional>
+#include <string>
 
 #include "cli/args.h"
+#include "model_core/sweep.h"
 
 namespace tensorscope::app {
 
@@ -22,6 +25,11 @@ int runSweepCommand(Args& args, std::ostream& out, std::ostream& err);
 
 /// `sweep run` (sweep_run_command.cpp).
 int sweepRunCommand(Args& args, std::ostream& out, std::ostream& err);
+/// The settle rule of `--until-settled [--alpha A] [--max-seeds K]` (run and submit): the options,
+/// else the rule the sweep was run under (settle.json), else the sweep file's alpha and
+/// max(10, its seeds). Throws UsageError for an alpha that is not a number in (0, 0.5].
+model_core::SettleRule settleRuleFromOptions(const model_core::SweepPlan& plan, const std::optional<std::string>& alpha,
+                                             const std::optional<long long>& maxSeeds);
 /// `sweep status` and `sweep report` (sweep_report_commands.cpp).
 int sweepStatusCommand(Args& args, std::ostream& out);
 int sweepReportCommand(Args& args, std::ostream& out, std::ostream& err);

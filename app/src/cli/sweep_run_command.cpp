@@ -21,6 +21,8 @@
 #include "sweeps/process_pool.h"
 #include "sweeps/slurm_client.h"
 
+#include <nlohmann/json.hpp>
+
 namespace tensorscope::app {
 namespace {
 
@@ -128,15 +130,8 @@ struct RunTally {
   }
 };
 
-}  // namespace
-
-int sweepRunCommand(Args& args, std::ostream& out, std::ostream& err) {
-  const auto jobs = args.takeInt("--jobs", 1, 256);
-  const bool retry = args.takeFlag("--retry-failed");
-  const bool jsonLines = args.takeFlag("--json") || !isatty(fileno(stdout));
-  const auto pos = args.positionals(1, 1, kUsage);
-  const auto plan = model_core::readSweepPlan(pos[0]);
-  const int J = static_cast<int>(jobs.value_or(1));
+/// Runs the plan's trials that have not ended, J at a time (one `sweep run` without --until-settled).
+int runPendingTrials(const SweepPlan& plan, int J, bool retry, bool jsonLines, std::ostream& out, std::ostream& err) {
   // J trials share the cores: each gets cores / J LibTorch threads (at least one) unless the
   // command line's --threads says otherwise.
   int threads = std::max(1, model_core::runtimeInfo().hardware_threads / J);
@@ -197,6 +192,76 @@ int sweepRunCommand(Args& args, std::ostream& out, std::ostream& err) {
   }
   if (tally.failed) return kExitFailure;
   return tally.skipped ? elsewhereNote(tally.skipped) : kExitOk;
+}
+
+/// Says a settle round's decision (JSON line or text).
+void printRound(const SweepPlan& plan, const model_core::SettleRound& r, bool jsonLines, std::ostream& out) {
+  const auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + model_core::displayText(x);
+    return s.empty() ? std::string("none") : s;
+  };
+  if (jsonLines) {
+    out << "{\"event\": \"" << (r.added.empty() ? "settled" : "settle_round") << "\"";
+    if (!r.added.empty()) out << ", \"round\": " << r.round << ", \"seed\": " << r.seed << ", \"trials\": " << r.added.size();
+    out << ", \"open\": " << nlohmann::json(r.open).dump() << ", \"at_cap\": " << nlohmann::json(r.at_cap).dump()
+        << ", \"settled\": " << nlohmann::json(r.settled).dump() << "}" << std::endl;
+    return;
+  }
+  if (r.added.empty())
+    out << "sweep '" << plan.sweep.name << "': every verdict is settled or at the cap (settled: " << list(r.settled)
+        << "; open at the cap: " << list(r.at_cap) << ")\n";
+  else
+    out << "sweep '" << plan.sweep.name << "': round " << r.round << " adds seed " << r.seed << " (" << r.added.size()
+        << " trials) for the open verdicts of " << list(r.open) << "\n";
+}
+
+}  // namespace
+
+model_core::SettleRule settleRuleFromOptions(const SweepPlan& plan, const std::optional<std::string>& alpha,
+                                             const std::optional<long long>& maxSeeds) {
+  model_core::SettleRule rule;
+  rule.initial_seeds = static_cast<int>(plan.sweep.seeds.size());
+  rule.alpha = plan.settle ? plan.settle->alpha : plan.sweep.alpha;
+  rule.max_seeds = plan.settle ? plan.settle->max_seeds : std::max(10, rule.initial_seeds);
+  if (alpha) {
+    char* end = nullptr;
+    const double a = std::strtod(alpha->c_str(), &end);
+    if (alpha->empty() || *end != '\0' || !(a > 0 && a <= 0.5))
+      throw UsageError("--alpha takes a significance level in (0, 0.5], e.g. 0.01; got '" + *alpha + "'");
+    rule.alpha = a;
+  }
+  if (maxSeeds) rule.max_seeds = static_cast<int>(*maxSeeds);
+  if (rule.max_seeds < rule.initial_seeds)
+    throw UsageError("--max-seeds " + std::to_string(rule.max_seeds) + " is below the sweep's own " +
+                     std::to_string(rule.initial_seeds) + " seeds");
+  return rule;
+}
+
+int sweepRunCommand(Args& args, std::ostream& out, std::ostream& err) {
+  const auto jobs = args.takeInt("--jobs", 1, 256);
+  const bool retry = args.takeFlag("--retry-failed");
+  const bool jsonLines = args.takeFlag("--json") || !isatty(fileno(stdout));
+  const bool untilSettled = args.takeFlag("--until-settled");
+  const auto alpha = args.takeOption("--alpha");
+  const auto maxSeeds = args.takeInt("--max-seeds", 2, model_core::kMaxSweepTrials);
+  const auto pos = args.positionals(1, 1, kUsage);
+  auto plan = model_core::readSweepPlan(pos[0]);
+  const int J = static_cast<int>(jobs.value_or(1));
+  if (!untilSettled) {
+    if (alpha || maxSeeds) throw UsageError("--alpha and --max-seeds go with --until-settled");
+    return runPendingTrials(plan, J, retry, jsonLines, out, err);
+  }
+  model_core::recordSettleRule(plan, settleRuleFromOptions(plan, alpha, maxSeeds));
+  while (true) {
+    const int code = runPendingTrials(plan, J, retry, jsonLines, out, err);
+    if (code != kExitOk) return code;  // interrupted, failed or run elsewhere: the rounds go on from here next time
+    plan = model_core::readSweepPlan(plan.dir);
+    const auto round = model_core::planSettleRound(plan, model_core::buildReport(plan));
+    printRound(plan, round, jsonLines, out);
+    if (round.added.empty()) return kExitOk;
+    model_core::extendSweepPlan(plan, round.added);
+  }
 }
 
 }  // namespace tensorscope::app

@@ -28,6 +28,9 @@ int sweepSubmitCommand(Args& args, std::ostream& out, std::ostream& err) {
   request.arrayLimit = args.takeInt("--array-limit", 1, 100000);
   const bool retry = args.takeFlag("--retry-failed");
   const bool dryRun = args.takeFlag("--dry-run");
+  const bool untilSettled = args.takeFlag("--until-settled");
+  const auto alpha = args.takeOption("--alpha");
+  const auto maxSeeds = args.takeInt("--max-seeds", 2, model_core::kMaxSweepTrials);
   const auto pos = args.positionals(1, 1, sweep_text::kUsage);
   if (!slurm)
     throw UsageError("sweep submit hands trials to a scheduler: say --slurm (the one supported)\nusage: " +
@@ -39,7 +42,8 @@ int sweepSubmitCommand(Args& args, std::ostream& out, std::ostream& err) {
   };
   if (request.partition) safe(*request.partition, "--partition");
   if (request.time) safe(*request.time, "--time");
-  const auto plan = model_core::readSweepPlan(fs::absolute(pos[0]).lexically_normal().string());
+  if (!untilSettled && (alpha || maxSeeds)) throw UsageError("--alpha and --max-seeds go with --until-settled");
+  auto plan = model_core::readSweepPlan(fs::absolute(pos[0]).lexically_normal().string());
   // The path goes into the batch script's comments, #SBATCH lines and command: a newline there would
   // end a directive and start a command.
   for (unsigned char c : plan.dir)
@@ -50,6 +54,34 @@ int sweepSubmitCommand(Args& args, std::ostream& out, std::ostream& err) {
   auto jobs = model_core::readSlurmJobs(plan.dir);
   std::string note;
   const auto queued = sweeps::slurmStates(jobs, note);
+  if (untilSettled) {
+    // One round a submission: when every trial has ended (none queued, running or waiting), the
+    // report decides the next round's seeds and they go to Slurm as a new job array; otherwise
+    // what has not ended is (re)submitted as without --until-settled.
+    model_core::recordSettleRule(plan, settleRuleFromOptions(plan, alpha, maxSeeds));
+    bool allEnded = true;
+    for (const auto& t : plan.trials) {
+      const auto st = model_core::trialStatus(plan, t);
+      const bool failed = st.state == TrialState::Failed || st.state == TrialState::Diverged;
+      if (queued.count(t.index) || !(st.state == TrialState::Finished || (failed && !retry))) allEnded = false;
+    }
+    if (allEnded) {
+      const auto round = model_core::planSettleRound(plan, model_core::buildReport(plan));
+      if (round.added.empty()) {
+        out << "settled: every verdict is settled or at the cap of " << plan.settle->max_seeds
+            << " seeds; nothing to submit (tensorscope sweep report " << plan.dir << ")\n";
+        return kExitOk;
+      }
+      if (dryRun) {
+        out << "round " << round.round << " would add seed " << round.seed << " (" << round.added.size()
+            << " trials); not added (--dry-run)\n";
+        return kExitOk;
+      }
+      model_core::extendSweepPlan(plan, round.added);
+      out << "round " << round.round << ": seed " << round.seed << " for " << round.open.size() << " open verdict"
+          << (round.open.size() == 1 ? "" : "s") << " (" << round.added.size() << " trials)\n";
+    }
+  }
   int ended = 0, inQueue = 0, elsewhere = 0;
   for (const auto& t : plan.trials) {
     const auto st = model_core::trialStatus(plan, t);

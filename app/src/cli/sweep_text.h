@@ -9,10 +9,11 @@ namespace tensorscope::app::sweep_text {
 
 inline constexpr const char* kUsage =
     "tensorscope sweep plan SWEEP.json --out DIR\n"
-    "       tensorscope sweep run DIR [--jobs J] [--retry-failed]\n"
+    "       tensorscope sweep run DIR [--jobs J] [--retry-failed] [--until-settled [--alpha A] [--max-seeds K]]\n"
     "       tensorscope sweep run-trial DIR INDEX [--device cpu|cuda]\n"
     "       tensorscope sweep submit DIR --slurm [--partition P] [--time T] [--cpus-per-task C] [--gpus G]\n"
     "                                    [--array-limit K] [--retry-failed] [--dry-run]\n"
+    "                                    [--until-settled [--alpha A] [--max-seeds K]]\n"
     "       tensorscope sweep status DIR [--json]\n"
     "       tensorscope sweep report DIR [--format md|csv|latex|json] [--out FILE]\n"
     "                                    [--figure FILE.svg|png|pdf] [--x parameters|AXIS]";

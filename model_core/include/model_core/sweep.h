@@ -50,9 +50,15 @@ struct SweepAxis {
 struct ParameterMatch {
   std::string axis;
   std::string reference;
-  /// head_size (D, with R = H·D where R was H·D), heads (H, likewise), rank (R) or d_model (F)
+  /// match_parameters: head_size (D, with R = H·D where R was H·D), heads (H, likewise), rank (R)
+  /// or d_model (F). "match" (on set): a size of spec::budgetSizeNames() (H, kv_groups, D, R, F, P,
+  /// c, kv_rank, q_rank, rope_dim, core_rank) or "any" (every free size, the closest).
   std::string solve = "head_size";
   double tolerance = 0.01;
+  /// Empty: "match_parameters" (the attention parameters, summed over layers). "params", "kv" or
+  /// "flops": "match", through the cost model's matcher (spec::matchBudget) layer by layer on the
+  /// trainable parameters, the KV-cache elements per token or the training FLOPs per token.
+  std::string on;
 };
 
 /// Which number a sweep compares: an evaluation record's field on one split.
@@ -108,7 +114,14 @@ struct Trial {
   RunConfig config;
   std::int64_t attention_parameters = 0;            ///< trainable, all attention layers
   std::string matched;                              ///< what the parameter match set ("D=13"), or empty
+  /// "match" only: the matched cost ("kv"), the trial's and the reference's (first layer's figures
+  /// summed over layers) and the residual (cost - target) / target.
+  std::string match_on;
+  double match_cost = 0, match_target = 0, match_residual = 0;
   double attention_gflop_per_step = 0;              ///< forward + backward (3x forward) of the attention layers
+  /// 0: planned from the sweep file; r > 0: a seed added by round r of `sweep run --until-settled`
+  /// (its design's trial of the file with another seed; plan.json says so).
+  int round = 0;
 };
 
 /// Expands the grid (axes in order, seeds innermost), applies the budget and the parameter match,
@@ -137,11 +150,31 @@ std::string planToJson(const SweepFile& sweep, const std::vector<Trial>& trials)
 /// long for its trials' files, before creating anything; the same plan again changes nothing.
 void writeSweepDirectory(const std::string& dir, const SweepFile& sweep, const std::vector<Trial>& trials);
 
+// ---- Seeds until settled (sweep run --until-settled; docs/sweeps.md) -----------------------------
+inline constexpr const char* kSweepSettleFormat = "tensorscope.sweep_settle";
+/// The rule of a sweep run until its verdicts settle (DIR/settle.json): each round adds one seed to
+/// the designs whose verdict against the baseline is still open, until none is open or a design
+/// has `max_seeds`. A sweep that starts with n0 seeds is looked at, at most, at n0, n0 + 1, …,
+/// max_seeds seeds: looks() = max_seeds - n0 + 1. Every look's report decides at alpha / looks()
+/// (Bonferroni over the looks), so the chance that any look declares a difference where there is
+/// none is at most alpha over the whole sequence, however many rounds it takes.
+struct SettleRule {
+  double alpha = kDefaultSweepAlpha;
+  int max_seeds = 10;
+  int initial_seeds = 1;  ///< n0: the sweep file's seeds
+  int looks() const { return max_seeds - initial_seeds + 1; }
+  double alphaPerLook() const { return alpha / double(looks()); }
+};
+/// Parses settle.json. Throws std::invalid_argument naming the path and the field.
+SettleRule parseSettleRule(const std::string& text, const std::string& path);
+std::string settleRuleToJson(const SettleRule& rule);
+
 /// A planned sweep read back: the sweep file and its trials (configs from run.json).
 struct SweepPlan {
   std::string dir;
   SweepFile sweep;
   std::vector<Trial> trials;
+  std::optional<SettleRule> settle;  ///< DIR/settle.json: the sweep runs until settled under this rule
   std::string trialDir(const Trial& t) const { return dir + "/trials/" + t.name; }
   std::string runDir(const Trial& t) const { return trialDir(t) + "/run"; }
 };
@@ -149,6 +182,32 @@ struct SweepPlan {
 /// Where DIR/plan.check matches sweep.json, plan.json and every run.json, the trials are read from
 /// those files; otherwise the sweep is expanded again and compared (and plan.check rewritten).
 SweepPlan readSweepPlan(const std::string& dir);
+
+/// Records `rule` as the sweep's settle rule (DIR/settle.json, atomically). A sweep to which a round
+/// has added seeds keeps the rule it was run under: another one is refused, saying both (a changed
+/// alpha or cap would make the error bound untrue). Throws std::invalid_argument.
+void recordSettleRule(SweepPlan& plan, const SettleRule& rule);
+
+struct SweepReport;
+
+/// One round of seeds until settled, decided from the report of the ended trials.
+struct SettleRound {
+  int round = 0;                        ///< the round these trials would be (1 for the first added seed)
+  std::uint64_t seed = 0;               ///< the seed they train (one past every seed of the plan)
+  std::vector<std::string> open;        ///< designs whose verdict is open and below the cap: they get `seed`
+  std::vector<std::string> at_cap;      ///< open, but at max_seeds: no more seeds
+  std::vector<std::string> settled;     ///< a difference established
+  std::vector<Trial> added;             ///< the next round's trials (the open designs and their baselines); empty: done
+};
+/// What the next round adds: every non-baseline design whose comparison has not established a
+/// difference (report built under the plan's settle rule) and has fewer than max_seeds seeds gets
+/// the next seed, and so does its baseline design (the seeds stay paired). Needs plan.settle.
+/// Throws std::invalid_argument where the plan would pass kMaxSweepTrials.
+SettleRound planSettleRound(const SweepPlan& plan, const SweepReport& report);
+/// Adds trials to a planned sweep: their directories and run.json first, then plan.json
+/// (atomically: the commit; a crash before it leaves the old plan and unused folders), then
+/// plan.check. `plan` is updated.
+void extendSweepPlan(SweepPlan& plan, const std::vector<Trial>& added);
 
 /// The outcome of a trial (result.json).
 struct TrialResult {
@@ -236,6 +295,9 @@ struct DesignSummary {
   std::string design;
   std::vector<std::pair<std::string, std::string>> labels;  ///< without the seed
   std::int64_t attention_parameters = 0;
+  /// The budget match of its trials (Trial::matched, match_on, …), where the sweep matches one.
+  std::string matched, match_on;
+  double match_cost = 0, match_target = 0, match_residual = 0;
   int trials = 0, finished = 0;
   double mean = 0, std = 0;  ///< of the final metric over finished seeds (std: sample; 0 where undefined)
   /// The sample standard deviation is defined from two finished seeds on; reports print "–" (md,
@@ -248,6 +310,10 @@ struct DesignSummary {
   double ci_low = 0, ci_high = 0;
   std::vector<std::pair<std::uint64_t, double>> seed_values;  ///< (seed, final metric) of each finished seed
   bool is_baseline = false;  ///< this design is a baseline (others are compared with it)
+  /// Under a settle rule (SweepReport::settle), for a compared design: "settled" (a difference
+  /// established), "cap" (open at max_seeds seeds) or "open" (more seeds would be added); its
+  /// seeds are `trials`. Empty otherwise.
+  std::string settle_state;
   std::optional<DesignComparison> comparison;  ///< against its baseline design (none for a baseline)
 };
 /// The metric over training steps: design -> step -> the values of the seeds that reached it.
@@ -261,6 +327,8 @@ struct SweepReport {
   std::optional<SweepBaseline> baseline;  ///< the sweep's baseline (baselineOf)
   double alpha = kDefaultSweepAlpha;
   int comparisons_tested = 0;  ///< the family Holm's correction is over
+  /// The sweep runs until settled: `alpha` above is then the rule's alpha per look.
+  std::optional<SettleRule> settle;
   /// Filled by readReportCurves (buildReport reads no metrics log): what the figure's right panel draws.
   SweepCurves curves;
 };

@@ -14,7 +14,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "spec/budget_match.h"
 #include "spec/cost_model.h"
+#include "spec/spec_json.h"
 #include "sweep/sweep_internal.h"
 
 namespace tensorscope::model_core {
@@ -81,16 +83,7 @@ std::string joinLabels(const std::vector<std::pair<std::string, std::string>>& l
 
 }  // namespace
 
-// ---- Expansion ----------------------------------------------------------------------------------
-
-std::int64_t attentionParameters(const RunConfig& c) {
-  std::int64_t n = 0;
-  for (int l = 0; l < c.model.layers; ++l) n += spec::parameterCount(layerSpec(c.model, l));
-  return n;
-}
-
-namespace {
-
+namespace sweep_internal {
 /// "000-mhsa-0.001-s1": the index, the labels (cut to keep the name within kMaxTrialNameBytes; the
 /// index keeps cut names unique) and the seed.
 std::string trialName(std::int64_t index, int width, const std::vector<std::pair<std::string, std::string>>& labels,
@@ -105,6 +98,18 @@ std::string trialName(std::int64_t index, int width, const std::vector<std::pair
   if (middle.size() > room) middle.resize(room);
   return name + middle + tail;
 }
+
+}  // namespace sweep_internal
+
+// ---- Expansion ----------------------------------------------------------------------------------
+
+std::int64_t attentionParameters(const RunConfig& c) {
+  std::int64_t n = 0;
+  for (int l = 0; l < c.model.layers; ++l) n += spec::parameterCount(layerSpec(c.model, l));
+  return n;
+}
+
+namespace {
 
 /// One problem of an expansion and the trials that have it (a bad value on one axis breaks every
 /// trial it is in: it is said once, with the trials).
@@ -178,6 +183,71 @@ Solved solveMatch(json c, const json& reference, const std::string& solve, const
   return sv;
 }
 
+/// The answer of "match" (spec::matchBudget) for one trial config: the config with its matched
+/// attention specs, what was set, the costs summed over layers, or the problem.
+struct BudgetSolved {
+  std::string problem;
+  json config;
+  std::string matched;
+  double cost = 0, target = 0;
+};
+
+/// Matches every attention spec of `c` (one for all layers, or one per layer) to the reference's
+/// (its layer's, or its first layer's for a spec shared by all layers) on the match's cost, solving
+/// `size` ("any": every free size, the closest).
+BudgetSolved solveBudget(const json& c, const json& referenceJson, const ParameterMatch& m, const std::string& size,
+                         std::string& context) {
+  BudgetSolved out;
+  out.config = c;
+  const RunConfig design = runConfigFromJson(c.dump());
+  context = "its reference " + m.reference + ": ";
+  const RunConfig reference = runConfigFromJson(referenceJson.dump());
+  context.clear();
+  const auto on = spec::parseBudgetCost(m.on);
+  json& specs = out.config["model"]["attention"];
+  const std::size_t n = design.model.attention.size();
+  const double weight = n == 1 ? double(design.model.layers) : 1.0;  // one spec stands for every layer
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& theirs = layerSpec(reference.model, reference.model.attention.size() == 1 ? 0 : static_cast<int>(i));
+    if (size == "F") {
+      out.problem = "F is the model's width in a run config (it equals model.d_model): solve another size";
+      return out;
+    }
+    // Every free size but F (the model's width, not the layer's to change), the closest within the
+    // tolerance; ties go to the earlier size, as the matcher's own "every size" does.
+    spec::BudgetMatch bm;
+    std::string whyNot;
+    bool first = true;
+    for (const auto& name : spec::budgetSizeNames()) {
+      if (name == "F" || (size != "any" && size != name)) continue;
+      auto one = spec::matchBudget(design.model.attention[i], theirs, on, name, m.tolerance);
+      if (!one.found) {
+        whyNot += (whyNot.empty() ? "" : "; ") + one.reason;
+        if (first) bm = one;
+        first = false;
+        continue;
+      }
+      if (!bm.found || std::abs(one.best.residual) < std::abs(bm.best.residual)) bm = one;
+      first = false;
+    }
+    if (!bm.found) {
+      out.problem = (n > 1 ? "layer " + std::to_string(i) + ": " : std::string()) +
+                    (size == "any" ? "no size brings it within the tolerance: " + whyNot : bm.reason);
+      return out;
+    }
+    out.cost += weight * bm.best.cost;
+    out.target += weight * bm.target;
+    const json matched = json::parse(spec::toJson(bm.matched, -1));
+    if (specs.is_array()) specs[i] = matched;
+    else specs = matched;
+    const std::string part = bm.best.size + "=" + std::to_string(bm.best.value);
+    if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
+  }
+  for (const auto& part : parts) out.matched += (out.matched.empty() ? "" : ", ") + part;
+  return out;
+}
+
 /// A trial's attention parameters and the attention layers' GFLOP of one training step
 /// (forward and backward: 3× the forward).
 void measureAttention(Trial& t) {
@@ -212,6 +282,7 @@ std::vector<Trial> expandSweep(const SweepFile& s) {
   // The match depends on the model and task of a trial and of its reference, not on the seed or the
   // training settings: solved once per such pair (a 4,096-trial sweep has far fewer).
   std::map<std::string, Solved> solvedFor;
+  std::map<std::string, BudgetSolved> budgetFor;
   std::vector<Trial> trials;
   std::int64_t position = 0;
   const int width = std::to_string(points.size() * s.seeds.size()).size() < 3 ? 3 : 4;
@@ -233,6 +304,26 @@ std::vector<Trial> expandSweep(const SweepFile& s) {
           const json refJson = configAt(refPt, seed);
           const auto& own = s.axes[matchAxis].values[pt[matchAxis]].solve;
           const std::string solve = own.empty() ? s.match->solve : own;
+          if (!s.match->on.empty()) {  // "match": the cost model's matcher, on params, kv or flops
+            const std::string key = "budget\n" + s.match->on + "\n" + solve + "\n" + c["model"].dump() + "\n" +
+                                    c["task"].dump() + "\n" + refJson["model"].dump() + "\n" + refJson["task"].dump();
+            auto found = budgetFor.find(key);
+            if (found == budgetFor.end()) found = budgetFor.emplace(key, solveBudget(c, refJson, *s.match, solve, context)).first;
+            const BudgetSolved& b = found->second;
+            if (!b.problem.empty()) {
+              problems.add(t.name, "matching " + s.match->reference + "'s " + s.match->on + ": " + b.problem);
+              continue;
+            }
+            t.config = runConfigFromJson(b.config.dump());
+            t.matched = b.matched;
+            t.match_on = s.match->on;
+            t.match_cost = b.cost;
+            t.match_target = b.target;
+            t.match_residual = b.target == 0 ? (b.cost == 0 ? 0.0 : 1.0) : (b.cost - b.target) / b.target;
+            measureAttention(t);
+            trials.push_back(std::move(t));
+            continue;
+          }
           const std::string key = solve + "\n" + c["model"].dump() + "\n" + c["task"].dump() + "\n" +
                                   refJson["model"].dump() + "\n" + refJson["task"].dump();
           auto found = solvedFor.find(key);

@@ -43,6 +43,11 @@ SweepReport buildReport(const SweepPlan& plan) {
       d.design = t.design;
       d.labels = t.labels;
       d.attention_parameters = t.attention_parameters;
+      d.matched = t.matched;
+      d.match_on = t.match_on;
+      d.match_cost = t.match_cost;
+      d.match_target = t.match_target;
+      d.match_residual = t.match_residual;
       rep.designs.push_back(d);
     }
   }
@@ -75,7 +80,15 @@ SweepReport buildReport(const SweepPlan& plan) {
   }
   rep.baseline = baselineOf(plan.sweep);
   rep.alpha = plan.sweep.alpha;
+  if (plan.settle) {  // every look decides at the rule's alpha per look (docs/sweeps.md, Seeds until settled)
+    rep.settle = plan.settle;
+    rep.alpha = plan.settle->alphaPerLook();
+  }
   addReportStatistics(rep);
+  if (rep.settle)
+    for (auto& d : rep.designs)
+      if (d.comparison)
+        d.settle_state = d.comparison->direction != 0 ? "settled" : d.trials >= rep.settle->max_seeds ? "cap" : "open";
   return rep;
 }
 
@@ -130,6 +143,26 @@ std::string decisionRule(const SweepReport& r) {
          std::to_string(r.comparisons_tested) + " comparison" + (r.comparisons_tested == 1 ? "" : "s") + " tested.";
 }
 
+/// The settle rule in words, as every format states it with the seeds each verdict took.
+std::string settleRuleText(const SweepReport& r) {
+  const auto& s = *r.settle;
+  return "Seeds until settled: each round added one seed to every design whose verdict was open (and to its baseline, "
+         "so the seeds stay paired), until no verdict was open or a design had " + std::to_string(s.max_seeds) +
+         " seeds. Starting from " + std::to_string(s.initial_seeds) + " seed" + (s.initial_seeds == 1 ? "" : "s") +
+         ", the verdicts are looked at, at most, " + std::to_string(s.looks()) +
+         " times; each look decides at alpha / " + std::to_string(s.looks()) + " = " + stat(s.alphaPerLook()) +
+         " (Bonferroni over the looks, Holm across the designs within a look), so the chance that any look declares a "
+         "difference where there is none is at most alpha = " + stat(s.alpha) + " over the whole sequence.";
+}
+
+/// "settled at n = 5", "open at the cap (n = 8)", "open (n = 4, more seeds to come)".
+std::string settleWords(const DesignSummary& d) {
+  const std::string n = "n = " + std::to_string(d.trials);
+  if (d.settle_state == "settled") return "settled at " + n;
+  if (d.settle_state == "cap") return "open at the cap (" + n + ")";
+  return "open (" + n + ", more seeds to come)";
+}
+
 std::string latexP(double p) { return p < 0.001 ? "$<0.001$" : pValue(p); }
 
 bool anyComparison(const SweepReport& r) {
@@ -157,6 +190,10 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
       for (const auto& [seed, v] : d.seed_values) seeds.push_back({{"seed", seed}, {"value", v}});
       e["seed_values"] = seeds;
       e["is_baseline"] = d.is_baseline;
+      if (!d.match_on.empty())
+        e["budget_match"] = {{"on", d.match_on}, {"matched", d.matched}, {"cost", d.match_cost}, {"target", d.match_target},
+                             {"residual", d.match_residual}};
+      if (r.settle && d.comparison) e["settle"] = {{"seeds", d.trials}, {"state", d.settle_state}, {"words", settleWords(d)}};
       if (d.comparison) {
         const auto& c = *d.comparison;
         json cj = {{"baseline", c.baseline}, {"n", c.n}, {"n_baseline", c.n_baseline}, {"pairs", c.pairs},
@@ -185,30 +222,35 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
       if (!st.damaged.empty()) e["damaged"] = st.damaged;
       trials.push_back(e);
     }
-    return json{{"format", "tensorscope.sweep_report"}, {"version", kVersion}, {"name", r.name}, {"metric", r.metric},
+    json out = {{"format", "tensorscope.sweep_report"}, {"version", kVersion}, {"name", r.name}, {"metric", r.metric},
                 {"split", r.split}, {"higher_is_better", r.higher_is_better}, {"alpha", r.alpha},
                 {"baseline", r.baseline ? json{{"axis", r.baseline->axis}, {"label", r.baseline->label}} : json()},
                 {"comparisons_tested", r.comparisons_tested},
                 {"decision_rule", anyComparison(r) ? json(decisionRule(r)) : json()},
-                {"designs", designs}, {"trials", trials}}
-               .dump(2) + "\n";
+                {"designs", designs}, {"trials", trials}};
+    if (r.settle)
+      out["until_settled"] = {{"alpha", r.settle->alpha},       {"max_seeds", r.settle->max_seeds},
+                              {"initial_seeds", r.settle->initial_seeds}, {"looks", r.settle->looks()},
+                              {"alpha_per_look", r.settle->alphaPerLook()}, {"rule", settleRuleText(r)}};
+    return out.dump(2) + "\n";
   }
   std::ostringstream o;
   if (format == "csv") {
     o << "design,attention_parameters,trials,finished," << r.metric << "_mean," << r.metric
       << "_std,best_mean,best_step,tokens_per_second," << r.metric << "_ci95_low," << r.metric
       << "_ci95_high,baseline,pairs,difference,difference_ci95_low,difference_ci95_high,welch_t,welch_df,welch_p,"
-         "sign_flip_p,decided_by,p_holm,verdict\n";
+         "sign_flip_p,decided_by,p_holm,verdict" << (r.settle ? ",seeds_taken,settle" : "") << "\n";
     for (const auto& d : r.designs) {
       o << csvField(d.design) << "," << d.attention_parameters << "," << d.trials << "," << d.finished << ","
         << (d.finished ? shortNumber(d.mean) : "") << "," << (d.hasStd() ? shortNumber(d.std) : "") << ","
         << (d.finished ? shortNumber(d.best_mean) : "") << "," << (d.finished ? fixed(d.best_step, 0) : "") << ","
         << (d.finished ? fixed(d.tokens_per_second, 0) : "") << "," << (d.hasStd() ? stat(d.ci_low) : "") << ","
         << (d.hasStd() ? stat(d.ci_high) : "") << ",";
+      const std::string settleCells = !r.settle ? "" : d.comparison ? "," + std::to_string(d.trials) + "," + d.settle_state : ",,";
       if (d.is_baseline) {
-        o << "baseline,,,,,,,,,,,,\n";
+        o << "baseline,,,,,,,,,,,," << settleCells << "\n";
       } else if (!d.comparison) {
-        o << ",,,,,,,,,,,,\n";
+        o << ",,,,,,,,,,,," << settleCells << "\n";
       } else {
         const auto& c = *d.comparison;
         o << csvField(c.baseline) << "," << c.pairs << ",";
@@ -218,7 +260,7 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
         else
           o << ",,,,,,";
         o << (c.sign_flip_p ? stat(*c.sign_flip_p) : "") << "," << c.decided_by << "," << (c.tested ? stat(c.p_holm) : "")
-          << "," << csvField(c.verdict) << "\n";
+          << "," << csvField(c.verdict) << settleCells << "\n";
       }
     }
     return o.str();
@@ -235,6 +277,16 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
           << (d.hasStd() ? "[" + fixed(d.ci_low, digits) + ", " + fixed(d.ci_high, digits) + "]" : "–") << " |\n";
       else
         o << "– | – | – | – | – |\n";
+    }
+    if (std::any_of(r.designs.begin(), r.designs.end(), [](const DesignSummary& d) { return !d.match_on.empty(); })) {
+      o << "\n### Budget match\n\n| design | on | matched | cost | reference's | residual |\n|---|---|---|---|---|---|\n";
+      for (const auto& d : r.designs) {
+        if (d.match_on.empty()) continue;
+        char res[32];
+        std::snprintf(res, sizeof res, "%+.2f%%", 100 * d.match_residual);
+        o << "| " << displayText(d.design) << " | " << d.match_on << " | " << d.matched << " | " << shortNumber(d.match_cost)
+          << " | " << shortNumber(d.match_target) << " | " << res << " |\n";
+      }
     }
     if (anyComparison(r)) {
       o << "\n### Against the baseline\n\n" << decisionRule(r) << "\n\n";
@@ -253,6 +305,13 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
         o << (c.sign_flip_p ? pValue(*c.sign_flip_p) : "–") << " | " << (c.tested ? c.decided_by : "–") << " | "
           << (c.tested ? pValue(c.p_holm) : "–") << " | " << displayText(c.verdict) << " |\n";
       }
+    }
+    if (r.settle && anyComparison(r)) {
+      o << "\n### Seeds until settled\n\n" << settleRuleText(r) << "\n\n| design | seeds | verdict | state |\n|---|---|---|---|\n";
+      for (const auto& d : r.designs)
+        if (d.comparison)
+          o << "| " << displayText(d.design) << " | " << d.trials << " | " << displayText(d.comparison->verdict) << " | "
+            << settleWords(d) << " |\n";
     }
     o << "\n| trial | state | step | " << r.metric << " | wall s |\n|---|---|---|---|---|\n";
     for (const auto& [t, st] : r.trials) {
@@ -298,6 +357,13 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
         o << (c.sign_flip_p ? latexP(*c.sign_flip_p) : "--") << " & " << (c.tested ? latexP(c.p_holm) : "--")
           << " & " << latexEscape(c.verdict) << " \\\\\n";
       }
+      o << "\\hline\n\\end{tabular}\n";
+    }
+    if (r.settle && anyComparison(r)) {
+      o << "\n% " << latexEscape(settleRuleText(r)) << "\n";
+      o << "\\begin{tabular}{lrl}\n\\hline\nDesign & Seeds & Until settled \\\\\n\\hline\n";
+      for (const auto& d : r.designs)
+        if (d.comparison) o << latexEscape(d.design) << " & " << d.trials << " & " << latexEscape(settleWords(d)) << " \\\\\n";
       o << "\\hline\n\\end{tabular}\n";
     }
     return o.str();

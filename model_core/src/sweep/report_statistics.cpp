@@ -101,7 +101,20 @@ void addReportStatistics(SweepReport& r) {
     labels[ax].second = r.baseline->label;
     const auto it = byLabels.find(labels);
     if (it == byLabels.end()) continue;
-    d.comparison = compare(d, r.designs[it->second], r.alpha);
+    if (!r.settle) {
+      d.comparison = compare(d, r.designs[it->second], r.alpha);
+      continue;
+    }
+    // Seeds until settled: a design is compared with its baseline on the seeds it was given (the
+    // baseline has more where other designs needed more), so a settled verdict stays as it settled.
+    std::set<std::uint64_t> seeds;
+    for (const auto& [t, st] : r.trials)
+      if (t.design == d.design) seeds.insert(t.seed);
+    DesignSummary base = r.designs[it->second];
+    base.seed_values.erase(std::remove_if(base.seed_values.begin(), base.seed_values.end(),
+                                          [&](const std::pair<std::uint64_t, double>& v) { return !seeds.count(v.first); }),
+                           base.seed_values.end());
+    d.comparison = compare(d, base, r.alpha);
   }
   std::vector<double> ps;
   for (std::size_t i = 0; i < r.designs.size(); ++i)

@@ -36,6 +36,9 @@ std::string planToJson(const SweepFile& s, const std::vector<Trial>& trials) {
               {"design", t.design},        {"attention_parameters", t.attention_parameters},
               {"attention_gflop_per_step", t.attention_gflop_per_step}, {"steps", t.config.train.steps}};
     if (!t.matched.empty()) e["matched"] = t.matched;
+    if (!t.match_on.empty())
+      e["match"] = {{"on", t.match_on}, {"cost", t.match_cost}, {"target", t.match_target}, {"residual", t.match_residual}};
+    if (t.round > 0) e["round"] = t.round;
     list.push_back(e);
   }
   return json{{"format", kSweepPlanFormat}, {"version", kVersion}, {"name", s.name}, {"trials", list}}.dump(2);
@@ -92,6 +95,14 @@ std::optional<std::vector<Trial>> trialsFromPlan(const SweepFile& sweep, const j
       t.attention_parameters = e.at("attention_parameters").get<std::int64_t>();
       t.attention_gflop_per_step = e.at("attention_gflop_per_step").get<double>();
       t.matched = e.value("matched", std::string());
+      t.round = e.value("round", 0);
+      if (e.contains("match")) {
+        const json& m = e.at("match");
+        t.match_on = m.at("on").get<std::string>();
+        t.match_cost = m.at("cost").get<double>();
+        t.match_target = m.at("target").get<double>();
+        t.match_residual = m.at("residual").get<double>();
+      }
       for (const auto& a : sweep.axes) t.labels.emplace_back(a.name, e.at("labels").at(a.name).get<std::string>());
       t.config = runConfigFromJson(runTexts[i]);
       if (t.index != static_cast<std::int64_t>(i) || t.config.train.steps != e.at("steps").get<std::int64_t>())
@@ -104,7 +115,32 @@ std::optional<std::vector<Trial>> trialsFromPlan(const SweepFile& sweep, const j
   return trials;
 }
 
+std::optional<SettleRule> readSettle(const fs::path& root) {
+  const auto path = root / "settle.json";
+  if (!fs::exists(path)) return std::nullopt;
+  return parseSettleRule(readText(path), path.string());
+}
+
 }  // namespace
+
+namespace sweep_internal {
+
+Trial addedSeedTrial(const std::vector<Trial>& trials, const std::string& design, std::uint64_t seed, std::int64_t index,
+                     int round) {
+  const auto it = std::find_if(trials.begin(), trials.end(), [&](const Trial& t) { return t.design == design && t.round == 0; });
+  if (it == trials.end()) throw std::invalid_argument("no trial of the sweep file has the design '" + design + "'");
+  Trial t = *it;
+  std::size_t width = 0;
+  while (width < it->name.size() && std::isdigit(static_cast<unsigned char>(it->name[width]))) ++width;
+  t.index = index;
+  t.seed = seed;
+  t.round = round;
+  t.config.train.seed = seed;
+  t.name = trialName(index, static_cast<int>(std::max<std::size_t>(width, 3)), t.labels, seed);
+  return t;
+}
+
+}  // namespace sweep_internal
 
 void writeSweepDirectory(const std::string& dir, const SweepFile& s, const std::vector<Trial>& trials) {
   const std::string planText = planToJson(s, trials), sweepText = sweepToJson(s);
@@ -193,12 +229,28 @@ SweepPlan readSweepPlan(const std::string& dir) {
   if (complete && recorded == digest) {
     if (auto trials = trialsFromPlan(plan.sweep, planJson, runTexts)) {
       plan.trials = std::move(*trials);
+      plan.settle = readSettle(root);
       return plan;
     }
   }
   // The trials are expanded again from the sweep file and checked against plan.json: a hand-edited
   // or damaged plan is refused rather than trusted.
   plan.trials = expandSweep(plan.sweep);
+  // Trials past the expansion are seeds added by settle rounds: each is its design's trial of the
+  // file with another seed, derived again here and compared like the rest.
+  if (planJson.is_object() && planJson.contains("trials") && planJson["trials"].is_array()) {
+    const std::size_t planned = plan.trials.size();
+    for (std::size_t i = planned; i < planJson["trials"].size() && i < std::size_t(kMaxSweepTrials); ++i) {
+      const json& e = planJson["trials"][i];
+      try {
+        plan.trials.push_back(addedSeedTrial(std::vector<Trial>(plan.trials.begin(), plan.trials.begin() + std::ptrdiff_t(planned)),
+                                             e.at("design").get<std::string>(), e.at("seed").get<std::uint64_t>(),
+                                             static_cast<std::int64_t>(i), e.at("round").get<int>()));
+      } catch (const std::exception&) {
+        break;  // refused below: the plan does not match
+      }
+    }
+  }
   if (text != planToJson(plan.sweep, plan.trials))
     throw std::invalid_argument((root / "plan.json").string() +
                                 " does not match sweep.json (edited or damaged): plan the sweep again into a new directory");
@@ -214,7 +266,34 @@ SweepPlan readSweepPlan(const std::string& dir) {
     } catch (const std::exception&) {
     }  // a read-only sweep folder is read the slow way each time
   }
+  plan.settle = readSettle(root);
   return plan;
+}
+
+void extendSweepPlan(SweepPlan& plan, const std::vector<Trial>& added) {
+  if (added.empty()) return;
+  if (plan.trials.size() + added.size() > std::size_t(kMaxSweepTrials))
+    throw std::invalid_argument("adding " + std::to_string(added.size()) + " trials would pass the " +
+                                std::to_string(kMaxSweepTrials) + " trials a sweep may have");
+  const fs::path root(plan.dir);
+  std::vector<Trial> trials = plan.trials;
+  for (const auto& t : added) {
+    if (t.index != static_cast<std::int64_t>(trials.size()))
+      throw std::invalid_argument("trial " + t.name + " is not the next index of the plan (" + std::to_string(trials.size()) + ")");
+    trials.push_back(t);
+  }
+  std::error_code ec;
+  for (const auto& t : added) {  // unused folders, should the commit below not happen
+    fs::create_directories(root / "trials" / t.name, ec);
+    if (ec) throw std::runtime_error("cannot create " + (root / "trials" / t.name).string() + ": " + ec.message());
+    files::writeFileAtomically((root / "trials" / t.name / "run.json").string(), runConfigToJson(t.config));
+  }
+  const std::string planText = planToJson(plan.sweep, trials);
+  files::writeFileAtomically((root / "plan.json").string(), planText);  // the commit
+  std::vector<std::string> runTexts;
+  for (const auto& t : trials) runTexts.push_back(readText(root / "trials" / t.name / "run.json"));
+  writePlanCheck(root, planDigest(readText(root / "sweep.json"), planText, runTexts));
+  plan.trials = std::move(trials);
 }
 
 // ---- Slurm jobs ---------------------------------------------------------------------------------

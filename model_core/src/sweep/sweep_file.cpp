@@ -16,6 +16,7 @@
 
 #include "files/read_file.h"
 #include "model_core/run_files.h"
+#include "spec/budget_match.h"
 #include "spec/cost_model.h"
 #include "sweep/sweep_internal.h"
 
@@ -48,8 +49,11 @@ std::optional<SweepAxisValue> readAxisValue(Problems& p, const json& v, const st
     // {"label": L, "set": {path: value, …}}, or on an axis with a path {"label": L, "value": V}.
     p.rejectUnknown(v, vf + ".", {"label", "set", "value", "solve"});
     p.read(v, "label", vf + ".", value.label);
-    if (p.read(v, "solve", vf + ".", value.solve) && !kSolves.count(value.solve))
-      p.add(vf + ".solve", "must be head_size, heads, rank or d_model; got '" + value.solve + "'");
+    // Checked again with the match it belongs to (readMatch): match_parameters' names or match's sizes.
+    if (p.read(v, "solve", vf + ".", value.solve) && !kSolves.count(value.solve) && value.solve != "any" &&
+        std::count(spec::budgetSizeNames().begin(), spec::budgetSizeNames().end(), value.solve) == 0)
+      p.add(vf + ".solve", "must be head_size, heads, rank or d_model (match_parameters), or a size match solves (H, "
+                           "kv_groups, D, R, F, P, c, kv_rank, q_rank, rope_dim, core_rank, any); got '" + value.solve + "'");
     if (!path.empty() && v.contains("value")) {
       value.set[path] = v["value"];
     } else if (!path.empty() && !v.contains("set")) {
@@ -196,30 +200,67 @@ void readBudget(Problems& p, const json& j, SweepFile& s) {
   }
 }
 
-/// "match_parameters": the axis, its reference value, what to solve and the tolerance.
+/// The sizes "match" solves: the matcher's (spec/budget_match.h) and "any".
+bool budgetSize(const std::string& name) {
+  const auto& n = spec::budgetSizeNames();
+  return name == "any" || std::find(n.begin(), n.end(), name) != n.end();
+}
+
+std::string budgetSizeList() {
+  std::string list;
+  for (const auto& n : spec::budgetSizeNames()) list += n + ", ";
+  return list + "or any";
+}
+
+/// "match_parameters" (the axis, its reference value, what to solve and the tolerance) or "match"
+/// (the same with the cost it matches: params, kv or flops, and a size of the budget matcher).
 void readMatch(Problems& p, const json& j, SweepFile& s) {
-  if (j.contains("match_parameters")) {
-    const json& m = j["match_parameters"];
+  if (j.contains("match_parameters") && j.contains("match"))
+    p.add("match", "give one of match_parameters and match (match on params does what match_parameters does, "
+                   "through the cost model's matcher)");
+  for (const std::string key : {"match_parameters", "match"}) {
+    if (!j.contains(key)) continue;
+    const bool budget = key == "match";
+    const std::string f = key + ".";
+    const json& m = j[key];
     if (!m.is_object()) {
-      p.add("match_parameters", "must be an object {\"axis\", \"reference\", \"solve\", \"tolerance\"}");
-    } else {
-      p.rejectUnknown(m, "match_parameters.", {"axis", "reference", "solve", "tolerance"});
-      ParameterMatch pm;
-      p.read(m, "axis", "match_parameters.", pm.axis);
-      p.read(m, "reference", "match_parameters.", pm.reference);
-      p.read(m, "solve", "match_parameters.", pm.solve);
-      p.read(m, "tolerance", "match_parameters.", pm.tolerance);
-      const auto axis = std::find_if(s.axes.begin(), s.axes.end(), [&](const SweepAxis& a) { return a.name == pm.axis; });
-      if (axis == s.axes.end()) {
-        p.add("match_parameters.axis", "'" + pm.axis + "' is not one of the sweep's axes");
-      } else if (std::none_of(axis->values.begin(), axis->values.end(),
-                              [&](const SweepAxisValue& v) { return v.label == pm.reference; })) {
-        p.add("match_parameters.reference", "'" + pm.reference + "' is not a value of axis '" + pm.axis + "'");
-      }
-      if (!kSolves.count(pm.solve)) p.add("match_parameters.solve", "must be head_size, heads, rank or d_model; got '" + pm.solve + "'");
-      if (!(pm.tolerance > 0 && pm.tolerance < 1)) p.add("match_parameters.tolerance", "must be in (0, 1), e.g. 0.01 for 1%");
-      s.match = pm;
+      p.add(key, budget ? "must be an object {\"axis\", \"reference\", \"on\", \"size\", \"tolerance\"}"
+                        : "must be an object {\"axis\", \"reference\", \"solve\", \"tolerance\"}");
+      continue;
     }
+    if (budget) p.rejectUnknown(m, f, {"axis", "reference", "on", "size", "tolerance"});
+    else p.rejectUnknown(m, f, {"axis", "reference", "solve", "tolerance"});
+    ParameterMatch pm;
+    p.read(m, "axis", f, pm.axis);
+    p.read(m, "reference", f, pm.reference);
+    if (budget) {
+      pm.solve = "any";
+      p.read(m, "size", f, pm.solve);
+      if (!p.read(m, "on", f, pm.on)) p.add(f + "on", "say which cost to match: params, kv or flops");
+      else if (pm.on != "params" && pm.on != "kv" && pm.on != "flops")
+        p.add(f + "on", "must be params, kv or flops; got '" + pm.on + "'");
+      if (!budgetSize(pm.solve)) p.add(f + "size", "must be " + budgetSizeList() + "; got '" + pm.solve + "'");
+    } else {
+      p.read(m, "solve", f, pm.solve);
+      if (!kSolves.count(pm.solve)) p.add(f + "solve", "must be head_size, heads, rank or d_model; got '" + pm.solve + "'");
+    }
+    p.read(m, "tolerance", f, pm.tolerance);
+    const auto axis = std::find_if(s.axes.begin(), s.axes.end(), [&](const SweepAxis& a) { return a.name == pm.axis; });
+    if (axis == s.axes.end()) {
+      p.add(f + "axis", "'" + pm.axis + "' is not one of the sweep's axes");
+    } else {
+      if (std::none_of(axis->values.begin(), axis->values.end(), [&](const SweepAxisValue& v) { return v.label == pm.reference; }))
+        p.add(f + "reference", "'" + pm.reference + "' is not a value of axis '" + pm.axis + "'");
+      for (std::size_t k = 0; k < axis->values.size(); ++k) {
+        const auto& own = axis->values[k].solve;
+        if (own.empty() || (budget ? budgetSize(own) : kSolves.count(own) > 0)) continue;
+        p.add("axes[" + std::to_string(axis - s.axes.begin()) + "].values[" + std::to_string(k) + "].solve",
+              budget ? "must be " + budgetSizeList() + " (the sizes " + key + " solves); got '" + own + "'"
+                     : "must be head_size, heads, rank or d_model; got '" + own + "'");
+      }
+    }
+    if (!(pm.tolerance > 0 && pm.tolerance < 1)) p.add(f + "tolerance", "must be in (0, 1), e.g. 0.01 for 1%");
+    s.match = pm;
   }
 }
 
@@ -313,7 +354,7 @@ SweepFile sweepFromJson(const std::string& text, const std::string& baseDir) {
     p.raise();
   }
   p.rejectUnknown(j, "", {"format", "version", "name", "description", "base", "base_file", "set", "axes", "seeds",
-                          "budget", "match_parameters", "metric", "baseline", "alpha"});
+                          "budget", "match_parameters", "match", "metric", "baseline", "alpha"});
   SweepFile s;
   p.read(j, "name", "", s.name);
   p.read(j, "description", "", s.description);
@@ -376,9 +417,12 @@ std::string sweepToJson(const SweepFile& s) {
   if (s.steps > 0) budget["steps"] = s.steps;
   if (s.seconds > 0) budget["seconds"] = s.seconds;
   if (!budget.empty()) j["budget"] = budget;
-  if (s.match)
+  if (s.match && s.match->on.empty())
     j["match_parameters"] = {{"axis", s.match->axis}, {"reference", s.match->reference}, {"solve", s.match->solve},
                              {"tolerance", s.match->tolerance}};
+  else if (s.match)
+    j["match"] = {{"axis", s.match->axis}, {"reference", s.match->reference}, {"on", s.match->on}, {"size", s.match->solve},
+                  {"tolerance", s.match->tolerance}};
   j["metric"] = {{"name", s.metric.name}};
   if (!s.metric.split.empty()) j["metric"]["split"] = s.metric.split;
   // Written only when given: the sweep.json of sweeps planned before them stays byte for byte.

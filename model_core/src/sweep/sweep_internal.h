@@ -27,10 +27,19 @@ class Problems : public spec::FieldReader {
 };
 
 std::string shortNumber(double v);
+/// A trial directory's name: "000-mhsa-0.001-s1": the index (at least `width` digits), the labels
+/// (cut to keep the name within kMaxTrialNameBytes; the index keeps cut names unique) and the seed.
+std::string trialName(std::int64_t index, int width, const std::vector<std::pair<std::string, std::string>>& labels,
+                      std::uint64_t seed);
 /// Why a name or label cannot be printed as it is, or empty: control characters (C0, DEL, C1) would
 /// reach terminals, Markdown, LaTeX and SVG raw.
 std::string controlCharacterProblem(const std::string& s);
 std::string firstEvalSplit(const RunConfig& c);
+/// A seed added to a design by a settle round: the design's first trial in `trials` with `seed`
+/// (its config's train.seed too), `index`, `round` and the name they give. Throws
+/// std::invalid_argument when no trial has that design.
+Trial addedSeedTrial(const std::vector<Trial>& trials, const std::string& design, std::uint64_t seed, std::int64_t index,
+                     int round);
 
 /// Splits "model.attention[1].core" into keys and indices ({"model"}, {"attention", 1}, {"core"}).
 struct PathStep {
