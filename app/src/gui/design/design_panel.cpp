@@ -6,6 +6,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QGroupBox>
 #include <QLabel>
@@ -631,11 +632,17 @@ void DesignPanel::showModelContext() {
     positions_->setCurrentIndex(i >= 0 ? i : 0);
     updating_ = was;
   }
+  // The validator's lines, without the field prefix the form already says ("model.positions:
+  // rotary at model.attention[0]: "): one shared design is every layer.
+  const auto plain = [](QString why) {
+    static const QRegularExpression prefix("model\\.positions: rotary(_interleaved)? at model\\.attention\\[(\\d+)\\]: ");
+    return why.replace(prefix, "").replace("model.tp_role_embedding: ", "the TP role embedding ");
+  };
   QString note;
   const bool rotary = m.positions.startsWith("rotary");
   const QString why = m.positions == "rotary_interleaved" ? m.interleavedRefusal : m.rotaryRefusal;
-  if (rotary && !why.isEmpty()) note = "This design does not take rotary positions: " + why;
-  else if (!m.rotaryRefusal.isEmpty()) note = "Rotary positions are not offered for this design: " + m.rotaryRefusal;
+  if (rotary && !why.isEmpty()) note = "This design does not take rotary positions: " + plain(why);
+  else if (!m.rotaryRefusal.isEmpty()) note = "No rotary positions here: " + plain(m.rotaryRefusal);
   positionsNote_->setText(note);
   positionsNote_->setStyleSheet(rotary && !why.isEmpty() ? "color: #b2182b;" : "color: palette(placeholder-text);");
   positionsNote_->setVisible(!note.isEmpty());
