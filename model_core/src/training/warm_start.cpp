@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 #include "files/atomic_file.h"
 #include "files/read_file.h"
 #include "io/tensor_convert.h"
+#include "model_core/learned_lambda.h"
 #include "model_core/run_config.h"
 #include "model_core/run_directory.h"
 #include "model_core/run_files.h"
@@ -65,6 +67,35 @@ std::int64_t snapshotCheckpoint(const std::string& runDir, const std::string& ou
   }
   throw std::runtime_error("could not take a consistent snapshot of " + runDir +
                            ": its checkpoint kept changing while it was copied");
+}
+
+std::vector<std::optional<double>> learnedDiffLambdas(const std::string& runDir) {
+  const RunConfig config = readRunConfig(runDir + "/config.json");
+  const auto tensors = readTensorMap(checkpointFilesDir(runDir) + "/model.safetensors");
+  std::vector<std::optional<double>> out;
+  for (int layer = 0; layer < config.model.layers; ++layer) {
+    const spec::AttentionSpec s = layerSpec(config.model, layer);
+    if (!s.slots.differential) {
+      out.emplace_back();
+      continue;
+    }
+    const std::string prefix = "blocks." + std::to_string(layer) + ".attn.";
+    auto get = [&](const char* name) {
+      const auto it = tensors.find(prefix + name);
+      if (it == tensors.end() || it->second.numel() != s.sizes.D)
+        throw std::invalid_argument(runDir + "/model.safetensors lacks " + prefix + name + " of " +
+                                    std::to_string(s.sizes.D) + " values that its config implies");
+      return valuesOf(it->second);
+    };
+    const auto dot = [](const std::vector<double>& a, const std::vector<double>& b) {
+      double sum = 0;
+      for (size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
+      return sum;
+    };
+    out.emplace_back(std::exp(dot(get("lambda_q1"), get("lambda_k1"))) - std::exp(dot(get("lambda_q2"), get("lambda_k2"))) +
+                     spec::diffLambdaInit(layer));
+  }
+  return out;
 }
 
 spec::CoreSpec learnedCoreSpec(const std::string& runDir, int layer) {

@@ -10,6 +10,8 @@
 #include "gui/design/core_editor.h"
 #include "gui/design/design_panel.h"
 #include "gui/document/session_model.h"
+#include "model_core/learned_lambda.h"
+#include "model_core/run_config.h"
 #include "model_core/run_directory.h"
 #include "model_core/snapshots.h"
 #include "spec/spec_json.h"
@@ -44,6 +46,34 @@ DesignDocks::DesignDocks(SessionModel* model, DesignPanel* design, CoreEditor* c
           [this](const spec::AttentionSpec& /*before: the model has it*/, const spec::AttentionSpec& after,
                  const QString& what, int stroke) { model_->editCurrentLayer(after, what, stroke); });
   connect(core_, &CoreEditor::layerChosen, model_, &SessionModel::setCurrentLayer);
+  connect(design_, &DesignPanel::positionsEdited, model_, [this](const QString& positions, const QString& what) {
+    if (!model_->editPositions(positions, what)) showModelContext();  // refused: the box shows the run's own
+  });
+}
+
+void DesignDocks::showModelContext() {
+  const RunEntry& run = model_->currentRun();
+  DesignPanel::ModelContext m;
+  m.layers = std::max(1, run.config.model.layers);
+  m.positions = QString::fromStdString(run.config.model.positions);
+  m.rotaryRefusal = SessionModel::positionsRefusal(run.config, "rotary");
+  m.interleavedRefusal = SessionModel::positionsRefusal(run.config, "rotary_interleaved");
+  // The learned λ of a differential run from its checkpoint (a run that trains shows its start).
+  const bool differential = std::any_of(run.config.model.attention.begin(), run.config.model.attention.end(),
+                                        [](const spec::AttentionSpec& s) { return s.slots.differential; });
+  if (differential && !run.runDir.isEmpty() && !model_->isTraining(model_->current())) {
+    const std::string dir = QFile::encodeName(run.runDir).toStdString();
+    try {
+      const auto state = model_core::inspectRunDirectory(dir);
+      if (state.checkpoint_step >= 0) {
+        m.learnedLambda = model_core::learnedDiffLambdas(dir);
+        m.lambdaStep = state.checkpoint_step;
+      }
+    } catch (const std::exception& e) {
+      Q_EMIT message(QString("λ of differential attention: ") + e.what());
+    }
+  }
+  design_->setModelContext(m);
 }
 
 void DesignDocks::refresh() {
@@ -53,6 +83,7 @@ void DesignDocks::refresh() {
   core_->setLayers(model_->layerCount(current), model_->currentLayer(), model_->perLayer(current));
   design_->setSpec(s);
   design_->setEditable(editable);
+  showModelContext();
   core_->setSpec(s);
   // setEditable(true) clears the banner and redraws C: on another run, or when the lock changes.
   const quint64 shown = model_->currentRun().id;

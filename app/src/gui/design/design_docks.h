@@ -37,6 +37,8 @@ class DesignDocks : public QObject {
 
  private:
   void refresh();
+  /// The run around the shown layer: positions, why rotary is refused, λ of differential attention.
+  void showModelContext();
   void showLearnedCore();
 
   SessionModel* model_;

@@ -6,13 +6,16 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QGroupBox>
 #include <QLabel>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
 
+#include "spec/budget_match.h"
 #include "spec/cost_model.h"
 #include "spec/design_names.h"
 #include "spec/validation.h"
@@ -158,6 +161,29 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   dropout_->setSingleStep(0.05);
   form->addRow("Dropout", dropout_);
 
+  positions_ = new QComboBox;
+  positions_->setObjectName("modelPositions");
+  positions_->addItem("learned table", "learned");
+  positions_->addItem("sinusoidal", "sinusoidal");
+  positions_->addItem("rotary, half pairs", "rotary");
+  positions_->addItem("rotary, interleaved pairs", "rotary_interleaved");
+  positions_->setToolTip("model.positions, for every layer of the run (docs/attention-variants.md §9): a learned or "
+                         "sinusoidal table added to the input, or rotary positions that turn each query and key by "
+                         "its token's position — pairs (j, j + D/2) as GPT-NeoX and Llama in Hugging Face, or (2j, "
+                         "2j + 1) as RoFormer and Meta's Llama");
+  form->addRow("Positions", positions_);
+  positionsNote_ = new QLabel;
+  positionsNote_->setObjectName("positionsNote");
+  positionsNote_->setWordWrap(true);
+  positionsNote_->setStyleSheet("color: palette(placeholder-text);");
+  positionsNote_->setVisible(false);
+  form->addRow(positionsNote_);
+  connect(positions_, &QComboBox::currentIndexChanged, this, [this] {
+    if (updating_) return;
+    const QString value = positions_->currentData().toString();
+    Q_EMIT positionsEdited(value, "Positions " + positions_->currentText());
+  });
+
   slotsBox_ = new QGroupBox("Attention network slots");
   slotsBox_->setObjectName("designSlots");
   slotsBox_->setToolTip("The slots of the one attention network (docs/attention-variants.md §8): MHSA when all are "
@@ -166,8 +192,16 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   buildSlots();
   layout->addWidget(slotsBox_);
 
-  auto* costBox = new QGroupBox("Cost of one layer");
-  auto* costLayout = new QVBoxLayout(costBox);
+  // The cost and the budget matcher: a panel of its own (the window docks it beside C and the
+  // Inspector, where a laptop has the height for it; the form above scrolls, the cost does not).
+  costPanel_ = new QWidget(this);
+  costPanel_->setObjectName("designCost");
+  costPanel_->hide();  // shown where the window docks it
+  auto* costLayout = new QVBoxLayout(costPanel_);
+  costLayout->setContentsMargins(6, 4, 6, 4);
+  auto* costTitle = new QLabel("<b>Cost of one layer</b> against MHSA at the same F, H, D");
+  costTitle->setWordWrap(true);
+  costLayout->addWidget(costTitle);
   precision_ = new QComboBox;
   precision_->setObjectName("costPrecision");
   for (const auto& p : kPrecisions) precision_->addItem(p.name, p.bytes);
@@ -177,25 +211,28 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
                                             "already cached when a new one is decoded");
   context_->setObjectName("costContext");
   context_->setValue(4096);
-  auto* tokenForm = new QFormLayout;
-  tokenForm->addRow("precision", precision_);
-  tokenForm->addRow("context L", context_);
-  costLayout->addLayout(tokenForm);
+  batch_ = sizeBox(1 << 16, "batch size B for the forward estimate");
+  batch_->setValue(32);
+  {
+    auto* row = new QHBoxLayout;  // one row: the panel's height goes to the numbers
+    row->addWidget(precision_);
+    row->addWidget(new QLabel("L"));
+    row->addWidget(context_, 1);
+    row->addWidget(new QLabel("B"));
+    row->addWidget(batch_, 1);
+    costLayout->addLayout(row);
+  }
   tokenCost_ = new QLabel;
   tokenCost_->setObjectName("tokenCost");
   tokenCost_->setWordWrap(true);
   tokenCost_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   costLayout->addWidget(tokenCost_);
-  batch_ = sizeBox(1 << 16, "batch size B for the cost estimate");
-  batch_->setValue(32);
-  auto* bRow = new QFormLayout;
-  bRow->addRow("batch B", batch_);
-  costLayout->addLayout(bRow);
   cost_ = new QLabel;
   cost_->setWordWrap(true);  // long lines would widen the dock past a laptop's share of the screen
   cost_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   costLayout->addWidget(cost_);
-  layout->addWidget(costBox);
+  buildMatchBudget(costLayout);
+  costLayout->addStretch(1);
   auto* sweep = new QPushButton("Sweep this design…");
   sweep->setObjectName("sweepDesign");
   sweep->setToolTip("Train this design beside Tuformer's designs over seeds, at its parameter count "
@@ -247,11 +284,14 @@ void DesignPanel::addSlotRow(const QString& label, SlotControl control) {
     if (updating_) return;
     spec::AttentionSpec after = spec_;
     slotControls_[i].read(after);
+    editedSlot_ = static_cast<int>(i);  // only this slot is read: the others keep the spec's values
     readControls(slotControls_[i].describe(after));
+    editedSlot_ = -1;
   };
   if (auto* b = qobject_cast<QCheckBox*>(control.widget)) connect(b, &QCheckBox::toggled, this, edited);
   else if (auto* c = qobject_cast<QComboBox*>(control.widget)) connect(c, &QComboBox::currentIndexChanged, this, edited);
   else if (auto* n = qobject_cast<QSpinBox*>(control.widget)) connect(n, &QSpinBox::valueChanged, this, edited);
+  else if (auto* d = qobject_cast<QDoubleSpinBox*>(control.widget)) connect(d, &QDoubleSpinBox::valueChanged, this, edited);
 }
 
 void DesignPanel::addSlotCheck(const QString& field, const QString& label, const QString& tip,
@@ -352,6 +392,14 @@ void DesignPanel::buildSlots() {
                "Differential attention (Diff Transformer): two softmax maps per head, A = P₁ − λ·P₂, a value head of "
                "size 2D; the diff preset halves H to keep the width",
                [](AttentionSpec& s) -> bool& { return s.slots.differential; });
+  lambda_ = new QLabel;
+  lambda_->setObjectName("diffLambda");
+  lambda_->setWordWrap(true);
+  lambda_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  lambda_->setToolTip("λ weighs the second map: A = P₁ − λ·P₂. It starts at λ_init = 0.8 − 0.6·e^{−0.3·l} for the "
+                      "block with index l and is learned from there (λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init); the "
+                      "spec fixes the schedule, training moves λ");
+  slotsForm_->addRow(lambda_);
   // Multi-head latent attention (DeepSeek MLA).
   addSlotSpin("slots.latent.kv_rank", "MLA latent", "kv_rank: the latent keys and values come from (kv_lora_rank); "
               "off: MHSA's keys and values",
@@ -372,7 +420,256 @@ void DesignPanel::buildSlots() {
                 [](const AttentionSpec& s) { return static_cast<int>(s.slots.latent.order); },
                 [](AttentionSpec& s, int i) { s.slots.latent.order = static_cast<spec::LatentOrder>(i); });
   slotControls_.back().shown = [](const AttentionSpec& s) { return s.slots.latent.enabled(); };
+  // Tensor Product Attention (T6, §8.7): queries, keys and values as sums of R outer products of a
+  // head factor and a feature factor. One row (R_K) while it is off.
+  addSlotSpin("slots.tpa.k_rank", "TPA key rank R_K",
+              "R_K: each key head is the mean of R_K outer products a_r ⊗ b_r (head factor ⊗ feature factor); off: "
+              "MHSA's keys and values. The KV cache holds the factors: R_K·(H + D) per token for the keys",
+              0, spec::kMaxWidth, 1, "off", [](AttentionSpec& s) -> int& { return s.slots.tpa.k_rank; });
+  {
+    // "off" turns TPA off as a whole (every TPA field back to its default); turning it on from off
+    // gives R_V = R_K, as T6 does. Other values are taken as they are: the validator names what
+    // does not fit.
+    auto* box = qobject_cast<QSpinBox*>(slotControls_.back().widget);
+    slotControls_.back().read = [box](AttentionSpec& s) {
+      const int r = box->value();
+      if (r == 0) {
+        s.slots.tpa = {};
+        return;
+      }
+      if (!s.slots.tpa.enabled()) s.slots.tpa.v_rank = r;
+      s.slots.tpa.k_rank = r;
+    };
+  }
+  addSlotSpin("slots.tpa.v_rank", "TPA value rank R_V",
+              "R_V: the rank of the value factorisation (T6: R_V = R_K); cached as R_V·(H + D) per token",
+              0, spec::kMaxWidth, 1, "0 (needs ≥ 1)", [](AttentionSpec& s) -> int& { return s.slots.tpa.v_rank; });
+  addSlotSpin("slots.tpa.q_rank", "TPA query rank R_Q",
+              "R_Q: the rank of the query factorisation (T6: 6); as MHSA: queries x·W^Q (T6_kvonly)",
+              0, spec::kMaxWidth, 1, "as MHSA", [](AttentionSpec& s) -> int& { return s.slots.tpa.q_rank; });
+  addSlotCheck("slots.tpa.contextual_a", "TPA head factors depend on the token",
+               "Contextual head factors A = x·W_A (TPA, T6); off: learned constants a[h, r] per rank and head "
+               "(non-contextual TPA, paper §4: MHA is R = H, a_r = H·e_r; MQA is R_K = R_V = 1, a = 1)",
+               [](AttentionSpec& s) -> bool& { return s.slots.tpa.contextual_a; });
+  addSlotCheck("slots.tpa.rope", "TPA rotary on the feature factors",
+               "Rotary positions on the feature factors B of q and k (T6 pairs d with d + D/2; on q itself when the "
+               "queries are as MHSA); D must be even",
+               [](AttentionSpec& s) -> bool& { return s.slots.tpa.rope; });
+  {
+    auto* base = new QDoubleSpinBox;
+    base->setRange(0.0, 1e9);
+    base->setDecimals(0);
+    base->setSingleStep(1000);
+    base->setKeyboardTracking(false);
+    base->setToolTip("The rotary base θ of the feature factors (T6: 10 000): pair j turns by n·θ^(−2j/D); above 1");
+    addSlotRow("TPA rotary base θ",
+               {"slots.tpa.rope_base", base, [base](const AttentionSpec& s) { base->setValue(s.slots.tpa.rope_base); },
+                [base](AttentionSpec& s) { s.slots.tpa.rope_base = base->value(); },
+                [](const AttentionSpec& s) { return "TPA rotary base " + QString::number(s.slots.tpa.rope_base, 'g', 9); },
+                [](const AttentionSpec& s) { return s.slots.tpa.enabled() && s.slots.tpa.rope; }});
+  }
+  for (const char* f : {"slots.tpa.v_rank", "slots.tpa.q_rank", "slots.tpa.contextual_a", "slots.tpa.rope"})
+    for (auto& c : slotControls_)
+      if (c.field == f) c.shown = [](const AttentionSpec& s) { return s.slots.tpa.enabled(); };
 }
+
+spec::AttentionSpec DesignPanel::matchBaseline() const {
+  const QString name = matchBase_->currentData().toString();
+  if (name.isEmpty()) return mhsaBaseline(spec_);
+  // A design preset at this layer's width, heads and head size (its slots as the preset has them).
+  auto b = spec::makeSpecPreset(name.toStdString());
+  b.sizes.F = spec_.sizes.F;
+  b.sizes.H = spec_.sizes.H;
+  b.sizes.D = spec_.sizes.D;
+  b.sizes.R = b.sizes.H * b.sizes.D;
+  b.sizes.seq_len = spec_.sizes.seq_len;
+  b.causal = spec_.causal;
+  return b;
+}
+
+void DesignPanel::buildMatchBudget(QVBoxLayout* layout) {
+  auto* box = new QGroupBox("Match budget");
+  box->setObjectName("matchBudget");
+  box->setToolTip("Solve one size of this design so that one of its costs equals a baseline's (the budget matcher, "
+                  "`tensorscope spec match`; docs/cost-model.md): the closest integer within 1 %");
+  auto* form = new QFormLayout(box);
+  form->setContentsMargins(6, 4, 6, 4);
+  matchOn_ = new QComboBox;
+  matchOn_->setObjectName("matchOn");
+  matchOn_->addItem("parameters", int(spec::BudgetCost::Parameters));
+  matchOn_->addItem("KV cache per token", int(spec::BudgetCost::KvCache));
+  matchOn_->addItem("training FLOPs per token at L", int(spec::BudgetCost::TrainingFlops));
+  matchBase_ = new QComboBox;
+  matchBase_->setObjectName("matchBaseline");
+  matchBase_->addItem("MHSA at this F, H, D", QString());
+  for (const auto& n : spec::designPresetNames())
+    matchBase_->addItem(QString::fromStdString(n) + " at this F, H, D", QString::fromStdString(n));
+  matchSize_ = new QComboBox;
+  matchSize_->setObjectName("matchSize");
+  matchSize_->addItem("any free size", QString());
+  for (const auto& n : spec::budgetSizeNames()) matchSize_->addItem(QString::fromStdString(n), QString::fromStdString(n));
+  matchSize_->setToolTip("The size the matcher solves; any: every free size, the closest kept");
+  auto* sizeRow = new QHBoxLayout;
+  sizeRow->addWidget(matchSize_, 1);
+  matchRun_ = new QPushButton("Match");
+  matchRun_->setObjectName("matchRun");
+  matchRun_->setToolTip("Run the matcher on the design shown (nothing changes until you apply)");
+  matchApply_ = new QPushButton("Apply");
+  matchApply_->setObjectName("matchApply");
+  matchApply_->setToolTip("Set the solved size in the design (one undo step; a trained run forks)");
+  matchApply_->setEnabled(false);
+  sizeRow->addWidget(matchRun_);
+  sizeRow->addWidget(matchApply_);
+  form->addRow("match", matchOn_);
+  form->addRow("like", matchBase_);
+  form->addRow("solve", sizeRow);
+  matchResult_ = new QLabel;
+  matchResult_->setObjectName("matchResult");
+  matchResult_->setWordWrap(true);
+  matchResult_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  form->addRow(matchResult_);
+  layout->addWidget(box);
+  const auto stale = [this] {
+    matched_.reset();
+    matchApply_->setEnabled(false);
+    matchResult_->clear();
+  };
+  connect(matchOn_, &QComboBox::currentIndexChanged, this, stale);
+  connect(matchBase_, &QComboBox::currentIndexChanged, this, stale);
+  connect(matchSize_, &QComboBox::currentIndexChanged, this, stale);
+  connect(matchRun_, &QPushButton::clicked, this, &DesignPanel::runMatch);
+  connect(matchApply_, &QPushButton::clicked, this, &DesignPanel::applyMatch);
+}
+
+void DesignPanel::runMatch() {
+  matched_.reset();
+  matchApply_->setEnabled(false);
+  const auto on = static_cast<spec::BudgetCost>(matchOn_->currentData().toInt());
+  const std::string size = matchSize_->currentData().toString().toStdString();
+  auto design = spec_, base = matchBaseline();
+  if (on == spec::BudgetCost::KvCache) design.causal = base.causal = true;  // a KV cache is a decoder's
+  try {
+    const auto m = spec::matchBudget(design, base, on, size, 0.01, context_->value());
+    const QString what = matchOn_->currentText();
+    const QString baseName = matchBase_->currentText().section(" at this", 0, 0);
+    if (!m.found) {
+      matchResult_->setText("No match: " + QString::fromStdString(m.reason));
+      return;
+    }
+    const auto& b = m.best;
+    matchResult_->setText(QString("%1: %2 → %3. %4 %5 against %6 for %7 (residual %8 %).")
+                              .arg(QString::fromStdString(b.size))
+                              .arg(b.from)
+                              .arg(b.value)
+                              .arg(what.section(" at L", 0, 0), QString::number(b.cost, 'g', 6),
+                                   QString::number(m.target, 'g', 6), baseName)
+                              .arg(QString::number(100 * b.residual, 'f', 2)));
+    auto matched = m.matched;
+    matched.causal = spec_.causal;
+    matched_ = matched;
+    matchedFrom_ = spec_;
+    matchText_ = QString("match %1 to %2: %3 %4").arg(what.section(" at L", 0, 0), baseName,
+                                                        QString::fromStdString(b.size)).arg(b.value);
+    matchApply_->setEnabled(editable_ && !(matched == spec_));
+  } catch (const std::exception& e) {
+    matchResult_->setText(QString("Refused: ") + e.what());
+  }
+}
+
+void DesignPanel::applyMatch() {
+  if (!matched_ || !(matchedFrom_ == spec_) || !editable_) return;
+  const auto matched = *matched_;
+  matchApply_->setEnabled(false);
+  setSpec(matched);
+  matchResult_->setText(matchResult_->text() + " Applied.");
+  Q_EMIT specChanged(spec_, matchText_);
+}
+
+QString DesignPanel::matchBudget(const QString& cost, const QString& baseline, const QString& size) {
+  const int on = matchOn_->findData(int(spec::parseBudgetCost(cost.toStdString())));
+  matchOn_->setCurrentIndex(on);
+  const int base = matchBase_->findData(baseline == "mhsa" ? QString() : baseline);
+  if (base < 0) throw std::invalid_argument("no baseline " + baseline.toStdString() + " in Match budget");
+  matchBase_->setCurrentIndex(base);
+  const int free = matchSize_->findData(size);
+  if (free < 0) throw std::invalid_argument("no size " + size.toStdString() + " in Match budget");
+  matchSize_->setCurrentIndex(free);
+  matchRun_->click();
+  return matchResult_->text();
+}
+
+bool DesignPanel::applyMatchedBudget() {
+  if (!matchApply_->isEnabled()) return false;
+  matchApply_->click();
+  return true;
+}
+
+QString DesignPanel::matchResultText() const { return matchResult_->text(); }
+
+void DesignPanel::setModelContext(const ModelContext& context) {
+  context_model_ = context;
+  showModelContext();
+}
+
+void DesignPanel::showModelContext() {
+  const ModelContext& m = context_model_;
+  {
+    const bool was = updating_;
+    updating_ = true;
+    const QSignalBlocker block(positions_);
+    auto* items = qobject_cast<QStandardItemModel*>(positions_->model());
+    const QString refusals[] = {QString(), QString(), m.rotaryRefusal, m.interleavedRefusal};
+    for (int i = 0; i < positions_->count(); ++i) {
+      if (items)
+        if (QStandardItem* item = items->item(i)) {
+          // A refused choice stays in the list, greyed, with the reason as its tooltip; the note
+          // below says it in words.
+          item->setEnabled(refusals[i].isEmpty() || positions_->itemData(i).toString() == m.positions);
+          item->setToolTip(refusals[i]);
+        }
+    }
+    const int i = positions_->findData(m.positions);
+    positions_->setCurrentIndex(i >= 0 ? i : 0);
+    updating_ = was;
+  }
+  // The validator's lines, without the field prefix the form already says ("model.positions:
+  // rotary at model.attention[0]: "): one shared design is every layer.
+  const auto plain = [](QString why) {
+    static const QRegularExpression prefix("model\\.positions: rotary(_interleaved)? at model\\.attention\\[(\\d+)\\]: ");
+    return why.replace(prefix, "").replace("model.tp_role_embedding: ", "the TP role embedding ");
+  };
+  QString note;
+  const bool rotary = m.positions.startsWith("rotary");
+  const QString why = m.positions == "rotary_interleaved" ? m.interleavedRefusal : m.rotaryRefusal;
+  if (rotary && !why.isEmpty()) note = "This design does not take rotary positions: " + plain(why);
+  else if (!m.rotaryRefusal.isEmpty()) note = "No rotary positions here: " + plain(m.rotaryRefusal);
+  positionsNote_->setText(note);
+  positionsNote_->setStyleSheet(rotary && !why.isEmpty() ? "color: #b2182b;" : "color: palette(placeholder-text);");
+  positionsNote_->setVisible(!note.isEmpty());
+  // λ of differential attention, layer by layer.
+  QString lambda;
+  if (spec_.slots.differential) {
+    QStringList rows;
+    const int layers = std::max(1, m.layers);
+    for (int l = 0; l < layers && l < 8; ++l) {
+      QString row = QString("layer %1: λ_init %2").arg(l).arg(QString::number(spec::diffLambdaInit(l), 'f', 3));
+      if (static_cast<size_t>(l) < m.learnedLambda.size() && m.learnedLambda[static_cast<size_t>(l)])
+        row += QString(", learned %1").arg(QString::number(*m.learnedLambda[static_cast<size_t>(l)], 'f', 3));
+      rows << row;
+    }
+    if (layers > 8) rows << QString("… %1 layers in all").arg(layers);
+    const bool learned = std::any_of(m.learnedLambda.begin(), m.learnedLambda.end(), [](const auto& v) { return v.has_value(); });
+    lambda = "λ (A = P₁ − λ·P₂) by layer — " +
+             (learned ? QString("learned at step %1 of the run's checkpoint").arg(m.lambdaStep)
+                      : QString("not trained yet: λ starts at λ_init")) +
+             "\n" + rows.join("\n");
+  }
+  lambda_->setText(lambda);
+  slotsForm_->setRowVisible(lambda_, !lambda.isEmpty());
+}
+
+QString DesignPanel::positionsNote() const { return positionsNote_->isHidden() ? QString() : positionsNote_->text(); }
+QString DesignPanel::lambdaText() const { return lambda_->text(); }
 
 void DesignPanel::showSlots() {
   const bool was = updating_;
@@ -384,6 +681,7 @@ void DesignPanel::showSlots() {
   }
   updating_ = was;
   slotsBox_->setVisible(spec::hasSlots(spec_.variant));
+  if (lambda_) showModelContext();
 }
 
 QWidget* DesignPanel::slotWidget(const QString& field) const {
@@ -510,7 +808,9 @@ void DesignPanel::readControls(const QString& what) {
   s.core_softmax = coreSoftmax_->isChecked();
   s.dropout = dropout_->value();
   // The slots belong to mhsa and fixed_head: another variant drops them (its section is hidden).
-  if (spec::hasSlots(s.variant))
+  if (spec::hasSlots(s.variant) && editedSlot_ >= 0)
+    slotControls_[static_cast<size_t>(editedSlot_)].read(s);
+  else if (spec::hasSlots(s.variant))
     for (const auto& c : slotControls_) c.read(s);
   else
     s.slots = {};
@@ -565,7 +865,7 @@ void DesignPanel::updateEnabledFields() {
   const bool headed = v == Variant::Mhsa || v == Variant::FixedHead || v == Variant::Tp;
   const bool core = spec::hasCore(v);
   const bool e = editable_;
-  for (QWidget* w : std::initializer_list<QWidget*>{preset_, variant_, F_, seq_, causal_, bias_, dropout_})
+  for (QWidget* w : std::initializer_list<QWidget*>{preset_, variant_, F_, seq_, causal_, bias_, dropout_, positions_})
     w->setEnabled(e);
   corePreset_->setEnabled(e && core);
   H_->setEnabled(e && (headed || core));
@@ -575,6 +875,7 @@ void DesignPanel::updateEnabledFields() {
   c_->setEnabled(e && v == Variant::Dimwise);
   coreSoftmax_->setEnabled(e && v == Variant::Multilinear);
   slotsBox_->setEnabled(e);
+  matchApply_->setEnabled(e && matched_ && matchedFrom_ == spec_ && !(*matched_ == spec_));
   locked_->setVisible(!e);
 }
 
@@ -586,6 +887,11 @@ void DesignPanel::setEditable(bool editable) {
 QString DesignPanel::problemsText() const { return problems_->text(); }
 
 void DesignPanel::refreshReadouts() {
+  if (matched_ && !(spec_ == matchedFrom_) && !(spec_ == *matched_)) {
+    matched_.reset();
+    matchApply_->setEnabled(false);
+    matchResult_->setText("(the design changed: press Match again)");
+  }
   auto issues = spec::validate(spec_);
   if (!presetProblems_.empty() && spec_.core) {
     // The refused preset left the previous core in place: its mismatch with the new sizes (and its

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "spec/attention_spec.h"
@@ -20,7 +21,9 @@ class QGroupBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QPushButton;
 class QSpinBox;
+class QVBoxLayout;
 
 namespace tensorscope::app {
 
@@ -57,6 +60,26 @@ class DesignPanel : public QWidget {
     bool hasBaseline = false;  ///< MHSA at the same F, H, D is a valid layer (the ratios)
   };
 
+  /// What the dock shows of the model around the layer: the run's layer count and position scheme
+  /// (`model.positions`), why each rotary choice is refused for this run (the run validator's
+  /// words; empty: allowed), and the learned λ of differential attention per layer where the run's
+  /// checkpoint has it (with its step).
+  struct ModelContext {
+    int layers = 1;
+    QString positions = "learned";
+    QString rotaryRefusal, interleavedRefusal;
+    std::vector<std::optional<double>> learnedLambda;
+    qint64 lambdaStep = -1;
+  };
+  void setModelContext(const ModelContext& context);
+  /// The position choices: "learned", "sinusoidal", "rotary", "rotary_interleaved".
+  QComboBox* positionsBox() const { return positions_; }
+  /// Why the rotary choices are unavailable for this run (empty: both allowed).
+  QString positionsNote() const;
+  /// λ of differential attention by layer (λ_init, and the learned λ where there is one); empty
+  /// when the design is not differential.
+  QString lambdaText() const;
+
   const spec::AttentionSpec& spec() const { return spec_; }
   /// Shows `s` in the controls (without emitting specChanged).
   void setSpec(const spec::AttentionSpec& s);
@@ -82,12 +105,22 @@ class DesignPanel : public QWidget {
   /// The cost section's numbers at the chosen precision and context length.
   Costs costs() const;
   QString costText() const;
+  /// The cost section and "Match budget": a panel the window docks on its own (hidden otherwise).
+  QWidget* costPanel() const { return costPanel_; }
+  /// "Match budget" driven as a user does: cost ("params", "kv", "flops"), the baseline's design
+  /// preset ("" or "mhsa": MHSA at this F, H, D), the size ("" any), then Match. The result line;
+  /// apply() then applies it (false when there is nothing to apply).
+  QString matchBudget(const QString& cost, const QString& baseline, const QString& size);
+  bool applyMatchedBudget();
+  QString matchResultText() const;
   void setPrecision(int bytesPerElement);
   void setContext(int tokens);
 
  Q_SIGNALS:
   /// `what`: the undo text ("K/V groups 2 (GQA-2)", "preset mla", "edit design").
   void specChanged(const tensorscope::spec::AttentionSpec& spec, const QString& what);
+  /// The model's position scheme chosen (`model.positions`); `what`: the undo text.
+  void positionsEdited(const QString& positions, const QString& what);
   /// "Sweep this design…": compare the run's design with Tuformer's designs (the window's dialog).
   void sweepRequested();
 
@@ -104,6 +137,11 @@ class DesignPanel : public QWidget {
                      std::function<int(const spec::AttentionSpec&)> get,
                      std::function<void(spec::AttentionSpec&, int)> set);
   void buildSlots();
+  void buildMatchBudget(QVBoxLayout* layout);
+  /// The baseline chosen in "Match budget" at this design's F, H, D.
+  spec::AttentionSpec matchBaseline() const;
+  void runMatch();
+  void applyMatch();
   void showSlots();
   void refreshReadouts();
   void updateEnabledFields();
@@ -127,10 +165,23 @@ class DesignPanel : public QWidget {
   QGroupBox* slotsBox_ = nullptr;
   QFormLayout* slotsForm_ = nullptr;
   std::vector<SlotControl> slotControls_;
+  int editedSlot_ = -1;  ///< the slot whose edit readControls takes (-1: every control)
   QLabel* name_ = nullptr;
   QComboBox* precision_ = nullptr;
   QSpinBox* context_ = nullptr;
   QLabel* tokenCost_ = nullptr;
+  QComboBox* positions_ = nullptr;
+  QLabel* positionsNote_ = nullptr;
+  QLabel* lambda_ = nullptr;
+  ModelContext context_model_;
+  void showModelContext();
+  QWidget* costPanel_ = nullptr;
+  QComboBox *matchOn_ = nullptr, *matchBase_ = nullptr, *matchSize_ = nullptr;
+  QPushButton *matchRun_ = nullptr, *matchApply_ = nullptr;
+  QLabel* matchResult_ = nullptr;
+  std::optional<spec::AttentionSpec> matched_;  ///< the matcher's design, for Apply
+  spec::AttentionSpec matchedFrom_;             ///< the design it was solved from
+  QString matchText_;                           ///< the undo text of applying it
 };
 
 }  // namespace tensorscope::app

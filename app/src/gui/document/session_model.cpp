@@ -5,10 +5,14 @@
 
 #include <QFile>
 #include <QFileInfo>
+#include <QRegularExpression>
 
 #include "gui/document/run_status.h"
 #include "gui/document/spec_command.h"
+#include "model_core/run_config.h"
 #include "model_core/run_directory.h"
+#include "spec/design_names.h"
+#include "spec/validation.h"
 
 namespace tensorscope::app {
 
@@ -44,6 +48,7 @@ void SessionModel::reset(Session session) {
   statuses_.clear();
   overlay_.clear();
   lockHolders_.clear();
+  nameFollows_.clear();
   for (auto& r : session_.runs) {
     r.id = nextId_++;
     statuses_ << runStatusText(r.runDir);  // how its last training ended, not its path (finding N21)
@@ -260,6 +265,37 @@ void SessionModel::pushDesign(std::vector<spec::AttentionSpec> after, const QStr
   undo_.push(new SpecCommand(this, run.id, run.config.model.attention, std::move(after), what, stroke));
 }
 
+QString SessionModel::designRunName(const spec::AttentionSpec& s) {
+  if (!spec::validate(s).empty()) return {};
+  const QString name = QString::fromStdString(spec::nameDesigns(s).front().name);
+  // "multi-head latent attention (DeepSeek MLA)" → "MLA": a run is named by the acronym in the
+  // name's brackets where there is one, else by the whole name.
+  const int open = name.lastIndexOf(" (");
+  if (open > 0 && name.endsWith(')')) {
+    const QString last = name.mid(open + 2).chopped(1).section(' ', -1);
+    if (last.size() >= 2 && last == last.toUpper() && last.contains(QRegularExpression("^[A-Z][A-Z0-9-]*$"))) return last;
+  }
+  return name;
+}
+
+bool SessionModel::followDesignName(RunEntry& run, const spec::AttentionSpec& after) {
+  // The name the run's name follows: remembered across invalid designs (they have none).
+  const QString follows = nameFollows_.contains(run.id) ? nameFollows_.value(run.id)
+                                                        : designRunName(layerDesigns(run.config).front());
+  if (follows.isEmpty()) return false;
+  const bool named = run.name == follows || run.name.startsWith(follows + " fork@");
+  if (!named) {
+    nameFollows_.remove(run.id);  // a name of the user's own: it stays
+    return false;
+  }
+  nameFollows_.insert(run.id, follows);
+  const QString next = designRunName(after);
+  if (next.isEmpty() || next == follows) return false;
+  run.name = next + run.name.mid(follows.size());
+  nameFollows_.insert(run.id, next);
+  return true;
+}
+
 bool SessionModel::applyDesign(quint64 runId, const std::vector<spec::AttentionSpec>& attention) {
   const int index = indexOf(runId);
   if (index < 0) {
@@ -276,10 +312,13 @@ bool SessionModel::applyDesign(quint64 runId, const std::vector<spec::AttentionS
     return false;
   }
   if (index != current()) select(index);
-  auto& config = session_.runs[static_cast<size_t>(index)].config;
+  auto& entry = session_.runs[static_cast<size_t>(index)];
+  const bool renamed = followDesignName(entry, attention.front());
+  auto& config = entry.config;
   config.model.attention = attention;
   config.model.d_model = attention.front().sizes.F;
   layer_ = std::clamp(layer_, 0, layerCount(index) - 1);
+  if (renamed) Q_EMIT runsChanged();
   Q_EMIT designChanged(runId);
   Q_EMIT contentChanged();
   return true;
@@ -295,6 +334,80 @@ void SessionModel::carryDesignEdit(const std::vector<spec::AttentionSpec>& befor
     layers[i] = std::move(edited);
   }
   pushDesign(std::move(layers), what, -1);
+}
+
+namespace {
+
+/// Undo command of a positions edit (model.positions of one run).
+class PositionsCommand : public QUndoCommand {
+ public:
+  PositionsCommand(SessionModel* model, quint64 runId, QString before, QString after, const QString& text)
+      : model_(model), runId_(runId), before_(std::move(before)), after_(std::move(after)) {
+    setText(text);
+  }
+  void undo() override {
+    if (!model_->applyPositions(runId_, before_)) setObsolete(true);
+  }
+  void redo() override {
+    if (!model_->applyPositions(runId_, after_)) setObsolete(true);
+  }
+
+ private:
+  SessionModel* model_;
+  quint64 runId_;
+  QString before_, after_;
+};
+
+}  // namespace
+
+QString SessionModel::positionsRefusal(const model_core::RunConfig& config, const QString& positions) {
+  auto c = config;
+  c.model.positions = positions.toStdString();
+  QStringList why;
+  for (const auto& line : model_core::validateRunConfig(c))
+    if (line.rfind("model.positions", 0) == 0 || line.rfind("model.tp_role_embedding", 0) == 0)
+      why << QString::fromStdString(line);
+  return why.join("; ");
+}
+
+bool SessionModel::editPositions(const QString& positions, const QString& what) {
+  const RunEntry& run = currentRun();
+  if (isTraining(current())) {
+    Q_EMIT refused(run.name + " trains with these positions: stop it before changing them.");
+    return false;
+  }
+  if (QString::fromStdString(run.config.model.positions) == positions) return true;
+  if (const QString why = positionsRefusal(run.config, positions); !why.isEmpty()) {
+    Q_EMIT refused("Positions " + positions + " refused for " + run.name + ": " + why);
+    return false;
+  }
+  if (hasCheckpoint(current())) {
+    auto config = run.config;
+    config.model.positions = positions.toStdString();
+    Q_EMIT settingsForkNeeded(run.id, config);
+    Q_EMIT designChanged(run.id);  // the dock shows the run's own positions again if it is still shown
+    return true;
+  }
+  undo_.push(new PositionsCommand(this, run.id, QString::fromStdString(run.config.model.positions), positions, what));
+  return true;
+}
+
+bool SessionModel::applyPositions(quint64 runId, const QString& positions) {
+  const int index = indexOf(runId);
+  if (index < 0) {
+    Q_EMIT refused("The run this edit belonged to was removed: nothing changed.");
+    return false;
+  }
+  if (isTraining(index) || hasCheckpoint(index)) {
+    Q_EMIT refused(run(index).name + (isTraining(index) ? " trains" : " has trained") +
+                   " with its positions since: they stay (change them to fork it).");
+    return false;
+  }
+  if (index != current()) select(index);
+  session_.runs[static_cast<size_t>(index)].config.model.positions = positions.toStdString();
+  Q_EMIT designChanged(runId);
+  Q_EMIT contentChanged();
+  return true;
 }
 
 void SessionModel::setTrainingRun(quint64 runId, bool resumed) {

@@ -103,8 +103,23 @@ class SessionModel : public QObject {
   /// Applies to the current run (a fork of a run whose layers were `before`) an edit that made
   /// `before` into `after` (one spec, or one per layer): every layer takes the edit and keeps its
   /// own C (the fork's learned C) where the edit left C alone.
+  /// The name a run gets from its design: spec::nameDesigns' first name, or the acronym in its
+  /// brackets ("MLA", "TPA"); empty for an invalid design.
+  static QString designRunName(const spec::AttentionSpec& s);
   void carryDesignEdit(const std::vector<spec::AttentionSpec>& before, const std::vector<spec::AttentionSpec>& after,
                        const QString& what);
+
+  /// Sets the current run's position scheme (`model.positions`: learned, sinusoidal, rotary,
+  /// rotary_interleaved) as one undoable edit named `what`. Refused (false, the reason in
+  /// refused()) while it trains, or when the run validator refuses the choice for its layers; a
+  /// run with a checkpoint asks for a fork (settingsForkNeeded) instead.
+  bool editPositions(const QString& positions, const QString& what);
+  /// What undo and redo call: sets run `runId`'s positions (false, with the reason, for a removed,
+  /// training or trained run).
+  bool applyPositions(quint64 runId, const QString& positions);
+  /// Why `config` with `positions` is not a valid run (the validator's lines about the positions,
+  /// joined); empty when it is.
+  static QString positionsRefusal(const model_core::RunConfig& config, const QString& positions);
 
   // --- Training lock --------------------------------------------------------------------------
   /// The run that trains (0: none). It is read-only in every dock until released.
@@ -136,6 +151,8 @@ class SessionModel : public QObject {
   /// A design edit of run `runId`, which has a checkpoint: the run stays as it trained, and the
   /// edit (`after`: one spec, or one per layer) asks for a fork that carries it.
   void forkNeeded(quint64 runId, const std::vector<tensorscope::spec::AttentionSpec>& after, const QString& what);
+  /// A settings edit (the positions) of run `runId`, which has a checkpoint: `config` goes to a fork.
+  void settingsForkNeeded(quint64 runId, const model_core::RunConfig& config);
   /// An edit was refused (the reason, for the status bar).
   void refused(const QString& reason);
   void modifiedChanged(bool modified);
@@ -146,6 +163,9 @@ class SessionModel : public QObject {
   void pathChanged(const QString& path);
 
  private:
+  /// A run named by its design ("MHSA", or "MHSA fork@300") is renamed by the design it gets
+  /// ("MLA", "MLA fork@300"); a name of the user's own stays. True when renamed.
+  bool followDesignName(RunEntry& run, const spec::AttentionSpec& after);
   void pushDesign(std::vector<spec::AttentionSpec> after, const QString& what, int stroke);
   /// Records a change the undo stack does not hold (runs, run directories, settings).
   void markChanged();
@@ -156,6 +176,7 @@ class SessionModel : public QObject {
   QStringList statuses_;
   QList<bool> overlay_;
   QHash<quint64, QString> lockHolders_;
+  QHash<quint64, QString> nameFollows_;  ///< the design name a run's name follows (across invalid designs)
   QUndoStack undo_;
   quint64 nextId_ = 1;
   quint64 trainingId_ = 0;

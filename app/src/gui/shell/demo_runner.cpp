@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSpinBox>
@@ -75,6 +76,7 @@ const std::map<QString, DemoRunner::Command>& DemoRunner::commands() {
       {"screenshot", &DemoRunner::screenshot}, {"figures", &DemoRunner::figures},
       {"presenter", &DemoRunner::presenter},
       {"roles-colour", &DemoRunner::rolesColour}, {"slot", &DemoRunner::slot},
+      {"match", &DemoRunner::match},        {"positions", &DemoRunner::positions},
   };
   return table;
 }
@@ -160,6 +162,12 @@ DemoRunner::Step DemoRunner::slot(const QString& arg) {
     if (!ok || v < spin->minimum() || v > spin->maximum())
       return fail(QString("%1 takes a whole number from %2 to %3; got %4").arg(field).arg(spin->minimum()).arg(spin->maximum()).arg(value));
     spin->setValue(v);
+  } else if (auto* number = qobject_cast<QDoubleSpinBox*>(w)) {
+    bool ok = false;
+    const double v = value.toDouble(&ok);
+    if (!ok || v < number->minimum() || v > number->maximum())
+      return fail(QString("%1 takes a number from %2 to %3; got %4").arg(field).arg(number->minimum()).arg(number->maximum()).arg(value));
+    number->setValue(v);
   }
   // Scrolled to the top of the form's view, with what follows it (the cost), for a screenshot.
   for (QWidget* p = w->parentWidget(); p; p = p->parentWidget())
@@ -167,6 +175,33 @@ DemoRunner::Step DemoRunner::slot(const QString& arg) {
       area->verticalScrollBar()->setValue(w->mapTo(area->widget(), QPoint(0, 0)).y() - 12);
       break;
     }
+  return Step::Done;
+}
+
+DemoRunner::Step DemoRunner::match(const QString& arg) {
+  // match COST BASELINE [SIZE] [apply]: the Cost dock's "Match budget", as a user presses it.
+  if (!parts_.design) return fail("no Design dock");
+  QStringList words = arg.simplified().split(' ');
+  const bool apply = words.size() > 2 && words.last() == "apply";
+  if (apply) words.removeLast();
+  if (words.size() < 2 || words.size() > 3) return fail("match needs a cost and a baseline, e.g. 'match params mhsa D apply'");
+  try {
+    const QString said = parts_.design->matchBudget(words[0], words[1], words.value(2));
+    if (said.startsWith("Refused") || said.startsWith("No match")) return fail(said);
+    if (apply && !parts_.design->applyMatchedBudget()) return fail("nothing to apply: " + said);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return Step::Done;
+}
+
+DemoRunner::Step DemoRunner::positions(const QString& arg) {
+  if (!parts_.design) return fail("no Design dock");
+  QComboBox* box = parts_.design->positionsBox();
+  const int i = box->findData(arg.trimmed());
+  if (i < 0) return fail("no positions " + arg + " (learned, sinusoidal, rotary, rotary_interleaved)");
+  box->setCurrentIndex(i);
+  if (box->currentData().toString() != arg.trimmed()) return fail("positions " + arg + " refused for this run");
   return Step::Done;
 }
 

@@ -27,6 +27,9 @@
 ///   layout NAME        View > Layout NAME (Default, Design, Train, Present, Experiments, Teach)
 ///   presenter on|off   View > Presenter mode (F11): the window full screen, as a class sees it
 ///   roles-colour label|cluster  colour the Role clusters view by structural label or k-means cluster
+///   match COST BASE [SIZE] [apply]  the Cost dock's Match budget (params|kv|flops, mhsa or a design
+///                      preset, a size of `spec match`); fails on a refusal or no match
+///   positions VALUE    the Design dock's Positions (learned, sinusoidal, rotary, rotary_interleaved)
 ///   stop               stop training
 ///   quit
 
@@ -128,6 +131,8 @@ class DemoRunner : public QObject {
   Step presenter(const QString& arg);
   Step rolesColour(const QString& arg);
   Step slot(const QString& arg);
+  Step match(const QString& arg);
+  Step positions(const QString& arg);
   Step probe(const QString& arg);
   Step theme(const QString& arg);
   Step screenshot(const QString& arg);

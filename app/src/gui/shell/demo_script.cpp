@@ -26,7 +26,7 @@ constexpr Syntax kCommands[] = {
     {"inspect", Arg::Text},   {"plan-step", Arg::Count}, {"lesson", Arg::Text},  {"lesson-do", Arg::None},
     {"lesson-next", Arg::None}, {"lab", Arg::Text},      {"layout", Arg::Text},
     {"presenter", Arg::Text},
-    {"roles-colour", Arg::Text}, {"slot", Arg::Text},
+    {"roles-colour", Arg::Text}, {"slot", Arg::Text}, {"match", Arg::Text}, {"positions", Arg::Text},
 };
 
 std::string_view trim(std::string_view s) {

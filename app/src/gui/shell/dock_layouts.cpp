@@ -30,6 +30,7 @@ QString dockLayoutName(DockLayout layout) {
 
 void applyDockLayout(QMainWindow& w, DockLayout layout, const QByteArray& defaultState) {
   w.restoreState(defaultState);
+  w.setCorner(Qt::BottomLeftCorner, Qt::BottomDockWidgetArea);  // as a first start has it (Teach and Design change it)
   for (auto* d : w.findChildren<QDockWidget*>()) d->show();
   const int height = w.height();
   const auto vertical = [&](const char* top, double share, const char* bottom) {
@@ -40,9 +41,13 @@ void applyDockLayout(QMainWindow& w, DockLayout layout, const QByteArray& defaul
     case DockLayout::Default:
       break;
     case DockLayout::Design:  // design, diagram and C large; the plots a strip; the form over the runs list
+      // The form column runs the window's full height (at 1280 x 800 the plots' strip left it
+      // about 230 px); beside C, the cost where the design has no C (MainWindow::followDesignCore).
+      w.setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
       raise(w, {"Design", "Diagram", "Stable rank", "Attention maps"});
+      if (w.property("designHasCore").isValid() && !w.property("designHasCore").toBool()) raise(w, {"Cost"});
       vertical("Diagram", 0.78, "Curves");
-      vertical("Design", 0.7, "Runs");
+      vertical("Design", 0.78, "Runs");
       break;
     case DockLayout::Train:  // the live plots large; the training settings in front
       raise(w, {"Training", "Diagram", "Stable rank", "Attention maps"});

@@ -133,6 +133,24 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   connect(driver_, &TrainingDriver::forked, core_, &CoreEditor::replayPendingEdit);  // the edit that asked for it
   connect(files_, &SessionFiles::warning, this, &MainWindow::showError);
   connect(model_, &SessionModel::forkNeeded, this, &MainWindow::forkForDesignEdit);
+  connect(model_, &SessionModel::settingsForkNeeded, this, [this](quint64 runId, const model_core::RunConfig& config) {
+    const int index = model_->indexOf(runId);
+    if (index < 0) return;
+    const auto& run = model_->run(index);
+    const QString changed = TrainingDriver::weightSetChanges(run.config, config);
+    if (!confirm("Change the model settings of a trained run?",
+                 QString("%1 has trained with these settings: its checkpoint holds the weights of them (%2). Fork a "
+                         "new run from that checkpoint with the new settings?\n\n%1 and its run folder stay as they "
+                         "are, and it can still be resumed.")
+                     .arg(run.name, changed))) {
+      statusBar()->showMessage("The setting was not applied: " + run.name + " stays as it trained.", 8000);
+      return;
+    }
+    driver_->forkWithSettings(runId, config);
+  });
+  connect(model_, &SessionModel::currentChanged, this, &MainWindow::followDesignCore);
+  connect(model_, &SessionModel::designChanged, this, &MainWindow::followDesignCore);
+  connect(model_, &SessionModel::sessionReset, this, &MainWindow::followDesignCore);
   connect(model_, &SessionModel::modifiedChanged, this, &MainWindow::updateTitle);
   connect(model_, &SessionModel::pathChanged, this, &MainWindow::updateTitle);
   runsDocks_ = new RunsDocks(model_, runs_, [this](const QString& title, const QString& text) { showError(title, text); }, this);
@@ -199,6 +217,18 @@ void MainWindow::forkForDesignEdit(quint64 runId, const std::vector<spec::Attent
     return;
   }
   driver_->forkWithDesign(runId, after, what);
+}
+
+void MainWindow::followDesignCore() {
+  const bool has = spec::hasCore(model_->currentSpec().variant);
+  setProperty("designHasCore", has);
+  if (int(has) == hadCore_) return;
+  const bool first = hadCore_ < 0;
+  hadCore_ = int(has);
+  QDockWidget *core = dock("Core matrix C"), *cost = dock("Cost");
+  if (!core || !cost || core->isFloating() || cost->isFloating()) return;
+  if (!has && (coreOnTop_ || first)) cost->raise();
+  else if (has && costOnTop_) core->raise();
 }
 
 void MainWindow::updateTitle() {

@@ -145,6 +145,10 @@ class MainWindow : public QMainWindow {
   /// A design edit of a run with a checkpoint: asks, then forks the run with the edit.
   void forkForDesignEdit(quint64 runId, const std::vector<spec::AttentionSpec>& after, const QString& what);
   std::vector<viz::PlotWidget*> plots() const;
+  /// The Cost dock comes to the front of C's tab group when the shown design has no C, and C again
+  /// when it gets one (only over the other of the two: a raised Inspector stays). Also sets the
+  /// window property "designHasCore" that the Design layout reads.
+  void followDesignCore();
 
   Options options_;
   bool dark_ = false;
@@ -153,6 +157,8 @@ class MainWindow : public QMainWindow {
   TrainingDriver* driver_ = nullptr;
   SessionFiles* files_ = nullptr;
   DesignDocks* designDocks_ = nullptr;
+  bool coreOnTop_ = true, costOnTop_ = false;  ///< which of the two is its tab group's front tab
+  int hadCore_ = -1;                           ///< whether the design shown last had a C (-1: none shown)
   LiveDocks* live_ = nullptr;
   SnapshotDocks* inspection_ = nullptr;
 

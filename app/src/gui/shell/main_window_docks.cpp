@@ -87,6 +87,13 @@ void MainWindow::buildDocks() {
   // The diagram's inspector beside C: what any tensor of the diagram holds, and the plan step by step.
   inspector_ = new TensorInspector;
   tabifyDockWidget(coreDock, addDock("Inspector", inspector_, Qt::RightDockWidgetArea, true));
+  // The layer's cost and the budget matcher beside C: in front where the design has no C
+  // (MainWindow::followDesignCore), so that column is never an empty core editor.
+  auto* costDock = addDock("Cost", design_->costPanel(), Qt::RightDockWidgetArea, true);
+  design_->costPanel()->show();
+  tabifyDockWidget(coreDock, costDock);
+  connect(coreDock, &QDockWidget::visibilityChanged, this, [this](bool shown) { coreOnTop_ = shown; });
+  connect(costDock, &QDockWidget::visibilityChanged, this, [this](bool shown) { costOnTop_ = shown; });
   coreDock->raise();
   tabifyDockWidget(diagramDock, addDock("Spec (JSON)", specText_, Qt::RightDockWidgetArea));
   QTimer::singleShot(0, diagramDock, &QDockWidget::raise);

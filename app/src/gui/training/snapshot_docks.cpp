@@ -33,7 +33,10 @@ QString probeHint(const std::string& task) {
 /// What the stable-rank plot says while it is empty: a design without a core C never has a stable rank.
 QString noStableRankText(const spec::AttentionSpec& design) {
   if (design.core) return {};
-  QString variant = QString::fromStdString(std::string(spec::toString(design.variant)));
+  // Named by the design it is ("MLA", "GQA-2"), not by its variant: an mhsa layer with slots is
+  // not MHSA.
+  QString variant = SessionModel::designRunName(design);
+  if (variant.isEmpty()) variant = QString::fromStdString(std::string(spec::toString(design.variant)));
   if (variant == "mhsa") variant = "MHSA";
   return QString("%1 has no core matrix C, so no stable rank: it is drawn for thsa and thsa_linear runs").arg(variant);
 }
@@ -73,7 +76,10 @@ SnapshotDocks::SnapshotDocks(SessionModel* model, TrainingController* controller
     if (model_->count() > 0) v_.stableRank->setEmptyText(noStableRankText(model_->currentSpec()));
   });
   connect(model_, &SessionModel::runsChanged, this, [this] {
-    if (model_->currentRun().id != shownRun_ || (!last_ && !model_->currentRun().runDir.isEmpty())) showSelectedRun();
+    // Also a rename (a run named by its design follows it): the views' texts name the run.
+    if (model_->currentRun().id != shownRun_ || (!last_ && !model_->currentRun().runDir.isEmpty()) ||
+        model_->currentRun().name != shownName_)
+      showSelectedRun();
   });
   connect(model_, &SessionModel::trainingChanged, this, [this](quint64 runId) {
     if (runId != 0 && !model_->trainingResumed()) {  // a new run of this entry: nothing of the old one

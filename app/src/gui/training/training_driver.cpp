@@ -106,6 +106,9 @@ QString TrainingDriver::weightSetChanges(const model_core::RunConfig& trained, c
     changed << QString("the sequence length was %1, now %2").arg(trained.task.seq_len).arg(now.task.seq_len);
   if (trained.model.layers != now.model.layers)
     changed << QString("the layers were %1, now %2").arg(trained.model.layers).arg(now.model.layers);
+  if (trained.model.positions != now.model.positions)
+    changed << QString("the positions were %1, now %2").arg(QString::fromStdString(trained.model.positions),
+                                                            QString::fromStdString(now.model.positions));
   return changed.join("; ");
 }
 
@@ -236,6 +239,7 @@ bool TrainingDriver::forkWithSettings(quint64 runId, const model_core::RunConfig
   forked.task = config.task;
   forked.model.layers = config.model.layers;
   forked.model.kind = config.model.kind;
+  forked.model.positions = config.model.positions;
   forked.train = config.train;
   auto& attention = forked.model.attention;
   if (attention.size() != 1 && static_cast<int>(attention.size()) != std::max(1, forked.model.layers)) {

@@ -1,0 +1,17 @@
+#pragma once
+/// The learned λ of differential attention in a run directory's checkpoint (docs/attention-variants.md
+/// §8.5): per layer, λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init(l), what the layer multiplies its second
+/// map by. Read from the checkpoint's weights, never recomputed from a config.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tensorscope::model_core {
+
+/// One entry per layer of the run: the learned λ of a differential layer, nullopt for a layer that
+/// is not differential. Throws std::invalid_argument when the run has no readable checkpoint or
+/// its weights lack the λ parameters its config implies.
+std::vector<std::optional<double>> learnedDiffLambdas(const std::string& run_dir);
+
+}  // namespace tensorscope::model_core
