@@ -36,6 +36,18 @@ struct LayerCost {
   std::vector<CostTerm> terms;
 };
 
+/// The multilinear layer's CPU formulation (docs/attention-variants.md §6) contracts the output
+/// features in blocks of Fb whose work tensors [N, Fb, B, R] hold at most this many values.
+inline constexpr std::int64_t kMultilinearBlockElements = std::int64_t(1) << 22;
+
+/// Fb for a budget of `blockElements` values per work tensor: at least 1, at most F.
+inline std::int64_t multilinearFeatureBlock(std::int64_t F, std::int64_t B, std::int64_t N, std::int64_t R,
+                                            std::int64_t blockElements = kMultilinearBlockElements) {
+  const std::int64_t perFeature = B * N * R > 0 ? B * N * R : 1;
+  const std::int64_t fb = blockElements / perFeature;
+  return fb < 1 ? 1 : (fb > F ? F : fb);
+}
+
 /// Cost for batch B and sequence length N (multilinear ignores N and uses seq_len, which its
 /// output projection fixes). The spec must be valid.
 LayerCost estimateCost(const AttentionSpec& spec, std::int64_t batch, std::int64_t seq,
