@@ -112,7 +112,7 @@ TEST(CostModel, MultilinearMemoryIsLinearInNAndTimeQuadratic) {
     const auto a = estimateCost(s, 64, 0);
     s.sizes.seq_len = 2048;
     const auto b = estimateCost(s, 64, 0);
-    EXPECT_NEAR(b.activation_bytes / a.activation_bytes, 2.0, 1e-4);  // ḡ [R] does not grow
+    EXPECT_NEAR(b.activation_bytes / a.activation_bytes, 2.0, 1e-3);  // ḡ [R] and M [F_b, B, R] do not grow
     EXPECT_DOUBLE_EQ(b.largest_intermediate_bytes / a.largest_intermediate_bytes, 2.0);
     EXPECT_NEAR(b.forward_flops / a.forward_flops, 4.0, 0.05);  // 2·B·F·N²·R dominates
     // Far below the B·N³ values of T.
