@@ -96,7 +96,7 @@ const std::vector<Shape> kShapes = {
     {2, 1, 3, 4, 1 << 22},  // one position
     {2, 7, 5, 6, 1 << 22},  // odd sizes, one feature block
     {3, 9, 4, 5, 1},        // one feature per block
-    {2, 13, 3, 7, 2 * 13 * 3 * 3},  // Fb = 3: blocks of 3, 3, 1 features
+    {2, 13, 3, 7, 3 * 13 * 13},  // Fb = 3 (N² > B·N·R): blocks of 3, 3, 1 features
     {1, 37, 6, 5, 1 << 22},         // three position chunks (16, 16, 5)
     {2, 150, 3, 4, 2 * 150 * 3},    // chunks of 19 positions, one feature per block
 };
@@ -158,7 +158,7 @@ TEST(MultilinearBlocked, CausalMaskZeroesExactlyTheFutureOfT) {
 TEST(MultilinearBlocked, GradientMatchesFiniteDifferences) {
   for (bool causal : {false, true}) {
     SCOPED_TRACE(causal ? "causal" : "full");
-    const Shape s{2, 9, 3, 5, 2 * 9 * 3 * 2};  // Fb = 2
+    const Shape s{2, 9, 3, 5, 2 * 9 * 9};  // Fb = 2
     const auto in = randomOperands(s, 21);
     const auto g = outputsAndGradients(in, [&](auto& a, auto& k, auto& v, auto& Wo) {
       return multilinearBlocked(a, k, v, Wo, causal, s.block);
@@ -181,7 +181,7 @@ TEST(MultilinearBlocked, CausalOutputsIgnoreLaterTokens) {
   expectCausalNoLeak(torch::randn({2, N, 3, R}, torch::kDouble),
                      [&](const torch::Tensor& in) {
                        return multilinearBlocked(in.select(2, 0), in.select(2, 1), in.select(2, 2), Wo, true,
-                                                 2 * N * R * 4);
+                                                 4 * N * N);  // Fb = 4: blocks of 4 and 2 features
                      },
                      {0, 7, 8, 15, 16, 31, 65}, "multilinear");
 }
@@ -189,7 +189,7 @@ TEST(MultilinearBlocked, CausalOutputsIgnoreLaterTokens) {
 TEST(MultilinearBlocked, Float32AgreesWithFloat64) {
   for (bool causal : {false, true}) {
     SCOPED_TRACE(causal ? "causal" : "full");
-    const Shape s{3, 40, 16, 12, 3 * 40 * 16 * 5};
+    const Shape s{3, 40, 16, 12, 3 * 40 * 16 * 5};  // Fb = 5
     const auto in = randomOperands(s, 33);
     const auto d = outputsAndGradients(in, [&](auto& a, auto& k, auto& v, auto& Wo) {
       return multilinearBlocked(a, k, v, Wo, causal, s.block);
