@@ -67,12 +67,25 @@ void triangularProduct(const torch::Tensor& Wm, const torch::Tensor& rhs, torch:
   }
 }
 
-/// U, V [N, Fb, B·R] of the causal form for the features [f0, f0 + Fb).
+/// A work tensor [N, Fb, B·R] at the start of `buffer` (allocated once for the largest block and
+/// reused by every block: no fresh pages per block).
+torch::Tensor workView(const torch::Tensor& buffer, const Operands& o, int64_t Fb) {
+  return buffer.narrow(0, 0, o.N * Fb * o.BR).view({o.N, Fb, o.BR});
+}
+
+/// t[i] += t[i−1] along the positions (forward) or t[i] += t[i+1] (reverse), one contiguous
+/// [Fb, B·R] slab at a time (cumsum over a leading axis walks every line with a stride of a slab).
+void prefixSum(torch::Tensor& t, bool reverse) {
+  const int64_t N = t.size(0);
+  if (!reverse)
+    for (int64_t i = 1; i < N; ++i) t[i].add_(t[i - 1]);
+  else
+    for (int64_t i = N - 2; i >= 0; --i) t[i].add_(t[i + 1]);
+}
+
+/// U, V [N, Fb, B·R] of the causal form for the features of Wu, Wv, written into U and V.
 void causalStates(const Operands& o, const torch::Tensor& Wu, const torch::Tensor& Wv, torch::Tensor& U,
                   torch::Tensor& V) {
-  const int64_t Fb = Wu.size(1);
-  U = torch::empty({o.N, Fb, o.BR}, Wu.options());
-  V = torch::empty({o.N, Fb, o.BR}, Wu.options());
   triangularProduct(Wu, o.kT, U);
   triangularProduct(Wv, o.vT, V);
 }
@@ -88,14 +101,20 @@ torch::Tensor fullStates(const Operands& o, int64_t f0, int64_t Fb, torch::Tenso
 torch::Tensor forwardBlocked(const torch::Tensor& a, const Operands& o, bool causal) {
   auto y = torch::empty({o.B, o.N, o.F}, a.options());
   const auto ai = o.aT.view({o.N, 1, o.BR}), ki = o.kT.view({o.N, 1, o.BR}), vi = o.vT.view({o.N, 1, o.BR});
+  torch::Tensor bufU, bufV;
+  if (causal) {
+    bufU = torch::empty({o.N * o.Fb * o.BR}, a.options());
+    bufV = torch::empty({o.N * o.Fb * o.BR}, a.options());
+  }
   for (int64_t f0 = 0; f0 < o.F; f0 += o.Fb) {
     const int64_t Fb = std::min(o.Fb, o.F - f0);
     if (causal) {
-      torch::Tensor Wu, Wv, U, V;
+      torch::Tensor Wu, Wv;
+      auto U = workView(bufU, o, Fb), V = workView(bufV, o, Fb);
       maskedWeights(o, f0, Fb, Wu, Wv);
       causalStates(o, Wu, Wv, U, V);
       U.mul_(vi).add_(V.mul_(ki));  // the increments D_i = v_i ⊙ U_i + k_i ⊙ V_i
-      U.cumsum_(0);                 // M_i
+      prefixSum(U, false);          // M_i
       const auto yb = U.mul_(ai).view({o.N, Fb, o.B, o.R}).sum(-1);  // [N, Fb, B]
       y.narrow(2, f0, Fb).copy_(yb.permute({2, 0, 1}));
     } else {
@@ -131,22 +150,32 @@ struct MultilinearBlockedFunction : public torch::autograd::Function<Multilinear
     auto gkT = torch::zeros({o.N, o.BR}, a.options()), gvT = torch::zeros({o.N, o.BR}, a.options());
     auto gW3 = torch::empty({o.F, o.N, o.N}, a.options());
     const int64_t chunk = positionChunk(o.N);
+    torch::Tensor bufU, bufV, bufG, bufS;
+    if (causal)
+      for (auto* b : {&bufU, &bufV, &bufG, &bufS}) *b = torch::empty({o.N * o.Fb * o.BR}, a.options());
     for (int64_t f0 = 0; f0 < o.F; f0 += o.Fb) {
       const int64_t Fb = std::min(o.Fb, o.F - f0);
       if (causal) {
-        torch::Tensor Wu, Wv, U, V;
+        torch::Tensor Wu, Wv;
+        auto U = workView(bufU, o, Fb), V = workView(bufV, o, Fb), G = workView(bufG, o, Fb),
+             S = workView(bufS, o, Fb);
         maskedWeights(o, f0, Fb, Wu, Wv);
         causalStates(o, Wu, Wv, U, V);
-        auto G = U * vi + V * ki;  // D, then M in place
-        G.cumsum_(0);
+        at::mul_out(G, U, vi);  // D, then M in place
+        at::mul_out(S, V, ki);
+        G.add_(S);
+        prefixSum(G, false);
         const auto gyT = gy.narrow(2, f0, Fb).permute({1, 2, 0}).contiguous().view({o.N, Fb, o.B, 1});
-        gaT.view({o.N, o.B, o.R}).add_((G.view({o.N, Fb, o.B, o.R}) * gyT).sum(1));
+        auto S4 = S.view({o.N, Fb, o.B, o.R}), G4 = G.view({o.N, Fb, o.B, o.R});
+        at::mul_out(S4, G4, gyT);
+        gaT.view({o.N, o.B, o.R}).add_(S4.sum(1));
         // gM[i,f,b,r] = gy[b,i,f]·a[b,i,r] (in G), then gD = Σ_{i' >= i} gM[i'] in place.
-        auto gM = G.view({o.N, Fb, o.B, o.R});
-        at::mul_out(gM, gyT, o.aT.view({o.N, 1, o.B, o.R}));
-        for (int64_t i = o.N - 2; i >= 0; --i) G[i].add_(G[i + 1]);
-        gvT.add_((G * U).sum(1));
-        gkT.add_((G * V).sum(1));
+        at::mul_out(G4, gyT, o.aT.view({o.N, 1, o.B, o.R}));
+        prefixSum(G, true);
+        at::mul_out(S, G, U);
+        gvT.add_(S.sum(1));
+        at::mul_out(S, G, V);
+        gkT.add_(S.sum(1));
         at::mul_out(U, G, vi);  // gU
         at::mul_out(V, G, ki);  // gV
         auto gWu = torch::zeros({o.N, Fb, o.N}, a.options()), gWv = torch::zeros({o.N, Fb, o.N}, a.options());
