@@ -4,6 +4,10 @@
 //   attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]
 //                   [--device cpu|cuda]
 //
+// `--only multilinear_scaling` (issue 38): the block-term layer on its CPU formulation (no T) and
+// on the T-materialising one side by side, and its N-scaling to the largest N whose Wo fits
+// (runMultilinear).
+//
 // `--only dimwise_causal` (issue 38): the causal dimwise layer on its fused kernel and on its ATen
 // formulation side by side, with the full dimwise and causal MHSA layers of the same run, and the
 // causal layer's N-scaling (runDimwiseCausal).
@@ -39,6 +43,7 @@
 #include "build_config.h"
 #include "gemm_rate.h"
 #include "model_core/blas_kernels.h"
+#include "model_core/memory_guard.h"
 #include "model_core/memory_tracker.h"
 #include "model_core/runtime.h"
 #include "spec/cost_model.h"
@@ -456,6 +461,126 @@ nlohmann::json runDimwiseCausal(const Config& cfg) {
   return out;
 }
 
+/// Issue 38, block-term attention: the multilinear layer on its CPU formulation (multilinearBlocked,
+/// T never formed) and on the T-materialising one (multilinearAten, the CUDA path; the fused switch
+/// off) side by side at the reference size B=32, N=128, F=128, R=128, P=2, causal and full. Then
+/// its N-scaling (causal, B=4, F=128, R=32): N from 64 doubling while Wo and its gradient
+/// (2·F·N² float32) take at most a quarter of the available memory and N <= --max-n, the
+/// materialised formulation beside it while its own estimate (T, a⊙k, B·N³ + B·N²·R) does too.
+/// A series stops after a step over 30 s or when the part has run 10 minutes. Runs when named.
+nlohmann::json runMultilinear(const Config& cfg) {
+  const int64_t B = cfg.quick ? 2 : 32, N = cfg.quick ? 16 : 128;
+  const int F = cfg.quick ? 32 : 128, R = cfg.quick ? 16 : 128;
+  auto mlSpec = [&](int64_t n, int r, bool causal) {
+    auto s = layer("multilinear", F, 4, 32, r, int(n));
+    s.causal = causal;
+    return s;
+  };
+  auto measureOn = [&](const spec::AttentionSpec& s, int64_t b, bool blocked) {
+    model_core::setFusedAttentionEnabled(blocked);
+    std::optional<Measure> m;
+    try {
+      m = measureUnlessOutOfMemory(s, b, s.sizes.seq_len, cfg);
+    } catch (...) {
+      model_core::setFusedAttentionEnabled(true);
+      throw;
+    }
+    model_core::setFusedAttentionEnabled(true);
+    return m;
+  };
+  nlohmann::json out = nlohmann::json::object();
+  nlohmann::json rows = nlohmann::json::array();
+  for (bool causal : {true, false}) {
+    nlohmann::json pair = nlohmann::json::object();
+    for (bool blocked : {true, false}) {
+      const auto s = mlSpec(N, R, causal);
+      const auto m = measureOn(s, B, blocked);
+      if (!m) continue;
+      const auto cost = spec::estimateCost(s, B, N);
+      nlohmann::json r = {{"causal", causal},
+                          {"path", blocked ? "blocked" : "materialised"},
+                          {"B", B},
+                          {"N", N},
+                          {"F", F},
+                          {"R", R},
+                          {"P", s.sizes.P},
+                          {"fwd_bwd_ms", m->seconds_per_step * 1e3},
+                          {"steps_timed", m->steps},
+                          {"peak_tensor_mb", m->peak_bytes / 1048576.0},
+                          {"model_forward_gflop", cost.forward_flops / 1e9}};
+      std::cerr << "  multilinear" << (causal ? " causal " : " full ") << r["path"].get<std::string>() << ": "
+                << r["fwd_bwd_ms"].get<double>() << " ms, " << r["peak_tensor_mb"].get<double>() << " MB\n";
+      pair[blocked ? "blocked" : "materialised"] = r;
+      rows.push_back(r);
+    }
+    if (pair.contains("blocked") && pair.contains("materialised")) {
+      const auto& b = pair["blocked"];
+      const auto& a = pair["materialised"];
+      out[causal ? "causal_materialised_over_blocked" : "full_materialised_over_blocked"] = {
+          {"time", a["fwd_bwd_ms"].get<double>() / b["fwd_bwd_ms"].get<double>()},
+          {"memory", a["peak_tensor_mb"].get<double>() / b["peak_tensor_mb"].get<double>()}};
+    }
+  }
+  out["reference"] = rows;
+
+  // N-scaling.
+  const int64_t Bs = cfg.quick ? 1 : 4;
+  const int Rs = cfg.quick ? 8 : 32;
+  const int64_t lastN = cfg.quick ? 64 : cfg.maxN;
+  constexpr double kSlowStepSeconds = 30.0;
+  constexpr double kPartSeconds = 600.0;
+  const double available = model_core::availableMemoryBytes();
+  const auto start = Clock::now();
+  auto partSeconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  out["scaling"] = {{"B", Bs}, {"F", F}, {"R", Rs}, {"causal", true}, {"available_memory_gb", available / 1e9}};
+  for (bool blocked : {true, false}) {
+    nlohmann::json pts = nlohmann::json::array();
+    std::string stopped = "every N up to the cap was measured";
+    for (int64_t n = cfg.quick ? 16 : 64; n <= lastN; n *= 2) {
+      const double woBytes = 2.0 * F * double(n) * double(n) * 4.0;  // Wo and its gradient
+      const double tBytes = (double(Bs) * n * n * n + double(Bs) * n * n * Rs) * 4.0;
+      if (available > 0 && woBytes > 0.25 * available) {
+        stopped = "Wo and its gradient would take over a quarter of the available memory at N=" + std::to_string(n);
+        break;
+      }
+      if (!blocked && available > 0 && tBytes + woBytes > 0.25 * available) {
+        stopped = "T and a*k would take over a quarter of the available memory at N=" + std::to_string(n);
+        break;
+      }
+      if (partSeconds() > kPartSeconds) {
+        stopped = "time limit of the part";
+        break;
+      }
+      const auto s = mlSpec(n, Rs, true);
+      const auto m = measureOn(s, Bs, blocked);
+      if (!m) {
+        stopped = "out of memory at N=" + std::to_string(n);
+        break;
+      }
+      const auto cost = spec::estimateCost(s, Bs, n);
+      pts.push_back({{"N", n},
+                     {"fwd_bwd_ms", m->seconds_per_step * 1e3},
+                     {"steps_timed", m->steps},
+                     {"peak_tensor_mb", m->peak_bytes / 1048576.0},
+                     {"wo_mb", F * double(n) * double(n) * 4.0 / 1048576.0},
+                     {"T_mb", double(Bs) * n * n * n * 4.0 / 1048576.0},
+                     {"model_activation_mb", cost.activation_bytes / 1048576.0}});
+      std::cerr << "  multilinear scaling " << (blocked ? "blocked" : "materialised") << " N=" << n << ": "
+                << m->seconds_per_step * 1e3 << " ms, " << m->peak_bytes / 1048576.0 << " MB\n";
+      if (m->seconds_per_step > kSlowStepSeconds) {
+        stopped = "step over 30 s";
+        break;
+      }
+    }
+    const std::string key = blocked ? "blocked" : "materialised";
+    out["scaling"][key] = pts;
+    out["scaling"][key + "_stopped"] = stopped;
+    out["scaling"][key + "_time_growth"] = growth(pts, "fwd_bwd_ms");
+    out["scaling"][key + "_memory_growth"] = growth(pts, "peak_tensor_mb");
+  }
+  return out;
+}
+
 /// The head-mixing THSA cores against N on the device until a step no longer fits (issue 16). On
 /// CUDA they take their ATen formulation, which materialises [B, R, N, M] logits and probabilities
 /// (on the CPU the fused kernels keep O(B·R·N)); mhsa ([B, H, N, M]) and thsa_linear (no N² map)
@@ -539,7 +664,9 @@ int main(int argc, char** argv) {
       "        the dimwise/mhsa N-scaling part, dimwise_causal for the causal dimwise layer fused\n"
       "        against ATen (and its N-scaling), thsa_scaling for dense and linear THSA against N,\n"
       "        brnm for the head-mixing cores against N up to the device's memory; brnm runs by\n"
-      "        default on cuda only; gemm for float32 GEMM 2048^3 against float64, only when named)\n";
+      "        default on cuda only; gemm for float32 GEMM 2048^3 against float64, only when named;\n"
+      "        multilinear_scaling for the block-term layer blocked against materialised and its\n"
+      "        N-scaling up to the largest N whose Wo fits (--max-n caps it), only when named)\n";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) cfg.quick = true;
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) cfg.threads = std::atoi(argv[++i]);
@@ -630,6 +757,14 @@ int main(int argc, char** argv) {
       } else {
         std::cerr << "causal dimwise, fused against ATen:\n";
         doc["dimwise_causal"] = runDimwiseCausal(cfg);
+      }
+    }
+    if (cfg.named("multilinear_scaling")) {
+      if (cfg.gpu()) {
+        doc["multilinear_scaling"] = {{"skipped", "the blocked multilinear formulation is the CPU path; CUDA forms T"}};
+      } else {
+        std::cerr << "multilinear (block-term), blocked against materialised, and its N-scaling:\n";
+        doc["multilinear_scaling"] = runMultilinear(cfg);
       }
     }
     if (cfg.wants("scaling")) {

@@ -99,14 +99,39 @@ TEST(CostModel, DimwiseIsLinearInN) {
   EXPECT_GT(estimateCost(m, 4, 4096).forward_flops / estimateCost(m, 4, 512).forward_flops, 20.0);
 }
 
-TEST(CostModel, MultilinearMemoryGrowsAsNCubed) {
+TEST(CostModel, MultilinearMemoryIsLinearInNAndTimeQuadratic) {
+  // The CPU formulation never forms T [B, N, N, N]: it keeps a, q, k, v [B, N, R] and y [B, N, F],
+  // and the work tensors of one block of output features [N, Fb, B, R] (Fb = 1 once B·N·R exceeds
+  // the block budget, as here: 64·1024·128 = 2^23 > 2^22).
   auto s = makeSpecPreset("multilinear");
-  s.sizes.R = 4;  // T [B, N, N, N] dominates a*k [B, N, N, R] once N > R
-  s.sizes.seq_len = 16;
-  const double a = estimateCost(s, 1, 0).largest_intermediate_bytes;
-  s.sizes.seq_len = 32;
-  const double b = estimateCost(s, 1, 0).largest_intermediate_bytes;
-  EXPECT_DOUBLE_EQ(b / a, 8.0);
+  s.sizes.R = 128;
+  s.sizes.F = 128;
+  for (bool causal : {false, true}) {
+    s.causal = causal;
+    s.sizes.seq_len = 1024;
+    const auto a = estimateCost(s, 64, 0);
+    s.sizes.seq_len = 2048;
+    const auto b = estimateCost(s, 64, 0);
+    EXPECT_NEAR(b.activation_bytes / a.activation_bytes, 2.0, 1e-3);  // ḡ [R] and M [F_b, B, R] do not grow
+    EXPECT_DOUBLE_EQ(b.largest_intermediate_bytes / a.largest_intermediate_bytes, 2.0);
+    EXPECT_NEAR(b.forward_flops / a.forward_flops, 4.0, 0.05);  // 2·B·F·N²·R dominates
+    // Far below the B·N³ values of T.
+    EXPECT_LT(a.activation_bytes, 64.0 * 1024 * 1024 * 1024 * 4 / 100);
+  }
+}
+
+TEST(CostModel, MultilinearHandCount) {
+  // tiny: F = 8, R = 4, P = 2, N = 3, B = 1, no bias. Projections 3·(2·3·8·4) = 576, ḡ 8 (+5·8 for
+  // the softmax), a = q ⊙ ḡ 12, y = Σ_r a·M 2·3·8·4 = 192.
+  auto s = tiny("multilinear");
+  ASSERT_FALSE(s.bias);
+  const double g = 8 + (s.core_softmax ? 40 : 0);
+  s.causal = false;  // X = Wo·v 2·8·9·4 = 576, M = Σ_j k·X 2·8·3·4 = 192
+  EXPECT_DOUBLE_EQ(estimateCost(s, 1, 3).forward_flops, 576 + g + 12 + 576 + 192 + 192);
+  s.causal = true;  // U 8·4·3·2 = 192, V 8·4·3·4 = 384, M 4·8·3·4 = 384
+  EXPECT_DOUBLE_EQ(estimateCost(s, 1, 3).forward_flops, 576 + g + 12 + 192 + 384 + 384 + 192);
+  // Kept: q, k, v, a 4·12, ḡ 4, y 24, and the work tensors (one block holds all 8 features: 3·8·4).
+  EXPECT_DOUBLE_EQ(estimateCost(s, 1, 3, 1).activation_bytes, 48 + 4 + 24 + 3 * 96);
 }
 
 TEST(CostModel, SlotsHandCount) {

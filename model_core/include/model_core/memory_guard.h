@@ -36,4 +36,9 @@ void requireGpuMemory(double needBytes, const std::string& what, const std::stri
 double estimateLayerMemory(const spec::AttentionSpec& spec, std::int64_t batch, std::int64_t seq, int bytesPerValue,
                            bool withBackward);
 
+/// Estimated peak bytes of evaluating the layer's tensor network (diagram values, `diagram --check`)
+/// on [batch, seq, F]: estimateLayerMemory without backward, plus, for multilinear, the core tensor
+/// T [B, N, N, N] and a⊙k [B, N, N, R] that the network forms (the layer's CPU path does not).
+double estimateNetworkMemory(const spec::AttentionSpec& spec, std::int64_t batch, std::int64_t seq, int bytesPerValue);
+
 }  // namespace tensorscope::model_core

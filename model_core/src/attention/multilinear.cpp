@@ -6,6 +6,7 @@
 #include "attention/dimwise_fused.h"
 #include "attention/fused_attention.h"
 #include "attention/kernels.h"
+#include "attention/multilinear_blocked.h"
 #include "spec/cost_model.h"
 
 namespace tensorscope::model_core {
@@ -24,35 +25,58 @@ torch::Tensor MultilinearImpl::effectiveCores() const {
   return spec_.core_softmax ? torch::softmax(cores_, -1) : cores_;
 }
 
+torch::Tensor multilinearAten(const torch::Tensor& a, const torch::Tensor& k, const torch::Tensor& v,
+                              const torch::Tensor& Wo, bool causal) {
+  const int64_t B = a.size(0), N = a.size(1);
+  const auto ak = a.unsqueeze(2) * k.unsqueeze(1);                         // [B, i, j, R]
+  auto T = torch::matmul(ak.reshape({B, N * N, -1}), v.transpose(1, 2));  // [B, i·j, k]
+  T = T.view({B, N, N, N});
+  if (causal) {
+    // T[b,i,j,k] = 0 unless j <= i and k <= i: two in-place fills through broadcast views of the
+    // [N, N] future mask, so no [N, N, N] mask is stored or built (the matmul's backward needs its
+    // inputs, not T, so filling T in place is safe for autograd).
+    const auto future = futureMask(N, N, a.device());  // [i, j]: j > i
+    T.masked_fill_(future.view({N, N, 1}), 0.0);       // j > i
+    T.masked_fill_(future.view({N, 1, N}), 0.0);       // k > i
+  }
+  return torch::linear(T.reshape({B, N, N * N}), Wo);  // y_i = Wo·vec(T[i])
+}
+
+namespace {
+
+/// Activation bytes of multilinearAten's forward: q, k, v, a [B, N, R], a⊙k [B, N, N, R],
+/// T [B, N, N, N] and y [B, N, F].
+double materialisedActivationBytes(int64_t B, int64_t N, int64_t R, int64_t F, int bytes) {
+  const double b = double(B), n = double(N);
+  return (4.0 * b * n * R + b * n * n * R + b * n * n * n + b * n * F) * bytes;
+}
+
+}  // namespace
+
 AttentionOutput MultilinearImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
   checkInput(x, /*fixedLength=*/true);
   const int64_t B = x.size(0), N = x.size(1);
-  const auto cost = spec::estimateCost(spec_, B, N, int(x.element_size()));
-  if (cost.activation_bytes > maxActivationBytes_) {
-    char msg[256];
+  const bool blocked = fusedAttentionSupports(x);
+  const double need = blocked ? spec::estimateCost(spec_, B, N, int(x.element_size())).activation_bytes
+                              : materialisedActivationBytes(B, N, spec_.sizes.R, spec_.sizes.F, int(x.element_size()));
+  if (need > maxActivationBytes_) {
+    char msg[384];
     std::snprintf(msg, sizeof msg,
-                  "multilinear at B=%lld, N=%lld needs about %.2f GiB of activations (T is B*N^3); the "
-                  "limit is %.2f GiB. Reduce the batch or seq_len.",
-                  static_cast<long long>(B), static_cast<long long>(N), cost.activation_bytes / double(1ull << 30),
+                  "multilinear at B=%lld, N=%lld needs about %.2f GiB of activations (%s); the limit is "
+                  "%.2f GiB. Reduce the batch or seq_len.",
+                  static_cast<long long>(B), static_cast<long long>(N), need / double(1ull << 30),
+                  blocked ? "q, k, v and the work tensors of one block of output features, B*N*R each"
+                          : "T is B*N^3 on this device",
                   maxActivationBytes_ / double(1ull << 30));
     throw std::runtime_error(msg);
   }
   const auto q = wq_(x), k = wk_(x), v = wv_(x);          // [B, N, R]
   const auto gbar = effectiveCores().mean(0);              // [R]: (1/P)·Σ_p g_p
   const auto a = q * gbar;                                 // [B, N, R]
-  const auto ak = a.unsqueeze(2) * k.unsqueeze(1);         // [B, i, j, R]
-  auto T = torch::matmul(ak.reshape({B, N * N, -1}), v.transpose(1, 2));  // [B, i·j, k]
-  T = T.view({B, N, N, N});
-  if (spec_.causal) {
-    // T[b,i,j,k] = 0 unless j <= i and k <= i: two in-place fills through broadcast views of the
-    // [N, N] future mask, so no [N, N, N] mask is stored or built (the matmul's backward needs its
-    // inputs, not T, so filling T in place is safe for autograd).
-    const auto future = futureMask(N, N, x.device());  // [i, j]: j > i
-    T.masked_fill_(future.view({N, N, 1}), 0.0);       // j > i
-    T.masked_fill_(future.view({N, 1, N}), 0.0);       // k > i
-  }
   AttentionOutput out;
-  out.y = wo_(T.reshape({B, N, N * N}));                   // y_i = Wo·vec(T[i])
+  out.y = blocked ? multilinearBlocked(a, k, v, wo_->weight, spec_.causal)
+                  : multilinearAten(a, k, v, wo_->weight, spec_.causal);
+  if (wo_->bias.defined()) out.y = out.y + wo_->bias;
   if (options.with_maps) {
     auto A = torch::matmul(a, k.transpose(1, 2));          // [B, N, N]
     if (spec_.causal) A = A.masked_fill(futureMask(N, N, x.device()), 0.0);

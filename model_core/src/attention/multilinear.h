@@ -10,14 +10,25 @@
 
 namespace tensorscope::model_core {
 
+/// The block-term contraction with T materialised: from a = q ⊙ ḡ, k, v [B, N, R] and Wo [F, N²],
+///   T[b,i,j,k] = Σ_r a[b,i,r]·k[b,j,r]·v[b,k,r] [B, N, N, N] (causal: zero unless j, k ≤ i),
+///   y[b,i,:] = Wo·vec(T[b,i,:,:]) [B, N, F] (no bias).
+/// The CUDA path of a multilinear layer and the oracle of multilinearBlocked (multilinear_blocked.h);
+/// it keeps B·N²·R and B·N³ tensors for backward.
+torch::Tensor multilinearAten(const torch::Tensor& a, const torch::Tensor& k, const torch::Tensor& v,
+                              const torch::Tensor& Wo, bool causal);
+
 /// Multi-linear attention by block-term decomposition (Tensorized Transformer):
 ///   T[b,i,j,k] = (1/P)·Σ_p Σ_r g_p[r]·q[b,i,r]·k[b,j,r]·v[b,k,r],  y_i = Wo·vec(T[b,i,:,:]).
 /// Effective core weights are softmax(g_p) (core_softmax, the paper) or g_p (the authors' code);
 /// the sum over p collapses to the mean ḡ. Causal: T[b,i,j,k] = 0 unless j ≤ i and k ≤ i — the
-/// authors' language-model code builds this mask and never applies it; here it is applied, from the
-/// [N, N] future mask broadcast over the third axis (no [N, N, N] mask buffer).
-/// N is fixed at build time (wo is [F, N²]). Memory grows as B·N³: forward refuses a batch whose
-/// activations exceed `maxActivationBytes` with the estimate in the message.
+/// authors' language-model code builds this mask and never applies it; here it is applied.
+/// N is fixed at build time (wo is [F, N²]). On CPU float32/float64 (and while the fused kernels are
+/// enabled) the layer never forms T: multilinearBlocked contracts Wo with k and v first
+/// (y_i[f] = Σ_r ḡ_r·q_ir·M_i[f,r], M_i[f,r] = Σ_{j,k≤i} Wo[f,j,k]·k_jr·v_kr), in O(B·F·N²·R) time,
+/// keeping O(B·N·R) for backward; on CUDA it takes multilinearAten (T, B·N³). Forward refuses a
+/// batch whose activations (spec::estimateCost for the CPU path, T and a⊙k for the CUDA path) exceed
+/// `maxActivationBytes`, with the estimate in the message.
 /// Maps: A[b,i,j] = Σ_r ḡ[r]·q[b,i,r]·k[b,j,r] [B, N, N].
 class MultilinearImpl : public AttentionModuleImpl {
  public:

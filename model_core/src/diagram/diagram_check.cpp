@@ -40,7 +40,7 @@ DiagramCheck checkDiagram(const spec::AttentionSpec& spec, std::int64_t batch, s
     if (batch < 1) throw std::invalid_argument("batch must be at least 1; got " + std::to_string(batch));
     const std::int64_t N = spec.variant == spec::Variant::Multilinear ? spec.sizes.seq_len : seq;
     // float64, and the module and the network each evaluate the layer: refuse what cannot fit.
-    requireMemory(2.0 * estimateLayerMemory(spec, batch, N, 8, false),
+    requireMemory(2.0 * estimateNetworkMemory(spec, batch, N, 8),
                   "checking this diagram at B=" + std::to_string(batch) + ", N=" + std::to_string(N) + " in float64",
                   spec.variant == spec::Variant::Multilinear
                       ? "Use a smaller --batch or a spec with a smaller sizes.seq_len (multilinear fixes N)."

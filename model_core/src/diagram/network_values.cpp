@@ -40,7 +40,7 @@ NetworkValues designNetworkValues(const spec::AttentionSpec& spec, std::int64_t 
   const std::int64_t N = spec.variant == spec::Variant::Multilinear ? spec.sizes.seq_len : seq;
   if (N < 1) throw std::invalid_argument("the input needs at least one token; got " + std::to_string(N));
   // Every intermediate of the network is kept: the evaluation's own estimate, twice over.
-  requireMemory(2.0 * estimateLayerMemory(spec, 1, N, 4, false),
+  requireMemory(2.0 * estimateNetworkMemory(spec, 1, N, 4),
                 "showing every tensor of this design's diagram at N=" + std::to_string(N), "Use fewer tokens.");
   // One at a time: two calls seeding and drawing from the global generator at once would not give
   // each its seed's values.

@@ -105,4 +105,13 @@ double estimateLayerMemory(const spec::AttentionSpec& s, std::int64_t batch, std
   return params * (withBackward ? 2.0 : 1.0) + io + live;
 }
 
+double estimateNetworkMemory(const spec::AttentionSpec& s, std::int64_t batch, std::int64_t seq, int bytesPerValue) {
+  double bytes = estimateLayerMemory(s, batch, seq, bytesPerValue, false);
+  if (s.variant == spec::Variant::Multilinear) {
+    const double B = double(batch), N = double(s.sizes.seq_len), R = double(s.sizes.R);
+    bytes += (B * N * N * N + B * N * N * R) * bytesPerValue;
+  }
+  return bytes;
+}
+
 }  // namespace tensorscope::model_core

@@ -501,8 +501,9 @@ TEST(AttentionWeights, WrongInputsAndInvalidSpecsAreRejected) {
 
 TEST(AttentionMemoryGuard, MultilinearRefusesTooLargeBatchesBeforeAllocating) {
   {
-    // B·N³ = 2^18·2^21 elements for T: terabytes. The input is an expanded view (no memory); the
-    // guard must refuse before any B·N²-sized intermediate exists.
+    // B·N·R = 2^24·2^7 = 2^31 values for each of q, k, v, a and the work tensors (T, which the CPU
+    // path never forms, would be B·N³ = 2^45): tens of GiB. The input is an expanded view (no
+    // memory); the guard must refuse before any B·N-sized intermediate exists.
     spec::Sizes z;
     z.F = 1;
     z.R = 1;
@@ -510,11 +511,11 @@ TEST(AttentionMemoryGuard, MultilinearRefusesTooLargeBatchesBeforeAllocating) {
     z.seq_len = 128;
     torch::manual_seed(1);
     AttentionModule m = makeAttentionModule(makeSpec(spec::Variant::Multilinear, z, true, false));
-    const torch::Tensor x = torch::zeros({1, 128, 1}).expand({1 << 18, 128, 1});
+    const torch::Tensor x = torch::zeros({1, 128, 1}).expand({1 << 24, 128, 1});
     try {
       torch::NoGradGuard noGrad;
       m->forward(x, {});
-      ADD_FAILURE() << "a terabyte-sized multilinear batch was accepted";
+      ADD_FAILURE() << "a multilinear batch of tens of GiB was accepted";
     } catch (const std::exception& e) {
       EXPECT_NE(std::string(e.what()).find("GiB"), std::string::npos) << firstLine(e.what());
     }

@@ -283,11 +283,24 @@ void multilinear(CostBuilder& c, const AttentionSpec& s, double B) {
   c.term(s.core_softmax ? "ḡ = mean_p softmax(g_p)" : "ḡ = mean_p g_p",
          (s.core_softmax ? kSoftmaxFlopsPerElement * P * R : 0) + P * R, R);
   c.term("a = q ⊙ ḡ", B * N * R, B * N * R);
-  c.term("a[i,r]·k[j,r]", B * N * N * R, B * N * N * R);
-  c.term("T[i,j,k] = Σ_r (a·k)[i,j,r]·v[k,r]", 2 * B * N * N * N * R, B * N * N * N);
-  // Causal: two in-place fills of T from the [N, N] future mask (no masked copy, no [N, N, N] mask).
-  if (s.causal) c.term("causal mask j,k ≤ i (in place)", B * N * N * N, 0);
-  c.linear("y_i = Wo·vec(T[i])", N * N, F);
+  // The CPU formulation (docs/attention-variants.md §6): T is never formed. Wo is contracted with
+  // k and v first, one block of Fb output features at a time; the work tensors of a block
+  // ([N, Fb, B, R]) are freed before the next and recomputed in backward, so what is kept for
+  // backward is a, k, v (above) and y: linear in N. The CUDA path still forms T (B·N³).
+  const double Fb = static_cast<double>(multilinearFeatureBlock(
+      static_cast<std::int64_t>(F), static_cast<std::int64_t>(B), static_cast<std::int64_t>(N),
+      static_cast<std::int64_t>(R)));
+  const double work = N * Fb * B * R;  // one [N, Fb, B, R] work tensor
+  if (s.causal) {
+    c.term("U_i = Σ_{j<i} Wo[f,j,i]·k_j (per feature block)", B * F * R * N * (N - 1), work);
+    c.term("V_i = Σ_{k≤i} Wo[f,i,k]·v_k (per feature block)", B * F * R * N * (N + 1), work);
+    c.term("M_i = Σ_{i'≤i} (v ⊙ U + k ⊙ V)_{i'}", 4 * B * F * N * R, work);
+  } else {
+    c.term("X[j] = Σ_k Wo[f,j,k]·v_k (per feature block)", 2 * B * F * N * N * R, work);
+    c.term("M = Σ_j k_j ⊙ X[j]", 2 * B * F * N * R, Fb * B * R);
+  }
+  c.term("y_i[f] = Σ_r a[i,r]·M_i[f,r]", 2 * B * N * F * R + (s.bias ? B * N * F : 0), B * N * F);
+  c.addParams(static_cast<std::int64_t>(N * N * F) + (s.bias ? static_cast<std::int64_t>(F) : 0));
 }
 
 void dimwise(CostBuilder& c, const AttentionSpec& s, double B, double N) {

@@ -36,6 +36,20 @@ struct LayerCost {
   std::vector<CostTerm> terms;
 };
 
+/// The multilinear layer's CPU formulation (docs/attention-variants.md §6) contracts the output
+/// features in blocks of Fb whose work tensors ([N, Fb, B, R] data, [N, Fb, N] masked Wo rows)
+/// hold at most this many values each.
+inline constexpr std::int64_t kMultilinearBlockElements = std::int64_t(1) << 22;
+
+/// Fb for a budget of `blockElements` values per work tensor: at least 1, at most F.
+inline std::int64_t multilinearFeatureBlock(std::int64_t F, std::int64_t B, std::int64_t N, std::int64_t R,
+                                            std::int64_t blockElements = kMultilinearBlockElements) {
+  const std::int64_t data = B * N * R, weights = N * N;
+  const std::int64_t perFeature = data > weights ? data : (weights > 0 ? weights : 1);
+  const std::int64_t fb = blockElements / perFeature;
+  return fb < 1 ? 1 : (fb > F ? F : fb);
+}
+
 /// Cost for batch B and sequence length N (multilinear ignores N and uses seq_len, which its
 /// output projection fixes). The spec must be valid.
 LayerCost estimateCost(const AttentionSpec& spec, std::int64_t batch, std::int64_t seq,
