@@ -95,6 +95,39 @@ TEST(BudgetMatch, RefusalsNameTheReason) {
             std::string::npos);
 }
 
+// TPA caches (R_K + R_V)(H + D) elements a token (paper Table 1): tpa_kv_only (R_K = R_V = 2, H = 4,
+// D = 16) keeps 4 * 20 = 80 against MHSA's 2 H D = 128. Solving R_K: (R_K + 2) * 20 = 128 has no
+// integer root; R_K = 4 gives 120 (-6.25%), R_K = 5 gives 140 (+9.4%). MTA (preset mta: c_q = 6 before
+// and after the softmax) keeps 2 H D + ((c_q - 1) + (c_q' - 1)) H = 128 + 10 * 4 = 168; its smallest
+// c_q = 1 still keeps 128 + 5 * 4 = 148 (+15.6%), so MHSA's cache cannot be met within 1%.
+TEST(BudgetMatch, TpaRanksAndMtaKernelsAreSizesLikeAnyOther) {
+  auto mhsa = makeSpecPreset("mhsa"), tpa = makeSpecPreset("tpa_kv_only"), mta = makeSpecPreset("mta");
+  mhsa.causal = tpa.causal = mta.causal = true;
+  ASSERT_EQ(tpa.slots.tpa.k_rank, 2);
+  ASSERT_EQ(tpa.slots.tpa.v_rank, 2);
+  EXPECT_EQ(budgetCostOf(tpa, BudgetCost::KvCache, 0), 80);
+  const auto byK = matchBudget(tpa, mhsa, BudgetCost::KvCache, "tpa_k_rank", 0.1);
+  ASSERT_TRUE(byK.found) << byK.reason;
+  EXPECT_EQ(byK.best.from, 2);
+  EXPECT_EQ(byK.best.value, 4);
+  EXPECT_EQ(byK.best.cost, 120);
+  EXPECT_EQ(byK.matched.slots.tpa.k_rank, 4);
+  EXPECT_EQ(byK.matched.slots.tpa.v_rank, 2);
+  const auto q = matchBudget(tpa, mhsa, BudgetCost::KvCache, "tpa_q_rank", 0.1);
+  EXPECT_FALSE(q.found);
+  EXPECT_EQ(q.sizes.at(0).why, "tpa_q_rank is 0 (off) in this design; setting it would make another design");
+  ASSERT_EQ(mta.slots.mta.q_kernel, 6);
+  ASSERT_EQ(mta.slots.mta.post_q_kernel, 6);
+  EXPECT_EQ(budgetCostOf(mta, BudgetCost::KvCache, 0), 168);
+  const auto byCq = matchBudget(mta, mhsa, BudgetCost::KvCache, "mta_q_kernel", 0.01);
+  EXPECT_FALSE(byCq.found);
+  EXPECT_EQ(byCq.best.value, 1);
+  EXPECT_EQ(byCq.best.cost, 148);
+  const auto ck = matchBudget(mta, mhsa, BudgetCost::KvCache, "mta_k_kernel", 0.01);
+  EXPECT_FALSE(ck.found);
+  EXPECT_EQ(ck.sizes.at(0).why, "mta_k_kernel does not change the KV-cache elements per token of this design");
+}
+
 /// Every preset against itself: every size the matcher finds free is solved back to a zero
 /// residual, on each cost that applies to the preset (KV cache on the causal preset: a layer without
 /// a per-token cache has no KV cost, and says why). At least one size is free for parameters and

@@ -51,9 +51,12 @@ std::optional<SweepAxisValue> readAxisValue(Problems& p, const json& v, const st
     p.read(v, "label", vf + ".", value.label);
     // Checked again with the match it belongs to (readMatch): match_parameters' names or match's sizes.
     if (p.read(v, "solve", vf + ".", value.solve) && !kSolves.count(value.solve) && value.solve != "any" &&
-        std::count(spec::budgetSizeNames().begin(), spec::budgetSizeNames().end(), value.solve) == 0)
-      p.add(vf + ".solve", "must be head_size, heads, rank or d_model (match_parameters), or a size match solves (H, "
-                           "kv_groups, D, R, F, P, c, kv_rank, q_rank, rope_dim, core_rank, any); got '" + value.solve + "'");
+        std::count(spec::budgetSizeNames().begin(), spec::budgetSizeNames().end(), value.solve) == 0) {
+      std::string sizes;
+      for (const auto& n : spec::budgetSizeNames()) sizes += n + ", ";
+      p.add(vf + ".solve", "must be head_size, heads, rank or d_model (match_parameters), or a size match solves (" + sizes +
+                               "any); got '" + value.solve + "'");
+    }
     if (!path.empty() && v.contains("value")) {
       value.set[path] = v["value"];
     } else if (!path.empty() && !v.contains("set")) {

@@ -60,6 +60,11 @@ const std::vector<SizeField>& sizeFields() {
       {"q_rank", [](AttentionSpec& s) -> int& { return s.slots.latent.q_rank; }},
       {"rope_dim", [](AttentionSpec& s) -> int& { return s.slots.latent.rope_dim; }},
       {"core_rank", [](AttentionSpec& s) -> int& { return s.core->rank; }},
+      {"tpa_q_rank", [](AttentionSpec& s) -> int& { return s.slots.tpa.q_rank; }},
+      {"tpa_k_rank", [](AttentionSpec& s) -> int& { return s.slots.tpa.k_rank; }},
+      {"tpa_v_rank", [](AttentionSpec& s) -> int& { return s.slots.tpa.v_rank; }},
+      {"mta_q_kernel", [](AttentionSpec& s) -> int& { return s.slots.mta.q_kernel; }},
+      {"mta_k_kernel", [](AttentionSpec& s) -> int& { return s.slots.mta.k_kernel; }},
   };
   return fields;
 }
