@@ -75,11 +75,12 @@ torch::Tensor TpaImpl::factorised(const torch::Tensor& x, int i, bool rotary) {
   // its small-matrix kernel and loops over the B·N tokens serially, one GEMM call each, in the
   // forward and in both products of the backward; the elementwise product and the sum are
   // vectorised and parallel (bench/README.md, TPA layer rows). Below 400 (R = 2 at H = 4, D = 32)
-  // the bmm's small-matrix kernel is the faster one. The bmm form (T6's) is the test oracle
+  // the bmm's small-matrix kernel is the faster one, and on CUDA the batched GEMM is. The bmm form
+  // (T6's) is the test oracle
   // (AttentionSlots.TpaBroadcastFactorProductEqualsT6sBatchedProduct).
   if (wa_[i]) {
     const auto a = wa_[i](x).view({B, N, H, R});
-    if (R * H * D >= 400) return (a.unsqueeze(-1) * b.reshape({B, N, 1, R, D})).sum(3) / double(R);
+    if (x.is_cpu() && R * H * D >= 400) return (a.unsqueeze(-1) * b.reshape({B, N, 1, R, D})).sum(3) / double(R);
     return torch::einsum("bnhr,bnrd->bnhd", {a, b}) / double(R);
   }
   return torch::einsum("hr,bnrd->bnhd", {a_[i], b}) / double(R);
