@@ -165,7 +165,9 @@ std::optional<Measure> measureUnlessOutOfMemory(const spec::AttentionSpec& s, in
 }
 
 spec::AttentionSpec layer(const std::string& preset, int F, int H, int D, int R, int N) {
-  auto s = spec::makeSpecPreset(preset);
+  // mla_absorbed: the mla preset in the absorbed order (on the CPU the grouped fused kernel).
+  auto s = spec::makeSpecPreset(preset == "mla_absorbed" ? "mla" : preset);
+  if (preset == "mla_absorbed") s.slots.latent.order = spec::LatentOrder::Absorbed;
   s.sizes.F = F;
   s.sizes.seq_len = N;
   if (s.core) {
@@ -179,9 +181,18 @@ spec::AttentionSpec layer(const std::string& preset, int F, int H, int D, int R,
     s.sizes.R = H * D;
     s.core = spec::makeCorePreset(core, H, D);
   } else {
+    // Differential attention at the paper's match (as train_bench): half the heads, each with two
+    // maps of size D and a value head of 2D.
+    if (s.slots.differential) H /= 2;
     s.sizes.H = H;
     s.sizes.D = D;
     s.sizes.R = R;
+  }
+  // MLA in its preset's proportions at this head size (as train_bench): a latent of 2D, a rotary
+  // part of D/2 (even).
+  if (s.slots.latent.enabled()) {
+    s.slots.latent.kv_rank = 2 * D;
+    s.slots.latent.rope_dim = 2 * std::max(1, D / 4);
   }
   return s;
 }
@@ -192,7 +203,8 @@ nlohmann::json runVariants(const Config& cfg) {
   const int64_t Nml = cfg.quick ? 8 : 32;
   const std::vector<std::string> presets = {"mhsa", "fixed_head", "tp", "core:mhsa", "skip_left", "skip_right",
                                             "trainable_heads_only", "heads_only", "single_head", "thsa",
-                                            "low_rank", "thsa_linear", "multilinear", "dimwise", "tpa", "tpa_kv_only"};
+                                            "low_rank", "thsa_linear", "multilinear", "dimwise", "tpa", "tpa_kv_only",
+                                            "mqa", "gqa", "diff", "mla", "mla_absorbed"};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& p : presets) {
     if (!cfg.wants(p)) continue;
@@ -660,7 +672,8 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: attention_bench [--quick] [--threads T] [--min-seconds S] [--causal] [--only NAME[,NAME...]]\n"
       "                       [--device cpu|cuda] [--max-n N]\n"
-      "       (names: the layer presets, kernel for the attention kernel alone, scaling for\n"
+      "       (names: the layer presets (mqa, gqa, diff, mla and mla_absorbed among them: MLA in the\n"
+      "        absorbed order), kernel for the attention kernel alone, scaling for\n"
       "        the dimwise/mhsa N-scaling part, dimwise_causal for the causal dimwise layer fused\n"
       "        against ATen (and its N-scaling), thsa_scaling for dense and linear THSA against N,\n"
       "        brnm for the head-mixing cores against N up to the device's memory; brnm runs by\n"

@@ -104,17 +104,22 @@ const std::vector<std::string>& runNames() {
                                                  // The modern designs (mhsa with slots, contract §8).
                                                  "mqa",        "gqa",         "talking_heads",
                                                  "gated",      "gated_headwise", "diff",
-                                                 "mla",        "tpa",         "tpa_kv_only",
+                                                 "mla",        "mla_absorbed", "tpa",         "tpa_kv_only",
                                                  "mta"};
   return names;
 }
 
 spec::AttentionSpec layerFor(const std::string& name, int F, int H, int D, int N) {
-  const std::string core = name.rfind("core:", 0) == 0 ? name.substr(5) : name;
+  // mla_absorbed: the mla preset in the absorbed order (W^UK in the query, the latent as the one
+  // key/value head: on the CPU the grouped fused kernel).
+  const bool absorbed = name == "mla_absorbed";
+  const std::string preset = absorbed ? "mla" : name;
+  const std::string core = preset.rfind("core:", 0) == 0 ? preset.substr(5) : preset;
   const auto& designs = spec::designPresetNames();
-  const bool design = std::find(designs.begin(), designs.end(), name) != designs.end();
-  auto s = spec::makeSpecPreset(name == "mhsa" || design ? name : "thsa");
-  if (name != "mhsa" && !design && (core == "heads_only" || core == "trainable_heads_only")) {
+  const bool design = std::find(designs.begin(), designs.end(), preset) != designs.end();
+  auto s = spec::makeSpecPreset(preset == "mhsa" || design ? preset : "thsa");
+  if (absorbed) s.slots.latent.order = spec::LatentOrder::Absorbed;
+  if (preset != "mhsa" && !design && (core == "heads_only" || core == "trainable_heads_only")) {
     H *= D;  // D = 1 heads at the same width R
     D = 1;
   }
@@ -133,7 +138,7 @@ spec::AttentionSpec layerFor(const std::string& name, int F, int H, int D, int N
   }
   s.causal = true;
   s.dropout = 0.0;
-  if (name != "mhsa" && !design) s.core = spec::makeCorePreset(core, H, D);
+  if (preset != "mhsa" && !design) s.core = spec::makeCorePreset(core, H, D);
   return s;
 }
 

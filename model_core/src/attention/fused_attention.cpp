@@ -4,9 +4,11 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
-#include <functional>
 #include <limits>
+#include <sstream>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -19,140 +21,222 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 /// Query rows per block: 32 for a causal layer (finer blocks skip more of the masked triangle);
-/// a full layer takes as many rows as keep a block of scores within 64 Ki values (fewer, larger
-/// products; the whole head at N = 128).
-int64_t rowBlock(int64_t N, bool causal) {
-  return causal ? 32 : std::max<int64_t>(32, (int64_t(1) << 16) / std::max<int64_t>(N, 1));
+/// a full layer takes as many rows as keep a block of scores (rows × M keys) within 64 Ki values
+/// (fewer, larger products; the whole head at N = M = 128).
+int64_t rowBlock(int64_t M, bool causal) {
+  return causal ? 32 : std::max<int64_t>(32, (int64_t(1) << 16) / std::max<int64_t>(M, 1));
 }
 
 using kernels::gemm;
 
-/// Shapes and strides of a contiguous qkv [B, N, 3, H, D] and of the per-head matrices in it.
-struct Layout {
-  int64_t B, N, H, D;
-  int64_t HD() const { return H * D; }
-  int64_t rowStride() const { return 3 * H * D; }  // between positions n and n+1 of one head
-  int64_t batchStride() const { return N * rowStride(); }
-  /// Offset of q (which = 0), k (1) or v (2) of pair p = b·H + h.
-  int64_t offset(int64_t p, int which) const { return (p / H) * batchStride() + which * HD() + (p % H) * D; }
-  /// Offset of o / dO [B, N, H, D] of pair p (row stride H·D).
-  int64_t outOffset(int64_t p) const { return (p / H) * N * HD() + (p % H) * D; }
+/// Sizes of one call: q [B, N, H, Dk], k [B, M, G, Dk], v [B, M, G, Dv]; head h reads group h / (H/G).
+struct Dims {
+  int64_t B, N, M, H, G, Dk, Dv;
+  int64_t perGroup() const { return H / G; }
 };
 
+/// One of q, k, v (or its gradient) read in place: head h of batch b starts at p + b·sb + h·sh and
+/// its positions are sn apart; the last axis is contiguous.
+template <typename P>
+struct Heads {
+  P* p;
+  int64_t sb, sn, sh;
+  P* at(int64_t b, int64_t h) const { return p + b * sb + h * sh; }
+};
+
+template <typename T>
+Heads<const T> headsOf(const torch::Tensor& t) {
+  // One position: its stride is never stepped, but BLAS wants a leading dimension of at least a row.
+  const int64_t sn = t.size(1) <= 1 ? std::max<int64_t>(t.size(3), 1) : t.stride(1);
+  return {t.data_ptr<T>(), t.stride(0), sn, t.stride(2)};
+}
+template <typename T>
+Heads<T> gradHeadsOf(torch::Tensor& t) {
+  return {t.data_ptr<T>(), t.stride(0), t.stride(1), t.stride(2)};
+}
+
 /// Calls f(i0, rows, cols) for each block of query rows [i0, i0+rows): a causal layer's rows see
-/// the first `cols` = i0+rows keys, a full layer's every key. `lastFirst` visits the blocks from
-/// the bottom up, so the first block visited spans every key.
+/// the first `cols` = min(i0+rows, M) keys (row i sees keys 0 … i, SDPA's is_causal), a full
+/// layer's every key. `lastFirst` visits the blocks from the bottom up, so the first block visited
+/// spans the most keys.
 template <typename F>
-void forEachRowBlock(int64_t N, bool causal, F&& f, bool lastFirst = false) {
-  const int64_t step = rowBlock(N, causal);
+void forEachRowBlock(int64_t N, int64_t M, bool causal, F&& f, bool lastFirst = false) {
+  const int64_t step = rowBlock(M, causal);
   const int64_t blocks = (N + step - 1) / step;
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t i0 = (lastFirst ? blocks - 1 - b : b) * step;
     const int64_t rows = std::min(step, N - i0);
-    f(i0, rows, causal ? i0 + rows : N);
+    f(i0, rows, causal ? std::min(i0 + rows, M) : M);
   }
 }
 
-/// Row r of a causal [N, N] matrix gets `value` at columns r+1 … N-1 for rows [i0, i0+rows).
+/// Row r of a causal [N, M] matrix gets `value` at columns r+1 … M-1 for rows [i0, i0+rows).
 template <typename T>
-void fillFuture(T* m, int64_t N, int64_t i0, int64_t rows, T value) {
-  for (int64_t r = i0; r < i0 + rows; ++r) std::fill(m + r * N + r + 1, m + (r + 1) * N, value);
-}
-
-void parallelPairs(const Layout& L, const std::function<void(int64_t)>& perPair) {
-  at::parallel_for(0, L.B * L.H, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) perPair(p);
-  });
+void fillFuture(T* m, int64_t M, int64_t i0, int64_t rows, T value) {
+  for (int64_t r = i0; r < i0 + rows; ++r) std::fill(m + r * M + std::min(r + 1, M), m + (r + 1) * M, value);
 }
 
 template <typename T>
-FusedAttentionOutput forwardImpl(const torch::Tensor& qkv, double scaleD, bool causal) {
-  const Layout L{qkv.size(0), qkv.size(1), qkv.size(3), qkv.size(4)};
-  const int64_t N = L.N, D = L.D, sN = L.rowStride(), HD = L.HD();
+FusedAttentionOutput forwardCore(const Dims& d, Heads<const T> q, Heads<const T> k, Heads<const T> v, double scaleD,
+                                 bool causal, const torch::TensorOptions& options) {
+  const int64_t N = d.N, M = d.M, H = d.H, per = d.perGroup(), HDv = d.H * d.Dv;
   const T scale = static_cast<T>(scaleD);
-  const T* base = qkv.data_ptr<T>();
-  auto S = torch::empty({L.B, L.H, N, N}, qkv.options());
+  auto S = torch::empty({d.B, H, N, M}, options);
   T* s = S.data_ptr<T>();
-  parallelPairs(L, [&](int64_t p) {
-    const T* q = base + L.offset(p, 0);
-    const T* k = base + L.offset(p, 1);
-    T* sp = s + p * N * N;
-    forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
-      gemm<T>(false, true, rows, cols, D, scale, q + i0 * sN, sN, k, sN, T(0), sp + i0 * N, N);
-      if (causal) fillFuture(sp, N, i0, rows, -std::numeric_limits<T>::infinity());
-    });
+  at::parallel_for(0, d.B * H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t b = p / H, h = p % H;
+      const T* qp = q.at(b, h);
+      const T* kp = k.at(b, h / per);
+      T* sp = s + p * N * M;
+      forEachRowBlock(N, M, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
+        gemm<T>(false, true, rows, cols, d.Dk, scale, qp + i0 * q.sn, q.sn, kp, k.sn, T(0), sp + i0 * M, M);
+        if (causal) fillFuture(sp, M, i0, rows, -std::numeric_limits<T>::infinity());
+      });
+    }
   });
   auto P = torch::softmax(S, -1);
   S.reset();
-  auto o = torch::empty({L.B, N, L.H, D}, qkv.options());
+  auto o = torch::empty({d.B, N, H, d.Dv}, options);
   const T* pr = P.data_ptr<T>();
   T* out = o.data_ptr<T>();
-  parallelPairs(L, [&](int64_t p) {
-    const T* v = base + L.offset(p, 2);
-    forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
-      gemm<T>(false, false, rows, D, cols, T(1), pr + p * N * N + i0 * N, N, v, sN, T(0),
-              out + L.outOffset(p) + i0 * HD, HD);
-    });
+  at::parallel_for(0, d.B * H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t b = p / H, h = p % H;
+      const T* vp = v.at(b, h / per);
+      T* op = out + b * N * HDv + h * d.Dv;
+      forEachRowBlock(N, M, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
+        gemm<T>(false, false, rows, d.Dv, cols, T(1), pr + p * N * M + i0 * M, M, vp, v.sn, T(0), op + i0 * HDv, HDv);
+      });
+    }
   });
   return {o, P};
 }
 
+/// The backward pass, written into dq, dk, dv (every entry is written). One work item is a
+/// (batch, group, chunk of the group's heads): it owns dq of its heads and accumulates dk, dv over
+/// them, so no two threads add into one row. When B·G items are fewer than the threads, a group's
+/// heads are split into chunks; chunk 0 writes dk, dv, the others write slabs that are added
+/// afterwards in chunk order (the sum does not depend on which thread finished first).
 template <typename T>
-torch::Tensor backwardImpl(const torch::Tensor& qkv, const torch::Tensor& P, const torch::Tensor& o,
-                           const torch::Tensor& gradO, double scaleD, bool causal) {
-  const Layout L{qkv.size(0), qkv.size(1), qkv.size(3), qkv.size(4)};
-  const int64_t N = L.N, D = L.D, sN = L.rowStride(), HD = L.HD();
+void backwardCore(const Dims& d, Heads<const T> q, Heads<const T> k, Heads<const T> v, const torch::Tensor& P,
+                  const torch::Tensor& o, const torch::Tensor& gradO, Heads<T> dq, Heads<T> dk, Heads<T> dv,
+                  double scaleD, bool causal) {
+  const int64_t N = d.N, M = d.M, H = d.H, G = d.G, per = d.perGroup(), Dk = d.Dk, Dv = d.Dv, HDv = H * Dv;
+  if (d.B * G == 0) return;
   const T scale = static_cast<T>(scaleD);
-  const T* base = qkv.data_ptr<T>();
   const T* pr = P.data_ptr<T>();
   const T* out = o.data_ptr<T>();
   const T* dO = gradO.data_ptr<T>();
-  auto dqkv = torch::empty_like(qkv);  // every entry is written: dq once per row, dk and dv first with beta = 0
-  T* dbase = dqkv.data_ptr<T>();
-  // One pass per (batch, head), block by block, with one block of scores in a per-thread buffer:
+  const int64_t threads = std::max(1, at::get_num_threads());
+  const int64_t chunks = std::clamp<int64_t>((threads + d.B * G - 1) / (d.B * G), 1, per);
+  const int64_t headsPerChunk = (per + chunks - 1) / chunks;
+  const int64_t slabRow = Dk + Dv;  // a slab row: dk (Dk) then dv (Dv)
+  std::vector<T> slabs(size_t((chunks - 1) * d.B * G * M * slabRow));
+  // Keys no query row reaches (a causal layer with N < M, or N = 0) get a zero gradient.
+  const int64_t reached = N == 0 ? 0 : (causal ? std::min(N, M) : M);
+  // Per block of query rows, with one block of scores in a per-thread buffer:
   //   dP = dO·vᵀ,  dv += Pᵀ·dO,  dS = P ⊙ (dP − δ) with δ_n = Σ_m P_nm dP_nm = dO_n·o_n,
   //   dq = scale·dS·k,  dk += scale·dSᵀ·q.
   // Causal blocks stop at the diagonal block; there P is exactly 0 above the diagonal, so dS is too.
-  at::parallel_for(0, L.B * L.H, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> work(size_t(std::min(N, rowBlock(N, causal)) * N));
-    for (int64_t p = begin; p < end; ++p) {
-      const T* q = base + L.offset(p, 0);
-      const T* k = base + L.offset(p, 1);
-      const T* v = base + L.offset(p, 2);
-      T* dq = dbase + L.offset(p, 0);
-      T* dk = dbase + L.offset(p, 1);
-      T* dv = dbase + L.offset(p, 2);
-      const T* g = dO + L.outOffset(p);
-      const T* op = out + L.outOffset(p);
-      const T* pp = pr + p * N * N;
-      T beta = 0;  // the first block visited covers every key and initialises dk, dv
-      forEachRowBlock(N, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
-        T* w = work.data();  // [rows, cols]
-        gemm<T>(false, true, rows, cols, D, T(1), g + i0 * HD, HD, v, sN, T(0), w, cols);
-        gemm<T>(true, false, cols, D, rows, T(1), pp + i0 * N, N, g + i0 * HD, HD, beta, dv, sN);
-        for (int64_t r = 0; r < rows; ++r) {
-          const T* gr = g + (i0 + r) * HD;
-          const T* orow = op + (i0 + r) * HD;
-          T delta = 0;
-          for (int64_t d = 0; d < D; ++d) delta += gr[d] * orow[d];
-          const T* prow = pp + (i0 + r) * N;
-          T* wr = w + r * cols;
-          for (int64_t j = 0; j < cols; ++j) wr[j] = prow[j] * (wr[j] - delta);
+  at::parallel_for(0, d.B * G * chunks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> work(size_t(std::min(N, rowBlock(M, causal)) * M));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t chunk = item % chunks, bg = item / chunks, b = bg / G, g = bg % G;
+      const T* kp = k.at(b, g);
+      const T* vp = v.at(b, g);
+      T *dkp = dk.at(b, g), *dvp = dv.at(b, g);
+      int64_t lddk = dk.sn, lddv = dv.sn;
+      if (chunk > 0) {
+        dkp = slabs.data() + ((chunk - 1) * d.B * G + bg) * M * slabRow;
+        dvp = dkp + Dk;
+        lddk = lddv = slabRow;
+      }
+      for (int64_t m = reached; m < M; ++m) {
+        std::fill(dkp + m * lddk, dkp + m * lddk + Dk, T(0));
+        std::fill(dvp + m * lddv, dvp + m * lddv + Dv, T(0));
+      }
+      T beta = 0;  // the first block visited covers every reached key and initialises dk, dv
+      const int64_t h0 = g * per + chunk * headsPerChunk, h1 = std::min(g * per + per, h0 + headsPerChunk);
+      for (int64_t h = h0; h < h1; ++h) {
+        const T* qp = q.at(b, h);
+        T* dqp = dq.at(b, h);
+        const T* gp = dO + b * N * HDv + h * Dv;
+        const T* op = out + b * N * HDv + h * Dv;
+        const T* pp = pr + (b * H + h) * N * M;
+        forEachRowBlock(N, M, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
+          T* w = work.data();  // [rows, cols]
+          gemm<T>(false, true, rows, cols, Dv, T(1), gp + i0 * HDv, HDv, vp, v.sn, T(0), w, cols);
+          gemm<T>(true, false, cols, Dv, rows, T(1), pp + i0 * M, M, gp + i0 * HDv, HDv, beta, dvp, lddv);
+          for (int64_t r = 0; r < rows; ++r) {
+            const T* gr = gp + (i0 + r) * HDv;
+            const T* orow = op + (i0 + r) * HDv;
+            T delta = 0;
+            for (int64_t j = 0; j < Dv; ++j) delta += gr[j] * orow[j];
+            const T* prow = pp + (i0 + r) * M;
+            T* wr = w + r * cols;
+            for (int64_t j = 0; j < cols; ++j) wr[j] = prow[j] * (wr[j] - delta);
+          }
+          gemm<T>(false, false, rows, Dk, cols, scale, w, cols, kp, k.sn, T(0), dqp + i0 * dq.sn, dq.sn);
+          gemm<T>(true, false, cols, Dk, rows, scale, w, cols, qp + i0 * q.sn, q.sn, beta, dkp, lddk);
+          beta = 1;
+        }, /*lastFirst=*/true);
+      }
+      if (h0 >= h1)  // an empty chunk (more chunks than heads would leave one): its slab adds zero
+        for (int64_t m = 0; m < reached; ++m) {
+          std::fill(dkp + m * lddk, dkp + m * lddk + Dk, T(0));
+          std::fill(dvp + m * lddv, dvp + m * lddv + Dv, T(0));
         }
-        gemm<T>(false, false, rows, D, cols, scale, w, cols, k, sN, T(0), dq + i0 * sN, sN);
-        gemm<T>(true, false, cols, D, rows, scale, w, cols, q + i0 * sN, sN, beta, dk, sN);
-        beta = 1;
-      }, /*lastFirst=*/true);
     }
   });
-  return dqkv;
+  for (int64_t c = 1; c < chunks; ++c)
+    for (int64_t bg = 0; bg < d.B * G; ++bg) {
+      const T* slab = slabs.data() + ((c - 1) * d.B * G + bg) * M * slabRow;
+      T* dkp = dk.at(bg / G, bg % G);
+      T* dvp = dv.at(bg / G, bg % G);
+      for (int64_t m = 0; m < M; ++m) {
+        const T* row = slab + m * slabRow;
+        for (int64_t j = 0; j < Dk; ++j) dkp[m * dk.sn + j] += row[j];
+        for (int64_t j = 0; j < Dv; ++j) dvp[m * dv.sn + j] += row[Dk + j];
+      }
+    }
+}
+
+/// The three views of a contiguous qkv [B, N, 3, H, D] (q, k, v on axis 2).
+template <typename P>
+std::array<Heads<P>, 3> qkvHeads(P* base, const Dims& d) {
+  const int64_t sn = 3 * d.H * d.Dk, sb = d.N * sn;
+  return {Heads<P>{base, sb, sn, d.Dk}, Heads<P>{base + d.H * d.Dk, sb, sn, d.Dk},
+          Heads<P>{base + 2 * d.H * d.Dk, sb, sn, d.Dk}};
+}
+
+Dims qkvDims(const torch::Tensor& qkv) {
+  return {qkv.size(0), qkv.size(1), qkv.size(1), qkv.size(3), qkv.size(3), qkv.size(4), qkv.size(4)};
+}
+
+template <typename T>
+FusedAttentionOutput forwardQkv(const torch::Tensor& x, double scale, bool causal) {
+  const Dims d = qkvDims(x);
+  const auto h = qkvHeads<const T>(x.data_ptr<T>(), d);
+  return forwardCore<T>(d, h[0], h[1], h[2], scale, causal, x.options());
+}
+
+template <typename T>
+torch::Tensor backwardQkv(const torch::Tensor& x, const torch::Tensor& P, const torch::Tensor& o,
+                          const torch::Tensor& g, double scale, bool causal) {
+  const Dims d = qkvDims(x);
+  auto dx = torch::empty_like(x);  // every entry is written
+  const auto h = qkvHeads<const T>(x.data_ptr<T>(), d);
+  const auto dh = qkvHeads<T>(dx.data_ptr<T>(), d);
+  backwardCore<T>(d, h[0], h[1], h[2], P, o, g, dh[0], dh[1], dh[2], scale, causal);
+  return dx;
 }
 
 struct FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& qkv, double scale, bool causal) {
     const auto x = qkv.contiguous();
-    const auto r = x.scalar_type() == torch::kDouble ? forwardImpl<double>(x, scale, causal)
-                                                     : forwardImpl<float>(x, scale, causal);
+    const auto r = x.scalar_type() == torch::kDouble ? forwardQkv<double>(x, scale, causal)
+                                                     : forwardQkv<float>(x, scale, causal);
     ctx->save_for_backward({x, r.P, r.o});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["causal"] = causal;
@@ -164,17 +248,77 @@ struct FusedAttentionFunction : public torch::autograd::Function<FusedAttentionF
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto& x = saved[0];
-    const auto& P = saved[1];
-    const auto& o = saved[2];
     if (!grads[0].defined()) return {torch::zeros_like(x), torch::Tensor(), torch::Tensor()};
     const double scale = ctx->saved_data["scale"].toDouble();
     const bool causal = ctx->saved_data["causal"].toBool();
     const auto g = grads[0].contiguous();
-    auto d = x.scalar_type() == torch::kDouble ? backwardImpl<double>(x, P, o, g, scale, causal)
-                                               : backwardImpl<float>(x, P, o, g, scale, causal);
+    auto d = x.scalar_type() == torch::kDouble ? backwardQkv<double>(x, saved[1], saved[2], g, scale, causal)
+                                               : backwardQkv<float>(x, saved[1], saved[2], g, scale, causal);
     return {d, torch::Tensor(), torch::Tensor()};
   }
 };
+
+Dims groupedDims(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  return {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
+}
+
+struct GroupedAttentionFunction : public torch::autograd::Function<GroupedAttentionFunction> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, double scale, bool causal) {
+    const Dims d = groupedDims(q, k, v);
+    const auto r = q.scalar_type() == torch::kDouble
+                       ? forwardCore<double>(d, headsOf<double>(q), headsOf<double>(k), headsOf<double>(v), scale,
+                                             causal, q.options())
+                       : forwardCore<float>(d, headsOf<float>(q), headsOf<float>(k), headsOf<float>(v), scale,
+                                            causal, q.options());
+    ctx->save_for_backward({q, k, v, r.P, r.o});
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["causal"] = causal;
+    ctx->mark_non_differentiable({r.P});
+    ctx->set_materialize_grads(false);
+    return {r.o, r.P};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const auto &q = s[0], &k = s[1], &v = s[2];
+    const torch::Tensor none;
+    if (!grads[0].defined()) return {torch::zeros_like(q), torch::zeros_like(k), torch::zeros_like(v), none, none};
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const bool causal = ctx->saved_data["causal"].toBool();
+    const auto g = grads[0].contiguous();
+    const Dims d = groupedDims(q, k, v);
+    auto dq = torch::empty({d.B, d.N, d.H, d.Dk}, q.options());  // every entry is written
+    auto dk = torch::empty({d.B, d.M, d.G, d.Dk}, k.options());
+    auto dv = torch::empty({d.B, d.M, d.G, d.Dv}, v.options());
+    if (q.scalar_type() == torch::kDouble)
+      backwardCore<double>(d, headsOf<double>(q), headsOf<double>(k), headsOf<double>(v), s[3], s[4], g,
+                           gradHeadsOf<double>(dq), gradHeadsOf<double>(dk), gradHeadsOf<double>(dv), scale, causal);
+    else
+      backwardCore<float>(d, headsOf<float>(q), headsOf<float>(k), headsOf<float>(v), s[3], s[4], g,
+                          gradHeadsOf<float>(dq), gradHeadsOf<float>(dk), gradHeadsOf<float>(dv), scale, causal);
+    return {dq, dk, dv, none, none};
+  }
+};
+
+/// t itself when its heads can be read in place (last axis contiguous, positions at least a head
+/// apart, strides within the BLAS integer range), else a contiguous copy.
+torch::Tensor inPlace(const torch::Tensor& t) {
+  const int64_t limit = std::numeric_limits<int>::max();
+  const bool ok = (t.size(3) <= 1 || t.stride(3) == 1) &&
+                  (t.size(1) <= 1 || (t.stride(1) >= std::max<int64_t>(t.size(3), 1) && t.stride(1) <= limit));
+  return ok ? t : t.contiguous();
+}
+
+void checkCpuFloat(const torch::Tensor& t, const char* what) {
+  if (!t.device().is_cpu() || (t.scalar_type() != torch::kFloat && t.scalar_type() != torch::kDouble))
+    throw std::invalid_argument(std::string(what) + ": CPU float32/float64 tensors only");
+}
+
+void checkBlas(const char* what) {
+  if (!kernels::blas().available())
+    throw std::runtime_error(std::string(what) + ": the fused kernels have no BLAS (" + kernels::blas().source + ")");
+}
 
 std::atomic<bool> g_fusedEnabled{true};
 
@@ -190,14 +334,40 @@ bool fusedAttentionSupports(const torch::Tensor& x) {
 FusedAttentionOutput fusedAttention(const torch::Tensor& qkv, double scale, bool causal) {
   if (qkv.dim() != 5 || qkv.size(2) != 3)
     throw std::invalid_argument("fusedAttention: qkv must be [B, N, 3, H, D]");
-  if (!qkv.device().is_cpu() || (qkv.scalar_type() != torch::kFloat && qkv.scalar_type() != torch::kDouble))
-    throw std::invalid_argument("fusedAttention: CPU float32/float64 tensors only");
-  if (!kernels::blas().available())
-    throw std::runtime_error("fusedAttention: the fused kernels have no BLAS (" + kernels::blas().source + ")");
+  checkCpuFloat(qkv, "fusedAttention");
+  checkBlas("fusedAttention");
   const int64_t limit = std::numeric_limits<int>::max();
   if (qkv.size(1) * qkv.size(1) > limit || qkv.size(1) * qkv.size(3) * qkv.size(4) * 3 > limit)
     throw std::invalid_argument("fusedAttention: sizes exceed the BLAS integer range");
   auto out = FusedAttentionFunction::apply(qkv, scale, causal);
+  return {out[0], out[1]};
+}
+
+FusedAttentionOutput fusedGroupedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                           double scale, bool causal) {
+  const char* what = "fusedGroupedAttention";
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
+    throw std::invalid_argument("fusedGroupedAttention: q [B, N, H, Dk], k [B, M, G, Dk], v [B, M, G, Dv] must be 4-D");
+  const auto shapes = [&] {
+    std::ostringstream s;
+    s << " (q " << q.sizes() << ", k " << k.sizes() << ", v " << v.sizes() << ")";
+    return s.str();
+  };
+  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || v.size(1) != k.size(1) || v.size(2) != k.size(2) ||
+      k.size(3) != q.size(3))
+    throw std::invalid_argument(std::string(what) + ": q [B, N, H, Dk], k [B, M, G, Dk], v [B, M, G, Dv] disagree" +
+                                shapes());
+  if (k.size(2) < 1 || q.size(2) % k.size(2) != 0)
+    throw std::invalid_argument(std::string(what) + ": the key/value groups G must divide the heads H" + shapes());
+  if (k.size(1) < 1) throw std::invalid_argument(std::string(what) + ": no keys (M = 0)" + shapes());
+  for (const auto* t : {&q, &k, &v}) checkCpuFloat(*t, what);
+  if (k.scalar_type() != q.scalar_type() || v.scalar_type() != q.scalar_type())
+    throw std::invalid_argument(std::string(what) + ": q, k and v must have one dtype");
+  checkBlas(what);
+  const int64_t limit = std::numeric_limits<int>::max();
+  if (q.size(1) * k.size(1) > limit || q.size(2) * std::max(q.size(3), v.size(3)) > limit)
+    throw std::invalid_argument(std::string(what) + ": sizes exceed the BLAS integer range" + shapes());
+  auto out = GroupedAttentionFunction::apply(inPlace(q), inPlace(k), inPlace(v), scale, causal);
   return {out[0], out[1]};
 }
 

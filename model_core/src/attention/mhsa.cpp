@@ -59,22 +59,20 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
   // 2G key maps, head h reads value head h / (H/G) of G (with H/G even both maps of a head read
   // one key map).
   // Rotary positions turn every query and key map (blocks of D) before the maps are formed.
-  const auto queries = applyRotary(wq_(x), D, rotary_);                                     // [B, N, 2H·D]
-  const auto keys = expandGroups(applyRotary(wk_(x), D, rotary_).view({B, N, 2 * G, D}), 2 * H, 2);  // [B, N, 2H, D]
-  const auto values = expandGroups(wv_(x).view({B, N, G, 2 * D}), H, 2);        // [B, N, H, 2D]
+  const auto queries = applyRotary(wq_(x), D, rotary_);                              // [B, N, 2H·D]
+  const auto keyMaps = applyRotary(wk_(x), D, rotary_).view({B, N, 2 * G, D});       // [B, N, 2G, D]
+  const auto valueHeads = wv_(x).view({B, N, G, 2 * D});                             // [B, N, G, 2D]
   const auto lambda = torch::exp(torch::dot(lambdaQ1_, lambdaK1_)) - torch::exp(torch::dot(lambdaQ2_, lambdaK2_)) +
                       lambdaInit_;
   torch::Tensor o;  // [B, N, H, 2D]
   if (fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
-    // The fused kernel takes q, k and v of one size, so the 2H maps run as heads of size 2D whose
-    // query and key halves beyond D are zero (the q·k products and the 1/√D scale are unchanged);
-    // map (h, i) reads value head h. Then o_h = o_{h,0} − λ·o_{h,1}: A is never formed, and the
-    // kernel keeps one [N, M] map per map for backward, as MHSA with 2H heads does.
-    const auto pad = [&](const torch::Tensor& t) {
-      return torch::cat({t.view({B, N, 2 * H, D}), torch::zeros({B, N, 2 * H, D}, t.options())}, 3);
-    };
-    const auto v = values.view({B, N, H, 1, 2 * D}).expand({B, N, H, 2, 2 * D}).reshape({B, N, 2 * H, 2 * D});
-    const auto att = fusedAttention(torch::stack({pad(queries), pad(keys), v}, 2), scale, spec_.causal);
+    // The 2H query maps are heads of size D on the grouped kernel, with the 2G key maps as their
+    // groups (map j reads key map j / (H/G)) and value heads of size 2D: map j = 2h + i needs value
+    // head h / (H/G) = (j / (H/G)) / 2, so each value head is listed twice, once per key map of its
+    // pair. Then o_h = o_{h,0} − λ·o_{h,1}: A is never formed, and the kernel keeps one [N, M] map
+    // per map for backward, as MHSA with 2H heads does.
+    const auto v = valueHeads.unsqueeze(3).expand({B, N, G, 2, 2 * D}).reshape({B, N, 2 * G, 2 * D});
+    const auto att = fusedGroupedAttention(queries.view({B, N, 2 * H, D}), keyMaps, v, scale, spec_.causal);
     const auto pair = att.o.view({B, N, H, 2, 2 * D});
     o = pair.select(3, 0) - lambda * pair.select(3, 1);
     if (options.with_maps) {
@@ -84,8 +82,8 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
     }
   } else {
     const auto q = queries.view({B, N, 2 * H, D}).transpose(1, 2);  // map (h, i) is head 2h + i
-    const auto k = keys.transpose(1, 2);
-    const auto v = values.transpose(1, 2);  // [B, H, M, 2D]
+    const auto k = expandGroups(keyMaps, 2 * H, 2).transpose(1, 2);  // [B, 2H, M, D]
+    const auto v = expandGroups(valueHeads, H, 2).transpose(1, 2);   // [B, H, M, 2D]
     const auto P = scaledMaskedSoftmax(torch::matmul(q, k.transpose(-2, -1)), scale, spec_.causal)
                        .view({B, H, 2, N, N});
     const auto A = P.select(2, 0) - lambda * P.select(2, 1);  // [B, H, N, M]
@@ -145,17 +143,13 @@ AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   if (spec_.slots.differential) {
     o = differential(x, options, out);
   } else if (plain && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
-    torch::Tensor stacked;
-    if (groups_ == H) {
-      stacked = applyRotaryQk(projectQkv(x, wq_, wk_, wv_, H), D, rotary_);  // [B, N, 3, H, D]
-    } else {
-      // Shared K and V: their G heads repeated for the H query heads (the gradient sums over each
-      // group), then the same fused kernel.
-      const auto k = expandGroups(applyRotary(wk_(x), D, rotary_).view({B, N, groups_, D}), H, 2);
-      const auto v = expandGroups(wv_(x).view({B, N, groups_, D}), H, 2);
-      stacked = torch::stack({applyRotary(wq_(x), D, rotary_).view({B, N, H, D}), k, v}, 2);
-    }
-    const auto att = fusedAttention(stacked, scale, spec_.causal);
+    // All heads: q, k, v from the one fused projection. Shared K and V (MQA/GQA): the grouped form,
+    // which reads each of the G key/value heads for its H/G query heads without copying them.
+    const auto att = groups_ == H
+                         ? fusedAttention(applyRotaryQk(projectQkv(x, wq_, wk_, wv_, H), D, rotary_), scale, spec_.causal)
+                         : fusedGroupedAttention(applyRotary(wq_(x), D, rotary_).view({B, N, H, D}),
+                                                 applyRotary(wk_(x), D, rotary_).view({B, N, groups_, D}),
+                                                 wv_(x).view({B, N, groups_, D}), scale, spec_.causal);
     o = att.o;
     if (options.with_maps) out.maps = att.P;
   } else {

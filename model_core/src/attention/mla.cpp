@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "attention/fused_attention.h"
 #include "attention/kernels.h"
 
 namespace tensorscope::model_core {
@@ -47,22 +48,38 @@ AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   const auto kPe = mlaRotary(kv.narrow(-1, L, r), spec::kMlaRopeTheta);             // [B, M, r]
   const bool absorbed = l.order == spec::LatentOrder::Absorbed;
   const auto w = wkvB_->weight.view({H, 2 * D, L});  // per head: W^UK rows 0 … D−1, W^UV rows D … 2D−1
+  const double scale = 1.0 / std::sqrt(double(D + r));
+  AttentionOutput out;
+  torch::Tensor o;  // [B, N, H, D]
+  if (absorbed && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+    // The absorbed order as grouped attention with one group (MQA on the latent): queries
+    // [q̃, q_pe] (L + r a head), the one key head [c, k_pe] (L + r) and the one value head c (L),
+    // read in place from the key; W^UV then turns each head's mixture of latents into its D. The
+    // kernel keeps P for backward as MHSA does; no [B, H, N, M] logits or their gradient.
+    const auto qt = torch::einsum("bnhd,hdc->bnhc", {qNope, w.narrow(1, 0, D)});  // [B, N, H, L]
+    const auto query = r > 0 ? torch::cat({qt, qPe}, -1) : qt;                    // [B, N, H, L + r]
+    const auto key = (r > 0 ? torch::cat({c, kPe}, -1) : c).unsqueeze(2);         // [B, M, 1, L + r]
+    const auto att = fusedGroupedAttention(query, key, key.narrow(-1, 0, L), scale, spec_.causal);
+    if (options.with_maps) out.maps = att.P;
+    o = torch::einsum("bnhc,hdc->bnhd", {att.o, w.narrow(1, D, D)});
+    out.y = wo_(o.reshape({B, N, H * D}));
+    return out;
+  }
   torch::Tensor logits, v;
   if (!absorbed) {
     const auto kvb = wkvB_(c).view({B, N, H, 2 * D});
     v = kvb.narrow(-1, D, D);  // [B, M, H, D]
     logits = torch::einsum("bnhd,bmhd->bhnm", {qNope, kvb.narrow(-1, 0, D)});
   } else {
-    // q̃ = W^UKᵀ q_nope meets the latent c itself: one key head of size L shared by all heads.
+    // The ATen formulation of the absorbed order (CUDA, attention dropout, and the fused path's
+    // oracle with setFusedAttentionEnabled(false)): q̃ = W^UKᵀ q_nope meets the latent c itself.
     const auto qt = torch::einsum("bnhd,hdc->bnhc", {qNope, w.narrow(1, 0, D)});
     logits = torch::einsum("bnhc,bmc->bhnm", {qt, c});
   }
   if (r > 0) logits = logits + torch::einsum("bnhr,bmr->bhnm", {qPe, kPe});
-  const auto P = scaledMaskedSoftmax(logits, 1.0 / std::sqrt(double(D + r)), spec_.causal);  // [B, H, N, M]
-  AttentionOutput out;
+  const auto P = scaledMaskedSoftmax(logits, scale, spec_.causal);  // [B, H, N, M]
   if (options.with_maps) out.maps = P;
   const auto Pd = dropout_(P);
-  torch::Tensor o;  // [B, N, H, D]
   if (!absorbed) {
     o = torch::einsum("bhnm,bmhd->bnhd", {Pd, v});
   } else {
