@@ -79,7 +79,8 @@ void checkCase(const Case& c, torch::ScalarType dtype) {
   const auto q0 = torch::randn({c.B, c.N, c.H, c.Dk}, d), k0 = torch::randn({c.B, c.M, c.G, c.Dk}, d),
              v0 = torch::randn({c.B, c.M, c.G, c.Dv}, d), W = torch::randn({c.B, c.N, c.H, c.Dv}, d);
   const double scale = 1.0 / std::sqrt(double(c.Dk));
-  auto leaf = [](const torch::Tensor& t, torch::ScalarType s) { return t.to(s).requires_grad_(true); };
+  // A fresh leaf each time (to() of the same dtype would return the tensor itself and share its grad).
+  auto leaf = [](const torch::Tensor& t, torch::ScalarType s) { return t.to(s).clone().requires_grad_(true); };
 
   const auto q = leaf(q0, dtype), k = leaf(k0, dtype), v = leaf(v0, dtype);
   const auto fused = fusedGroupedAttention(q, k, v, scale, c.causal);
