@@ -5,33 +5,26 @@
 namespace tensorscope::model_core::kernels {
 namespace TS_ROW_OPS_NS {
 
-/// Σ and max of the lanes by halving (a tree: log2(W) shuffle steps, not W − 1 dependent adds).
-inline float hsumTree(vfloat v) {
+/// Σ (Max false) or max (Max true) of the lanes by halving: a tree of log2(W) shuffle steps, not
+/// W − 1 dependent adds.
+template <bool Max>
+inline float reduceTree(vfloat v) {
 #if TS_VEC_BYTES == 64
-  return _mm512_reduce_add_ps((__m512)v);
+  if constexpr (Max) return _mm512_reduce_max_ps((__m512)v);
+  else return _mm512_reduce_add_ps((__m512)v);
 #else
+  auto op = [](__m128 a, __m128 b) { return Max ? _mm_max_ps(a, b) : _mm_add_ps(a, b); };
 #if TS_VEC_BYTES == 32
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+  __m128 s = op(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
 #else
   __m128 s = (__m128)v;
 #endif
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+  s = op(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(op(s, _mm_shuffle_ps(s, s, 1)));
 #endif
 }
-inline float hmaxTree(vfloat v) {
-#if TS_VEC_BYTES == 64
-  return _mm512_reduce_max_ps((__m512)v);
-#else
-#if TS_VEC_BYTES == 32
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
-#else
-  __m128 s = (__m128)v;
-#endif
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_max_ss(s, _mm_shuffle_ps(s, s, 1)));
-#endif
-}
+inline float hsumTree(vfloat v) { return reduceTree<false>(v); }
+inline float hmaxTree(vfloat v) { return reduceTree<true>(v); }
 
 /// log x for positive normal x: Cephes' logf (x = m·2^e with m in [√½, √2), a degree-8
 /// polynomial in m − 1, ln 2 split in two), the scheme of PyTorch's Vectorized<float>::log.

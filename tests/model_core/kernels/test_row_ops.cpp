@@ -366,6 +366,17 @@ TEST(RowOps, HotPhiPassesAreAccurateToTheirArgumentsRounding) {
   }
 }
 
+namespace {
+
+/// max |a − b| relative to max(max |b|, 1).
+double maxDiff(const std::vector<float>& a, const std::vector<double>& b) {
+  double m = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i])), scale = std::max(scale, std::abs(b[i]));
+  return m / std::max(scale, 1.0);
+}
+
+}  // namespace
+
 TEST(RowOps, DimwiseRowsMatchTheirFloat64Versions) {
   // The forward and the recompute rows of the causal dimension-wise kernel (kernels/dimwise_causal.h)
   // on one row, every float build against the float64 operations (which the kernel's float64 tests
@@ -375,11 +386,6 @@ TEST(RowOps, DimwiseRowsMatchTheirFloat64Versions) {
   std::mt19937 rng(38);
   const auto& dops = rowOpsDouble();
   auto toDouble = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
-  auto maxDiff = [](const std::vector<float>& a, const std::vector<double>& b) {
-    double m = 0, scale = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i])), scale = std::max(scale, std::abs(b[i]));
-    return m / std::max(scale, 1.0);
-  };
   for (const char* isa : buildsHere()) {
     forceRowOpsIsa(isa);
     const auto& ops = rowOpsFloat();
@@ -433,11 +439,6 @@ TEST(RowOps, DimwiseBackwardRunsMatchTheirDefinition) {
   IsaGuard guard;
   std::mt19937 rng(40);
   const auto& dops = rowOpsDouble();
-  auto maxDiff = [](const std::vector<float>& a, const std::vector<double>& b) {
-    double m = 0, scale = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i])), scale = std::max(scale, std::abs(b[i]));
-    return m / std::max(scale, 1.0);
-  };
   for (const char* isa : buildsHere()) {
     forceRowOpsIsa(isa);
     const auto& ops = rowOpsFloat();
