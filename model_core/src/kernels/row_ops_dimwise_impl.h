@@ -9,19 +9,21 @@ namespace TS_ROW_OPS_NS {
 /// W − 1 dependent adds.
 template <bool Max>
 inline float reduceTree(vfloat v) {
-#if TS_VEC_BYTES == 64
-  if constexpr (Max) return _mm512_reduce_max_ps((__m512)v);
-  else return _mm512_reduce_add_ps((__m512)v);
-#else
   auto op = [](__m128 a, __m128 b) { return Max ? _mm_max_ps(a, b) : _mm_add_ps(a, b); };
-#if TS_VEC_BYTES == 32
+#if TS_VEC_BYTES == 64
+  // (halves by memcpy: GCC 12's _mm512_reduce_* read an undefined register and warn)
+  __m256 lo, hi;
+  std::memcpy(&lo, &v, sizeof lo);
+  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+  const __m256 h = Max ? _mm256_max_ps(lo, hi) : _mm256_add_ps(lo, hi);
+  __m128 s = op(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+#elif TS_VEC_BYTES == 32
   __m128 s = op(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
 #else
   __m128 s = (__m128)v;
 #endif
   s = op(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(op(s, _mm_shuffle_ps(s, s, 1)));
-#endif
 }
 inline float hsumTree(vfloat v) { return reduceTree<false>(v); }
 inline float hmaxTree(vfloat v) { return reduceTree<true>(v); }
