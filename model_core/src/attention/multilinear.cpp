@@ -7,7 +7,7 @@
 #include "attention/fused_attention.h"
 #include "attention/kernels.h"
 #include "attention/multilinear_blocked.h"
-#include "spec/cost_model.h"
+#include "spec/multilinear_memory.h"
 
 namespace tensorscope::model_core {
 
@@ -42,23 +42,12 @@ torch::Tensor multilinearAten(const torch::Tensor& a, const torch::Tensor& k, co
   return torch::linear(T.reshape({B, N, N * N}), Wo);  // y_i = Wo·vec(T[i])
 }
 
-namespace {
-
-/// Activation bytes of multilinearAten's forward: q, k, v, a [B, N, R], a⊙k [B, N, N, R],
-/// T [B, N, N, N] and y [B, N, F].
-double materialisedActivationBytes(int64_t B, int64_t N, int64_t R, int64_t F, int bytes) {
-  const double b = double(B), n = double(N);
-  return (4.0 * b * n * R + b * n * n * R + b * n * n * n + b * n * F) * bytes;
-}
-
-}  // namespace
-
 AttentionOutput MultilinearImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {
   checkInput(x, /*fixedLength=*/true);
   const int64_t B = x.size(0), N = x.size(1);
   const bool blocked = fusedAttentionSupports(x);
-  const double need = blocked ? spec::estimateCost(spec_, B, N, int(x.element_size())).activation_bytes
-                              : materialisedActivationBytes(B, N, spec_.sizes.R, spec_.sizes.F, int(x.element_size()));
+  const double need = spec::multilinearActivationBytes(
+      spec_, B, int(x.element_size()), blocked ? spec::MultilinearPath::BlockedCpu : spec::MultilinearPath::MaterialisedT);
   if (need > maxActivationBytes_) {
     char msg[384];
     std::snprintf(msg, sizeof msg,

@@ -38,28 +38,28 @@ void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* che
   const ItemGroups split(p.B, d, par.threads);  // rows of a sequence split only when B is small
   par.run(p.B * split.groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
-    std::vector<T> S, u(static_cast<size_t>(d));
+    std::vector<T> S(size_t(kDimwiseRowBlock * d)), scratch(static_cast<size_t>(d));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / split.groups, grp = item % split.groups;
-      const int64_t j0 = split.firstBlock(grp), j1 = split.endBlock(grp), nr = j1 - j0;
-      if (nr <= 0) continue;
-      S.assign(size_t(nr * d), T(0));  // rows [j0, j1) of the running state
-      for (int64_t i = 0; i < N; ++i) {
-        const T t = positionScale<T>(i);
-        const T *q = g.q(b, i), *k = g.k(b, i), *v = g.v(b, i);
-        T* o = O + (b * N + i) * C * d;
-        T* l = lse + (b * N + i) * d;
-        for (int64_t r = 0; r < nr; ++r) {
-          const int64_t j = j0 + r;
-          // S⁽ⁱ⁾[j,:] = S⁽ⁱ⁻¹⁾[j,:] + q[i,j]·k_i, its softmax and p ⊙ v = u·inverseSum in two passes.
-          T inverseSum;
-          l[j] = ops.dimwiseRowForward(S.data() + r * d, k, q[j], v, d, t, u.data(), &inverseSum);
-          for (int64_t c = 0; c < C; ++c) o[c * d + j] = ops.dot(d, g.filterRow(c, j), u.data()) * inverseSum;
-        }
-        if ((i + 1) % K == 0 && i + 1 < N) {
-          const int64_t s = (i + 1) / K - 1;
-          for (int64_t r = 0; r < nr; ++r)
-            std::copy(S.begin() + r * d, S.begin() + (r + 1) * d, checkpoints + g.checkpointAt(b, s, j0 + r));
+      const int64_t j0 = split.firstBlock(grp), j1 = split.endBlock(grp);
+      // One block of rows at a time over the whole sequence: its state rows and filter rows stay in L1.
+      for (int64_t jb = j0; jb < j1; jb += kDimwiseRowBlock) {
+        const int64_t nr = std::min(kDimwiseRowBlock, j1 - jb);
+        std::fill(S.begin(), S.begin() + nr * d, T(0));  // rows [jb, jb + nr) of the running state
+        DimwiseForwardRows<T> fr;  // see row_ops.h
+        fr.rows = nr, fr.d = d, fr.c = C, fr.S = S.data(), fr.w = g.filterRow(0, jb), fr.ldw = d * d, fr.ldo = d;
+        fr.scratch = scratch.data();
+        for (int64_t i = 0; i < N; ++i) {
+          fr.t = positionScale<T>(i);
+          fr.q = g.q(b, i) + jb, fr.k = g.k(b, i), fr.v = g.v(b, i);
+          fr.out = O + (b * N + i) * C * d + jb;
+          fr.lse = lse + (b * N + i) * d + jb;
+          ops.dimwiseForwardRows(fr);  // S⁽ⁱ⁾ = S⁽ⁱ⁻¹⁾ + q_iᵀk_i on the rows, their softmax, O and lse
+          if ((i + 1) % K == 0 && i + 1 < N) {
+            const int64_t s = (i + 1) / K - 1;
+            for (int64_t r = 0; r < nr; ++r)
+              std::copy(S.begin() + r * d, S.begin() + (r + 1) * d, checkpoints + g.checkpointAt(b, s, jb + r));
+          }
         }
       }
     }
@@ -80,49 +80,55 @@ void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const
   RangeSums<T> dWRanges;
   par.run(B * groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
-    std::vector<T> S, P, D, G(static_cast<size_t>(d));
+    const int64_t rowsMax = std::min(kDimwiseRowBlock, d);
+    std::vector<T> S(size_t(rowsMax * d)), P(size_t(std::min(K, N) * rowsMax * d)), D(size_t(rowsMax * d));
     std::vector<T> dWloc(size_t(C * d * d), T(0));  // accumulated even when dW is not asked (a scratch target)
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / groups, grp = item % groups;
-      const int64_t j0 = split.firstBlock(grp), j1 = split.endBlock(grp), nr = j1 - j0;
-      if (nr <= 0) continue;
+      const int64_t j0 = split.firstBlock(grp), j1 = split.endBlock(grp);
       const auto [kv, ldkv] = split.target(slabs, dqkv, b, grp, B, N, d, d);  // row n: ∂k at 0, ∂v at d
-      S.resize(size_t(nr * d));
-      P.resize(size_t(std::min(K, N) * nr * d));
-      D.assign(size_t(nr * d), T(0));
-      for (int64_t s = segments - 1; s >= 0; --s) {
-        const int64_t i0 = s * K, i1 = std::min(N, i0 + K);
-        // The segment's probabilities, recomputed forward from its checkpoint in the forward's order.
-        if (s == 0) std::fill(S.begin(), S.end(), T(0));
-        else
-          for (int64_t r = 0; r < nr; ++r)
-            std::copy(checkpoints + g.checkpointAt(b, s - 1, j0 + r),
-                      checkpoints + g.checkpointAt(b, s - 1, j0 + r) + d, S.begin() + r * d);
-        for (int64_t i = i0; i < i1; ++i) {
-          const T t = positionScale<T>(i);
-          const T *q = g.q(b, i), *k = g.k(b, i);
-          const T* l = lse + (b * N + i) * d;
-          for (int64_t r = 0; r < nr; ++r)
-            ops.dimwiseRowRecompute(S.data() + r * d, k, q[j0 + r], d, t, l[j0 + r], P.data() + ((i - i0) * nr + r) * d);
-        }
-        for (int64_t i = i1 - 1; i >= i0; --i) {
-          const T t = positionScale<T>(i);
-          const T *q = g.q(b, i), *k = g.k(b, i), *v = g.v(b, i);
-          const T* go = dO + (b * N + i) * C * d;
-          T* dk = kv + i * ldkv;
-          T* dv = dk + d;
-          T* dq = dqkv + (b * N + i) * ld;
-          DimwiseRowBackward<T> rb;  // see row_ops.h
-          rb.d = d, rb.c = C, rb.v = v, rb.k = k, rb.t = t;
-          rb.ldw = d * d, rb.ldg = d, rb.dv = dv, rb.dk = dk, rb.scratch = G.data();
-          for (int64_t r = 0; r < nr; ++r) {
-            const int64_t j = j0 + r;
-            rb.p = P.data() + ((i - i0) * nr + r) * d;
-            rb.qj = q[j];
-            rb.w = g.filterRow(0, j), rb.g = go + j;
-            rb.dW = dWloc.data() + j * d;
-            rb.D = D.data() + r * d;
-            dq[j] = ops.dimwiseRowBackward(rb);  // ∂v, ∂W, D += ∂S⁽ⁱ⁾[j,:], ∂k; ⟨D, k_i⟩
+      // One block of rows at a time over every segment (its probabilities, K·rows·d, stay in L2).
+      // A position's ∂k and ∂v still take its rows in increasing order, as with one block.
+      for (int64_t jb = j0; jb < j1; jb += kDimwiseRowBlock) {
+        const int64_t nr = std::min(kDimwiseRowBlock, j1 - jb);
+        std::fill(D.begin(), D.begin() + nr * d, T(0));
+        for (int64_t s = segments - 1; s >= 0; --s) {
+          const int64_t i0 = s * K, i1 = std::min(N, i0 + K);
+          // The segment's probabilities, recomputed forward from its checkpoint in the forward's order.
+          if (s == 0) std::fill(S.begin(), S.begin() + nr * d, T(0));
+          else
+            for (int64_t r = 0; r < nr; ++r)
+              std::copy(checkpoints + g.checkpointAt(b, s - 1, jb + r),
+                        checkpoints + g.checkpointAt(b, s - 1, jb + r) + d, S.begin() + r * d);
+          for (int64_t i = i0; i < i1; ++i) {
+            const T t = positionScale<T>(i);
+            const T *q = g.q(b, i), *k = g.k(b, i);
+            const T* l = lse + (b * N + i) * d;
+            for (int64_t r = 0; r < nr; ++r)
+              ops.dimwiseRowRecompute(S.data() + r * d, k, q[jb + r], d, t, l[jb + r],
+                                      P.data() + ((i - i0) * nr + r) * d);
+          }
+          // The segment's positions from the last to the first, in runs of up to kDimwiseRunMax
+          // positions per row (row_ops.h: D and the row's ∂W stay in registers over a run).
+          for (int64_t e = i1; e > i0;) {
+            const int64_t st = std::max(i0, e - kDimwiseRunMax), len = e - st;
+            T scales[kDimwiseRunMax];
+            for (int64_t l = 0; l < len; ++l) scales[l] = positionScale<T>(st + l);
+            DimwiseBackwardRun<T> run;  // see row_ops.h
+            run.d = d, run.c = C, run.len = len, run.ldp = nr * d, run.v = g.v(b, st), run.k = g.k(b, st);
+            run.ldx = ld, run.t = scales, run.ldgi = C * d, run.ldgc = d, run.ldw = d * d;
+            run.dk = kv + st * ldkv, run.dv = run.dk + d, run.lddx = ldkv, run.lddq = ld;
+            for (int64_t r = 0; r < nr; ++r) {
+              const int64_t j = jb + r;
+              run.p = P.data() + ((st - i0) * nr + r) * d;
+              run.q = g.q(b, st) + j;
+              run.g = dO + (b * N + st) * C * d + j;
+              run.w = g.filterRow(0, j), run.dW = dWloc.data() + j * d;
+              run.D = D.data() + r * d;
+              run.dq = dqkv + (b * N + st) * ld + j;
+              ops.dimwiseBackwardRun(run);  // ∂v, ∂W, D += ∂S⁽ⁱ⁾[j,:], ∂k and ∂q of the run
+            }
+            e = st;
           }
         }
       }

@@ -5,24 +5,29 @@
 // Position i (0-based; t_i = 1/√(i+1)) reads the prefix state S⁽ⁱ⁾ = Σ_{n≤i} q_nᵀk_n [d, d],
 //     p_i[j,:] = softmax(t_i·S⁽ⁱ⁾[j,:]),   O[i,c,j] = Σ_m W_c[j,m]·p_i[j,m]·v[i,m].
 // Row j of S⁽ⁱ⁾ only ever meets row j of W and column j of O, so the rows are independent. Forward
-// items are (sequence, range of rows): the item keeps its rows of one running state, adds the
-// position's rank-one update q[i,j]·k_i to each row, and reads its softmax (min/max, one exp pass),
-// p⊙v and the c filter dot products while the row is in L1. It keeps for backward only the
-// log-sum-exp of every row [B, N, d] and the state at every segment boundary, checkpoints
-// [B, ⌈N/K⌉−1, d, d] (the state after positions K, 2K, …; never after the last one).
+// items are (sequence, range of rows), walked one block of kDimwiseRowBlock rows at a time over the
+// whole sequence, so that the block's state rows and filter rows stay in L1: each position adds its
+// rank-one update q[i,j]·k_i to each row and takes, in one exp pass over the row, the softmax sum
+// and the c filter products of p⊙v; the block's log-sum-exps and normalisations are vectorised
+// across its rows (row_ops.h, DimwiseForwardRows). It keeps for backward only the log-sum-exp of
+// every row [B, N, d] and the state at every segment boundary, checkpoints [B, ⌈N/K⌉−1, d, d] (the
+// state after positions K, 2K, …; never after the last one).
 //
-// Backward items are the same (sequence, row range); they walk the segments from the last to the
-// first. A segment's states are recomputed forward from its checkpoint (additions only, the same
-// order as the forward, so no rounding builds up over the sequence), each position's
-// probabilities written to a per-thread buffer of K·rows·d values; then the segment's positions
-// are walked in reverse. With G_i[j,:] = Σ_c gO[i,c,j]·W_c[j,:] and ∂p = v_i ⊙ G_i:
+// Backward items are the same (sequence, row range), again one block of rows at a time; a block
+// walks the segments from the last to the first. A segment's states are recomputed forward from its
+// checkpoint (additions only, the same order as the forward, so no rounding builds up over the
+// sequence), each position's probabilities written to a per-thread buffer of K·kDimwiseRowBlock·d
+// values (in L2); then the segment's positions are walked in reverse, each row in runs of up to
+// kDimwiseRunMax positions whose D and ∂W stay in registers (row_ops.h, DimwiseBackwardRun). With
+// G_i[j,:] = Σ_c gO[i,c,j]·W_c[j,:] and ∂p = v_i ⊙ G_i:
 //     ∂v_i += Σ_j p_i[j,:] ⊙ G_i[j,:],      ∂W_c[j,:] += gO[i,c,j]·p_i[j,:] ⊙ v_i,
 //     ∂S⁽ⁱ⁾[j,:] = t_i·p ⊙ (∂p − ⟨p, ∂p⟩),   D_i = Σ_{n≥i} ∂S⁽ⁿ⁾ (the suffix accumulator, rows × d),
 //     ∂q[i,j] = ⟨D_i[j,:], k_i⟩,            ∂k_i += Σ_j q[i,j]·D_i[j,:].
 // ∂q of a row belongs to its item; ∂k and ∂v sum over rows: one group of rows per sequence when the
 // sequences keep the threads busy, else per-group slabs added in group order (kernels/partials.h),
 // and ∂W per thread range, added in range order: results do not depend on thread timing.
-// Memory: O(B·⌈N/K⌉·d² + B·N·d) kept, K·d² + c·d² per thread.
+// A position's ∂k and ∂v take its rows in increasing row order whatever the blocking.
+// Memory: O(B·⌈N/K⌉·d² + B·N·d) kept, K·kDimwiseRowBlock·d + c·d² per thread.
 
 #include <cstdint>
 
@@ -32,6 +37,9 @@ namespace tensorscope::model_core::kernels {
 
 /// Positions between two checkpoints unless the problem says otherwise.
 constexpr int64_t kDimwiseSegment = 32;
+
+/// State rows that the forward and the backward walk together over a sequence.
+constexpr int64_t kDimwiseRowBlock = 16;
 
 template <typename T>
 struct DimwiseCausalProblem {

@@ -142,22 +142,31 @@ void phiBackwardBlockD(const PhiBackwardBlock<double>& p) {
     }
   }
 }
-double dimwiseRowForwardD(double* S, const double* k, double qj, const double* v, int64_t d, double t, double* u,
-                          double* inverseSum) {
-  double mx = -INFINITY;
-  for (int64_t i = 0; i < d; ++i) {
-    S[i] += qj * k[i];
-    mx = S[i] > mx ? S[i] : mx;
+void dimwiseForwardRowsD(const DimwiseForwardRows<double>& p) {
+  const int64_t d = p.d;
+  for (int64_t r = 0; r < p.rows; ++r) {
+    double* S = p.S + r * d;
+    double mx = -INFINITY;
+    for (int64_t i = 0; i < d; ++i) {
+      S[i] += p.q[r] * p.k[i];
+      mx = S[i] > mx ? S[i] : mx;
+    }
+    const double shift = p.t * mx;
+    double sum = 0;
+    for (int64_t i = 0; i < d; ++i) {
+      const double e = std::exp(S[i] * p.t - shift);
+      sum += e;
+      p.scratch[i] = e * p.v[i];
+    }
+    const double inverseSum = 1.0 / sum;
+    for (int64_t c = 0; c < p.c; ++c) {
+      const double* w = p.w + c * p.ldw + r * d;
+      double o = 0;
+      for (int64_t i = 0; i < d; ++i) o += w[i] * p.scratch[i];
+      p.out[c * p.ldo + r] = o * inverseSum;
+    }
+    p.lse[r] = shift + std::log(sum);
   }
-  const double shift = t * mx;
-  double sum = 0;
-  for (int64_t i = 0; i < d; ++i) {
-    const double e = std::exp(S[i] * t - shift);
-    sum += e;
-    u[i] = e * v[i];
-  }
-  *inverseSum = 1.0 / sum;
-  return shift + std::log(sum);
 }
 void dimwiseRowRecomputeD(double* S, const double* k, double qj, int64_t d, double t, double lse, double* p) {
   for (int64_t i = 0; i < d; ++i) {
@@ -165,25 +174,28 @@ void dimwiseRowRecomputeD(double* S, const double* k, double qj, int64_t d, doub
     p[i] = std::exp(S[i] * t - lse);
   }
 }
-double dimwiseRowBackwardD(const DimwiseRowBackward<double>& r) {
-  double delta = 0;
-  for (int64_t i = 0; i < r.d; ++i) {
-    double G = 0;
-    for (int64_t c = 0; c < r.c; ++c) G += r.w[c * r.ldw + i] * r.g[c * r.ldg];
-    const double p = r.p[i], v = r.v[i];
-    r.dv[i] += p * G;
-    for (int64_t c = 0; c < r.c; ++c) r.dW[c * r.ldw + i] += p * v * r.g[c * r.ldg];
-    r.scratch[i] = v * G;
-    delta += p * r.scratch[i];
+void dimwiseBackwardRunD(const DimwiseBackwardRun<double>& a) {
+  std::vector<double> G(static_cast<size_t>(a.d));
+  for (int64_t l = a.len - 1; l >= 0; --l) {
+    const double *p = a.p + l * a.ldp, *v = a.v + l * a.ldx, *k = a.k + l * a.ldx;
+    double* dv = a.dv + l * a.lddx;
+    double* dk = a.dk + l * a.lddx;
+    double delta = 0;
+    for (int64_t i = 0; i < a.d; ++i) {
+      G[size_t(i)] = 0;
+      for (int64_t c = 0; c < a.c; ++c) G[size_t(i)] += a.w[c * a.ldw + i] * a.g[l * a.ldgi + c * a.ldgc];
+      delta += p[i] * v[i] * G[size_t(i)];
+    }
+    double dq = 0;
+    for (int64_t i = 0; i < a.d; ++i) {
+      dv[i] += p[i] * G[size_t(i)];
+      for (int64_t c = 0; c < a.c; ++c) a.dW[c * a.ldw + i] += p[i] * v[i] * a.g[l * a.ldgi + c * a.ldgc];
+      a.D[i] += a.t[l] * p[i] * (v[i] * G[size_t(i)] - delta);
+      dk[i] += a.q[l * a.ldx] * a.D[i];
+      dq += a.D[i] * k[i];
+    }
+    a.dq[l * a.lddq] = dq;
   }
-  double dq = 0;
-  for (int64_t i = 0; i < r.d; ++i) {
-    const double D = r.D[i] + r.p[i] * (r.scratch[i] - delta) * r.t;
-    r.D[i] = D;
-    r.dk[i] += D * r.qj;
-    dq += D * r.k[i];
-  }
-  return dq;
 }
 }  // namespace
 
@@ -192,8 +204,8 @@ const RowOps<float>& rowOpsFloat() { return current().ops; }
 const RowOps<double>& rowOpsDouble() {
   static const RowOps<double> ops{minMaxD, expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
                                   axpyD,   dotD,       mul3D,     phiRowD,                phiPrimeScaleD,
-                                  phiPanelD, phiBackwardBlockD, dimwiseRowForwardD, dimwiseRowRecomputeD,
-                                  dimwiseRowBackwardD};
+                                  phiPanelD, phiBackwardBlockD, dimwiseForwardRowsD, dimwiseRowRecomputeD,
+                                  dimwiseBackwardRunD};
   return ops;
 }
 

@@ -56,26 +56,56 @@ struct PhiBackwardBlock {
   int64_t ldsums = 0;
 };
 
-/// One row j of causal dimension-wise attention's backward at one position (kernels/dimwise_causal.h).
-/// With G = Σ_c g_c·W_c and ∂p = v ⊙ G:
-///   dv += p ⊙ G,   dW_c += g_c·(p ⊙ v),   D += t·p ⊙ (∂p − ⟨p, ∂p⟩),   dk += qj·D (the updated D);
-/// the call returns ⟨D, k⟩ (∂q at the row).
+/// Causal dimension-wise attention's forward for `rows` consecutive state rows at one position
+/// (kernels/dimwise_causal.h). Row r: S_r += q[r]·k (stored), p = softmax(t·S_r) and
+///   out[c·ldo + r] = Σ_m W_c[r,m]·p[m]·v[m],   lse[r] = log Σ_m e^(t·S_r[m]).
+/// The c filter products are taken in the exp pass (up to 4 filters; more go through `scratch`),
+/// and the rows' log-sum-exps and normalisations are vectorised across the rows.
 template <typename T>
-struct DimwiseRowBackward {
-  int64_t d = 0, c = 0;
-  const T* p = nullptr;  ///< the row's probabilities
-  const T* v = nullptr;
+struct DimwiseForwardRows {
+  int64_t rows = 0, d = 0, c = 0;
+  T* S = nullptr;        ///< row r at S + r·d (updated)
+  const T* q = nullptr;  ///< q[r]: the position's query entry of row r
   const T* k = nullptr;
-  T qj = 0, t = 0;
+  const T* v = nullptr;
+  T t = 0;
+  const T* w = nullptr;  ///< W_c's row r at w + c·ldw + r·d
+  int64_t ldw = 0;
+  T* out = nullptr;  ///< out[c·ldo + r] (written)
+  int64_t ldo = 0;
+  T* lse = nullptr;      ///< rows values (written)
+  T* scratch = nullptr;  ///< d values
+};
+
+/// Positions of one DimwiseBackwardRun call.
+constexpr int64_t kDimwiseRunMax = 4;
+
+/// The backward of one row j of causal dimension-wise attention (kernels/dimwise_causal.h) over a
+/// run of `len` (1 to kDimwiseRunMax) consecutive positions l, walked from the last to the first.
+/// With G_l = Σ_c g_l,c·W_c and ∂p_l = v_l ⊙ G_l, at each position l:
+///   dv_l += p_l ⊙ G_l,   dW_c += g_l,c·(p_l ⊙ v_l),   D += t_l·p_l ⊙ (∂p_l − ⟨p_l, ∂p_l⟩),
+///   dk_l += q_l·D (the updated D),   dq_l = ⟨D, k_l⟩ (written).
+template <typename T>
+struct DimwiseBackwardRun {
+  int64_t d = 0, c = 0, len = 0;
+  const T* p = nullptr;  ///< position l's probabilities at p + l·ldp
+  int64_t ldp = 0;
+  const T* v = nullptr;  ///< position l's v at v + l·ldx
+  const T* k = nullptr;  ///< position l's k at k + l·ldx
+  const T* q = nullptr;  ///< q_l (the row's query entry) at q[l·ldx]
+  int64_t ldx = 0;
+  const T* t = nullptr;  ///< t_l: len scales
+  const T* g = nullptr;  ///< g_l,c at g[l·ldgi + c·ldgc]
+  int64_t ldgi = 0, ldgc = 0;
   const T* w = nullptr;  ///< W_c's row at w + c·ldw
   int64_t ldw = 0;
-  const T* g = nullptr;  ///< g_c at g[c·ldg]
-  int64_t ldg = 0;
   T* dW = nullptr;  ///< ∂W_c's row at dW + c·ldw (+=)
-  T* dv = nullptr;  ///< (+=)
-  T* D = nullptr;   ///< the suffix accumulator's row (+=)
-  T* dk = nullptr;  ///< (+=)
-  T* scratch = nullptr;  ///< d values
+  T* D = nullptr;   ///< the suffix accumulator's row, d values (+=)
+  T* dv = nullptr;  ///< position l's ∂v at dv + l·lddx (+=)
+  T* dk = nullptr;  ///< position l's ∂k at dk + l·lddx (+=)
+  int64_t lddx = 0;
+  T* dq = nullptr;  ///< dq_l at dq[l·lddq] (written)
+  int64_t lddq = 0;
 };
 
 template <typename T>
@@ -113,14 +143,13 @@ struct RowOps {
                    const T* k, const T* v, T* num, T* den);
   /// The backward of linear THSA for a block of channels over a run of positions (PhiBackwardBlock).
   void (*phiBackwardBlock)(const PhiBackwardBlock<T>& p);
-  /// Causal dimension-wise attention, one state row at one position: S += qj·k (stored), then with
-  /// p = softmax(t·S): u = e ⊙ v for e = e^(t·S − t·max S) and *inverseSum = 1/Σe (so p ⊙ v =
-  /// u·inverseSum). Returns the row's log-sum-exp of t·S.
-  T (*dimwiseRowForward)(T* S, const T* k, T qj, const T* v, int64_t d, T t, T* u, T* inverseSum);
+  /// Causal dimension-wise attention's forward for a block of state rows at one position
+  /// (DimwiseForwardRows).
+  void (*dimwiseForwardRows)(const DimwiseForwardRows<T>& p);
   /// S += qj·k (stored), then p = e^(t·S − lse): the forward's probabilities, recomputed.
   void (*dimwiseRowRecompute)(T* S, const T* k, T qj, int64_t d, T t, T lse, T* p);
-  /// The backward of one row (DimwiseRowBackward); returns ⟨D, k⟩.
-  T (*dimwiseRowBackward)(const DimwiseRowBackward<T>& r);
+  /// The backward of one row over a run of positions (DimwiseBackwardRun).
+  void (*dimwiseBackwardRun)(const DimwiseBackwardRun<T>& a);
 };
 
 /// The operations for this CPU (picked on first use; thread-safe).

@@ -9,6 +9,7 @@
 
 #include "model_core/runtime.h"
 #include "spec/cost_model.h"
+#include "spec/multilinear_memory.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -107,10 +108,9 @@ double estimateLayerMemory(const spec::AttentionSpec& s, std::int64_t batch, std
 
 double estimateNetworkMemory(const spec::AttentionSpec& s, std::int64_t batch, std::int64_t seq, int bytesPerValue) {
   double bytes = estimateLayerMemory(s, batch, seq, bytesPerValue, false);
-  if (s.variant == spec::Variant::Multilinear) {
-    const double B = double(batch), N = double(s.sizes.seq_len), R = double(s.sizes.R);
-    bytes += (B * N * N * N + B * N * N * R) * bytesPerValue;
-  }
+  // The network evaluator forms T whatever the device (the layer on the CPU does not).
+  if (s.variant == spec::Variant::Multilinear)
+    bytes += spec::multilinearActivationBytes(s, batch, bytesPerValue, spec::MultilinearPath::MaterialisedT);
   return bytes;
 }
 

@@ -129,6 +129,32 @@ TEST(DimwiseKernel, Float32AgreesWithFloat64AndTheFloat32AtenFormulation) {
   }
 }
 
+TEST(DimwiseKernel, Float32EveryFilterCountAgreesWithFloat64) {
+  // The float rows are specialised for one to four filters and take a general path beyond (row_ops.h);
+  // d = 37 spans three row blocks (kDimwiseRowBlock), N = 45 ends on a run of one position.
+  const int before = at::get_num_threads();
+  at::set_num_threads(2);
+  for (int64_t c : {1, 3, 4, 5}) {
+    SCOPED_TRACE("c=" + std::to_string(c));
+    torch::manual_seed(34 + c);
+    const auto x = torch::randn({2, 45, 3, 37}, torch::kDouble);
+    const auto W = torch::randn({c, 37, 37}, torch::kDouble);
+    const auto G = torch::randn({2, 45, c, 37}, torch::kDouble);
+    const auto xd = x.clone().requires_grad_(true), Wd = W.clone().requires_grad_(true);
+    const auto xf = x.to(torch::kFloat).requires_grad_(true), Wf = W.to(torch::kFloat).requires_grad_(true);
+    const auto od = dimwiseCausalAttention(xd, Wd), of = dimwiseCausalAttention(xf, Wf);
+    (od * G).sum().backward();
+    (of * G.to(torch::kFloat)).sum().backward();
+    auto rel = [](const torch::Tensor& f, const torch::Tensor& d) {
+      return maxAbsDiff(f.to(torch::kDouble), d) / d.abs().max().item<double>();
+    };
+    EXPECT_LT(rel(of, od), 1e-5);
+    EXPECT_LT(rel(xf.grad(), xd.grad()), 1e-4);
+    EXPECT_LT(rel(Wf.grad(), Wd.grad()), 1e-4);
+  }
+  at::set_num_threads(before);
+}
+
 TEST(DimwiseKernel, KeepsNoPrefixTensorForBackward) {
   // B·N·d² would be 2·200·24² = 230 400 values; the kernel keeps q, k, v, W, the row log-sum-exps
   // [B, N, d] and ⌈N/K⌉ − 1 = 6 checkpoint states per sequence.

@@ -23,6 +23,7 @@
 #include "model_core/memory_tracker.h"
 #include "reference.h"
 #include "spec/cost_model.h"
+#include "spec/multilinear_memory.h"
 #include "thsa_kernel_checks.h"
 
 using namespace tensorscope;
@@ -365,4 +366,43 @@ TEST(MultilinearLayer, TheLayerEstimateIsLinearInNAndTheDiagramEstimateStillCoun
   EXPECT_GE(estimateNetworkMemory(s, 4, 1024, 4), 4.0 * 1024 * 1024 * 1024 * 4);
   EXPECT_LT(estimateNetworkMemory(s, 4, 1024, 4), 1.2 * (4.0 * 1024 * 1024 * 1024 * 4 + layer1024 + 32 * 1024.0 * 1024 * 4 +
                                                         4.0 * 1024 * 1024 * 16 * 4));
+}
+
+TEST(MultilinearLayer, TheThreeActivationFiguresAgreeOnBothPaths) {
+  // One figure (spec::multilinearActivationBytes) for both formulations: the blocked CPU path's is
+  // the cost model's, the T-materialising path's is written out here; the layer's guard refuses by
+  // the figure of the path it runs (accepted just over it, refused just under it), and the
+  // diagram's network estimate adds the T-materialising figure to the layer's forward estimate.
+  using spec::MultilinearPath;
+  const int B = 3, N = 12, R = 5, F = 6;
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "full");
+    const auto s = layerSpec(causal, true, true, N, R, 2, F);
+    const double blocked = spec::multilinearActivationBytes(s, B, 8, MultilinearPath::BlockedCpu);
+    const double materialised = spec::multilinearActivationBytes(s, B, 8, MultilinearPath::MaterialisedT);
+    EXPECT_EQ(blocked, spec::estimateCost(s, B, N, 8).activation_bytes);
+    const double b = B, n = N, r = R, f = F;
+    EXPECT_DOUBLE_EQ(materialised, (4 * b * n * r + b * n * n * r + b * n * n * n + b * n * f) * 8);
+    EXPECT_GT(materialised, blocked);
+    EXPECT_DOUBLE_EQ(estimateNetworkMemory(s, B, N, 4) - estimateLayerMemory(s, B, N, 4, false),
+                     spec::multilinearActivationBytes(s, B, 4, MultilinearPath::MaterialisedT));
+    AttentionModule m = buildDouble(s, 1);
+    auto* ml = dynamic_cast<MultilinearImpl*>(m.get());
+    ASSERT_NE(ml, nullptr);
+    const auto x = randomInput(B, N, F, 2);
+    torch::NoGradGuard noGrad;
+    for (bool fused : {true, false}) {
+      SCOPED_TRACE(fused ? "blocked CPU path" : "T-materialising path");
+      setFusedAttentionEnabled(fused);
+      const double need = fused ? blocked : materialised;
+      ml->setMaxActivationBytes(need * (1 + 1e-9));
+      EXPECT_NO_THROW(m->forward(x, {}));
+      ml->setMaxActivationBytes(need * (1 - 1e-9));
+      EXPECT_THROW(m->forward(x, {}), std::runtime_error);
+    }
+    setFusedAttentionEnabled(true);
+  }
+  EXPECT_THROW(spec::multilinearActivationBytes(makeSpec(spec::Variant::Dimwise, spec::Sizes{}, false, false), 1, 4,
+                                                MultilinearPath::BlockedCpu),
+               std::invalid_argument);
 }

@@ -366,19 +366,26 @@ TEST(RowOps, HotPhiPassesAreAccurateToTheirArgumentsRounding) {
   }
 }
 
+namespace {
+
+/// max |a − b| relative to max(max |b|, 1).
+double maxDiff(const std::vector<float>& a, const std::vector<double>& b) {
+  double m = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i])), scale = std::max(scale, std::abs(b[i]));
+  return m / std::max(scale, 1.0);
+}
+
+}  // namespace
+
 TEST(RowOps, DimwiseRowsMatchTheirFloat64Versions) {
-  // The three rows of the causal dimension-wise kernel (kernels/dimwise_causal.h), every float build
-  // against the float64 operations (which the kernel's float64 tests check against ATen), for
-  // lengths with and without scalar tails and one to three filters.
+  // The forward and the recompute rows of the causal dimension-wise kernel (kernels/dimwise_causal.h)
+  // on one row, every float build against the float64 operations (which the kernel's float64 tests
+  // check against ATen), for lengths with and without scalar tails and one to three filters; the
+  // backward runs: DimwiseBackwardRunsMatchTheirDefinition.
   IsaGuard guard;
   std::mt19937 rng(38);
   const auto& dops = rowOpsDouble();
   auto toDouble = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
-  auto maxDiff = [](const std::vector<float>& a, const std::vector<double>& b) {
-    double m = 0, scale = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i])), scale = std::max(scale, std::abs(b[i]));
-    return m / std::max(scale, 1.0);
-  };
   for (const char* isa : buildsHere()) {
     forceRowOpsIsa(isa);
     const auto& ops = rowOpsFloat();
@@ -387,19 +394,28 @@ TEST(RowOps, DimwiseRowsMatchTheirFloat64Versions) {
         SCOPED_TRACE(std::string(isa) + " d=" + std::to_string(d) + " c=" + std::to_string(C));
         const float qj = 0.7f, t = 0.4f;
         const auto S0 = randomRow(rng, d, 2.0f), k = randomRow(rng, d, 1.0f), v = randomRow(rng, d, 1.0f);
-        // Forward.
+        // Forward (one row; DimwiseRowsForwardMatchTheirDefinition takes blocks of rows).
         auto Sf = S0;
         auto Sd = toDouble(S0);
-        std::vector<float> uf(size_t(d), 0.0f);
-        std::vector<double> ud(size_t(d), 0.0);
-        float invf;
-        double invd;
-        const float lf = ops.dimwiseRowForward(Sf.data(), k.data(), qj, v.data(), d, t, uf.data(), &invf);
-        const double ld = dops.dimwiseRowForward(Sd.data(), toDouble(k).data(), qj, toDouble(v).data(), d, t,
-                                                 ud.data(), &invd);
+        const auto wf = randomRow(rng, C * d, 1.0f);
+        const auto wd0 = toDouble(wf), kd0 = toDouble(k), vd0 = toDouble(v);
+        std::vector<float> of(static_cast<size_t>(C)), sf(static_cast<size_t>(d));
+        std::vector<double> od(static_cast<size_t>(C)), sd(static_cast<size_t>(d));
+        float lf;
+        double ld;
+        const float qf[1] = {qj};
+        const double qd[1] = {qj};
+        DimwiseForwardRows<float> ff;
+        ff.rows = 1, ff.d = d, ff.c = C, ff.S = Sf.data(), ff.q = qf, ff.k = k.data(), ff.v = v.data(), ff.t = t;
+        ff.w = wf.data(), ff.ldw = d, ff.out = of.data(), ff.ldo = 1, ff.lse = &lf, ff.scratch = sf.data();
+        DimwiseForwardRows<double> fd;
+        fd.rows = 1, fd.d = d, fd.c = C, fd.S = Sd.data(), fd.q = qd, fd.k = kd0.data(), fd.v = vd0.data(), fd.t = t;
+        fd.w = wd0.data(), fd.ldw = d, fd.out = od.data(), fd.ldo = 1, fd.lse = &ld, fd.scratch = sd.data();
+        ops.dimwiseForwardRows(ff);
+        dops.dimwiseForwardRows(fd);
         EXPECT_LT(maxDiff(Sf, Sd), 1e-6);
         EXPECT_NEAR(lf, ld, 1e-5 * (1 + std::abs(ld)));
-        for (size_t i = 0; i < size_t(d); ++i) EXPECT_NEAR(uf[i] * invf, ud[i] * invd, 1e-6) << i;
+        EXPECT_LT(maxDiff(of, od), 1e-6);
         // Recompute: the same probabilities from the log-sum-exp.
         auto Rf = S0;
         auto Rd = toDouble(S0);
@@ -411,48 +427,161 @@ TEST(RowOps, DimwiseRowsMatchTheirFloat64Versions) {
         double total = 0;
         for (double p : pd) total += p;
         EXPECT_NEAR(total, 1.0, 1e-12);
-        // Backward.
-        const auto w = randomRow(rng, C * d, 1.0f), g = randomRow(rng, C, 1.0f);
-        const auto dW0 = randomRow(rng, C * d, 1.0f), dv0 = randomRow(rng, d, 1.0f), D0 = randomRow(rng, d, 1.0f),
-                   dk0 = randomRow(rng, d, 1.0f);
-        auto dWf = dW0, dvf = dv0, Df = D0, dkf = dk0;
-        auto dWd = toDouble(dW0), dvd = toDouble(dv0), Dd = toDouble(D0), dkd = toDouble(dk0);
-        const auto pdF = std::vector<float>(pd.begin(), pd.end());  // the same p for both
-        std::vector<float> scratchF(static_cast<size_t>(d));
-        std::vector<double> scratchD(static_cast<size_t>(d));
-        const auto kd = toDouble(k), vd = toDouble(v), wd = toDouble(w), gd = toDouble(g), pdd = toDouble(pdF);
-        DimwiseRowBackward<float> rf;
-        rf.d = d, rf.c = C, rf.p = pdF.data(), rf.v = v.data(), rf.k = k.data(), rf.qj = qj, rf.t = t;
-        rf.w = w.data(), rf.ldw = d, rf.g = g.data(), rf.ldg = 1, rf.dW = dWf.data(), rf.dv = dvf.data();
-        rf.D = Df.data(), rf.dk = dkf.data(), rf.scratch = scratchF.data();
-        DimwiseRowBackward<double> rd;
-        rd.d = d, rd.c = C, rd.p = pdd.data(), rd.v = vd.data(), rd.k = kd.data(), rd.qj = qj, rd.t = t;
-        rd.w = wd.data(), rd.ldw = d, rd.g = gd.data(), rd.ldg = 1, rd.dW = dWd.data(), rd.dv = dvd.data();
-        rd.D = Dd.data(), rd.dk = dkd.data(), rd.scratch = scratchD.data();
-        const float dqf = ops.dimwiseRowBackward(rf);
-        const double dqd = dops.dimwiseRowBackward(rd);
-        EXPECT_NEAR(dqf, dqd, 1e-5 * (1 + std::abs(dqd)));
-        EXPECT_LT(maxDiff(dWf, dWd), 1e-6);
-        EXPECT_LT(maxDiff(dvf, dvd), 1e-6);
-        EXPECT_LT(maxDiff(Df, Dd), 1e-6);
-        EXPECT_LT(maxDiff(dkf, dkd), 1e-6);
-        // The float64 backward against its definition, written out here.
-        double delta = 0;
-        std::vector<double> G(size_t(d), 0.0);
-        for (int64_t i = 0; i < d; ++i) {
-          for (int64_t c = 0; c < C; ++c) G[i] += gd[c] * wd[c * d + i];
-          delta += pdd[i] * vd[i] * G[i];
-        }
-        double dq = 0;
-        for (int64_t i = 0; i < d; ++i) {
-          const double Dn = D0[i] + t * pdd[i] * (vd[i] * G[i] - delta);
-          EXPECT_NEAR(Dd[i], Dn, 1e-12);
-          EXPECT_NEAR(dvd[i], dv0[i] + pdd[i] * G[i], 1e-12);
-          EXPECT_NEAR(dkd[i], dk0[i] + double(qj) * Dn, 1e-12);
-          for (int64_t c = 0; c < C; ++c) EXPECT_NEAR(dWd[c * d + i], dW0[c * d + i] + gd[c] * pdd[i] * vd[i], 1e-12);
-          dq += Dn * kd[i];
-        }
-        EXPECT_NEAR(dqd, dq, 1e-12 * (1 + std::abs(dq)));
       }
+  }
+}
+
+TEST(RowOps, DimwiseBackwardRunsMatchTheirDefinition) {
+  // The backward of one row over runs of 1 to kDimwiseRunMax positions (DimwiseBackwardRun): the
+  // float64 operation against the equations written out here position by position, every float
+  // build against the float64 one (on the same inputs), for row lengths with and without scalar
+  // tails and one to five filters (five take the general path); strides as the kernel uses them.
+  IsaGuard guard;
+  std::mt19937 rng(40);
+  const auto& dops = rowOpsDouble();
+  for (const char* isa : buildsHere()) {
+    forceRowOpsIsa(isa);
+    const auto& ops = rowOpsFloat();
+    for (int64_t d : {1, 5, 16, 19, 64, 131})
+      for (int64_t C : {1, 2, 4, 5})
+        for (int64_t len = 1; len <= kDimwiseRunMax; ++len) {
+          SCOPED_TRACE(std::string(isa) + " d=" + std::to_string(d) + " c=" + std::to_string(C) +
+                       " len=" + std::to_string(len));
+          const int64_t ldp = 2 * d + 1, ldx = 3 * d, ldw = d * d + 2, lddx = 2 * d + 3, ldgi = C * d, lddq = 5;
+          // p: rows of a softmax (positive, summing to 1); the rest any values.
+          std::vector<float> p(size_t(len * ldp), 0.0f);
+          for (int64_t l = 0; l < len; ++l) {
+            const auto e = randomRow(rng, d, 2.0f);
+            double z = 0;
+            for (int64_t m = 0; m < d; ++m) z += std::exp(double(e[size_t(m)]));
+            for (int64_t m = 0; m < d; ++m) p[size_t(l * ldp + m)] = float(std::exp(double(e[size_t(m)])) / z);
+          }
+          const auto x = randomRow(rng, len * ldx, 1.0f), w = randomRow(rng, C * ldw, 1.0f);
+          const auto g = randomRow(rng, len * ldgi, 1.0f), t = randomRow(rng, len, 0.5f);
+          std::vector<float> ts(t.size());
+          for (size_t l = 0; l < t.size(); ++l) ts[l] = 0.6f + std::abs(t[l]);
+          const auto dW0 = randomRow(rng, C * ldw, 1.0f), D0 = randomRow(rng, d, 1.0f),
+                     dx0 = randomRow(rng, len * lddx, 1.0f);
+          auto toD = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+          const auto pd = toD(p), xd = toD(x), wd = toD(w), gd = toD(g), td = toD(ts);
+          auto dWf = dW0, Df = D0, dxf = dx0;
+          auto dWd = toD(dW0), Dd = toD(D0), dxd = toD(dx0);
+          std::vector<float> dqf(size_t(len * lddq), 9.0f);
+          std::vector<double> dqd(size_t(len * lddq), 9.0);
+          // v at column 2d of a position's x row, k at d, q at 0 (the kernel's qkv rows); ∂k at 0 and
+          // ∂v at d of a position's dx row.
+          DimwiseBackwardRun<float> rf;
+          rf.d = d, rf.c = C, rf.len = len, rf.p = p.data(), rf.ldp = ldp, rf.v = x.data() + 2 * d, rf.k = x.data() + d;
+          rf.q = x.data() + 1, rf.ldx = ldx, rf.t = ts.data(), rf.g = g.data(), rf.ldgi = ldgi, rf.ldgc = d;
+          rf.w = w.data(), rf.ldw = ldw, rf.dW = dWf.data(), rf.D = Df.data(), rf.dk = dxf.data(), rf.dv = dxf.data() + d;
+          rf.lddx = lddx, rf.dq = dqf.data(), rf.lddq = lddq;
+          DimwiseBackwardRun<double> rd;
+          rd.d = d, rd.c = C, rd.len = len, rd.p = pd.data(), rd.ldp = ldp, rd.v = xd.data() + 2 * d, rd.k = xd.data() + d;
+          rd.q = xd.data() + 1, rd.ldx = ldx, rd.t = td.data(), rd.g = gd.data(), rd.ldgi = ldgi, rd.ldgc = d;
+          rd.w = wd.data(), rd.ldw = ldw, rd.dW = dWd.data(), rd.D = Dd.data(), rd.dk = dxd.data(), rd.dv = dxd.data() + d;
+          rd.lddx = lddx, rd.dq = dqd.data(), rd.lddq = lddq;
+          ops.dimwiseBackwardRun(rf);
+          dops.dimwiseBackwardRun(rd);
+          EXPECT_LT(maxDiff(dWf, dWd), 1e-5);
+          EXPECT_LT(maxDiff(Df, Dd), 1e-5);
+          EXPECT_LT(maxDiff(dxf, dxd), 1e-5);
+          EXPECT_LT(maxDiff(dqf, dqd), 1e-5);
+          // The float64 run against the equations, positions from the last to the first.
+          auto dWe = toD(dW0), De = toD(D0), dxe = toD(dx0);
+          std::vector<double> dqe(size_t(len * lddq), 9.0);
+          for (int64_t l = len - 1; l >= 0; --l) {
+            const double* pl = pd.data() + l * ldp;
+            const double *xl = xd.data() + l * ldx, *vl = xl + 2 * d, *kl = xl + d;
+            std::vector<double> G(size_t(d), 0.0);
+            double delta = 0;
+            for (int64_t m = 0; m < d; ++m) {
+              for (int64_t c = 0; c < C; ++c) G[size_t(m)] += gd[size_t(l * ldgi + c * d)] * wd[size_t(c * ldw + m)];
+              delta += pl[m] * vl[m] * G[size_t(m)];
+            }
+            double dq = 0;
+            for (int64_t m = 0; m < d; ++m) {
+              dxe[size_t(l * lddx + d + m)] += pl[m] * G[size_t(m)];
+              for (int64_t c = 0; c < C; ++c) dWe[size_t(c * ldw + m)] += gd[size_t(l * ldgi + c * d)] * pl[m] * vl[m];
+              De[size_t(m)] += td[size_t(l)] * pl[m] * (vl[m] * G[size_t(m)] - delta);
+              dxe[size_t(l * lddx + m)] += xl[1] * De[size_t(m)];
+              dq += De[size_t(m)] * kl[m];
+            }
+            dqe[size_t(l * lddq)] = dq;
+          }
+          for (size_t i = 0; i < dWe.size(); ++i) ASSERT_NEAR(dWd[i], dWe[i], 1e-12) << i;
+          for (size_t i = 0; i < De.size(); ++i) ASSERT_NEAR(Dd[i], De[i], 1e-12) << i;
+          for (size_t i = 0; i < dxe.size(); ++i) ASSERT_NEAR(dxd[i], dxe[i], 1e-12) << i;
+          for (size_t i = 0; i < dqe.size(); ++i) ASSERT_NEAR(dqd[i], dqe[i], 1e-12) << i;  // 9 where not written
+        }
+  }
+}
+
+TEST(RowOps, DimwiseRowsForwardMatchTheirDefinition) {
+  // Blocks of rows of the causal dimension-wise forward (DimwiseForwardRows): the float64 operation
+  // against the equations written out here, every float build against the float64 one; row counts
+  // below, at and above one vectorised chunk of log-sum-exps (16), one to five filters (five take
+  // the scratch path), row lengths with and without scalar tails, row maxima far from zero (the
+  // log-sum-exp's shift).
+  IsaGuard guard;
+  std::mt19937 rng(39);
+  const auto& dops = rowOpsDouble();
+  for (const char* isa : buildsHere()) {
+    forceRowOpsIsa(isa);
+    const auto& ops = rowOpsFloat();
+    for (int64_t rows : {1, 7, 16, 37})
+      for (int64_t d : {3, 16, 45})
+        for (int64_t C : {1, 2, 4, 5}) {
+          SCOPED_TRACE(std::string(isa) + " rows=" + std::to_string(rows) + " d=" + std::to_string(d) +
+                       " c=" + std::to_string(C));
+          const float t = 0.3f;
+          auto S0 = randomRow(rng, rows * d, 3.0f);
+          for (int64_t r = 0; r < rows; ++r) S0[size_t(r * d)] += 40.0f * float(r % 3);  // large row maxima
+          const auto q = randomRow(rng, rows, 1.0f), k = randomRow(rng, d, 1.0f), v = randomRow(rng, d, 1.0f);
+          const int64_t ldw = rows * d + 3, ldo = rows + 2;
+          const auto w = randomRow(rng, C * ldw, 1.0f);
+          std::vector<double> Sd(S0.begin(), S0.end()), qd(q.begin(), q.end()), kd(k.begin(), k.end()),
+              vd(v.begin(), v.end()), wd(w.begin(), w.end());
+          auto Sf = S0;
+          std::vector<float> of(size_t(C * ldo), 7.0f), lf(static_cast<size_t>(rows)), sf(static_cast<size_t>(d));
+          std::vector<double> od(size_t(C * ldo), 7.0), ldd(static_cast<size_t>(rows)), sd(static_cast<size_t>(d));
+          DimwiseForwardRows<float> ff;
+          ff.rows = rows, ff.d = d, ff.c = C, ff.S = Sf.data(), ff.q = q.data(), ff.k = k.data(), ff.v = v.data();
+          ff.t = t, ff.w = w.data(), ff.ldw = ldw, ff.out = of.data(), ff.ldo = ldo, ff.lse = lf.data();
+          ff.scratch = sf.data();
+          DimwiseForwardRows<double> fd;
+          fd.rows = rows, fd.d = d, fd.c = C, fd.S = Sd.data(), fd.q = qd.data(), fd.k = kd.data(), fd.v = vd.data();
+          fd.t = t, fd.w = wd.data(), fd.ldw = ldw, fd.out = od.data(), fd.ldo = ldo, fd.lse = ldd.data();
+          fd.scratch = sd.data();
+          ops.dimwiseForwardRows(ff);
+          dops.dimwiseForwardRows(fd);
+          for (int64_t r = 0; r < rows; ++r) {
+            // The definition: S_r += q_r·k, lse = log Σ e^(t·S_r), out_c = Σ_m W_c[r,m]·softmax(t·S_r)[m]·v[m].
+            std::vector<double> srow(static_cast<size_t>(d));
+            double mx = -1e300, sum = 0;
+            for (int64_t m = 0; m < d; ++m) {
+              srow[size_t(m)] = double(S0[size_t(r * d + m)]) + qd[size_t(r)] * kd[size_t(m)];
+              mx = std::max(mx, srow[size_t(m)]);
+              EXPECT_NEAR(Sd[size_t(r * d + m)], srow[size_t(m)], 1e-12);
+              EXPECT_NEAR(Sf[size_t(r * d + m)], srow[size_t(m)], 1e-5 * (1 + std::abs(srow[size_t(m)])));
+            }
+            for (int64_t m = 0; m < d; ++m) sum += std::exp(t * (srow[size_t(m)] - mx));
+            const double lse = t * mx + std::log(sum);
+            EXPECT_NEAR(ldd[size_t(r)], lse, 1e-12 * (1 + std::abs(lse)));
+            EXPECT_NEAR(lf[size_t(r)], lse, 2e-6 * (1 + std::abs(lse)));
+            for (int64_t c = 0; c < C; ++c) {
+              double o = 0;
+              for (int64_t m = 0; m < d; ++m)
+                o += wd[size_t(c * ldw + r * d + m)] * std::exp(t * srow[size_t(m)] - lse) * vd[size_t(m)];
+              EXPECT_NEAR(od[size_t(c * ldo + r)], o, 1e-12);
+              EXPECT_NEAR(of[size_t(c * ldo + r)], o, 1e-5 * (1 + std::abs(o)));  // float S: |S| up to 90
+            }
+          }
+          // Nothing outside the rows' outputs is written.
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t r = rows; r < ldo; ++r) {
+              EXPECT_EQ(of[size_t(c * ldo + r)], 7.0f);
+              EXPECT_EQ(od[size_t(c * ldo + r)], 7.0);
+            }
+        }
   }
 }
