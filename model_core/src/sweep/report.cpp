@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "model_core/run_files.h"
+#include "model_core/sweep_report_text.h"
 #include "stats/statistics.h"
 #include "sweep/sweep_internal.h"
 
@@ -169,7 +170,51 @@ bool anyComparison(const SweepReport& r) {
   return std::any_of(r.designs.begin(), r.designs.end(), [](const DesignSummary& d) { return d.comparison.has_value(); });
 }
 
+bool anyMatch(const SweepReport& r) {
+  return std::any_of(r.designs.begin(), r.designs.end(), [](const DesignSummary& d) { return !d.match_on.empty(); });
+}
+
 }  // namespace
+
+std::string matchResidualText(double residual) {
+  char res[32];
+  std::snprintf(res, sizeof res, "%+.2f%%", 100 * residual);
+  return res;
+}
+
+std::string reportDecisionRule(const SweepReport& r) { return anyComparison(r) && r.baseline ? decisionRule(r) : std::string(); }
+
+std::vector<ReportRowText> reportRowTexts(const SweepReport& r) {
+  const int digits = r.metric == "loss" ? 4 : 3;
+  std::vector<ReportRowText> rows;
+  for (const auto& d : r.designs) {
+    ReportRowText row;
+    row.design = displayText(d.design);
+    row.seeds = std::to_string(d.finished) + "/" + std::to_string(d.trials);
+    row.mean_std = d.finished ? fixed(d.mean, digits) + " ± " + (d.hasStd() ? fixed(d.std, digits) : "–") : "–";
+    row.ci95 = d.finished && d.hasStd() ? "[" + fixed(d.ci_low, digits) + ", " + fixed(d.ci_high, digits) + "]" : "–";
+    row.is_baseline = d.is_baseline;
+    if (!d.match_on.empty()) row.match_residual = matchResidualText(d.match_residual);
+    if (d.comparison) {
+      const auto& c = *d.comparison;
+      row.compared = true;
+      row.baseline = displayText(c.baseline);
+      row.compared_seeds = std::to_string(c.n) + " vs " + std::to_string(c.n_baseline) +
+                           (c.pairs ? " (" + std::to_string(c.pairs) + " paired)" : "");
+      row.difference = c.tested ? (c.difference >= 0 ? "+" : "") + fixed(c.difference, digits) + " [" + fixed(c.ci_low, digits) +
+                                      ", " + fixed(c.ci_high, digits) + "]" + (c.paired ? " paired" : " Welch")
+                                : "–";
+      row.welch_p = c.tested ? pValue(c.welch_p) : "–";
+      row.sign_flip_p = c.sign_flip_p ? pValue(*c.sign_flip_p) : "–";
+      row.decided_by = c.tested ? c.decided_by : "–";
+      row.p_holm = c.tested ? pValue(c.p_holm) : "–";
+      row.verdict = displayText(c.verdict);
+      if (r.settle) row.settle = settleWords(d);
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
 
 std::string formatReport(const SweepReport& r, const std::string& format) {
   const int digits = r.metric == "loss" ? 4 : 3;
@@ -239,7 +284,15 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
     o << "design,attention_parameters,trials,finished," << r.metric << "_mean," << r.metric
       << "_std,best_mean,best_step,tokens_per_second," << r.metric << "_ci95_low," << r.metric
       << "_ci95_high,baseline,pairs,difference,difference_ci95_low,difference_ci95_high,welch_t,welch_df,welch_p,"
-         "sign_flip_p,decided_by,p_holm,verdict" << (r.settle ? ",seeds_taken,settle" : "") << "\n";
+         "sign_flip_p,decided_by,p_holm,verdict" << (r.settle ? ",seeds_taken,settle" : "")
+      << (anyMatch(r) ? ",match_on,matched,match_cost,match_target,match_residual" : "") << "\n";
+    // The budget match (as md's "Budget match"): empty cells for the reference and unmatched designs.
+    const auto matchCells = [&](const DesignSummary& d) -> std::string {
+      if (!anyMatch(r)) return "";
+      if (d.match_on.empty()) return ",,,,,";
+      return "," + d.match_on + "," + csvField(d.matched) + "," + shortNumber(d.match_cost) + "," + shortNumber(d.match_target) +
+             "," + stat(d.match_residual);
+    };
     for (const auto& d : r.designs) {
       o << csvField(d.design) << "," << d.attention_parameters << "," << d.trials << "," << d.finished << ","
         << (d.finished ? shortNumber(d.mean) : "") << "," << (d.hasStd() ? shortNumber(d.std) : "") << ","
@@ -248,9 +301,9 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
         << (d.hasStd() ? stat(d.ci_high) : "") << ",";
       const std::string settleCells = !r.settle ? "" : d.comparison ? "," + std::to_string(d.trials) + "," + d.settle_state : ",,";
       if (d.is_baseline) {
-        o << "baseline,,,,,,,,,,,," << settleCells << "\n";
+        o << "baseline,,,,,,,,,,,," << settleCells << matchCells(d) << "\n";
       } else if (!d.comparison) {
-        o << ",,,,,,,,,,,," << settleCells << "\n";
+        o << ",,,,,,,,,,,," << settleCells << matchCells(d) << "\n";
       } else {
         const auto& c = *d.comparison;
         o << csvField(c.baseline) << "," << c.pairs << ",";
@@ -260,50 +313,43 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
         else
           o << ",,,,,,";
         o << (c.sign_flip_p ? stat(*c.sign_flip_p) : "") << "," << c.decided_by << "," << (c.tested ? stat(c.p_holm) : "")
-          << "," << csvField(c.verdict) << settleCells << "\n";
+          << "," << csvField(c.verdict) << settleCells << matchCells(d) << "\n";
       }
     }
     return o.str();
   }
   if (format == "md") {
+    const auto rows = reportRowTexts(r);
     o << "## " << displayText(r.name) << "\n\n";
     o << "| design | attention params | seeds | " << metricTitle << " | best | best step | tokens/s | 95% CI of the mean |\n";
     o << "|---|---|---|---|---|---|---|---|\n";
-    for (const auto& d : r.designs) {
-      o << "| " << displayText(d.design) << " | " << d.attention_parameters << " | " << d.finished << "/" << d.trials << " | ";
+    for (std::size_t i = 0; i < r.designs.size(); ++i) {
+      const auto& d = r.designs[i];
+      o << "| " << rows[i].design << " | " << d.attention_parameters << " | " << rows[i].seeds << " | ";
       if (d.finished)
-        o << fixed(d.mean, digits) << " ± " << (d.hasStd() ? fixed(d.std, digits) : "–") << " | " << fixed(d.best_mean, digits) << " | "
-          << fixed(d.best_step, 0) << " | " << fixed(d.tokens_per_second, 0) << " | "
-          << (d.hasStd() ? "[" + fixed(d.ci_low, digits) + ", " + fixed(d.ci_high, digits) + "]" : "–") << " |\n";
+        o << rows[i].mean_std << " | " << fixed(d.best_mean, digits) << " | " << fixed(d.best_step, 0) << " | "
+          << fixed(d.tokens_per_second, 0) << " | " << rows[i].ci95 << " |\n";
       else
         o << "– | – | – | – | – |\n";
     }
-    if (std::any_of(r.designs.begin(), r.designs.end(), [](const DesignSummary& d) { return !d.match_on.empty(); })) {
+    if (anyMatch(r)) {
       o << "\n### Budget match\n\n| design | on | matched | cost | reference's | residual |\n|---|---|---|---|---|---|\n";
-      for (const auto& d : r.designs) {
+      for (std::size_t i = 0; i < r.designs.size(); ++i) {
+        const auto& d = r.designs[i];
         if (d.match_on.empty()) continue;
-        char res[32];
-        std::snprintf(res, sizeof res, "%+.2f%%", 100 * d.match_residual);
-        o << "| " << displayText(d.design) << " | " << d.match_on << " | " << d.matched << " | " << shortNumber(d.match_cost)
-          << " | " << shortNumber(d.match_target) << " | " << res << " |\n";
+        o << "| " << rows[i].design << " | " << d.match_on << " | " << d.matched << " | " << shortNumber(d.match_cost)
+          << " | " << shortNumber(d.match_target) << " | " << rows[i].match_residual << " |\n";
       }
     }
     if (anyComparison(r)) {
       o << "\n### Against the baseline\n\n" << decisionRule(r) << "\n\n";
       o << "| design | baseline | seeds | difference (95% CI) | Welch p | sign-flip p | decided by | Holm p | verdict |\n";
       o << "|---|---|---|---|---|---|---|---|---|\n";
-      for (const auto& d : r.designs) {
-        if (!d.comparison) continue;
-        const auto& c = *d.comparison;
-        o << "| " << displayText(d.design) << " | " << displayText(c.baseline) << " | " << c.n << " vs " << c.n_baseline
-          << (c.pairs ? " (" + std::to_string(c.pairs) + " paired)" : "") << " | ";
-        if (c.tested)
-          o << (c.difference >= 0 ? "+" : "") << fixed(c.difference, digits) << " [" << fixed(c.ci_low, digits) << ", "
-            << fixed(c.ci_high, digits) << "]" << (c.paired ? " paired" : " Welch") << " | " << pValue(c.welch_p) << " | ";
-        else
-          o << "– | – | ";
-        o << (c.sign_flip_p ? pValue(*c.sign_flip_p) : "–") << " | " << (c.tested ? c.decided_by : "–") << " | "
-          << (c.tested ? pValue(c.p_holm) : "–") << " | " << displayText(c.verdict) << " |\n";
+      for (const auto& row : rows) {
+        if (!row.compared) continue;
+        o << "| " << row.design << " | " << row.baseline << " | " << row.compared_seeds << " | " << row.difference << " | "
+          << row.welch_p << " | " << row.sign_flip_p << " | " << row.decided_by << " | " << row.p_holm << " | " << row.verdict
+          << " |\n";
       }
     }
     if (r.settle && anyComparison(r)) {
@@ -356,6 +402,18 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
           o << "-- & -- & ";
         o << (c.sign_flip_p ? latexP(*c.sign_flip_p) : "--") << " & " << (c.tested ? latexP(c.p_holm) : "--")
           << " & " << latexEscape(c.verdict) << " \\\\\n";
+      }
+      o << "\\hline\n\\end{tabular}\n";
+    }
+    if (anyMatch(r)) {  // the budget match, as md's "Budget match": residual = (cost - target) / target
+      o << "\n% Budget match: each design's cost against its reference's; residual = (cost - reference's) / reference's\n";
+      o << "\\begin{tabular}{llrrrr}\n\\hline\nDesign & On & Matched & Cost & Reference's & Residual \\\\\n\\hline\n";
+      for (const auto& d : r.designs) {
+        if (d.match_on.empty()) continue;
+        std::string residual = matchResidualText(d.match_residual);
+        residual = "$" + residual.substr(0, residual.size() - 1) + "\\%$";
+        o << latexEscape(d.design) << " & " << latexEscape(d.match_on) << " & " << latexEscape(d.matched) << " & "
+          << shortNumber(d.match_cost) << " & " << shortNumber(d.match_target) << " & " << residual << " \\\\\n";
       }
       o << "\\hline\n\\end{tabular}\n";
     }

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "error_of.h"
+#include "files/atomic_file.h"
 #include "model_core/sweep.h"
+#include "model_core/sweep_report_text.h"
 #include "spec/budget_match.h"
 #include "spec/spec_json.h"
 #include "../training/training_test_util.h"
@@ -149,6 +151,51 @@ TEST(SweepBudgetMatch, RefusalsSayTheReason) {
   legacy["match_parameters"] = {{"axis", "design"}, {"reference", "mhsa"}};
   EXPECT_NE(errorOf([&] { sweepFromJson(legacy.dump()); }).find("axes[0].values[1].solve: must be head_size, heads, rank or d_model; got 'kv_groups'"),
             std::string::npos);
+}
+
+// The residual of a matched size in every text report (md's "Budget match", csv's match columns,
+// LaTeX's budget tabular): MQA's parameters solved by D within 5% is D = 26, 16640 a layer against
+// MHSA's 16384 (tests/spec): residual 256 / 16384 = +1.5625% (printed +1.56%), over two layers
+// 33280 against 32768. The reference and a report without a match have no such cells.
+TEST(SweepBudgetMatch, TheResidualIsInTheCsvAndLatexReportsAsInTheMd) {
+  testing::TempDir tmp("sweep_match_residual");
+  const auto sweep = sweepFromJson(sweepOn("params", "D", json::array({value("mqa")}), 0.05).dump());
+  writeSweepDirectory(tmp.path("sw"), sweep, expandSweep(sweep));
+  const auto plan = readSweepPlan(tmp.path("sw"));
+  const auto r = buildReport(plan);
+  ASSERT_EQ(r.designs.size(), 2u);
+  ASSERT_EQ(r.designs[1].matched, "D=26");
+  EXPECT_DOUBLE_EQ(r.designs[1].match_residual, 256.0 / 16384.0);
+  EXPECT_DOUBLE_EQ(r.designs[1].match_cost, 2 * 16640.0);
+  EXPECT_DOUBLE_EQ(r.designs[1].match_target, 2 * 16384.0);
+
+  const auto md = formatReport(r, "md");
+  EXPECT_NE(md.find("| mqa | params | D=26 | 33280 | 32768 | +1.56% |"), std::string::npos) << md;
+  const auto csv = formatReport(r, "csv");
+  const auto header = csv.substr(0, csv.find('\n'));
+  EXPECT_EQ(header.substr(header.size() - std::string(",verdict,match_on,matched,match_cost,match_target,match_residual").size()),
+            ",verdict,match_on,matched,match_cost,match_target,match_residual")
+      << header;
+  EXPECT_NE(csv.find(",params,D=26,33280,32768,0.015625\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nmhsa,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",baseline" + std::string(12 + 5, ',') + "\n"), std::string::npos) << "the reference: no match cells\n" << csv;
+  const auto tex = formatReport(r, "latex");
+  EXPECT_NE(tex.find("Design & On & Matched & Cost & Reference's & Residual \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("mqa & params & D=26 & 33280 & 32768 & $+1.56\\%$ \\\\"), std::string::npos) << tex;
+  EXPECT_EQ(tex.find("mhsa & params"), std::string::npos) << tex;
+  // The shared row texts (the explorer's verdict view prints these) carry the same residual.
+  const auto rows = reportRowTexts(r);
+  EXPECT_EQ(rows[1].match_residual, "+1.56%");
+  EXPECT_EQ(rows[0].match_residual, "");
+
+  // Without a match: neither the columns nor the tabular.
+  auto plain = sweepOn("params", "D", json::array({value("mqa")}), 0.05);
+  plain.erase("match");
+  const auto unmatched = sweepFromJson(plain.dump());
+  writeSweepDirectory(tmp.path("plain"), unmatched, expandSweep(unmatched));
+  const auto r2 = buildReport(readSweepPlan(tmp.path("plain")));
+  EXPECT_EQ(formatReport(r2, "csv").find("match_on"), std::string::npos);
+  EXPECT_EQ(formatReport(r2, "latex").find("Residual"), std::string::npos);
 }
 
 }  // namespace
