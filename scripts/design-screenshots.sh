@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Pictures of the Design dock's design space (issue 36): the MHSA run made MLA (absorbed order),
 # GQA-2, MLA with its latent matched to MHSA's parameters (Match budget), TPA (R_K 2, R_Q 6) and
-# differential attention with rotary positions (λ by layer), MTA's slots with a kernel θ, and C′ of
-# a talking-heads run trained 60 steps (read-only, with its spectrum) in the Design layout — the slots, what
+# differential attention with rotary positions (λ by layer) in the Design layout — the slots, what
 # the network is, the Cost dock against MHSA, and the diagram with the same name in its caption — at
 # 1600 x 1000 and 1280 x 800.
 # usage: scripts/design-screenshots.sh [BUILD_DIR] [OUT_DIR]   (offscreen unless QT_QPA_PLATFORM is set;
@@ -43,18 +42,6 @@ positions rotary
 slot slots.differential on
 wait-ms 300
 screenshot $OUT/design_space_diff$2.png
-preset mta
-slot slots.mta.q_kernel 3
-mixing mta_kernel 1
-slot slots.mta on
-wait-ms 300
-screenshot $OUT/design_space_mta$2.png
-preset talking_heads
-train 60
-wait-end
-mixing mix_post
-wait-ms 300
-screenshot $OUT/design_space_cprime$2.png
 quit
 SCRIPT
   "$BIN" --demo "$TMP/demo.txt" --size "$1"
