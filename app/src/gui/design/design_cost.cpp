@@ -316,7 +316,6 @@ void DesignPanel::followDesignInMatch() {
 }
 
 void DesignPanel::refreshCost() {
-  }
   {
     const Costs k = costs();
     const QString precision = precision_->currentText();
@@ -360,7 +359,6 @@ void DesignPanel::refreshCost() {
   text += "activations: " + human(c.activation_bytes, "B", 1024.0) + ", largest tensor " +
           human(c.largest_intermediate_bytes, "B", 1024.0);
   cost_->setText(text);
-}
 }
 
 }  // namespace tensorscope::app

@@ -483,6 +483,7 @@ void DesignPanel::refreshReadouts() {
     for (const auto& n : spec::nameDesigns(spec_))
       why << QString::fromStdString(n.name + (n.equals ? " — equals: " : " — contains: ") + n.why);
     name_->setToolTip(why.join("\n"));
+  }
   refreshCost();
 }
 
