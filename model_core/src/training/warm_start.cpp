@@ -98,6 +98,27 @@ std::vector<std::optional<double>> learnedDiffLambdas(const std::string& runDir)
   return out;
 }
 
+std::vector<LearnedWeight> learnedAttentionWeights(const std::string& runDir, int layer,
+                                                   const std::vector<std::string>& names) {
+  const RunConfig config = readRunConfig(runDir + "/config.json");
+  if (layer < 0 || layer >= config.model.layers)
+    throw std::invalid_argument("layer " + std::to_string(layer) + " does not exist; the run has " +
+                                std::to_string(config.model.layers) + " layers");
+  const auto tensors = readTensorMap(checkpointFilesDir(runDir) + "/model.safetensors");
+  const std::string prefix = "blocks." + std::to_string(layer) + ".attn.";
+  std::vector<LearnedWeight> out;
+  for (const auto& name : names) {
+    const auto it = tensors.find(prefix + name);
+    if (it == tensors.end()) continue;
+    LearnedWeight w;
+    w.name = name;
+    w.shape.assign(it->second.sizes().begin(), it->second.sizes().end());
+    w.values = valuesOf(it->second);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 spec::CoreSpec learnedCoreSpec(const std::string& runDir, int layer) {
   const RunConfig config = readRunConfig(runDir + "/config.json");
   if (layer < 0 || layer >= config.model.layers)

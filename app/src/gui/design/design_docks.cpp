@@ -73,6 +73,35 @@ void DesignDocks::showModelContext() {
       Q_EMIT message(QString("λ of differential attention: ") + e.what());
     }
   }
+  // The trained head mixings and MTA kernels of the shown layer (the spec holds none of their values).
+  const spec::AttentionSpec shown = model_->currentSpec();
+  auto& t = m.trainedMixing;
+  t.run = run.name;
+  t.layer = model_->currentLayer();
+  const QStringList weights = HeadMixingView::weightsOf(shown);
+  if (!weights.isEmpty()) {
+    if (model_->isTraining(model_->current()))
+      t.why = "The run is training: its trained values show here once it stops.";
+    else if (run.runDir.isEmpty() || !model_->hasCheckpoint(model_->current()))
+      t.why = "The run has not trained yet: its trained values show here once it has a checkpoint.";
+    else {
+      const std::string dir = QFile::encodeName(run.runDir).toStdString();
+      try {
+        const auto state = model_core::inspectRunDirectory(dir);
+        if (state.checkpoint_step < 0) {
+          t.why = "The run has no checkpoint yet: its trained values show here once it has one.";
+        } else {
+          std::vector<std::string> names;
+          for (const auto& w : weights) names.push_back(w.toStdString());
+          for (auto& w : model_core::learnedAttentionWeights(dir, t.layer, names))
+            t.tensors.push_back({QString::fromStdString(w.name), std::move(w.shape), std::move(w.values)});
+          t.step = state.checkpoint_step;
+        }
+      } catch (const std::exception& e) {
+        t.why = QString("The run's checkpoint could not be read: ") + e.what();
+      }
+    }
+  }
   design_->setModelContext(m);
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 /// The Design dock: variant, sizes and core preset of one attention layer, the slots of the one
 /// attention network (issue 36: K/V groups, head mixing, gate, differential attention, MLA's
-/// latent), what the drawn network is (spec::nameDesigns) and what it costs against MHSA (the
+/// latent, TPA, MTA; the slot rows in design_slots.cpp, the Cost dock in design_cost.cpp), what the drawn network is (spec::nameDesigns) and what it costs against MHSA (the
 /// analytic cost model), with live validation. Emits the spec, and what changed, whenever the user
 /// changes it.
 
@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "gui/design/head_mixing_view.h"
 #include "spec/attention_spec.h"
 #include "spec/validation.h"
 
@@ -42,6 +43,9 @@ class DesignPanel : public QWidget {
     std::function<QString(const spec::AttentionSpec&)> describe;  ///< the undo text of an edit
     /// Whether the row is shown (empty: always), e.g. MLA's query rank only with a latent.
     std::function<bool(const spec::AttentionSpec&)> shown = {};
+    /// An edit the spec validator refuses (a problem the design did not have) is not applied: the
+    /// control goes back and the validator's reason shows under the slots (MTA's fields).
+    bool refuseInvalid = false;
   };
 
   /// What the cost section shows, from spec/cost_model.h (valid designs only).
@@ -70,6 +74,9 @@ class DesignPanel : public QWidget {
     QString rotaryRefusal, interleavedRefusal;
     std::vector<std::optional<double>> learnedLambda;
     qint64 lambdaStep = -1;
+    /// The trained head mixings and MTA kernels of the shown layer (C′, C^pre, θ, θ′, κ) from the
+    /// run's checkpoint; empty for a run without one (the view then shows the initial values).
+    HeadMixingView::Trained trainedMixing;
   };
   void setModelContext(const ModelContext& context);
   /// The position choices: "learned", "sinusoidal", "rotary", "rotary_interleaved".
@@ -94,6 +101,11 @@ class DesignPanel : public QWidget {
   QWidget* slotWidget(const QString& field) const;
   /// Whether the slots section is shown (variants with slots, spec::hasSlots).
   bool slotsShown() const;
+  /// Why the last slot edit was refused (the spec validator's words, "field: message" per line);
+  /// empty when it was applied.
+  QString slotRefusal() const;
+  /// C′ (post-softmax head mixing), C^pre and MTA's kernels as heatmaps, under the slots.
+  HeadMixingView* headMixing() const { return headMixing_; }
   /// "Equals GQA-2" / "Contains …": what the drawn network is (spec::nameDesigns; empty while invalid).
   QString designNameText() const;
   /// The why of every name, one per line (the name label's tooltip).
@@ -137,7 +149,17 @@ class DesignPanel : public QWidget {
                      std::function<int(const spec::AttentionSpec&)> get,
                      std::function<void(spec::AttentionSpec&, int)> set);
   void buildSlots();
+  /// Multi-token attention's fields (slots.mta, §8.8).
+  void buildMtaSlots();
+  /// Slot `i`'s control was changed by the user: refused (refuseInvalid) or applied as one edit.
+  void slotEdited(size_t i);
+  void buildCostPanel();
   void buildMatchBudget(QVBoxLayout* layout);
+  /// The "solve" box lists the sizes this design uses (a design change drops a stale choice); a
+  /// match made for another design is dropped.
+  void followDesignInMatch();
+  /// The Cost dock's numbers for the current (valid) design.
+  void refreshCost();
   /// The baseline chosen in "Match budget" at this design's F, H, D.
   spec::AttentionSpec matchBaseline() const;
   void runMatch();
@@ -166,6 +188,8 @@ class DesignPanel : public QWidget {
   QFormLayout* slotsForm_ = nullptr;
   std::vector<SlotControl> slotControls_;
   int editedSlot_ = -1;  ///< the slot whose edit readControls takes (-1: every control)
+  QLabel* slotRefusal_ = nullptr;
+  HeadMixingView* headMixing_ = nullptr;
   QLabel* name_ = nullptr;
   QComboBox* precision_ = nullptr;
   QSpinBox* context_ = nullptr;

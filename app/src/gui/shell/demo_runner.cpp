@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "gui/design/design_panel.h"
+#include "gui/design/head_mixing_view.h"
 #include "gui/document/app_paths.h"
 #include "gui/document/session_model.h"
 #include "gui/experiments/experiments_panel.h"
@@ -75,7 +76,7 @@ const std::map<QString, DemoRunner::Command>& DemoRunner::commands() {
       {"probe", &DemoRunner::probe},        {"theme", &DemoRunner::theme},
       {"screenshot", &DemoRunner::screenshot}, {"figures", &DemoRunner::figures},
       {"presenter", &DemoRunner::presenter},
-      {"roles-colour", &DemoRunner::rolesColour}, {"slot", &DemoRunner::slot},
+      {"roles-colour", &DemoRunner::rolesColour}, {"slot", &DemoRunner::slot}, {"mixing", &DemoRunner::mixing},
       {"match", &DemoRunner::match},        {"positions", &DemoRunner::positions},
   };
   return table;
@@ -169,12 +170,36 @@ DemoRunner::Step DemoRunner::slot(const QString& arg) {
       return fail(QString("%1 takes a number from %2 to %3; got %4").arg(field).arg(number->minimum()).arg(number->maximum()).arg(value));
     number->setValue(v);
   }
+  // The spec validator refused the edit (MTA's fields): nothing changed, and the script says why.
+  if (const QString refused = parts_.design->slotRefusal(); !refused.isEmpty()) return fail(refused);
+  scrollTo(w);
+  return Step::Done;
+}
+
+void DemoRunner::scrollTo(QWidget* w) {
   // Scrolled to the top of the form's view, with what follows it (the cost), for a screenshot.
   for (QWidget* p = w->parentWidget(); p; p = p->parentWidget())
     if (auto* area = qobject_cast<QScrollArea*>(p); area && area->widget()) {
       area->verticalScrollBar()->setValue(w->mapTo(area->widget(), QPoint(0, 0)).y() - 12);
       break;
     }
+}
+
+DemoRunner::Step DemoRunner::mixing(const QString& arg) {
+  // mixing WEIGHT [INDEX]: the Design dock's head-mixing view shows WEIGHT (mix_post, mix_pre,
+  // mta_kernel, mta_kernel_after_sm, head_kernel), head or group INDEX of a kernel, scrolled into view.
+  if (!parts_.design) return fail("no Design dock");
+  const QStringList words = arg.simplified().split(' ');
+  bool ok = true;
+  const int index = words.size() > 1 ? words[1].toInt(&ok) : 0;
+  if (!ok || words.size() > 2) return fail("mixing needs a weight and an optional head, e.g. 'mixing mta_kernel 1'; got " + arg);
+  HeadMixingView* view = parts_.design->headMixing();
+  if (!view->choose(words[0], index)) {
+    const QStringList has = view->weights();
+    return fail("the design has no " + arg + " to show" +
+                (has.isEmpty() ? QString(" (no head mixing or MTA kernel)") : " (it has " + has.join(", ") + ")"));
+  }
+  scrollTo(view);
   return Step::Done;
 }
 

@@ -3,7 +3,10 @@
 /// and end-to-end checks. One command per line; '#' starts a comment:
 ///   preset NAME        apply a spec preset to the current run's design (undoable)
 ///   slot FIELD VALUE   set a slot in the Design dock as a user does (undoable; e.g. "slot slots.kv_groups 1",
-///                      "slot slots.latent.order absorbed", "slot slots.pre_mix on") and scroll the dock to it
+///                      "slot slots.latent.order absorbed", "slot slots.pre_mix on") and scroll the dock to it;
+///                      an edit the spec validator refuses (MTA's fields) fails with its reason
+///   mixing WEIGHT [I]  show WEIGHT (mix_post, mix_pre, mta_kernel, mta_kernel_after_sm, head_kernel), head or
+///                      group I, in the Design dock's head-mixing view, scrolled into view
 ///   run INDEX          select run INDEX of the session
 ///   session PATH       open a session file
 ///   train [STEPS]      start training the current run (stop at STEPS)
@@ -46,6 +49,7 @@
 
 class QLabel;
 class QMainWindow;
+class QWidget;
 
 namespace tensorscope::app {
 
@@ -133,6 +137,9 @@ class DemoRunner : public QObject {
   Step slot(const QString& arg);
   Step match(const QString& arg);
   Step positions(const QString& arg);
+  Step mixing(const QString& arg);
+  /// Scrolls the Design dock's form so that `w` is at its top.
+  void scrollTo(QWidget* w);
   Step probe(const QString& arg);
   Step theme(const QString& arg);
   Step screenshot(const QString& arg);

@@ -1,0 +1,364 @@
+#include "gui/design/design_panel.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "gui/design/design_panel_parts.h"
+#include "spec/budget_match.h"
+#include "spec/cost_model.h"
+#include "spec/validation.h"
+
+// The Cost dock of the Design panel: the cost of one layer against MHSA (spec/cost_model.h) and
+// "Match budget" (spec/budget_match.h).
+
+namespace tensorscope::app {
+
+using design_parts::human;
+using design_parts::mhsaBaseline;
+using design_parts::ratio;
+using design_parts::sizeBox;
+
+namespace {
+
+/// The precisions the KV cache is counted at.
+struct Precision {
+  const char* name;
+  int bytes;
+};
+constexpr Precision kPrecisions[] = {{"float32", 4}, {"bfloat16", 2}, {"float16", 2}};
+
+/// Whether design `s` uses the size `name` of spec::budgetSizeNames(): a size of its variant, or a
+/// slot's size that is on (not 0). The matcher says why a listed size cannot be solved.
+bool usesSize(const spec::AttentionSpec& s, const std::string& name) {
+  using spec::Variant;
+  const Variant v = s.variant;
+  const bool headed = v == Variant::Mhsa || v == Variant::FixedHead || v == Variant::Tp;
+  const bool core = spec::hasCore(v);
+  if (name == "F") return true;
+  if (name == "H" || name == "D") return headed || core;
+  if (name == "R") return core || v == Variant::Multilinear || v == Variant::Dimwise;
+  if (name == "P") return v == Variant::Multilinear;
+  if (name == "c") return v == Variant::Dimwise;
+  if (name == "core_rank") return s.core && s.core->structure == spec::CoreStructure::LowRank;
+  if (!spec::hasSlots(v)) return false;
+  const auto& q = s.slots;
+  if (name == "kv_groups") return q.kv_groups > 0;
+  if (name == "kv_rank") return q.latent.kv_rank > 0;
+  if (name == "q_rank") return q.latent.q_rank > 0;
+  if (name == "rope_dim") return q.latent.rope_dim > 0;
+  if (name == "tpa_q_rank") return q.tpa.q_rank > 0;
+  if (name == "tpa_k_rank") return q.tpa.k_rank > 0;
+  if (name == "tpa_v_rank") return q.tpa.v_rank > 0;
+  if (name == "mta_q_kernel") return q.mta.q_kernel > 0;
+  if (name == "mta_k_kernel") return q.mta.k_kernel > 0;
+  return false;
+}
+
+}  // namespace
+
+void DesignPanel::buildCostPanel() {
+  // The cost and the budget matcher: a panel of its own (the window docks it beside C and the
+  // Inspector, where a laptop has the height for it; the form above scrolls, the cost does not).
+  costPanel_ = new QWidget(this);
+  costPanel_->setObjectName("designCost");
+  costPanel_->hide();  // shown where the window docks it
+  auto* costLayout = new QVBoxLayout(costPanel_);
+  costLayout->setContentsMargins(6, 4, 6, 4);
+  auto* costTitle = new QLabel("<b>Cost of one layer</b> against MHSA at the same F, H, D");
+  costTitle->setWordWrap(true);
+  costLayout->addWidget(costTitle);
+  precision_ = new QComboBox;
+  precision_->setObjectName("costPrecision");
+  for (const auto& p : kPrecisions) precision_->addItem(p.name, p.bytes);
+  precision_->setCurrentIndex(1);  // bfloat16: what a KV cache is usually kept in
+  precision_->setToolTip("Bytes per cached element: float32 4, bfloat16 and float16 2");
+  context_ = sizeBox(spec::kMaxSeqLen * 16, "L: context length — the sequence length of training, and the tokens "
+                                            "already cached when a new one is decoded");
+  context_->setObjectName("costContext");
+  context_->setValue(4096);
+  batch_ = sizeBox(1 << 16, "batch size B for the forward estimate");
+  batch_->setValue(32);
+  {
+    auto* row = new QHBoxLayout;  // one row: the panel's height goes to the numbers
+    row->addWidget(precision_);
+    row->addWidget(new QLabel("L"));
+    row->addWidget(context_, 1);
+    row->addWidget(new QLabel("B"));
+    row->addWidget(batch_, 1);
+    costLayout->addLayout(row);
+  }
+  tokenCost_ = new QLabel;
+  tokenCost_->setObjectName("tokenCost");
+  tokenCost_->setWordWrap(true);
+  tokenCost_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  costLayout->addWidget(tokenCost_);
+  cost_ = new QLabel;
+  cost_->setWordWrap(true);  // long lines would widen the dock past a laptop's share of the screen
+  cost_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  costLayout->addWidget(cost_);
+  buildMatchBudget(costLayout);
+  costLayout->addStretch(1);
+}
+
+spec::AttentionSpec DesignPanel::matchBaseline() const {
+  const QString name = matchBase_->currentData().toString();
+  if (name.isEmpty()) return mhsaBaseline(spec_);
+  // A design preset at this layer's width, heads and head size (its slots as the preset has them).
+  auto b = spec::makeSpecPreset(name.toStdString());
+  b.sizes.F = spec_.sizes.F;
+  b.sizes.H = spec_.sizes.H;
+  b.sizes.D = spec_.sizes.D;
+  b.sizes.R = b.sizes.H * b.sizes.D;
+  b.sizes.seq_len = spec_.sizes.seq_len;
+  b.causal = spec_.causal;
+  return b;
+}
+
+void DesignPanel::buildMatchBudget(QVBoxLayout* layout) {
+  auto* box = new QGroupBox("Match budget");
+  box->setObjectName("matchBudget");
+  box->setToolTip("Solve one size of this design so that one of its costs equals a baseline's (the budget matcher, "
+                  "`tensorscope spec match`; docs/cost-model.md): the closest integer within 1 %");
+  auto* form = new QFormLayout(box);
+  form->setContentsMargins(6, 4, 6, 4);
+  matchOn_ = new QComboBox;
+  matchOn_->setObjectName("matchOn");
+  matchOn_->addItem("parameters", int(spec::BudgetCost::Parameters));
+  matchOn_->addItem("KV cache per token", int(spec::BudgetCost::KvCache));
+  matchOn_->addItem("training FLOPs per token at L", int(spec::BudgetCost::TrainingFlops));
+  matchBase_ = new QComboBox;
+  matchBase_->setObjectName("matchBaseline");
+  matchBase_->addItem("MHSA at this F, H, D", QString());
+  for (const auto& n : spec::designPresetNames())
+    matchBase_->addItem(QString::fromStdString(n) + " at this F, H, D", QString::fromStdString(n));
+  matchSize_ = new QComboBox;
+  matchSize_->setObjectName("matchSize");
+  matchSize_->addItem("any free size", QString());
+  // The sizes of the design shown: followDesignInMatch() fills them in and keeps them current.
+  matchSize_->setToolTip("The size the matcher solves; any: every free size, the closest kept");
+  auto* sizeRow = new QHBoxLayout;
+  sizeRow->addWidget(matchSize_, 1);
+  matchRun_ = new QPushButton("Match");
+  matchRun_->setObjectName("matchRun");
+  matchRun_->setToolTip("Run the matcher on the design shown (nothing changes until you apply)");
+  matchApply_ = new QPushButton("Apply");
+  matchApply_->setObjectName("matchApply");
+  matchApply_->setToolTip("Set the solved size in the design (one undo step; a trained run forks)");
+  matchApply_->setEnabled(false);
+  sizeRow->addWidget(matchRun_);
+  sizeRow->addWidget(matchApply_);
+  form->addRow("match", matchOn_);
+  form->addRow("like", matchBase_);
+  form->addRow("solve", sizeRow);
+  matchResult_ = new QLabel;
+  matchResult_->setObjectName("matchResult");
+  matchResult_->setWordWrap(true);
+  matchResult_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  form->addRow(matchResult_);
+  layout->addWidget(box);
+  const auto stale = [this] {
+    matched_.reset();
+    matchApply_->setEnabled(false);
+    matchResult_->clear();
+  };
+  connect(matchOn_, &QComboBox::currentIndexChanged, this, stale);
+  connect(matchBase_, &QComboBox::currentIndexChanged, this, stale);
+  connect(matchSize_, &QComboBox::currentIndexChanged, this, stale);
+  connect(matchRun_, &QPushButton::clicked, this, &DesignPanel::runMatch);
+  connect(matchApply_, &QPushButton::clicked, this, &DesignPanel::applyMatch);
+}
+
+void DesignPanel::runMatch() {
+  matched_.reset();
+  matchApply_->setEnabled(false);
+  const auto on = static_cast<spec::BudgetCost>(matchOn_->currentData().toInt());
+  const std::string size = matchSize_->currentData().toString().toStdString();
+  auto design = spec_, base = matchBaseline();
+  if (on == spec::BudgetCost::KvCache) design.causal = base.causal = true;  // a KV cache is a decoder's
+  try {
+    const auto m = spec::matchBudget(design, base, on, size, 0.01, context_->value());
+    const QString what = matchOn_->currentText();
+    const QString baseName = matchBase_->currentText().section(" at this", 0, 0);
+    if (!m.found) {
+      matchResult_->setText("No match: " + QString::fromStdString(m.reason));
+      return;
+    }
+    const auto& b = m.best;
+    matchResult_->setText(QString("%1: %2 → %3. %4 %5 against %6 for %7 (residual %8 %).")
+                              .arg(QString::fromStdString(b.size))
+                              .arg(b.from)
+                              .arg(b.value)
+                              .arg(what.section(" at L", 0, 0), QString::number(b.cost, 'g', 6),
+                                   QString::number(m.target, 'g', 6), baseName)
+                              .arg(QString::number(100 * b.residual, 'f', 2)));
+    auto matched = m.matched;
+    matched.causal = spec_.causal;
+    matched_ = matched;
+    matchedFrom_ = spec_;
+    matchText_ = QString("match %1 to %2: %3 %4").arg(what.section(" at L", 0, 0), baseName,
+                                                        QString::fromStdString(b.size)).arg(b.value);
+    matchApply_->setEnabled(editable_ && !(matched == spec_));
+  } catch (const std::exception& e) {
+    matchResult_->setText(QString("Refused: ") + e.what());
+  }
+}
+
+void DesignPanel::applyMatch() {
+  if (!matched_ || !(matchedFrom_ == spec_) || !editable_) return;
+  const auto matched = *matched_;
+  matchApply_->setEnabled(false);
+  setSpec(matched);
+  matchResult_->setText(matchResult_->text() + " Applied.");
+  Q_EMIT specChanged(spec_, matchText_);
+}
+
+QString DesignPanel::matchBudget(const QString& cost, const QString& baseline, const QString& size) {
+  const int on = matchOn_->findData(int(spec::parseBudgetCost(cost.toStdString())));
+  matchOn_->setCurrentIndex(on);
+  const int base = matchBase_->findData(baseline == "mhsa" ? QString() : baseline);
+  if (base < 0) throw std::invalid_argument("no baseline " + baseline.toStdString() + " in Match budget");
+  matchBase_->setCurrentIndex(base);
+  const int free = matchSize_->findData(size);
+  if (free < 0) {
+    QStringList listed;
+    for (int i = 1; i < matchSize_->count(); ++i) listed << matchSize_->itemData(i).toString();
+    throw std::invalid_argument("no size " + size.toStdString() + " in Match budget for this design (it lists " +
+                                listed.join(", ").toStdString() + ")");
+  }
+  matchSize_->setCurrentIndex(free);
+  matchRun_->click();
+  return matchResult_->text();
+}
+
+bool DesignPanel::applyMatchedBudget() {
+  if (!matchApply_->isEnabled()) return false;
+  matchApply_->click();
+  return true;
+}
+
+QString DesignPanel::matchResultText() const { return matchResult_->text(); }
+
+void DesignPanel::setPrecision(int bytesPerElement) {
+  const int i = precision_->findData(bytesPerElement);
+  if (i >= 0) precision_->setCurrentIndex(i);
+}
+
+void DesignPanel::setContext(int tokens) { context_->setValue(tokens); }
+
+QString DesignPanel::costText() const { return tokenCost_->text() + "\n" + cost_->text(); }
+
+DesignPanel::Costs DesignPanel::costs() const {
+  Costs c;
+  c.bytesPerElement = precision_->currentData().toInt();
+  c.context = context_->value();
+  if (!valid_) return c;
+  c.valid = true;
+  const auto perToken = [&](const spec::AttentionSpec& s, std::int64_t& params, double& training, double& cache,
+                            double& state, double& decode, bool& decodes, QString* note) {
+    // Multilinear's output projection fixes its length: it trains on seq_len tokens whatever L is.
+    const std::int64_t tokens = s.variant == spec::Variant::Multilinear ? s.sizes.seq_len : c.context;
+    const auto layer = spec::estimateCost(s, 1, tokens, c.bytesPerElement);
+    params = layer.parameters;
+    training = layer.training_flops / static_cast<double>(tokens);
+    // A KV cache is a decoder's: a non-causal layer is costed as the same layer made causal.
+    auto decoder = s;
+    decoder.causal = true;
+    const auto d = spec::estimateDecodeCost(decoder, c.context);
+    decodes = d.supported;
+    cache = d.cache_elements_per_token * c.bytesPerElement;
+    state = d.state_elements * c.bytesPerElement;
+    decode = d.flops;
+    if (note) *note = QString::fromStdString(d.note) + (s.causal ? "" : " (decoded as a causal layer; this one is not causal)");
+  };
+  perToken(spec_, c.parameters, c.trainingFlopsPerToken, c.kvCacheBytesPerToken, c.stateBytes, c.decodeFlops,
+           c.decodes, &c.decodeNote);
+  const auto base = mhsaBaseline(spec_);
+  c.hasBaseline = spec::validate(base).empty();
+  if (c.hasBaseline) {
+    double state = 0;
+    bool decodes = true;
+    perToken(base, c.mhsaParameters, c.mhsaTrainingFlopsPerToken, c.mhsaKvCacheBytesPerToken, state, c.mhsaDecodeFlops,
+             decodes, nullptr);
+  }
+  return c;
+}
+
+void DesignPanel::followDesignInMatch() {
+  {
+    // "solve" lists the sizes this design uses; a choice the new design does not use goes back to
+    // "any free size" (it named a size of the design before, e.g. kv_rank after MLA became MHSA).
+    const QString chosen = matchSize_->currentData().toString();
+    QStringList sizes;
+    for (const auto& n : spec::budgetSizeNames())
+      if (usesSize(spec_, n)) sizes << QString::fromStdString(n);
+    QStringList listed;
+    for (int i = 1; i < matchSize_->count(); ++i) listed << matchSize_->itemData(i).toString();
+    if (listed != sizes) {
+      const QSignalBlocker block(matchSize_);
+      while (matchSize_->count() > 1) matchSize_->removeItem(1);
+      for (const auto& n : sizes) matchSize_->addItem(n, n);
+      const int i = matchSize_->findData(chosen);
+      matchSize_->setCurrentIndex(i >= 0 ? i : 0);
+    }
+  }
+  if (matched_ && !(spec_ == matchedFrom_) && !(spec_ == *matched_)) {
+    matched_.reset();
+    matchApply_->setEnabled(false);
+    matchResult_->setText("(the design changed: press Match again)");
+  }
+}
+
+void DesignPanel::refreshCost() {
+  {
+    const Costs k = costs();
+    const QString precision = precision_->currentText();
+    const auto vs = [&](double value, double base) {
+      return k.hasBaseline ? QString(" (%1 MHSA)").arg(ratio(value, base)) : QString();
+    };
+    QStringList lines;
+    lines << QString("parameters: %1%2").arg(k.parameters).arg(vs(k.parameters, k.mhsaParameters));
+    if (!k.decodes)
+      lines << "KV cache: none — " + k.decodeNote;
+    else if (k.stateBytes > 0 && k.kvCacheBytesPerToken == 0)
+      lines << QString("KV cache: none, a fixed state of %1 at %2").arg(human(k.stateBytes, "B", 1024.0), precision);
+    else
+      lines << QString("KV cache per token: %1 at %2%3 — %4")
+                   .arg(human(k.kvCacheBytesPerToken, "B", 1024.0), precision,
+                        vs(k.kvCacheBytesPerToken, k.mhsaKvCacheBytesPerToken), k.decodeNote);
+    lines << QString("training: %1 per token at L = %2%3")
+                 .arg(human(k.trainingFlopsPerToken, "FLOP"))
+                 .arg(k.context)
+                 .arg(vs(k.trainingFlopsPerToken, k.mhsaTrainingFlopsPerToken));
+    if (k.decodes)
+      lines << QString("decoding: %1 per new token after L = %2 cached%3")
+                   .arg(human(k.decodeFlops, "FLOP"))
+                   .arg(k.context)
+                   .arg(vs(k.decodeFlops, k.mhsaDecodeFlops));
+    if (k.hasBaseline) {
+      const auto base = mhsaBaseline(spec_);
+      lines << QString("MHSA here: F = %1, H = %2, D = %3").arg(base.sizes.F).arg(base.sizes.H).arg(base.sizes.D);
+    }
+    tokenCost_->setText(lines.join("\n"));
+  }
+  const auto c = spec::estimateCost(spec_, batch_->value(), spec_.sizes.seq_len);
+  const auto mhsa = mhsaBaseline(spec_);
+  const bool compare = spec::validate(mhsa).empty();
+  const auto base = compare ? spec::estimateCost(mhsa, batch_->value(), spec_.sizes.seq_len) : spec::LayerCost{};
+  QString text;
+  if (c.frozen_parameters) text += QString("frozen parameters: %1 (fixed core values)\n").arg(c.frozen_parameters);
+  text += QString("forward at B = %1, N = %2: ").arg(batch_->value()).arg(spec_.sizes.seq_len) +
+          human(c.forward_flops, "FLOP") +
+          (compare ? QString(" (%1 MHSA)\n").arg(ratio(c.forward_flops, base.forward_flops)) : QString("\n"));
+  text += "activations: " + human(c.activation_bytes, "B", 1024.0) + ", largest tensor " +
+          human(c.largest_intermediate_bytes, "B", 1024.0);
+  cost_->setText(text);
+}
+
+}  // namespace tensorscope::app

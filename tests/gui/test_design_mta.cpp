@@ -1,0 +1,375 @@
+// Issue 36, MTA and the head mixings: multi-token attention's slots (docs/attention-variants.md
+// §8.8) in the Design dock — on/off, kernel sizes before and after the softmax, pad_key, head
+// groups, the head norm, its rescale and the gate — each one undo step, each checked by the spec
+// validator first (a refusal shows its reason and changes nothing), reachable from the preset list
+// and the demo's `slot`; C′, C^pre and MTA's kernels as read-only heatmaps (the spec holds no
+// values for them: initial values, or the trained run's checkpoint with C′'s spectrum and stable
+// rank); Match budget's "solve" box follows the design.
+#include <gtest/gtest.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cstring>
+
+#include "diagram_view/diagram_view.h"
+#include "gui/design/design_panel.h"
+#include "gui/design/head_mixing_view.h"
+#include "gui/shell/demo_runner.h"
+#include "gui/shell/demo_script.h"
+#include "model_core/analysis.h"
+#include "model_core/attention_layer.h"
+#include "model_core/run_directory.h"
+#include "model_core/safetensors.h"
+#include "spec/design_names.h"
+#include "spec/validation.h"
+#include "viz/matrix_heatmap.h"
+#include "window_test_util.h"
+
+using namespace tensorscope;
+using namespace tensorscope::test;
+
+namespace {
+
+template <typename W>
+W* slot(app::DesignPanel* p, const char* field) {
+  auto* w = qobject_cast<W*>(p->slotWidget(field));
+  EXPECT_NE(w, nullptr) << field;
+  return w;
+}
+
+/// The values of a float32 safetensors tensor.
+std::vector<double> valuesOf(const model_core::TensorData& t) {
+  EXPECT_EQ(t.dtype, model_core::DType::F32);
+  std::vector<float> f(t.bytes.size() / sizeof(float));
+  std::memcpy(f.data(), t.bytes.data(), f.size() * sizeof(float));
+  return std::vector<double>(f.begin(), f.end());
+}
+
+/// The weights of a freshly built layer of `s` (the module's own initialisation).
+model_core::SafetensorsFile moduleWeights(const spec::AttentionSpec& s) {
+  QTemporaryDir dir;
+  const std::string path = QDir(dir.path()).filePath("w.safetensors").toStdString();
+  model_core::AttentionLayer(s, 7).saveWeights(path);
+  return model_core::readSafetensors(path);
+}
+
+}  // namespace
+
+TEST(DesignMta, EveryMtaSlotIsEditedWithUndoAndTheValidatorRefusesWhatItWouldReject) {
+  app::MainWindow w(testOptions());
+  w.model().select(0);  // MHSA, never trained: edited in place
+  auto* p = w.designPanel();
+  auto* undo = w.model().undoStack();
+  const auto before = w.model().currentSpec();
+  ASSERT_EQ(before.variant, spec::Variant::Mhsa);
+  ASSERT_EQ(before.sizes.H, 4);
+  auto* on = slot<QCheckBox>(p, "slots.mta");
+  auto* cq = slot<QSpinBox>(p, "slots.mta.q_kernel");
+  auto* ck = slot<QSpinBox>(p, "slots.mta.k_kernel");
+  auto* cq2 = slot<QSpinBox>(p, "slots.mta.post_q_kernel");
+  auto* ck2 = slot<QSpinBox>(p, "slots.mta.post_k_kernel");
+  auto* pad = slot<QComboBox>(p, "slots.mta.pad");
+  auto* groups = slot<QSpinBox>(p, "slots.mta.head_group");
+  auto* norm = slot<QCheckBox>(p, "slots.mta.group_norm");
+  auto* rescale = slot<QCheckBox>(p, "slots.mta.norm_rescale");
+  auto* gate = slot<QComboBox>(p, "slots.mta.out_gate");
+  ASSERT_TRUE(on && cq && ck && cq2 && ck2 && pad && groups && norm && rescale && gate);
+  EXPECT_TRUE(cq->isHidden() && gate->isHidden()) << "one MTA row while it is off";
+
+  // On: the mta preset's MTA fields; the name says what the network is now.
+  on->setChecked(true);
+  const auto mta = spec::makeSpecPreset("mta").slots.mta;
+  EXPECT_EQ(w.model().currentSpec().slots.mta, mta);
+  EXPECT_EQ(undo->undoText(), "multi-token attention on");
+  EXPECT_FALSE(cq->isHidden());
+  EXPECT_EQ(cq->value(), 6);
+  EXPECT_EQ(ck->value(), 11);
+  EXPECT_TRUE(p->isValid()) << p->problemsText().toStdString();
+  EXPECT_EQ(p->designNameText(), app::DesignPanel::describeDesigns(w.model().currentSpec()));
+  EXPECT_TRUE(p->designNameText().contains(QString::fromStdString(spec::nameDesigns(w.model().currentSpec()).front().name)));
+  EXPECT_EQ(w.diagram()->caption(), p->designNameText());
+  int steps = undo->count();
+
+  // Each field one undo step.
+  cq->setValue(3);
+  EXPECT_EQ(w.model().currentSpec().slots.mta.q_kernel, 3);
+  EXPECT_EQ(undo->undoText(), "MTA c_q (logits) 3");
+  pad->setCurrentIndex(1);  // left
+  EXPECT_EQ(w.model().currentSpec().slots.mta.pad, spec::MtaPad::Left);
+  EXPECT_EQ(undo->undoText(), "MTA pad_key left");
+  ck->setValue(4);  // even: fine with pad left
+  EXPECT_EQ(w.model().currentSpec().slots.mta.k_kernel, 4);
+  norm->setChecked(false);
+  EXPECT_FALSE(w.model().currentSpec().slots.mta.group_norm);
+  gate->setCurrentIndex(2);
+  EXPECT_EQ(w.model().currentSpec().slots.mta.out_gate, spec::Gate::Elementwise);
+  EXPECT_EQ(undo->undoText(), "MTA gate elementwise");
+  // A kernel size turned off turns its partner off; turned on from off, the partner becomes 1.
+  cq2->setValue(0);
+  EXPECT_EQ(w.model().currentSpec().slots.mta.post_q_kernel, 0);
+  EXPECT_EQ(w.model().currentSpec().slots.mta.post_k_kernel, 0);
+  EXPECT_EQ(ck2->value(), 0);
+  ck2->setValue(5);
+  EXPECT_EQ(w.model().currentSpec().slots.mta.post_k_kernel, 5);
+  EXPECT_EQ(w.model().currentSpec().slots.mta.post_q_kernel, 1);
+  groups->setValue(2);
+  EXPECT_EQ(w.model().currentSpec().slots.mta.head_group, 2);
+  EXPECT_TRUE(p->isValid()) << p->problemsText().toStdString();
+  EXPECT_EQ(undo->count(), steps + 8);
+  EXPECT_TRUE(p->slotRefusal().isEmpty());
+
+  // Refusals: the validator's reason under the slots, nothing applied, the control back.
+  const auto refusedLeaves = [&](auto change, const char* field, const char* words) {
+    const auto spec = w.model().currentSpec();
+    const int count = undo->count();
+    change();
+    EXPECT_EQ(w.model().currentSpec(), spec) << field << ": nothing applied";
+    EXPECT_EQ(undo->count(), count) << field;
+    const QString why = p->slotRefusal();
+    EXPECT_TRUE(why.contains(field) && why.contains(words)) << why.toStdString();
+    EXPECT_TRUE(p->isValid()) << "the design stays valid";
+  };
+  refusedLeaves([&] { groups->setValue(3); }, "slots.mta.head_group", "must divide H=4");
+  EXPECT_EQ(groups->value(), 2) << "the control shows the design's value again";
+  refusedLeaves([&] { rescale->setChecked(true); }, "slots.mta.norm_rescale", "set group_norm to true");
+  EXPECT_FALSE(rescale->isChecked());
+  pad->setCurrentIndex(0);  // both: the key kernel of 4 is now even
+  EXPECT_EQ(w.model().currentSpec().slots.mta.pad, spec::MtaPad::Left) << "refused: c_k = 4 is even";
+  EXPECT_TRUE(p->slotRefusal().contains("slots.mta.k_kernel")) << p->slotRefusal().toStdString();
+  EXPECT_EQ(pad->currentIndex(), 1);
+  {
+    // The shown reason is spec::validate's message for that design, word for word.
+    auto refused = w.model().currentSpec();
+    refused.slots.mta.pad = spec::MtaPad::Both;
+    const auto issues = spec::validate(refused);
+    ASSERT_FALSE(issues.empty());
+    EXPECT_TRUE(p->slotRefusal().contains(QString::fromStdString(issues.front().message))) << p->slotRefusal().toStdString();
+  }
+  // A valid edit clears the reason.
+  norm->setChecked(true);
+  EXPECT_TRUE(p->slotRefusal().isEmpty());
+  rescale->setChecked(true);
+  EXPECT_TRUE(w.model().currentSpec().slots.mta.norm_rescale);
+  // The head convolution and the full C′ are two post-softmax mixings: post_mix on makes the design
+  // invalid (that slot shows problems as before), and a head group with C′ on is refused.
+  groups->setValue(0);
+  slot<QCheckBox>(p, "slots.post_mix")->setChecked(true);
+  refusedLeaves([&] { groups->setValue(2); }, "slots.mta.head_group", "post_mix");
+
+  // Undo back to MHSA, redo forward: the controls follow.
+  steps = undo->count();
+  const auto last = w.model().currentSpec();
+  while (undo->canUndo() && !(w.model().currentSpec() == before)) undo->undo();
+  EXPECT_EQ(w.model().currentSpec(), before);
+  EXPECT_FALSE(on->isChecked());
+  EXPECT_TRUE(cq->isHidden());
+  while (undo->canRedo()) undo->redo();
+  EXPECT_EQ(w.model().currentSpec(), last);
+  EXPECT_TRUE(on->isChecked());
+  EXPECT_EQ(cq->value(), 3);
+  EXPECT_EQ(pad->currentIndex(), 1);
+
+  // MTA with the slot Gate is refused (MTA gates each head from its own output); off turns every field off.
+  w.model().editDesign(before, "back");
+  slot<QComboBox>(p, "slots.gate")->setCurrentIndex(1);
+  on->setChecked(true);
+  EXPECT_FALSE(w.model().currentSpec().slots.mta.enabled());
+  EXPECT_FALSE(on->isChecked());
+  EXPECT_TRUE(p->slotRefusal().contains("slots.gate")) << p->slotRefusal().toStdString();
+  slot<QComboBox>(p, "slots.gate")->setCurrentIndex(0);
+  on->setChecked(true);
+  ASSERT_TRUE(w.model().currentSpec().slots.mta.enabled());
+  on->setChecked(false);
+  EXPECT_EQ(w.model().currentSpec().slots.mta, spec::Mta{});
+  EXPECT_EQ(undo->undoText(), "multi-token attention off");
+}
+
+TEST(DesignMta, ThePresetListReachesMtaAndTheDemoSlotCommandSetsItsFields) {
+  app::MainWindow w(testOptions());
+  const auto play = [&](const char* text) {
+    app::DemoRunner runner(w.demoParts(), app::parseDemoScript(text, "demo.txt"));
+    bool done = false;
+    QObject::connect(&runner, &app::DemoRunner::finished, [&] { done = true; });
+    runner.start();
+    EXPECT_TRUE(waitFor([&] { return done; }, 10000));
+    return runner.exitCode();
+  };
+  w.model().select(0);
+  auto* p = w.designPanel();
+  auto* preset = p->findChild<QComboBox*>("designPreset");
+  ASSERT_TRUE(preset);
+  ASSERT_GE(preset->findText("mta"), 0);
+  preset->setCurrentText("mta");
+  EXPECT_EQ(w.model().currentSpec().slots, spec::makeSpecPreset("mta").slots);
+  EXPECT_EQ(w.model().undoStack()->undoText(), "preset mta");
+  EXPECT_EQ(p->designNameText(), app::DesignPanel::describeDesigns(spec::makeSpecPreset("mta")));
+  EXPECT_TRUE(slot<QCheckBox>(p, "slots.mta")->isChecked());
+
+  EXPECT_EQ(play("slot slots.mta.q_kernel 2\nslot slots.mta.pad right\nslot slots.mta.k_kernel 4\n"
+                 "slot slots.mta.out_gate elementwise\nslot slots.mta.norm_rescale on\nquit\n"), 0);
+  const auto& m = w.model().currentSpec().slots.mta;
+  EXPECT_EQ(m.q_kernel, 2);
+  EXPECT_EQ(m.k_kernel, 4);
+  EXPECT_EQ(m.pad, spec::MtaPad::Right);
+  EXPECT_EQ(m.out_gate, spec::Gate::Elementwise);
+  EXPECT_TRUE(m.norm_rescale);
+  EXPECT_EQ(w.model().undoStack()->undoText(), "MTA norm × (1 − λ_init) on");
+  // A refused value fails the script with the validator's reason and changes nothing.
+  const auto kept = w.model().currentSpec();
+  EXPECT_NE(play("slot slots.mta.head_group 3\nquit\n"), 0) << "3 does not divide H = 4";
+  EXPECT_EQ(w.model().currentSpec(), kept);
+  EXPECT_NE(play("slot slots.mta.pad both\nquit\n"), 0) << "c_k = 4 is even";
+  EXPECT_EQ(w.model().currentSpec(), kept);
+  // The head-mixing view from a script: C′ of the preset, the kernel of head 2.
+  EXPECT_EQ(play("mixing mix_post\nmixing mta_kernel 2\nquit\n"), 0);
+  EXPECT_EQ(p->headMixing()->shownWeight(), "mta_kernel");
+  EXPECT_EQ(p->headMixing()->shownIndex(), 2);
+  EXPECT_NE(play("mixing head_kernel\nquit\n"), 0) << "no head convolution in this design";
+  EXPECT_NE(play("mixing mta_kernel 4\nquit\n"), 0) << "H = 4: heads 0 to 3";
+  EXPECT_THROW(app::parseDemoScript("slot slots.mta.pad\n", "demo.txt"), std::invalid_argument);
+}
+
+TEST(DesignMta, TheHeadMixingViewShowsTheModulesInitialValuesAndSaysWhyItIsNotEdited) {
+  app::HeadMixingView view;
+  view.setSpec(spec::makeSpecPreset("mhsa"));
+  EXPECT_TRUE(view.isHidden()) << "MHSA has no mixing";
+  EXPECT_TRUE(view.weights().isEmpty());
+  for (const auto pad : {spec::MtaPad::Both, spec::MtaPad::Left, spec::MtaPad::Right}) {
+    auto s = spec::makeSpecPreset("mta");
+    s.slots.mta.pad = pad;
+    s.slots.mta.k_kernel = 5;
+    s.slots.mta.post_q_kernel = 2;
+    s.slots.mta.post_k_kernel = 3;
+    s.slots.post_mix = false;
+    s.slots.mta.head_group = 2;
+    ASSERT_TRUE(spec::validate(s).empty()) << spec::formatIssues(spec::validate(s));
+    view.setSpec(s);
+    EXPECT_EQ(view.weights(), QStringList({"mix_pre", "mta_kernel", "mta_kernel_after_sm", "head_kernel"}));
+    // The oracle: the module's own initialisation, as it saves its weights.
+    const auto module = moduleWeights(s);
+    for (const auto& name : view.weights()) {
+      const auto init = app::HeadMixingView::initialValues(s, name);
+      const auto& t = module.tensors.at(name.toStdString());
+      EXPECT_EQ(init.shape, t.shape) << name.toStdString();
+      EXPECT_EQ(init.values, valuesOf(t)) << name.toStdString() << " pad " << spec::toString(pad);
+      // Shown: every head or group of it, as the heatmap.
+      const int count = init.shape.size() == 2 ? 1 : int(init.shape[0]);
+      for (int i = 0; i < count; ++i) {
+        ASSERT_TRUE(view.choose(name, i)) << name.toStdString();
+        const auto* map = view.heatmap();
+        const int rows = int(init.shape[init.shape.size() - 2]), cols = int(init.shape.back());
+        ASSERT_EQ(map->rows(), rows);
+        ASSERT_EQ(map->cols(), cols);
+        for (int r = 0; r < rows; ++r)
+          for (int c = 0; c < cols; ++c)
+            EXPECT_EQ(map->value(r, c), init.values[size_t(i) * rows * cols + size_t(r) * cols + c]);
+      }
+    }
+    EXPECT_FALSE(view.choose("mix_post")) << "post_mix is off";
+  }
+  // C′ of talking heads: the identity, stable rank H, and the reason it is read-only.
+  auto th = spec::makeSpecPreset("talking_heads");
+  th.sizes.H = 6;
+  th.sizes.D = 8;
+  view.setSpec(th);
+  ASSERT_TRUE(view.choose("mix_post"));
+  EXPECT_FALSE(view.isHidden());
+  EXPECT_FALSE(view.showsTrained());
+  EXPECT_NEAR(view.stableRank(), 6.0, 1e-9);
+  EXPECT_TRUE(view.readoutText().startsWith("stable rank 6.000 of 6 heads")) << view.readoutText().toStdString();
+  EXPECT_TRUE(view.noteText().contains("the spec holds no values")) << view.noteText().toStdString();
+  EXPECT_TRUE(view.heatmap()->title().contains("C′ (mix_post)")) << view.heatmap()->title().toStdString();
+  EXPECT_THROW(app::HeadMixingView::initialValues(spec::makeSpecPreset("mhsa"), "mix_post"), std::invalid_argument);
+}
+
+TEST(DesignMta, ATrainedRunShowsItsLearnedCPrimeAndForksOnAnMtaEdit) {
+  QStringList asked;
+  auto o = testOptions();
+  o.confirm = [&asked](const QString& title) {
+    asked << title;
+    return true;
+  };
+  app::MainWindow w(o);
+  w.model().select(0);
+  auto small = w.model().session().runs[0].config;
+  small.train.batch = 4;
+  small.model.layers = 1;
+  small.train.threads = 1;
+  w.trainingPanel()->setConfig(small);
+  auto th = spec::makeSpecPreset("talking_heads");
+  th.causal = w.model().currentSpec().causal;
+  th.sizes.seq_len = w.model().currentSpec().sizes.seq_len;
+  w.model().editDesign(th, "preset talking_heads");
+  auto* p = w.designPanel();
+  auto* view = p->headMixing();
+  ASSERT_TRUE(view->choose("mix_post"));
+  EXPECT_FALSE(view->showsTrained());
+  EXPECT_TRUE(view->noteText().contains("has not trained yet")) << view->noteText().toStdString();
+  trainStopped(w, 3);
+  ASSERT_TRUE(w.model().hasCheckpoint(0));
+  // The oracle: the checkpoint's mix_post read with the safetensors reader.
+  QTemporaryDir snap;
+  const qint64 step = model_core::snapshotCheckpoint(w.model().run(0).runDir.toStdString(), snap.path().toStdString());
+  const auto file = model_core::readSafetensors(QDir(snap.path()).filePath("model.safetensors").toStdString());
+  const auto learned = valuesOf(file.tensors.at("blocks.0.attn.mix_post"));
+  ASSERT_EQ(learned.size(), 16u);
+  ASSERT_TRUE(view->choose("mix_post"));
+  EXPECT_TRUE(view->showsTrained());
+  EXPECT_TRUE(view->heatmap()->title().contains(QString("trained, step %1").arg(step)))
+      << view->heatmap()->title().toStdString();
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) EXPECT_DOUBLE_EQ(view->heatmap()->value(r, c), learned[size_t(r) * 4 + c]);
+  EXPECT_NEAR(view->stableRank(), model_core::stableRank(learned, 4, 4), 1e-12);
+  EXPECT_TRUE(view->noteText().contains("Trained values of " + w.model().run(0).name)) << view->noteText().toStdString();
+  EXPECT_TRUE(view->noteText().contains("read-only")) << view->noteText().toStdString();
+
+  // An MTA edit of the trained run forks it; the fork carries the edit, undoable there.
+  const auto original = w.model().run(0);
+  const int runs = w.model().count();
+  slot<QCheckBox>(p, "slots.mta")->setChecked(true);
+  EXPECT_EQ(asked.size(), 1);
+  EXPECT_EQ(w.model().run(0).config.model.attention, original.config.model.attention) << "the trained run stays";
+  ASSERT_EQ(w.model().count(), runs + 1) << "the MTA edit made a fork";
+  EXPECT_EQ(w.model().currentRun().forkParent, original.id);
+  EXPECT_EQ(w.model().currentSpec().slots.mta, spec::makeSpecPreset("mta").slots.mta);
+  EXPECT_EQ(w.model().undoStack()->undoText(), "multi-token attention on");
+  EXPECT_EQ(p->designNameText(), app::DesignPanel::describeDesigns(w.model().currentSpec()));
+}
+
+TEST(DesignMta, MatchBudgetsSolveBoxFollowsTheDesign) {
+  app::MainWindow w(testOptions());
+  w.model().select(0);
+  auto* p = w.designPanel();
+  auto* solve = p->costPanel()->findChild<QComboBox*>("matchSize");
+  ASSERT_TRUE(solve);
+  const auto listed = [&] {
+    QStringList out;
+    for (int i = 0; i < solve->count(); ++i) out << solve->itemData(i).toString();
+    return out;
+  };
+  const auto edit = [&](const char* name) {
+    auto s = spec::makeSpecPreset(name);
+    s.sizes.seq_len = w.model().currentSpec().sizes.seq_len;
+    w.model().editDesign(s, name);
+  };
+  edit("mla");
+  EXPECT_EQ(listed(), QStringList({"", "H", "D", "F", "kv_rank", "rope_dim"}));
+  solve->setCurrentIndex(solve->findData("kv_rank"));
+  edit("mhsa");
+  EXPECT_EQ(listed(), QStringList({"", "H", "D", "F"})) << "MHSA has no latent";
+  EXPECT_EQ(solve->currentData().toString(), "") << "the stale kv_rank went back to any free size";
+  EXPECT_THROW(p->matchBudget("params", "mhsa", "kv_rank"), std::invalid_argument);
+  solve->setCurrentIndex(solve->findData("D"));
+  edit("gqa");
+  EXPECT_EQ(listed(), QStringList({"", "H", "kv_groups", "D", "F"}));
+  EXPECT_EQ(solve->currentData().toString(), "D") << "a size the new design has stays chosen";
+  edit("mta");
+  EXPECT_TRUE(listed().contains("mta_q_kernel") && listed().contains("mta_k_kernel"));
+  edit("thsa");
+  EXPECT_EQ(listed(), QStringList({"", "H", "D", "R", "F"}));
+}
