@@ -656,9 +656,14 @@ TEST(LessonDesignSpace, SlotsCostsAndRowsParseRoundTripAndCheck) {
   AttentionSpec mla = *l.steps[1].design;
   const auto& lat = mla.slots.latent;
   EXPECT_DOUBLE_EQ(*lessonCostRatio(mla, "kv_cache", 1024), 4.0 * (2 * 16 + lat.rope_dim) / (2.0 * 4 * 16));
-  EXPECT_FALSE(checkMet(*l.steps[1].check, {mla}));
+  const auto showing = [](const AttentionSpec& d) {
+    LessonState st;
+    st.design = d;
+    return st;
+  };
+  EXPECT_FALSE(checkMet(*l.steps[1].check, showing(mla)));
   mla = applyLessonSlot(mla, "slots.latent.order", "absorbed");
-  EXPECT_TRUE(checkMet(*l.steps[1].check, {mla}));
+  EXPECT_TRUE(checkMet(*l.steps[1].check, showing(mla)));
   EXPECT_DOUBLE_EQ(*lessonCostRatio(mla, "kv_cache", 1024), double(lat.kv_rank + lat.rope_dim) / (2.0 * 4 * 16));
   EXPECT_EQ(lessonSlotValue(mla, "slots.latent.order"), "absorbed");
   EXPECT_EQ(lessonSlotValue(mla, "slots.gate"), "none");
