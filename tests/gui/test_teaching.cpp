@@ -22,6 +22,7 @@
 #include <QMenuBar>
 #include <QSignalSpy>
 #include <QDir>
+#include <QFileInfo>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -33,6 +34,7 @@
 #include "gui/teaching/lesson_panel.h"
 #include "gui/teaching/lesson_runner.h"
 #include "gui/document/app_paths.h"
+#include "gui/document/session.h"
 #include "gui/document/session_model.h"
 #include "gui/training/training_driver.h"
 #include "gui/training/training_panel.h"
@@ -41,8 +43,12 @@
 #include "gui/teaching/tensor_inspector.h"
 #include "gui/training/training_controller.h"
 #include "lesson/lesson.h"
+#include "files/read_file.h"
+#include "model_core/intervention.h"
 #include "model_core/network_values.h"
+#include "model_core/run_files.h"
 #include "spec/attention_spec.h"
+#include "spec/validation.h"
 #include "spec/contraction_steps.h"
 #include "viz/matrix_heatmap.h"
 #include "viz/role_cluster_plot.h"
@@ -658,7 +664,8 @@ TEST(TeachingLayout, AStartedLessonGetsReadableRoomAt1280x800) {
 namespace {
 
 const char* const kLessonIds[] = {"mhsa_tensor_network", "thsa_stable_rank", "design_space_equal_parameters",
-                                  "low_rank_bottleneck", "tp_roles", "linear_attention", "multilinear_block_terms"};
+                                  "low_rank_bottleneck", "tp_roles", "linear_attention", "multilinear_block_terms",
+                                  "kv_cache_mhsa_gqa_mla", "mixing_heads"};
 
 // Finding N11: the second lesson trained in the first lesson's run. Each lesson works in a run of
 // its own (docs/teaching.md), named by the lesson.
@@ -752,7 +759,7 @@ void playLesson(const QString& id, const std::function<void(app::MainWindow&, si
 
 }  // namespace
 
-TEST(TeachingLessons, SevenLessonsShipOneIdeaEach) {
+TEST(TeachingLessons, NineLessonsShipOneIdeaEach) {
   QString problems;
   const auto lessons = app::shippedLessons(&problems);
   EXPECT_TRUE(problems.isEmpty()) << problems.toStdString();
@@ -823,6 +830,119 @@ TEST(TeachingLessons, TpRolesAndTheirClusters) {
 }
 TEST(TeachingLessons, LinearAndDimensionWiseAttention) { playLesson("linear_attention"); }
 TEST(TeachingLessons, MultilinearBlockTermAttention) { playLesson("multilinear_block_terms"); }
+
+// Issue 36: the KV cache lesson. Every cost a check asks for is the Cost dock's own number (the
+// design panel's costs(), computed from the cost model for the design on show), and every loss is
+// the lesson run's real evaluation loss; the MHSA run stays beside its GQA fork.
+TEST(TeachingLessons, TheKvCacheOfMhsaGqaAndMla) {
+  quint64 mhsaRun = 0;
+  playLesson("kv_cache_mhsa_gqa_mla", [&](app::MainWindow& w, size_t k) {
+    const auto costs = w.designPanel()->costs();
+    ASSERT_TRUE(costs.valid);
+    ASSERT_TRUE(costs.hasBaseline);
+    const auto spec = w.model().currentSpec();
+    const auto ratio = [&](const char* cost) { return *spec::lessonCostRatio(spec, cost, costs.context); };
+    EXPECT_NEAR(ratio("kv_cache"), costs.kvCacheBytesPerToken / costs.mhsaKvCacheBytesPerToken, 1e-12);
+    EXPECT_NEAR(ratio("decode_flops"), costs.decodeFlops / costs.mhsaDecodeFlops, 1e-12);
+    EXPECT_NEAR(ratio("parameters"), double(costs.parameters) / double(costs.mhsaParameters), 1e-12);
+    EXPECT_EQ(w.model().currentRun().config.task.name, "reverse") << "the default lesson task";
+    if (k == 0) mhsaRun = w.model().currentRun().id;
+    if (k == 3) {
+      // The GQA-2 run is a fork of the trained MHSA run, trained as long; the MHSA run kept its design.
+      const auto& fork = w.model().currentRun();
+      EXPECT_EQ(fork.forkParent, mhsaRun);
+      EXPECT_EQ(fork.config.model.attention.front().slots.kv_groups, 2);
+      const int parent = w.model().indexOf(mhsaRun);
+      ASSERT_GE(parent, 0);
+      EXPECT_EQ(w.model().run(parent).config.model.attention.front().slots.kv_groups, 0);
+      EXPECT_FALSE(w.model().run(parent).runDir.isEmpty());
+      EXPECT_FALSE(fork.runDir.isEmpty());
+    }
+    if (k == 5) {
+      EXPECT_EQ(spec.slots.latent.order, spec::LatentOrder::Absorbed);
+      EXPECT_GT(costs.decodeFlops, costs.mhsaDecodeFlops) << "absorbed MLA pays in decoding FLOPs at these sizes";
+    }
+  });
+}
+
+// Issue 36: the intervention. Zeroing row 1 of C′ forks the trained talking-heads run and zeroes
+// that row in the fork's starting weights (read back from the file); the trained run's checkpoint
+// keeps its row; the fork trains on from the edited weights, and its curve continues.
+TEST(TeachingLessons, MixingHeadsAndAnIntervention) {
+  quint64 trained = 0;
+  playLesson("mixing_heads", [&](app::MainWindow& w, size_t k) {
+    const auto& run = w.model().currentRun();
+    if (k == 1) trained = run.id;
+    if (k == 2) {
+      EXPECT_NE(run.id, trained);
+      EXPECT_EQ(run.forkParent, trained);
+      EXPECT_EQ(w.lessons()->lessonRun(), run.id) << "the lesson goes on in the fork";
+      ASSERT_FALSE(run.initFrom.isEmpty());
+      EXPECT_EQ(model_core::zeroMixingRows(run.initFrom.toStdString(), 0), std::vector<std::string>{"mix_post[1]"});
+      const int parent = w.model().indexOf(trained);
+      ASSERT_GE(parent, 0);
+      EXPECT_TRUE(model_core::zeroMixingRows(w.model().run(parent).runDir.toStdString(), 0).empty())
+          << "the trained run's own checkpoint is untouched";
+    }
+    if (k == 3) {
+      EXPECT_FALSE(run.runDir.isEmpty());
+      EXPECT_EQ(run.forkParent, trained);
+      // The fork started from the snapshot with row 1 of C′ at zero (its init.json names it) and
+      // trained on: its own checkpoint exists and training has moved the row.
+      const auto record = model_core::parseWarmStartRecord(
+          files::readWholeFile(run.runDir.toStdString() + "/init.json"), "init.json");
+      EXPECT_NE(std::find(record.loaded.begin(), record.loaded.end(), "blocks.0.attn.mix_post"), record.loaded.end());
+      EXPECT_EQ(QFileInfo(QString::fromStdString(record.source)).canonicalFilePath(), QFileInfo(run.initFrom).canonicalFilePath());
+    }
+  });
+}
+
+// Issue 36: example sessions for the modern designs on the King James Bible. Each compares designs
+// at the same width, task and training settings; the KV cache session's runs cache exactly what the
+// cost model says for MHSA, GQA-2, MQA and MLA in both orders.
+TEST(ExampleSessions, TheModernDesignsCompareAtTheSameWidthAndTask) {
+  QString kv, mixing;
+  for (const auto& p : app::exampleSessionPaths()) {
+    if (p.endsWith("kjv_kv_cache_designs.json")) kv = p;
+    if (p.endsWith("kjv_mixing_heads.json")) mixing = p;
+  }
+  ASSERT_FALSE(kv.isEmpty());
+  ASSERT_FALSE(mixing.isEmpty());
+  const auto fair = [](const app::Session& s) {
+    ASSERT_GE(s.runs.size(), 3u);
+    const auto& first = s.runs.front().config;
+    for (const auto& r : s.runs) {
+      SCOPED_TRACE(r.name.toStdString());
+      const auto& a = r.config.model.attention.front();
+      EXPECT_TRUE(spec::validate(a).empty()) << spec::formatIssues(spec::validate(a));
+      EXPECT_EQ(r.config.task.name, "char_lm");
+      EXPECT_EQ(r.config.model.d_model, first.model.d_model);
+      EXPECT_EQ(r.config.model.layers, first.model.layers);
+      EXPECT_EQ(r.config.train.steps, first.train.steps);
+      EXPECT_EQ(r.config.train.batch, first.train.batch);
+      EXPECT_TRUE(a.causal) << "a decoder";
+    }
+  };
+  const app::Session kvSession = app::Session::load(kv);
+  fair(kvSession);
+  std::map<QString, double> cache;
+  for (const auto& r : kvSession.runs) cache[r.name] = *spec::lessonCostRatio(r.config.model.attention.front(), "kv_cache", 4096);
+  EXPECT_DOUBLE_EQ(cache.at("MHSA"), 1.0);
+  EXPECT_DOUBLE_EQ(cache.at("GQA-2"), 0.5);
+  EXPECT_DOUBLE_EQ(cache.at("MQA"), 0.25);
+  EXPECT_DOUBLE_EQ(cache.at("MLA"), 4.0 * (2 * 32 + 16) / 256.0) << "naive: every head's key (D + r) and value";
+  EXPECT_DOUBLE_EQ(cache.at("MLA absorbed"), (64.0 + 16) / 256.0) << "absorbed: the latent and the rotary key";
+  const app::Session mixSession = app::Session::load(mixing);
+  fair(mixSession);
+  bool talking = false, diff = false;
+  for (const auto& r : mixSession.runs) {
+    const auto& slots = r.config.model.attention.front().slots;
+    talking = talking || (slots.pre_mix && slots.post_mix);
+    diff = diff || slots.differential;
+  }
+  EXPECT_TRUE(talking);
+  EXPECT_TRUE(diff);
+}
 
 // Finding N26: a teacher could not add a lesson from the window; lessons were read only from the
 // installation's folder. Add lessons… reads each file as an installed lesson is read (a bad file

@@ -12,6 +12,7 @@
 #include "gui/teaching/tensor_inspector.h"
 #include "gui/training/training_controller.h"
 #include "gui/training/training_driver.h"
+#include "model_core/intervention.h"
 #include "model_core/run_directory.h"
 #include "spec/tensor_network.h"
 
@@ -112,6 +113,20 @@ spec::LessonState LessonRunner::state() const {
   st.plan_length = inspector->stepCount();
   st.labs_done = labsDone_;
   if (const auto it = evalLoss_.find(run.id); it != evalLoss_.end()) st.last_eval_loss = it->second;
+  // The weights a fork starts from, read from its starting snapshot (once per run and intervention).
+  if (!run.initFrom.isEmpty()) {
+    auto it = zeroedRows_.find(run.id);
+    if (it == zeroedRows_.end()) {
+      std::vector<std::string> rows;
+      try {
+        rows = model_core::zeroMixingRows(QFile::encodeName(run.initFrom).toStdString(), 0);
+      } catch (const std::exception&) {
+        // An unreadable snapshot starts no fork; the check stays unmet and the fork's training says why.
+      }
+      it = zeroedRows_.emplace(run.id, std::move(rows)).first;
+    }
+    st.zeroed_rows = it->second;
+  }
   return st;
 }
 
@@ -132,6 +147,31 @@ bool LessonRunner::editDesign(const spec::AttentionSpec& next, const QString& wh
   if (!model.isTraining(index) && model.hasCheckpoint(index) && !(model.currentSpec() == next))
     return (*parts_.training).forkWithDesign(model.run(index).id, {next}, what);
   model.editDesign(next, what);
+  return true;
+}
+
+bool LessonRunner::zeroRow(const std::string& parameter, int row) {
+  auto& model = (*parts_.model);
+  const int index = model.current();
+  if (index < 0) return false;
+  if (model.isTraining(index)) {
+    parts_.showError("Zero a row", "The run is training: let it finish (or stop it) first; the row is zeroed in a fork of its checkpoint.");
+    return false;
+  }
+  // A fork that has not trained yet is edited where it starts; any other run is forked from its
+  // checkpoint first, so its own history stays as it trained (model_core/intervention.h).
+  const RunEntry& current = model.run(index);
+  if (current.initFrom.isEmpty() || !current.runDir.isEmpty()) {
+    if (!model.hasCheckpoint(index)) {
+      parts_.showError("Zero a row", "The run has no checkpoint yet: train it first.");
+      return false;
+    }
+    if (!(*parts_.training).fork()) return false;
+  }
+  const RunEntry& fork = model.currentRun();
+  if (fork.initFrom.isEmpty()) return false;
+  model_core::zeroMixingRow(QFile::encodeName(fork.initFrom).toStdString(), 0, parameter, row);
+  zeroedRows_.erase(fork.id);
   return true;
 }
 
@@ -207,6 +247,16 @@ bool LessonRunner::performAction() {
       case spec::LessonActionKind::RunLab:
         if (openLab_) openLab_(a.lab);
         return runLab_ && runLab_(a.lab);
+      case spec::LessonActionKind::SetSlot:
+        showDock("Cost");
+        if (!editDesign(spec::applyLessonSlot(model.currentSpec(), a.slot, a.value),
+                        "lesson: " + QString::fromStdString(a.slot + " " + a.value)))
+          return false;
+        break;
+      case spec::LessonActionKind::ZeroRow:
+        showDock("Curves");
+        if (!zeroRow(a.parameter, a.row)) return false;
+        break;
     }
   } catch (const std::exception& e) {
     parts_.showError("Show me", QString::fromUtf8(e.what()));

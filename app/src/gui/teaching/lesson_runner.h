@@ -64,6 +64,9 @@ class LessonRunner : public QObject {
   /// A lesson action's design edit of the current run: a run that has trained is forked with it (the
   /// lesson then works in the fork), any other run is edited (undoable). False when no fork was made.
   bool editDesign(const spec::AttentionSpec& next, const QString& what);
+  /// zero_row: forks the stopped current run from its checkpoint (a fork not yet trained is used as
+  /// it is) and zeroes row `row` of layer 0's `parameter` in the fork's starting snapshot.
+  bool zeroRow(const std::string& parameter, int row);
 
   LessonParts parts_;
   std::string lesson_;  ///< the id of the lesson run_ belongs to
@@ -74,6 +77,8 @@ class LessonRunner : public QObject {
   std::map<quint64, double> evalLoss_;    ///< each run's newest evaluation loss (this window)
   /// Each stopped run's checkpoint step, read once per status change (state() is polled).
   mutable std::map<quint64, std::int64_t> checkpointSteps_;
+  /// Each fork's zeroed mixing rows in its starting snapshot, read once (an intervention re-reads).
+  mutable std::map<quint64, std::vector<std::string>> zeroedRows_;
   QTimer* timer_;
   std::function<void(spec::LessonLab)> openLab_;
   std::function<bool(spec::LessonLab)> runLab_;

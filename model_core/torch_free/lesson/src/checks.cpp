@@ -112,6 +112,25 @@ bool checkMet(const LessonCheck& c, const LessonState& s) {
     }
     case LessonCheckKind::LabDone: return labIn(c.lab, s.labs_done);
     case LessonCheckKind::LossBelow: return s.last_eval_loss && *s.last_eval_loss < c.value;
+    case LessonCheckKind::SlotIs:
+      try {
+        return s.design && lessonSlotValue(*s.design, c.slot) == c.slot_value;
+      } catch (const std::invalid_argument&) {
+        return false;
+      }
+    case LessonCheckKind::CostRatioIn: {
+      if (!s.design) return false;
+      try {
+        const auto r = lessonCostRatio(*s.design, c.cost, c.context > 0 ? c.context : kDefaultLessonContext);
+        return r && *r >= c.min && *r <= c.max;
+      } catch (const std::invalid_argument&) {
+        return false;
+      }
+    }
+    case LessonCheckKind::RowZeroed: {
+      const std::string name = c.parameter + "[" + std::to_string(c.row) + "]";
+      return std::find(s.zeroed_rows.begin(), s.zeroed_rows.end(), name) != s.zeroed_rows.end();
+    }
     case LessonCheckKind::All:
       for (const auto& sub : c.checks)
         if (!checkMet(sub, s)) return false;
@@ -144,6 +163,17 @@ std::string describeCheck(const LessonCheck& c) {
       return "attention parameters within " + number(c.tolerance * 100) + "% of " + c.reference + " at the same F, H, D";
     case LessonCheckKind::LabDone: return "the " + std::string(toString(c.lab)) + " lab has been run";
     case LessonCheckKind::LossBelow: return "the last evaluation loss is below " + number(c.value);
+    case LessonCheckKind::SlotIs: return c.slot + " is " + c.slot_value;
+    case LessonCheckKind::CostRatioIn: {
+      const std::string what = c.cost == "kv_cache"         ? "KV cache per token"
+                               : c.cost == "decode_flops"   ? "decoding FLOPs per new token"
+                               : c.cost == "training_flops" ? "training FLOPs per token"
+                                                            : "parameters";
+      return what + " in [" + number(c.min) + ", " + number(c.max) + "] × MHSA's at the same F, H, D (L = " +
+             std::to_string(c.context > 0 ? c.context : kDefaultLessonContext) + ")";
+    }
+    case LessonCheckKind::RowZeroed:
+      return "row " + std::to_string(c.row) + " of " + c.parameter + " is 0 in the weights the run starts from";
     case LessonCheckKind::All: {
       std::string out = "every one of: ";
       for (size_t i = 0; i < c.checks.size(); ++i) out += (i ? "; " : "") + describeCheck(c.checks[i]);

@@ -13,6 +13,7 @@ Elements elementsOf(const TensorNetwork& net, const AttentionSpec& design) {
   e.has_core = hasCore(design.variant) && design.core.has_value();
   e.R = design.sizes.R;
   e.plan_length = static_cast<int>(net.plan.size());
+  e.design = design;
   for (const auto& n : net.nodes) {
     e.ids.push_back(n.id);
     e.legs[n.id] = static_cast<int>(n.legs.size());

@@ -20,11 +20,13 @@ namespace tensorscope::spec::lesson_detail {
 
 using json = nlohmann::json;
 
-inline constexpr std::array<std::string_view, 9> kActionNames = {
-    "read", "edit_core", "choose_variant", "choose_core_preset", "train", "inspect", "step_plan", "open_lab", "run_lab"};
-inline constexpr std::array<std::string_view, 11> kCheckNames = {
+inline constexpr std::array<std::string_view, 11> kActionNames = {
+    "read",  "edit_core", "choose_variant", "choose_core_preset", "train",   "inspect",
+    "step_plan", "open_lab", "run_lab", "set_slot", "zero_row"};
+inline constexpr std::array<std::string_view, 14> kCheckNames = {
     "variant_is", "core_preset_is", "stable_rank_in", "heads_in", "trained_steps_at_least", "inspected",
-    "plan_step_reached", "parameters_match", "lab_done", "loss_below", "all"};
+    "plan_step_reached", "parameters_match", "lab_done", "loss_below", "slot_is", "cost_ratio_in", "row_zeroed",
+    "all"};
 inline constexpr std::array<std::string_view, 2> kLabNames = {"bottleneck", "stable_rank"};
 
 /// The tags of a step's rich text, as problems name them.
@@ -64,6 +66,7 @@ struct Elements {
   int plan_length = 0;
   std::vector<std::string> ids;  ///< node ids then box ids
   std::map<std::string, int> legs;  ///< node id -> leg count
+  AttentionSpec design;             ///< the step's effective design (set_slot, zero_row check against it)
 };
 
 Elements elementsOf(const TensorNetwork& net, const AttentionSpec& design);

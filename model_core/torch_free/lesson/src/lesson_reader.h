@@ -59,6 +59,9 @@ class LessonReader {
   void action(const json& j, const std::string& field, LessonAction& a, const Elements& e, bool hasDesign);
   void paint(const json& j, const std::string& prefix, LessonAction& a, const Elements& e);
   void paintRectangle(const json& p, const std::string& pf, LessonAction& a, const Elements& e);
+  bool slotAndValue(const json& j, const std::string& prefix, std::string& slot, std::string& value);
+  void mixRow(const json& j, const std::string& field, const Elements& e, bool hasDesign, std::string& parameter,
+              int& row, const char* what);
 
   // Checks (reader_check.cpp).
   std::optional<LessonCheck> check(const json& j, const std::string& field, int level, const Elements& e,
@@ -68,6 +71,7 @@ class LessonReader {
   void stableRankIn(const json& j, const std::string& field, const Elements& e, bool hasDesign, LessonCheck& c);
   void headsIn(const json& j, const std::string& prefix, LessonCheck& c);
   void parametersMatch(const json& j, const std::string& prefix, LessonCheck& c);
+  void costRatioIn(const json& j, const std::string& prefix, LessonCheck& c);
   bool allOf(const json& j, const std::string& prefix, int level, const Elements& e, bool hasDesign, LessonCheck& c);
 
   FieldReader r_;

@@ -89,6 +89,21 @@ const std::vector<std::string>& lessonLabNames() {
   return names;
 }
 
+const std::vector<std::string>& lessonSlotNames() {
+  static const std::vector<std::string> names{"slots.kv_groups",      "slots.pre_mix",        "slots.post_mix",
+                                              "slots.gate",           "slots.differential",   "slots.latent.kv_rank",
+                                              "slots.latent.q_rank",  "slots.latent.rope_dim", "slots.latent.order"};
+  return names;
+}
+const std::vector<std::string>& lessonCostNames() {
+  static const std::vector<std::string> names{"parameters", "kv_cache", "decode_flops", "training_flops"};
+  return names;
+}
+const std::vector<std::string>& lessonMixNames() {
+  static const std::vector<std::string> names{"mix_pre", "mix_post"};
+  return names;
+}
+
 const std::vector<std::string>& lessonTaskNames() {
   static const std::vector<std::string> names{"arithmetic", "char_lm", "copy", "reverse", "sort"};
   return names;

@@ -1,7 +1,11 @@
 // A lesson step's action: its prompt and kind, and the fields of that kind (edit_core's paint
 // rectangles, a variant or core preset, training steps, an element, a plan step, a lab).
+#include <algorithm>
+
+#include "lesson/checks.h"
 #include "lesson_reader.h"
 #include "spec/core_spec.h"
+#include "spec/validation.h"
 
 namespace tensorscope::spec::lesson_detail {
 
@@ -56,8 +60,78 @@ void LessonReader::action(const json& j, const std::string& field, LessonAction&
       known.push_back("lab");
       if (const auto l = lab(j, prefix)) a.lab = *l;
       break;
+    case LessonActionKind::SetSlot:
+      known.insert(known.end(), {"slot", "value"});
+      if (slotAndValue(j, prefix, a.slot, a.value)) {
+        if (!hasDesign) fail(field, "set_slot needs a design in this or an earlier step");
+        else if (e.usable) {
+          try {
+            applyLessonSlot(e.design, a.slot, a.value);
+          } catch (const std::invalid_argument& ex) {
+            fail(prefix + "value", std::string(ex.what()) + " (the step's design)");
+          }
+        }
+      }
+      break;
+    case LessonActionKind::ZeroRow:
+      known.insert(known.end(), {"parameter", "row"});
+      mixRow(j, field, e, hasDesign, a.parameter, a.row, "zero_row");
+      break;
   }
   r_.rejectUnknown(j, prefix, known);
+}
+
+/// set_slot's and slot_is's "slot" (a lessonSlotNames() field) and "value" (a string, a whole
+/// number or true/false, kept as text); false when either is missing or wrong.
+bool LessonReader::slotAndValue(const json& j, const std::string& prefix, std::string& slot, std::string& value) {
+  const auto& names = lessonSlotNames();
+  bool ok = requireString(j, "slot", prefix, slot, "one of " + joined(names));
+  if (ok && std::find(names.begin(), names.end(), slot) == names.end()) {
+    fail(prefix + "slot", "unknown slot " + preview(slot) + "; one of " + joined(names));
+    ok = false;
+  }
+  if (!j.contains("value")) {
+    fail(prefix + "value", "missing; the slot's value (a whole number, true/false, or a name such as \"absorbed\")");
+    return false;
+  }
+  const json& v = j["value"];
+  if (v.is_string()) value = v.get<std::string>();
+  else if (v.is_boolean()) value = v.get<bool>() ? "true" : "false";
+  else if (v.is_number_integer() && clampedWhole(v) >= 0 && clampedWhole(v) <= (1 << 20)) value = std::to_string(clampedWhole(v));
+  else {
+    fail(prefix + "value", "must be a whole number 0..1048576, true/false or a name; got " + jsonPreview(v));
+    return false;
+  }
+  if (ok && value.size() > 32) {
+    fail(prefix + "value", "must be at most 32 characters; got " + preview(value.substr(0, 32)) + "…");
+    return false;
+  }
+  return ok;
+}
+
+/// zero_row's and row_zeroed's "parameter" (mix_pre or mix_post) and "row" (0 ≤ row < H); the
+/// step's design must have that mixing.
+void LessonReader::mixRow(const json& j, const std::string& field, const Elements& e, bool hasDesign,
+                          std::string& parameter, int& row, const char* what) {
+  const std::string prefix = field + ".";
+  const auto& names = lessonMixNames();
+  const bool named = requireString(j, "parameter", prefix, parameter, "one of " + joined(names));
+  if (named && std::find(names.begin(), names.end(), parameter) == names.end())
+    fail(prefix + "parameter", "unknown parameter " + preview(parameter) + "; one of " + joined(names));
+  std::int64_t r = 0;
+  const bool hasRow = wholeIn(j, "row", prefix, 0, kMaxHeads - 1, r, true);
+  row = static_cast<int>(r);
+  if (!hasDesign) {
+    fail(field, std::string(what) + " needs a design in this or an earlier step");
+    return;
+  }
+  if (!e.usable || !named) return;
+  const bool on = parameter == "mix_pre" ? e.design.slots.pre_mix : parameter == "mix_post" ? e.design.slots.post_mix : true;
+  if (!on)
+    fail(prefix + "parameter", "the step's design has no " + parameter + " (turn on slots." +
+                                   (parameter == "mix_pre" ? "pre_mix" : "post_mix") + ")");
+  else if (hasRow && row >= e.design.sizes.H)
+    fail(prefix + "row", "must be < H = " + std::to_string(e.design.sizes.H) + " (one row per head); got " + std::to_string(row));
 }
 
 /// edit_core's optional "paint": at most kMaxPaintRects rectangles inside the core's R x R.

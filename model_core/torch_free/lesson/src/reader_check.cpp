@@ -2,6 +2,7 @@
 // most kMaxCheckDepth deep.
 #include <algorithm>
 
+#include "lesson/checks.h"
 #include "lesson_reader.h"
 #include "spec/core_spec.h"
 #include "spec/validation.h"
@@ -89,6 +90,24 @@ bool LessonReader::checkFields(const json& j, const std::string& field, int leve
       if (finiteNumber(j, "value", prefix, c.value, true) && c.value <= 0.0)
         fail(prefix + "value", "must be > 0; got " + jsonPreview(j["value"]));
       break;
+    case LessonCheckKind::SlotIs:
+      known.insert(known.end(), {"slot", "value"});
+      if (slotAndValue(j, prefix, c.slot, c.slot_value) && e.usable) {
+        try {  // the value must be one the slot can take
+          applyLessonSlot(e.design, c.slot, c.slot_value);
+        } catch (const std::invalid_argument& ex) {
+          if (std::string(ex.what()).find("gives an invalid design") == std::string::npos) fail(prefix + "value", ex.what());
+        }
+      }
+      break;
+    case LessonCheckKind::CostRatioIn:
+      known.insert(known.end(), {"cost", "min", "max", "context"});
+      costRatioIn(j, prefix, c);
+      break;
+    case LessonCheckKind::RowZeroed:
+      known.insert(known.end(), {"parameter", "row"});
+      mixRow(j, field, e, hasDesign, c.parameter, c.row, "row_zeroed");
+      break;
     case LessonCheckKind::All:
       known.push_back("checks");
       ok = allOf(j, prefix, level, e, hasDesign, c);
@@ -128,6 +147,19 @@ void LessonReader::parametersMatch(const json& j, const std::string& prefix, Les
   if (finiteNumber(j, "tolerance", prefix, c.tolerance, true) &&
       (c.tolerance <= 0.0 || c.tolerance > kMaxParameterTolerance))
     fail(prefix + "tolerance", "must be in (0, 0.5]; got " + jsonPreview(j["tolerance"]));
+}
+
+void LessonReader::costRatioIn(const json& j, const std::string& prefix, LessonCheck& c) {
+  const auto& names = lessonCostNames();
+  if (requireString(j, "cost", prefix, c.cost, "one of " + joined(names)) &&
+      std::find(names.begin(), names.end(), c.cost) == names.end())
+    fail(prefix + "cost", "unknown cost " + preview(c.cost) + "; one of " + joined(names));
+  const bool a = finiteNumber(j, "min", prefix, c.min, true);
+  const bool b = finiteNumber(j, "max", prefix, c.max, true);
+  if (a && c.min <= 0.0) fail(prefix + "min", "must be > 0 (a ratio of two costs); got " + jsonPreview(j["min"]));
+  if (a && b && c.max < c.min)
+    fail(prefix + "max", "must be ≥ min (" + jsonPreview(j["min"]) + "); got " + jsonPreview(j["max"]));
+  if (j.contains("context")) wholeIn(j, "context", prefix, 1, kMaxLessonContext, c.context, true);
 }
 
 /// "all": 1..kMaxAllChecks checks, each read one level deeper; false when it nests too deep.

@@ -28,6 +28,14 @@ ojson checkToJson(const LessonCheck& c) {
     case LessonCheckKind::ParametersMatch: j["reference"] = c.reference; j["tolerance"] = c.tolerance; break;
     case LessonCheckKind::LabDone: j["lab"] = std::string(toString(c.lab)); break;
     case LessonCheckKind::LossBelow: j["value"] = c.value; break;
+    case LessonCheckKind::SlotIs: j["slot"] = c.slot; j["value"] = c.slot_value; break;
+    case LessonCheckKind::CostRatioIn:
+      j["cost"] = c.cost;
+      j["min"] = c.min;
+      j["max"] = c.max;
+      if (c.context > 0) j["context"] = c.context;
+      break;
+    case LessonCheckKind::RowZeroed: j["parameter"] = c.parameter; j["row"] = c.row; break;
     case LessonCheckKind::All: {
       ojson list = ojson::array();
       for (const auto& sub : c.checks) list.push_back(checkToJson(sub));
@@ -65,6 +73,8 @@ ojson actionToJson(const LessonAction& a) {
       break;
     case LessonActionKind::OpenLab:
     case LessonActionKind::RunLab: j["lab"] = std::string(toString(a.lab)); break;
+    case LessonActionKind::SetSlot: j["slot"] = a.slot; j["value"] = a.value; break;
+    case LessonActionKind::ZeroRow: j["parameter"] = a.parameter; j["row"] = a.row; break;
   }
   return j;
 }

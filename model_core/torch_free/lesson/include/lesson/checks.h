@@ -24,6 +24,9 @@ struct LessonState {
   int plan_length = 0;                  ///< steps in the plan the stepping view steps through
   std::vector<LessonLab> labs_done;     ///< labs run whose result is shown
   std::optional<double> last_eval_loss; ///< the lesson run's last evaluation loss
+  /// Rows of layer 0's head mixings that are exactly 0 in the weights the lesson run starts from (a
+  /// fork's starting checkpoint, read from its file), as "mix_post[1]".
+  std::vector<std::string> zeroed_rows;
 };
 
 /// Whether `check` holds in `state`:
@@ -37,6 +40,9 @@ struct LessonState {
 ///  parameters_match: design valid and |P(design) − P(ref)| ≤ tolerance · P(ref), P = parameterCount,
 ///    ref = lessonReferenceDesign(reference, *design) (false when ref is invalid or P(ref) = 0);
 ///  lab_done: lab ∈ labs_done;  loss_below: last_eval_loss && *last_eval_loss < value;
+///  slot_is: design && lessonSlotValue(*design, slot) == slot_value;
+///  cost_ratio_in: lessonCostRatio(*design, cost, context) is in [min, max];
+///  row_zeroed: "parameter[row]" ∈ zeroed_rows;
 ///  all: every check in `checks`.
 bool checkMet(const LessonCheck& check, const LessonState& state);
 
@@ -58,5 +64,21 @@ AttentionSpec lessonReferenceDesign(std::string_view reference, const AttentionS
 /// rectangle sets its cells; the core's preset becomes "custom". Throws std::invalid_argument when
 /// the design has no core or a rectangle leaves the R x R matrix.
 AttentionSpec applyCorePaint(const AttentionSpec& design, const std::vector<CorePaint>& paint);
+
+/// `design` with slot `slot` (a lessonSlotNames() field) set to `value` as text: a whole number for
+/// kv_groups and the latent sizes, true/false for pre_mix, post_mix and differential, none/headwise/
+/// elementwise for the gate, naive/absorbed for the latent order. Throws std::invalid_argument for
+/// an unknown slot, a malformed value, or a result spec::validate refuses (its issues).
+AttentionSpec applyLessonSlot(const AttentionSpec& design, const std::string& slot, const std::string& value);
+/// The value of `slot` in `design`, written as applyLessonSlot reads it ("2", "true", "absorbed").
+std::string lessonSlotValue(const AttentionSpec& design, const std::string& slot);
+
+/// cost_ratio_in's number: a cost of `design` per token at context length `context`, divided by the
+/// same cost of MHSA at the design's F, H and D (the Cost dock's "MHSA here", spec/cost_model.h):
+/// "parameters" (parameterCount), "training_flops" (estimateCost at B = 1, N = context, per token),
+/// "kv_cache" (cache elements per token) and "decode_flops" (a new token after `context` cached;
+/// both from estimateDecodeCost, a non-causal layer decoded as the same layer made causal). nullopt
+/// when the design is invalid or has no such cost (no KV cache: a fixed state, or no decoding).
+std::optional<double> lessonCostRatio(const AttentionSpec& design, const std::string& cost, std::int64_t context);
 
 }  // namespace tensorscope::spec

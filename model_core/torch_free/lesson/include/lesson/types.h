@@ -43,6 +43,10 @@ inline constexpr int kMaxLessonFiles = 256;   ///< *.json files readLessonDirect
 /// Designs stay small enough to train in seconds and to draw: F, R, H·D ≤ 512 and sizes.seq_len ≤
 /// kMaxLessonSeq (checked before a preset's core is expanded).
 inline constexpr int kMaxLessonDesignWidth = 512;
+/// cost_ratio_in's context length L (tokens cached, or the training context) when none is given, and
+/// the largest it may name.
+inline constexpr std::int64_t kDefaultLessonContext = 4096;  ///< the Cost dock's L at start
+inline constexpr std::int64_t kMaxLessonContext = 1 << 20;
 /// A plan step index meaning "the last step of the plan" ("end" in the file).
 inline constexpr int kPlanEnd = -1;
 
@@ -59,6 +63,8 @@ enum class LessonActionKind {
   StepPlan,          ///< "step_plan": step the contraction plan (to `to` when given)
   OpenLab,           ///< "open_lab": open lab `lab`
   RunLab,            ///< "run_lab": run lab `lab` (its result shown)
+  SetSlot,           ///< "set_slot": set slot `slot` of the design to `value` (the Design dock's slots)
+  ZeroRow,           ///< "zero_row": fork the trained run with row `row` of head mixing `parameter` zeroed
 };
 
 enum class LessonCheckKind {
@@ -72,6 +78,9 @@ enum class LessonCheckKind {
   ParametersMatch,      ///< "parameters_match" {reference, tolerance}: see lessonReferenceDesign
   LabDone,              ///< "lab_done" {lab}: the lab was run and its result is shown
   LossBelow,            ///< "loss_below" {value}: the current run's last evaluation loss < value
+  SlotIs,               ///< "slot_is" {slot, value}: the current design's slot has that value
+  CostRatioIn,          ///< "cost_ratio_in" {cost, min, max, context}: cost / MHSA's at the same F, H, D
+  RowZeroed,            ///< "row_zeroed" {parameter, row}: that row is 0 in the weights the run starts from
   All,                  ///< "all" {checks}: every one of `checks`
 };
 
@@ -99,6 +108,13 @@ struct LessonAction {
   /// EditCore: what to paint, for a scripted learner and the "Show me" button (may be empty: the
   /// prompt says what to do). applyCorePaint applies it.
   std::vector<CorePaint> paint;
+  /// SetSlot: a lessonSlotNames() field ("slots.kv_groups", "slots.latent.order", …) and its value as
+  /// text ("2", "absorbed", "true"); applyLessonSlot sets it.
+  std::string slot, value;
+  /// ZeroRow: "mix_pre" or "mix_post" (talking heads' H x H mixings, [to, from]) and the row (the
+  /// head it mixes into), 0 ≤ row < H; layer 0 of the run.
+  std::string parameter;
+  int row = 0;
 
   bool operator==(const LessonAction&) const = default;
 };
@@ -119,6 +135,14 @@ struct LessonCheck {
   double tolerance = 0.0;             ///< ParametersMatch: 0 < t ≤ 0.5 (relative)
   LessonLab lab = LessonLab::Bottleneck;  ///< LabDone
   double value = 0.0;                 ///< LossBelow: finite, > 0
+  std::string slot, slot_value;       ///< SlotIs ("slot", "value" in the file): as set_slot's
+  /// CostRatioIn: "parameters", "kv_cache", "decode_flops" or "training_flops" (lessonCostNames()),
+  /// its ratio to MHSA's at the same F, H, D in [min, max] (0 < min ≤ max, finite), at context length
+  /// `context` (1..kMaxLessonContext; default kDefaultLessonContext).
+  std::string cost;
+  std::int64_t context = 0;
+  std::string parameter;              ///< RowZeroed: "mix_pre" or "mix_post"
+  int row = 0;                        ///< RowZeroed: 0 ≤ row < H
   std::vector<LessonCheck> checks;    ///< All: 1..kMaxAllChecks
 
   bool operator==(const LessonCheck&) const = default;
@@ -204,6 +228,14 @@ bool parseLessonLab(std::string_view text, LessonLab& out);
 const std::vector<std::string>& lessonActionKindNames();
 const std::vector<std::string>& lessonCheckKindNames();
 const std::vector<std::string>& lessonLabNames();
+/// The slots set_slot and slot_is name: "slots.kv_groups", "slots.pre_mix", "slots.post_mix",
+/// "slots.gate", "slots.latent.kv_rank", "slots.latent.q_rank", "slots.latent.rope_dim",
+/// "slots.latent.order" (the Design dock's field names).
+const std::vector<std::string>& lessonSlotNames();
+/// The costs cost_ratio_in compares: "parameters", "kv_cache", "decode_flops", "training_flops".
+const std::vector<std::string>& lessonCostNames();
+/// The parameters zero_row and row_zeroed name: "mix_pre", "mix_post".
+const std::vector<std::string>& lessonMixNames();
 /// The tasks a lesson may name in "task": the token tasks of the trainer ("arithmetic", "char_lm",
 /// "copy", "reverse", "sort"; model_core::taskNames() less the image task).
 const std::vector<std::string>& lessonTaskNames();
