@@ -11,6 +11,9 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QComboBox>
+#include <QSignalSpy>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <gtest/gtest.h>
@@ -19,7 +22,10 @@
 #include "gui/document/app_paths.h"
 #include "gui/experiments/experiments_panel.h"
 #include "gui/experiments/sweep_dialog.h"
+#include "gui/shell/dock_layouts.h"
 #include "model_core/sweep.h"
+#include "model_core/sweep_report_text.h"
+#include "viz/difference_plot.h"
 #include "spec/attention_spec.h"
 #include "window_test_util.h"
 
@@ -110,6 +116,225 @@ TEST(ExperimentsDock, ARealSweepRunStartedFromTheDockTrainsAndShowsItsComparison
   EXPECT_EQ(w.model().currentRun().name, "trial 002-thsa-s1");
   Q_EMIT panel->trialsTable()->cellDoubleClicked(0, 0);
   EXPECT_EQ(w.model().currentRun().name, "trial 000-this_design-s1");
+}
+
+/// Writes a finished result with this final metric (the report reads nothing else of it).
+void finish(const model_core::SweepPlan& plan, const model_core::Trial& t, double metric) {
+  model_core::TrialResult r;
+  r.status = "finished";
+  r.steps = t.config.train.steps;
+  r.final_metric = metric;
+  r.best_metric = metric;
+  r.best_step = r.steps;
+  r.tokens_per_second = 1000;
+  r.where = "local";
+  QFile f(QString::fromStdString(plan.trialDir(t) + "/result.json"));
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+  f.write(QByteArray::fromStdString(model_core::trialResultToJson(r)));
+}
+
+/// Every cell of the verdict view is the report's text of it (model_core::reportRowTexts, which
+/// the md report prints), and every bar of the figure is the report's comparison.
+void expectTheReportsVerdicts(app::ExperimentsPanel& panel, const model_core::SweepReport& report) {
+  using V = app::ExperimentsPanel;
+  const auto rows = model_core::reportRowTexts(report);
+  const auto* t = panel.verdictTable();
+  ASSERT_EQ(t->rowCount(), static_cast<int>(rows.size()));
+  const auto md = model_core::formatReport(report, "md");
+  std::size_t compared = 0;
+  for (int i = 0; i < t->rowCount(); ++i) {
+    const auto& row = rows[static_cast<std::size_t>(i)];
+    SCOPED_TRACE(row.design);
+    const auto at = [&](int column) { return t->item(i, column)->text().toStdString(); };
+    EXPECT_EQ(at(V::VDesign), row.design);
+    EXPECT_EQ(at(V::VSeeds), row.seeds);
+    EXPECT_EQ(at(V::VMean), row.mean_std);
+    EXPECT_NE(md.find(row.mean_std), std::string::npos) << md;
+    if (!row.compared) {
+      EXPECT_EQ(at(V::VBaseline), "(the baseline)");
+      EXPECT_EQ(at(V::VVerdict), "");
+      continue;
+    }
+    ++compared;
+    EXPECT_EQ(at(V::VBaseline), row.baseline);
+    EXPECT_EQ(at(V::VCompared), row.compared_seeds);
+    EXPECT_EQ(at(V::VDifference), row.difference);
+    EXPECT_EQ(at(V::VWelch), row.welch_p);
+    EXPECT_EQ(at(V::VSignFlip), row.sign_flip_p);
+    EXPECT_EQ(at(V::VDecidedBy), row.decided_by);
+    EXPECT_EQ(at(V::VHolm), row.p_holm);
+    EXPECT_EQ(at(V::VVerdict), row.verdict);
+    // The md report's row of "Against the baseline", cell for cell.
+    const std::string mdRow = "| " + at(V::VDesign) + " | " + at(V::VBaseline) + " | " + at(V::VCompared) + " | " +
+                              at(V::VDifference) + " | " + at(V::VWelch) + " | " + at(V::VSignFlip) + " | " +
+                              at(V::VDecidedBy) + " | " + at(V::VHolm) + " | " + at(V::VVerdict) + " |";
+    EXPECT_NE(md.find(mdRow), std::string::npos) << mdRow << "\n" << md;
+  }
+  const auto& bars = panel.differencePlot()->rows();
+  ASSERT_EQ(bars.size(), compared);
+  std::size_t k = 0;
+  for (const auto& d : report.designs) {
+    if (!d.comparison) continue;
+    const auto& c = *d.comparison;
+    const auto& b = bars[k++];
+    EXPECT_EQ(b.design.toStdString(), d.design);
+    EXPECT_EQ(b.tested, c.tested);
+    EXPECT_EQ(b.direction, c.direction);
+    EXPECT_EQ(b.verdict.toStdString(), c.verdict);
+    if (c.tested) {  // the very doubles of the report
+      EXPECT_EQ(b.difference, c.difference);
+      EXPECT_EQ(b.low, c.ci_low);
+      EXPECT_EQ(b.high, c.ci_high);
+    }
+  }
+}
+
+/// "this design" (tiny MHSA), dense THSA and MQA over three seeds, compared on the accuracy.
+QString planDuel(const QString& dir, int steps) {
+  app::DesignSweepChoice c;
+  c.name = "duel";
+  c.designs = {"thsa", "mqa"};
+  c.seeds = 3;
+  c.steps = steps;
+  c.metric = "accuracy";
+  c.matchOn = "";
+  const auto sweep = model_core::sweepFromJson(app::designSweepJson(tinyCopy(steps), c).dump());
+  model_core::writeSweepDirectory(dir.toStdString(), sweep, model_core::expandSweep(sweep));
+  return dir;
+}
+
+// The duel (issue 37): results written into a planned sweep, as the trials would write them. The
+// verdict view shows the report's numbers, and a result that lands changes them at the next read.
+// The accuracies: this design (0.50, 0.52, 0.54); thsa (0.60, 0.63, 0.61), three pairs all higher:
+// Welch decides (fewer than 6 pairs); mqa first one seed (not tested), then three.
+TEST(ExperimentsDock, TheVerdictViewShowsTheReportsNumbersAndFollowsLandingResults) {
+  QTemporaryDir tmp;
+  const QString dir = planDuel(tmp.filePath("duel"), 10);
+  const auto plan = model_core::readSweepPlan(dir.toStdString());
+  ASSERT_EQ(plan.trials.size(), 9u);
+  ASSERT_EQ(plan.trials[3].design, "thsa");
+  ASSERT_EQ(plan.trials[6].design, "mqa");
+  const double base[] = {0.50, 0.52, 0.54}, thsa[] = {0.60, 0.63, 0.61};
+  for (int i = 0; i < 3; ++i) {
+    finish(plan, plan.trials[std::size_t(i)], base[i]);
+    finish(plan, plan.trials[std::size_t(3 + i)], thsa[i]);
+  }
+  finish(plan, plan.trials[6], 0.51);
+  app::ExperimentsPanel panel;
+  QSignalSpy messages(&panel, &app::ExperimentsPanel::message);
+  QString error;
+  ASSERT_TRUE(panel.openSweep(dir, &error)) << error.toStdString();
+  panel.refresh(true);
+  EXPECT_EQ(panel.views()->currentIndex(), 0) << "the verdicts are the first view";
+  const auto first = model_core::buildReport(plan);
+  expectTheReportsVerdicts(panel, first);
+  // thsa: higher, Welch's p; mqa: one seed, not tested, no bar.
+  EXPECT_EQ(first.designs[1].comparison->verdict.rfind("higher accuracy than this design, p = ", 0), 0u)
+      << first.designs[1].comparison->verdict;
+  EXPECT_EQ(panel.verdictTable()->item(2, app::ExperimentsPanel::VVerdict)->text(),
+            "not tested at n = 1 and 3 (two finished seeds of each design are needed)");
+  EXPECT_EQ(panel.differencePlot()->barCount(), 1);
+  EXPECT_TRUE(panel.verdictHeading()->text().contains("design = this design")) << panel.verdictHeading()->text().toStdString();
+  EXPECT_TRUE(panel.verdictHeading()->text().contains("Holm over 1 tested comparison ·"))
+      << panel.verdictHeading()->text().toStdString();
+  EXPECT_TRUE(panel.verdictHeading()->toolTip().toStdString() == model_core::reportDecisionRule(first));
+
+  // Two more mqa seeds land: the next read shows the new report.
+  finish(plan, plan.trials[7], 0.49);
+  finish(plan, plan.trials[8], 0.53);
+  panel.refresh(true);
+  const auto second = model_core::buildReport(plan);
+  ASSERT_TRUE(second.designs[2].comparison->tested);
+  expectTheReportsVerdicts(panel, second);
+  EXPECT_EQ(panel.verdictTable()->item(2, app::ExperimentsPanel::VSeeds)->text(), "3/3");
+  EXPECT_EQ(panel.verdictTable()->item(2, app::ExperimentsPanel::VCompared)->text(), "3 vs 3 (3 paired)");
+  EXPECT_EQ(panel.differencePlot()->barCount(), 2);
+  EXPECT_TRUE(panel.verdictHeading()->text().contains("Holm over 2 tested comparisons")) << panel.verdictHeading()->text().toStdString();
+  bool said = false;  // the change is said in the status bar
+  for (const auto& m : messages) said = said || m.at(0).toString().startsWith("Verdicts changed: mqa: ");
+  EXPECT_TRUE(said);
+
+  // The figure exports like every figure (PNG, SVG, PDF and its data), with the bars drawn.
+  panel.resize(1200, 700);
+  panel.show();
+  for (int i = 0; i < 8; ++i) QApplication::processEvents();
+  auto* fig = panel.differencePlot();
+  fig->replotNow();
+  const QRectF bar = fig->barRect(0);  // thsa's interval: above zero (higher accuracy), all of it
+  ASSERT_FALSE(bar.isEmpty());
+  EXPECT_GT(bar.left(), fig->zeroPixelX());
+  viz::FigureOptions options;
+  for (const char* ext : {"png", "svg", "pdf"}) {
+    const QString path = tmp.filePath(QString("differences.") + ext);
+    EXPECT_TRUE(fig->exportFigure(path, options)) << fig->exportError().toStdString();
+    EXPECT_GT(QFileInfo(path).size(), 0) << ext;
+  }
+  const QString csv = fig->csvText();
+  const auto& c = *second.designs[1].comparison;
+  EXPECT_TRUE(csv.startsWith("design,tested,difference,ci95_low,ci95_high,verdict\n")) << csv.toStdString();
+  EXPECT_TRUE(csv.contains("thsa,true," + QString::number(c.difference, 'g', 10) + "," + QString::number(c.ci_low, 'g', 10)))
+      << csv.toStdString();
+}
+
+// A sweep of one design has nothing to compare: the view says so and the figure is skipped by
+// File > Export figures with that reason.
+TEST(ExperimentsDock, OneDesignHasNoDuel) {
+  QTemporaryDir tmp;
+  app::DesignSweepChoice c;
+  c.name = "alone";
+  c.designs = {"thsa"};
+  c.seeds = 1;
+  c.steps = 10;
+  c.matchOn = "";
+  auto sweep = app::designSweepJson(tinyCopy(10), c);
+  sweep["axes"][0]["values"].erase(1);  // only "this design"
+  const auto file = model_core::sweepFromJson(sweep.dump());
+  model_core::writeSweepDirectory(tmp.filePath("alone").toStdString(), file, model_core::expandSweep(file));
+  app::ExperimentsPanel panel;
+  ASSERT_TRUE(panel.openSweep(tmp.filePath("alone")));
+  panel.refresh(true);
+  EXPECT_EQ(panel.verdictTable()->rowCount(), 1);
+  EXPECT_EQ(panel.verdictHeading()->text(), "One design: nothing to compare");
+  EXPECT_FALSE(panel.differencePlot()->hasFigure());
+  EXPECT_EQ(panel.differencePlot()->emptyReason(), "One design: nothing to compare");
+}
+
+/// The window at `size` with the Experiments layout, its duel in front, saved when asked.
+void screenshotDuel(app::MainWindow& w, const QSize& size, const QString& name) {
+  const QString dir = qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR");
+  if (dir.isEmpty()) return;
+  w.resize(size);
+  w.show();
+  for (int i = 0; i < 4; ++i) QApplication::processEvents();
+  app::applyDockLayout(w, app::DockLayout::Experiments, w.defaultLayout());
+  w.experiments()->views()->setCurrentIndex(0);
+  for (int i = 0; i < 8; ++i) QApplication::processEvents();
+  QDir().mkpath(dir);
+  const QString path = QDir(dir).filePath(name + ".png");
+  EXPECT_TRUE(w.grab().toImage().save(path)) << path.toStdString();
+  std::printf("[ screenshot ] %s\n", qPrintable(path));
+}
+
+// A real small duel: three designs over three seeds trained by `tensorscope sweep run` from the
+// dock; the verdict view ends with the report's numbers (the screenshots of docs/sweeps.md).
+TEST(ExperimentsDock, ARealDuelEndsWithTheReportsVerdicts) {
+  QTemporaryDir tmp;
+  app::MainWindow w(testOptions());
+  w.resize(1600, 1000);
+  w.show();
+  const QString dir = planDuel(tmp.filePath("duel"), 40);
+  ASSERT_TRUE(w.openSweepDirectory(dir));
+  auto* panel = w.experiments();
+  panel->setProgram(TS_TENSORSCOPE_BINARY);
+  ASSERT_TRUE(panel->startRun());
+  ASSERT_TRUE(waitFor([&] { return !panel->running(); }, 400000));
+  panel->refresh(true);
+  EXPECT_EQ(panel->summary()->text(), "9 finished");
+  const auto report = model_core::buildReport(model_core::readSweepPlan(dir.toStdString()));
+  expectTheReportsVerdicts(*panel, report);
+  EXPECT_EQ(panel->differencePlot()->barCount(), 2);
+  screenshotDuel(w, {1600, 1000}, "experiments_duel_1600x1000");
+  screenshotDuel(w, {1280, 800}, "experiments_duel_1280x800");
 }
 
 TEST(ExperimentsDock, StopKeepsCheckpointsAndRunResumes) {
@@ -264,6 +489,96 @@ TEST(SweepThisDesign, DescribesSkipLeftAndSkipRightAsTheContractDefinesThem) {
   EXPECT_FALSE(left.contains("H×H")) << left.toStdString();
   EXPECT_TRUE(right.contains("heads mixed by a trainable H×H core") && right.contains("H² parameters")) << right.toStdString();
   EXPECT_FALSE(right.contains("D×D")) << right.toStdString();
+}
+
+// The modern presets as designs and as the baseline, at equal KV cache through the cost model's
+// matcher: the dialog writes a sweep file the sweep reader takes, with the chosen baseline as the
+// reference, and the preview shows each design's solved size and residual.
+TEST(SweepThisDesign, MatchesTheKvCacheOfAModernBaselineAndPreviewsTheResidual) {
+  QTemporaryDir tmp;
+  app::SweepDialog dialog("Tiny", tinyCopy(50), tmp.filePath("planned"));
+  for (const QString& d : app::kTuformerDesigns) dialog.designBox(d)->setChecked(false);
+  for (const QString& d : app::kModernDesigns) ASSERT_NE(dialog.designBox(d), nullptr) << d.toStdString();
+  dialog.designBox("mqa")->setChecked(true);
+  dialog.designBox("gqa")->setChecked(true);
+  dialog.baselineBox()->setCurrentIndex(dialog.baselineBox()->findData("mhsa"));
+  dialog.matchOnBox()->setCurrentIndex(dialog.matchOnBox()->findData("kv"));
+  dialog.matchSizeBox()->setCurrentIndex(dialog.matchSizeBox()->findData("D"));
+  EXPECT_TRUE(dialog.matchSizeBox()->isEnabled());
+  dialog.seedsBox()->setValue(2);
+  dialog.toleranceBox()->setValue(1);
+  const auto c = dialog.choice();
+  EXPECT_EQ(c.matchOn, "kv");
+  EXPECT_EQ(c.baseline, "mhsa");
+  // The sweep file: read back by the sweep reader, with the match and the baseline as chosen.
+  const auto json = app::designSweepJson(tinyCopy(50), c);
+  const auto sweep = model_core::sweepFromJson(json.dump());
+  ASSERT_TRUE(sweep.match);
+  EXPECT_EQ(sweep.match->on, "kv");
+  EXPECT_EQ(sweep.match->reference, "mhsa");
+  EXPECT_EQ(sweep.match->solve, "D");
+  ASSERT_TRUE(sweep.baseline);
+  EXPECT_EQ(sweep.baseline->label, "mhsa");
+  ASSERT_EQ(sweep.axes[0].values.size(), 4u);  // this design, then mhsa (the baseline, added), mqa, gqa
+  EXPECT_EQ(sweep.axes[0].values[1].label, "mhsa");
+  // MHSA keeps 2 H D = 32 key/value elements a layer (H = 2, D = 8); MQA one group: 2 D = 32 at
+  // D = 16; GQA 2 groups: 2 G D = 4 D = 32 at D = 8, both exact.
+  ASSERT_TRUE(dialog.previewPlan()) << dialog.error().toStdString();
+  const auto* table = dialog.planTable();
+  ASSERT_EQ(table->rowCount(), 4);
+  const auto rowOf = [&](const QString& design) {
+    for (int r = 0; r < table->rowCount(); ++r)
+      if (table->item(r, 0)->text() == design) return r;
+    return -1;
+  };
+  const int mqa = rowOf("mqa"), gqa = rowOf("gqa"), mhsa = rowOf("mhsa");
+  ASSERT_GE(mqa, 0);
+  ASSERT_GE(gqa, 0);
+  EXPECT_EQ(table->item(mhsa, 1)->text(), "(the baseline)");
+  EXPECT_EQ(table->item(mqa, 1)->text(), "D=16");
+  EXPECT_EQ(table->item(mqa, 2)->text(), "64 kv");  // two layers
+  EXPECT_EQ(table->item(mqa, 3)->text(), "64");
+  EXPECT_EQ(table->item(mqa, 4)->text(), "+0.00%");
+  EXPECT_EQ(table->item(gqa, 1)->text(), "D=8");
+  // Planned: the directory's plan carries the same match.
+  dialog.accept();
+  ASSERT_EQ(dialog.planned(), tmp.filePath("planned")) << dialog.error().toStdString();
+  const auto plan = model_core::readSweepPlan(tmp.filePath("planned").toStdString());
+  ASSERT_EQ(plan.trials.size(), 8u);
+  EXPECT_EQ(plan.trials[4].design, "mqa");
+  EXPECT_EQ(plan.trials[4].matched, "D=16");
+  EXPECT_EQ(plan.trials[4].match_on, "kv");
+  EXPECT_EQ(plan.trials[4].match_residual, 0);
+  if (!qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR").isEmpty()) {
+    dialog.show();
+    for (int i = 0; i < 8; ++i) QApplication::processEvents();
+    EXPECT_TRUE(dialog.grab().toImage().save(QDir(qEnvironmentVariable("TS_GUI_SCREENSHOT_DIR")).filePath("sweep_dialog_match.png")));
+  }
+}
+
+// A design the matcher cannot match is refused with its reason, in the preview and on Plan: GQA's
+// KV cache does not change with H.
+TEST(SweepThisDesign, ARefusedMatchSaysTheMatchersReason) {
+  QTemporaryDir tmp;
+  app::SweepDialog dialog("Tiny", tinyCopy(50), tmp.filePath("planned"));
+  for (const QString& d : app::kTuformerDesigns) dialog.designBox(d)->setChecked(false);
+  dialog.designBox("gqa")->setChecked(true);
+  dialog.matchOnBox()->setCurrentIndex(dialog.matchOnBox()->findData("kv"));
+  dialog.matchSizeBox()->setCurrentIndex(dialog.matchSizeBox()->findData("H"));
+  EXPECT_FALSE(dialog.previewPlan());
+  EXPECT_EQ(dialog.planTable()->rowCount(), 0);
+  EXPECT_TRUE(dialog.error().contains("H does not change the KV-cache elements per token of this design"))
+      << dialog.error().toStdString();
+  dialog.accept();
+  EXPECT_TRUE(dialog.planned().isEmpty());
+  EXPECT_TRUE(dialog.error().contains("-gqa-s1")) << dialog.error().toStdString();
+  EXPECT_FALSE(QFile::exists(tmp.filePath("planned/plan.json")));
+  // No budget match: the size and tolerance have nothing to do and are off.
+  dialog.matchOnBox()->setCurrentIndex(dialog.matchOnBox()->findData(""));
+  EXPECT_FALSE(dialog.matchSizeBox()->isEnabled());
+  EXPECT_FALSE(dialog.toleranceBox()->isEnabled());
+  ASSERT_TRUE(dialog.previewPlan()) << dialog.error().toStdString();
+  EXPECT_EQ(dialog.planTable()->item(1, 1)->text(), "(no budget match)");
 }
 
 TEST(SweepThisDesign, SaysWhyItPlansNothing) {

@@ -14,6 +14,7 @@
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QSvgRenderer>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QThread>
 #include <QTimer>
@@ -25,7 +26,9 @@
 
 #include "gui/document/app_paths.h"
 #include "model_core/sweep.h"
+#include "model_core/sweep_report_text.h"
 #include "sweeps/slurm_client.h"
+#include "viz/difference_plot.h"
 
 namespace tensorscope::app {
 namespace {
@@ -136,7 +139,40 @@ ExperimentsPanel::ExperimentsPanel(QWidget* parent) : QWidget(parent) {
   split->setStretchFactor(0, 3);  // the tables need the width; the figure keeps its aspect
   split->setStretchFactor(1, 2);
   split->setSizes({600, 400});
-  column->addWidget(split, 1);
+
+  // The duel: the verdicts as the report prints them, above their differences against zero.
+  auto* duel = new QWidget;
+  auto* duelColumn = new QVBoxLayout(duel);
+  duelColumn->setContentsMargins(0, 4, 0, 0);
+  verdictHeading_ = new QLabel("Open a sweep to compare its designs with their baseline");
+  verdictHeading_->setObjectName("verdictHeading");
+  verdictHeading_->setWordWrap(true);
+  duelColumn->addWidget(verdictHeading_);
+  auto* duelSplit = new QSplitter(Qt::Vertical);
+  verdicts_ = new QTableWidget(0, VColumns);
+  verdicts_->setObjectName("verdicts");
+  verdicts_->setHorizontalHeaderLabels({"Design", "Seeds", "Mean ± std", "Baseline", "Seeds compared",
+                                        "Difference [95% CI]", "Welch p", "Sign-flip p", "Decided by", "Holm p", "Verdict",
+                                        "Until settled"});
+  verdicts_->verticalHeader()->hide();
+  verdicts_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
+  verdicts_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  verdicts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  verdicts_->horizontalHeader()->setStretchLastSection(true);
+  verdicts_->setColumnHidden(VSettle, true);
+  differences_ = new viz::DifferencePlot;
+  differences_->setObjectName("sweepDifferences");
+  differences_->setToolTip("Each design's difference from its baseline with its 95% confidence interval; the dashed line "
+                           "is no difference. Right-click to export (PNG, SVG, PDF, CSV)");
+  duelSplit->addWidget(verdicts_);
+  duelSplit->addWidget(differences_);
+  duelSplit->setStretchFactor(0, 2);
+  duelSplit->setStretchFactor(1, 3);
+  duelColumn->addWidget(duelSplit, 1);
+  views_ = new QTabWidget;
+  views_->addTab(duel, "Verdicts");
+  views_->addTab(split, "Trials and report figure");
+  column->addWidget(views_, 1);
 
   timer_ = new QTimer(this);
   timer_->setInterval(2000);
@@ -202,6 +238,7 @@ bool ExperimentsPanel::openSweep(const QString& dir, QString* error) {
   path_->setText(QString::fromStdString(plan_->sweep.name) + "  —  " + dir);
   path_->setToolTip(QString::fromStdString(plan_->sweep.description));
   shown_ = {};
+  lastVerdicts_.clear();
   timer_->start();
   updateButtons();
   refresh();
@@ -307,7 +344,68 @@ void ExperimentsPanel::show(const SweepSnapshot& s) {
     text += " · " + QString::number(damaged) + (damaged > 1 ? " damaged results" : " damaged result") + " (hover its state)";
   summary_->setText(text + (running() ? " · running here" : ""));
   static_cast<SvgView*>(figure_)->setSvg(s.svg);
+  showVerdicts(r);
   updateButtons();
+}
+
+void ExperimentsPanel::showVerdicts(const model_core::SweepReport& r) {
+  const auto rows = model_core::reportRowTexts(r);  // the md report's cells, character for character
+  verdicts_->setHorizontalHeaderItem(VMean, new QTableWidgetItem(QString::fromStdString(r.metric + " on " + r.split) +
+                                                                 (r.higher_is_better ? " ↑" : " ↓") + " (mean ± std)"));
+  verdicts_->setColumnHidden(VSettle, !r.settle);
+  verdicts_->setRowCount(static_cast<int>(rows.size()));
+  const QString rule = QString::fromStdString(model_core::reportDecisionRule(r));
+  QStringList changed;
+  std::vector<viz::DifferencePlot::Row> bars;
+  for (int i = 0; i < verdicts_->rowCount(); ++i) {
+    const auto& row = rows[static_cast<std::size_t>(i)];
+    const auto& d = r.designs[static_cast<std::size_t>(i)];
+    const auto text = [](const std::string& t) { return QString::fromStdString(t); };
+    verdicts_->setItem(i, VDesign, cell(text(row.design)));
+    verdicts_->setItem(i, VSeeds, cell(text(row.seeds), true));
+    verdicts_->setItem(i, VMean, cell(text(row.mean_std), true));
+    verdicts_->item(i, VMean)->setToolTip("95% CI of the mean: " + text(row.ci95));
+    verdicts_->setItem(i, VBaseline, cell(row.is_baseline ? "(the baseline)" : text(row.baseline)));
+    verdicts_->setItem(i, VCompared, cell(text(row.compared_seeds), true));
+    verdicts_->setItem(i, VDifference, cell(text(row.difference), true));
+    verdicts_->setItem(i, VWelch, cell(text(row.welch_p), true));
+    verdicts_->setItem(i, VSignFlip, cell(text(row.sign_flip_p), true));
+    verdicts_->setItem(i, VDecidedBy, cell(text(row.decided_by)));
+    verdicts_->setItem(i, VHolm, cell(text(row.p_holm), true));
+    verdicts_->setItem(i, VVerdict, cell(text(row.verdict)));
+    verdicts_->setItem(i, VSettle, cell(text(row.settle)));
+    if (!row.compared) continue;
+    verdicts_->item(i, VVerdict)->setToolTip(rule);
+    const auto& c = *d.comparison;
+    QFont f = verdicts_->item(i, VVerdict)->font();
+    f.setBold(c.direction != 0);  // an established difference stands out
+    verdicts_->item(i, VVerdict)->setFont(f);
+    bars.push_back({text(row.design), c.tested, c.difference, c.ci_low, c.ci_high, c.direction, text(row.verdict)});
+    // Say what a finished seed changed (the first look at a sweep says nothing).
+    const auto last = lastVerdicts_.find(d.design);
+    if (last != lastVerdicts_.end() && last->second != row.verdict) changed << text(row.design) + ": " + text(row.verdict);
+    lastVerdicts_[d.design] = row.verdict;
+  }
+  verdicts_->resizeColumnsToContents();
+  if (bars.empty()) {
+    verdictHeading_->setText(r.designs.size() < 2 ? "One design: nothing to compare"
+                                                  : "No design has a baseline design to be compared with");
+    verdictHeading_->setToolTip({});
+    differences_->clear(verdictHeading_->text());
+    return;
+  }
+  const auto& b = *r.baseline;
+  verdictHeading_->setText(QString("Each design against its baseline (%1 = %2) on the final %3, %4 is better · alpha = %5%6, "
+                                   "Holm over %7 tested comparison%8 · hover a verdict for the rule")
+                               .arg(QString::fromStdString(b.axis), QString::fromStdString(b.label),
+                                    QString::fromStdString(r.metric), QString(r.higher_is_better ? "higher" : "lower"),
+                                    QString::number(r.alpha, 'g', 6), QString(r.settle ? " per look (until settled)" : ""))
+                               .arg(r.comparisons_tested)
+                               .arg(r.comparisons_tested == 1 ? "" : "s"));
+  verdictHeading_->setToolTip(rule);
+  differences_->setComparisons(bars, QString::fromStdString(r.metric) + " of the design − " + QString::fromStdString(r.metric) +
+                                         " of its baseline (final, 95% CI)");
+  if (!changed.isEmpty()) Q_EMIT message("Verdicts changed: " + changed.join(" · "));
 }
 
 bool ExperimentsPanel::startRun() {

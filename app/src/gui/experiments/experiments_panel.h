@@ -3,6 +3,10 @@
 /// status update live (trained here or on Slurm: it reads the trial directories), the comparison
 /// table and the figure; run the pending trials in a `tensorscope sweep run` process or stop it;
 /// double-click a trial to open its run in the explorer. The files are read on a worker thread.
+/// The Verdicts tab is the duel (issue 37): per design its seeds, mean ± std, the difference to its
+/// baseline with the 95% CI, the p-values, the test that decides and the verdict words, printed by
+/// the sweep report's own code (model_core/sweep_report_text.h), updated as trial results land, and
+/// the differences with their intervals against zero as a figure that exports like every figure.
 
 #include <QFutureWatcher>
 #include <QProcess>
@@ -16,8 +20,13 @@
 class QLabel;
 class QPushButton;
 class QSpinBox;
+class QTabWidget;
 class QTableWidget;
 class QTimer;
+
+namespace tensorscope::viz {
+class DifferencePlot;
+}
 
 namespace tensorscope::app {
 
@@ -58,6 +67,15 @@ class ExperimentsPanel : public QWidget {
   QTableWidget* trialsTable() const { return trials_; }
   QTableWidget* designsTable() const { return designs_; }
   QLabel* summary() const { return summary_; }
+  /// The duel: one row per design (see the class comment); columns in VerdictColumn order.
+  QTableWidget* verdictTable() const { return verdicts_; }
+  enum VerdictColumn { VDesign, VSeeds, VMean, VBaseline, VCompared, VDifference, VWelch, VSignFlip, VDecidedBy, VHolm,
+                       VVerdict, VSettle, VColumns };
+  /// The differences with their 95% intervals against zero (the duel's figure).
+  viz::DifferencePlot* differencePlot() const { return differences_; }
+  /// Which baseline, alpha and family the verdicts are over (the full rule is its tooltip).
+  QLabel* verdictHeading() const { return verdictHeading_; }
+  QTabWidget* views() const { return views_; }
   const SweepSnapshot& snapshot() const { return shown_; }
 
  Q_SIGNALS:
@@ -87,6 +105,12 @@ class ExperimentsPanel : public QWidget {
   QTableWidget* trials_ = nullptr;
   QTableWidget* designs_ = nullptr;
   QWidget* figure_ = nullptr;
+  QTabWidget* views_ = nullptr;
+  QTableWidget* verdicts_ = nullptr;
+  QLabel* verdictHeading_ = nullptr;
+  viz::DifferencePlot* differences_ = nullptr;
+  std::map<std::string, std::string> lastVerdicts_;  ///< design -> verdict last shown (to say what changed)
+  void showVerdicts(const model_core::SweepReport& r);
 };
 
 }  // namespace tensorscope::app

@@ -29,8 +29,10 @@
 #include "gui/training/training_controller.h"
 #include "gui/training/training_driver.h"
 #include "model_core/run_directory.h"
+#include "gui/experiments/experiments_panel.h"
 #include "viz/attention_map_grid.h"
 #include "viz/curves_plot.h"
+#include "viz/difference_plot.h"
 #include "viz/matrix_heatmap.h"
 #include "viz/role_cluster_plot.h"
 #include "viz/spectrum_plot.h"
@@ -41,7 +43,8 @@ namespace tensorscope::app {
 namespace {
 
 std::vector<viz::PlotWidget*> windowPlots(const MainWindow& w) {
-  return {w.curves(), w.stableRankPlot(), w.spectrumPlot(), w.attentionMaps(), w.roleClusters()};
+  return {w.curves(), w.stableRankPlot(), w.spectrumPlot(), w.attentionMaps(), w.roleClusters(),
+          w.experiments()->differencePlot()};
 }
 
 // File > Export figures: the dialog (size, DPI, type, legend, formats, views, runs and metrics),
@@ -50,7 +53,8 @@ void exportFiguresInteractively(MainWindow& w, SessionModel& model) {
   FigureDialog dialog(FigureDialog::Mode::AllViews, &w);
   const std::pair<viz::PlotWidget*, const char*> labels[] = {
       {w.curves(), "Curves"}, {w.stableRankPlot(), "Stable rank"}, {w.spectrumPlot(), "Spectrum of C"},
-      {w.attentionMaps(), "Attention maps"}, {w.roleClusters(), "Role clusters"}};
+      {w.attentionMaps(), "Attention maps"}, {w.roleClusters(), "Role clusters"},
+      {w.experiments()->differencePlot(), "Sweep verdicts: differences from the baseline (95% CI)"}};
   std::vector<FigureDialog::View> views;
   for (const auto& [plot, label] : labels) views.push_back({plot->exportName(), label, plot->emptyReason()});
   CoreEditor* core = w.coreEditor();

@@ -62,6 +62,7 @@
 #include "spec/validation.h"
 #include "viz/attention_map_grid.h"
 #include "viz/curves_plot.h"
+#include "viz/difference_plot.h"
 #include "viz/role_cluster_plot.h"
 #include "viz/spectrum_plot.h"
 #include "viz/stable_rank_plot.h"
@@ -202,7 +203,9 @@ QDockWidget* MainWindow::dock(const QString& title) const {
   return nullptr;
 }
 
-std::vector<viz::PlotWidget*> MainWindow::plots() const { return {curves_, stableRank_, spectrum_, maps_, roles_}; }
+std::vector<viz::PlotWidget*> MainWindow::plots() const {
+  return {curves_, stableRank_, spectrum_, maps_, roles_, experiments_->differencePlot()};
+}
 
 void MainWindow::forkForDesignEdit(quint64 runId, const std::vector<spec::AttentionSpec>& after, const QString& what) {
   const int index = model_->indexOf(runId);
