@@ -256,7 +256,7 @@ TEST(ExperimentsDock, TheVerdictViewShowsTheReportsNumbersAndFollowsLandingResul
 
   // The figure exports like every figure (PNG, SVG, PDF and its data), with the bars drawn.
   panel.resize(1200, 700);
-  panel.show();
+  panel.QWidget::show();
   for (int i = 0; i < 8; ++i) QApplication::processEvents();
   auto* fig = panel.differencePlot();
   fig->replotNow();

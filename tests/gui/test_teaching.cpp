@@ -28,6 +28,7 @@
 #include <QTest>
 
 #include "diagram_view/diagram_view.h"
+#include "gui/design/design_panel.h"
 #include "gui/shell/dock_layouts.h"
 #include "gui/teaching/bottleneck_lab.h"
 #include "gui/teaching/stable_rank_lab.h"
