@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include "gui/design/design_panel_parts.h"
+#include "spec/design_baseline.h"
 #include "spec/budget_match.h"
 #include "spec/cost_model.h"
 #include "spec/validation.h"
@@ -111,14 +112,7 @@ spec::AttentionSpec DesignPanel::matchBaseline() const {
   const QString name = matchBase_->currentData().toString();
   if (name.isEmpty()) return mhsaBaseline(spec_);
   // A design preset at this layer's width, heads and head size (its slots as the preset has them).
-  auto b = spec::makeSpecPreset(name.toStdString());
-  b.sizes.F = spec_.sizes.F;
-  b.sizes.H = spec_.sizes.H;
-  b.sizes.D = spec_.sizes.D;
-  b.sizes.R = b.sizes.H * b.sizes.D;
-  b.sizes.seq_len = spec_.sizes.seq_len;
-  b.causal = spec_.causal;
-  return b;
+  return spec::presetAtSizeOf(name.toStdString(), spec_);
 }
 
 void DesignPanel::buildMatchBudget(QVBoxLayout* layout) {

@@ -16,6 +16,7 @@
 #include <QVBoxLayout>
 
 #include "gui/design/design_panel_parts.h"
+#include "spec/design_baseline.h"
 #include "spec/cost_model.h"
 #include "spec/design_names.h"
 #include "spec/validation.h"
@@ -51,19 +52,7 @@ QString ratio(double value, double base) {
   return QString::number(value / base, 'g', 3) + "×";
 }
 
-spec::AttentionSpec mhsaBaseline(const spec::AttentionSpec& s) {
-  using spec::Variant;
-  auto m = spec::makeSpecPreset("mhsa");
-  const bool headed = spec::hasSlots(s.variant) || s.variant == Variant::Tp || spec::hasCore(s.variant);
-  m.sizes.F = s.sizes.F;
-  m.sizes.H = s.sizes.H;
-  m.sizes.D = headed ? s.sizes.D : std::max(1, s.sizes.F / std::max(1, s.sizes.H));
-  m.sizes.R = m.sizes.H * m.sizes.D;
-  m.sizes.seq_len = s.sizes.seq_len;
-  m.bias = s.bias;
-  m.causal = s.causal;
-  return m;
-}
+spec::AttentionSpec mhsaBaseline(const spec::AttentionSpec& s) { return spec::mhsaAtSizeOf(s); }
 
 QStringList enumNames(int count, const std::function<std::string_view(int)>& name) {
   QStringList out;

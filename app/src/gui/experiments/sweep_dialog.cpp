@@ -22,6 +22,7 @@
 
 #include "model_core/sweep.h"
 #include "model_core/sweep_report_text.h"
+#include "spec/design_baseline.h"
 #include "spec/budget_match.h"
 #include "spec/spec_json.h"
 
@@ -55,13 +56,7 @@ const char* describe(const QString& design) {
 /// (its slots as the preset has them): what the Design dock's budget matcher calls a preset "at
 /// this F, H, D" (DesignPanel::matchBaseline).
 nlohmann::json presetAt(const std::string& preset, const spec::AttentionSpec& current) {
-  auto b = spec::makeSpecPreset(preset);
-  b.sizes.F = current.sizes.F;
-  b.sizes.H = current.sizes.H;
-  b.sizes.D = current.sizes.D;
-  b.sizes.R = b.sizes.H * b.sizes.D;
-  b.sizes.seq_len = current.sizes.seq_len;
-  b.causal = current.causal;
+  const auto b = spec::presetAtSizeOf(preset, current);
   return nlohmann::json::parse(spec::toJson(b, -1));
 }
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "lesson/checks.h"
+#include "spec/design_baseline.h"
 #include "spec/cost_model.h"
 #include "spec/validation.h"
 
@@ -51,19 +52,6 @@ void requireKnown(const std::string& slot) {
   }
 }
 
-/// MHSA at the design's F, H and D (the Cost dock's baseline, "MHSA here").
-AttentionSpec mhsaHere(const AttentionSpec& s) {
-  AttentionSpec m = makeSpecPreset("mhsa");
-  const bool headed = hasSlots(s.variant) || s.variant == Variant::Tp || hasCore(s.variant);
-  m.sizes.F = s.sizes.F;
-  m.sizes.H = s.sizes.H;
-  m.sizes.D = headed ? s.sizes.D : std::max(1, s.sizes.F / std::max(1, s.sizes.H));
-  m.sizes.R = m.sizes.H * m.sizes.D;
-  m.sizes.seq_len = s.sizes.seq_len;
-  m.bias = s.bias;
-  m.causal = s.causal;
-  return m;
-}
 
 /// One cost of `s` per token at context L (nullopt: the layer has no such cost, e.g. no KV cache).
 std::optional<double> costOf(const AttentionSpec& s, const std::string& cost, std::int64_t L) {
@@ -117,7 +105,7 @@ std::optional<double> lessonCostRatio(const AttentionSpec& design, const std::st
   if (std::find(names.begin(), names.end(), cost) == names.end()) throw std::invalid_argument("unknown cost \"" + cost + "\"");
   if (context < 1) throw std::invalid_argument("lessonCostRatio: the context length must be ≥ 1");
   if (!validate(design).empty()) return std::nullopt;
-  const AttentionSpec base = mhsaHere(design);
+  const AttentionSpec base = mhsaAtSizeOf(design);
   if (!validate(base).empty()) return std::nullopt;
   const auto mine = costOf(design, cost, context);
   const auto theirs = costOf(base, cost, context);
