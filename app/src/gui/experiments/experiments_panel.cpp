@@ -166,8 +166,12 @@ ExperimentsPanel::ExperimentsPanel(QWidget* parent) : QWidget(parent) {
                            "is no difference. Right-click to export (PNG, SVG, PDF, CSV)");
   duelSplit->addWidget(verdicts_);
   duelSplit->addWidget(differences_);
+  // A comparison has a few rows; the figure gets the room (it squashed to one line of bars in a
+  // 1600 x 1000 window when the table's size hint decided).
+  differences_->setMinimumHeight(130);
   duelSplit->setStretchFactor(0, 2);
   duelSplit->setStretchFactor(1, 3);
+  duelSplit->setSizes({120, 240});
   duelColumn->addWidget(duelSplit, 1);
   views_ = new QTabWidget;
   views_->addTab(duel, "Verdicts");
