@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gui/shell/demo_script.h"
+#include "test_paths.h"
 
 using tensorscope::app::DemoCommand;
 using tensorscope::app::formatDemoScript;
@@ -26,7 +27,7 @@ std::string errorOf(const std::string& text) {
 }  // namespace
 
 TEST(DemoScript, TheShippedScriptParses) {
-  const auto script = readDemoScript(TENSORSCOPE_SOURCE_DIR "/docs/demo_training.txt");
+  const auto script = readDemoScript(ts_test::sourceDir() + "/docs/demo_training.txt");
   ASSERT_EQ(script.size(), 8u);
   EXPECT_EQ(script[0].name, "run");
   EXPECT_EQ(script[0].arg, "1");

@@ -28,6 +28,7 @@
 #include "viz/difference_plot.h"
 #include "spec/attention_spec.h"
 #include "window_test_util.h"
+#include "test_paths.h"
 
 namespace tensorscope::test {
 namespace {
@@ -88,7 +89,7 @@ TEST(ExperimentsDock, ARealSweepRunStartedFromTheDockTrainsAndShowsItsComparison
   EXPECT_EQ(panel->designsTable()->rowCount(), 2);
   EXPECT_EQ(panel->summary()->text(), "4 pending");
 
-  panel->setProgram(TS_TENSORSCOPE_BINARY);
+  panel->setProgram(QString::fromStdString(ts_test::tensorscopeBinary()));
   ASSERT_TRUE(panel->startRun());
   EXPECT_TRUE(panel->running());
   ASSERT_TRUE(waitFor([&] { return !panel->running(); }, 240000));
@@ -328,7 +329,7 @@ TEST(ExperimentsDock, ARealDuelEndsWithTheReportsVerdicts) {
   const QString dir = planDuel(tmp.filePath("duel"), 40);
   ASSERT_TRUE(w.openSweepDirectory(dir));
   auto* panel = w.experiments();
-  panel->setProgram(TS_TENSORSCOPE_BINARY);
+  panel->setProgram(QString::fromStdString(ts_test::tensorscopeBinary()));
   ASSERT_TRUE(panel->startRun());
   ASSERT_TRUE(waitFor([&] { return !panel->running(); }, 400000));
   panel->refresh(true);
@@ -346,7 +347,7 @@ TEST(ExperimentsDock, StopKeepsCheckpointsAndRunResumes) {
   const QString dir = planTiny(tmp.filePath("sweep"), 400, 1);
   ASSERT_TRUE(w.openSweepDirectory(dir));
   auto* panel = w.experiments();
-  panel->setProgram(TS_TENSORSCOPE_BINARY);
+  panel->setProgram(QString::fromStdString(ts_test::tensorscopeBinary()));
   ASSERT_TRUE(panel->startRun());
   const auto plan = model_core::readSweepPlan(dir.toStdString());
   ASSERT_TRUE(waitFor([&] { return model_core::trialStatus(plan, plan.trials[0]).step >= 30; }, 120000));

@@ -14,6 +14,7 @@
 
 #include "io/tensor_convert.h"
 #include "io_test_util.h"
+#include "test_paths.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -84,7 +85,7 @@ const std::optional<std::string>& pythonWithTorch() {
   return found;
 }
 
-std::string script() { return std::string(TS_TEST_DATA) + "/../model_core/io/check_safetensors_pytorch.py"; }
+std::string script() { return ts_test::testDataDir() + "/../model_core/io/check_safetensors_pytorch.py"; }
 
 std::pair<int, std::string> runScript(const std::string& mode, const std::string& path) {
   return runCommand(shellQuote(*pythonWithTorch()) + " " + shellQuote(script()) + " " + mode + " " + shellQuote(path));

@@ -15,6 +15,7 @@
 #include "model_core/trainer.h"
 #include "training/training_session.h"
 #include "training_test_util.h"
+#include "test_paths.h"
 
 using namespace tensorscope::model_core;
 using tensorscope::model_core::testing::checkpointFile;
@@ -328,7 +329,7 @@ TEST(RunConfig, ImageTasksCountPatchTokensNotSeqLen) {
 }
 
 TEST(RunConfig, EveryShippedExampleIsValid) {
-  const std::filesystem::path dir = std::filesystem::path(TS_TEST_DATA) / ".." / ".." / "resources" / "examples";
+  const std::filesystem::path dir = std::filesystem::path(ts_test::testDataDir()) / ".." / ".." / "resources" / "examples";
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".json") continue;
