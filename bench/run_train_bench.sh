@@ -26,6 +26,10 @@
 # (default /usr/bin/python3, the one Debian's python3-torch belongs to; on a GPU machine the one
 # with a CUDA PyTorch).
 #
+# Every train_bench run has a PyTorch side: the export's model.py builds each of them, the designs
+# of contract section 8 (mqa .. mta) and mhsa_rotary (model.positions "rotary", section 9) included;
+# each row carries both sides' trainable parameter counts (equal when the export is the same model).
+#
 # BUILD_DIR defaults to ./build (needs `ninja -C BUILD_DIR train_bench`). Measure on an otherwise
 # idle machine.
 set -eu
@@ -134,8 +138,10 @@ for name in names:
     ts0, pt0 = ts_runs[0], pt_runs[0]
     ratios = [a["tokens_per_second"] / b["tokens_per_second"] for a, b in zip(ts_runs, pt_runs)]
     rows.append({
-        "name": name, "variant": ts0["variant"], "core": ts0["core"], "H": ts0["H"], "D": ts0["D"], "R": ts0["R"],
-        "trainable_parameters": ts0["trainable_parameters"], "rounds": len(ts_runs),
+        "name": name, "variant": ts0["variant"], "core": ts0["core"], "positions": ts0["positions"],
+        "H": ts0["H"], "D": ts0["D"], "R": ts0["R"],
+        "trainable_parameters": ts0["trainable_parameters"], "vocab": ts0["vocab"],
+        "pytorch_trainable_parameters": pt0["trainable_parameters"], "rounds": len(ts_runs),
         "steps_timed": ts0["steps_timed"],
         "tensorscope_tokens_per_second": round(med(ts_runs, "tokens_per_second"), 1),
         "pytorch_tokens_per_second": round(med(pt_runs, "tokens_per_second"), 1),

@@ -15,7 +15,8 @@
 // 8192³), and peak_tensor_mb / resident_tensor_mb are the CUDA caching allocator's allocated bytes.
 //
 // Reference config: char LM on the King James text (task char_lm, default corpus), vocabulary from
-// the text, F=128, 4 layers, H=4, D=32 (R=128), N=128, batch 32, learned positions, tied head, FFN 4F.
+// the text, F=128, 4 layers, H=4, D=32 (R=128), N=128, batch 32, learned positions (mhsa_rotary:
+// rotary positions instead, contract §9), tied head, FFN 4F.
 // The D=1 presets (heads_only, trainable_heads_only) keep the width R=128 with H=128 heads, as in
 // attention_bench. Peak memory is exact (CpuMemoryTracker installed before the model is built, or on
 // CUDA the caching allocator's statistics): weights, gradients, AdamW moments and the step's
@@ -105,15 +106,18 @@ const std::vector<std::string>& runNames() {
                                                  "mqa",        "gqa",         "talking_heads",
                                                  "gated",      "gated_headwise", "diff",
                                                  "mla",        "mla_absorbed", "tpa",         "tpa_kv_only",
-                                                 "mta"};
+                                                 "mta",
+                                                 // mhsa with rotary positions (the model option, §9).
+                                                 "mhsa_rotary"};
   return names;
 }
 
 spec::AttentionSpec layerFor(const std::string& name, int F, int H, int D, int N) {
   // mla_absorbed: the mla preset in the absorbed order (W^UK in the query, the latent as the one
-  // key/value head: on the CPU the grouped fused kernel).
+  // key/value head: on the CPU the grouped fused kernel). mhsa_rotary: the mhsa layer (its rotary
+  // positions are the model's option, set in referenceConfig).
   const bool absorbed = name == "mla_absorbed";
-  const std::string preset = absorbed ? "mla" : name;
+  const std::string preset = absorbed ? "mla" : name == "mhsa_rotary" ? "mhsa" : name;
   const std::string core = preset.rfind("core:", 0) == 0 ? preset.substr(5) : preset;
   const auto& designs = spec::designPresetNames();
   const bool design = std::find(designs.begin(), designs.end(), preset) != designs.end();
@@ -149,7 +153,8 @@ model_core::RunConfig referenceConfig(const std::string& name, const Options& o)
   c.model.layers = o.quick ? 1 : 4;
   c.model.d_model = F;
   c.model.ffn_multiplier = 4;
-  c.model.positions = "learned";
+  // mhsa_rotary: no position table; every layer turns its queries and keys (RoPE, half-split pairs).
+  c.model.positions = name == "mhsa_rotary" ? "rotary" : "learned";
   c.model.tied_embeddings = true;
   c.model.attention = {layerFor(name, F, H, D, N)};
   c.task.name = "char_lm";
@@ -249,6 +254,7 @@ nlohmann::json measure(const std::string& name, const Options& o) {
   nlohmann::json row = {{"name", name},
                         {"variant", std::string(spec::toString(s.variant))},
                         {"core", s.core ? s.core->preset : std::string("")},
+                        {"positions", config.model.positions},
                         {"H", s.sizes.H},
                         {"D", s.sizes.D},
                         {"R", s.sizes.R},
@@ -337,7 +343,9 @@ int main(int argc, char** argv) {
   }
   for (const auto& n : o.only)
     if (std::find(runNames().begin(), runNames().end(), n) == runNames().end()) {
-      std::cerr << "unknown run '" << n << "'\n" << usage;
+      std::cerr << "unknown run '" << n << "'; the runs are:";
+      for (const auto& known : runNames()) std::cerr << " " << known;
+      std::cerr << "\n" << usage;
       return 2;
     }
   try {
