@@ -26,6 +26,8 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # and the Slurm fixture (real daemons) run in the Release test stage only: they take minutes under
 # ASan, and the Tensorscope code they drive is run here too (`export --format pytorch` by
 # cli.failure_modes, the Slurm client by sweeps_tests against a scripted sbatch/squeue).
-ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" --timeout 900 -E "${TS_ASAN_EXCLUDE:-^(python|slurm)\.}"
+# The benchmarks' side-by-side smoke run is mostly PyTorch too; its train_bench half runs here as
+# bench.train_smoke.
+ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" --timeout 900 -E "${TS_ASAN_EXCLUDE:-^(python|slurm)\.|^bench\.train_side_by_side_smoke\$}"
 echo "sanitizers: the headless build's tests clean under ASan + UBSan" \
   "(build $(( built - start )) s, tests $(( $(date +%s) - built )) s)"
