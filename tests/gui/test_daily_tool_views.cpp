@@ -132,10 +132,6 @@ bool anyStartsWith(const QStringList& list, const QString& prefix) {
 
 QDockWidget* dockNamed(app::MainWindow& w, const QString& name) { return w.findChild<QDockWidget*>(name); }
 
-/// Whether a dock is on screen: a dock behind another of its tab group stays "visible" to Qt but is
-/// moved out of the window, with nothing of it exposed.
-bool onScreen(QDockWidget* d) { return d && d->isVisible() && !d->visibleRegion().isEmpty(); }
-
 /// A View > Layout entry ("&Design", "&Train", …).
 QAction* layoutAction(app::MainWindow& w, const QString& text) {
   for (QMenu* m : w.findChildren<QMenu*>())
@@ -143,13 +139,6 @@ QAction* layoutAction(app::MainWindow& w, const QString& text) {
       for (QAction* a : m->actions())
         if (a->text() == text) return a;
   return nullptr;
-}
-
-void settle(int rounds = 10) {
-  for (int i = 0; i < rounds; ++i) {
-    QApplication::processEvents();
-    QTest::qWait(5);
-  }
 }
 
 /// The current run's design with the core preset `preset` (R = H·D), as one Design-dock edit.

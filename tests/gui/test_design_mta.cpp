@@ -35,13 +35,6 @@ using namespace tensorscope::test;
 
 namespace {
 
-template <typename W>
-W* slot(app::DesignPanel* p, const char* field) {
-  auto* w = qobject_cast<W*>(p->slotWidget(field));
-  EXPECT_NE(w, nullptr) << field;
-  return w;
-}
-
 /// The values of a float32 safetensors tensor.
 std::vector<double> valuesOf(const model_core::TensorData& t) {
   EXPECT_EQ(t.dtype, model_core::DType::F32);
@@ -201,7 +194,7 @@ TEST(DesignMta, ThePresetListReachesMtaAndTheDemoSlotCommandSetsItsFields) {
   };
   w.model().select(0);
   auto* p = w.designPanel();
-  auto* preset = p->findChild<QComboBox*>("designPreset");
+  auto* preset = presetBox(p);
   ASSERT_TRUE(preset);
   ASSERT_GE(preset->findText("mta"), 0);
   preset->setCurrentText("mta");

@@ -27,15 +27,6 @@ using namespace tensorscope::test;
 
 namespace {
 
-template <typename W>
-W* slot(app::DesignPanel* p, const char* field) {
-  auto* w = qobject_cast<W*>(p->slotWidget(field));
-  EXPECT_NE(w, nullptr) << field;
-  return w;
-}
-
-QComboBox* presetBox(app::DesignPanel* p) { return p->findChild<QComboBox*>("designPreset"); }
-
 /// Chooses the K/V groups item whose value is `G` (0: MHSA), as a click in the combo does.
 void chooseGroups(app::DesignPanel* p, int G) {
   auto* box = slot<QComboBox>(p, "slots.kv_groups");
@@ -177,16 +168,97 @@ TEST(DesignSlots, ThePresetBoxShowsTheDesignPresetTheSpecIs) {
   EXPECT_EQ(preset->currentText(), "mhsa");
   p.setSpec(spec::makeSpecPreset("skip_left"));
   EXPECT_EQ(preset->currentText(), "skip_left");
-  // An edit in the dock: GQA, then GQA with pre-softmax mixing (no preset): the variant.
+  // An edit in the dock: GQA, then GQA with pre-softmax mixing. No preset is that design: the box
+  // is blank with its placeholder, not "mhsa" (the plain MHSA preset).
   p.setSpec(spec::makeSpecPreset("mhsa"));
   chooseGroups(&p, 2);
   EXPECT_EQ(preset->currentText(), "gqa");
   slot<QCheckBox>(&p, "slots.pre_mix")->setChecked(true);
-  EXPECT_EQ(preset->currentText(), "mhsa");
+  EXPECT_EQ(preset->currentIndex(), -1) << preset->currentText().toStdString();
+  EXPECT_FALSE(preset->placeholderText().isEmpty());
+  p.setSpec(p.spec());  // the window's echo of the edit
+  EXPECT_EQ(preset->currentIndex(), -1) << preset->currentText().toStdString();
+  slot<QCheckBox>(&p, "slots.pre_mix")->setChecked(false);
+  EXPECT_EQ(preset->currentText(), "gqa") << "the edit undone by hand is the preset again";
   // Choosing a design preset in the box sets its slots.
   preset->setCurrentText("mla");
   EXPECT_EQ(p.spec().slots, spec::makeSpecPreset("mla").slots);
   EXPECT_EQ(slot<QSpinBox>(&p, "slots.latent.kv_rank")->value(), 32);
+}
+
+TEST(DesignSlots, EveryShippedPresetShowsItsOwnNameAppliedAndReopened) {
+  app::DesignPanel p;
+  QComboBox* preset = presetBox(&p);
+  ASSERT_TRUE(preset);
+  const auto names = spec::specPresetNames();
+  ASSERT_EQ(preset->count(), static_cast<int>(names.size()));
+  for (const auto& n : names) {
+    const QString name = QString::fromStdString(n);
+    const auto want = spec::makeSpecPreset(n);
+    // Applied from the box, then echoed back by the window (setSpec of the same spec).
+    preset->setCurrentText(name);
+    EXPECT_EQ(p.spec(), want) << n;
+    EXPECT_EQ(preset->currentText(), name) << "applied";
+    p.setSpec(p.spec());
+    EXPECT_EQ(preset->currentText(), name) << "echoed";
+    // Reopened in a fresh dock (another run, a session file): the preset's own name, or for
+    // "core:X" the name X that applies the same spec ("core:mhsa" stays: "mhsa" is the variant).
+    app::DesignPanel q;
+    q.setSpec(want);
+    const QString shown = presetBox(&q)->currentText();
+    EXPECT_TRUE(shown == name || (name.startsWith("core:") && shown == name.mid(5))) << n << " reopened as '"
+                                                                                    << shown.toStdString() << "'";
+    ASSERT_FALSE(shown.isEmpty()) << n;
+    EXPECT_EQ(spec::makeSpecPreset(shown.toStdString()), want) << n << " reopened as " << shown.toStdString();
+  }
+  // THSA with MHSA's core is not the mhsa preset (an mhsa layer).
+  app::DesignPanel q;
+  q.setSpec(spec::makeSpecPreset("core:mhsa"));
+  EXPECT_EQ(presetBox(&q)->currentText(), "core:mhsa");
+}
+
+TEST(DesignSlots, MlaInTheAbsorbedOrderIsStillTheMlaPresetAndAnEditIsNoPreset) {
+  // The window, as a user goes: the mla preset on run 0, then the absorbed order from its slot.
+  app::MainWindow w(testOptions());
+  w.model().select(0);
+  auto* p = w.designPanel();
+  QComboBox* preset = presetBox(p);
+  ASSERT_TRUE(preset);
+  preset->setCurrentText("mla");
+  ASSERT_EQ(w.model().currentSpec().slots, spec::makeSpecPreset("mla").slots);
+  auto* order = slot<QComboBox>(p, "slots.latent.order");
+  ASSERT_TRUE(order);
+  order->setCurrentText("absorbed");
+  ASSERT_EQ(w.model().currentSpec().slots.latent.order, spec::LatentOrder::Absorbed);
+  EXPECT_EQ(preset->currentText(), "mla") << "naive and absorbed are one layer (the bench's mla_absorbed)";
+  // Away to another run and back: the dock is set from the spec again.
+  const auto absorbed = w.model().currentSpec();
+  w.model().select(1);
+  EXPECT_NE(preset->currentText(), "mla");
+  w.model().select(0);
+  ASSERT_EQ(w.model().currentSpec(), absorbed);
+  EXPECT_EQ(preset->currentText(), "mla");
+  // A fresh dock given the spec as a session file holds it.
+  app::DesignPanel fresh;
+  fresh.setSpec(absorbed);
+  EXPECT_EQ(presetBox(&fresh)->currentText(), "mla");
+  // A query latent makes a design no preset is: no name, never "mhsa".
+  slot<QSpinBox>(p, "slots.latent.q_rank")->setValue(8);
+  ASSERT_EQ(w.model().currentSpec().slots.latent.q_rank, 8);
+  EXPECT_EQ(preset->currentIndex(), -1) << preset->currentText().toStdString();
+  w.model().undoStack()->undo();
+  EXPECT_EQ(preset->currentText(), "mla") << "undo brings the preset's design back";
+  // A core picked in the dock under THSA: the box follows it.
+  preset->setCurrentText("thsa");
+  const auto core = p->findChildren<QComboBox*>();
+  QComboBox* coreBox = nullptr;
+  for (auto* c : core)
+    if (c != preset && c->findText("skip_left") >= 0 && c->findText("custom") >= 0) coreBox = c;
+  ASSERT_TRUE(coreBox);
+  coreBox->setCurrentText("skip_left");
+  ASSERT_TRUE(w.model().currentSpec().core);
+  EXPECT_EQ(w.model().currentSpec().core->preset, "skip_left");
+  EXPECT_EQ(preset->currentText(), "skip_left");
 }
 
 TEST(DesignSlots, TheDockAndTheDiagramSayWhatYouDrew) {

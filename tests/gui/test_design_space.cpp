@@ -14,8 +14,10 @@
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QTableWidget>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 
 #include "gui/design/design_panel.h"
@@ -33,22 +35,6 @@ using namespace tensorscope;
 using namespace tensorscope::test;
 
 namespace {
-
-template <typename W>
-W* slot(app::DesignPanel* p, const char* field) {
-  auto* w = qobject_cast<W*>(p->slotWidget(field));
-  EXPECT_NE(w, nullptr) << field;
-  return w;
-}
-
-bool onScreen(QDockWidget* d) { return d && d->isVisible() && !d->visibleRegion().isEmpty(); }
-
-void settle(int rounds = 10) {
-  for (int i = 0; i < rounds; ++i) {
-    QApplication::processEvents();
-    QTest::qWait(5);
-  }
-}
 
 /// A light run 0: one layer, batch 4, one thread (it trains a few steps in a test).
 void lightRun0(app::MainWindow& w) {
@@ -418,6 +404,58 @@ TEST(DesignSpace, TheCostIsBesideCWhereADesignHasNoCAndFitsAt1280x800) {
   settle();
   EXPECT_TRUE(onScreen(w.dock("Inspector")));
   screenshotIfAsked(w, "design-space-cost-dock");
+}
+
+TEST(DesignSpace, TheCostTableUsesTheCostDocksHeightAndAgreesWithTheCostLines) {
+  app::MainWindow w(testOptions());
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  settle();
+  app::applyDockLayout(w, app::DockLayout::Design, w.defaultLayout());
+  w.model().select(0);  // MHSA: no C, the Cost dock in front
+  preset(w, "mla");
+  settle();
+  QDockWidget* cost = w.dock("Cost");
+  ASSERT_TRUE(onScreen(cost));
+  auto* p = w.designPanel();
+  QTableWidget* table = p->costTable();
+  ASSERT_TRUE(table);
+  // This design, MHSA, then every design preset at this F, H, D.
+  const auto& presets = spec::designPresetNames();
+  ASSERT_EQ(table->rowCount(), 2 + static_cast<int>(presets.size()));
+  EXPECT_EQ(table->item(0, 0)->text(), "this design");
+  EXPECT_EQ(table->item(1, 0)->text(), "mhsa");
+  for (size_t i = 0; i < presets.size(); ++i)
+    EXPECT_EQ(table->item(2 + static_cast<int>(i), 0)->text().toStdString(), presets[i]);
+  // Its ratios are the cost lines' (the same cost model, the same baseline): MLA's KV cache.
+  const auto k = p->costs();
+  ASSERT_TRUE(k.valid && k.hasBaseline);
+  const auto ratioText = [](double v, double b) { return QString::number(v / b, 'g', 3) + "×"; };
+  EXPECT_EQ(table->item(0, 1)->text(), ratioText(double(k.parameters), double(k.mhsaParameters)));
+  EXPECT_EQ(table->item(0, 2)->text(), ratioText(k.kvCacheBytesPerToken, k.mhsaKvCacheBytesPerToken));
+  EXPECT_EQ(table->item(0, 3)->text(), ratioText(k.trainingFlopsPerToken, k.mhsaTrainingFlopsPerToken));
+  EXPECT_EQ(table->item(0, 4)->text(), ratioText(k.decodeFlops, k.mhsaDecodeFlops));
+  for (int c = 1; c <= 4; ++c) EXPECT_EQ(table->item(1, c)->text(), "1×") << "MHSA against itself";
+  // The mla row is the preset at this width: the design's own numbers (it is the mla preset).
+  const int mlaRow = 2 + static_cast<int>(std::find(presets.begin(), presets.end(), "mla") - presets.begin());
+  for (int c = 1; c <= 4; ++c) EXPECT_EQ(table->item(mlaRow, c)->text(), table->item(0, c)->text());
+  // MQA's cache: one key and one value head of H = 4.
+  const int mqaRow = 2 + static_cast<int>(std::find(presets.begin(), presets.end(), "mqa") - presets.begin());
+  EXPECT_EQ(table->item(mqaRow, 2)->text(), "0.25×");
+  EXPECT_FALSE(table->item(mqaRow, 2)->toolTip().isEmpty()) << "the absolute value";
+  // The dock's height is used: every row in view, no blank band under the matcher.
+  settle();
+  EXPECT_EQ(table->verticalScrollBar()->maximum(), 0) << "rows hidden at 1600 x 1000 (table " << table->height()
+                                                      << " px)";
+  auto* match = p->costPanel()->findChild<QWidget*>("matchBudget");
+  ASSERT_TRUE(match);
+  const int below = p->costPanel()->height() - (match->geometry().bottom() + 1);
+  EXPECT_LE(below, 12) << "blank room under Match budget";
+  // A change of precision or L refreshes the table with the lines.
+  p->setContext(1024);
+  EXPECT_EQ(table->item(0, 4)->text(), ratioText(p->costs().decodeFlops, p->costs().mhsaDecodeFlops));
+  screenshotIfAsked(w, "design-space-cost-table");
 }
 
 TEST(DesignSpace, TheDemoMatchAndPositionsCommandsDriveTheDockAsAUserDoes) {

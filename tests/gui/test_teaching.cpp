@@ -425,17 +425,6 @@ TEST(TeachingWindow, PresenterModeShowsTheDiagramAndInspectorAndComesBack) {
 
 namespace {
 
-/// Whether a dock is on screen: a dock behind another of its tab group stays "visible" to Qt but is
-/// moved out of the window, with nothing of it exposed.
-bool onScreen(QDockWidget* d) { return d && d->isVisible() && !d->visibleRegion().isEmpty(); }
-
-void settle(int rounds = 10) {
-  for (int i = 0; i < rounds; ++i) {
-    QApplication::processEvents();
-    QTest::qWait(5);
-  }
-}
-
 /// Every dock's place, to compare before presenter mode and after it.
 struct DockPlace {
   bool hidden = false;

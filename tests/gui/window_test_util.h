@@ -1,10 +1,14 @@
 #pragma once
-// Helpers of the explorer-window tests (test_main_window.cpp, test_daily_tool*.cpp, test_probes.cpp, …).
+// Helpers of the explorer-window tests (test_main_window.cpp, test_daily_tool*.cpp, test_probes.cpp,
+// test_design_*.cpp, …).
 
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QTest>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/design/design_panel.h"
 #include "gui/shell/main_window.h"
 #include "gui/shell/session_files.h"
 #include "gui/document/session_model.h"
@@ -40,6 +45,29 @@ bool waitFor(F done, int ms = 240000) {
   while (!done() && t.elapsed() < ms) QApplication::processEvents(QEventLoop::AllEvents, 20);
   return done();
 }
+
+/// Processes events `rounds` times with a short wait between (layouts and docks settle).
+inline void settle(int rounds = 10) {
+  for (int i = 0; i < rounds; ++i) {
+    QApplication::processEvents();
+    QTest::qWait(5);
+  }
+}
+
+/// Whether a dock is on screen: a dock behind another of its tab group stays "visible" to Qt but is
+/// moved out of the window, with nothing of it exposed.
+inline bool onScreen(QDockWidget* d) { return d && d->isVisible() && !d->visibleRegion().isEmpty(); }
+
+/// The Design dock's widget of slot `field` ("slots.kv_groups", …) as a W; a failure if it is none.
+template <typename W>
+W* slot(app::DesignPanel* p, const char* field) {
+  auto* w = qobject_cast<W*>(p->slotWidget(field));
+  EXPECT_NE(w, nullptr) << field;
+  return w;
+}
+
+/// The Design dock's Preset box.
+inline QComboBox* presetBox(app::DesignPanel* p) { return p->findChild<QComboBox*>("designPreset"); }
 
 /// Puts a light version of run 1 (THSA) in the training panel: batch 4, `layers` layers, a
 /// checkpoint every `checkpointInterval` steps (0: the run's own). The machine may be busy.

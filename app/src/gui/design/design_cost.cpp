@@ -4,11 +4,20 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
+#include <QPainter>
+#include <QStyledItemDelegate>
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QTableWidget>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <iterator>
 
 #include "gui/design/design_panel_parts.h"
 #include "spec/design_baseline.h"
@@ -62,6 +71,57 @@ bool usesSize(const spec::AttentionSpec& s, const std::string& name) {
   return false;
 }
 
+/// One layer's cost per token (spec/cost_model.h): parameters, training FLOPs per token at L, the
+/// KV cache (or fixed state) in bytes at the precision and the FLOPs of decoding one token after L.
+struct TokenCost {
+  std::int64_t parameters = 0;
+  double training = 0, cache = 0, state = 0, decode = 0;
+  bool decodes = true;
+  QString note;  ///< what the cache holds, or why the layer does not decode
+};
+
+TokenCost tokenCost(const spec::AttentionSpec& s, std::int64_t context, int bytesPerElement) {
+  TokenCost t;
+  // Multilinear's output projection fixes its length: it trains on seq_len tokens whatever L is.
+  const std::int64_t tokens = s.variant == spec::Variant::Multilinear ? s.sizes.seq_len : context;
+  const auto layer = spec::estimateCost(s, 1, tokens, bytesPerElement);
+  t.parameters = layer.parameters;
+  t.training = layer.training_flops / static_cast<double>(tokens);
+  // A KV cache is a decoder's: a non-causal layer is costed as the same layer made causal.
+  auto decoder = s;
+  decoder.causal = true;
+  const auto d = spec::estimateDecodeCost(decoder, context);
+  t.decodes = d.supported;
+  t.cache = d.cache_elements_per_token * bytesPerElement;
+  t.state = d.state_elements * bytesPerElement;
+  t.decode = d.flops;
+  t.note = QString::fromStdString(d.note) + (s.causal ? "" : " (decoded as a causal layer; this one is not causal)");
+  return t;
+}
+
+/// The columns of the cost table after the design's name.
+constexpr const char* kCostColumns[] = {"params", "KV cache", "training", "decoding"};
+
+/// The item role holding a cell's ratio as a share (0 to 1) of its column's largest ratio.
+constexpr int kBarRole = Qt::UserRole + 1;
+
+/// Paints a cost cell's ratio as a bar from the left, under its text: the share in kBarRole.
+class RatioBarDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    const QVariant share = index.data(kBarRole);
+    if (share.isValid()) {
+      QRectF bar = QRectF(option.rect).adjusted(1, 2, -1, -2);
+      bar.setWidth(bar.width() * std::clamp(share.toDouble(), 0.0, 1.0));
+      QColor fill = option.palette.color(QPalette::Highlight);
+      fill.setAlpha(index.row() == 0 ? 120 : 60);  // the design in the dock stronger than the others
+      painter->fillRect(bar, fill);
+    }
+    QStyledItemDelegate::paint(painter, option, index);
+  }
+};
+
 }  // namespace
 
 void DesignPanel::buildCostPanel() {
@@ -104,8 +164,114 @@ void DesignPanel::buildCostPanel() {
   cost_->setWordWrap(true);  // long lines would widen the dock past a laptop's share of the screen
   cost_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   costLayout->addWidget(cost_);
+  // The design among the others at its width: the dock's remaining height goes to this table, which
+  // scrolls on its own where a laptop leaves it a few rows (the window's minimum height unchanged).
+  costTable_ = new QTableWidget(0, 1 + int(std::size(kCostColumns)));
+  costTable_->setObjectName("costTable");
+  QStringList header{"per token vs MHSA"};
+  for (const char* c : kCostColumns) header << c;
+  costTable_->setHorizontalHeaderLabels(header);
+  const char* headerTips[] = {"This design, MHSA and the design presets at this F, H, D",
+                              "Parameters of one layer", "KV cache per token at the precision chosen",
+                              "Training FLOPs per token at L", "FLOPs of decoding one token after L cached"};
+  for (int c = 0; c < costTable_->columnCount(); ++c) costTable_->horizontalHeaderItem(c)->setToolTip(headerTips[c]);
+  costTable_->setToolTip("This design, MHSA and every design preset at this F, H, D (the presets' slots as they ship): "
+                         "parameters, KV cache per token at the precision, training FLOPs per token at L and the "
+                         "FLOPs of decoding one token after L cached, each divided by MHSA's; the bar is the ratio "
+                         "against the column's largest. A cell's tooltip has the absolute value");
+  costTable_->verticalHeader()->hide();
+  costTable_->verticalHeader()->setDefaultSectionSize(costTable_->fontMetrics().height() + 4);
+  costTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  costTable_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  costTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  costTable_->setSelectionMode(QAbstractItemView::NoSelection);
+  costTable_->setFocusPolicy(Qt::NoFocus);
+  costTable_->setItemDelegate(new RatioBarDelegate(costTable_));
+  // Its header and two rows at least; no height of its own asked for (Ignored): the dock's scroll
+  // area sizes the panel by its preferred height, which would otherwise be the table's full length.
+  costTable_->setMinimumHeight(3 * costTable_->verticalHeader()->defaultSectionSize());
+  costTable_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Ignored);
+  costLayout->addWidget(costTable_, 1);
   buildMatchBudget(costLayout);
-  costLayout->addStretch(1);
+}
+
+void DesignPanel::refreshCostTable(const Costs& k) {
+  costTable_->setRowCount(0);
+  if (!k.valid || !k.hasBaseline) return;
+  struct Row {
+    QString name;
+    bool valid = true;
+    QString why;
+    TokenCost cost;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"this design", true, {}, tokenCost(spec_, k.context, k.bytesPerElement)});
+  const auto base = mhsaBaseline(spec_);
+  rows.push_back({"mhsa", true, {}, tokenCost(base, k.context, k.bytesPerElement)});
+  for (const auto& n : spec::designPresetNames()) {
+    const auto s = spec::presetAtSizeOf(n, spec_);
+    const auto issues = spec::validate(s);
+    Row r{QString::fromStdString(n), issues.empty(), {}, {}};
+    if (r.valid) r.cost = tokenCost(s, k.context, k.bytesPerElement);
+    else r.why = QString::fromStdString(spec::formatIssues(issues));
+    rows.push_back(r);
+  }
+  const TokenCost& m = rows[1].cost;
+  const auto values = [](const TokenCost& t) {
+    return std::array<double, 4>{double(t.parameters), t.decodes && t.cache > 0 ? t.cache : -1, t.training,
+                                 t.decodes ? t.decode : -1};
+  };
+  const auto mhsa = values(m);
+  std::array<double, 4> largest{};
+  for (const auto& r : rows)
+    if (r.valid)
+      for (size_t c = 0; c < 4; ++c)
+        if (mhsa[c] > 0) largest[c] = std::max(largest[c], values(r.cost)[c] / mhsa[c]);
+  const QString precision = precision_->currentText();
+  const auto absolute = [&](size_t c, double v) {
+    switch (c) {
+      case 0: return QString("%1 parameters").arg(static_cast<std::int64_t>(v));
+      case 1: return QString("%1 per token at %2").arg(human(v, "B", 1024.0), precision);
+      case 2: return QString("%1 per token at L = %2").arg(human(v, "FLOP")).arg(k.context);
+      default: return QString("%1 per new token after L = %2 cached").arg(human(v, "FLOP")).arg(k.context);
+    }
+  };
+  costTable_->setRowCount(static_cast<int>(rows.size()));
+  for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+    const Row& r = rows[static_cast<size_t>(i)];
+    auto* name = new QTableWidgetItem(r.name);
+    if (i == 0) {
+      QFont bold = name->font();
+      bold.setBold(true);
+      name->setFont(bold);
+    }
+    name->setToolTip(r.valid ? (i == 0 ? "The design in the dock" : r.name + " at F = " + QString::number(base.sizes.F) +
+                                                                         ", H = " + QString::number(base.sizes.H) +
+                                                                         ", D = " + QString::number(base.sizes.D))
+                             : "Not a valid layer at these sizes:\n" + r.why);
+    costTable_->setItem(i, 0, name);
+    const auto v = values(r.cost);
+    for (size_t c = 0; c < 4; ++c) {
+      auto* item = new QTableWidgetItem;
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      if (!r.valid) {
+        item->setText("—");
+        item->setToolTip(r.why);
+      } else if (v[c] < 0 || mhsa[c] <= 0) {
+        // No KV cache (a fixed state) or no token-by-token decoding: nothing to divide.
+        item->setText(c == 1 && r.cost.state > 0 ? "state" : "—");
+        item->setToolTip(r.cost.note);
+      } else {
+        const double q = v[c] / mhsa[c];
+        item->setText(ratio(v[c], mhsa[c]));
+        item->setToolTip(absolute(c, v[c]) + (c == 1 ? " — " + r.cost.note : QString()));
+        // The ratio as a bar under the number: its share of the column's largest ratio.
+        item->setData(kBarRole, largest[c] > 0 ? q / largest[c] : 0.0);
+      }
+      if (i == 0) item->setFont(name->font());
+      costTable_->setItem(i, static_cast<int>(c) + 1, item);
+    }
+  }
 }
 
 spec::AttentionSpec DesignPanel::matchBaseline() const {
@@ -254,32 +420,22 @@ DesignPanel::Costs DesignPanel::costs() const {
   c.context = context_->value();
   if (!valid_) return c;
   c.valid = true;
-  const auto perToken = [&](const spec::AttentionSpec& s, std::int64_t& params, double& training, double& cache,
-                            double& state, double& decode, bool& decodes, QString* note) {
-    // Multilinear's output projection fixes its length: it trains on seq_len tokens whatever L is.
-    const std::int64_t tokens = s.variant == spec::Variant::Multilinear ? s.sizes.seq_len : c.context;
-    const auto layer = spec::estimateCost(s, 1, tokens, c.bytesPerElement);
-    params = layer.parameters;
-    training = layer.training_flops / static_cast<double>(tokens);
-    // A KV cache is a decoder's: a non-causal layer is costed as the same layer made causal.
-    auto decoder = s;
-    decoder.causal = true;
-    const auto d = spec::estimateDecodeCost(decoder, c.context);
-    decodes = d.supported;
-    cache = d.cache_elements_per_token * c.bytesPerElement;
-    state = d.state_elements * c.bytesPerElement;
-    decode = d.flops;
-    if (note) *note = QString::fromStdString(d.note) + (s.causal ? "" : " (decoded as a causal layer; this one is not causal)");
-  };
-  perToken(spec_, c.parameters, c.trainingFlopsPerToken, c.kvCacheBytesPerToken, c.stateBytes, c.decodeFlops,
-           c.decodes, &c.decodeNote);
+  const auto t = tokenCost(spec_, c.context, c.bytesPerElement);
+  c.parameters = t.parameters;
+  c.trainingFlopsPerToken = t.training;
+  c.kvCacheBytesPerToken = t.cache;
+  c.stateBytes = t.state;
+  c.decodeFlops = t.decode;
+  c.decodes = t.decodes;
+  c.decodeNote = t.note;
   const auto base = mhsaBaseline(spec_);
   c.hasBaseline = spec::validate(base).empty();
   if (c.hasBaseline) {
-    double state = 0;
-    bool decodes = true;
-    perToken(base, c.mhsaParameters, c.mhsaTrainingFlopsPerToken, c.mhsaKvCacheBytesPerToken, state, c.mhsaDecodeFlops,
-             decodes, nullptr);
+    const auto m = tokenCost(base, c.context, c.bytesPerElement);
+    c.mhsaParameters = m.parameters;
+    c.mhsaTrainingFlopsPerToken = m.training;
+    c.mhsaKvCacheBytesPerToken = m.cache;
+    c.mhsaDecodeFlops = m.decode;
   }
   return c;
 }
@@ -340,6 +496,7 @@ void DesignPanel::refreshCost() {
       lines << QString("MHSA here: F = %1, H = %2, D = %3").arg(base.sizes.F).arg(base.sizes.H).arg(base.sizes.D);
     }
     tokenCost_->setText(lines.join("\n"));
+    refreshCostTable(k);
   }
   const auto c = spec::estimateCost(spec_, batch_->value(), spec_.sizes.seq_len);
   const auto mhsa = mhsaBaseline(spec_);

@@ -13,6 +13,7 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QTableWidget>
 #include <QVBoxLayout>
 
 #include "gui/design/design_panel_parts.h"
@@ -98,8 +99,10 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   preset_->setObjectName("designPreset");
   for (const auto& n : spec::specPresetNames()) preset_->addItem(QString::fromStdString(n));
   preset_->setToolTip("Start from a preset: a variant, a THSA core preset from Tuformer's design space, or a "
-                      "modern design (mqa, gqa, talking_heads, gated, diff, mla…); it shows the design preset the "
-                      "slots below equal");
+                      "modern design (mqa, gqa, talking_heads, gated, diff, mla…). It shows the preset the design "
+                      "is (variant, core C and slots; sizes are yours to set), and is blank after an edit that no "
+                      "preset equals");
+  preset_->setPlaceholderText("(edited: no preset)");
   form->addRow("Preset", preset_);
 
   variant_ = new QComboBox;
@@ -292,11 +295,51 @@ void DesignPanel::showModelContext() {
 QString DesignPanel::positionsNote() const { return positionsNote_->isHidden() ? QString() : positionsNote_->text(); }
 QString DesignPanel::lambdaText() const { return lambda_->text(); }
 
-QString DesignPanel::designPresetOf(const spec::AttentionSpec& s) {
-  if (s.variant != spec::Variant::Mhsa || s.slots.isMhsa()) return {};
-  for (const auto& name : spec::designPresetNames())
-    if (spec::makeSpecPreset(name).slots == s.slots) return QString::fromStdString(name);
+namespace {
+
+/// What a preset fixes of a design: the variant, the core's preset (THSA family) and the slots. Not
+/// the sizes, causality, bias or dropout, which a user sets around a preset (the demo and the
+/// lessons make presets causal), nor MLA's order of contractions: naive and absorbed are one layer
+/// (docs/attention-variants.md §8.6), so MLA in the absorbed order is still the mla preset.
+bool sameDesign(const spec::AttentionSpec& a, const spec::AttentionSpec& b) {
+  if (a.variant != b.variant) return false;
+  const std::string coreA = a.core ? a.core->preset : std::string(), coreB = b.core ? b.core->preset : std::string();
+  if (coreA != coreB || coreA == kCustomCore.toStdString()) return false;  // a custom C is no preset's
+  const auto order = [](spec::Slots s) {
+    if (s.latent.kv_rank != 0) s.latent.order = spec::LatentOrder::Naive;
+    return s;
+  };
+  return order(a.slots) == order(b.slots);
+}
+
+/// Every name of the Preset box with the spec it applies, in the box's order.
+const std::vector<std::pair<QString, spec::AttentionSpec>>& shippedPresets() {
+  static const auto presets = [] {
+    std::vector<std::pair<QString, spec::AttentionSpec>> v;
+    for (const auto& n : spec::specPresetNames()) v.emplace_back(QString::fromStdString(n), spec::makeSpecPreset(n));
+    return v;
+  }();
+  return presets;
+}
+
+}  // namespace
+
+QString DesignPanel::designPresetOf(const spec::AttentionSpec& s, const QString& shown) {
+  const auto& presets = shippedPresets();
+  // Two names can apply one design ("skip_left" and "core:skip_left"): the one shown stays.
+  for (const auto& [name, preset] : presets)
+    if (name == shown && sameDesign(preset, s)) return name;
+  for (const auto& [name, preset] : presets)
+    if (sameDesign(preset, s)) return name;
   return {};
+}
+
+void DesignPanel::showPreset() {
+  const QSignalBlocker block(preset_);
+  const QString name = designPresetOf(spec_, preset_->currentText());
+  // No preset is this design (an edit, a custom C): the box is blank with its placeholder, never
+  // another design's name.
+  preset_->setCurrentIndex(name.isEmpty() ? -1 : preset_->findText(name));
 }
 
 QString DesignPanel::describeDesigns(const spec::AttentionSpec& s) {
@@ -327,15 +370,7 @@ void DesignPanel::setSpec(const spec::AttentionSpec& s) {
   updating_ = true;
   const QString variant = QString::fromStdString(std::string(spec::toString(s.variant)));
   variant_->setCurrentText(variant);
-  {
-    // The preset this design is: a THSA core preset by its name (skip_left, …), a design preset
-    // whose slots it has (gqa, mla, …), else the variant; the box never shows another design's preset.
-    const QSignalBlocker block(preset_);
-    const QString core = s.core ? QString::fromStdString(s.core->preset) : QString();
-    const bool corePreset = s.variant == spec::Variant::Thsa && !core.isEmpty() && preset_->findText(core) >= 0;
-    const QString design = designPresetOf(s);
-    preset_->setCurrentText(corePreset ? core : !design.isEmpty() ? design : variant);
-  }
+  showPreset();
   if (s.core) {
     const int i = corePreset_->findText(QString::fromStdString(s.core->preset));
     corePreset_->setCurrentIndex(i >= 0 ? i : corePreset_->findText(kCustomCore));
@@ -407,12 +442,7 @@ void DesignPanel::readControls(const QString& what) {
   }
   spec_ = s;
   showSlots();  // K/V groups follow H; the section follows the variant
-  {
-    const QSignalBlocker block(preset_);
-    const QString design = designPresetOf(s);
-    if (!design.isEmpty()) preset_->setCurrentText(design);
-    else if (spec::hasSlots(s.variant)) preset_->setCurrentText(variant_->currentText());
-  }
+  showPreset();
   updateEnabledFields();
   refreshReadouts();
   Q_EMIT specChanged(spec_, what);
@@ -464,6 +494,7 @@ void DesignPanel::refreshReadouts() {
     name_->setToolTip({});
     tokenCost_->clear();
     cost_->setText("(fix the problems below to see the cost)");
+    costTable_->setRowCount(0);
     return;
   }
   name_->setText(describeDesigns(spec_));

@@ -24,6 +24,7 @@ class QDoubleSpinBox;
 class QLabel;
 class QPushButton;
 class QSpinBox;
+class QTableWidget;
 class QVBoxLayout;
 
 namespace tensorscope::app {
@@ -110,8 +111,9 @@ class DesignPanel : public QWidget {
   QString designNameText() const;
   /// The why of every name, one per line (the name label's tooltip).
   QString designNameWhy() const;
-  /// The design preset the spec is (its slots are the preset's), else empty.
-  static QString designPresetOf(const spec::AttentionSpec& s);
+  /// The Preset box's name of the preset the spec is (same variant, core preset and slots; MLA's
+  /// order and the sizes aside), else empty. `shown` is kept where it names the same design.
+  static QString designPresetOf(const spec::AttentionSpec& s, const QString& shown = {});
   /// "Equals X; contains Y, Z" from spec::nameDesigns (empty for an invalid spec).
   static QString describeDesigns(const spec::AttentionSpec& s);
   /// The cost section's numbers at the chosen precision and context length.
@@ -119,6 +121,9 @@ class DesignPanel : public QWidget {
   QString costText() const;
   /// The cost section and "Match budget": a panel the window docks on its own (hidden otherwise).
   QWidget* costPanel() const { return costPanel_; }
+  /// The Cost dock's table: this design, MHSA and every design preset at this F, H, D, each cost
+  /// per token as a ratio to MHSA's (absolute values in the tooltips).
+  QTableWidget* costTable() const { return costTable_; }
   /// "Match budget" driven as a user does: cost ("params", "kv", "flops"), the baseline's design
   /// preset ("" or "mhsa": MHSA at this F, H, D), the size ("" any), then Match. The result line;
   /// apply() then applies it (false when there is nothing to apply).
@@ -138,6 +143,8 @@ class DesignPanel : public QWidget {
 
  private:
   void applyPreset(const QString& name);
+  /// The Preset box shows designPresetOf(spec_), blank when it is none.
+  void showPreset();
   void readControls(const QString& what = QStringLiteral("edit design"));
   void addSlotRow(const QString& label, SlotControl control);
   void addSlotCheck(const QString& field, const QString& label, const QString& tip,
@@ -203,6 +210,8 @@ class DesignPanel : public QWidget {
   QComboBox *matchOn_ = nullptr, *matchBase_ = nullptr, *matchSize_ = nullptr;
   QPushButton *matchRun_ = nullptr, *matchApply_ = nullptr;
   QLabel* matchResult_ = nullptr;
+  QTableWidget* costTable_ = nullptr;
+  void refreshCostTable(const Costs& k);
   std::optional<spec::AttentionSpec> matched_;  ///< the matcher's design, for Apply
   spec::AttentionSpec matchedFrom_;             ///< the design it was solved from
   QString matchText_;                           ///< the undo text of applying it
