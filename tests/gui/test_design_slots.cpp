@@ -231,6 +231,18 @@ TEST(DesignSlots, MlaInTheAbsorbedOrderIsStillTheMlaPresetAndAnEditIsNoPreset) {
   order->setCurrentText("absorbed");
   ASSERT_EQ(w.model().currentSpec().slots.latent.order, spec::LatentOrder::Absorbed);
   EXPECT_EQ(preset->currentText(), "mla") << "naive and absorbed are one layer (the bench's mla_absorbed)";
+  // Picking the name shown applies the preset again (one undo step); picking it over the preset's
+  // own design changes nothing.
+  {
+    const int before = w.model().undoStack()->count();
+    Q_EMIT preset->textActivated("mla");
+    EXPECT_EQ(w.model().currentSpec().slots.latent.order, spec::LatentOrder::Naive);
+    EXPECT_EQ(w.model().undoStack()->count(), before + 1);
+    Q_EMIT preset->textActivated("mla");
+    EXPECT_EQ(w.model().undoStack()->count(), before + 1) << "the preset's own design: nothing to apply";
+    w.model().undoStack()->undo();
+    ASSERT_EQ(w.model().currentSpec().slots.latent.order, spec::LatentOrder::Absorbed);
+  }
   // Away to another run and back: the dock is set from the spec again.
   const auto absorbed = w.model().currentSpec();
   w.model().select(1);

@@ -426,8 +426,8 @@ TEST(DesignSpace, TheCostTableUsesTheCostDocksHeightAndAgreesWithTheCostLines) {
   ASSERT_EQ(table->rowCount(), 2 + static_cast<int>(presets.size()));
   EXPECT_EQ(table->item(0, 0)->text(), "this design");
   EXPECT_EQ(table->item(1, 0)->text(), "mhsa");
-  for (size_t i = 0; i < presets.size(); ++i)
-    EXPECT_EQ(table->item(2 + static_cast<int>(i), 0)->text().toStdString(), presets[i]);
+  for (size_t i = 0; i < presets.size(); ++i)  // MLA's row says its order: its cache is the naive order's
+    EXPECT_EQ(table->item(2 + static_cast<int>(i), 0)->text().toStdString(), presets[i] + (presets[i] == "mla" ? " (naive)" : ""));
   // Its ratios are the cost lines' (the same cost model, the same baseline): MLA's KV cache.
   const auto k = p->costs();
   ASSERT_TRUE(k.valid && k.hasBaseline);
@@ -439,6 +439,7 @@ TEST(DesignSpace, TheCostTableUsesTheCostDocksHeightAndAgreesWithTheCostLines) {
   for (int c = 1; c <= 4; ++c) EXPECT_EQ(table->item(1, c)->text(), "1×") << "MHSA against itself";
   // The mla row is the preset at this width: the design's own numbers (it is the mla preset).
   const int mlaRow = 2 + static_cast<int>(std::find(presets.begin(), presets.end(), "mla") - presets.begin());
+  EXPECT_EQ(table->item(mlaRow, 0)->text(), "mla (naive)") << "the row says which order its cache is";
   for (int c = 1; c <= 4; ++c) EXPECT_EQ(table->item(mlaRow, c)->text(), table->item(0, c)->text());
   // MQA's cache: one key and one value head of H = 4.
   const int mqaRow = 2 + static_cast<int>(std::find(presets.begin(), presets.end(), "mqa") - presets.begin());

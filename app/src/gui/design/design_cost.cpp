@@ -211,7 +211,11 @@ void DesignPanel::refreshCostTable(const Costs& k) {
   for (const auto& n : spec::designPresetNames()) {
     const auto s = spec::presetAtSizeOf(n, spec_);
     const auto issues = spec::validate(s);
-    Row r{QString::fromStdString(n), issues.empty(), {}, {}};
+    // The preset in its naive order, whose cache holds every head's keys and values (DeepSeek-V3's
+    // attn_impl "naive"); the absorbed order caches the latent and the rotary key: said, so a
+    // teacher does not read MLA's row as "MLA's cache is larger than MHSA's".
+    const bool naive = s.slots.latent.enabled() && s.slots.latent.order == spec::LatentOrder::Naive;
+    Row r{QString::fromStdString(n) + (naive ? " (naive)" : ""), issues.empty(), {}, {}};
     if (r.valid) r.cost = tokenCost(s, k.context, k.bytesPerElement);
     else r.why = QString::fromStdString(spec::formatIssues(issues));
     rows.push_back(r);
@@ -245,10 +249,14 @@ void DesignPanel::refreshCostTable(const Costs& k) {
       bold.setBold(true);
       name->setFont(bold);
     }
-    name->setToolTip(r.valid ? (i == 0 ? "The design in the dock" : r.name + " at F = " + QString::number(base.sizes.F) +
-                                                                         ", H = " + QString::number(base.sizes.H) +
-                                                                         ", D = " + QString::number(base.sizes.D))
-                             : "Not a valid layer at these sizes:\n" + r.why);
+    QString tip = r.valid ? (i == 0 ? "The design in the dock" : r.name + " at F = " + QString::number(base.sizes.F) +
+                                                                    ", H = " + QString::number(base.sizes.H) +
+                                                                    ", D = " + QString::number(base.sizes.D))
+                          : "Not a valid layer at these sizes:\n" + r.why;
+    if (r.name.endsWith(" (naive)"))
+      tip += "\nThe naive order caches every head's keys and values; the absorbed order (MLA order in the "
+             "Design dock) caches only the latent and the rotary key";
+    name->setToolTip(tip);
     costTable_->setItem(i, 0, name);
     const auto v = values(r.cost);
     for (size_t c = 0; c < 4; ++c) {

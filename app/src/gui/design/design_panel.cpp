@@ -210,6 +210,13 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   layout->addStretch(1);
 
   connect(preset_, &QComboBox::currentTextChanged, this, &DesignPanel::applyPreset);
+  // Picking the name already shown applies it again when the design has moved from it (MLA in the
+  // absorbed order shows "mla"; picking "mla" brings the preset's naive order back). A pick of
+  // another name already applied through currentTextChanged: then the design is the preset, and
+  // nothing is applied twice (one undo step).
+  connect(preset_, &QComboBox::textActivated, this, [this](const QString& name) {
+    if (!updating_ && !(spec::makeSpecPreset(name.toStdString()) == spec_)) applyPreset(name);
+  });
   connect(precision_, &QComboBox::currentIndexChanged, this, [this] { refreshReadouts(); });
   connect(context_, &QSpinBox::valueChanged, this, [this] { refreshReadouts(); });
   connect(variant_, &QComboBox::currentTextChanged, this, [this] { readControls(); });
