@@ -149,6 +149,42 @@ TEST(DesignSlots, VariantsWithoutSlotsHideTheSectionAndDropTheSlots) {
   EXPECT_FALSE(w.designPanel()->slotsShown());
 }
 
+// Finding (issue 36): MLA at other sizes showed a blank Preset box. The slots' ranks and kernel
+// sizes are sizes: MLA, TPA and MTA at any of them are still their presets; whether a part is on
+// (a query latent, factorised queries, a convolution after the softmax) is the design.
+TEST(DesignSlots, ThePresetBoxNamesAModernDesignAtOtherRanksAndKernelSizes) {
+  app::DesignPanel p;
+  QComboBox* preset = presetBox(&p);
+  ASSERT_TRUE(preset);
+  auto mla = spec::makeSpecPreset("mla");
+  mla.sizes.D = 32;
+  mla.sizes.F = mla.sizes.H * 32;
+  mla.slots.latent.kv_rank = 64;
+  mla.slots.latent.rope_dim = 16;
+  ASSERT_TRUE(spec::validate(mla).empty());
+  p.setSpec(mla);
+  EXPECT_EQ(preset->currentText(), "mla");
+  mla.slots.latent.q_rank = 24;  // a query latent: a design no preset is
+  p.setSpec(mla);
+  EXPECT_EQ(preset->currentIndex(), -1) << preset->currentText().toStdString();
+  auto tpa = spec::makeSpecPreset("tpa");
+  tpa.slots.tpa.q_rank = 4;
+  tpa.slots.tpa.k_rank = tpa.slots.tpa.v_rank = 3;
+  p.setSpec(tpa);
+  EXPECT_EQ(preset->currentText(), "tpa");
+  tpa.slots.tpa.q_rank = 0;  // queries as MHSA: T6_kvonly
+  p.setSpec(tpa);
+  EXPECT_EQ(preset->currentText(), "tpa_kv_only");
+  auto mta = spec::makeSpecPreset("mta");
+  mta.slots.mta.q_kernel = 3;
+  mta.slots.mta.k_kernel = 5;
+  p.setSpec(mta);
+  EXPECT_EQ(preset->currentText(), "mta");
+  mta.slots.mta.post_q_kernel = mta.slots.mta.post_k_kernel = 0;  // no convolution after the softmax
+  p.setSpec(mta);
+  EXPECT_EQ(preset->currentIndex(), -1) << preset->currentText().toStdString();
+}
+
 TEST(DesignSlots, ThePresetBoxShowsTheDesignPresetTheSpecIs) {
   app::DesignPanel p;
   QComboBox* preset = presetBox(&p);
@@ -394,6 +430,38 @@ TEST(DesignSlots, ASlotEditOfATrainedRunForksIt) {
   EXPECT_EQ(w.model().currentSpec().slots.kv_groups, 1);
   EXPECT_EQ(w.designPanel()->designNameText(), "Equals MQA") << "the dock shows the fork";
   EXPECT_EQ(w.model().undoStack()->undoText(), "K/V groups 1 (MQA)") << "the edit is undoable on the fork";
+}
+
+// A preset picked from the box on a trained run asks to fork once; declined, the design stays and
+// nothing asks again (the textActivated after the pick is not a second request).
+TEST(DesignSlots, ADeclinedPresetOfATrainedRunIsAskedOnceAndChangesNothing) {
+  QStringList asked;
+  auto o = testOptions();
+  o.confirm = [&asked](const QString& title) {
+    asked << title;
+    return false;
+  };
+  app::MainWindow w(o);
+  w.model().select(0);  // MHSA, light
+  auto small = w.model().session().runs[0].config;
+  small.train.batch = 4;
+  small.model.layers = 1;
+  small.train.threads = 1;
+  w.trainingPanel()->setConfig(small);
+  trainStopped(w, 2);
+  const auto trained = w.model().currentSpec();
+  const int runs = w.model().count();
+  QComboBox* preset = presetBox(w.designPanel());
+  ASSERT_TRUE(preset);
+  const QString shown = preset->currentText();
+  QTest::keyClick(preset, Qt::Key_Down);  // a user's pick: currentTextChanged, then textActivated
+  EXPECT_EQ(asked.size(), 1) << asked.join(" | ").toStdString();
+  EXPECT_EQ(w.model().count(), runs) << "declined: no fork";
+  EXPECT_EQ(w.model().currentSpec(), trained);
+  EXPECT_EQ(preset->currentText(), shown) << "the box shows the design the run has";
+  QTest::keyClick(preset, Qt::Key_Down);  // picked again: asked again, once
+  EXPECT_EQ(asked.size(), 2);
+  EXPECT_EQ(w.model().currentSpec(), trained);
 }
 
 // Finding: after `preset diff` on a selected run, the Inspector's header named the run for the

@@ -100,8 +100,8 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   for (const auto& n : spec::specPresetNames()) preset_->addItem(QString::fromStdString(n));
   preset_->setToolTip("Start from a preset: a variant, a THSA core preset from Tuformer's design space, or a "
                       "modern design (mqa, gqa, talking_heads, gated, diff, mla…). It shows the preset the design "
-                      "is (variant, core C and slots; sizes are yours to set), and is blank after an edit that no "
-                      "preset equals");
+                      "is (variant, core C and which slots are on; sizes, ranks and kernel sizes are yours to set), "
+                      "and is blank after an edit that no preset equals");
   preset_->setPlaceholderText("(edited: no preset)");
   form->addRow("Preset", preset_);
 
@@ -209,13 +209,26 @@ DesignPanel::DesignPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(problems_);
   layout->addStretch(1);
 
-  connect(preset_, &QComboBox::currentTextChanged, this, &DesignPanel::applyPreset);
-  // Picking the name already shown applies it again when the design has moved from it (MLA in the
-  // absorbed order shows "mla"; picking "mla" brings the preset's naive order back). A pick of
-  // another name already applied through currentTextChanged: then the design is the preset, and
-  // nothing is applied twice (one undo step).
+  // A pick of another name is applied through currentTextChanged, and Qt sends textActivated right
+  // after it, for the index current by then. When the window did not take the preset (the run
+  // trains, or it has trained and the user declined the fork), the box shows the old design's name
+  // again: that textActivated must not apply it (a second refusal or fork question). Picking the
+  // name already shown changes no text: textActivated alone applies it again when the design has
+  // moved from it (MLA in the absorbed order shows "mla"; picking "mla" brings the naive order back).
+  connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
+    if (updating_) return;
+    refusedPick_.clear();
+    applyPreset(name);
+    if (!(spec::makeSpecPreset(name.toStdString()) == spec_)) {
+      refusedPick_ = name;
+      refusedFrom_ = spec_;
+    }
+  });
   connect(preset_, &QComboBox::textActivated, this, [this](const QString& name) {
-    if (!updating_ && !(spec::makeSpecPreset(name.toStdString()) == spec_)) applyPreset(name);
+    const bool afterRefusal = !refusedPick_.isEmpty() && refusedFrom_ == spec_;
+    refusedPick_.clear();
+    if (afterRefusal || updating_ || spec::makeSpecPreset(name.toStdString()) == spec_) return;
+    applyPreset(name);
   });
   connect(precision_, &QComboBox::currentIndexChanged, this, [this] { refreshReadouts(); });
   connect(context_, &QSpinBox::valueChanged, this, [this] { refreshReadouts(); });
@@ -307,16 +320,24 @@ namespace {
 /// What a preset fixes of a design: the variant, the core's preset (THSA family) and the slots. Not
 /// the sizes, causality, bias or dropout, which a user sets around a preset (the demo and the
 /// lessons make presets causal), nor MLA's order of contractions: naive and absorbed are one layer
-/// (docs/attention-variants.md §8.6), so MLA in the absorbed order is still the mla preset.
+/// (docs/attention-variants.md §8.6), so MLA in the absorbed order is still the mla preset. The
+/// slots' own sizes count as sizes too: the latent and rotary sizes of MLA (its preset derives them
+/// from D), TPA's ranks and MTA's kernel and head-group sizes. Which of them are on is the design
+/// (a query latent, TPA's factorised queries, a convolution after the softmax): a zero stays zero.
 bool sameDesign(const spec::AttentionSpec& a, const spec::AttentionSpec& b) {
   if (a.variant != b.variant) return false;
   const std::string coreA = a.core ? a.core->preset : std::string(), coreB = b.core ? b.core->preset : std::string();
   if (coreA != coreB || coreA == kCustomCore.toStdString()) return false;  // a custom C is no preset's
-  const auto order = [](spec::Slots s) {
+  const auto structure = [](spec::Slots s) {
+    const auto on = [](int& size) { size = size != 0 ? 1 : 0; };
     if (s.latent.kv_rank != 0) s.latent.order = spec::LatentOrder::Naive;
+    for (int* size : {&s.latent.kv_rank, &s.latent.q_rank, &s.latent.rope_dim, &s.tpa.q_rank, &s.tpa.k_rank,
+                      &s.tpa.v_rank, &s.mta.q_kernel, &s.mta.k_kernel, &s.mta.post_q_kernel, &s.mta.post_k_kernel,
+                      &s.mta.head_group})
+      on(*size);
     return s;
   };
-  return order(a.slots) == order(b.slots);
+  return structure(a.slots) == structure(b.slots);
 }
 
 /// Every name of the Preset box with the spec it applies, in the box's order.

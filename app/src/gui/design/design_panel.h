@@ -112,7 +112,8 @@ class DesignPanel : public QWidget {
   /// The why of every name, one per line (the name label's tooltip).
   QString designNameWhy() const;
   /// The Preset box's name of the preset the spec is (same variant, core preset and slots; MLA's
-  /// order and the sizes aside), else empty. `shown` is kept where it names the same design.
+  /// order, the sizes and the slots' ranks and kernel sizes aside, though not whether each is on),
+  /// else empty. `shown` is kept where it names the same design.
   static QString designPresetOf(const spec::AttentionSpec& s, const QString& shown = {});
   /// "Equals X; contains Y, Z" from spec::nameDesigns (empty for an invalid spec).
   static QString describeDesigns(const spec::AttentionSpec& s);
@@ -180,6 +181,10 @@ class DesignPanel : public QWidget {
   /// Why the chosen core preset was not expanded at the chosen sizes (the old core stays meanwhile).
   std::vector<spec::Issue> presetProblems_;
   bool updating_ = false;
+  // A preset picked from the box that the window did not take, and the design it stayed at: the
+  // textActivated that Qt sends after the pick (for the old name shown again) is no request.
+  QString refusedPick_;
+  spec::AttentionSpec refusedFrom_;
   bool editable_ = true;
   QLabel* locked_ = nullptr;
   QComboBox* preset_ = nullptr;
