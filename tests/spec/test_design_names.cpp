@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "spec/attention_spec.h"
 #include "spec/core_spec.h"
@@ -157,6 +159,87 @@ TEST(DesignNames, CombinedSlotsNameTheWholeAndContainEachPart) {
   EXPECT_TRUE(contains(s, "talking heads, pre-softmax half"));
   EXPECT_TRUE(contains(s, "gated attention (headwise)"));
   for (size_t i = 1; i < names.size(); ++i) EXPECT_FALSE(names[i].equals) << names[i].name;
+}
+
+}  // namespace tensorscope::spec
+
+namespace tensorscope::spec {
+namespace {
+
+/// The same C written as a frozen dense core: named from its materialised values (the oracle).
+AttentionSpec asDenseCore(AttentionSpec s) {
+  CoreSpec dense;
+  dense.preset = "custom";
+  dense.structure = CoreStructure::Dense;
+  dense.dense_values = effectiveCore(s);
+  dense.trainable_mask.assign(dense.dense_values.size(), 0);
+  s.core = dense;
+  return s;
+}
+
+CoreFactor fixedFactor(std::vector<double> values) {
+  CoreFactor f;
+  f.kind = FactorKind::Fixed;
+  f.values = std::move(values);
+  return f;
+}
+
+}  // namespace
+
+// A frozen Kronecker core is named from its factors (a user's H = 1024 made C 2 GiB: a minute a
+// name); the names must be those of the materialised C, for every shape the naming tells apart.
+TEST(DesignNames, AFrozenKroneckerCoreIsNamedAsItsMaterialisedC) {
+  const int H = 3, D = 2;
+  const CoreFactor I{FactorKind::Identity, {}, true}, ones{FactorKind::Ones, {}, true};
+  CoreFactor rank1{FactorKind::Rank1, {1.0, 2.0, 0.5, -1.0}, false};
+  CoreFactor constant = fixedFactor({0.7, 0.7, 0.7, 0.7});
+  CoreFactor almost = fixedFactor({0.7, 0.7, 0.7, 0.7 + 1e-6});
+  CoreFactor diagB = fixedFactor({2.0, 0.0, 0.0, 3.0});
+  CoreFactor fullB = fixedFactor({1.0, 2.0, 3.0, 4.0});
+  std::vector<CoreFactor> As = {
+      I, ones, fixedFactor({1.5, 0, 0, 0, 1.5, 0, 0, 0, 1.5}), fixedFactor({1, 0, 0, 0, 2, 0, 0, 0, 3}),
+      fixedFactor({1, 0.2, 0, 0, 1, 0, 0, 0, 1}), fixedFactor(std::vector<double>(9, 0.0)),
+      fixedFactor({std::sqrt(3.0), 0, 0, 0, std::sqrt(3.0), 0, 0, 0, std::sqrt(3.0)})};
+  std::vector<CoreFactor> Bs = {I, ones, rank1, constant, almost, diagB, fullB};
+  int shapes = 0;
+  std::set<std::string> reached;
+  for (double scale : {1.0, 0.5, std::sqrt(3.0)})
+    for (const auto& a : As)
+      for (const auto& b : Bs) {
+        AttentionSpec s = makeSpecPreset("core:mhsa");
+        s.sizes.H = H;
+        s.sizes.D = D;
+        s.sizes.R = H * D;
+        s.sizes.F = 12;
+        CoreSpec c;
+        c.preset = "custom";
+        c.structure = CoreStructure::Kronecker;
+        c.scale = scale;
+        c.a = a;
+        c.b = b;
+        s.core = c;
+        ASSERT_TRUE(c.isFrozen());
+        const auto factored = nameDesigns(s), materialised = nameDesigns(asDenseCore(s));
+        ASSERT_EQ(factored.size(), materialised.size()) << first(s) << " vs " << first(asDenseCore(s));
+        for (size_t i = 0; i < factored.size(); ++i) {
+          EXPECT_EQ(factored[i].name, materialised[i].name) << "scale " << scale << ", shape " << shapes;
+          EXPECT_EQ(factored[i].equals, materialised[i].equals) << factored[i].name;
+          EXPECT_EQ(factored[i].why, materialised[i].why) << factored[i].name;
+        }
+        reached.insert(first(s).substr(0, first(s).find(" (")));
+        ++shapes;
+      }
+  // Every kind of name the naming gives a frozen core is among them.
+  for (const char* name : {"MHSA", "talking heads, pre-softmax half", "single-head attention", "Tuformer skip-left",
+                           "THSA"})
+    EXPECT_TRUE(reached.count(name)) << name;
+  AttentionSpec big = makeSpecPreset("core:mhsa");
+  big.sizes.H = 1024;
+  big.sizes.D = 16;
+  big.sizes.R = 16384;
+  big.sizes.F = 16384;
+  big.core = makeCorePreset("mhsa", 1024, 16);
+  EXPECT_EQ(first(big), "MHSA (1024 heads of size 16)") << "named from its 1024 x 1024 and 16 x 16 factors";
 }
 
 }  // namespace tensorscope::spec

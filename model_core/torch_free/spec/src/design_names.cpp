@@ -1,5 +1,6 @@
 #include "spec/design_names.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -63,11 +64,87 @@ bool isSkipLeft(const std::vector<double>& C, int H, int D) {
   return true;
 }
 
+/// What the naming reads of C: the head mixing A where C = A ⊗ 1_D 1_Dᵀ (empty otherwise), whether C
+/// is Tuformer's skip-left, diagonal, zero, and C[0, 0].
+struct CoreShape {
+  std::vector<double> A;
+  bool skipLeft = false, diagonal = false, zero = false;
+  double first = 0.0;
+};
+
+/// From the materialised C (R x R).
+CoreShape shapeOf(const std::vector<double>& C, int H, int D, int R) {
+  CoreShape k;
+  k.A = headMixing(C, H, D);
+  k.skipLeft = k.A.empty() && isSkipLeft(C, H, D);
+  k.diagonal = isDiagonal(C, R);
+  k.zero = allEqual(C, 0.0);
+  k.first = C[0];
+  return k;
+}
+
+/// From the factors of a Kronecker core C = sA ⊗ B, in O(H² + D²): the same tests as shapeOf on
+/// the materialised C, each entry (s·A[h,g])·B[d,e] as materializeCore forms it, each condition
+/// over a block read at its worst entry. At R = H·D = 16384 the materialised C is 2 GiB (a user who
+/// types H = 1024 waited a minute per name); tests/spec/test_design_names.cpp holds both to one answer.
+CoreShape shapeOfKronecker(const CoreSpec& core, int H, int D) {
+  CoreSpec a = core, b = core;  // one factor each, materialised alone (scale 1, the other factor ones)
+  a.scale = b.scale = 1.0;
+  a.b.kind = FactorKind::Ones;
+  b.a.kind = FactorKind::Ones;
+  std::vector<double> sA = materializeCore(a, H, 1, H);
+  const std::vector<double> B = materializeCore(b, 1, D, D);
+  for (double& x : sA) x = core.scale * x;
+  double spread = 0.0, maxB = 0.0, maxOffB = 0.0;  // max |B - B[0,0]|, max |B|, max |B| off its diagonal
+  for (int d = 0; d < D; ++d)
+    for (int e = 0; e < D; ++e) {
+      const double v = B[static_cast<size_t>(d) * D + e];
+      spread = std::max(spread, std::abs(v - B[0]));
+      maxB = std::max(maxB, std::abs(v));
+      if (d != e) maxOffB = std::max(maxOffB, std::abs(v));
+    }
+  const auto x = [&](int h, int g) { return sA[static_cast<size_t>(h) * H + g]; };
+  const auto nearZero = [](double worst) { return worst <= kTolerance; };
+  CoreShape k;
+  k.first = x(0, 0) * B[0];
+  // A ⊗ 1 1ᵀ: every block (h, g) constant, |x|·|B[d,e] − B[0,0]| within the tolerance of x·B[0,0].
+  bool blocksConstant = true;
+  for (int h = 0; h < H && blocksConstant; ++h)
+    for (int g = 0; g < H && blocksConstant; ++g)
+      blocksConstant = std::abs(x(h, g)) * spread <= kTolerance * std::max(1.0, std::abs(x(h, g) * B[0]));
+  if (blocksConstant) {
+    k.A.resize(static_cast<size_t>(H) * H);
+    for (int h = 0; h < H; ++h)
+      for (int g = 0; g < H; ++g) k.A[static_cast<size_t>(h) * H + g] = x(h, g) * B[0];
+  }
+  bool offHeadsZero = true, diagonalBlocksZero = true, sameDiagonal = true;
+  for (int h = 0; h < H; ++h)
+    for (int g = 0; g < H; ++g) {
+      if (h != g) offHeadsZero = offHeadsZero && nearZero(std::abs(x(h, g)) * maxB);
+      else diagonalBlocksZero = diagonalBlocksZero && nearZero(std::abs(x(h, h)) * maxOffB);
+      // C[hD+d, hD+e] near C[d, e]: |x_hh − x_00|·|B[d,e]| within the tolerance of x_00·B[d,e]; the
+      // worst (d, e) is the largest |B[d,e]|.
+      if (h == g && std::abs(x(h, h) - x(0, 0)) * maxB > kTolerance * std::max(1.0, std::abs(x(0, 0)) * maxB))
+        sameDiagonal = false;
+    }
+  k.zero = true;
+  for (int h = 0; h < H && k.zero; ++h)
+    for (int g = 0; g < H && k.zero; ++g) k.zero = nearZero(std::abs(x(h, g)) * maxB);
+  k.diagonal = offHeadsZero && diagonalBlocksZero;
+  if (k.A.empty() && offHeadsZero && sameDiagonal) {
+    // The diagonal block x_00·B of rank one: every 2 x 2 minor through its first row and column vanishes.
+    const auto at = [&](int i, int j) { return x(0, 0) * B[static_cast<size_t>(i) * D + j]; };
+    k.skipLeft = true;
+    for (int d = 1; d < D && k.skipLeft; ++d)
+      for (int e = 1; e < D && k.skipLeft; ++e) k.skipLeft = near(at(0, 0) * at(d, e), at(0, e) * at(d, 0));
+  }
+  return k;
+}
+
 std::vector<DesignName> nameThsa(const AttentionSpec& s) {
   const auto& z = s.sizes;
   const int H = z.H, D = z.D, R = z.R;
   const std::string family = s.variant == Variant::ThsaLinear ? "linear THSA (Tuformer, kernelised)" : "THSA (Tuformer)";
-  const auto C = effectiveCore(s);
   if (s.variant == Variant::ThsaLinear)
     return {{family, true, "φ(C_r ⊙ q)·φ(k) similarities instead of a softmax per channel"}};
   std::vector<DesignName> out;
@@ -95,8 +172,15 @@ std::vector<DesignName> nameThsa(const AttentionSpec& s) {
       return generic("a trainable " + std::string(c.structure == CoreStructure::LowRank ? "low-rank" : "dense") +
                      " core C: channels may mix across heads");
   }
-  if (!C.empty() && static_cast<long long>(H) * D == R) {
-    if (const auto A = headMixing(C, H, D); !A.empty()) {
+  const std::string noKronecker = "a core C that is no Kronecker product with 1_D 1_Dᵀ: channels mix across heads";
+  const bool factored = s.core && s.core->structure == CoreStructure::Kronecker && static_cast<long long>(H) * D == R;
+  const auto C = factored ? std::vector<double>{} : effectiveCore(s);
+  if (!factored && C.empty()) return generic(noKronecker);
+  const CoreShape k = factored                               ? shapeOfKronecker(*s.core, H, D)
+                      : static_cast<long long>(H) * D == R ? shapeOf(C, H, D, R)
+                                                           : CoreShape{{}, false, isDiagonal(C, R), allEqual(C, 0.0), C[0]};
+  if (static_cast<long long>(H) * D == R) {
+    if (const auto& A = k.A; !A.empty()) {
       if (allEqual(A, A[0]) && H > 1) {
         out.push_back({"single-head attention (one head of size " + to_string(R) + ")", true,
                        "C = a·1_R 1_Rᵀ: one map shared by every channel"});
@@ -113,13 +197,14 @@ std::vector<DesignName> nameThsa(const AttentionSpec& s) {
       }
       return out;
     }
-    if (isSkipLeft(C, H, D))
+    if (k.skipLeft)
       return {{"Tuformer skip-left", true, "C = I_H ⊗ c₂c₃ᵀ: heads kept apart, a rank-one channel weighting inside each"}};
   }
-  if (!C.empty() && isDiagonal(C, R) && !allEqual(C, 0.0))
-    return {{"MHSA (" + to_string(R) + " heads of size 1, Tuformer heads-only)", allEqual(C, C[0]) && near(C[0], 1.0),
+  // "equals" when C is I_R: every entry equal to C[0, 0] and that 1, which a diagonal C with R > 1 never is.
+  if (k.diagonal && !k.zero)
+    return {{"MHSA (" + to_string(R) + " heads of size 1, Tuformer heads-only)", R == 1 && near(k.first, 1.0),
              "C diagonal: every channel is a head of size one"}};
-  return generic("a core C that is no Kronecker product with 1_D 1_Dᵀ: channels mix across heads");
+  return generic(noKronecker);
 }
 
 /// Tensor Product Attention (§8.7). Contextual head factors: TPA (or T6's keys-and-values-only
