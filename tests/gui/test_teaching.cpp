@@ -14,6 +14,7 @@
 #include <QDockWidget>
 #include <QFontInfo>
 #include <QLabel>
+#include <QLocale>
 #include <QScrollBar>
 #include <QTextBrowser>
 #include <map>
@@ -23,6 +24,7 @@
 #include <QSignalSpy>
 #include <QDir>
 #include <QFileInfo>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -51,6 +53,7 @@
 #include "spec/attention_spec.h"
 #include "spec/validation.h"
 #include "spec/contraction_steps.h"
+#include "spec/cost_model.h"
 #include "viz/matrix_heatmap.h"
 #include "viz/role_cluster_plot.h"
 #include "window_test_util.h"
@@ -295,6 +298,53 @@ TEST(TeachingInspector, TheCostPageComparesOrdersAndGrowthInN) {
   EXPECT_TRUE(text.contains("This design: FLOPs ∝ N^1.0")) << text.toStdString();
   EXPECT_TRUE(text.contains("MHSA of the same width: FLOPs ∝ N^1.9") || text.contains("MHSA of the same width: FLOPs ∝ N^2.0"))
       << text.toStdString();
+}
+
+// Issue 36: the cost page shows MLA's two orders side by side, with the cost model's numbers for
+// each (the oracle), whichever order the design is in; no such table for other designs.
+TEST(TeachingInspector, TheCostPageShowsMlasTwoOrdersSideBySide) {
+  app::TensorInspector inspector;
+  auto s = spec::makeSpecPreset("mla");
+  s.sizes.seq_len = 12;
+  const auto values = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(s, 12, 1));
+  inspector.setDesign(s, values->network);
+  inspector.setValues(values, "");
+  QTableWidget* t = inspector.mlaOrdersTable();
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->rowCount(), 5);
+  EXPECT_FALSE(t->isHidden());
+  auto naive = s, absorbed = s;
+  absorbed.slots.latent.order = spec::LatentOrder::Absorbed;
+  const auto grouped = [](double v) { return QLocale(QLocale::English).toString(static_cast<qlonglong>(std::llround(v))); };
+  const auto cell = [&](int r, int c) { return t->item(r, c)->text(); };
+  EXPECT_EQ(cell(0, 0), "forward FLOPs");
+  EXPECT_EQ(cell(0, 1), grouped(spec::estimateCost(naive, 1, 12).forward_flops));
+  EXPECT_EQ(cell(0, 2), grouped(spec::estimateCost(absorbed, 1, 12).forward_flops));
+  EXPECT_EQ(cell(3, 0), "KV cache per token");
+  auto naiveDecoder = naive, absorbedDecoder = absorbed;  // a cache is a decoder's: the causal twin's
+  naiveDecoder.causal = absorbedDecoder.causal = true;
+  const auto dn = spec::estimateDecodeCost(naiveDecoder, 12), da = spec::estimateDecodeCost(absorbedDecoder, 12);
+  EXPECT_LT(da.cache_elements_per_token, dn.cache_elements_per_token) << "the absorbed order caches the latent";
+  EXPECT_EQ(cell(3, 3), QString("%1×").arg(da.cache_elements_per_token / dn.cache_elements_per_token, 0, 'f', 3));
+  EXPECT_EQ(cell(4, 1), grouped(dn.flops));
+  EXPECT_EQ(cell(4, 2), grouped(da.flops));
+  EXPECT_GT(da.flops, dn.flops) << "and pays at decoding";
+  // The same table from the other order.
+  const auto values2 = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(absorbed, 12, 1));
+  inspector.setDesign(absorbed, values2->network);
+  inspector.setValues(values2, "");
+  t = inspector.mlaOrdersTable();
+  ASSERT_EQ(t->rowCount(), 5);
+  EXPECT_EQ(cell(0, 1), grouped(spec::estimateCost(naive, 1, 12).forward_flops));
+  if (auto* tabs = inspector.findChild<QTabWidget*>()) tabs->setCurrentIndex(1);  // the cost page
+  screenshotIfAsked(inspector, "inspector_mla_orders");
+  // Any other design: none.
+  const auto gqa = spec::makeSpecPreset("gqa");
+  const auto values3 = std::make_shared<const model_core::NetworkValues>(model_core::designNetworkValues(gqa, 6, 1));
+  inspector.setDesign(gqa, values3->network);
+  inspector.setValues(values3, "");
+  EXPECT_EQ(inspector.mlaOrdersTable()->rowCount(), 0);
+  EXPECT_TRUE(inspector.mlaOrdersTable()->isHidden());
 }
 
 // In the window: a click on a tensor of the diagram shows it in the Inspector, for a design never

@@ -16,6 +16,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "spec/cost_model.h"
+#include "spec/tensor_network.h"
+#include "spec/validation.h"
 #include "viz/matrix_heatmap.h"
 
 namespace tensorscope::app {
@@ -139,6 +142,16 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
   scaling_->setWordWrap(true);
   scaling_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   ordersLayout->addWidget(scaling_);
+  mlaTitle_ = new QLabel;
+  mlaTitle_->setWordWrap(true);
+  ordersLayout->addWidget(mlaTitle_);
+  mlaOrders_ = new QTableWidget(0, 4);
+  mlaOrders_->setObjectName("mlaOrders");
+  mlaOrders_->setHorizontalHeaderLabels({"at this input, batch 1", "naive", "absorbed", "absorbed ÷ naive"});
+  mlaOrders_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  mlaOrders_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  mlaOrders_->verticalHeader()->hide();
+  ordersLayout->addWidget(mlaOrders_);
   tabs_->addTab(ordersPage, "Cost of orders");
   connect(tabs_, &QTabWidget::currentChanged, this, [this] { ensureOrders(); });
   layout->addWidget(tabs_, 1);
@@ -569,6 +582,7 @@ void TensorInspector::fillOrders() {
       lines << QString("%1: %2").arg(name, e.what()).toHtmlEscaped();
     }
   };
+  fillMlaOrders();
   if (!design_.sizes.F) {
     scaling_->clear();
     return;
@@ -583,6 +597,89 @@ void TensorInspector::fillOrders() {
   scaling_->setText("<b>Growth with the sequence length N</b> (slopes of log cost against log N from N = " +
                     QString::number(kScalingSeqs[kScalingSeqs.size() - 2]) + " to " + QString::number(kScalingSeqs.back()) +
                     "; 1: linear, 2: quadratic)<br>" + lines.join("<br>"));
+}
+
+void TensorInspector::fillMlaOrders() {
+  // MLA (docs/attention-variants.md §8.6): one layer, two orders of its contractions. The naive
+  // order forms every head's key and value from the latent (a cache of H keys and values); the
+  // absorbed one folds W^UK into the query and W^UV after the softmax, so the latent and the rotary
+  // key are the cache, and every head's query meets the latent. The numbers are the cost model's
+  // (spec::estimateCost, spec::estimateDecodeCost) for the design in each order.
+  const bool mla = spec::hasSlots(design_.variant) && design_.slots.latent.kv_rank != 0 && spec::validate(design_).empty();
+  mlaTitle_->setVisible(mla);
+  mlaOrders_->setVisible(mla);
+  mlaOrders_->setRowCount(0);
+  if (!mla) {
+    mlaTitle_->clear();
+    return;
+  }
+  const std::int64_t N = std::max(1, design_.sizes.seq_len);
+  spec::AttentionSpec naive = design_, absorbed = design_;
+  naive.slots.latent.order = spec::LatentOrder::Naive;
+  absorbed.slots.latent.order = spec::LatentOrder::Absorbed;
+  struct Order {
+    spec::LayerCost cost;
+    spec::DecodeCost decode;
+    std::size_t steps = 0;
+    QString terms;
+  };
+  const auto measure = [&](const spec::AttentionSpec& s) {
+    Order o;
+    o.cost = spec::estimateCost(s, 1, N);
+    auto decoder = s;  // a KV cache is a decoder's: an encoder's design is costed as its causal twin
+    decoder.causal = true;
+    o.decode = spec::estimateDecodeCost(decoder, N);
+    o.steps = spec::buildTensorNetwork(s, static_cast<int>(N)).plan.size();
+    QStringList lines;
+    for (const auto& t : o.cost.terms) lines << QString("%1: %2 FLOPs").arg(QString::fromStdString(t.name), grouped(t.flops));
+    o.terms = lines.join("\n");
+    return o;
+  };
+  Order a, b;
+  try {
+    a = measure(naive);
+    b = measure(absorbed);
+  } catch (const std::exception& e) {
+    mlaTitle_->setText(QString("MLA's two orders: %1").arg(e.what()).toHtmlEscaped());
+    mlaOrders_->setVisible(false);
+    return;
+  }
+  const QString shown = design_.slots.latent.order == spec::LatentOrder::Absorbed ? "absorbed" : "naive";
+  mlaTitle_->setText(QString("<b>MLA's two orders side by side</b> (this design is in the %1 order; both compute "
+                             "the same layer, at N = %2 and after %2 cached tokens%3; KV cache in float32)")
+                         .arg(shown)
+                         .arg(N)
+                         .arg(design_.causal ? QString() : QString(", decoding as the causal layer")));
+  const auto ratio = [](double x, double y) { return y > 0 ? QString("%1×").arg(x / y, 0, 'f', 3) : QString("–"); };
+  const auto row = [&](const QString& what, const QString& n, const QString& ab, const QString& r, const QString& tipN = {},
+                       const QString& tipA = {}) {
+    const int i = mlaOrders_->rowCount();
+    mlaOrders_->insertRow(i);
+    const QStringList cells{what, n, ab, r};
+    for (int c = 0; c < 4; ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      if (c > 0) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      item->setToolTip(c == 1 && !tipN.isEmpty() ? tipN : c == 2 && !tipA.isEmpty() ? tipA : cells[c]);
+      mlaOrders_->setItem(i, c, item);
+    }
+  };
+  row("forward FLOPs", grouped(a.cost.forward_flops), grouped(b.cost.forward_flops),
+      ratio(b.cost.forward_flops, a.cost.forward_flops), a.terms, b.terms);
+  row("largest tensor", bytesText(a.cost.largest_intermediate_bytes), bytesText(b.cost.largest_intermediate_bytes),
+      ratio(b.cost.largest_intermediate_bytes, a.cost.largest_intermediate_bytes));
+  row("contraction steps", QString::number(a.steps), QString::number(b.steps), b.steps == a.steps ? QString("same") : QString::asprintf("%+lld", qlonglong(b.steps) - qlonglong(a.steps)));
+  const double bytes = spec::kFloat32Bytes;
+  row("KV cache per token", bytesText(a.decode.cache_elements_per_token * bytes), bytesText(b.decode.cache_elements_per_token * bytes),
+      ratio(b.decode.cache_elements_per_token, a.decode.cache_elements_per_token), QString::fromStdString(a.decode.note),
+      QString::fromStdString(b.decode.note));
+  row("decoding FLOPs per new token", grouped(a.decode.flops), grouped(b.decode.flops), ratio(b.decode.flops, a.decode.flops));
+  mlaOrders_->setFixedHeight(mlaOrders_->horizontalHeader()->sizeHint().height() + 2 * mlaOrders_->frameWidth() +
+                             mlaOrders_->rowCount() * mlaOrders_->verticalHeader()->defaultSectionSize());
+}
+
+QTableWidget* TensorInspector::mlaOrdersTable() {
+  orderComparisons();
+  return mlaOrders_;
 }
 
 void TensorInspector::ensureOrders() {

@@ -110,6 +110,10 @@ class TensorInspector : public QWidget {
   const std::vector<spec::OrderComparison>& orderComparisons();
   QTableWidget* ordersTable();
   QString scalingText();
+  /// Multi-head latent attention's two orders side by side (rows: forward FLOPs, largest tensor,
+  /// contraction steps, KV cache per token, decoding FLOPs per new token; columns: naive, absorbed,
+  /// absorbed ÷ naive). Hidden with no rows for any other design.
+  QTableWidget* mlaOrdersTable();
 
  Q_SIGNALS:
   /// What the diagram should highlight (empty: nothing).
@@ -123,6 +127,7 @@ class TensorInspector : public QWidget {
   void redraw();
   void updateStepText();
   void fillOrders();
+  void fillMlaOrders();
   /// Fills the Orders page if the design or values changed since it was last filled.
   void ensureOrders();
   void setPlan(const spec::TensorNetwork& network);
@@ -157,6 +162,8 @@ class TensorInspector : public QWidget {
   QTabWidget* tabs_;
   QTableWidget* ordersTable_;
   QLabel* scaling_;
+  QLabel* mlaTitle_;
+  QTableWidget* mlaOrders_;
   QTimer* timer_;
   double fontScale_ = 1.0;
 };
