@@ -26,7 +26,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # the sweep library and the command line's building blocks, each test a process of its own) and
 # cli.failure_modes, the command line on bad input (full disks, NaN, refused memory, --format
 # pytorch). The other command-line scripts drive the same library code through many short
-# processes (cli.commands alone starts ~300, crash_consistency kills ~20 runs): under ASan each
+# processes (over a hundred in cli.commands; crash_consistency kills ~20 runs): under ASan each
 # start costs seconds, they took over 20 minutes of the stage (2026-11-27 post-stop CI, the stage
 # did not finish in time), and they run in full in the Release test stage. The Python checks
 # (export = infer, parity with official code: the rest of their time is PyTorch), the Slurm
