@@ -282,18 +282,8 @@ TEST(DesignMta, TheHeadMixingViewShowsTheModulesInitialValuesAndSaysWhyItIsNotEd
 
 TEST(DesignMta, ATrainedRunShowsItsLearnedCPrimeAndForksOnAnMtaEdit) {
   QStringList asked;
-  auto o = testOptions();
-  o.confirm = [&asked](const QString& title) {
-    asked << title;
-    return true;
-  };
-  app::MainWindow w(o);
-  w.model().select(0);
-  auto small = w.model().session().runs[0].config;
-  small.train.batch = 4;
-  small.model.layers = 1;
-  small.train.threads = 1;
-  w.trainingPanel()->setConfig(small);
+  app::MainWindow w(answeringOptions(asked, true));
+  lightRun0(w);
   auto th = spec::makeSpecPreset("talking_heads");
   th.causal = w.model().currentSpec().causal;
   th.sizes.seq_len = w.model().currentSpec().sizes.seq_len;

@@ -406,18 +406,8 @@ TEST(DesignSlots, CostsFollowTheCostModelAgainstMhsaAtTheSameWidth) {
 
 TEST(DesignSlots, ASlotEditOfATrainedRunForksIt) {
   QStringList asked;
-  auto o = testOptions();
-  o.confirm = [&asked](const QString& title) {
-    asked << title;
-    return true;
-  };
-  app::MainWindow w(o);
-  w.model().select(0);  // MHSA, light
-  auto small = w.model().session().runs[0].config;
-  small.train.batch = 4;
-  small.model.layers = 1;
-  small.train.threads = 1;
-  w.trainingPanel()->setConfig(small);
+  app::MainWindow w(answeringOptions(asked, true));
+  lightRun0(w);  // MHSA
   trainStopped(w, 3);
   const auto original = w.model().run(0);
   const int runs = w.model().count();
@@ -436,18 +426,8 @@ TEST(DesignSlots, ASlotEditOfATrainedRunForksIt) {
 // nothing asks again (the textActivated after the pick is not a second request).
 TEST(DesignSlots, ADeclinedPresetOfATrainedRunIsAskedOnceAndChangesNothing) {
   QStringList asked;
-  auto o = testOptions();
-  o.confirm = [&asked](const QString& title) {
-    asked << title;
-    return false;
-  };
-  app::MainWindow w(o);
-  w.model().select(0);  // MHSA, light
-  auto small = w.model().session().runs[0].config;
-  small.train.batch = 4;
-  small.model.layers = 1;
-  small.train.threads = 1;
-  w.trainingPanel()->setConfig(small);
+  app::MainWindow w(answeringOptions(asked, false));
+  lightRun0(w);  // MHSA
   trainStopped(w, 2);
   const auto trained = w.model().currentSpec();
   const int runs = w.model().count();

@@ -37,15 +37,6 @@ using namespace tensorscope::test;
 namespace {
 
 /// A light run 0: one layer, batch 4, one thread (it trains a few steps in a test).
-void lightRun0(app::MainWindow& w) {
-  w.model().select(0);
-  auto small = w.model().session().runs[0].config;
-  small.train.batch = 4;
-  small.model.layers = 1;
-  small.train.threads = 1;
-  w.trainingPanel()->setConfig(small);
-}
-
 /// The design preset `name` as the demo's `preset` sets it on the current run (its causality and N).
 void preset(app::MainWindow& w, const char* name) {
   const auto before = w.model().currentSpec();
@@ -338,12 +329,7 @@ TEST(DesignSpace, ARunNamedByItsDesignIsRenamedWithItAndAForkOfATrainedRunGetsTh
 
 TEST(DesignSpace, ATrainedRunForksOnATpaEditAndOnAPositionsEdit) {
   QStringList asked;
-  auto o = testOptions();
-  o.confirm = [&asked](const QString& title) {
-    asked << title;
-    return true;
-  };
-  app::MainWindow w(o);
+  app::MainWindow w(answeringOptions(asked, true));
   lightRun0(w);
   trainStopped(w, 3);
   const auto original = w.model().run(0);

@@ -130,6 +130,26 @@ inline void trainStopped(app::MainWindow& w, int steps) {
   ASSERT_TRUE(waitFor([&] { return !w.model().isTraining(index); }, 20000));
 }
 
+/// Window options whose questions (fork a trained run? …) are answered `answer` and recorded in `asked`.
+inline app::MainWindow::Options answeringOptions(QStringList& asked, bool answer) {
+  auto o = testOptions();
+  o.confirm = [&asked, answer](const QString& title) {
+    asked << title;
+    return answer;
+  };
+  return o;
+}
+
+/// Run 0 (MHSA) selected and made light: batch 4, one layer, one thread.
+inline void lightRun0(app::MainWindow& w) {
+  w.model().select(0);
+  auto light = w.model().session().runs[0].config;
+  light.train.batch = 4;
+  light.model.layers = 1;
+  light.train.threads = 1;
+  w.trainingPanel()->setConfig(light);
+}
+
 /// Whether a label of `view` (its message) contains `text`.
 inline bool labelSays(QWidget* view, const QString& text) {
   for (auto* l : view->findChildren<QLabel*>())
