@@ -54,8 +54,13 @@ wait $pid
 rc=$?
 if [ "$rc" -eq 130 ] && grep -q '"event": "end"' "$TMP/run1.log"; then ok "interrupted-run-exits-130"; else bad "interrupted run: exit $rc" "$(cat "$TMP/run1.log")"; fi
 check status-after-interrupt 0 "interrupted" -- "$BIN" sweep status "$TMP/sw"
-interrupted=$("$BIN" sweep status "$TMP/sw" | awk '$2 == "interrupted" {print $1; exit}')
-before=$(grep -c '"kind":"train"' "$TMP/sw/trials/$interrupted/run/metrics.jsonl" 2>/dev/null || echo 0)
+# The interrupted trial that was part-way: with two running, the other may have been stopped before
+# its first step (then it rightly starts again from step 0), so the one with the most records is checked.
+interrupted="" before=0
+for t in $("$BIN" sweep status "$TMP/sw" | awk '$2 == "interrupted" {print $1}'); do
+  n=$(grep -c '"kind":"train"' "$TMP/sw/trials/$t/run/metrics.jsonl" 2>/dev/null) || n=0
+  if [ -z "$interrupted" ] || [ "$n" -gt "$before" ]; then interrupted=$t before=$n; fi
+done
 check resume 0 '"event": "end", "finished": [1-4], "failed": 0, "interrupted": 0' -- "$BIN" --threads 1 sweep run "$TMP/sw" --jobs 2
 # The interrupted trial resumed: one training record per step 1..160 (none repeated, none lost).
 steps=$(grep '"kind":"train"' "$TMP/sw/trials/$interrupted/run/metrics.jsonl" | sed -n 's/.*"step":\([0-9]*\).*/\1/p')
