@@ -6,6 +6,7 @@
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QFile>
 #include <QFileInfo>
 #include <QLabel>
@@ -339,6 +340,55 @@ TEST(ExperimentsDock, ARealDuelEndsWithTheReportsVerdicts) {
   EXPECT_EQ(panel->differencePlot()->barCount(), 2);
   screenshotDuel(w, {1600, 1000}, "experiments_duel_1600x1000");
   screenshotDuel(w, {1280, 800}, "experiments_duel_1280x800");
+}
+
+// The duel on a laptop screen: at 1280 x 800 and 1600 x 1000 with the Experiments layout every
+// verdict row is in view and the verdict words of each are visible without scrolling (before, the
+// table showed two of three rows and the verdict was its eleventh column, off to the right); the
+// figure keeps the rest of the dock. A divider the user dragged stays where it was put.
+TEST(ExperimentsDock, EveryVerdictIsInViewOnALaptopScreen) {
+  QTemporaryDir tmp;
+  const QString dir = planDuel(tmp.filePath("duel"), 10);
+  const auto plan = model_core::readSweepPlan(dir.toStdString());
+  ASSERT_EQ(plan.trials.size(), 9u);
+  const double values[] = {0.50, 0.52, 0.54, 0.60, 0.63, 0.61, 0.51, 0.49, 0.53};
+  for (std::size_t i = 0; i < 9; ++i) finish(plan, plan.trials[i], values[i]);
+  app::MainWindow w(testOptions());
+  ASSERT_TRUE(w.openSweepDirectory(dir));
+  auto* panel = w.experiments();
+  panel->refresh(true);
+  auto* table = panel->verdictTable();
+  ASSERT_EQ(table->rowCount(), 3);
+  for (const QSize size : {QSize(1280, 800), QSize(1600, 1000)}) {
+    SCOPED_TRACE(std::to_string(size.width()) + "x" + std::to_string(size.height()));
+    w.resize(size);
+    w.show();
+    for (int i = 0; i < 4; ++i) QApplication::processEvents();
+    app::applyDockLayout(w, app::DockLayout::Experiments, w.defaultLayout());
+    panel->views()->setCurrentIndex(0);
+    for (int i = 0; i < 8; ++i) QApplication::processEvents();
+    const QRect viewport = table->viewport()->rect();
+    for (int row = 0; row < table->rowCount(); ++row) {
+      const QRect cell = table->visualItemRect(table->item(row, app::ExperimentsPanel::VVerdict));
+      EXPECT_TRUE(viewport.contains(cell.topLeft()) && cell.bottom() <= viewport.bottom())
+          << "row " << row << " at y " << cell.top() << ".." << cell.bottom() << " of " << viewport.height();
+      EXPECT_EQ(table->columnViewportPosition(app::ExperimentsPanel::VVerdict), table->columnWidth(0))
+          << "the verdict is the second column";
+      if (row > 0) EXPECT_FALSE(table->item(row, app::ExperimentsPanel::VVerdict)->text().isEmpty());  // row 0: the baseline
+    }
+    EXPECT_GE(panel->differencePlot()->height(), 80) << "the figure keeps room for its bars";
+    screenshotDuel(w, size, QString("experiments_verdicts_%1x%2").arg(size.width()).arg(size.height()));
+  }
+  // The user's divider stays: a drag, then a resize of the window.
+  auto* split = qobject_cast<QSplitter*>(table->parentWidget());
+  ASSERT_NE(split, nullptr);
+  const int total = split->sizes()[0] + split->sizes()[1];
+  split->setSizes({total / 5, total - total / 5});
+  Q_EMIT split->splitterMoved(total / 5, 1);
+  const int dragged = split->sizes()[0];
+  w.resize(1280, 800);
+  for (int i = 0; i < 8; ++i) QApplication::processEvents();
+  EXPECT_LE(split->sizes()[0], dragged) << "a resize scales the user's sizes down, it does not refit them";
 }
 
 TEST(ExperimentsDock, StopKeepsCheckpointsAndRunResumes) {

@@ -314,7 +314,10 @@ std::vector<Trial> expandSweep(const SweepFile& s) {
               problems.add(t.name, "matching " + s.match->reference + "'s " + s.match->on + ": " + b.problem);
               continue;
             }
-            t.config = runConfigFromJson(b.config.dump());
+            // The answer is shared by every seed of the design (the cache's key has no seed): only
+            // its attention specs are taken, onto this trial's own config (its train.seed).
+            c["model"]["attention"] = b.config["model"]["attention"];
+            t.config = runConfigFromJson(c.dump());
             t.matched = b.matched;
             t.match_on = s.match->on;
             t.match_cost = b.cost;

@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QPainter>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -21,6 +22,7 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -148,12 +150,25 @@ ExperimentsPanel::ExperimentsPanel(QWidget* parent) : QWidget(parent) {
   verdictHeading_->setObjectName("verdictHeading");
   verdictHeading_->setWordWrap(true);
   duelColumn->addWidget(verdictHeading_);
-  auto* duelSplit = new QSplitter(Qt::Vertical);
+  auto* duelSplit = duelSplit_ = new QSplitter(Qt::Vertical);
   verdicts_ = new QTableWidget(0, VColumns);
   verdicts_->setObjectName("verdicts");
-  verdicts_->setHorizontalHeaderLabels({"Design", "Seeds", "Mean ± std", "Baseline", "Seeds compared",
-                                        "Difference [95% CI]", "Welch p", "Sign-flip p", "Decided by", "Holm p", "Verdict",
-                                        "Until settled"});
+  {
+    QStringList headers(VColumns);
+    headers[VDesign] = "Design";
+    headers[VVerdict] = "Verdict";
+    headers[VSeeds] = "Seeds";
+    headers[VMean] = "Mean ± std";
+    headers[VDifference] = "Difference [95% CI]";
+    headers[VHolm] = "Holm p";
+    headers[VBaseline] = "Baseline";
+    headers[VCompared] = "Seeds compared";
+    headers[VWelch] = "Welch p";
+    headers[VSignFlip] = "Sign-flip p";
+    headers[VDecidedBy] = "Decided by";
+    headers[VSettle] = "Until settled";
+    verdicts_->setHorizontalHeaderLabels(headers);
+  }
   verdicts_->verticalHeader()->hide();
   verdicts_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
   verdicts_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -172,6 +187,9 @@ ExperimentsPanel::ExperimentsPanel(QWidget* parent) : QWidget(parent) {
   duelSplit->setStretchFactor(0, 2);
   duelSplit->setStretchFactor(1, 3);
   duelSplit->setSizes({120, 240});
+  // Fitted to the rows whenever the rows or the dock change (fitDuelSplit); a drag is the user's.
+  duelSplit->installEventFilter(this);
+  connect(duelSplit, &QSplitter::splitterMoved, this, [this] { duelSplitDragged_ = true; });
   duelColumn->addWidget(duelSplit, 1);
   views_ = new QTabWidget;
   views_->addTab(duel, "Verdicts");
@@ -391,6 +409,7 @@ void ExperimentsPanel::showVerdicts(const model_core::SweepReport& r) {
     lastVerdicts_[d.design] = row.verdict;
   }
   verdicts_->resizeColumnsToContents();
+  fitDuelSplit();
   if (bars.empty()) {
     verdictHeading_->setText(r.designs.size() < 2 ? "One design: nothing to compare"
                                                   : "No design has a baseline design to be compared with");
@@ -410,6 +429,31 @@ void ExperimentsPanel::showVerdicts(const model_core::SweepReport& r) {
   differences_->setComparisons(bars, QString::fromStdString(r.metric) + " of the design − " + QString::fromStdString(r.metric) +
                                          " of its baseline (final, 95% CI)");
   if (!changed.isEmpty()) Q_EMIT message("Verdicts changed: " + changed.join(" · "));
+}
+
+void ExperimentsPanel::fitDuelSplit() {
+  if (duelSplitDragged_ || !duelSplit_) return;
+  const int total = duelSplit_->height() - duelSplit_->handleWidth();
+  if (total <= 0) return;
+  // Every row, the header and the frame; the horizontal scroll bar where the columns are wider.
+  int rowsHeight = 0;
+  for (int i = 0; i < verdicts_->rowCount(); ++i) rowsHeight += verdicts_->rowHeight(i);
+  int columnsWidth = 0;
+  for (int c = 0; c < VColumns; ++c)
+    if (!verdicts_->isColumnHidden(c)) columnsWidth += verdicts_->columnWidth(c);
+  const int frame = 2 * verdicts_->frameWidth();
+  const bool scrolls = columnsWidth + frame > verdicts_->width();
+  const int wanted = verdicts_->horizontalHeader()->sizeHint().height() + rowsHeight + frame +
+                     (scrolls ? verdicts_->horizontalScrollBar()->sizeHint().height() : 0);
+  const int table = std::min(wanted, total * 3 / 5);
+  duelSplit_->setSizes({table, total - table});
+}
+
+bool ExperimentsPanel::eventFilter(QObject* watched, QEvent* event) {
+  // After the splitter has laid out its new height (its own resize handling runs after this filter).
+  if (watched == duelSplit_ && event->type() == QEvent::Resize)
+    QMetaObject::invokeMethod(this, [this] { fitDuelSplit(); }, Qt::QueuedConnection);
+  return QWidget::eventFilter(watched, event);
 }
 
 bool ExperimentsPanel::startRun() {

@@ -20,6 +20,7 @@
 class QLabel;
 class QPushButton;
 class QSpinBox;
+class QSplitter;
 class QTabWidget;
 class QTableWidget;
 class QTimer;
@@ -67,10 +68,12 @@ class ExperimentsPanel : public QWidget {
   QTableWidget* trialsTable() const { return trials_; }
   QTableWidget* designsTable() const { return designs_; }
   QLabel* summary() const { return summary_; }
-  /// The duel: one row per design (see the class comment); columns in VerdictColumn order.
+  /// The duel: one row per design (see the class comment); columns in VerdictColumn order. The
+  /// verdict comes right after the design, then the numbers it rests on, so a narrow dock shows it
+  /// without scrolling (the md report keeps its own order).
   QTableWidget* verdictTable() const { return verdicts_; }
-  enum VerdictColumn { VDesign, VSeeds, VMean, VBaseline, VCompared, VDifference, VWelch, VSignFlip, VDecidedBy, VHolm,
-                       VVerdict, VSettle, VColumns };
+  enum VerdictColumn { VDesign, VVerdict, VSeeds, VMean, VDifference, VHolm, VBaseline, VCompared, VWelch, VSignFlip,
+                       VDecidedBy, VSettle, VColumns };
   /// The differences with their 95% intervals against zero (the duel's figure).
   viz::DifferencePlot* differencePlot() const { return differences_; }
   /// Which baseline, alpha and family the verdicts are over (the full rule is its tooltip).
@@ -88,6 +91,10 @@ class ExperimentsPanel : public QWidget {
  private:
   void show(const SweepSnapshot& s);
   void updateButtons();
+  /// Gives the verdict table the height of its rows (at most 60% of the duel), the figure the
+  /// rest; not once the user has dragged the divider.
+  void fitDuelSplit();
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
   std::unique_ptr<model_core::SweepPlan> plan_;
   SweepSnapshot shown_;
@@ -107,6 +114,8 @@ class ExperimentsPanel : public QWidget {
   QWidget* figure_ = nullptr;
   QTabWidget* views_ = nullptr;
   QTableWidget* verdicts_ = nullptr;
+  QSplitter* duelSplit_ = nullptr;
+  bool duelSplitDragged_ = false;
   QLabel* verdictHeading_ = nullptr;
   viz::DifferencePlot* differences_ = nullptr;
   std::map<std::string, std::string> lastVerdicts_;  ///< design -> verdict last shown (to say what changed)
