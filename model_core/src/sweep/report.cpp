@@ -300,10 +300,11 @@ std::string formatReport(const SweepReport& r, const std::string& format) {
         << (d.finished ? fixed(d.tokens_per_second, 0) : "") << "," << (d.hasStd() ? stat(d.ci_low) : "") << ","
         << (d.hasStd() ? stat(d.ci_high) : "") << ",";
       const std::string settleCells = !r.settle ? "" : d.comparison ? "," + std::to_string(d.trials) + "," + d.settle_state : ",,";
+      // The twelve columns baseline … verdict: "baseline" and eleven empty cells, or twelve empty.
       if (d.is_baseline) {
-        o << "baseline,,,,,,,,,,,," << settleCells << matchCells(d) << "\n";
+        o << "baseline" << std::string(11, ',') << settleCells << matchCells(d) << "\n";
       } else if (!d.comparison) {
-        o << ",,,,,,,,,,,," << settleCells << matchCells(d) << "\n";
+        o << std::string(11, ',') << settleCells << matchCells(d) << "\n";
       } else {
         const auto& c = *d.comparison;
         o << csvField(c.baseline) << "," << c.pairs << ",";

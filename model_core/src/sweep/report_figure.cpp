@@ -105,8 +105,26 @@ void drawAxes(std::ostringstream& o, const Panel& p, const std::string& xlabel, 
   const bool turned = p.categorical && !categories.empty() && double(longest) * 7.5 > p.w / double(categories.size());
   o << "<text x='" << p.x0 + p.w / 2 << "' y='" << p.y0 + p.h + (turned ? 24 + 4.0 * double(longest) : 40.0)
     << "' text-anchor='middle'>" << xmlEscape(xlabel) << "</text>\n";
-  o << "<text transform='translate(" << p.x0 - 48 << "," << p.y0 + p.h / 2 << ") rotate(-90)' text-anchor='middle'>"
-    << xmlEscape(ylabel) << "</text>\n";
+  // A turned label longer than its panel (about 7.2 px a character at 13 px) would reach above it,
+  // into the verdict lines of a sweep with many designs: it is broken in two at the ", " (else the
+  // space) nearest its middle, two lines side by side.
+  std::vector<std::string> lines{ylabel};
+  if (7.2 * double(ylabel.size()) > p.h) {
+    std::size_t best = std::string::npos;
+    for (const char* sep : {", ", " "}) {
+      for (auto at = ylabel.find(sep); at != std::string::npos; at = ylabel.find(sep, at + 1))
+        if (best == std::string::npos || std::abs(double(at) - double(ylabel.size()) / 2) < std::abs(double(best) - double(ylabel.size()) / 2))
+          best = at;
+      if (best != std::string::npos) {
+        const std::size_t cut = best + (sep[0] == ',' ? 1 : 0);
+        lines = {ylabel.substr(0, cut), ylabel.substr(ylabel.find_first_not_of(' ', cut))};
+        break;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    o << "<text transform='translate(" << p.x0 - 48 - 16.0 * double(lines.size() - 1 - i) << "," << p.y0 + p.h / 2
+      << ") rotate(-90)' text-anchor='middle'>" << xmlEscape(lines[i]) << "</text>\n";
 }
 
 /// A point of the left panel: a design's mean over seeds and the 95% confidence interval of it.

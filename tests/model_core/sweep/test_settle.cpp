@@ -2,6 +2,8 @@
 // written by hand into a planned sweep, so every verdict sequence is known in advance.
 #include <gtest/gtest.h>
 
+#include "csv_test_util.h"
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -130,6 +132,8 @@ TEST(SettleRounds, SeedsGoToTheOpenVerdictsAndTheirBaselinesUntilTheCap) {
   const std::string csv = formatReport(report, "csv");
   EXPECT_NE(csv.find(",verdict,seeds_taken,settle\n"), std::string::npos);
   EXPECT_NE(csv.find(",2,settled\n"), std::string::npos);
+  const auto counts = test::csvFieldCounts(csv);  // every row as wide as the header, the baseline's too
+  for (const auto n : counts) EXPECT_EQ(n, counts[0]) << csv;
   EXPECT_NE(csv.find(",5,cap\n"), std::string::npos);
   const auto j = json::parse(formatReport(report, "json"));
   EXPECT_EQ(j["until_settled"]["looks"], 4);

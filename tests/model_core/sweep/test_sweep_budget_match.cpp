@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "error_of.h"
@@ -14,6 +18,8 @@
 #include "spec/budget_match.h"
 #include "spec/spec_json.h"
 #include "../training/training_test_util.h"
+#include "test_paths.h"
+#include "csv_test_util.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -122,6 +128,30 @@ TEST(SweepBudgetMatch, ParametersAndFlopsOnSeveralPresets) {
 // Refusals: nothing within the tolerance (MQA's parameters by D: D = 26 gives 16640 a layer,
 // +1.56% from MHSA's 16384; tests/spec), a size that does not move the cost, and the reader's
 // field errors.
+// Every seed keeps its own seed: the matcher's answer is shared by the seeds of a design (solved
+// once), but only its attention specs are; before, every matched trial took the first seed's whole
+// config, so "s2" and "s3" trained seed 1 again (three equal losses and a spread of zero: found in
+// the TPA table sweep). Each trial's train.seed is its seed, and the matched designs' specs agree.
+TEST(SweepBudgetMatch, EverySeedOfAMatchedDesignTrainsItsOwnSeed) {
+  for (const std::string on : {"params", "kv", "flops"}) {
+    SCOPED_TRACE(on);
+    json sweep = sweepOn(on, "any", json::array({value("gqa"), value("mla")}), 0.05);
+    sweep["seeds"] = {1, 2, 5};
+    const auto trials = expandSweep(sweepFromJson(sweep.dump()));
+    ASSERT_EQ(trials.size(), 9u);
+    for (const auto& t : trials) {
+      EXPECT_EQ(t.config.train.seed, t.seed) << t.name;
+      EXPECT_EQ(t.name.substr(t.name.size() - 3), "-s" + std::to_string(t.seed)) << t.name;
+    }
+    for (std::size_t d = 0; d < 3; ++d) {
+      EXPECT_EQ(trials[3 * d].matched, trials[3 * d + 2].matched);
+      EXPECT_EQ(spec::toJson(trials[3 * d].config.model.attention[0], -1),
+                spec::toJson(trials[3 * d + 2].config.model.attention[0], -1));
+      EXPECT_EQ(trials[3 * d].match_cost, trials[3 * d + 1].match_cost);
+    }
+  }
+}
+
 TEST(SweepBudgetMatch, RefusalsSayTheReason) {
   const auto far = errorOf([] { expandSweep(sweepFromJson(sweepOn("params", "D", json::array({value("mqa")})).dump())); });
   EXPECT_NE(far.find("trial 001-mqa-s1: matching mhsa's params: the closest is D = 26 with 16640 trainable parameters, "
@@ -178,7 +208,8 @@ TEST(SweepBudgetMatch, TheResidualIsInTheCsvAndLatexReportsAsInTheMd) {
       << header;
   EXPECT_NE(csv.find(",params,D=26,33280,32768,0.015625\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\nmhsa,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",baseline" + std::string(12 + 5, ',') + "\n"), std::string::npos) << "the reference: no match cells\n" << csv;
+  EXPECT_NE(csv.find(",baseline" + std::string(11 + 5, ',') + "\n"), std::string::npos) << "the reference: no match cells\n" << csv;
+  for (const auto n : test::csvFieldCounts(csv)) EXPECT_EQ(n, test::csvFieldCounts(header + "\n")[0]) << csv;
   const auto tex = formatReport(r, "latex");
   EXPECT_NE(tex.find("Design & On & Matched & Cost & Reference's & Residual \\\\"), std::string::npos) << tex;
   EXPECT_NE(tex.find("mqa & params & D=26 & 33280 & 32768 & $+1.56\\%$ \\\\"), std::string::npos) << tex;
@@ -196,6 +227,69 @@ TEST(SweepBudgetMatch, TheResidualIsInTheCsvAndLatexReportsAsInTheMd) {
   const auto r2 = buildReport(readSweepPlan(tmp.path("plain")));
   EXPECT_EQ(formatReport(r2, "csv").find("match_on"), std::string::npos);
   EXPECT_EQ(formatReport(r2, "latex").find("Residual"), std::string::npos);
+}
+
+// The papers' claims as shipped (issue 37, docs/experiments/README.md): every sweep file of
+// resources/sweeps plans, its budgets hold within the file's tolerance, its baseline is one of its
+// designs, and docs/experiments carries its report with the verdicts. The premises each claim's
+// sweep rests on are checked on the plan itself: TP at MHSA's parameters, block-term attention at
+// fewer, MLA at GQA's KV cache, TPA's table at MHA's parameters.
+TEST(ShippedSweeps, EveryFilePlansWithItsBudgetsAndHasItsReport) {
+  const std::filesystem::path root = std::filesystem::path(ts_test::testDataDir()) / ".." / "..";
+  std::map<std::string, std::vector<Trial>> plans;
+  for (const auto& e : std::filesystem::directory_iterator(root / "resources" / "sweeps")) {
+    if (e.path().extension() != ".json") continue;
+    const std::string name = e.path().stem().string();
+    SCOPED_TRACE(name);
+    SweepFile file;
+    ASSERT_NO_THROW(file = readSweepFile(e.path().string()));
+    std::vector<Trial> trials;
+    ASSERT_NO_THROW(trials = expandSweep(file));
+    std::size_t grid = file.seeds.size();
+    for (const auto& a : file.axes) grid *= a.values.size();
+    EXPECT_EQ(trials.size(), grid);
+    const auto baseline = baselineOf(file);
+    ASSERT_TRUE(baseline.has_value());
+    bool found = false;
+    for (const auto& t : trials) {
+      found = found || t.design == baseline->label;
+      EXPECT_EQ(t.config.train.seed, t.seed) << t.name;
+    }
+    EXPECT_TRUE(found) << "the baseline " << baseline->label << " is a design of the sweep";
+    if (file.match && !file.match->on.empty())
+      for (const auto& t : trials) {
+        if (!t.match_on.empty()) {
+          EXPECT_LE(std::abs(t.match_residual), file.match->tolerance) << t.name;
+        }
+      }
+    plans[name] = trials;
+    // Claims 1 and 2 were run before verdicts existed; their re-run until settled is owed (issue 37,
+    // docs/experiments/README.md says so). Every other shipped sweep has its verdicts.
+    if (name == "tuformer_design_space" || name == "heads_vs_rank") continue;
+    const auto report = root / "docs" / "experiments" / (name + ".report.md");
+    std::ifstream in(report);
+    ASSERT_TRUE(in.good()) << "docs/experiments has no report for " << name;
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(text.str().find("Against the baseline"), std::string::npos) << report << " carries no verdicts";
+  }
+  const auto first = [&](const std::string& sweep, const std::string& design) -> const Trial& {
+    for (const auto& t : plans.at(sweep))
+      if (t.design == design) return t;
+    throw std::runtime_error(sweep + " has no design " + design);
+  };
+  ASSERT_EQ(plans.count("tp_roles") + plans.count("tensorized_compression") + plans.count("mla_vs_gqa_kv") +
+                plans.count("tpa_table2") + plans.count("tpa_table2_no_rotary") + plans.count("tensorcoder_dimwise") +
+                plans.count("low_rank_bottleneck"),
+            7u);
+  EXPECT_EQ(first("tp_roles", "mhsa").attention_parameters, first("tp_roles", "tp").attention_parameters);
+  EXPECT_LT(first("tensorized_compression", "multilinear").attention_parameters,
+            first("tensorized_compression", "mhsa").attention_parameters * 3 / 4);
+  EXPECT_EQ(first("mla_vs_gqa_kv", "mla").match_on, "kv");
+  EXPECT_EQ(first("mla_vs_gqa_kv", "mla").match_cost, first("mla_vs_gqa_kv", "mla").match_target);
+  const double mha = static_cast<double>(first("tpa_table2", "mha").attention_parameters);
+  for (const char* d : {"mqa", "gqa", "mla", "tpa", "tpa_kv_only"})
+    EXPECT_LE(std::abs(first("tpa_table2", d).attention_parameters / mha - 1), 0.05) << d;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // hand (the formulas are in the comments; tests/stats checks the functions themselves).
 #include <gtest/gtest.h>
 
+#include "csv_test_util.h"
+
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -116,7 +118,13 @@ TEST(SweepStatistics, TheWorkedThreeSeedExampleInEveryFormat) {
   EXPECT_NE(csv.find(",loss_ci95_low,loss_ci95_high,baseline,pairs,difference,difference_ci95_low,difference_ci95_high,"
                      "welch_t,welch_df,welch_p,sign_flip_p,decided_by,p_holm,verdict\n"),
             std::string::npos) << csv;
-  EXPECT_NE(csv.find(",2.15159,2.64841,baseline,,,,,,,,,,,,\n"), std::string::npos) << csv;
+  // The baseline row: "baseline" and eleven empty cells up to verdict, as many fields as the header
+  // (before, one more: a reader took the row as one column longer than its header).
+  EXPECT_NE(csv.find(",2.15159,2.64841,baseline,,,,,,,,,,,\n"), std::string::npos) << csv;
+  const auto counts = test::csvFieldCounts(csv);
+  ASSERT_EQ(counts.size(), 3u);
+  EXPECT_EQ(counts[0], 23u);
+  for (const auto n : counts) EXPECT_EQ(n, counts[0]) << csv;
   EXPECT_NE(csv.find("\nthsa," + std::to_string(r.designs[1].attention_parameters) + ",3,3,2.1,0.1,2.1,12,1000,1.85159,2.34841,mhsa,3,-0.3,-0.548414,-0.0515862,-3.67423,4,"
                      "0.0213116,0.25,welch,0.0213116,\"lower loss than mhsa, p = 0.021\"\n"),
             std::string::npos)
@@ -277,7 +285,7 @@ TEST(SweepStatistics, TheFigureCapsItsVerdictLines) {
   r.split = "validation";
   for (int i = 0; i < 9; ++i) {
     DesignSummary d;
-    d.design = "d" + std::to_string(i);
+    d.design = std::string(1, 'd') + char('0' + i);  // (not "d" + to_string: GCC 12 warns there once inlined)
     d.attention_parameters = 1000 + 10 * i;
     d.trials = d.finished = 2;
     d.mean = 1.0 + 0.01 * i, d.std = 0.01, d.ci_low = d.mean - 0.1, d.ci_high = d.mean + 0.1;
@@ -296,6 +304,21 @@ TEST(SweepStatistics, TheFigureCapsItsVerdictLines) {
   EXPECT_NE(svg.find(">… and 2 more (see the report)</text>"), std::string::npos) << svg;
   // Seven lines and the heading: the panels start 16 * 8 + 6 = 134 below 50 and are as much shorter.
   EXPECT_NE(svg.find("<rect x='80' y='184' width='470' height='266'"), std::string::npos);
+  // The panels' turned labels stay beside their 266 px: at 7.2 px a character the curve panel's
+  // "loss (validation), mean over the seeds at each step" (366 px) reached 50 px above its panel,
+  // over the last verdict line (seen in the TPA table's figure); it is two lines now.
+  const std::string open = "rotate(-90)' text-anchor='middle'>";
+  std::vector<std::string> labels;
+  for (auto at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const auto from = at + open.size();
+    const auto end = svg.find("</text>", from);
+    if (end == std::string::npos) break;
+    labels.emplace_back(svg.data() + from, svg.data() + end);
+  }
+  ASSERT_EQ(labels.size(), 4u) << svg;
+  for (const auto& l : labels) EXPECT_LE(7.2 * double(l.size()), 266.0) << l;
+  EXPECT_EQ(labels[2], "loss (validation),");
+  EXPECT_EQ(labels[3], "mean over the seeds at each step");
 }
 
 TEST(SweepStatistics, TheFileKeysAreCheckedAndWrittenOnlyWhenGiven) {

@@ -154,19 +154,13 @@ ExperimentsPanel::ExperimentsPanel(QWidget* parent) : QWidget(parent) {
   verdicts_ = new QTableWidget(0, VColumns);
   verdicts_->setObjectName("verdicts");
   {
+    const std::pair<VerdictColumn, const char*> names[] = {
+        {VDesign, "Design"},       {VVerdict, "Verdict"},       {VSeeds, "Seeds"},
+        {VMean, "Mean ± std"},     {VDifference, "Difference [95% CI]"}, {VHolm, "Holm p"},
+        {VBaseline, "Baseline"},   {VCompared, "Seeds compared"}, {VWelch, "Welch p"},
+        {VSignFlip, "Sign-flip p"}, {VDecidedBy, "Decided by"},  {VSettle, "Until settled"}};
     QStringList headers(VColumns);
-    headers[VDesign] = "Design";
-    headers[VVerdict] = "Verdict";
-    headers[VSeeds] = "Seeds";
-    headers[VMean] = "Mean ± std";
-    headers[VDifference] = "Difference [95% CI]";
-    headers[VHolm] = "Holm p";
-    headers[VBaseline] = "Baseline";
-    headers[VCompared] = "Seeds compared";
-    headers[VWelch] = "Welch p";
-    headers[VSignFlip] = "Sign-flip p";
-    headers[VDecidedBy] = "Decided by";
-    headers[VSettle] = "Until settled";
+    for (const auto& [column, name] : names) headers[column] = QString::fromUtf8(name);
     verdicts_->setHorizontalHeaderLabels(headers);
   }
   verdicts_->verticalHeader()->hide();
