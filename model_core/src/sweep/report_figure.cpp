@@ -117,7 +117,8 @@ void drawAxes(std::ostringstream& o, const Panel& p, const std::string& xlabel, 
           best = at;
       if (best != std::string::npos) {
         const std::size_t cut = best + (sep[0] == ',' ? 1 : 0);
-        lines = {ylabel.substr(0, cut), ylabel.substr(ylabel.find_first_not_of(' ', cut))};
+        const std::size_t rest = ylabel.find_first_not_of(' ', cut);
+        if (rest != std::string::npos) lines = {ylabel.substr(0, cut), ylabel.substr(rest)};  // else one line
         break;
       }
     }
