@@ -6,12 +6,15 @@ graphs (its default on CUDA), Tensorscope eager (graphs off), Tensorscope as it 
 data, optimizer and sizes (the reference model of bench/train_bench.cpp).
 
 usage: gpu_train_compare.py BUILD_DIR [--python PY] [--only A,B] [--steps S] [--warmup W] [--rounds K]
-                            [--quick] [--device cuda|cpu]
+                            [--quick] [--device cuda|cpu] [--max-seconds T]
 
 Each configuration runs K rounds (default 2), the five ways alternating within a round, each in a
 process of its own; reported: the median over rounds of each way's median step (ms), the ratios, the
 peak GPU tensor memory, the final losses, and whether the targets of issue 39 are met. Prints one
 JSON document; progress on stderr. Exit status 1 when a way failed (its error is in the document).
+--max-seconds T: starts no way after T seconds; the ways not run are reported as such (an error each,
+so the exit status is 1) and the document is printed with what was measured (on a lent GPU, whose
+time is short, a stopped run still reports). A way that runs past the budget is stopped with it.
 --device cpu: the same on the CPU (a dry run of this script; the CUDA switches change nothing there,
 and torch.compile needs PyTorch 2.x).
 """
@@ -22,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 WAYS = [  # name, side, environment / arguments
     ("tensorscope_graphs", "ts", {}),
@@ -32,13 +36,13 @@ WAYS = [  # name, side, environment / arguments
 ]
 
 
-def run_json(cmd, env=None):
+def run_json(cmd, env=None, timeout=400):
     merged = dict(os.environ)
     merged.update(env or {})
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=merged, timeout=400)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=merged, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"error": "no result within 400 s"}
+        return {"error": "no result within %.1f s" % timeout}
     sys.stderr.write(p.stderr[-2000:])
     if p.returncode != 0:
         last = p.stderr.strip().splitlines()
@@ -56,7 +60,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--max-seconds", type=float, default=0, help="start no way after this many seconds (0: no limit)")
     a = ap.parse_args()
+    start = time.monotonic()
+
+    def seconds_left():
+        return a.max_seconds - (time.monotonic() - start) if a.max_seconds > 0 else 400.0
     bench = os.path.join(a.build, "bench", "train_bench")
     here = os.path.dirname(os.path.abspath(__file__))
     quick = ["--quick"] if a.quick else []
@@ -68,15 +77,21 @@ def main():
         for r in range(a.rounds):
             for n in names:
                 for way, side, extra in WAYS:
+                    left = min(400.0, seconds_left())
+                    if left <= 0:
+                        results[n][way].append({"error": "not run: the --max-seconds %g budget was spent" % a.max_seconds})
+                        continue
                     sys.stderr.write("round %d/%d %s %s\n" % (r + 1, a.rounds, n, way))
                     if side == "ts":
                         doc = run_json([bench, "--device", a.device, "--only", n, "--steps", str(a.steps),
-                                        "--warmup", str(a.warmup)] + quick, env=extra)
+                                        "--warmup", str(a.warmup)] + quick, env=extra, timeout=left)
                     else:
                         doc = run_json([a.python, os.path.join(here, "train_bench_pytorch.py"), emit, "--device", a.device,
-                                        "--only", n, "--steps", str(a.steps), "--warmup", str(a.warmup)] + extra)
+                                        "--only", n, "--steps", str(a.steps), "--warmup", str(a.warmup)] + extra,
+                                       timeout=left)
                     results[n][way].append(doc)
-    out = {"benchmark": "gpu_training_ways", "rounds": a.rounds, "steps": a.steps, "warmup": a.warmup, "runs": []}
+    out = {"benchmark": "gpu_training_ways", "rounds": a.rounds, "steps": a.steps, "warmup": a.warmup,
+           "max_seconds": a.max_seconds, "seconds": round(time.monotonic() - start, 1), "runs": []}
     for n in names:
         row = {"name": n}
         for way, side, _ in WAYS:

@@ -6,6 +6,7 @@
 #   scripts/gpu-check.sh [--deps DIR] [--build DIR] [--out DIR] [--jobs N] [--python PY]
 #                        [--stages configure,build,test,bench] [--bench-quick] [--tests cuda|all]
 #                        [--attention-args "ARGS"] [--train-args "ARGS"] [--compare-args "ARGS"]
+#                        [--deadline SECONDS]
 #
 # --deps DIR    googletest/, nlohmann/ and zlib/ for a machine without network that lacks them
 #               (scripts/gpu-deps.sh DIR makes the folder on a Debian 12 machine)
@@ -14,6 +15,9 @@
 # --stages      which stages to run, in order (default all four)
 # --bench-quick tiny benchmark sizes (a smoke run of the script itself)
 # --tests cuda  only the CUDA tests (names matching [Cc]uda; default all: then every other test too)
+# --deadline S  the seconds this script may take in all (a lent GPU's time is short): the training
+#               comparison starts no way after it (gpu_train_compare.py --max-seconds) and still
+#               writes its document, and the report is written; 0 (default): no limit
 # --attention-args, --train-args, --compare-args  more arguments for bench/attention_bench,
 #               bench/run_train_bench.sh and bench/gpu_train_compare.py (e.g. "--min-seconds 0.3",
 #               "--rounds 2 --steps 6"; --train-args none skips run_train_bench.sh)
@@ -28,12 +32,13 @@
 # test counts (passed, failed, skipped; the CUDA tests by name), and the benchmarks' JSON documents.
 # Exit status: 0 when every stage that ran succeeded.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 root=$(pwd)
 
 deps="" build=build-gpu out="" jobs=$(nproc) python=python3 stages=configure,build,test,bench bench_quick=""
-attention_args="" train_args="" compare_args="" tests=all
-usage="usage: $0 [--deps DIR] [--build DIR] [--out DIR] [--jobs N] [--python PY] [--stages LIST] [--bench-quick] [--tests cuda|all] [--attention-args ARGS] [--train-args ARGS] [--compare-args ARGS]"
+attention_args="" train_args="" compare_args="" tests=all deadline=0
+usage="usage: $0 [--deps DIR] [--build DIR] [--out DIR] [--jobs N] [--python PY] [--stages LIST] [--bench-quick] [--tests cuda|all] [--attention-args ARGS] [--train-args ARGS] [--compare-args ARGS] [--deadline SECONDS]"
+started=$(date +%s)
 while [ $# -gt 0 ]; do
   case "$1" in
     --deps) deps=$(cd "$2" && pwd) || exit 2; shift 2 ;;
@@ -47,6 +52,7 @@ while [ $# -gt 0 ]; do
     --train-args) train_args=$2; shift 2 ;;
     --compare-args) compare_args=$2; shift 2 ;;
     --tests) tests=$2; shift 2 ;;
+    --deadline) deadline=$2; shift 2 ;;
     -h|--help) echo "$usage"; exit 0 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -140,9 +146,16 @@ if [ $built = 1 ] && has_stage bench; then
   # shellcheck disable=SC2086
   TENSORSCOPE_CUDA_ATTENTION=aten JSON_STDOUT=1 run_stage bench_attention_aten "$build/bench/attention_bench" \
     --device cuda --only mhsa,fixed_head,tp,thsa,thsa_linear,multilinear,dimwise $q $attention_args || ok=0
+  # Under --deadline the comparison gets what is left of it, less 20 s for the report.
+  budget=()
+  if [ "$deadline" != 0 ]; then
+    left=$((deadline - ($(date +%s) - started) - 20))
+    [ $left -gt 0 ] || left=1
+    budget=(--max-seconds "$left")
+  fi
   # shellcheck disable=SC2086
   JSON_STDOUT=1 run_stage bench_compare "$python" "$root/bench/gpu_train_compare.py" "$build" \
-    --python "$(command -v "$python")" $q $compare_args || ok=0
+    --python "$(command -v "$python")" $q $compare_args "${budget[@]}" || ok=0
   if [ "$train_args" != none ]; then
     # shellcheck disable=SC2086
     JSON_STDOUT=1 run_stage bench_train sh "$root/bench/run_train_bench.sh" "$build" --device cuda \

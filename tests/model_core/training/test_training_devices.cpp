@@ -14,6 +14,7 @@
 #include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
 #include "model_core/snapshots.h"
+#include "spec/attention_spec.h"
 #include "model_core/trainer.h"
 #include "error_of.h"
 #include "test_device.h"
@@ -79,26 +80,45 @@ class TrainingOnDevice : public DeviceTest {
 
 }  // namespace
 
+/// Trains `c` six steps on the CPU and on the device under test: the same losses to float32 drift,
+/// and the device's run evaluates (its config names the device).
+void expectTrainsAsOnTheCpu(RunConfig c, const std::string& name, const std::string& device, TempDir& dir) {
+  SCOPED_TRACE(name);
+  c.train.lr = 3e-3;
+  const std::string run = dir.path(name + "_on_device");
+  const auto cpu = trainLosses(c, "cpu", dir.path(name + "_reference"));
+  const auto mine = trainLosses(c, device, run);
+  ASSERT_EQ(mine.size(), 6u);
+  ASSERT_EQ(cpu.size(), 6u);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(mine[i])) << "step " << i + 1;
+    // Same initial weights and batches; float32 sums in another order drift a little per step.
+    EXPECT_NEAR(mine[i], cpu[i], 1e-4 * (1 + i) * std::abs(cpu[i])) << "step " << i + 1;
+  }
+  EXPECT_FALSE(evaluateRun(run).empty());
+}
+
 TEST_P(TrainingOnDevice, EveryVariantTrainsWithTheLossesOfTheCpuRun) {
   TempDir dir("train_devices_" + deviceName());
   for (const char* preset : {"mhsa", "fixed_head", "tp", "thsa", "skip_left", "skip_right", "low_rank",
-                             "thsa_linear", "multilinear", "dimwise"}) {
-    SCOPED_TRACE(preset);
-    auto c = tinyRun(preset, 6);
-    c.train.lr = 3e-3;
-    const std::string run = dir.path(std::string(preset) + "_on_device");
-    const auto cpu = trainLosses(c, "cpu", dir.path(std::string(preset) + "_reference"));
-    const auto mine = trainLosses(c, deviceName(), run);
-    ASSERT_EQ(mine.size(), 6u);
-    ASSERT_EQ(cpu.size(), 6u);
-    for (std::size_t i = 0; i < mine.size(); ++i) {
-      ASSERT_TRUE(std::isfinite(mine[i])) << "step " << i + 1;
-      // Same initial weights and batches; float32 sums in another order drift a little per step.
-      EXPECT_NEAR(mine[i], cpu[i], 1e-4 * (1 + i) * std::abs(cpu[i])) << "step " << i + 1;
-    }
-    // The run's own device evaluates and inspects it (the config names the device).
-    EXPECT_FALSE(evaluateRun(run).empty());
+                             "thsa_linear", "multilinear", "dimwise"})
+    expectTrainsAsOnTheCpu(tinyRun(preset, 6), preset, deviceName(), dir);
+}
+
+// The modern designs of contract section 8 (MQA, GQA, talking heads, gates, differential, MLA, TPA,
+// MTA) at the tiny run's sizes, with the latent, factor and head counts scaled down to fit them.
+TEST_P(TrainingOnDevice, EveryModernDesignTrainsWithTheLossesOfTheCpuRun) {
+  TempDir dir("train_designs_" + deviceName());
+  int trained = 0;
+  for (const std::string& design : tensorscope::spec::designPresetNames()) {
+    auto c = tinyRun(design, 6);
+    auto& s = c.model.attention.front();
+    if (s.slots.differential) s.sizes.H = 1;  // two maps per head, value heads 2D wide: F = 2·H·D
+    if (s.slots.latent.kv_rank > 0) s.slots.latent.kv_rank = 8, s.slots.latent.rope_dim = 4;
+    expectTrainsAsOnTheCpu(c, design, deviceName(), dir);
+    ++trained;
   }
+  EXPECT_GE(trained, 10) << "the design presets shrank";
 }
 
 TEST_P(TrainingOnDevice, AResumedRunEndsWhereTheUninterruptedOneEnds) {
