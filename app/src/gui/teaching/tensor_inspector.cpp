@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/teaching/probe_slots_view.h"
 #include "spec/cost_model.h"
 #include "spec/tensor_network.h"
 #include "spec/validation.h"
@@ -153,6 +154,12 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
   mlaOrders_->verticalHeader()->hide();
   ordersLayout->addWidget(mlaOrders_);
   tabs_->addTab(ordersPage, "Cost of orders");
+  probeSlots_ = new ProbeSlotsView;
+  probeSlots_->setObjectName("probeSlots");
+  probeSlotsPage_ = tabs_->addTab(probeSlots_, "Slots on the probe");
+  tabs_->setTabToolTip(probeSlotsPage_, "Differential attention's two maps and their difference, and the output "
+                                        "gate's values, on the same probe and weights as the Value page");
+  tabs_->setTabVisible(probeSlotsPage_, false);
   connect(tabs_, &QTabWidget::currentChanged, this, [this] { ensureOrders(); });
   layout->addWidget(tabs_, 1);
 
@@ -213,6 +220,8 @@ void TensorInspector::setValues(std::shared_ptr<const model_core::NetworkValues>
     clear(caption);
     return;
   }
+  probeSlots_->setValues(values_);
+  tabs_->setTabVisible(probeSlotsPage_, probeSlots_->hasSlots());
   setPlan(values_->network);
   ordersStale_ = true;
   ensureOrders();
@@ -235,8 +244,12 @@ void TensorInspector::setShowLogits(bool logits) {
   showTensor(logits ? base + ".logits" : base);
 }
 
+bool TensorInspector::probeSlotsTabVisible() const { return tabs_->isTabVisible(probeSlotsPage_); }
+
 void TensorInspector::clear(const QString& why) {
   values_.reset();
+  probeSlots_->setValues(nullptr, why);
+  tabs_->setTabVisible(probeSlotsPage_, false);
   caption_->setText(why);
   header_->clear();
   legs_.clear();

@@ -34,6 +34,8 @@ class MatrixHeatmap;
 
 namespace tensorscope::app {
 
+class ProbeSlotsView;
+
 class TensorInspector : public QWidget {
   Q_OBJECT
  public:
@@ -80,6 +82,11 @@ class TensorInspector : public QWidget {
   /// The legs of the tensor on show (its batch leg first when it has one).
   const std::vector<spec::Leg>& legs() const { return legs_; }
   viz::MatrixHeatmap* heatmap() const { return heatmap_; }
+  /// The page "Slots on the probe" (differential maps, gate values); its tab shows only for a layer
+  /// that has either.
+  ProbeSlotsView* probeSlots() const { return probeSlots_; }
+  /// Whether the tab of that page is shown.
+  bool probeSlotsTabVisible() const;
   /// The row-major position in the shown tensor of the heatmap's entry (row, col).
   std::int64_t flatIndexOf(int row, int col) const;
 
@@ -160,6 +167,8 @@ class TensorInspector : public QWidget {
   QVBoxLayout* slidersLayout_;
   viz::MatrixHeatmap* heatmap_;
   QTabWidget* tabs_;
+  ProbeSlotsView* probeSlots_ = nullptr;
+  int probeSlotsPage_ = -1;
   QTableWidget* ordersTable_;
   QLabel* scaling_;
   QLabel* mlaTitle_;
