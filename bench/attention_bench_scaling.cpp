@@ -1,9 +1,12 @@
 // attention_bench's N-scaling parts: time and peak memory of layers against the sequence length
 // (scaling, thsa_scaling, dimwise_causal, multilinear_scaling, brnm). See attention_bench.cpp.
+#include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <optional>
@@ -13,6 +16,7 @@
 #include "attention/attention_module.h"
 #include "attention/fused_attention.h"
 #include "attention_bench.h"
+#include "kernels/row_ops.h"
 #include "model_core/memory_guard.h"
 #include "spec/cost_model.h"
 
@@ -120,6 +124,44 @@ nlohmann::json runScaling(const Config& cfg) {
 /// causal forward FLOPs (x3 for forward + backward; exp and recomputation not counted) against the
 /// same-run GEMM; then time and peak memory against N at B=4 (fused to 4096, ATen to 512, whose
 /// [B, N, d, d] tensors grow to gigabytes beyond). --quick: tiny sizes.
+namespace {
+/// The exponentials alone that a causal dimwise step must take (issue 38): the forward's exp pass
+/// over every state row of every position, and the backward's recomputation of the same
+/// probabilities, 2·B·N·d rows of d entries, each through RowOps::expSumDot (the exp, the row's sum
+/// and one product per entry: the least the forward's exp pass does) on rows that stay in L1, split
+/// over the same intra-op threads. Nothing else of the step (the rank-one state updates, the filter
+/// products, the backward's ∂S, D, ∂q, ∂k, ∂v, ∂W) is counted: a floor, not a model of the kernel.
+/// Seconds per step, the median of 5 timed repetitions after one warm-up.
+double dimwiseExpFloorSeconds(int64_t B, int64_t N, int64_t d) {
+  const auto& ops = model_core::kernels::rowOpsFloat();
+  const int64_t rows = 2 * B * N * d;
+  auto once = [&] {
+    at::parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
+      // One row of scores and one of values per thread, in L1, scores <= 0 as after the max shift.
+      std::vector<float> x(static_cast<size_t>(d)), v(static_cast<size_t>(d));
+      for (int64_t j = 0; j < d; ++j) x[size_t(j)] = -0.01f * float(j % 97), v[size_t(j)] = 0.5f + 0.001f * float(j);
+      float keep = 0;
+      for (int64_t r = begin; r < end; ++r) {
+        float sum = 0, dot = 0;
+        ops.expSumDot(x.data(), v.data(), d, 1.0f, float(r & 7) * 1e-3f, &sum, &dot);
+        keep += sum + dot;
+      }
+      volatile float sink = keep;  // the work is not optimised away
+      (void)sink;
+    });
+  };
+  once();
+  std::vector<double> times;
+  for (int k = 0; k < 5; ++k) {
+    const auto t0 = Clock::now();
+    once();
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[2];
+}
+}  // namespace
+
 nlohmann::json runDimwiseCausal(const Config& cfg) {
   const int64_t B = cfg.quick ? 2 : 32, N = cfg.quick ? 16 : 128;
   const int F = cfg.quick ? 32 : 128, H = 4, D = cfg.quick ? 8 : 32, R = H * D;
@@ -169,6 +211,18 @@ nlohmann::json runDimwiseCausal(const Config& cfg) {
   out["fused_over_full_dimwise_time"] = ratio(fused, full, "fwd_bwd_ms");
   out["fused_over_mhsa_time"] = ratio(fused, mhsa, "fwd_bwd_ms");
   out["fused_over_mhsa_memory"] = ratio(fused, mhsa, "peak_tensor_mb");
+  // The exp floor of the causal layer: its 2·B·N·d² exponentials alone (dimwiseExpFloorSeconds),
+  // beside the fused layer and causal MHSA (whose step takes B·H·N(N+1)/2 exps twice, ~64x fewer here).
+  const double floorMs = dimwiseExpFloorSeconds(B, N, fused["R"].get<int64_t>()) * 1e3;
+  out["exp_floor"] = {{"exps_per_step", 2.0 * double(B) * double(N) * std::pow(fused["R"].get<double>(), 2)},
+                      {"mhsa_exps_per_step", 2.0 * double(B) * H * double(N) * double(N + 1) / 2},
+                      {"ms", floorMs},
+                      {"isa", model_core::kernels::rowOpsIsa()}};
+  out["fused_over_exp_floor"] = fused["fwd_bwd_ms"].get<double>() / floorMs;
+  out["exp_floor_over_mhsa_time"] = floorMs / mhsa["fwd_bwd_ms"].get<double>();
+  std::cerr << "  exp floor of the causal dimwise step: " << floorMs << " ms (fused layer "
+            << out["fused_over_exp_floor"].get<double>() << "x it; the floor alone is "
+            << out["exp_floor_over_mhsa_time"].get<double>() << "x the causal MHSA layer)\n";
   // N-scaling at B=4: the fused layer to 4096, the ATen one as far as it stays reasonable.
   const int64_t Bs = cfg.quick ? 1 : 4;
   const std::vector<int64_t> fusedNs = cfg.quick ? std::vector<int64_t>{32, 64} : std::vector<int64_t>{256, 512, 1024, 2048, 4096};
