@@ -117,13 +117,6 @@ nlohmann::json runScaling(const Config& cfg) {
   return out;
 }
 
-/// Causal dimension-wise attention (issue 38): the layer on the fused kernel (kernels/dimwise_causal.h)
-/// and on its ATen formulation (prefix sums over [B, N, d, d]; setFusedAttentionEnabled(false)) side
-/// by side at B=32, N=128, F=128, d=R=128, beside the full dimwise layer and the causal MHSA layer
-/// of the same run (the issue's targets are ratios to both); achieved GFLOP/s on the cost model's
-/// causal forward FLOPs (x3 for forward + backward; exp and recomputation not counted) against the
-/// same-run GEMM; then time and peak memory against N at B=4 (fused to 4096, ATen to 512, whose
-/// [B, N, d, d] tensors grow to gigabytes beyond). --quick: tiny sizes.
 namespace {
 /// The exponentials alone that a causal dimwise step must take (issue 38): the forward's exp pass
 /// over every state row of every position, and the backward's recomputation of the same
@@ -162,6 +155,13 @@ double dimwiseExpFloorSeconds(int64_t B, int64_t N, int64_t d) {
 }
 }  // namespace
 
+/// Causal dimension-wise attention (issue 38): the layer on the fused kernel (kernels/dimwise_causal.h)
+/// and on its ATen formulation (prefix sums over [B, N, d, d]; setFusedAttentionEnabled(false)) side
+/// by side at B=32, N=128, F=128, d=R=128, beside the full dimwise layer and the causal MHSA layer
+/// of the same run (the issue's targets are ratios to both); achieved GFLOP/s on the cost model's
+/// causal forward FLOPs (x3 for forward + backward; exp and recomputation not counted) against the
+/// same-run GEMM; then time and peak memory against N at B=4 (fused to 4096, ATen to 512, whose
+/// [B, N, d, d] tensors grow to gigabytes beyond). --quick: tiny sizes.
 nlohmann::json runDimwiseCausal(const Config& cfg) {
   const int64_t B = cfg.quick ? 2 : 32, N = cfg.quick ? 16 : 128;
   const int F = cfg.quick ? 32 : 128, H = 4, D = cfg.quick ? 8 : 32, R = H * D;

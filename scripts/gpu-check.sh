@@ -15,9 +15,11 @@
 # --stages      which stages to run, in order (default all four)
 # --bench-quick tiny benchmark sizes (a smoke run of the script itself)
 # --tests cuda  only the CUDA tests (names matching [Cc]uda; default all: then every other test too)
-# --deadline S  the seconds this script may take in all (a lent GPU's time is short): the training
-#               comparison starts no way after it (gpu_train_compare.py --max-seconds) and still
-#               writes its document, and the report is written; 0 (default): no limit
+# --deadline S  the seconds from the script's start by which the training comparison must end (a
+#               lent GPU's time is short): gpu_train_compare.py gets what is left, less 20 s for the
+#               report (--max-seconds), starts no way after it and still prints what it measured.
+#               The other stages are not bounded (pass --train-args none under a deadline);
+#               0 (default): no limit
 # --attention-args, --train-args, --compare-args  more arguments for bench/attention_bench,
 #               bench/run_train_bench.sh and bench/gpu_train_compare.py (e.g. "--min-seconds 0.3",
 #               "--rounds 2 --steps 6"; --train-args none skips run_train_bench.sh)
@@ -57,6 +59,7 @@ while [ $# -gt 0 ]; do
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
+case "$deadline" in ''|*[!0-9]*) echo "$0: --deadline takes whole seconds, not '$deadline'" >&2; exit 2 ;; esac
 [ -n "$out" ] || out="$build/gpu-check"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
