@@ -34,33 +34,6 @@
 namespace tensorscope::test {
 namespace {
 
-/// A tiny copy-task decoder (trains in about a second).
-model_core::RunConfig tinyCopy(int steps) {
-  model_core::RunConfig c;
-  c.task.name = "copy";
-  c.task.seq_len = 24;
-  c.task.algorithmic_length = 5;
-  c.model.layers = 2;
-  c.model.d_model = 16;
-  c.model.ffn_multiplier = 2;
-  auto s = spec::makeSpecPreset("mhsa");
-  s.sizes.F = 16;
-  s.sizes.H = 2;
-  s.sizes.D = 8;
-  s.sizes.R = 16;
-  s.sizes.seq_len = 24;
-  s.causal = true;
-  c.model.attention = {s};
-  c.train.steps = steps;
-  c.train.batch = 4;
-  c.train.warmup = 2;
-  c.train.eval_interval = 10;
-  c.train.eval_examples = 8;
-  c.train.checkpoint_interval = 10;
-  c.train.inspect_interval = 10;
-  return c;
-}
-
 QString planTiny(const QString& dir, int steps, int seeds) {
   app::DesignSweepChoice c;
   c.name = "tiny";

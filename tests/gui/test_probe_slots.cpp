@@ -124,24 +124,11 @@ TEST(ProbeSlots, ATrainedRunsMapsAndGatesAreShownFromItsCheckpoint) {
   ASSERT_TRUE(dir.isValid());
   for (const char* preset : {"diff", "gated_headwise"}) {
     SCOPED_TRACE(preset);
-    model_core::RunConfig c;
-    c.task.name = "copy";
-    c.task.seq_len = 16;
-    c.task.algorithmic_length = 4;
-    c.model.layers = 1;
-    c.model.d_model = 16;
-    c.model.ffn_multiplier = 2;
-    auto s = spec::makeSpecPreset(preset);
-    s.sizes.F = 16, s.sizes.H = s.slots.differential ? 1 : 2, s.sizes.D = 8, s.sizes.seq_len = 16;
-    s.causal = true;
-    c.model.attention = {s};
-    c.train.steps = 4;
-    c.train.batch = 4;
+    auto c = tensorscope::test::tinyCopy(4, preset);
+    auto& s = c.model.attention.front();
+    if (s.slots.differential) s.sizes.H = 1;  // two maps per head, value heads 2D wide: F = 2·H·D
     c.train.warmup = 1;
-    c.train.eval_interval = 4;
-    c.train.eval_examples = 8;
-    c.train.checkpoint_interval = 4;
-    c.train.inspect_interval = 4;
+    c.train.eval_interval = c.train.checkpoint_interval = c.train.inspect_interval = 4;
     c.train.threads = 1;
     const std::string run = dir.filePath(preset).toStdString();
     model_core::TrainerControl control;

@@ -23,6 +23,7 @@
 #include "gui/training/training_controller.h"
 #include "gui/training/training_driver.h"
 #include "gui/training/training_panel.h"
+#include "model_core/run_config.h"
 #include "model_core/snapshots.h"
 #include "spec/attention_spec.h"
 
@@ -169,6 +170,34 @@ inline void screenshotIfAsked(QWidget& w, const QString& name) {
   const QString path = QDir(dir).filePath(name + ".png");
   EXPECT_TRUE(w.grab().toImage().save(path)) << path.toStdString();
   std::printf("[ screenshot ] %s\n", qPrintable(path));
+}
+
+/// A tiny copy-task decoder of one design preset (trains in about a second): F = 16, H = 2, D = 8,
+/// R = 16, N = 24, causal.
+inline model_core::RunConfig tinyCopy(int steps, const std::string& preset = "mhsa") {
+  model_core::RunConfig c;
+  c.task.name = "copy";
+  c.task.seq_len = 24;
+  c.task.algorithmic_length = 5;
+  c.model.layers = 2;
+  c.model.d_model = 16;
+  c.model.ffn_multiplier = 2;
+  auto s = spec::makeSpecPreset(preset);
+  s.sizes.F = 16;
+  s.sizes.H = 2;
+  s.sizes.D = 8;
+  s.sizes.R = 16;
+  s.sizes.seq_len = 24;
+  s.causal = true;
+  c.model.attention = {s};
+  c.train.steps = steps;
+  c.train.batch = 4;
+  c.train.warmup = 2;
+  c.train.eval_interval = 10;
+  c.train.eval_examples = 8;
+  c.train.checkpoint_interval = 10;
+  c.train.inspect_interval = 10;
+  return c;
 }
 
 }  // namespace tensorscope::test
