@@ -13,7 +13,7 @@
 // causal layer's N-scaling (runDimwiseCausal).
 //
 // Layer rows (runVariants): every layer preset (the modern designs of contract §8 among them:
-// mqa, gqa, talking_heads, gated, gated_headwise, diff, mla, tpa, mta), mla_absorbed (MLA in the
+// mqa, gqa, talking_heads, gated, gated_headwise, diff, mla, tpa, mta, collaborative), mla_absorbed (MLA in the
 // absorbed order) and mhsa_rotary (mhsa with rotary positions, the model option of §9, half-split
 // pairs, base 10000); each row's `rotary` says whether its queries and keys are turned.
 //
@@ -187,6 +187,8 @@ spec::AttentionSpec layer(const std::string& preset, int F, int H, int D, int R,
     s.sizes.D = D;
     s.sizes.R = R;
   }
+  // Collaborative attention in its preset's proportion (as train_bench): a shared key space of H·D/2.
+  if (s.slots.collaborative.enabled()) s.slots.collaborative.key_dim = std::max(1, H * D / 2);
   // MLA in its preset's proportions at this head size (as train_bench): a latent of 2D, a rotary
   // part of D/2 (even).
   if (s.slots.latent.enabled()) {
@@ -210,7 +212,7 @@ nlohmann::json runVariants(const Config& cfg) {
                                             "trainable_heads_only", "heads_only", "single_head", "thsa",
                                             "low_rank", "thsa_linear", "multilinear", "dimwise", "tpa", "tpa_kv_only",
                                             "mqa", "gqa", "talking_heads", "gated", "gated_headwise", "diff",
-                                            "mla", "mla_absorbed", "mta", "mhsa_rotary"};
+                                            "mla", "mla_absorbed", "mta", "collaborative", "mhsa_rotary"};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& p : presets) {
     if (!cfg.wants(p)) continue;

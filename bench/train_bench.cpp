@@ -106,7 +106,7 @@ const std::vector<std::string>& runNames() {
                                                  "mqa",        "gqa",         "talking_heads",
                                                  "gated",      "gated_headwise", "diff",
                                                  "mla",        "mla_absorbed", "tpa",         "tpa_kv_only",
-                                                 "mta",
+                                                 "mta",        "collaborative",
                                                  // mhsa with rotary positions (the model option, §9).
                                                  "mhsa_rotary"};
   return names;
@@ -135,6 +135,8 @@ spec::AttentionSpec layerFor(const std::string& name, int F, int H, int D, int N
   s.sizes.D = D;
   s.sizes.R = H * D;
   s.sizes.seq_len = N;
+  // Collaborative attention in its preset's proportion: a shared key space of H·D/2.
+  if (s.slots.collaborative.enabled()) s.slots.collaborative.key_dim = std::max(1, H * D / 2);
   // MLA in its preset's proportions at this head size: a latent of 2D, a rotary part of D/2 (even).
   if (s.slots.latent.enabled()) {
     s.slots.latent.kv_rank = 2 * D;

@@ -132,6 +132,49 @@ TEST(DesignSlots, EverySlotIsEditedInTheDockWithUndo) {
   EXPECT_EQ(items, QStringList({"1 (MQA)", "2 (GQA-2)", "3 (GQA-3)", "6 (MHSA)"}));
 }
 
+TEST(DesignSlots, CollaborativeAttentionIsEditedInTheDockWithUndo) {
+  // Collaborative attention (§8.9): one row (D̃, "off") while it is off; a key space turns it on and
+  // shows its content bias and mixing init; "off" turns every field back; each edit is one undo
+  // step; the name follows the structure; shared K/V groups with it are named as a problem.
+  app::MainWindow w(testOptions());
+  w.model().select(0);  // MHSA, never trained: edited in place
+  auto* p = w.designPanel();
+  const auto before = w.model().currentSpec();
+  auto* keyDim = slot<QSpinBox>(p, "slots.collaborative.key_dim");
+  auto* contentBias = slot<QCheckBox>(p, "slots.collaborative.content_bias");
+  auto* init = slot<QComboBox>(p, "slots.collaborative.mixing_init");
+  ASSERT_TRUE(keyDim && contentBias && init);
+  EXPECT_FALSE(keyDim->isHidden());
+  EXPECT_TRUE(contentBias->isHidden()) << "one collaborative row while it is off";
+  EXPECT_TRUE(init->isHidden());
+  keyDim->setValue(24);
+  const auto& c = w.model().currentSpec().slots.collaborative;
+  EXPECT_EQ(c.key_dim, 24);
+  EXPECT_TRUE(c.content_bias);
+  EXPECT_FALSE(contentBias->isHidden());
+  EXPECT_FALSE(init->isHidden());
+  EXPECT_TRUE(p->isValid()) << p->problemsText().toStdString();
+  EXPECT_TRUE(p->designNameText().contains("collaborative attention (D̃ = 24)")) << p->designNameText().toStdString();
+  contentBias->setChecked(false);
+  EXPECT_FALSE(w.model().currentSpec().slots.collaborative.content_bias);
+  init->setCurrentIndex(1);
+  EXPECT_EQ(w.model().currentSpec().slots.collaborative.init, spec::MixingInit::Concatenate);
+  EXPECT_EQ(w.model().undoStack()->count(), 3);
+  // Shared K/V groups with it: the problems list names the slot; undone.
+  chooseGroups(p, 2);
+  EXPECT_FALSE(p->isValid());
+  EXPECT_TRUE(p->problemsText().contains("slots.collaborative")) << p->problemsText().toStdString();
+  w.model().undoStack()->undo();
+  EXPECT_TRUE(p->isValid()) << p->problemsText().toStdString();
+  // Off: every field back to its default, one step.
+  keyDim->setValue(0);
+  EXPECT_FALSE(w.model().currentSpec().slots.collaborative.enabled());
+  EXPECT_TRUE(contentBias->isHidden());
+  for (int i = 0; i < 4; ++i) w.model().undoStack()->undo();
+  EXPECT_EQ(w.model().currentSpec(), before);
+  EXPECT_EQ(keyDim->value(), 0);
+}
+
 TEST(DesignSlots, VariantsWithoutSlotsHideTheSectionAndDropTheSlots) {
   app::MainWindow w(testOptions());
   w.model().select(1);  // THSA

@@ -223,6 +223,28 @@ def mta_reference(spec, w, x):
     return lin(w, "wo", o.reshape(B, N, H * D)), P, None
 
 
+def collaborative(spec, w, x):
+    """Section 8.9: logits[h,n,m] = (sum_c q~[n,c] M[h,c] k~[m,c] + x_m . w^c_h) / sqrt(D~/H)."""
+    z, slots = spec["sizes"], spec["slots"]
+    c = slots["collaborative"]
+    B, N, _ = x.shape
+    H, D, Dk = z["H"], z["D"], c["key_dim"]
+    q, k = x @ w["wq.weight"].double().T, x @ w["wk.weight"].double().T  # no biases
+    logits = torch.einsum("bnc,hc,bmc->bhnm", q, w["mixing"].double(), k)
+    if c.get("content_bias", True):
+        logits = logits + torch.einsum("bmf,hf->bhm", x, w["content_bias.weight"].double()).unsqueeze(2)
+    logits = logits / math.sqrt(Dk / H)
+    if spec["causal"]:
+        logits = logits.masked_fill(causal_mask(N), -math.inf)
+    P = logits.softmax(-1)
+    o = torch.einsum("bhnm,bmhd->bnhd", P, lin(w, "wv", x).view(B, N, H, D))
+    gate = slots.get("gate", "none")
+    if gate != "none":
+        g = torch.sigmoid(lin(w, "wg", x))
+        o = o * (g.view(B, N, H, 1) if gate == "headwise" else g.view(B, N, H, D))
+    return lin(w, "wo", o.reshape(B, N, H * D)), P, None
+
+
 def headed(spec, w, x):
     """Sections 1, 2, 5 and the slots of section 8 (shared K/V groups, talking heads, gates)."""
     z = spec["sizes"]
@@ -235,6 +257,8 @@ def headed(spec, w, x):
         return tpa_official(spec, w, x)
     if slots.get("mta"):
         return mta_reference(spec, w, x)
+    if slots.get("collaborative"):
+        return collaborative(spec, w, x)
     B, N, _ = x.shape
     H, D = z["H"], z["D"]
     G = slots.get("kv_groups", 0) or H
@@ -340,11 +364,14 @@ def main():
     # (both maps of every head read the same key map: the official repeat_kv with H/G = 3).
     # Tensor product attention with constant head factors, another base and other ranks.
     # Multi-token attention with head groups, shared K/V, pad left and an elementwise gate.
+    # Collaborative attention without the content bias, D~ = 7, the concatenation mixing and a gate.
     variations = [(name, None) for name in names] + [("diff", {"kv_groups": 1})] + [
         ("tpa", {"tpa": {"q_rank": 2, "k_rank": 3, "v_rank": 1, "contextual_a": False, "rope": True, "rope_base": 500.0}})] + [
         ("mta", {"kv_groups": 2, "post_mix": False,
                  "mta": {"q_kernel": 2, "k_kernel": 4, "post_q_kernel": 3, "post_k_kernel": 2, "pad": "left",
-                         "head_group": 2, "group_norm": True, "norm_rescale": True, "out_gate": "elementwise"}})]
+                         "head_group": 2, "group_norm": True, "norm_rescale": True, "out_gate": "elementwise"}})] + [
+        ("collaborative", {"gate": "headwise",
+                           "collaborative": {"key_dim": 7, "content_bias": False, "mixing_init": "concatenate"}})]
     # Each command starts LibTorch (most of this check's time), so a preset is read once and a layer
     # is built, saved and run in one command; only layers whose identity-initialised mixings and
     # norm weights are perturbed run a second time on the changed weights.
@@ -357,7 +384,7 @@ def main():
             if slots:
                 spec["slots"].update(slots)
             spec["causal"] = causal
-            spec["bias"] = name in ("mhsa", "thsa", "dimwise")
+            spec["bias"] = name in ("mhsa", "thsa", "dimwise", "collaborative")
             spec["sizes"].update({"F": 12, "seq_len": 5})
             if spec["variant"] in ("multilinear", "dimwise"):
                 spec["sizes"]["R"] = 6

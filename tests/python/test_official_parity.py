@@ -2,7 +2,8 @@
 
 For each preset mqa, gqa, talking_heads, gated, gated_headwise (and gated attention combined with
 GQA, whose official weight layout depends on the number of KV groups), tpa and tpa_kv_only (and TPA
-with constant head factors), mta (and MTA with its other options) this test
+with constant head factors), mta (and MTA with its other options), collaborative (and without its
+content bias) this test
 
 1. layer level: builds one layer with `tensorscope attention --spec S --seed 11 --save-weights W`
    (the talking-heads mixings, identity at init, get a random non-symmetric offset written back
@@ -378,6 +379,52 @@ def ram_mta_attention(sd, cfg, x, layer_id=0):
 # w: Tensorscope's weights of one layer (wq.weight, ..., mix_pre, mix_post), without prefix.
 # =============================================================================================
 
+# --- epfml/collaborative-attention, commit 5b05408, src/collaborative_attention/collaborative_attention.py,
+# --- class CollaborativeAttention (L13-): use_dense_layer, no layer norm, no head mask, eval (no dropout).
+def collaborative_attention(sd, cfg, x, causal):
+    """Port of CollaborativeAttention.forward (L80-139): query, key = Linear(dim_input,
+    dim_key_query_all, bias=False) (L63-64); mixed_query = query[..., None, :, :] * mixing[..., :, None, :]
+    (L99), the key broadcast over heads (L103), scores = mixed_query . mixed_key^T (L106); the content
+    bias Linear(dim_input, num_heads, bias=False) of the key sequence transposed to [B, heads, 1, to]
+    and added (L110-113); divided by sqrt(attention_head_size) with attention_head_size =
+    dim_key_query_all / num_heads, not an integer in general (L57-59, L115); + attention_mask, here
+    the additive causal mask (L116-117); softmax (L120); the value Linear(dim_input, dim_value_all)
+    with bias split into heads (L130-131, transpose_for_scores L145-148); context merged (L132-135);
+    dense = Linear(dim_value_all, dim_output) with bias (L69-71, L137)."""
+    B, N, _ = x.shape
+    H, Dk = cfg["num_attention_heads"], cfg["dim_key_query_all"]
+    query = x @ sd["query.weight"].t()
+    key = x @ sd["key.weight"].t()
+    mixed_query = query[..., None, :, :] * sd["mixing"][..., :, None, :]
+    mixed_key = key[..., None, :, :]
+    scores = torch.matmul(mixed_query, mixed_key.transpose(-1, -2))
+    content_bias = x @ sd["content_bias.weight"].t()
+    scores = scores + content_bias.transpose(-1, -2).unsqueeze(-2)
+    scores = scores / math.sqrt(Dk / H)
+    if causal:
+        scores = scores + torch.full((N, N), -math.inf).triu(1)
+    probs = torch.softmax(scores, dim=-1)
+    value = x @ sd["value.weight"].t() + sd["value.bias"]
+    value = value.view(B, N, H, -1).permute(0, 2, 1, 3)
+    context = torch.matmul(probs, value).permute(0, 2, 1, 3).contiguous().view(B, N, -1)
+    return context @ sd["dense.weight"].t() + sd["dense.bias"]
+
+
+def to_collaborative(w, H, D, wrong=False):
+    """Collaborative attention (section 8.9): wq -> query, wk -> key, mixing and content_bias as they
+    are, wv -> value, wo -> dense; the official value and dense always have a bias (zeros when the
+    spec has none), its content bias is always there (zeros with content_bias false). wrong: the
+    value rows read [D, H] (head-minor) instead of [H, D]."""
+    F = w["wq.weight"].shape[1]
+    value = w["wv.weight"]
+    if wrong:
+        value = value.view(H, D, F).transpose(0, 1).reshape(H * D, F)
+    return {"query.weight": w["wq.weight"], "key.weight": w["wk.weight"], "mixing": w["mixing"],
+            "content_bias.weight": w.get("content_bias.weight", torch.zeros(H, F)),
+            "value.weight": value, "value.bias": w.get("wv.bias", torch.zeros(H * D)),
+            "dense.weight": w["wo.weight"], "dense.bias": w.get("wo.bias", torch.zeros(F))}
+
+
 def to_qwen3(w, H, G, D, gate, stacked=False):
     """q_proj rows per KV group g: [its r query heads' D rows each, then its r gate rows (headwise)
     or r*D gate rows (elementwise)]; with C the group's block size and h = g*r + j:
@@ -502,6 +549,12 @@ def officials(spec):
                   "rope": t.get("rope", True), "base": t.get("rope_base", 10000.0)}
         return [("tensorgi/TPA T6 CPLinear + CausalSelfAttention",
                  lambda w, x, causal, wrong: t6_attention(to_t6(w, H, wrong), cfg_t6, x), False, False)]
+    if slots.get("collaborative"):
+        c = slots["collaborative"]
+        cfg_c = {"num_attention_heads": H, "dim_key_query_all": c["key_dim"]}
+        return [("epfml/collaborative-attention CollaborativeAttention",
+                 lambda w, x, causal, wrong: collaborative_attention(to_collaborative(w, H, D, wrong), cfg_c, x, causal),
+                 True, True)]
     G = slots["kv_groups"] or H
     if slots.get("mta"):
         m = slots["mta"]
@@ -552,7 +605,8 @@ WRONG_NAMES = {"mqa": "K and V swapped", "gqa": "head h reads group h % G",
                "tpa_constant": "head factors read [R, H]",
                "mta": "kernels flipped, head_kernel not transposed",
                "mta_variant": "kernels flipped, head_kernel read [to, from]",
-               "mta_wposm": "kernel flipped, wposm transposed"}
+               "mta_wposm": "kernel flipped, wposm transposed",
+               "collaborative": "value heads read [D, H]", "collaborative_plain": "value heads read [D, H]"}
 
 
 def run(cmd):
@@ -594,6 +648,16 @@ def preset_specs(binary):
     wposm = copy.deepcopy(spec)
     wposm["slots"]["mta"].update({"pad": "right", "q_kernel": 0, "k_kernel": 0, "group_norm": False, "out_gate": "none"})
     out.append(("mta_wposm", wposm))
+    # Collaborative attention (section 8.9): the preset (D~ = H·D/2 with the content bias), and a key
+    # space of 7 (attention_head_size 7/4, not an integer) without the content bias, mixing
+    # concatenated.
+    spec = json.loads(run([binary, "spec", "preset", "collaborative"]))
+    spec["sizes"].update({"F": F_, "H": H_, "D": D_, "R": H_ * D_, "seq_len": N_})
+    spec["slots"]["collaborative"]["key_dim"] = H_ * D_ // 2
+    out.append(("collaborative", spec))
+    plain = copy.deepcopy(spec)
+    plain["slots"]["collaborative"].update({"key_dim": 7, "content_bias": False, "mixing_init": "concatenate"})
+    out.append(("collaborative_plain", plain))
     return out
 
 
@@ -680,7 +744,7 @@ def import_model(directory, tag):
 
 def model_checks(binary, work, name, spec, res):
     s = copy.deepcopy(spec)
-    s["causal"], s["bias"] = True, name in ("gqa", "gated", "gated_headwise_gqa")  # Qwen3's qkv_bias
+    s["causal"], s["bias"] = True, name in ("gqa", "gated", "gated_headwise_gqa", "collaborative")  # Qwen3's qkv_bias; the official collaborative value and dense biases
     s["sizes"]["seq_len"] = 16
     config = {"format": "tensorscope.run_config", "version": 1,
               "model": {"kind": "decoder", "layers": 2, "d_model": F_, "ffn_multiplier": 2, "positions": "learned",

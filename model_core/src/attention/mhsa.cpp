@@ -2,6 +2,7 @@
 
 #include <torch/nn/modules/dropout.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "attention/cuda_attention.h"
@@ -29,8 +30,30 @@ MhsaImpl::MhsaImpl(const spec::AttentionSpec& s, int layer) : AttentionModuleImp
   // Differential attention: two query/key maps per head and a value head of size 2D.
   const int64_t maps = slot.differential ? 2 : 1, HD = maps * H * D;
   groups_ = slot.kv_groups > 0 ? slot.kv_groups : H;
-  wq_ = register_module("wq", makeProjection(F, HD, s.bias));
-  wk_ = register_module("wk", makeProjection(F, maps * groups_ * D, s.bias));
+  const auto& collab = slot.collaborative;
+  if (collab.enabled()) {
+    // The official query and key projections have no bias (the content bias stands for the only
+    // query-bias term that survives the softmax); the value and output projections have one when
+    // the spec asks.
+    const int64_t Dk = collab.key_dim;
+    wq_ = register_module("wq", makeProjection(F, Dk, false));
+    wk_ = register_module("wk", makeProjection(F, Dk, false));
+    if (collab.content_bias) contentBias_ = register_module("content_bias", makeProjection(F, H, false));
+    torch::Tensor m = torch::zeros({H, Dk});
+    if (collab.init == spec::MixingInit::Normal) {
+      m.normal_(0.0, 0.2);  // MixingMatrixInit.UNIFORM, init_mixing_matrix(scale=0.2)
+    } else {
+      const int64_t block = (Dk + H - 1) / H;  // the last head's block is shorter when H does not divide D̃
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t lo = std::min(Dk, h * block), hi = std::min(Dk, (h + 1) * block);
+        if (hi > lo) m[h].slice(0, lo, hi).fill_(1.0);
+      }
+    }
+    mixing_ = register_parameter("mixing", m);
+  } else {
+    wq_ = register_module("wq", makeProjection(F, HD, s.bias));
+  }
+  if (!collab.enabled()) wk_ = register_module("wk", makeProjection(F, maps * groups_ * D, s.bias));
   wv_ = register_module("wv", makeProjection(F, maps * groups_ * D, s.bias));
   if (s.variant == spec::Variant::Tp) wr_ = register_module("wr", makeProjection(F, HD, s.bias));
   if (slot.gate != spec::Gate::None)
@@ -97,6 +120,38 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
   o = o * torch::rsqrt(o.pow(2).mean(-1, /*keepdim=*/true) + 1e-5);
   return o * (sublnWeight_ * (1.0 - lambdaInit_));
 }
+torch::Tensor MhsaImpl::collaborative(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out) {
+  const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D;
+  const int64_t Dk = spec_.slots.collaborative.key_dim;
+  // attention_head_size = D̃/H in the official code, which need not be an integer.
+  const double scale = 1.0 / std::sqrt(double(Dk) / double(H));
+  const auto qs = wq_(x);                                      // [B, N, D̃] shared queries
+  const auto ks = wk_(x);                                      // [B, M, D̃] shared keys
+  if (fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+    // The rewrite onto the fused kernel (../shared/design/modern-designs.md §2, as THSA's
+    // head-sharing cores): head h's query [q̃ ⊙ m_h, e_h] against the one key [k̃, x·W^Cᵀ] is
+    // (q̃ ⊙ m_h)·k̃ + c[m, h], scaled as a whole as the official code scales it. The kernel groups
+    // keys and values alike, so the shared key is an expanded view with one head per value head
+    // (read in place, stride 0 over the heads; its gradient sums over them).
+    auto qh = qs.unsqueeze(2) * mixing_.view({1, 1, H, Dk});  // [B, N, H, D̃]
+    auto kh = ks.unsqueeze(2);                                 // [B, M, 1, D̃]
+    if (contentBias_) {
+      qh = torch::cat({qh, torch::eye(H, qs.options()).view({1, 1, H, H}).expand({B, N, H, H})}, -1);
+      kh = torch::cat({kh, contentBias_(x).unsqueeze(2)}, -1);  // [B, M, 1, D̃ + H]
+    }
+    const auto att = fusedGroupedAttention(qh, kh.expand({B, N, H, kh.size(-1)}), wv_(x).view({B, N, H, D}), scale,
+                                           spec_.causal);
+    if (options.with_maps) out.maps = att.P;
+    return att.o;  // [B, N, H, D]
+  }
+  const auto q = qs.unsqueeze(1) * mixing_.view({1, H, 1, Dk});  // [B, H, N, D̃]: q̃ ⊙ m_h
+  auto logits = torch::matmul(q, ks.unsqueeze(1).transpose(-2, -1));  // [B, H, N, M]
+  if (contentBias_) logits = logits + contentBias_(x).transpose(1, 2).unsqueeze(2);  // [B, H, 1, M]
+  const auto P = scaledMaskedSoftmax(logits, scale, spec_.causal);
+  if (options.with_maps) out.maps = P;
+  const auto v = wv_(x).view({B, N, H, D}).transpose(1, 2);  // [B, H, M, D]
+  return torch::matmul(dropout_(P), v).transpose(1, 2);       // [B, N, H, D]
+}
 
 torch::Tensor MhsaImpl::gate(const torch::Tensor& x, const torch::Tensor& o) const {
   if (!wg_) return o;
@@ -142,6 +197,8 @@ AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   torch::Tensor o;  // [B, N, H, D]
   if (spec_.slots.differential) {
     o = differential(x, options, out);
+  } else if (mixing_.defined()) {
+    o = collaborative(x, options, out);
   } else if (plain && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
     // All heads: q, k, v from the one fused projection. Shared K and V (MQA/GQA): the grouped form,
     // which reads each of the G key/value heads for its H/G query heads without copying them.

@@ -25,6 +25,11 @@ namespace tensorscope::model_core {
 /// wv [G·2D, F] value heads of size 2D (G = H unless shared, read as the official repeat_kv); A_h = P_{h,0} − λ·P_{h,1} with λ = e^{λq1·λk1} − e^{λq2·λk2} + λ_init
 /// (parameters lambda_q1 … lambda_k2 [D]); o_h = RMSNorm(A_h·V_h)·subln.weight·(1 − λ_init).
 /// Its maps are A [B, H, N, M]; `map_parts` holds P [B, H, 2, N, M].
+///
+/// Collaborative attention (slots.collaborative; epfml/collaborative-attention): wq, wk [D̃, F]
+/// without bias form one shared query and key space, `mixing` [H, D̃] reads it per head and the
+/// optional `content_bias` [H, F] adds x_m·w^c_h to head h's logits for key m:
+/// logits[h,n,m] = ((q̃_n ⊙ m_h)·k̃_m + x_m·w^c_h)/√(D̃/H); values and Wo as MHSA.
 class MhsaImpl : public AttentionModuleImpl {
  public:
   /// `layer`: the block's index in its model (0 first); differential attention's λ_init depends on it.
@@ -36,6 +41,8 @@ class MhsaImpl : public AttentionModuleImpl {
   torch::Tensor attend(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out);
   /// o [B, N, H, D] gated by σ(x·W^Gᵀ) (headwise: one gate per head).
   torch::Tensor gate(const torch::Tensor& x, const torch::Tensor& o) const;
+  /// Collaborative attention: o [B, N, H, D].
+  torch::Tensor collaborative(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out);
   /// Differential attention: o [B, N, H, 2D] (normalised and scaled).
   torch::Tensor differential(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out);
 
@@ -43,6 +50,8 @@ class MhsaImpl : public AttentionModuleImpl {
 
   int64_t groups_ = 0;  ///< key/value heads G (H without shared K and V)
   torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr}, wr_{nullptr}, wg_{nullptr};
+  torch::nn::Linear contentBias_{nullptr};  ///< collaborative attention: w^c [H, F]
+  torch::Tensor mixing_;                     ///< collaborative attention: m [H, D̃]
   torch::Tensor mixPre_, mixPost_;  ///< [H, H] talking-heads mixings (to-head, from-head), or undefined
   double lambdaInit_ = 0.0;                               ///< differential attention: λ_init of this block
   torch::Tensor lambdaQ1_, lambdaK1_, lambdaQ2_, lambdaK2_;  ///< [D] λ's reparameterisation

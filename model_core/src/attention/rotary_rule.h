@@ -25,6 +25,9 @@ inline std::string rotaryProblem(const spec::AttentionSpec& s) {
       if (s.slots.tpa.enabled())
         return "tensor product attention turns its own feature factors (slots.tpa.rope, §8.7); use learned or "
                "sinusoidal positions with it";
+      if (s.slots.collaborative.enabled())
+        return "collaborative attention scales its shared key space per head (q ⊙ m_h, §8.9), which does not commute "
+               "with a turn of feature pairs by position; use learned or sinusoidal positions with it";
       if (s.sizes.D % 2 != 0)
         return "the head size D = " + std::to_string(s.sizes.D) + " is odd; rotary positions turn pairs of features";
       return {};

@@ -537,9 +537,72 @@ Reference referenceMta(const spec::AttentionSpec& spec, const WeightMap& w, cons
   return ref;
 }
 
+/// Collaborative attention (§8.9; epfml/collaborative-attention), from its equations:
+///   q̃ = x·W^Qᵀ, k̃ = x·W^Kᵀ [D̃] (no bias), c[m,h] = x_m·w^c_h,
+///   logits[h,n,m] = (Σ_c q̃[n,c]·M[h,c]·k̃[m,c] + c[m,h]) / √(D̃/H), P = softmax over visible m,
+///   o[n,h,d] = Σ_m P[h,n,m]·v[m,h·D+d], gate (slot d) as MHSA's, y = o·W^Oᵀ.
+Reference referenceCollaborative(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn) {
+  const torch::Tensor x = f64(xIn);
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int H = spec.sizes.H, D = spec.sizes.D, F = spec.sizes.F;
+  const spec::Collaborative& k = spec.slots.collaborative;
+  const int Dk = k.key_dim;
+  requireShape(weight(w, "wq.weight"), {Dk, F}, "wq.weight");
+  requireShape(weight(w, "wk.weight"), {Dk, F}, "wk.weight");
+  requireShape(weight(w, "wv.weight"), {H * D, F}, "wv.weight");
+  const torch::Tensor& M = weight(w, "mixing");
+  requireShape(M, {H, Dk}, "mixing");
+  const torch::Tensor q = linear(w, "wq", x, false), kk = linear(w, "wk", x, false), v = linear(w, "wv", x, spec.bias);
+  torch::Tensor cb = torch::zeros({B, N, H}, torch::kDouble);
+  if (k.content_bias) {
+    requireShape(weight(w, "content_bias.weight"), {H, F}, "content_bias.weight");
+    cb = linear(w, "content_bias", x, false);
+  }
+  auto qa = q.accessor<double, 3>(), ka = kk.accessor<double, 3>(), va = v.accessor<double, 3>(),
+       cba = cb.accessor<double, 3>();
+  auto Ma = M.accessor<double, 2>();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(Dk) / H);
+  Reference ref;
+  ref.maps = torch::zeros({B, H, N, N}, torch::kDouble);
+  auto Pa = ref.maps.accessor<double, 4>();
+  torch::Tensor o = torch::zeros({B, N, H * D}, torch::kDouble);
+  auto oa = o.accessor<double, 3>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t visible = spec.causal ? n + 1 : N;
+        std::vector<double> p(static_cast<size_t>(visible));
+        for (std::int64_t m = 0; m < visible; ++m) {
+          double s = cba[b][m][h];
+          for (int c = 0; c < Dk; ++c) s += qa[b][n][c] * Ma[h][c] * ka[b][m][c];
+          p[static_cast<size_t>(m)] = s * scale;
+        }
+        softmax(p);
+        for (std::int64_t m = 0; m < visible; ++m) {
+          Pa[b][h][n][m] = p[static_cast<size_t>(m)];
+          for (int d = 0; d < D; ++d) oa[b][n][h * D + d] += p[static_cast<size_t>(m)] * va[b][m][h * D + d];
+        }
+      }
+  if (spec.slots.gate != spec::Gate::None) {
+    const bool headwise = spec.slots.gate == spec::Gate::Headwise;
+    requireShape(weight(w, "wg.weight"), {headwise ? H : H * D, F}, "wg.weight");
+    const torch::Tensor g = linear(w, "wg", x, spec.bias);
+    auto ga = g.accessor<double, 3>();
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t n = 0; n < N; ++n)
+        for (int h = 0; h < H; ++h)
+          for (int d = 0; d < D; ++d)
+            oa[b][n][h * D + d] *= 1.0 / (1.0 + std::exp(-ga[b][n][headwise ? h : h * D + d]));
+  }
+  requireShape(weight(w, "wo.weight"), {F, H * D}, "wo.weight");
+  ref.y = linear(w, "wo", o, spec.bias);
+  return ref;
+}
+
 Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& xIn,
                           const Rotary& rotary) {
   checkInput(spec, xIn);
+  if (spec.slots.collaborative.enabled()) return referenceCollaborative(spec, w, xIn);
   if (spec.slots.tpa.enabled()) return referenceTpa(spec, w, xIn);
   if (spec.slots.differential) return referenceDifferential(spec, w, xIn, rotary);
   if (spec.slots.latent.enabled()) return referenceLatent(spec, w, xIn);
@@ -1121,6 +1184,33 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
         s.slots.post_mix = mc.post;
         s.slots.kv_groups = mc.shared ? z.H / 2 : 0;
         add(std::move(s), pick(2, 7));
+      }
+    }
+    {  // collaborative attention (§8.9): D̃ below, at and above H·D (not a multiple of H), with and
+       // without the content bias, each mixing init, with a gate
+      struct CollabCase {
+        Variant variant;
+        int keyDim;  // -1: H·D; else that width
+        bool contentBias;
+        spec::MixingInit init;
+        spec::Gate gate;
+      };
+      using spec::Gate;
+      using spec::MixingInit;
+      for (const CollabCase& cc : {CollabCase{Variant::Mhsa, 3, true, MixingInit::Normal, Gate::None},
+                                   CollabCase{Variant::Mhsa, -1, false, MixingInit::Concatenate, Gate::None},
+                                   CollabCase{Variant::FixedHead, 7, true, MixingInit::Concatenate, Gate::Headwise},
+                                   CollabCase{Variant::Mhsa, 5, false, MixingInit::Normal, Gate::Elementwise}}) {
+        spec::Sizes z;
+        z.H = pick(1, 3);
+        z.D = pick(1, 3);
+        z.F = pick(2, 10);
+        spec::AttentionSpec s = makeSpec(cc.variant, z, causal, bias);
+        s.slots.collaborative.key_dim = cc.keyDim < 0 ? z.H * z.D : cc.keyDim;
+        s.slots.collaborative.content_bias = cc.contentBias;
+        s.slots.collaborative.init = cc.init;
+        s.slots.gate = cc.gate;
+        add(std::move(s), pick(1, 6));
       }
     }
   }

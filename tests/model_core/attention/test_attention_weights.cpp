@@ -94,6 +94,21 @@ Expected expectedWeights(const spec::AttentionSpec& s) {
         linear("wo", F, static_cast<std::int64_t>(z.H) * z.D);
         break;
       }
+      if (slot.collaborative.enabled()) {  // §8.9: epfml's names; query, key and content bias never biased
+        const std::int64_t Dk = slot.collaborative.key_dim, HD = static_cast<std::int64_t>(z.H) * z.D;
+        const auto weightOnly = [&](const std::string& name, std::vector<std::int64_t> shape) {
+          e.required[name] = std::move(shape);
+          e.derived[name] = false;
+        };
+        weightOnly("wq.weight", {Dk, F});
+        weightOnly("wk.weight", {Dk, F});
+        weightOnly("mixing", {z.H, Dk});
+        if (slot.collaborative.content_bias) weightOnly("content_bias.weight", {z.H, F});
+        linear("wv", HD, F);
+        if (slot.gate != spec::Gate::None) linear("wg", slot.gate == spec::Gate::Headwise ? z.H : HD, F);
+        linear("wo", F, HD);
+        break;
+      }
       if (slot.differential) {  // §8.5: two maps of size D and a value of size 2D per head
         const std::int64_t HD2 = 2LL * z.H * z.D, GD2 = 2LL * (slot.kv_groups > 0 ? slot.kv_groups : z.H) * z.D;
         linear("wq", HD2, F);
@@ -251,6 +266,12 @@ std::int64_t analyticCount(const spec::AttentionSpec& s) {
         const std::int64_t L = slot.latent.kv_rank, q = slot.latent.q_rank, r = slot.latent.rope_dim;
         const std::int64_t query = q == 0 ? F * H * (D + r) : F * q + q + q * H * (D + r);
         return query + F * (L + r) + L + 2 * HD * L + HD * F;
+      }
+      if (slot.collaborative.enabled()) {  // §8.9: 2·F·D̃ + H·D̃ (+ F·H) + W^V, W^O and the gate
+        const std::int64_t Dk = slot.collaborative.key_dim;
+        const std::int64_t gates = slot.gate == spec::Gate::None ? 0 : slot.gate == spec::Gate::Headwise ? H : HD;
+        return 2 * F * Dk + H * Dk + (slot.collaborative.content_bias ? F * H : 0) + 2 * F * HD + F * gates +
+               b * (HD + F + gates);
       }
       const std::int64_t GD = (slot.kv_groups > 0 ? slot.kv_groups : H) * D;
       if (slot.differential) return 4 * F * HD + 4 * F * GD + 6 * D + b * (2 * HD + 4 * GD + F);

@@ -119,6 +119,26 @@ TEST(DiagramEvaluator, TpaMatchesTheModule) {
         }
 }
 
+TEST(DiagramEvaluator, CollaborativeMatchesTheModule) {
+  // Collaborative attention (§8.9): the three-tensor logits Q̃·M·K̃ over the shared key leg, the
+  // content bias added before the softmax (or absent), the 1/√(D̃/H) box scale with D̃ below, at and
+  // above H·D (not a multiple of H), biases only on W^V and W^O, the gate of slot (d).
+  RandomSizes r{std::mt19937(29)};
+  std::uint64_t seed = 700;
+  for (int form = 0; form < 3; ++form)
+    for (bool causal : {false, true})
+      for (bool bias : {false, true}) {
+        auto s = r.spec("collaborative", causal, bias);
+        auto& c = s.slots.collaborative;
+        c.key_dim = form == 0 ? 5 : form == 1 ? s.sizes.H * s.sizes.D : 2 * s.sizes.H * s.sizes.D + 1;
+        c.content_bias = form != 1;
+        c.init = form == 1 ? spec::MixingInit::Concatenate : spec::MixingInit::Normal;
+        s.slots.gate = form == 2 ? spec::Gate::Elementwise : form == 0 ? spec::Gate::Headwise : spec::Gate::None;
+        SCOPED_TRACE(spec::toJson(s, -1));
+        expectMatches(s, ++seed);
+      }
+}
+
 TEST(DiagramEvaluator, MtaMatchesTheModule) {
   // Multi-token attention (§8.8): the shift tensors of each pad, convolutions before and/or after
   // the softmax, the head convolution in groups or the full mixings, shared K/V, the norm and gates.

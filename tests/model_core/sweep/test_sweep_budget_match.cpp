@@ -170,7 +170,7 @@ TEST(SweepBudgetMatch, RefusalsSayTheReason) {
   EXPECT_NE(e.find("match: give one of match_parameters and match"), std::string::npos) << e;
   EXPECT_NE(e.find("match.on: must be params, kv or flops; got 'memory'"), std::string::npos) << e;
   EXPECT_NE(e.find("match.size: must be H, kv_groups, D, R, F, P, c, kv_rank, q_rank, rope_dim, core_rank, tpa_q_rank, "
-                 "tpa_k_rank, tpa_v_rank, mta_q_kernel, mta_k_kernel, or any; got 'width'"),
+                 "tpa_k_rank, tpa_v_rank, mta_q_kernel, mta_k_kernel, key_dim, or any; got 'width'"),
             std::string::npos)
       << e;
   EXPECT_NE(e.find("axes[0].values[1].solve: must be head_size, heads, rank or d_model (match_parameters), or a size"),

@@ -164,6 +164,13 @@ def cases(corpus):
                                                                "group_norm": True, "norm_rescale": True,
                                                                "out_gate": "elementwise"}}),
                     task="sort", positions="rotary_interleaved")),
+        # Collaborative attention (section 8.9): a shared key space narrower than H·D with the content
+        # bias and biases on W^V and W^O, and a wider one (D~ = 11, not a multiple of H) with a gate.
+        ("collaborative_copy", run_config(attention("mhsa", H=2, D=8, bias=True, slots={
+            "collaborative": {"key_dim": 8, "content_bias": True, "mixing_init": "normal"}}))),
+        ("collaborative_gated_sort", run_config(attention("fixed_head", H=2, D=6, slots={
+            "gate": "headwise", "collaborative": {"key_dim": 11, "content_bias": False, "mixing_init": "concatenate"}}),
+            task="sort")),
         ("fixed_head_gated_talking_gqa",
          run_config(attention("fixed_head", H=4, D=6, slots={"kv_groups": 2, "pre_mix": True, "gate": "elementwise"}))),
         # Rotary positions (section 9): no position table; every layer turns its queries and keys.

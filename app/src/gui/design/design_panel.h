@@ -159,6 +159,7 @@ class DesignPanel : public QWidget {
   void buildSlots();
   /// Multi-token attention's fields (slots.mta, §8.8).
   void buildMtaSlots();
+  void buildCollaborativeSlots();
   /// Slot `i`'s control was changed by the user: refused (refuseInvalid) or applied as one edit.
   void slotEdited(size_t i);
   void buildCostPanel();

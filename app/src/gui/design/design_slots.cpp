@@ -240,6 +240,41 @@ void DesignPanel::buildSlots() {
     for (auto& c : slotControls_)
       if (c.field == f) c.shown = [](const AttentionSpec& s) { return s.slots.tpa.enabled(); };
   buildMtaSlots();
+  buildCollaborativeSlots();
+}
+
+void DesignPanel::buildCollaborativeSlots() {
+  using spec::AttentionSpec;
+  // Collaborative attention (§8.9; epfml/collaborative-attention): one shared query/key space of D̃
+  // features read by each head through its mixing vector. One row (D̃, "off") while it is off.
+  const size_t first = slotControls_.size();
+  addSlotSpin("slots.collaborative.key_dim", "Collaborative key space D̃",
+              "D̃ (dim_key_query_all): the width of the one query/key space all heads share; head h reads it "
+              "through its mixing vector m_h, logits (q̃ ⊙ m_h)·k̃ᵀ/√(D̃/H). The paper shrinks it below H·D "
+              "(D̃ = H·D with the concatenation mixing is MHSA); off: MHSA's keys",
+              0, spec::kMaxWidth, 1, "off", [](AttentionSpec& s) -> int& { return s.slots.collaborative.key_dim; });
+  {
+    // "off" turns the whole slot off (every field back to its default).
+    auto* box = qobject_cast<QSpinBox*>(slotControls_.back().widget);
+    slotControls_.back().read = [box](AttentionSpec& s) {
+      if (box->value() == 0) s.slots.collaborative = {};
+      else s.slots.collaborative.key_dim = box->value();
+    };
+  }
+  addSlotCheck("slots.collaborative.content_bias", "Collaborative content bias",
+               "The key-only content bias x_m·w^c_h per head (content_bias, Linear(F, H) without bias): the part of "
+               "MHSA's query bias that survives the softmax",
+               [](AttentionSpec& s) -> bool& { return s.slots.collaborative.content_bias; });
+  addSlotChoice("slots.collaborative.mixing_init", "Collaborative mixing init",
+                "How the mixing matrix [H, D̃] starts: normal N(0, 0.2²) (the official default) or concatenate (head h "
+                "reads its own block of ⌈D̃/H⌉ features: MHSA when D̃ = H·D)",
+                enumNames(2, [](int i) { return spec::toString(static_cast<spec::MixingInit>(i)); }),
+                [](const AttentionSpec& s) { return static_cast<int>(s.slots.collaborative.init); },
+                [](AttentionSpec& s, int i) { s.slots.collaborative.init = static_cast<spec::MixingInit>(i); });
+  for (size_t i = first; i < slotControls_.size(); ++i) {
+    slotControls_[i].refuseInvalid = true;
+    if (i > first) slotControls_[i].shown = [](const AttentionSpec& s) { return s.slots.collaborative.enabled(); };
+  }
 }
 
 void DesignPanel::buildMtaSlots() {

@@ -29,7 +29,7 @@
 namespace tensorscope::app {
 
 const QStringList kTuformerDesigns = {"mhsa", "skip_left", "skip_right", "heads_only", "trainable_heads_only", "thsa"};
-const QStringList kModernDesigns = {"mqa", "gqa", "mla", "tpa", "diff", "talking_heads", "gated", "mta"};
+const QStringList kModernDesigns = {"mqa", "gqa", "mla", "tpa", "diff", "talking_heads", "gated", "mta", "collaborative"};
 
 namespace {
 
@@ -49,6 +49,7 @@ const char* describe(const QString& design) {
   if (design == "diff") return "differential attention";
   if (design == "talking_heads") return "talking heads: heads mixed before and after the softmax";
   if (design == "gated") return "gated: an elementwise sigmoid output gate";
+  if (design == "collaborative") return "collaborative: one query/key space of H·D/2 shared by the heads";
   return "MTA: multi-token attention (causal)";
 }
 

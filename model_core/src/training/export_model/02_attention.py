@@ -664,6 +664,48 @@ class Mta(nn.Module):
         return (y, P) if with_maps else y
 
 
+class Collaborative(nn.Module):
+    """Collaborative attention (slots.collaborative; Cordonnier, Loukas, Jaggi 2020,
+    epfml/collaborative-attention, class CollaborativeAttention): one query and one key space of
+    D~ = key_dim features for every head (wq, wk without bias), head h reading it through its mixing
+    vector (mixing [H, D~]); the optional content bias x_m·w^c_h (content_bias, no bias) is added to
+    head h's logits for key m; both divided by sqrt(D~/H). Values, the output gate and wo as Mhsa."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+        z = spec["sizes"]
+        slots = spec.get("slots", {})
+        c = slots["collaborative"]
+        F_, H, HD, Dk = z["F"], z["H"], z["H"] * z["D"], c["key_dim"]
+        self.heads, self.causal = H, bool(spec["causal"])
+        self.scale = 1.0 / math.sqrt(Dk / H)  # the official attention_head_size D~/H need not be an integer
+        self.gate = slots.get("gate", "none")
+        self.wq = nn.Linear(F_, Dk, bias=False)
+        self.wk = nn.Linear(F_, Dk, bias=False)
+        self.content_bias = nn.Linear(F_, H, bias=False) if c.get("content_bias", True) else None
+        self.wv = nn.Linear(F_, HD, bias=spec["bias"])
+        self.mixing = nn.Parameter(torch.randn(H, Dk) * 0.2)
+        self.wg = nn.Linear(F_, H if self.gate == "headwise" else HD, bias=spec["bias"]) if self.gate != "none" else None
+        self.wo = nn.Linear(HD, F_, bias=spec["bias"])
+        self.dropout = nn.Dropout(spec.get("dropout", 0.0))
+
+    def forward(self, x, with_maps=False):
+        _check_input(self.spec, x)
+        H = self.heads
+        q = self.wq(x).unsqueeze(1) * self.mixing.unsqueeze(1)  # [B, H, N, D~]: q~ ⊙ m_h
+        logits = torch.matmul(q, self.wk(x).unsqueeze(1).transpose(-2, -1))  # [B, H, N, M]
+        if self.content_bias is not None:
+            logits = logits + self.content_bias(x).transpose(1, 2).unsqueeze(2)  # [B, H, 1, M]
+        P = masked_softmax(logits * self.scale, self.causal)
+        o = torch.matmul(self.dropout(P), split_heads(self.wv(x), H))
+        if self.wg is not None:
+            g = torch.sigmoid(self.wg(x))
+            o = o * (g.transpose(1, 2).unsqueeze(-1) if self.gate == "headwise" else split_heads(g, H))
+        y = self.wo(merge_heads(o))
+        return (y, P) if with_maps else y
+
+
 def make_attention(spec, layer=0):
     """The attention module of one layer spec (the JSON object of config.json model.attention);
     `layer` is the block's index (0 first), on which differential attention's λ_init depends."""
@@ -676,6 +718,8 @@ def make_attention(spec, layer=0):
         return Tpa(spec)
     if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("mta"):
         return Mta(spec, layer)
+    if variant in ("mhsa", "fixed_head") and spec.get("slots", {}).get("collaborative"):
+        return Collaborative(spec)
     if variant in ("mhsa", "fixed_head", "tp"):
         return Mhsa(spec)
     if variant == "thsa":

@@ -12,6 +12,7 @@ constexpr std::string_view kCorePrefix = "core:";
 constexpr std::array<std::string_view, 3> kGateNames = {"none", "headwise", "elementwise"};
 constexpr std::array<std::string_view, 2> kLatentOrderNames = {"naive", "absorbed"};
 constexpr std::array<std::string_view, 3> kMtaPadNames = {"both", "left", "right"};
+constexpr std::array<std::string_view, 2> kMixingInitNames = {"normal", "concatenate"};
 
 /// The enumerator whose name (in enumerator order) is `text`.
 template <typename Enum, size_t N>
@@ -61,6 +62,12 @@ bool designSlots(std::string_view name, Slots& out) {
     s.mta.group_norm = true;
     s.mta.out_gate = Gate::Headwise;
   }
+  else if (name == "collaborative") {
+    // The paper's compression: a shared key space half as wide as MHSA's H·D (Cordonnier et al.
+    // 2020, Table 2, D̃ from 768 down to 384 for BERT-base), with the content bias and the
+    // official default mixing N(0, 0.2²).
+    s.collaborative.key_dim = 32;
+  }
   else return false;
   out = s;
   return true;
@@ -79,10 +86,14 @@ std::string_view toString(MtaPad p) { return kMtaPadNames[static_cast<size_t>(p)
 
 bool parseMtaPad(std::string_view text, MtaPad& out) { return parseName(kMtaPadNames, text, out); }
 
+std::string_view toString(MixingInit m) { return kMixingInitNames[static_cast<size_t>(m)]; }
+
+bool parseMixingInit(std::string_view text, MixingInit& out) { return parseName(kMixingInitNames, text, out); }
+
 bool hasSlots(Variant v) { return v == Variant::Mhsa || v == Variant::FixedHead; }
 
 const std::vector<std::string>& designPresetNames() {
-  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise", "diff", "mla", "tpa", "tpa_kv_only", "mta"};
+  static const std::vector<std::string> names = {"mqa", "gqa", "talking_heads", "gated", "gated_headwise", "diff", "mla", "tpa", "tpa_kv_only", "mta", "collaborative"};
   return names;
 }
 

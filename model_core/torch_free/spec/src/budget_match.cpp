@@ -65,6 +65,7 @@ const std::vector<SizeField>& sizeFields() {
       {"tpa_v_rank", [](AttentionSpec& s) -> int& { return s.slots.tpa.v_rank; }},
       {"mta_q_kernel", [](AttentionSpec& s) -> int& { return s.slots.mta.q_kernel; }},
       {"mta_k_kernel", [](AttentionSpec& s) -> int& { return s.slots.mta.k_kernel; }},
+      {"key_dim", [](AttentionSpec& s) -> int& { return s.slots.collaborative.key_dim; }},
   };
   return fields;
 }

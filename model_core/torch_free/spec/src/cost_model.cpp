@@ -143,8 +143,43 @@ void tpaAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, do
   c.linear("y = o·Woᵀ", HD, F);
 }
 
+/// The output gate of a headed layer (slot d): σ(x·Wgᵀ), one per head or per element, times o.
+void outputGate(CostBuilder& c, const AttentionSpec& s, double B, double N) {
+  const Slots& slot = s.slots;
+  if (slot.gate == Gate::None) return;
+  const double F = s.sizes.F, H = s.sizes.H, HD = H * s.sizes.D;
+  const double gates = slot.gate == Gate::Headwise ? H : HD;
+  c.linear(slot.gate == Gate::Headwise ? "gate g = x·Wgᵀ (one per head)" : "gate g = x·Wgᵀ", F, gates);
+  c.term("o ⊙ σ(g)", kSigmoidFlopsPerElement * B * N * gates + B * N * HD, B * N * HD);
+}
+
+/// Collaborative attention (§8.9): one shared query/key space of D̃ features (projections without
+/// bias), each head's query scaled by its mixing vector, the content bias x·W^cᵀ added per head.
+void collaborativeAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
+  const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
+  const Collaborative& k = s.slots.collaborative;
+  const double Dk = k.key_dim;
+  c.term("shared queries q̃ = x·Wqᵀ", 2 * B * N * F * Dk, B * N * Dk);
+  c.term("shared keys k̃ = x·Wkᵀ", 2 * B * N * F * Dk, B * N * Dk);
+  c.addParams(static_cast<std::int64_t>(2 * F * Dk));
+  c.linear("v = x·Wvᵀ", F, HD);
+  c.term("mixed queries q̃ ⊙ m_h", B * H * N * Dk, B * H * N * Dk);
+  c.addParams(static_cast<std::int64_t>(H * Dk));
+  if (k.content_bias) {
+    c.term("content bias x·W^cᵀ (one per head and key)", 2 * B * N * F * H, B * N * H);
+    c.addParams(static_cast<std::int64_t>(F * H));
+  }
+  c.term(std::string("logits (q̃ ⊙ m_h)·k̃ᵀ") + (k.content_bias ? " + content bias" : "") + ", /√(D̃/H)",
+         2 * B * H * N * M * Dk + B * H * N * M * (k.content_bias ? 2 : 1), B * H * N * M);
+  c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * M, B * H * N * M);
+  c.term("o = P·v", 2 * B * H * N * M * D, B * N * HD);
+  outputGate(c, s, B, N);
+  c.linear("y = o·Woᵀ", HD, F);
+}
+
 void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
   if (s.slots.differential) return differentialAttention(c, s, B, N, M);
+  if (s.slots.collaborative.enabled()) return collaborativeAttention(c, s, B, N, M);
   if (s.slots.latent.enabled()) return latentAttention(c, s, B, N, M);
   if (s.slots.tpa.enabled()) return tpaAttention(c, s, B, N, M);
   const double F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, HD = H * D;
@@ -196,11 +231,7 @@ void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N,
     c.linear("roles r = x·Wrᵀ", F, HD);
     c.term("binding o ⊙ r", B * N * HD, B * N * HD);
   }
-  if (slot.gate != Gate::None) {
-    const double gates = slot.gate == Gate::Headwise ? H : HD;
-    c.linear(slot.gate == Gate::Headwise ? "gate g = x·Wgᵀ (one per head)" : "gate g = x·Wgᵀ", F, gates);
-    c.term("o ⊙ σ(g)", kSigmoidFlopsPerElement * B * N * gates + B * N * HD, B * N * HD);
-  }
+  outputGate(c, s, B, N);
   c.linear("y = o·Woᵀ", HD, F);
 }
 
@@ -391,6 +422,16 @@ DecodeCost estimateDecodeCost(const AttentionSpec& s, std::int64_t cached) {
                                       " key and " + std::to_string(t.v_rank) + " value ranks"
                                 : "feature factors (D) of " + std::to_string(t.k_rank) + " key and " +
                                       std::to_string(t.v_rank) + " value ranks (the head factors are constants)";
+        break;
+      }
+      if (s.slots.collaborative.enabled()) {
+        // Collaborative attention caches the shared key (D̃), each head's content bias of the key
+        // (H numbers, when on) and the H value heads.
+        const Collaborative& k = s.slots.collaborative;
+        d.cache_elements_per_token = k.key_dim + (k.content_bias ? H : 0) + H * D;
+        d.note = "the shared key (" + std::to_string(k.key_dim) + ")" +
+                 (k.content_bias ? ", its content bias for each of " + std::to_string(static_cast<long long>(H)) + " heads" : "") +
+                 " and the values of " + std::to_string(static_cast<long long>(H)) + " heads";
         break;
       }
       const double G = s.slots.kv_groups > 0 ? s.slots.kv_groups : H;

@@ -25,6 +25,9 @@ AttentionSpec presetAtSizeOf(const std::string& name, const AttentionSpec& s) {
   b.sizes.R = b.sizes.H * b.sizes.D;
   b.sizes.seq_len = s.sizes.seq_len;
   b.causal = s.causal;
+  // Collaborative attention's shared key space is half of MHSA's H·D at any size (the preset's
+  // proportion), not the preset's 32.
+  if (b.slots.collaborative.enabled()) b.slots.collaborative.key_dim = std::max(1, b.sizes.H * b.sizes.D / 2);
   return b;
 }
 

@@ -317,12 +317,30 @@ std::vector<DesignName> nameHeaded(const AttentionSpec& s) {
                      "keys and values from one normalised latent of size " + std::to_string(slot.latent.kv_rank) +
                          " per token, with a rotary key part of size " + std::to_string(slot.latent.rope_dim) +
                          " shared by all heads"});
+  // Designs a collaborative layer contains (§8.9), listed after what it equals.
+  std::vector<DesignName> contained;
+  if (const Collaborative& k = slot.collaborative; k.enabled()) {
+    parts.push_back({"collaborative attention (D̃ = " + to_string(k.key_dim) + ")", true,
+                     "one query/key space of " + to_string(k.key_dim) + " features shared by the " + to_string(z.H) +
+                         " heads, head h reading it through its mixing vector m_h" +
+                         (k.content_bias ? ", plus a content bias x_m·w^c_h per head and key" : "")});
+    contained.push_back({"THSA with a rectangular core", false,
+                         "C[r, s] = m_h(r)[s]: an R x D̃ core whose rows are tied within each head, over a key space "
+                         "of its own width"});
+    if (static_cast<long long>(z.H) * z.D <= k.key_dim)
+      contained.push_back({base, false,
+                           "D̃ ≥ H·D: mixing vectors with ones on disjoint blocks of D features (and no content "
+                           "bias) give " + base + "'s heads"});
+  }
   if (slot.gate != Gate::None)
     parts.push_back({std::string("gated attention (") + (slot.gate == Gate::Headwise ? "headwise" : "elementwise") + ")",
                      true, "each head's output multiplied by σ(x·W^G) before W^O"});
   if (parts.empty()) return {{base, true, baseWhy}};
   std::vector<DesignName> out;
-  if (parts.size() == 1 && base == "MHSA") return parts;
+  if (parts.size() == 1 && base == "MHSA") {
+    parts.insert(parts.end(), contained.begin(), contained.end());
+    return parts;
+  }
   std::string combined = base == "MHSA" ? "" : base;
   std::string why;
   for (const auto& p : parts) {
@@ -335,6 +353,7 @@ std::vector<DesignName> nameHeaded(const AttentionSpec& s) {
     p.equals = false;
     out.push_back(std::move(p));
   }
+  out.insert(out.end(), contained.begin(), contained.end());
   return out;
 }
 

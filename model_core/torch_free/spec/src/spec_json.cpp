@@ -234,7 +234,8 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
 
 void slotsFromJson(Reader& r, const json& j, Slots& out) {
   if (!j.is_object()) return r.fail("slots", "must be an object like {\"kv_groups\": 2}; got " + kindName(j));
-  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate", "differential", "latent", "tpa", "mta"});
+  r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate", "differential", "latent", "tpa", "mta",
+                               "collaborative"});
   r.readInt(j, "kv_groups", "slots.kv_groups", out.kv_groups);
   r.readBool(j, "pre_mix", "slots.pre_mix", out.pre_mix);
   r.readBool(j, "post_mix", "slots.post_mix", out.post_mix);
@@ -287,6 +288,20 @@ void slotsFromJson(Reader& r, const json& j, Slots& out) {
     std::string gate = "none";
     if (r.readString(m, "out_gate", "slots.mta.out_gate", gate) && !parseGate(gate, out.mta.out_gate))
       r.fail("slots.mta.out_gate", "unknown gate '" + gate + "'; one of none, headwise, elementwise");
+  }
+  if (j.contains("collaborative")) {
+    const json& c = j["collaborative"];
+    if (!c.is_object())
+      return r.fail("slots.collaborative", "must be an object like {\"key_dim\": 32}; got " + kindName(c));
+    r.rejectUnknown(c, "slots.collaborative.", {"key_dim", "content_bias", "mixing_init"});
+    if (!c.contains("key_dim"))
+      r.fail("slots.collaborative", "needs key_dim (the width of the shared query/key space, from 1)");
+    r.readInt(c, "key_dim", "slots.collaborative.key_dim", out.collaborative.key_dim);
+    r.readBool(c, "content_bias", "slots.collaborative.content_bias", out.collaborative.content_bias);
+    std::string init = "normal";
+    if (r.readString(c, "mixing_init", "slots.collaborative.mixing_init", init) &&
+        !parseMixingInit(init, out.collaborative.init))
+      r.fail("slots.collaborative.mixing_init", "unknown mixing_init '" + init + "'; one of normal, concatenate");
   }
 }
 
@@ -353,6 +368,10 @@ std::string toJson(const AttentionSpec& s, int indent) {
                            {"pad", std::string(toString(z.mta.pad))}, {"head_group", z.mta.head_group},
                            {"group_norm", z.mta.group_norm}, {"norm_rescale", z.mta.norm_rescale},
                            {"out_gate", std::string(toString(z.mta.out_gate))}};
+    if (z.collaborative.enabled())
+      j["slots"]["collaborative"] = {{"key_dim", z.collaborative.key_dim},
+                                     {"content_bias", z.collaborative.content_bias},
+                                     {"mixing_init", std::string(toString(z.collaborative.init))}};
   }
   if (indent < 0) return j.dump();
   std::string out;

@@ -76,7 +76,7 @@ void NetworkBuilder::projection(const Projection& p) {
   s.einsum = std::string("b") + p.token.index + p.feature.index + "," + out + p.feature.index + "->b" +
              p.token.index + out;
   s.role = p.step_role;
-  if (spec_.bias) {
+  if (spec_.bias && !p.no_bias) {
     TensorNode b;
     b.id = "b" + p.w_id.substr(1);
     b.label = "b" + p.w_label.substr(1);

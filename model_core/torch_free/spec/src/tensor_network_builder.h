@@ -39,6 +39,9 @@ struct Projection {
   /// The weight drawn again for another path (a copy of one already drawn, e.g. MLA's value copy
   /// of W^DKV): its node holds no parameters of its own (they are counted once, on the first).
   bool again = false;
+  /// No bias node whatever spec.bias says (collaborative attention's query, key and content-bias
+  /// projections, which the official module builds with bias=False).
+  bool no_bias = false;
 };
 
 class NetworkBuilder {
@@ -76,7 +79,12 @@ class NetworkBuilder {
   TensorNetwork net_;
 };
 
+/// The output gate of a headed layer (slot d) on the heads `o` [b, n, w, e]: the projection X^G,
+/// σ and the product; returns the step id of the gated heads ("gated"), or `o` without a gate.
+std::string headedOutputGate(NetworkBuilder& b, const Leg& n, const Leg& w, const Leg& dvo, const std::string& o);
+
 TensorNetwork buildHeadedNetwork(const AttentionSpec& spec, std::int64_t seq);
+TensorNetwork buildCollaborativeNetwork(const AttentionSpec& spec, std::int64_t seq);
 TensorNetwork buildDifferentialNetwork(const AttentionSpec& spec, std::int64_t seq);
 TensorNetwork buildLatentNetwork(const AttentionSpec& spec, std::int64_t seq);
 TensorNetwork buildTpaNetwork(const AttentionSpec& spec, std::int64_t seq);

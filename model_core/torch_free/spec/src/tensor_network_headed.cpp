@@ -7,8 +7,29 @@
 
 namespace tensorscope::spec::detail {
 
+std::string headedOutputGate(NetworkBuilder& b, const Leg& n, const Leg& w, const Leg& dvo, const std::string& o) {
+  const auto& s = b.spec();
+  if (s.slots.gate == Gate::None) return o;
+  const auto& z = s.sizes;
+  const std::string hd = "[H·D, F]) viewed [H, D, F]";
+  const std::string wl(1, w.index);
+  const bool headwise = s.slots.gate == Gate::Headwise;
+  const std::vector<Leg> gateLegs = headwise ? std::vector<Leg>{w} : std::vector<Leg>{w, dvo};
+  b.projection({"g", "x_g", "X^G", "Input X as the gate copy X^G [N, F]: each token gates its own output.", n,
+                leg('j', "F", z.F), "Wg", "W^G",
+                std::string("Gate weights W^G (wg.weight ") + (headwise ? "[H, F]" : hd) +
+                    (headwise ? "): one gate σ(X·W^G_h) per head and token." : "): one gate per output element."),
+                "wg", gateLegs, headwise ? "gate logits [N, H]" : "gate logits [N, H, D]"});
+  const std::string gl = headwise ? wl : wl + "e";
+  b.step({"sg", {"g"}, "bn" + gl + "->bn" + gl, PlanStep::Op::Sigmoid, "", 1.0, {}, 0, "gates σ(X·W^G)"});
+  b.step({"gated", {o, "sg"}, "bn" + wl + "e,bn" + gl + "->bn" + wl + "e", PlanStep::Op::None, "", 1.0, {}, 0,
+          "gated heads ō_h ⊙ σ(X·W^G_h)"});
+  return "gated";
+}
+
 TensorNetwork buildHeadedNetwork(const AttentionSpec& s, std::int64_t N) {
   if (s.slots.differential) return buildDifferentialNetwork(s, N);
+  if (s.slots.collaborative.enabled()) return buildCollaborativeNetwork(s, N);
   if (s.slots.latent.enabled()) return buildLatentNetwork(s, N);
   if (s.slots.tpa.enabled()) return buildTpaNetwork(s, N);
   if (s.slots.mta.enabled()) return buildMtaNetwork(s, N);
@@ -147,20 +168,7 @@ TensorNetwork buildHeadedNetwork(const AttentionSpec& s, std::int64_t N) {
             "binding: filler ⊙ role, ō_h ⊙ r_h (Hadamard product)"});
     o = "bound";
   }
-  if (slot.gate != Gate::None) {
-    const bool headwise = slot.gate == Gate::Headwise;
-    const std::vector<Leg> gateLegs = headwise ? std::vector<Leg>{w} : std::vector<Leg>{w, dvo};
-    b.projection({"g", "x_g", "X^G", "Input X as the gate copy X^G [N, F]: each token gates its own output.", n,
-                  leg('j', "F", z.F), "Wg", "W^G",
-                  std::string("Gate weights W^G (wg.weight ") + (headwise ? "[H, F]" : hd) +
-                      (headwise ? "): one gate σ(X·W^G_h) per head and token." : "): one gate per output element."),
-                  "wg", gateLegs, headwise ? "gate logits [N, H]" : "gate logits [N, H, D]"});
-    const std::string gl = headwise ? wl : wl + "e";
-    b.step({"sg", {"g"}, "bn" + gl + "->bn" + gl, PlanStep::Op::Sigmoid, "", 1.0, {}, 0, "gates σ(X·W^G)"});
-    b.step({"gated", {o, "sg"}, "bn" + wl + "e,bn" + gl + "->bn" + wl + "e", PlanStep::Op::None, "", 1.0, {}, 0,
-            "gated heads ō_h ⊙ σ(X·W^G_h)"});
-    o = "gated";
-  }
+  o = headedOutputGate(b, n, w, dvo, o);
   b.outputProjection(o, n, {w, dvo}, fo, tp ? "[ō_1 ⊙ r_1 … ō_H ⊙ r_H]·W^O" : "[head_1 … head_H]·W^O (eq. 1c)");
   return b.take(maps, {z.H, N, N});
 }

@@ -314,7 +314,8 @@ std::vector<Issue> validate(const AttentionSpec& s) {
     const Slots& q = s.slots;
     if (!hasSlots(v)) {
       c.add("slots", "variant " + std::string(toString(v)) +
-                         " has no slots; kv_groups, pre_mix, post_mix, gate, differential, latent, tpa and mta belong to mhsa and fixed_head");
+                         " has no slots; kv_groups, pre_mix, post_mix, gate, differential, latent, tpa, mta and collaborative belong to "
+                         "mhsa and fixed_head");
     } else if (q.kv_groups < 0 || q.kv_groups > kMaxHeads) {
       c.add("slots.kv_groups", "kv_groups must be 0 (a key and value head per query head) or a number of groups "
                                "from 1 to H; got " + to_string(q.kv_groups));
@@ -381,6 +382,18 @@ std::vector<Issue> validate(const AttentionSpec& s) {
         c.add("bias", "tensor product attention has no biases (T6's projections have none); set bias to false");
     }
     if (hasSlots(v) && q.mta.enabled()) checkMta(c, s);
+    if (hasSlots(v) && q.collaborative.enabled()) {
+      // Collaborative attention (§8.9) shares one key space among the heads itself; the output gate
+      // acts after it and is allowed, the other slots would combine it with unpublished designs.
+      const Collaborative& k = q.collaborative;
+      if (k.key_dim < 1 || k.key_dim > kMaxWidth)
+        c.add("slots.collaborative.key_dim", "key_dim (D~, the width of the shared query/key space, dim_key_query_all) "
+                                             "must be from 1 to " + to_string(kMaxWidth) + "; got " + to_string(k.key_dim));
+      if (q.kv_groups > 0 || q.pre_mix || q.post_mix || q.differential || q.latent.enabled() || q.tpa.enabled() ||
+          q.mta.enabled())
+        c.add("slots.collaborative", "collaborative attention already shares its key space among the heads; it takes "
+                                     "no kv_groups, pre_mix, post_mix, differential, latent, tpa or mta slot (gate it takes)");
+    }
   }
   if (hasCore(v)) {
     if (!s.core)

@@ -113,6 +113,31 @@ struct Mta {
   bool enabled() const { return *this != Mta{}; }
 };
 
+/// How collaborative attention's mixing matrix starts (epfml/collaborative-attention,
+/// collaborative_attention.py MixingMatrixInit): `normal` is N(0, 0.2²) per entry (the official
+/// default, named UNIFORM there); `concatenate` gives head h ones on the h-th block of ⌈D̃/H⌉ shared
+/// key dimensions and zeros elsewhere (with D̃ = H·D and no content bias: MHSA exactly).
+enum class MixingInit { Normal, Concatenate };
+
+std::string_view toString(MixingInit m);
+bool parseMixingInit(std::string_view text, MixingInit& out);
+
+/// Collaborative attention (Cordonnier, Loukas, Jaggi 2020; epfml/collaborative-attention,
+/// class CollaborativeAttention), slots.collaborative (docs/attention-variants.md §8.9). Queries
+/// and keys share one key space of D̃ dimensions for all heads; head h reads it through its own
+/// mixing vector m_h: logits[h,n,m] = ((q̃_n ⊙ m_h)·k̃_m + x_m·w^c_h) / √(D̃/H), with the key-only
+/// content bias w^c_h optional. Values and the output are MHSA's (H heads of size D). In Tuformer's
+/// terms it is THSA whose core is rectangular (R x D̃) with the rows of a head tied to m_h.
+/// key_dim = 0: off.
+struct Collaborative {
+  int key_dim = 0;            ///< D̃ (dim_key_query_all); 0: collaborative attention off
+  bool content_bias = true;   ///< the content bias x_m·w^c_h (content_bias, Linear(F, H) without bias)
+  MixingInit init = MixingInit::Normal;
+
+  bool operator==(const Collaborative&) const = default;
+  bool enabled() const { return *this != Collaborative{}; }
+};
+
 /// The slots of the one attention network that a headed layer (mhsa, fixed_head) opens beyond
 /// MHSA (docs/attention-variants.md §8). The defaults are MHSA; a spec file without "slots" is one.
 struct Slots {
@@ -141,6 +166,9 @@ struct Slots {
   /// Multi-token attention (docs/attention-variants.md §8.8): key-query and head convolutions of
   /// the attention logits and weights, and a gated head norm. Off by default.
   Mta mta;
+  /// Collaborative attention (docs/attention-variants.md §8.9): one shared query/key space read by
+  /// every head through its mixing vector. Off by default.
+  Collaborative collaborative;
 
   bool operator==(const Slots&) const = default;
   bool isMhsa() const { return *this == Slots{}; }
@@ -178,7 +206,9 @@ bool hasSlots(Variant v);
 /// R_Q = 6, R_K = R_V = 2 as T6's configs, contextual factors, rotary), tpa_kv_only (queries as MHSA
 /// with the rotary, keys and values factorised with R_K = R_V = 2; T6_kvonly), mta (multi-token
 /// attention as one MTA layer of RAM's 300M_mta.yaml: c_q = 6, c_k = 11 before and after the softmax,
-/// pre-softmax head mixing, head convolution over all H heads, gated group norm; causal).
+/// pre-softmax head mixing, head convolution over all H heads, gated group norm; causal),
+/// collaborative (collaborative attention with a shared key space of D̃ = H·D/2, the content bias and
+/// the official N(0, 0.2²) mixing).
 const std::vector<std::string>& designPresetNames();
 
 /// Names accepted by `spec preset`: every variant name, then every THSA core preset that is not

@@ -28,7 +28,8 @@ BudgetCost parseBudgetCost(const std::string& text);
 double budgetCostOf(const AttentionSpec& spec, BudgetCost on, std::int64_t seq);
 
 /// The size fields the matcher knows, in the order it tries them: H, kv_groups, D, R, F, P, c,
-/// kv_rank, q_rank, rope_dim, core_rank, tpa_q_rank, tpa_k_rank, tpa_v_rank, mta_q_kernel, mta_k_kernel.
+/// kv_rank, q_rank, rope_dim, core_rank, tpa_q_rank, tpa_k_rank, tpa_v_rank, mta_q_kernel, mta_k_kernel,
+/// key_dim (collaborative attention's D̃).
 const std::vector<std::string>& budgetSizeNames();
 
 /// The best value of one size.
