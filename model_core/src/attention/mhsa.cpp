@@ -52,8 +52,8 @@ MhsaImpl::MhsaImpl(const spec::AttentionSpec& s, int layer) : AttentionModuleImp
     mixing_ = register_parameter("mixing", m);
   } else {
     wq_ = register_module("wq", makeProjection(F, HD, s.bias));
+    wk_ = register_module("wk", makeProjection(F, maps * groups_ * D, s.bias));
   }
-  if (!collab.enabled()) wk_ = register_module("wk", makeProjection(F, maps * groups_ * D, s.bias));
   wv_ = register_module("wv", makeProjection(F, maps * groups_ * D, s.bias));
   if (s.variant == spec::Variant::Tp) wr_ = register_module("wr", makeProjection(F, HD, s.bias));
   if (slot.gate != spec::Gate::None)
@@ -120,6 +120,7 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
   o = o * torch::rsqrt(o.pow(2).mean(-1, /*keepdim=*/true) + 1e-5);
   return o * (sublnWeight_ * (1.0 - lambdaInit_));
 }
+
 torch::Tensor MhsaImpl::collaborative(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out) {
   const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D;
   const int64_t Dk = spec_.slots.collaborative.key_dim;

@@ -537,6 +537,23 @@ Reference referenceMta(const spec::AttentionSpec& spec, const WeightMap& w, cons
   return ref;
 }
 
+/// Slot (d), the output gate of a headed layer: o[b,n,h·D+d] ·= σ(x·W^Gᵀ)[b,n,h(·D+d)] (headwise
+/// or elementwise); nothing without a gate. `o` is [B, N, H·D], `x` the float64 input.
+void outputGate(const spec::AttentionSpec& spec, const WeightMap& w, const torch::Tensor& x, torch::Tensor& o) {
+  if (spec.slots.gate == spec::Gate::None) return;
+  const std::int64_t B = x.size(0), N = x.size(1);
+  const int H = spec.sizes.H, D = spec.sizes.D;
+  const bool headwise = spec.slots.gate == spec::Gate::Headwise;
+  requireShape(weight(w, "wg.weight"), {headwise ? H : H * D, spec.sizes.F}, "wg.weight");
+  const torch::Tensor g = linear(w, "wg", x, spec.bias);
+  auto ga = g.accessor<double, 3>();
+  auto oa = o.accessor<double, 3>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t n = 0; n < N; ++n)
+      for (int h = 0; h < H; ++h)
+        for (int d = 0; d < D; ++d) oa[b][n][h * D + d] *= 1.0 / (1.0 + std::exp(-ga[b][n][headwise ? h : h * D + d]));
+}
+
 /// Collaborative attention (§8.9; epfml/collaborative-attention), from its equations:
 ///   q̃ = x·W^Qᵀ, k̃ = x·W^Kᵀ [D̃] (no bias), c[m,h] = x_m·w^c_h,
 ///   logits[h,n,m] = (Σ_c q̃[n,c]·M[h,c]·k̃[m,c] + c[m,h]) / √(D̃/H), P = softmax over visible m,
@@ -583,17 +600,7 @@ Reference referenceCollaborative(const spec::AttentionSpec& spec, const WeightMa
           for (int d = 0; d < D; ++d) oa[b][n][h * D + d] += p[static_cast<size_t>(m)] * va[b][m][h * D + d];
         }
       }
-  if (spec.slots.gate != spec::Gate::None) {
-    const bool headwise = spec.slots.gate == spec::Gate::Headwise;
-    requireShape(weight(w, "wg.weight"), {headwise ? H : H * D, F}, "wg.weight");
-    const torch::Tensor g = linear(w, "wg", x, spec.bias);
-    auto ga = g.accessor<double, 3>();
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t n = 0; n < N; ++n)
-        for (int h = 0; h < H; ++h)
-          for (int d = 0; d < D; ++d)
-            oa[b][n][h * D + d] *= 1.0 / (1.0 + std::exp(-ga[b][n][headwise ? h : h * D + d]));
-  }
+  outputGate(spec, w, x, o);
   requireShape(weight(w, "wo.weight"), {F, H * D}, "wo.weight");
   ref.y = linear(w, "wo", o, spec.bias);
   return ref;
@@ -703,18 +710,7 @@ Reference referenceHeaded(const spec::AttentionSpec& spec, const WeightMap& w, c
             oa[b][n][h * D + d] *= ra[b][n][h * D + d];
           }
   }
-  if (slot.gate != spec::Gate::None) {
-    // Slot (d): o[b,n,h,d] ·= σ(x·W^Gᵀ)[b,n,h(,d)].
-    const bool headwise = slot.gate == spec::Gate::Headwise;
-    const torch::Tensor g = linear(w, "wg", x, spec.bias);
-    requireShape(weight(w, "wg.weight"), {headwise ? H : H * D, spec.sizes.F}, "wg.weight");
-    auto ga = g.accessor<double, 3>();
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t n = 0; n < N; ++n)
-        for (int h = 0; h < H; ++h)
-          for (int d = 0; d < D; ++d)
-            oa[b][n][h * D + d] *= 1.0 / (1.0 + std::exp(-ga[b][n][headwise ? h : h * D + d]));
-  }
+  outputGate(spec, w, x, o);
   requireShape(weight(w, "wo.weight"), {spec.sizes.F, H * D}, "wo.weight");
   ref.y = linear(w, "wo", o, spec.bias);
   return ref;
