@@ -685,7 +685,14 @@ class Collaborative(nn.Module):
         self.wk = nn.Linear(F_, Dk, bias=False)
         self.content_bias = nn.Linear(F_, H, bias=False) if c.get("content_bias", True) else None
         self.wv = nn.Linear(F_, HD, bias=spec["bias"])
-        self.mixing = nn.Parameter(torch.randn(H, Dk) * 0.2)
+        mixing = torch.zeros(H, Dk)
+        if c.get("mixing_init", "normal") == "concatenate":  # head h: ones on its block of ceil(D~/H)
+            block = -(-Dk // H)
+            for h in range(H):
+                mixing[h, h * block:(h + 1) * block] = 1.0
+        else:  # the official default, N(0, 0.2^2)
+            mixing.normal_(std=0.2)
+        self.mixing = nn.Parameter(mixing)
         self.wg = nn.Linear(F_, H if self.gate == "headwise" else HD, bias=spec["bias"]) if self.gate != "none" else None
         self.wo = nn.Linear(HD, F_, bias=spec["bias"])
         self.dropout = nn.Dropout(spec.get("dropout", 0.0))
