@@ -57,7 +57,8 @@ TEST(DesignSpace, TpaRanksAndFactorsAreEditedWithUndoAndRefusedCombinationsNamed
   auto* kRank = slot<QSpinBox>(p, "slots.tpa.k_rank");
   ASSERT_TRUE(kRank);
   EXPECT_EQ(kRank->specialValueText(), "off");
-  for (const char* f : {"slots.tpa.v_rank", "slots.tpa.q_rank", "slots.tpa.contextual_a", "slots.tpa.rope", "slots.tpa.rope_base"})
+  for (const char* f : {"slots.tpa.v_rank", "slots.tpa.q_rank", "slots.tpa.contextual_a", "slots.tpa.contextual_b",
+                        "slots.tpa.rope", "slots.tpa.rope_base", "slots.tpa.group_norm"})
     EXPECT_TRUE(p->slotWidget(f)->isHidden()) << f << ": one TPA row while it is off";
 
   // R_K from off: TPA on with R_V = R_K (T6), queries as MHSA: T6's keys-and-values-only form.
@@ -73,7 +74,8 @@ TEST(DesignSpace, TpaRanksAndFactorsAreEditedWithUndoAndRefusedCombinationsNamed
       QString::fromStdString("Equals " + spec::nameDesigns(w.model().currentSpec()).front().name)))
       << p->designNameText().toStdString();
   EXPECT_TRUE(p->designNameText().contains("T6-KVonly")) << p->designNameText().toStdString();
-  for (const char* f : {"slots.tpa.v_rank", "slots.tpa.q_rank", "slots.tpa.contextual_a", "slots.tpa.rope", "slots.tpa.rope_base"})
+  for (const char* f : {"slots.tpa.v_rank", "slots.tpa.q_rank", "slots.tpa.contextual_a", "slots.tpa.contextual_b",
+                        "slots.tpa.rope", "slots.tpa.rope_base", "slots.tpa.group_norm"})
     EXPECT_FALSE(p->slotWidget(f)->isHidden()) << f;
 
   slot<QSpinBox>(p, "slots.tpa.q_rank")->setValue(6);
@@ -116,6 +118,23 @@ TEST(DesignSpace, TpaRanksAndFactorsAreEditedWithUndoAndRefusedCombinationsNamed
   EXPECT_TRUE(p->problemsText().contains("tensor product attention takes no other slot")) << p->problemsText().toStdString();
   undo->undo();
   EXPECT_TRUE(p->isValid());
+
+  // Constant feature factors (Table 1's non-contextual B) need contextual head factors: with both
+  // constant the validator names the field; head factors back on make it valid. T6's head norm.
+  slot<QCheckBox>(p, "slots.tpa.contextual_b")->setChecked(false);
+  EXPECT_FALSE(w.model().currentSpec().slots.tpa.contextual_b) << "kept as drawn";
+  EXPECT_FALSE(p->isValid());
+  EXPECT_TRUE(p->problemsText().contains("slots.tpa.contextual_b: with constant head factors")) << p->problemsText().toStdString();
+  slot<QCheckBox>(p, "slots.tpa.contextual_a")->setChecked(true);
+  EXPECT_TRUE(p->isValid()) << p->problemsText().toStdString();
+  EXPECT_TRUE(p->designNameText().contains("constant feature factors")) << p->designNameText().toStdString();
+  slot<QCheckBox>(p, "slots.tpa.group_norm")->setChecked(true);
+  EXPECT_TRUE(w.model().currentSpec().slots.tpa.group_norm);
+  EXPECT_EQ(undo->undoText(), "TPA head norm (T6 using_groupnorm) on");
+  for (int i = 0; i < 3; ++i) undo->undo();
+  EXPECT_TRUE(w.model().currentSpec().slots.tpa.contextual_b);
+  EXPECT_FALSE(w.model().currentSpec().slots.tpa.group_norm);
+  EXPECT_TRUE(slot<QCheckBox>(p, "slots.tpa.contextual_b")->isChecked()) << "the box follows undo";
 
   // R_K off turns TPA off as a whole: MHSA again, one undo step.
   const auto tpa = w.model().currentSpec();

@@ -128,7 +128,9 @@ def tpa_official(spec, w, x):
     CausalSelfAttention's scaled_dot_product_attention (scale 1/sqrt(head_dim)) and c_proj.
     Weight mapping (contract section 8.7): c_qkv.W_A_q/W_A_k/W_A_v/W_B_q/W_B_k/W_B_v.weight as
     W_A_*/W_B_*.weight, c_qkv.c_q.weight as wq.weight (kv only), c_proj.weight as wo.weight.
-    Constant head factors (contextual_a false, not in T6) enter as A = x-independent [H, R]."""
+    Constant head factors (contextual_a false, not in T6) enter as A = x-independent [H, R], constant
+    feature factors (contextual_b false) as B = x-independent [R, D]; T6's head norm (using_groupnorm,
+    lines 157-161 and 179-181) as RMSNorm(head_dim, eps=1e-5) of each head with subln.weight."""
     z, t = spec["sizes"], spec["slots"]["tpa"]
     B, N, _ = x.shape
     H, D = z["H"], z["D"]
@@ -143,7 +145,10 @@ def tpa_official(spec, w, x):
         return torch.cat([u1 * cos + u2 * sin, u1 * (-sin) + u2 * cos], 3) if rope else u
 
     def made(v, R, turn):
-        b = lin(w, "W_B_" + v, x).view(B, N, R, D)
+        if t.get("contextual_b", True):
+            b = lin(w, "W_B_" + v, x).view(B, N, R, D)
+        else:
+            b = w["B_" + v].double().expand(B, N, R, D)
         if turn:
             b = rotary(b)
         if t.get("contextual_a", True):
@@ -161,8 +166,10 @@ def tpa_official(spec, w, x):
     if spec["causal"]:
         scores = scores.masked_fill(causal_mask(N), -math.inf)
     P = scores.softmax(-1)
-    o = torch.einsum("bhnm,bmhd->bnhd", P, v).reshape(B, N, H * D)
-    return lin(w, "wo", o), P, None
+    o = torch.einsum("bhnm,bmhd->bnhd", P, v)
+    if t.get("group_norm", False):
+        o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + 1e-5) * w["subln.weight"].double()
+    return lin(w, "wo", o.reshape(B, N, H * D)), P, None
 
 
 def mta_reference(spec, w, x):
@@ -362,11 +369,13 @@ def main():
     passed = failed = 0
     # Presets checked once more with other slots: differential attention with one shared K/V head
     # (both maps of every head read the same key map: the official repeat_kv with H/G = 3).
-    # Tensor product attention with constant head factors, another base and other ranks.
+    # Tensor product attention with constant head factors, another base and other ranks; with
+    # constant feature factors and T6's head norm.
     # Multi-token attention with head groups, shared K/V, pad left and an elementwise gate.
     # Collaborative attention without the content bias, D~ = 7, the concatenation mixing and a gate.
     variations = [(name, None) for name in names] + [("diff", {"kv_groups": 1})] + [
-        ("tpa", {"tpa": {"q_rank": 2, "k_rank": 3, "v_rank": 1, "contextual_a": False, "rope": True, "rope_base": 500.0}})] + [
+        ("tpa", {"tpa": {"q_rank": 2, "k_rank": 3, "v_rank": 1, "contextual_a": False, "rope": True, "rope_base": 500.0}}),
+        ("tpa", {"tpa": {"q_rank": 3, "k_rank": 2, "v_rank": 2, "contextual_b": False, "group_norm": True}})] + [
         ("mta", {"kv_groups": 2, "post_mix": False,
                  "mta": {"q_kernel": 2, "k_kernel": 4, "post_q_kernel": 3, "post_k_kernel": 2, "pad": "left",
                          "head_group": 2, "group_norm": True, "norm_rescale": True, "out_gate": "elementwise"}})] + [
@@ -376,7 +385,7 @@ def main():
     # is built, saved and run in one command; only layers whose identity-initialised mixings and
     # norm weights are perturbed run a second time on the changed weights.
     specs = {}
-    for name, slots in variations:
+    for index, (name, slots) in enumerate(variations):
         for causal in (False, True):
             if name not in specs:
                 specs[name] = run([binary, "spec", "preset", name])
@@ -398,7 +407,7 @@ def main():
                 H, D = 2, (1 if spec["core"]["preset"] in ("heads_only", "trainable_heads_only") else 3)
                 spec["sizes"].update({"H": H, "D": D, "R": H * D})
                 spec["core"] = {"preset": spec["core"]["preset"]}
-            tag = f"{name}{'-shared' if slots else ''}{'-causal' if causal else ''}".replace(":", "_")
+            tag = f"{name}{f'-variation{index}' if slots else ''}{'-causal' if causal else ''}".replace(":", "_")
             sp, wp, xp, yp = (os.path.join(work, f"{tag}.{e}") for e in ("json", "w.safetensors", "x.safetensors", "y.safetensors"))
             with open(sp, "w") as f:
                 json.dump(spec, f)

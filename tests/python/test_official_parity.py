@@ -180,9 +180,12 @@ def t6_attention(sd, cfg, x, bf16_rotary=False):
     and angles t*inv_freq (L40, L49-50); q = bmm(A_q, B_q)/R_Q, k, v likewise (L134-136); SDPA with
     is_causal=True (L172-177); heads merged, c_proj (L183-184). The official Rotary caches cos and sin
     in bfloat16 (L51-52): bf16_rotary=True does too (reported, not required); the parity check keeps
-    them in float32, the precision of the rest. Left out: the optional per-head RMSNorm
-    (using_groupnorm, L158-161, L179-181; off in every config of the repository). Constant head
-    factors (contextual_a false) are not in T6: sd then holds A_q/A_k/A_v [H, R] instead of W_A_*."""
+    them in float32, the precision of the rest. The optional per-head RMSNorm (using_groupnorm,
+    L157-161, L179-181; off in every config of the repository) runs when sd holds subln.weight: T6's
+    RMSNorm (L13-34) normalises y [B, H, T, D] over D in float32 with eps 1e-5, casts back and scales
+    by the weight [D]. Constant head factors (contextual_a false) and constant feature factors
+    (contextual_b false) are not in T6: sd then holds A_* [H, R] instead of W_A_*, B_* [R, D]
+    instead of W_B_*, expanded over the tokens as T6 would use a token's factor."""
     B, T, _ = x.shape
     H, D, base = cfg["n_head"], cfg["head_dim"], cfg["base"]
     lin = torch.nn.functional.linear
@@ -203,7 +206,10 @@ def t6_attention(sd, cfg, x, bf16_rotary=False):
             a = lin(x, sd["c_qkv.W_A_%s.weight" % v]).view(B * T, H, R)
         else:
             a = sd["c_qkv.A_%s" % v].expand(B * T, H, R)
-        b = lin(x, sd["c_qkv.W_B_%s.weight" % v]).view(B, T, R, D)
+        if ("c_qkv.W_B_%s.weight" % v) in sd:
+            b = lin(x, sd["c_qkv.W_B_%s.weight" % v]).view(B, T, R, D)
+        else:
+            b = sd["c_qkv.B_%s" % v].expand(B, T, R, D)
         if turn:
             b = rotary(b)
         return torch.bmm(a, b.reshape(B * T, R, D)).div(R).view(B, T, H, D)
@@ -214,6 +220,9 @@ def t6_attention(sd, cfg, x, bf16_rotary=False):
         q = factors("q", cfg["q_rank"], True)
     k, v = factors("k", cfg["rank_k"], True), factors("v", cfg["rank_v"], False)
     y = sdpa_math(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+    if "subln.weight" in sd:  # self.subln(y): RMSNorm._norm(y.float()).type_as(y) * weight
+        yf = y.float()
+        y = (yf * torch.rsqrt(yf.pow(2).mean(-1, keepdim=True) + 1e-5)).type_as(y) * sd["subln.weight"]
     return lin(y.transpose(1, 2).contiguous().view(B, T, H * D), sd["c_proj.weight"])
 
 
@@ -459,10 +468,13 @@ def to_tpa(w):
 
 def to_t6(w, H, wrong=False):
     """Contract section 8.7: W_A_*/W_B_*.weight -> c_qkv.W_A_*/W_B_*.weight (the same [H*R, F] and
-    [R*D, F] layouts), A_* -> c_qkv.A_* (constant head factors, not in T6), wq.weight ->
-    c_qkv.c_q.weight (T6_kvonly), wo.weight -> c_proj.weight. wrong=True reads the head-factor rows
-    as [R, H] instead of [H, R] (negative control)."""
+    [R*D, F] layouts), A_* -> c_qkv.A_* and B_* -> c_qkv.B_* (constant factors, not in T6),
+    wq.weight -> c_qkv.c_q.weight (T6_kvonly), subln.weight -> subln.weight (using_groupnorm),
+    wo.weight -> c_proj.weight. wrong=True reads the head-factor rows as [R, H] instead of [H, R]
+    (negative control)."""
     sd = {"c_proj.weight": w["wo.weight"]}
+    if "subln.weight" in w:
+        sd["subln.weight"] = w["subln.weight"]
     if "wq.weight" in w:
         sd["c_qkv.c_q.weight"] = w["wq.weight"]
     for v in ("q", "k", "v"):
@@ -475,6 +487,8 @@ def to_t6(w, H, wrong=False):
         if "A_%s" % v in w:
             a = w["A_%s" % v]
             sd["c_qkv.A_%s" % v] = a.reshape(a.shape[1], a.shape[0]).t() if wrong else a
+        if "B_%s" % v in w:
+            sd["c_qkv.B_%s" % v] = w["B_%s" % v]
     return sd
 
 
@@ -602,7 +616,8 @@ WRONG_NAMES = {"mqa": "K and V swapped", "gqa": "head h reads group h % G",
                "gated_headwise": "q_proj stacked [Wq; Wg]", "gated_gqa": "q_proj stacked [Wq; Wg]",
                "gated_headwise_gqa": "q_proj stacked [Wq; Wg]",
                "tpa": "head factors read [R, H]", "tpa_kv_only": "head factors read [R, H]",
-               "tpa_constant": "head factors read [R, H]",
+               "tpa_constant": "head factors read [R, H]", "tpa_groupnorm": "head factors read [R, H]",
+               "tpa_constant_b": "head factors read [R, H]",
                "mta": "kernels flipped, head_kernel not transposed",
                "mta_variant": "kernels flipped, head_kernel read [to, from]",
                "mta_wposm": "kernel flipped, wposm transposed",
@@ -634,6 +649,12 @@ def preset_specs(binary):
     spec = copy.deepcopy(dict(out)["tpa"])  # constant head factors (not in T6), another base
     spec["slots"]["tpa"].update({"contextual_a": False, "rope_base": 500.0, "q_rank": 3, "k_rank": 3, "v_rank": 1})
     out.append(("tpa_constant", spec))
+    spec = copy.deepcopy(dict(out)["tpa"])  # T6 with using_groupnorm (its subln, off in T6's configs)
+    spec["slots"]["tpa"]["group_norm"] = True
+    out.append(("tpa_groupnorm", spec))
+    spec = copy.deepcopy(dict(out)["tpa_kv_only"])  # constant feature factors (not in T6) with the norm
+    spec["slots"]["tpa"].update({"contextual_b": False, "group_norm": True, "k_rank": 3, "v_rank": 2})
+    out.append(("tpa_constant_b", spec))
     # Multi-token attention (section 8.8): the preset (RAM's 300M_mta.yaml at small sizes), and the
     # other options: pad_key left, post_sm_linear_head (mix_post) instead of the head convolution,
     # a [D, D] gate (gate_1d false), shared K and V.

@@ -222,6 +222,23 @@ TEST(CostModel, TensorProductAttention) {
   EXPECT_EQ(estimateCost(kvOnly, 1, 3).parameters, 8 * 8 + 8 * 2 * (2 + 4) + 8 * 8);
   EXPECT_DOUBLE_EQ(estimateCost(kvOnly, 1, 3).forward_flops,
                    384 + 72 + 96 + 192 + 36 + 72 + 96 + 192 + 72 + 162 + 90 + 144 + 384);
+  // Constant feature factors (Table 1, non-contextual B): no W_B projections, the constants b [R, D]
+  // (ΣR·D = 16 parameters) turned per position (3·3·2·4 = 72 for q, 36 for k); the cache keeps the head
+  // factors only, (R_K + R_V)·H = 4. T6's head norm: 4 flops an element of o (4·3·8 = 96) and γ [D].
+  auto constantB = tpa;
+  constantB.causal = false;
+  constantB.slots.tpa.contextual_b = false;
+  ASSERT_TRUE(validate(constantB).empty()) << formatIssues(validate(constantB));
+  EXPECT_EQ(estimateCost(constantB, 1, 3).parameters, 8 * 2 * 4 + 4 * 4 + 8 * 8);
+  EXPECT_DOUBLE_EQ(estimateCost(constantB, 1, 3).forward_flops,
+                   192 + 72 + 120 + 96 + 36 + 72 + 96 + 72 + 162 + 90 + 144 + 384);
+  constantB.causal = true;
+  EXPECT_DOUBLE_EQ(estimateDecodeCost(constantB, 9).cache_elements_per_token, 2 * 2);
+  auto normed = tpa;
+  normed.causal = false;
+  normed.slots.tpa.group_norm = true;
+  EXPECT_EQ(estimateCost(normed, 1, 3).parameters, estimateCost(tpa, 1, 3).parameters + 4);
+  EXPECT_DOUBLE_EQ(estimateCost(normed, 1, 3).forward_flops, estimateCost(tpa, 1, 3).forward_flops + 96);
 }
 
 TEST(CostModel, DecodingCostsAndCaches) {

@@ -107,6 +107,29 @@ TEST(DesignNames, NonContextualTpaIsNamedByItsRanks) {
   EXPECT_EQ(first(s), "TPA, keys and values only (T6-KVonly)");
   s.slots.tpa.q_rank = H;
   EXPECT_EQ(first(s), "Tensor Product Attention (TPA)");
+  s.slots.tpa.group_norm = true;  // T6's head norm keeps the name, the reason says it
+  EXPECT_EQ(first(s), "Tensor Product Attention (TPA)");
+  EXPECT_NE(nameDesigns(s).front().why.find("using_groupnorm"), std::string::npos);
+}
+
+TEST(DesignNames, ConstantFeatureFactorsAreNamedByTheirRanks) {
+  // Table 1's "TPA (Non-contextual B)": with every rank ≥ D each head's projection (1/R)·bᵀ·W_A,h is
+  // any matrix (b = R·I gives MHSA's); below D it is its own design.
+  auto s = makeSpecPreset("tpa");
+  const int D = s.sizes.D;
+  s.slots.tpa.contextual_b = false;
+  ASSERT_TRUE(validate(s).empty()) << formatIssues(validate(s));
+  EXPECT_EQ(first(s), "TPA with constant feature factors (non-contextual B)");
+  s.slots.tpa.q_rank = s.slots.tpa.k_rank = s.slots.tpa.v_rank = D;
+  EXPECT_EQ(first(s), "MHSA with rotary positions (RoPE)");
+  s.slots.tpa.rope = false;
+  EXPECT_EQ(first(s), "MHSA");
+  s.slots.tpa.group_norm = true;
+  EXPECT_EQ(first(s), "MHSA with a head RMSNorm");
+  s.slots.tpa.q_rank = 0;  // MHSA queries
+  EXPECT_EQ(first(s), "MHSA with a head RMSNorm");
+  s.slots.tpa.v_rank = D - 1;
+  EXPECT_EQ(first(s), "TPA with constant feature factors (non-contextual B)");
 }
 
 TEST(DesignNames, HandBuiltEquivalentsAreNamedByStructureNotLabel) {

@@ -28,6 +28,11 @@ torch::Tensor projectQkv(const torch::Tensor& x, const torch::nn::Linear& wq, co
   return y.view({x.size(0), x.size(1), 3, heads, W.size(0) / (3 * heads)});
 }
 
+torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+  const auto n = x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight.defined() ? n * weight : n;
+}
+
 torch::Tensor splitHeads(const torch::Tensor& x, int64_t heads) {
   const auto B = x.size(0), N = x.size(1);
   return x.view({B, N, heads, x.size(2) / heads}).transpose(1, 2);

@@ -22,6 +22,11 @@ torch::nn::Linear makeProjection(int64_t in, int64_t out, bool bias);
 torch::Tensor projectQkv(const torch::Tensor& x, const torch::nn::Linear& wq, const torch::nn::Linear& wk,
                          const torch::nn::Linear& wv, int64_t heads);
 
+/// x·rsqrt(mean(x²) + ε) over the last axis, times `weight` (a tensor broadcast over it, or undefined
+/// for none): the RMSNorm of DeepSeek's MLA (ε 1e-6), of differential attention's, MTA's and T6's head
+/// norms (subln, ε 1e-5).
+torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
 /// [B, N, H*D] -> [B, H, N, D]
 torch::Tensor splitHeads(const torch::Tensor& x, int64_t heads);
 /// [B, H, N, D] -> [B, N, H*D]

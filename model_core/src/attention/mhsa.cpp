@@ -117,8 +117,7 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
     o = torch::matmul(dropout_(A), v).transpose(1, 2);
   }
   // The head norm: RMSNorm over each head's 2D features (eps 1e-5), then the (1 − λ_init) scale.
-  o = o * torch::rsqrt(o.pow(2).mean(-1, /*keepdim=*/true) + 1e-5);
-  return o * (sublnWeight_ * (1.0 - lambdaInit_));
+  return rmsNorm(o, sublnWeight_ * (1.0 - lambdaInit_), 1e-5);
 }
 
 torch::Tensor MhsaImpl::collaborative(const torch::Tensor& x, const ForwardOptions& options, AttentionOutput& out) {

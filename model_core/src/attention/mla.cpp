@@ -12,10 +12,6 @@ torch::Tensor mlaRotary(const torch::Tensor& x, double theta) {
   return x.size(-1) == 0 ? x : applyRotary(x, x.size(-1), RotaryPairs::Interleaved, theta);
 }
 
-torch::Tensor mlaRmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
-  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight;
-}
-
 MlaImpl::MlaImpl(const spec::AttentionSpec& s) : AttentionModuleImpl(s) {
   const auto& l = s.slots.latent;
   const int64_t F = s.sizes.F, H = s.sizes.H, D = s.sizes.D, L = l.kv_rank, Rq = l.q_rank, r = l.rope_dim;
@@ -40,18 +36,33 @@ AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   checkInput(x);
   const auto& l = spec_.slots.latent;
   const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D, L = l.kv_rank, r = l.rope_dim;
-  const auto q = (wq_ ? wq_(x) : wqB_(mlaRmsNorm(wqA_(x), qNormWeight_, spec::kMlaNormEps))).view({B, N, H, D + r});
+  const auto q = (wq_ ? wq_(x) : wqB_(rmsNorm(wqA_(x), qNormWeight_, spec::kMlaNormEps))).view({B, N, H, D + r});
   const auto qNope = q.narrow(-1, 0, D);                                            // [B, N, H, D]
   const auto qPe = mlaRotary(q.narrow(-1, D, r), spec::kMlaRopeTheta);             // [B, N, H, r]
   const auto kv = wkvA_(x);                                                          // [B, M, L + r]
-  const auto c = mlaRmsNorm(kv.narrow(-1, 0, L), kvNormWeight_, spec::kMlaNormEps);  // [B, M, L]
+  const auto c = rmsNorm(kv.narrow(-1, 0, L), kvNormWeight_, spec::kMlaNormEps);  // [B, M, L]
   const auto kPe = mlaRotary(kv.narrow(-1, L, r), spec::kMlaRopeTheta);             // [B, M, r]
   const bool absorbed = l.order == spec::LatentOrder::Absorbed;
   const auto w = wkvB_->weight.view({H, 2 * D, L});  // per head: W^UK rows 0 … D−1, W^UV rows D … 2D−1
   const double scale = 1.0 / std::sqrt(double(D + r));
   AttentionOutput out;
   torch::Tensor o;  // [B, N, H, D]
-  if (absorbed && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+  const bool fused = fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0);
+  if (!absorbed && fused) {
+    // The naive order on the fused kernel with a key and value head per query head: queries
+    // [q_nope, q_pe] (D + r a head), keys [k_nope, k_pe] (the one rotary key copied to every head)
+    // and the values read in place from the up-projection. The kernel keeps P for backward as
+    // MHSA does; no [B, H, N, M] logits or their gradient.
+    const auto kvb = wkvB_(c).view({B, N, H, 2 * D});
+    const auto kNope = kvb.narrow(-1, 0, D);
+    const auto key = r > 0 ? torch::cat({kNope, kPe.unsqueeze(2).expand({B, N, H, r})}, -1) : kNope;
+    const auto query = r > 0 ? torch::cat({qNope, qPe}, -1) : qNope;  // q_pe turned
+    const auto att = fusedGroupedAttention(query, key, kvb.narrow(-1, D, D), scale, spec_.causal);
+    if (options.with_maps) out.maps = att.P;
+    out.y = wo_(att.o.reshape({B, N, H * D}));
+    return out;
+  }
+  if (absorbed && fused) {
     // The absorbed order as grouped attention with one group (MQA on the latent): queries
     // [q̃, q_pe] (L + r a head), the one key head [c, k_pe] (L + r) and the one value head c (L),
     // read in place from the key; W^UV then turns each head's mixture of latents into its D. The

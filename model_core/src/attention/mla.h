@@ -37,7 +37,4 @@ class MlaImpl : public AttentionModuleImpl {
 /// (x_2j, x_2j+1) turned by the angle n·θ^(−2j/r).
 torch::Tensor mlaRotary(const torch::Tensor& x, double theta);
 
-/// x·rsqrt(mean(x²) + ε)·weight over the last axis.
-torch::Tensor mlaRmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
-
 }  // namespace tensorscope::model_core

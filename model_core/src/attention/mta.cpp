@@ -108,8 +108,8 @@ AttentionOutput MtaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   if (options.with_maps) out.maps = P;
   auto o = torch::matmul(dropout_(P), v).transpose(1, 2);                      // L382–388: [B, N, H, D]
   if (sublnWeight_.defined()) {
-    o = o * torch::rsqrt(o.pow(2).mean(-1, /*keepdim=*/true) + 1e-5);            // RMSNorm._norm L68–69, subln L423–424
-    o = o * (normScale_ == 1.0 ? sublnWeight_ : sublnWeight_ * normScale_);
+    // RMSNorm._norm L68–69, subln L423–424
+    o = rmsNorm(o, normScale_ == 1.0 ? sublnWeight_ : sublnWeight_ * normScale_, 1e-5);
   }
   if (gate_) o = o * torch::sigmoid(gate_(o));                                 // L426–427
   out.y = wo_(o.reshape({B, N, H * D}));

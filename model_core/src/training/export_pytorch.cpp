@@ -63,10 +63,12 @@ void checkWeights(const RunConfig& config, const std::string& path) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     expect(p + "ln1.weight", 0, F);
     // MLA with a query latent (slots.latent.q_rank > 0) reads x through wq_a instead of wq.
-    // TPA with factorised queries (slots.tpa.q_rank > 0) reads x through W_B_q (§8.7).
+    // TPA with factorised queries (slots.tpa.q_rank > 0) reads x through W_B_q, or through W_A_q
+    // when the feature factors are constants (§8.7; validation keeps one of the two contextual).
+    const auto& tpa = layerSpec(config.model, i).slots.tpa;
     const bool queryLatent = layerSpec(config.model, i).slots.latent.q_rank > 0;
-    const bool queryFactors = layerSpec(config.model, i).slots.tpa.q_rank > 0;
-    expect(p + (queryLatent ? "attn.wq_a.weight" : queryFactors ? "attn.W_B_q.weight" : "attn.wq.weight"), 1, F);
+    const std::string queryFactor = tpa.contextual_b ? "attn.W_B_q.weight" : "attn.W_A_q.weight";
+    expect(p + (queryLatent ? "attn.wq_a.weight" : tpa.q_rank > 0 ? queryFactor : "attn.wq.weight"), 1, F);
     expect(p + "attn.wo.weight", 0, F);
     const auto variant = layerSpec(config.model, i).variant;
     if (variant == spec::Variant::Thsa || variant == spec::Variant::ThsaLinear)

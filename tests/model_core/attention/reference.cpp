@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "attention/fused_attention.h"
 #include "attention/rotary_rule.h"
 #include "spec/core_spec.h"
 
@@ -323,8 +324,14 @@ Reference referenceTpa(const spec::AttentionSpec& spec, const WeightMap& w, cons
       continue;
     }
     const std::string v = names[i];
-    requireShape(weight(w, "W_B_" + v + ".weight"), {R * D, F}, "W_B_" + v + ".weight");
-    const torch::Tensor Bf = linear(w, "W_B_" + v, x, false);  // [B, N, R·D]
+    torch::Tensor Bf;  // [B, N, R·D]
+    if (t.contextual_b) {
+      requireShape(weight(w, "W_B_" + v + ".weight"), {R * D, F}, "W_B_" + v + ".weight");
+      Bf = linear(w, "W_B_" + v, x, false);
+    } else {  // constant feature factors b [R, D], the same for every token (turned below by position)
+      requireShape(weight(w, "B_" + v), {R, D}, "B_" + v);
+      Bf = f64(weight(w, "B_" + v)).reshape({1, 1, R * D}).expand({B, N, R * D}).contiguous();
+    }
     torch::Tensor Af;
     if (t.contextual_a) {
       requireShape(weight(w, "W_A_" + v + ".weight"), {H * R, F}, "W_A_" + v + ".weight");
@@ -377,6 +384,10 @@ Reference referenceTpa(const spec::AttentionSpec& spec, const WeightMap& w, cons
           oa[b][n][h * D + d] = sum;
         }
       }
+  if (t.group_norm) {  // T6's subln: each head's D outputs RMS-normalised (ε 1e-5), times γ [D]
+    requireShape(weight(w, "subln.weight"), {D}, "subln.weight");
+    o = rmsNormRows(o.view({B, N * H, D}), f64(weight(w, "subln.weight")), 1e-5).view({B, N, H * D});
+  }
   ref.y = linear(w, "wo", o, false);
   return ref;
 }
@@ -1119,15 +1130,20 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
       }
     }
     if (!bias) {  // tensor product attention (§8.7; no biases): contextual or constant head factors,
-                  // factorised or MHSA queries (T6_kvonly), the rotary on or off
+                  // contextual or constant feature factors, factorised or MHSA queries (T6_kvonly), the
+                  // rotary on or off, T6's head norm on or off
       struct TpaCase {
         Variant variant;
         bool factorisedQuery, contextual, rope;
+        bool contextualB = true, groupNorm = false;
       };
       for (const TpaCase& tc : {TpaCase{Variant::Mhsa, true, true, true}, TpaCase{Variant::Mhsa, false, true, true},
                                 TpaCase{Variant::FixedHead, true, false, true},
                                 TpaCase{Variant::FixedHead, true, true, false},
-                                TpaCase{Variant::Mhsa, false, false, false}}) {
+                                TpaCase{Variant::Mhsa, false, false, false},
+                                TpaCase{Variant::Mhsa, true, true, true, false, true},
+                                TpaCase{Variant::FixedHead, false, true, false, false, false},
+                                TpaCase{Variant::Mhsa, true, false, true, true, true}}) {
         spec::Sizes z;
         z.H = pick(1, 3);
         z.D = 2 * pick(1, 2);
@@ -1137,6 +1153,8 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
         s.slots.tpa.k_rank = pick(1, 3);
         s.slots.tpa.v_rank = pick(1, 3);
         s.slots.tpa.contextual_a = tc.contextual;
+        s.slots.tpa.contextual_b = tc.contextualB;
+        s.slots.tpa.group_norm = tc.groupNorm;
         s.slots.tpa.rope = tc.rope;
         s.slots.tpa.rope_base = tc.rope ? 10000.0 : s.slots.tpa.rope_base;
         if (tc.variant == Variant::FixedHead && tc.rope) s.slots.tpa.rope_base = 50.0;  // another base
@@ -1218,6 +1236,76 @@ std::vector<Case> casesOf(spec::Variant variant, bool causal, bool bias, std::ui
   for (Case& c : coveredCases(causal, bias, seed, allKronecker))
     if (c.spec.variant == variant) out.push_back(std::move(c));
   return out;
+}
+
+spec::AttentionSpec headed(int F, int H, int D, bool causal, bool bias) {
+  spec::Sizes z;
+  z.F = F;
+  z.H = H;
+  z.D = D;
+  return makeSpec(spec::Variant::Mhsa, z, causal, bias);
+}
+
+std::map<std::string, torch::Tensor> parametersOf(AttentionModuleImpl& module) {
+  std::map<std::string, torch::Tensor> out;
+  for (auto& p : module.named_parameters(true)) out[p.key()] = p.value().detach().clone();
+  return out;
+}
+
+void assign(AttentionModuleImpl& target, const std::map<std::string, torch::Tensor>& weights) {
+  torch::NoGradGuard noGrad;
+  auto params = target.named_parameters(true);
+  for (const auto& [name, value] : weights) {
+    if (!params.contains(name)) {
+      ADD_FAILURE() << "assign: the module has no parameter " << name;
+      continue;
+    }
+    params[name].copy_(value);
+  }
+}
+
+void assignShared(AttentionModuleImpl& target, const std::map<std::string, torch::Tensor>& weights) {
+  std::map<std::string, torch::Tensor> shared;
+  const auto params = target.named_parameters(true);
+  for (const auto& [name, value] : weights)
+    if (params.contains(name)) shared[name] = value;
+  assign(target, shared);
+}
+
+torch::Tensor run(AttentionModuleImpl& module, const torch::Tensor& x) {
+  torch::NoGradGuard noGrad;
+  return module.forward(x, {}).y;
+}
+
+LayerRun runWithGradients(const spec::AttentionSpec& spec, const torch::Tensor& x, bool fused, std::uint64_t seed) {
+  setFusedAttentionEnabled(fused);
+  LayerRun out;
+  try {
+    AttentionModule m = buildDouble(spec, seed);
+    perturbParameters(*m, seed + 1);
+    ForwardOptions o;
+    o.with_maps = true;
+    const auto r = m->forward(x, o);
+    r.y.pow(2).sum().backward();
+    out.y = r.y.detach();
+    out.maps = r.maps.detach();
+    for (auto& p : m->named_parameters(true)) out.grads[p.key()] = p.value().grad().clone();
+  } catch (...) {
+    setFusedAttentionEnabled(true);
+    throw;
+  }
+  setFusedAttentionEnabled(true);
+  return out;
+}
+
+void expectSameRun(const LayerRun& got, const LayerRun& want, double tolerance, const std::string& what) {
+  expectClose(got.y, want.y, tolerance, "y, " + what);
+  expectClose(got.maps, want.maps, tolerance, "maps, " + what);
+  ASSERT_EQ(got.grads.size(), want.grads.size()) << what;
+  for (const auto& [name, g] : want.grads) {
+    ASSERT_TRUE(got.grads.count(name)) << name << ", " << what;
+    expectClose(got.grads.at(name), g, 10 * tolerance, "d" + name + ", " + what);
+  }
 }
 
 AttentionModule buildDouble(const spec::AttentionSpec& spec, std::uint64_t seed) {

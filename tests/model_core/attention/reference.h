@@ -105,6 +105,29 @@ std::vector<std::pair<std::string, torch::Tensor>> weightPairs(const AttentionMo
                                                                bool includeDerived);
 /// Random float64 input [B, N, F].
 torch::Tensor randomInput(int B, int N, int F, std::uint64_t seed);
+/// An mhsa spec of F features, H heads of size D (makeSpec with Variant::Mhsa).
+spec::AttentionSpec headed(int F, int H, int D, bool causal, bool bias);
+/// Every parameter of `module` by name, detached copies.
+std::map<std::string, torch::Tensor> parametersOf(AttentionModuleImpl& module);
+/// Sets every weight of `target` named in `weights` (the rest keep their values); a name that is
+/// not one of its parameters is a test failure.
+void assign(AttentionModuleImpl& target, const std::map<std::string, torch::Tensor>& weights);
+/// assign() of only the names `target` has: the weights two layers share (e.g. MHSA's, copied from a
+/// layer with more slots), the source's extra weights left out.
+void assignShared(AttentionModuleImpl& target, const std::map<std::string, torch::Tensor>& weights);
+/// The layer's output y without gradients.
+torch::Tensor run(AttentionModuleImpl& module, const torch::Tensor& x);
+
+/// A layer's output, maps and every parameter's gradient of Σ y².
+struct LayerRun {
+  torch::Tensor y, maps;
+  std::map<std::string, torch::Tensor> grads;
+};
+/// buildDouble(spec, seed) with perturbed parameters (seed + 1) run on x, the fused CPU kernels on
+/// (`fused`) or off (the ATen formulation the modules use on CUDA); the switch is restored to on.
+LayerRun runWithGradients(const spec::AttentionSpec& spec, const torch::Tensor& x, bool fused, std::uint64_t seed);
+/// y, maps and every gradient of `got` within `tolerance` of `want` (the same parameter names).
+void expectSameRun(const LayerRun& got, const LayerRun& want, double tolerance, const std::string& what);
 
 // ---- comparisons ------------------------------------------------------------------------------
 

@@ -28,14 +28,6 @@ spec::AttentionSpec mtaSpec(int F, int H, int D, bool causal) {
   return s;
 }
 
-void assign(AttentionModuleImpl& target, const std::map<std::string, torch::Tensor>& weights) {
-  torch::NoGradGuard noGrad;
-  for (auto& p : target.named_parameters(true)) {
-    const auto it = weights.find(p.key());
-    if (it != weights.end()) p.value().copy_(it->second);
-  }
-}
-
 }  // namespace
 
 TEST(AttentionMta, PresetIsAnMtaLayerOfThe300MConfig) {

@@ -17,43 +17,12 @@
 #include "reference.h"
 #include "spec/attention_spec.h"
 #include "spec/cost_model.h"
+#include "spec/design_names.h"
 #include "spec/spec_json.h"
 #include "spec/validation.h"
 
 namespace tensorscope::model_core::test {
-namespace {
-
 using spec::Variant;
-
-spec::AttentionSpec headed(int F, int H, int D, bool causal, bool bias) {
-  spec::Sizes z;
-  z.F = F;
-  z.H = H;
-  z.D = D;
-  return makeSpec(Variant::Mhsa, z, causal, bias);
-}
-
-/// Sets every weight of `target` named in `weights` (the rest keep their values).
-void assign(AttentionModuleImpl& target, const std::map<std::string, torch::Tensor>& weights) {
-  torch::NoGradGuard noGrad;
-  for (auto& p : target.named_parameters(true)) {
-    const auto it = weights.find(p.key());
-    if (it != weights.end()) p.value().copy_(it->second);
-  }
-}
-
-std::map<std::string, torch::Tensor> parametersOf(AttentionModuleImpl& m) {
-  std::map<std::string, torch::Tensor> out;
-  for (auto& p : m.named_parameters(true)) out[p.key()] = p.value().detach().clone();
-  return out;
-}
-
-torch::Tensor run(AttentionModuleImpl& m, const torch::Tensor& x) {
-  torch::NoGradGuard noGrad;
-  return m.forward(x, {}).y;
-}
-
-}  // namespace
 
 namespace {
 /// TPA's rotary: the project's applyRotary, half-split pairs turned backward (T6's sign).
@@ -110,7 +79,7 @@ TEST(AttentionSlots, TalkingHeadsWithIdentityMixingsIsMhsa) {
   auto plain = th;
   plain.slots = {};
   AttentionModule b = buildDouble(plain, 6);
-  assign(*b, parametersOf(*a));
+  assignShared(*b, parametersOf(*a));
   const auto x = randomInput(2, 7, th.sizes.F, 7);
   expectClose(run(*a, x), run(*b, x), 1e-12, "talking heads with identity mixings vs MHSA");
 }
@@ -150,7 +119,7 @@ TEST(AttentionSlots, GatedWithTheGateAtOneIsMhsa) {
     w["wg.bias"].fill_(40.0);
     assign(*g, w);
     AttentionModule m = buildDouble(headed(6, 3, 2, true, true), 14);
-    assign(*m, w);
+    assignShared(*m, w);
     const auto x = randomInput(2, 5, 6, 15);
     expectClose(run(*g, x), run(*m, x), 1e-14, std::string("gate ") + std::string(spec::toString(gate)) + " at 1");
     // And at 1/2 (wg = 0, no bias offset): exactly half of MHSA's head outputs, so y − b_o halves.
@@ -272,7 +241,7 @@ TEST(AttentionSlots, DifferentialWithLambdaZeroIsOneMapPerHeadThenTheHeadNorm) {
     w["lambda_q1"] = torch::full({D}, 1.0, torch::kDouble);
     w["lambda_k1"] = torch::full({D}, std::log(1.0 - lambdaInit) / D, torch::kDouble);
     w["lambda_q2"] = torch::zeros({D}, torch::kDouble);
-    assign(*m, w);
+    assignShared(*m, w);
     const auto x = randomInput(2, 6, F, 73);
     const auto y = run(*m, x);
     expectClose(y, differentialByHand(w, x, H, D, causal, 0.0, lambdaInit), 1e-12, "diff at λ = 0 vs first map + norm");
@@ -326,7 +295,7 @@ TEST(AttentionSlots, DifferentialLambdaInitFollowsTheBlockIndex) {
     m->to(torch::kDouble);
     auto w = parametersOf(*m);
     for (const char* name : {"lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"}) w[name] = torch::zeros({D}, torch::kDouble);
-    assign(*m, w);
+    assignShared(*m, w);
     const double init = 0.8 - 0.6 * std::exp(-0.3 * layer);
     EXPECT_NEAR(spec::diffLambdaInit(layer), init, 1e-15);
     expectClose(run(*m, x), differentialByHand(w, x, H, D, true, init, init), 1e-12,
@@ -536,6 +505,120 @@ TEST(AttentionSlots, TpaNonContextualRankHWithScaledIdentityFactorsIsMhsa) {
     }
 }
 
+TEST(AttentionSlots, TpaConstantFeatureFactorsOfRankDWithScaledIdentityAreMhsa) {
+  // The dual of paper §4's reading (Table 1, "TPA (Non-contextual B)"): with constant feature
+  // factors b = D·I of rank D, (1/D)·Σ_r A[n,h,r]·D·δ_rd = A[n,h,d], so W_A_q, W_A_k, W_A_v
+  // ([H·D, F], row h·D + d) are MHSA's wq, wk, wv.
+  for (bool causal : {false, true})
+    for (int rq : {4, 0}) {
+      const int F = 7, H = 3, D = 4;
+      auto s = tpaSpec(F, H, D, causal, rq, D, D, true, false);
+      s.slots.tpa.contextual_b = false;
+      AttentionModule tpa = buildDouble(s, 311);
+      perturbParameters(*tpa, 312);
+      const auto eye = torch::eye(D, torch::kDouble) * double(D);
+      std::map<std::string, torch::Tensor> b = {{"B_k", eye}, {"B_v", eye}};
+      if (rq > 0) b["B_q"] = eye;
+      assign(*tpa, b);
+      const auto w = parametersOf(*tpa);
+      AttentionModule mhsa = buildDouble(headed(F, H, D, causal, false), 313);
+      assign(*mhsa, {{"wq.weight", rq > 0 ? w.at("W_A_q.weight") : w.at("wq.weight")},
+                     {"wk.weight", w.at("W_A_k.weight")},
+                     {"wv.weight", w.at("W_A_v.weight")},
+                     {"wo.weight", w.at("wo.weight")}});
+      const auto x = randomInput(2, 5, F, 314);
+      torch::NoGradGuard noGrad;
+      const auto a1 = tpa->forward(x, {true}), a2 = mhsa->forward(x, {true});
+      expectClose(a1.y, a2.y, 1e-12, "TPA with constant B = D·I of rank D vs MHSA");
+      expectClose(a1.maps, a2.maps, 1e-12, "maps");
+      auto wrong = b;  // b = I: every head scaled by 1/D, another layer
+      for (auto& kv : wrong) kv.second = kv.second / double(D);
+      assign(*tpa, wrong);
+      EXPECT_GT((run(*tpa, x) - a2.y).abs().max().item<double>(), 1e-6);
+      EXPECT_EQ(spec::nameDesigns(s).front().name, "MHSA");
+    }
+}
+
+TEST(AttentionSlots, TpaConstantFeatureFactorsTurnAsTheirSums) {
+  // The rotary is linear, so turning the constant b per position and summing equals turning each
+  // head's sum (1/R)·A·b: with b = D·I the queries are T6_kvonly's turned MHSA queries. Checked
+  // through the maps of a layer whose keys are the same (constant B = D·I) on both sides.
+  const int F = 6, H = 2, D = 4;
+  auto s = tpaSpec(F, H, D, true, D, D, D, true, true);
+  s.slots.tpa.contextual_b = false;
+  auto kvOnly = tpaSpec(F, H, D, true, 0, D, D, true, true);
+  kvOnly.slots.tpa.contextual_b = false;
+  AttentionModule a = buildDouble(s, 321), b = buildDouble(kvOnly, 322);
+  perturbParameters(*a, 323);
+  const auto eye = torch::eye(D, torch::kDouble) * double(D);
+  assign(*a, {{"B_q", eye}});
+  auto w = parametersOf(*a);
+  w["wq.weight"] = w.at("W_A_q.weight");
+  w.erase("W_A_q.weight");
+  w.erase("B_q");
+  assign(*b, w);
+  const auto x = randomInput(2, 6, F, 324);
+  torch::NoGradGuard noGrad;
+  expectClose(a->forward(x, {true}).maps, b->forward(x, {true}).maps, 1e-12, "turned constant b vs turned queries");
+  expectClose(run(*a, x), run(*b, x), 1e-12, "outputs");
+}
+
+TEST(AttentionSlots, TpaFusedFactorKernelEqualsTheAtenFormulation) {
+  // The CPU path (one stacked projection GEMM, the factor sums and T6's rotary in one pass of
+  // kernels/tpa_factors.h, then the fused attention kernel) against the ATen formulation it replaces
+  // (T6's order: each factor projection, the turned feature factors, the factor products): outputs,
+  // maps and every parameter's gradient. Factorised and MHSA queries, the rotary on and off (another
+  // base), odd ranks, the head norm, and the preset's proportions (R_Q·H·D ≥ 400).
+  struct FusedCase {
+    int F, H, D, rq, rk, rv;
+    bool rope, norm;
+    double base;
+  };
+  for (const FusedCase& c : {FusedCase{7, 3, 4, 3, 2, 1, true, false, 10000.0}, FusedCase{7, 3, 4, 0, 1, 3, true, true, 50.0},
+                             FusedCase{6, 2, 3, 2, 3, 2, false, false, 10000.0},
+                             FusedCase{9, 4, 32, 6, 2, 2, true, false, 10000.0}})
+    for (bool causal : {false, true}) {
+      auto s = tpaSpec(c.F, c.H, c.D, causal, c.rq, c.rk, c.rv, true, c.rope);
+      s.slots.tpa.group_norm = c.norm;
+      s.slots.tpa.rope_base = c.base;
+      const auto x = randomInput(2, 5, c.F, 341);
+      expectSameRun(runWithGradients(s, x, true, 342), runWithGradients(s, x, false, 342), 1e-12,
+                    spec::toJson(s, -1));
+    }
+  // The kernel refuses what it cannot read, with the reason.
+  const auto proj = torch::zeros({1, 2, 10}, torch::kDouble);
+  EXPECT_THROW(tpaFactorQkv(proj, 2, 3, {1, 1, 1}, false, 10000.0), std::invalid_argument);  // W is 15
+  EXPECT_THROW(tpaFactorQkv(torch::zeros({1, 2, 15}, torch::kDouble), 2, 3, {1, 1, 1}, true, 10000.0),
+               std::invalid_argument);  // odd D with the rotary
+}
+
+TEST(AttentionSlots, TpaHeadNormIsT6sSublnOfEachHead) {
+  // T6's using_groupnorm (model/T6.py L157–161, L179–181): RMSNorm(head_dim, eps 1e-5) of each
+  // head's output with one weight γ [D], before c_proj. With W^O = I (F = H·D) the layer's output
+  // is the heads' outputs themselves, so the normed layer equals the plain one normalised here.
+  const int H = 2, D = 3, F = H * D;
+  for (bool contextualB : {true, false}) {
+    auto plain = tpaSpec(F, H, D, true, 2, 2, 3, true, false);
+    plain.slots.tpa.contextual_b = contextualB;
+    auto normed = plain;
+    normed.slots.tpa.group_norm = true;
+    AttentionModule a = buildDouble(plain, 331), b = buildDouble(normed, 332);
+    perturbParameters(*a, 333);
+    auto w = parametersOf(*a);
+    w["wo.weight"] = torch::eye(F, torch::kDouble);
+    assign(*a, w);
+    const auto gamma = torch::tensor({0.5, -1.25, 2.0}, torch::kDouble);
+    w["subln.weight"] = gamma;
+    assign(*b, w);
+    const auto x = randomInput(2, 5, F, 334);
+    const auto o = run(*a, x).view({2, 5, H, D});
+    const auto expected = o / torch::sqrt(o.pow(2).mean(-1, true) + 1e-5) * gamma;
+    expectClose(run(*b, x), expected.view({2, 5, F}), 1e-12, "head norm");
+    EXPECT_EQ(b->trainableParameterCount(), a->trainableParameterCount() + D);
+    EXPECT_EQ(b->trainableParameterCount(), spec::parameterCount(normed));
+  }
+}
+
 TEST(AttentionSlots, TpaConstantKeyAndValueFactorsOfRankGAreGqa) {
   // Paper §4.2: GQA with G groups is non-contextual TPA with R_K = R_V = G and a_j = G·mask_j (ones on
   // the heads of group j); MQA is G = 1, a = 1_H. The queries as MHSA's (R_Q = H, A_q = H·I). Group j
@@ -688,6 +771,24 @@ TEST(AttentionSlots, TpaSpecValidationAndJson) {
   s.slots.tpa.rope = false;
   s.slots.tpa.rope_base = 500.0;
   EXPECT_EQ(spec::fromJson(spec::toJson(s)), s);
+  // Constant feature factors and T6's head norm: read back, written only when set.
+  EXPECT_EQ(spec::toJson(spec::makeSpecPreset("tpa")).find("contextual_b"), std::string::npos);
+  EXPECT_EQ(spec::toJson(spec::makeSpecPreset("tpa")).find("group_norm"), std::string::npos);
+  s.slots.tpa.contextual_a = true;
+  s.slots.tpa.contextual_b = false;
+  s.slots.tpa.group_norm = true;
+  EXPECT_TRUE(spec::validate(s).empty()) << spec::formatIssues(spec::validate(s));
+  EXPECT_EQ(spec::fromJson(spec::toJson(s)), s);
+  {
+    AttentionModule m = buildDouble(s, 1);
+    EXPECT_EQ(m->trainableParameterCount(), spec::parameterCount(s));
+  }
+  // Both factors constant: the keys and values would not read the token.
+  auto neither = s;
+  neither.slots.tpa.contextual_a = false;
+  std::set<std::string> neitherFields;
+  for (const auto& i : spec::validate(neither)) neitherFields.insert(i.field);
+  EXPECT_EQ(neitherFields, (std::set<std::string>{"slots.tpa.contextual_b"}));
   // Written only when set: the other presets' files hold no "tpa".
   for (const char* name : {"gqa", "diff", "mla"})
     EXPECT_EQ(spec::toJson(spec::makeSpecPreset(name)).find("tpa"), std::string::npos) << name;

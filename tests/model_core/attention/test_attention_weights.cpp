@@ -71,7 +71,16 @@ Expected expectedWeights(const spec::AttentionSpec& s) {
             e.required["A_" + v] = {z.H, ranks[i]};
             e.derived["A_" + v] = false;
           }
-          linear("W_B_" + v, static_cast<std::int64_t>(ranks[i]) * z.D, F);
+          if (t.contextual_b) {
+            linear("W_B_" + v, static_cast<std::int64_t>(ranks[i]) * z.D, F);
+          } else {
+            e.required["B_" + v] = {ranks[i], z.D};
+            e.derived["B_" + v] = false;
+          }
+        }
+        if (t.group_norm) {
+          e.required["subln.weight"] = {z.D};
+          e.derived["subln.weight"] = false;
         }
         linear("wo", F, static_cast<std::int64_t>(z.H) * z.D);
         break;
@@ -254,12 +263,13 @@ std::int64_t analyticCount(const spec::AttentionSpec& s) {
       // §8.6: W^Q [H(D + r), F] or W^Q_a [q, F], its norm γ [q], W^Q_b [H(D + r), q]; W^KV_a [L + r, F],
       // its norm γ [L], W^KV_b [2HD, L], W^O [F, HD].
       // §8.7: per factorised projection (rank R) W_A [H·R, F] (or constant A [H, R]) and W_B [R·D, F];
-      // W^Q [HD, F] when R_Q = 0; W^O [F, HD] (paper Table 1: F·(R_Q + R_K + R_V)·(H + D) + F·H·D).
+      // W^Q [HD, F] when R_Q = 0; W^O [F, HD] (paper Table 1: F·(R_Q + R_K + R_V)·(H + D) + F·H·D);
+      // constant feature factors B [R, D] in place of W_B; T6's head norm γ [D].
       if (slot.tpa.enabled()) {
         const auto& t = slot.tpa;
-        std::int64_t total = HD * F + (t.q_rank == 0 ? F * HD : 0);
+        std::int64_t total = HD * F + (t.q_rank == 0 ? F * HD : 0) + (t.group_norm ? D : 0);
         for (const std::int64_t R : {t.q_rank, t.k_rank, t.v_rank})
-          total += R * D * F + (t.contextual_a ? F : 1) * H * R;
+          total += R * D * (t.contextual_b ? F : 1) + (t.contextual_a ? F : 1) * H * R;
         return total;
       }
       if (slot.latent.enabled()) {

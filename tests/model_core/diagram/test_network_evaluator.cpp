@@ -98,11 +98,12 @@ TEST(DiagramEvaluator, MlaInBothOrdersMatchesTheModule) {
 }
 
 TEST(DiagramEvaluator, TpaMatchesTheModule) {
-  // Tensor product attention (§8.7): contextual or constant head factors, factorised or MHSA queries
-  // (T6_kvonly), the half-split rotary on the feature factors (two bases) or off.
+  // Tensor product attention (§8.7): contextual or constant head factors, constant feature factors
+  // (then the head factors are contextual), factorised or MHSA queries (T6_kvonly), the half-split
+  // rotary on the feature factors (two bases) or off, T6's head norm with a constant-factor form.
   RandomSizes r{std::mt19937(19)};
   std::uint64_t seed = 400;
-  for (bool contextual : {true, false})
+  for (int factors = 0; factors < 3; ++factors)
     for (int qRank : {0, 2})
       for (double base : {0.0, 10000.0, 30.0})
         for (bool causal : {false, true}) {
@@ -111,7 +112,9 @@ TEST(DiagramEvaluator, TpaMatchesTheModule) {
           s.slots.tpa.q_rank = qRank;
           s.slots.tpa.k_rank = r.pick(1, 3);
           s.slots.tpa.v_rank = r.pick(1, 3);
-          s.slots.tpa.contextual_a = contextual;
+          s.slots.tpa.contextual_a = factors != 1;
+          s.slots.tpa.contextual_b = factors != 2;
+          s.slots.tpa.group_norm = factors != 0;
           s.slots.tpa.rope = base > 0;
           if (base > 0) s.slots.tpa.rope_base = base;
           SCOPED_TRACE(spec::toJson(s, -1));

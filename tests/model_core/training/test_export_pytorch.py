@@ -150,6 +150,11 @@ def cases(corpus):
         ("tpa_kv_only_constant_sort",
          run_config(attention("fixed_head", H=2, D=4, slots={"tpa": {"k_rank": 1, "v_rank": 2, "contextual_a": False,
                                                                       "rope_base": 100.0}}), task="sort")),
+        # Constant feature factors (paper Table 1, non-contextual B) turned by position, with T6's
+        # head norm (using_groupnorm).
+        ("tpa_constant_b_norm_copy",
+         run_config(attention("mhsa", H=2, D=4, slots={"tpa": {"q_rank": 2, "k_rank": 2, "v_rank": 3,
+                                                                 "contextual_b": False, "group_norm": True}}))),
         # Multi-token attention (section 8.8): the preset's structure (its λ-free norm and 1-d gate),
         # and head groups with shared K/V, pad left, the rescaled norm (λ_init of each block) and an
         # elementwise gate under the interleaved rotary.

@@ -219,6 +219,11 @@ void DesignPanel::buildSlots() {
                "Contextual head factors A = x·W_A (TPA, T6); off: learned constants a[h, r] per rank and head "
                "(non-contextual TPA, paper §4: MHA is R = H, a_r = H·e_r; MQA is R_K = R_V = 1, a = 1)",
                [](AttentionSpec& s) -> bool& { return s.slots.tpa.contextual_a; });
+  addSlotCheck("slots.tpa.contextual_b", "TPA feature factors depend on the token",
+               "Contextual feature factors B = x·W_B (TPA, T6); off: learned constants b[r, d] per rank, turned by "
+               "position (paper Table 1, non-contextual B: the KV cache keeps only the head factors, (R_K + R_V)·H a "
+               "token). The head factors must then be contextual",
+               [](AttentionSpec& s) -> bool& { return s.slots.tpa.contextual_b; });
   addSlotCheck("slots.tpa.rope", "TPA rotary on the feature factors",
                "Rotary positions on the feature factors B of q and k (T6 pairs d with d + D/2; on q itself when the "
                "queries are as MHSA); D must be even",
@@ -236,7 +241,12 @@ void DesignPanel::buildSlots() {
                 [](const AttentionSpec& s) { return "TPA rotary base " + QString::number(s.slots.tpa.rope_base, 'g', 9); },
                 [](const AttentionSpec& s) { return s.slots.tpa.enabled() && s.slots.tpa.rope; }});
   }
-  for (const char* f : {"slots.tpa.v_rank", "slots.tpa.q_rank", "slots.tpa.contextual_a", "slots.tpa.rope"})
+  addSlotCheck("slots.tpa.group_norm", "TPA head norm (T6 using_groupnorm)",
+               "T6's optional group norm: each head's output RMS-normalised over its D features (ε 10⁻⁵) and scaled "
+               "by one learned weight γ [D] shared by the heads, before W^O (off in every T6 config)",
+               [](AttentionSpec& s) -> bool& { return s.slots.tpa.group_norm; });
+  for (const char* f : {"slots.tpa.v_rank", "slots.tpa.q_rank", "slots.tpa.contextual_a", "slots.tpa.contextual_b",
+                        "slots.tpa.rope", "slots.tpa.group_norm"})
     for (auto& c : slotControls_)
       if (c.field == f) c.shown = [](const AttentionSpec& s) { return s.slots.tpa.enabled(); };
   buildMtaSlots();

@@ -250,9 +250,10 @@ def tpa_rotary(u, base=10000.0):
 class Tpa(nn.Module):
     """Tensor Product Attention (slots.tpa; contract section 8.7; tensorgi/TPA model/T6.py
     CPLinear, commit 3d7f51d): q, k, v per token (1/R)·Σ_r A[h, r]·B[r, :], the head factors A from
-    W_A_* (or the constants A_* when not contextual), the feature factors B from W_B_*, the rotary on
-    the feature factors of q and k; q_rank 0 gives the queries as MHSA, wq, turned (T6_kvonly).
-    Then MHSA's softmax attention (1/√D) and wo. No biases."""
+    W_A_* (or the constants A_* when not contextual), the feature factors B from W_B_* (or the
+    constants B_* [R, D] when contextual_b is false), the rotary on the feature factors of q and k;
+    q_rank 0 gives the queries as MHSA, wq, turned (T6_kvonly). Then MHSA's softmax attention (1/√D),
+    T6's head norm subln (RMSNorm of each head, eps 1e-5) when group_norm is set, and wo. No biases."""
 
     def __init__(self, spec):
         super().__init__()
@@ -262,6 +263,7 @@ class Tpa(nn.Module):
         self.heads, self.size = H, D
         self.ranks = {"q": int(t.get("q_rank", 0)), "k": int(t["k_rank"]), "v": int(t["v_rank"])}
         self.contextual = bool(t.get("contextual_a", True))
+        self.contextual_b = bool(t.get("contextual_b", True))
         self.rope = bool(t.get("rope", True))
         self.base = float(t.get("rope_base", 10000.0))
         self.causal = bool(spec["causal"])
@@ -275,15 +277,21 @@ class Tpa(nn.Module):
             else:
                 setattr(self, "A_" + v, nn.Parameter(torch.randn(H, R)))
         for v, R in self.ranks.items():
-            if R > 0:
+            if R > 0 and self.contextual_b:
                 setattr(self, "W_B_" + v, nn.Linear(F_, R * D, bias=False))
+            elif R > 0:
+                setattr(self, "B_" + v, nn.Parameter(torch.randn(R, D)))
+        self.subln = RmsNormWeight(D) if t.get("group_norm") else None
         self.wo = nn.Linear(H * D, F_, bias=False)
         self.dropout = nn.Dropout(spec.get("dropout", 0.0))
 
     def _made(self, x, v, turn):
         B, N, _ = x.shape
         H, D, R = self.heads, self.size, self.ranks[v]
-        b = getattr(self, "W_B_" + v)(x).view(B, N, R, D)
+        if self.contextual_b:
+            b = getattr(self, "W_B_" + v)(x).view(B, N, R, D)
+        else:  # the constants, the same for every token (turned by position below)
+            b = getattr(self, "B_" + v).expand(B, N, R, D)
         if turn:
             b = tpa_rotary(b, self.base)
         if self.contextual:
@@ -303,6 +311,8 @@ class Tpa(nn.Module):
         k, v = self._made(x, "k", self.rope), self._made(x, "v", False)
         P = masked_softmax(torch.einsum("bnhd,bmhd->bhnm", q, k) / math.sqrt(D), self.causal)
         o = torch.einsum("bhnm,bmhd->bnhd", self.dropout(P), v)
+        if self.subln is not None:
+            o = self.subln(o, 1e-5)
         y = self.wo(o.reshape(B, N, H * D))
         return (y, P) if with_maps else y
 

@@ -108,7 +108,8 @@ void latentAttention(CostBuilder& c, const AttentionSpec& s, double B, double N,
 }
 
 /// Tensor Product Attention (§8.7). Each of q, k, v (rank R) is made of a head factor A (x·W_Aᵀ,
-/// H·R a token; or a constant [H, R] when not contextual) and a feature factor B (x·W_Bᵀ, R·D a token),
+/// H·R a token; or a constant [H, R] when not contextual) and a feature factor B (x·W_Bᵀ, R·D a token;
+/// or a constant [R, D], turned per position),
 /// contracted over the rank, 2·H·R·D a token, and divided by R (H·D). The rotary turns the feature
 /// factors of q and k (3 flops an element). The queries are made for the N new tokens, the keys and
 /// values for the M keys: in decoding, from the cached factors (the cache holds A and the turned B of
@@ -131,15 +132,25 @@ void tpaAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, do
     } else {
       c.addParams(static_cast<std::int64_t>(H * R));  // the constant head factors a[h, r]
     }
-    c.linear("feature factors B_" + v + " = x·W_B_" + v + "ᵀ", F, R * D);
-    if (t.rope && i < 2) c.term("rotary turn of B_" + v, 3 * B * N * R * D, B * N * R * D);
     const double rows = i == 0 ? N : M;
+    if (t.contextual_b) {
+      c.linear("feature factors B_" + v + " = x·W_B_" + v + "ᵀ", F, R * D);
+      if (t.rope && i < 2) c.term("rotary turn of B_" + v, 3 * B * N * R * D, B * N * R * D);
+    } else {
+      c.addParams(static_cast<std::int64_t>(R * D));  // the constant feature factors b[r, d]
+      // Turned by position only: one turn per row, whatever the batch.
+      if (t.rope && i < 2) c.term("rotary turn of the constant b_" + v + " per position", 3 * rows * R * D, rows * R * D);
+    }
     c.term(v + " = Σ_r A_" + v + "·B_" + v + " / R_" + (i == 0 ? "Q" : i == 1 ? "K" : "V"),
            2 * B * rows * H * R * D + B * rows * HD, B * rows * HD);
   }
   c.term("logits q·kᵀ/√D", 2 * B * H * N * M * D + B * H * N * M, B * H * N * M);
   c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * M, B * H * N * M);
   c.term("o = P·v", 2 * B * H * N * M * D, B * N * HD);
+  if (t.group_norm) {
+    c.term("head RMSNorm · subln.weight (T6 using_groupnorm)", 4 * B * N * HD, B * N * HD);
+    c.addParams(static_cast<std::int64_t>(D));
+  }
   c.linear("y = o·Woᵀ", HD, F);
 }
 
@@ -417,11 +428,12 @@ DecodeCost estimateDecodeCost(const AttentionSpec& s, std::int64_t cached) {
         // with contextual head factors, (R_K + R_V)·D when the head factors are constants.
         const Tpa& t = s.slots.tpa;
         const double R = t.k_rank + t.v_rank;
-        d.cache_elements_per_token = R * (t.contextual_a ? H + D : D);
-        d.note = t.contextual_a ? "head factors (H) and turned feature factors (D) of " + std::to_string(t.k_rank) +
-                                      " key and " + std::to_string(t.v_rank) + " value ranks"
-                                : "feature factors (D) of " + std::to_string(t.k_rank) + " key and " +
-                                      std::to_string(t.v_rank) + " value ranks (the head factors are constants)";
+        // Constant feature factors leave only the head factors: (R_K + R_V)·H (Table 1, "Non-contextual B").
+        d.cache_elements_per_token = R * (!t.contextual_b ? H : t.contextual_a ? H + D : D);
+        const std::string ranks = std::to_string(t.k_rank) + " key and " + std::to_string(t.v_rank) + " value ranks";
+        d.note = !t.contextual_b ? "head factors (H) of " + ranks + " (the feature factors are constants)"
+                 : t.contextual_a ? "head factors (H) and turned feature factors (D) of " + ranks
+                                  : "feature factors (D) of " + ranks + " (the head factors are constants)";
         break;
       }
       if (s.slots.collaborative.enabled()) {

@@ -217,7 +217,23 @@ std::vector<DesignName> nameTpa(const AttentionSpec& s) {
   const int H = s.sizes.H;
   const std::string ranks = "R_Q = " + (t.q_rank == 0 ? std::string("— (queries as MHSA)") : to_string(t.q_rank)) +
                             ", R_K = " + to_string(t.k_rank) + ", R_V = " + to_string(t.v_rank);
-  const std::string rope = t.rope ? ", with the rotary on the feature factors" : ", no rotary";
+  const std::string rope = std::string(t.rope ? ", with the rotary on the feature factors" : ", no rotary") +
+                           (t.group_norm ? ", each head's output RMS-normalised (T6 using_groupnorm)" : "");
+  const std::string norm = t.group_norm ? " with a head RMSNorm" : "";
+  const std::string mhsa = t.rope ? "MHSA with rotary positions (RoPE)" + std::string(t.group_norm ? " and a head RMSNorm" : "")
+                                  : "MHSA" + norm;
+  if (!t.contextual_b) {
+    // Constant feature factors b[r, :] (validation makes the head factors contextual): each head's
+    // projection is (1/R)·bᵀ·W_A,h, any [D, F] matrix once R ≥ D; the rotary, linear, turns the sum.
+    const int rq = t.q_rank == 0 ? s.sizes.D : t.q_rank;
+    if (rq >= s.sizes.D && t.k_rank >= s.sizes.D && t.v_rank >= s.sizes.D)
+      return {{mhsa, true,
+               "TPA with constant feature factors and every rank ≥ D (" + ranks +
+                   "): each head's projection (1/R)·bᵀ·W_A,h is any matrix, as in MHSA (b = R·I)" + rope}};
+    return {{"TPA with constant feature factors (non-contextual B)", true,
+             "q, k, v per token sums of rank-1 products a(x)⊗b/R with learned constant feature factors (" + ranks +
+                 rope + "): every head's keys and values in the span of the same R_K and R_V vectors"}};
+  }
   if (t.contextual_a) {
     if (t.q_rank == 0)
       return {{"TPA, keys and values only (T6-KVonly)", true,
@@ -229,13 +245,12 @@ std::vector<DesignName> nameTpa(const AttentionSpec& s) {
                  rope + ")"}};
   }
   const int rq = t.q_rank == 0 ? H : t.q_rank;
-  const std::string mhsa = t.rope ? "MHSA with rotary positions (RoPE)" : "MHSA";
   if (rq >= H && t.k_rank >= H && t.v_rank >= H)
     return {{mhsa, true,
              "non-contextual TPA with every rank ≥ H (" + ranks +
                  "): each head's projection (1/R)·Σ_r a[h,r]·W_B_r is any matrix, as in MHSA (a_r = H·e_r)" + rope}};
   std::vector<DesignName> out = {
-      {"non-contextual TPA", true,
+      {"non-contextual TPA" + norm, true,
        "q, k, v per token sums of rank-1 products a⊗b(x)/R with learned constant head factors (" + ranks + rope + ")"}};
   if (rq >= H && t.k_rank == t.v_rank && t.k_rank < H) {
     const int G = t.k_rank;

@@ -259,13 +259,16 @@ void slotsFromJson(Reader& r, const json& j, Slots& out) {
     const json& t = j["tpa"];
     if (!t.is_object())
       return r.fail("slots.tpa", "must be an object like {\"q_rank\": 6, \"k_rank\": 2, \"v_rank\": 2}; got " + kindName(t));
-    r.rejectUnknown(t, "slots.tpa.", {"q_rank", "k_rank", "v_rank", "contextual_a", "rope", "rope_base"});
+    r.rejectUnknown(t, "slots.tpa.", {"q_rank", "k_rank", "v_rank", "contextual_a", "contextual_b", "rope", "rope_base",
+                                         "group_norm"});
     if (!t.contains("k_rank") || !t.contains("v_rank"))
       r.fail("slots.tpa", "needs k_rank and v_rank (R_K, R_V from 1); q_rank 0 or absent gives queries as MHSA");
     r.readInt(t, "q_rank", "slots.tpa.q_rank", out.tpa.q_rank);
     r.readInt(t, "k_rank", "slots.tpa.k_rank", out.tpa.k_rank);
     r.readInt(t, "v_rank", "slots.tpa.v_rank", out.tpa.v_rank);
     r.readBool(t, "contextual_a", "slots.tpa.contextual_a", out.tpa.contextual_a);
+    r.readBool(t, "contextual_b", "slots.tpa.contextual_b", out.tpa.contextual_b);
+    r.readBool(t, "group_norm", "slots.tpa.group_norm", out.tpa.group_norm);
     r.readBool(t, "rope", "slots.tpa.rope", out.tpa.rope);
     r.readNumber(t, "rope_base", "slots.tpa.rope_base", out.tpa.rope_base);
   }
@@ -359,9 +362,14 @@ std::string toJson(const AttentionSpec& s, int indent) {
     if (z.latent.enabled())
       j["slots"]["latent"] = {{"kv_rank", z.latent.kv_rank}, {"q_rank", z.latent.q_rank},
                               {"rope_dim", z.latent.rope_dim}, {"order", std::string(toString(z.latent.order))}};
-    if (z.tpa.enabled())
-      j["slots"]["tpa"] = {{"q_rank", z.tpa.q_rank}, {"k_rank", z.tpa.k_rank}, {"v_rank", z.tpa.v_rank},
-                           {"contextual_a", z.tpa.contextual_a}, {"rope", z.tpa.rope}, {"rope_base", z.tpa.rope_base}};
+    if (z.tpa.enabled()) {
+      json& t = j["slots"]["tpa"];
+      t = {{"q_rank", z.tpa.q_rank}, {"k_rank", z.tpa.k_rank}, {"v_rank", z.tpa.v_rank},
+           {"contextual_a", z.tpa.contextual_a}, {"rope", z.tpa.rope}, {"rope_base", z.tpa.rope_base}};
+      // Only when set, so that the files of earlier versions keep their bytes.
+      if (!z.tpa.contextual_b) t["contextual_b"] = false;
+      if (z.tpa.group_norm) t["group_norm"] = true;
+    }
     if (z.mta.enabled())
       j["slots"]["mta"] = {{"q_kernel", z.mta.q_kernel}, {"k_kernel", z.mta.k_kernel},
                            {"post_q_kernel", z.mta.post_q_kernel}, {"post_k_kernel", z.mta.post_k_kernel},

@@ -6,7 +6,8 @@
 // pairing, binding "rotary_half:BASE": R[n, j, j] = R[n, j + D/2, j + D/2] = cos(n·θ_j),
 // R[n, j, j + D/2] = sin(n·θ_j), R[n, j + D/2, j] = −sin(n·θ_j), θ_j = BASE^(−2j/D)); the 1/R of
 // each factor sum is the scale of its contraction step. Non-contextual head factors are weights
-// [H, R] with no X of their own.
+// [H, R] with no X of their own, non-contextual feature factors weights [R, D] (turned by position
+// only); T6's optional head norm (using_groupnorm) is an RMSNorm step and its weight γ [D].
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -36,13 +37,17 @@ TensorNetwork buildTpaNetwork(const AttentionSpec& s, std::int64_t N) {
   const Leg fo = leg('o', "F", z.F);
   const std::string rotary = "rotary_half:" + baseText(tp.rope_base);
   const std::string title =
-      std::string(tp.contextual_a ? "Tensor Product Attention (TPA)" : "Non-contextual TPA") + ": " +
+      std::string(!tp.contextual_b  ? "TPA with constant feature factors"
+                  : tp.contextual_a ? "Tensor Product Attention (TPA)"
+                                    : "Non-contextual TPA") +
+      ": " +
       std::to_string(z.H) + " heads of size " + std::to_string(D) + ", ranks R_Q = " +
       (tp.q_rank == 0 ? std::string("— (MHSA queries)") : std::to_string(tp.q_rank)) + ", R_K = " +
-      std::to_string(tp.k_rank) + ", R_V = " + std::to_string(tp.v_rank) + (tp.rope ? ", rotary" : "");
+      std::to_string(tp.k_rank) + ", R_V = " + std::to_string(tp.v_rank) + (tp.rope ? ", rotary" : "") +
+      (tp.group_norm ? ", head norm" : "");
   const std::string equation =
-      "q_{n,h} = (1/R_Q) Σ_r A^Q_{n,h,r} ρ_n(B^Q_{n,r});  k, v likewise;  P_h = softmax(q_h k_hᵀ / √D);  "
-      "y = [P_1 v_1 … P_H v_H] W^O";
+      "q_{n,h} = (1/R_Q) Σ_r A^Q_{n,h,r} ρ_n(B^Q_{n,r});  k, v likewise;  P_h = softmax(q_h k_hᵀ / √D);  " +
+      std::string(tp.group_norm ? "o_h = γ ⊙ RMSNorm(P_h v_h);  y = [o_1 … o_H] W^O" : "y = [P_1 v_1 … P_H v_H] W^O");
   NetworkBuilder b(s, title, equation);
 
   struct Part {
@@ -96,25 +101,38 @@ TensorNetwork buildTpaNetwork(const AttentionSpec& s, std::int64_t N) {
       if (i < 2) boxNodes.push_back("A" + v);
       aOperand = "h" + rk;
     }
-    // Feature factors B [token, R, D], turned when the rotary is on.
-    b.projection({"B" + v, "x_" + v + "b", "X^{" + V + ",B}", xRole, p.token, leg(p.fb, "F", z.F), "WB" + v,
-                  "W^{B" + V + "}",
-                  "Feature-factor weights W_B_" + v + " (W_B_" + v + ".weight [R_" + V + "·D, F] viewed [R_" + V +
-                      ", D, F]).",
-                  "W_B_" + v, {p.rank, raw},
-                  "feature factors B_" + v + " [" + tok + ", R_" + V + ", D]" + (turned ? " before the rotary turn" : "")});
-    if (i < 2) boxNodes.insert(boxNodes.end(), {"x_" + v + "b", "WB" + v});
+    // Feature factors B [token, R, D] (or the constant b [R, D]), turned when the rotary is on.
+    std::string bOperand;  // the factor's indices in the factor sum
+    if (tp.contextual_b) {
+      b.projection({"B" + v, "x_" + v + "b", "X^{" + V + ",B}", xRole, p.token, leg(p.fb, "F", z.F), "WB" + v,
+                    "W^{B" + V + "}",
+                    "Feature-factor weights W_B_" + v + " (W_B_" + v + ".weight [R_" + V + "·D, F] viewed [R_" + V +
+                        ", D, F]).",
+                    "W_B_" + v, {p.rank, raw},
+                    "feature factors B_" + v + " [" + tok + ", R_" + V + ", D]" + (turned ? " before the rotary turn" : "")});
+      if (i < 2) boxNodes.insert(boxNodes.end(), {"x_" + v + "b", "WB" + v});
+      bOperand = "b" + tok + rk + (turned ? rw : ou);
+    } else {
+      b.weight("B" + v, "b^{" + V + "}", NodeKind::Weight, "B_" + v,
+               "Constant feature factors b_" + v + " [R_" + V + ", D] (B_" + v +
+                   "): the same vectors for every token (TPA with non-contextual B, paper Table 1).",
+               {p.rank, raw}, static_cast<std::int64_t>(p.R) * D);
+      if (i < 2) boxNodes.push_back("B" + v);
+      bOperand = rk + (turned ? rw : ou);
+    }
     std::string bStep = "B" + v;
     if (turned) {
       b.constant("R" + v, "R^{" + V + "}", rotary,
                  "T6's rotary turn of the feature factors at the token's position (pairs d, d + D/2).", {p.token, p.out, raw});
-      b.step({"B" + v + "t", {"B" + v, "R" + v}, "b" + tok + rk + rw + "," + tok + ou + rw + "->b" + tok + rk + ou, Op::None,
+      const std::string batch = tp.contextual_b ? "b" : "";  // a constant b turns by position only
+      b.step({"B" + v + "t", {"B" + v, "R" + v}, bOperand + "," + tok + ou + rw + "->" + batch + tok + rk + ou, Op::None,
               "", 1.0, {}, 0, "feature factors B_" + v + ", turned"});
       boxNodes.push_back("R" + v);
       bStep = "B" + v + "t";
+      bOperand = batch + tok + rk + ou;
     }
     // v = (1/R)·Σ_r A·B.
-    b.step({v, {"A" + v, bStep}, aOperand + ",b" + tok + rk + ou + "->b" + tok + "h" + ou, Op::None, "",
+    b.step({v, {"A" + v, bStep}, aOperand + "," + bOperand + "->b" + tok + "h" + ou, Op::None, "",
             1.0 / p.R, {}, 0, v + " = (1/R_" + V + ")·Σ_r A_" + v + "·B_" + v + " [" + tok + ", H, D]"});
   }
   SoftmaxBox box;
@@ -130,7 +148,16 @@ TensorNetwork buildTpaNetwork(const AttentionSpec& s, std::int64_t N) {
   b.box(box);
   b.step({"P", {"q", "k"}, "bnhd,bmhd->bhnm", Op::Softmax, "attn", 1.0, {}, 0, "attention weights P [H, N, M]"});
   b.step({"o", {"P", "v"}, "bhnm,bmhe->bnhe", Op::None, "", 1.0, {}, 0, "heads P_h·v_h [N, H, D]"});
-  b.outputProjection("o", n, {h, e}, fo, "[o_1 … o_H]·W^O");
+  std::string o = "o";
+  if (tp.group_norm) {  // T6's subln (using_groupnorm): RMSNorm of each head's D outputs, one weight γ
+    b.step({"on", {"o"}, "bnhe->bnhe", Op::RmsNorm, "", 1.0, {}, 'e',
+            "head norm: each head's D outputs divided by their root mean square (ε = 10⁻⁵)"});
+    b.weight("Wn", "γ", NodeKind::Weight, "subln.weight",
+             "The head norm's weight γ (subln.weight [D]), shared by all heads (T6 using_groupnorm).", {e}, D);
+    b.step({"os", {"on", "Wn"}, "bnhe,e->bnhe", Op::None, "", 1.0, {}, 0, "o_h = γ ⊙ RMSNorm(o_h)"});
+    o = "os";
+  }
+  b.outputProjection(o, n, {h, e}, fo, "[o_1 … o_H]·W^O");
   return b.take("P", {z.H, N, N});
 }
 

@@ -370,6 +370,10 @@ std::vector<Issue> validate(const AttentionSpec& s) {
       rank("q_rank", "q_rank (R_Q, the query rank)", t.q_rank, 0);
       rank("k_rank", "k_rank (R_K, the key rank)", t.k_rank, 1);
       rank("v_rank", "v_rank (R_V, the value rank)", t.v_rank, 1);
+      if (!t.contextual_a && !t.contextual_b)
+        c.add("slots.tpa.contextual_b", "with constant head factors (contextual_a false) the feature factors must be "
+                                        "contextual: with both constant the keys and values would not depend on the "
+                                        "token; set contextual_a or contextual_b to true");
       if (t.rope && z.D % 2 != 0)
         c.add("slots.tpa.rope", "the rotary turns pairs of the feature factor (T6 pairs d with d + D/2), so D must be "
                                 "even; got D = " + to_string(z.D) + " (or set rope to false)");

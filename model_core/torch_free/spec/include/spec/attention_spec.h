@@ -72,8 +72,15 @@ struct Tpa {
   /// Head factors A functions of the token (T6: A = x·W_Aᵀ); false: learned constants a[h, r] per
   /// rank and head (non-contextual TPA, paper §4: MHA is R = H, a_r = H·e_r; MQA R_K = R_V = 1, a = 1).
   bool contextual_a = true;
+  /// Feature factors B functions of the token (T6: B = x·W_Bᵀ); false: learned constants b[r, d] per
+  /// rank (the paper's "TPA (Non-contextual B)", Table 1; the rotary still turns them by position).
+  /// contextual_a and contextual_b are not both false: the layer would not read its input.
+  bool contextual_b = true;
   bool rope = true;           ///< rotary on the feature factors B of q and k (on q itself when q_rank = 0)
   double rope_base = 10000.0; ///< rotary base (T6 Rotary(dim, base=10000))
+  /// T6's using_groupnorm (model/T6.py L157–161, L179–181): RMSNorm over each head's D outputs
+  /// (ε 1e-5, one weight subln.weight [D] shared by the heads) before the output projection.
+  bool group_norm = false;
 
   bool operator==(const Tpa&) const = default;
   bool enabled() const { return *this != Tpa{}; }
