@@ -13,19 +13,25 @@ Rotary rotaryFromPositions(const std::string& positions) {
   return r;
 }
 
+std::pair<torch::Tensor, torch::Tensor> rotaryTables(int64_t N, int64_t block, double base, RotaryTurn turn,
+                                                     torch::ScalarType dtype, const torch::Device& device) {
+  const auto opts = torch::TensorOptions().dtype(torch::kDouble).device(device);
+  // angle[n, j] = n·θ^(−2j/block), in float64, then in the dtype.
+  const auto freqs = torch::pow(base, -torch::arange(0, block, 2, opts) / double(block));  // [half]
+  const auto angle = torch::outer(torch::arange(N, opts), freqs);
+  // sin(−a) = −sin(a) exactly, so the backward turn negates the sine table.
+  const auto sin = turn == RotaryTurn::Forward ? torch::sin(angle) : -torch::sin(angle);
+  return {torch::cos(angle).to(dtype).contiguous(), sin.to(dtype).contiguous()};
+}
+
 torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base, RotaryTurn turn) {
   if (t.dim() < 3 || block <= 0 || block % 2 != 0 || t.size(-1) % block != 0)
     throw std::invalid_argument("rotary positions: features " + std::to_string(t.size(-1)) +
                                 " must be whole blocks of an even size; the block is " + std::to_string(block));
   const int64_t B = t.size(0), N = t.size(1), half = block / 2;
   const int64_t blocks = t.numel() / (B * N * block);
-  const auto opts = torch::TensorOptions().dtype(torch::kDouble).device(t.device());
-  // angle[n, j] = n·θ^(−2j/block), in float64, then in t's dtype, broadcast as [1, N, 1, half].
-  const auto freqs = torch::pow(base, -torch::arange(0, block, 2, opts) / double(block));  // [half]
-  const auto angle = torch::outer(torch::arange(N, opts), freqs).view({1, N, 1, half});
-  const auto cos = torch::cos(angle).to(t.scalar_type());
-  // sin(−a) = −sin(a) exactly, so the backward turn negates the sine table.
-  const auto sin = turn == RotaryTurn::Forward ? torch::sin(angle).to(t.scalar_type()) : -torch::sin(angle).to(t.scalar_type());
+  auto [cosTable, sinTable] = rotaryTables(N, block, base, turn, t.scalar_type(), t.device());
+  const auto cos = cosTable.view({1, N, 1, half}), sin = sinTable.view({1, N, 1, half});
   const auto flat = t.reshape({B, N, blocks, block});
   torch::Tensor a, b;  // the two members of every pair, [B, N, blocks, half]
   if (pairs == RotaryPairs::Half) {

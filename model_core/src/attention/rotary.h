@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include <string>
+#include <utility>
 
 namespace tensorscope::model_core {
 
@@ -40,6 +41,13 @@ Rotary rotaryFromPositions(const std::string& positions);
 /// Differentiable (ATen ops).
 torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base,
                           RotaryTurn turn = RotaryTurn::Forward);
+
+/// The angle tables applyRotary turns with, for positions 0 … N−1 and a block of the even size
+/// `block`: cos(n·base^(−2j/block)) [N, block/2] and the signed sine (−sin for `Backward`), computed
+/// in float64 and cast to `dtype` on `device`. Fused kernels that turn inside their own loops read
+/// these, so that every turn in the project uses one set of angles.
+std::pair<torch::Tensor, torch::Tensor> rotaryTables(int64_t N, int64_t block, double base, RotaryTurn turn,
+                                                     torch::ScalarType dtype, const torch::Device& device);
 
 /// applyRotary when `r.on`, else t itself.
 torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, const Rotary& r);

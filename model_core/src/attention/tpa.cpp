@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attention/fused_attention.h"
@@ -45,15 +46,11 @@ struct TpaFactorFunction : public torch::autograd::Function<TpaFactorFunction> {
                                int64_t rk, int64_t rv, bool rope, double base) {
     const auto proj = projIn.contiguous();
     const int64_t B = proj.size(0), N = proj.size(1), half = D / 2;
-    // T6's angle tables (model/T6.py Rotary, L36-53): n·base^(−2j/D) in float64, then the dtype; the
-    // turn is backward (apply_rotary_emb, L55-62), so the signed sine is −sin. Off: unused zeros.
+    // T6's angle tables (model/T6.py Rotary, L36-53), the backward turn of apply_rotary_emb
+    // (L55-62): the ones applyRotary uses. Off: unused zeros.
     torch::Tensor cos, sin;
     if (rope) {
-      const auto opts = torch::TensorOptions().dtype(torch::kDouble);
-      const auto freqs = torch::pow(base, -torch::arange(0, D, 2, opts) / double(D));
-      const auto angle = torch::outer(torch::arange(N, opts), freqs);
-      cos = torch::cos(angle).to(proj.scalar_type()).contiguous();
-      sin = (-torch::sin(angle)).to(proj.scalar_type()).contiguous();
+      std::tie(cos, sin) = rotaryTables(N, D, base, RotaryTurn::Backward, proj.scalar_type(), proj.device());
     } else {
       cos = sin = torch::zeros({N, std::max<int64_t>(half, 1)}, proj.options());
     }
