@@ -56,6 +56,7 @@
 #include "model_core/memory_tracker.h"
 #include "model_core/runtime.h"
 #include "spec/cost_model.h"
+#include "spec/design_baseline.h"
 
 #if TS_TORCH_HAS_CUDA_BUILD
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -187,14 +188,9 @@ spec::AttentionSpec layer(const std::string& preset, int F, int H, int D, int R,
     s.sizes.D = D;
     s.sizes.R = R;
   }
-  // Collaborative attention in its preset's proportion (as train_bench): a shared key space of H·D/2.
-  if (s.slots.collaborative.enabled()) s.slots.collaborative.key_dim = std::max(1, H * D / 2);
-  // MLA in its preset's proportions at this head size (as train_bench): a latent of 2D, a rotary
-  // part of D/2 (even).
-  if (s.slots.latent.enabled()) {
-    s.slots.latent.kv_rank = 2 * D;
-    s.slots.latent.rope_dim = 2 * std::max(1, D / 4);
-  }
+  // Collaborative's shared key space and MLA's latent in their presets' proportions at this size
+  // (as train_bench and the explorer's Cost rows).
+  spec::keepPresetProportions(s);
   return s;
 }
 

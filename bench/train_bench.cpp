@@ -46,6 +46,7 @@
 #include "model_core/memory_tracker.h"
 #include "model_core/run_config.h"
 #include "model_core/runtime.h"
+#include "spec/design_baseline.h"
 #include "tasks/data_sources.h"
 #include "training/pytorch_template.h"
 #include "training/training_session.h"
@@ -135,13 +136,8 @@ spec::AttentionSpec layerFor(const std::string& name, int F, int H, int D, int N
   s.sizes.D = D;
   s.sizes.R = H * D;
   s.sizes.seq_len = N;
-  // Collaborative attention in its preset's proportion: a shared key space of H·D/2.
-  if (s.slots.collaborative.enabled()) s.slots.collaborative.key_dim = std::max(1, H * D / 2);
-  // MLA in its preset's proportions at this head size: a latent of 2D, a rotary part of D/2 (even).
-  if (s.slots.latent.enabled()) {
-    s.slots.latent.kv_rank = 2 * D;
-    s.slots.latent.rope_dim = 2 * std::max(1, D / 4);
-  }
+  // Collaborative's shared key space and MLA's latent in their presets' proportions at this size.
+  spec::keepPresetProportions(s);
   s.causal = true;
   s.dropout = 0.0;
   if (preset != "mhsa" && !design) s.core = spec::makeCorePreset(core, H, D);

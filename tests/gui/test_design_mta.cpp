@@ -15,16 +15,19 @@
 #include <QTest>
 
 #include <cstring>
+#include <map>
 
 #include "diagram_view/diagram_view.h"
 #include "gui/design/design_panel.h"
 #include "gui/design/head_mixing_view.h"
+#include "gui/training/training_controller.h"
 #include "gui/shell/demo_runner.h"
 #include "gui/shell/demo_script.h"
 #include "model_core/analysis.h"
 #include "model_core/attention_layer.h"
 #include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
+#include "model_core/snapshots.h"
 #include "spec/design_names.h"
 #include "spec/validation.h"
 #include "viz/matrix_heatmap.h"
@@ -322,6 +325,74 @@ TEST(DesignMta, ATrainedRunShowsItsLearnedCPrimeAndForksOnAnMtaEdit) {
   EXPECT_EQ(w.model().currentSpec().slots.mta, spec::makeSpecPreset("mta").slots.mta);
   EXPECT_EQ(w.model().undoStack()->undoText(), "multi-token attention on");
   EXPECT_EQ(p->designNameText(), app::DesignPanel::describeDesigns(w.model().currentSpec()));
+}
+
+// Issue 36: C′ with its spectrum and stable rank follows a training run at each inspection, as the
+// learned C does, instead of waiting for the run to stop; once it stops, the checkpoint's values.
+// The oracle is the inspection the window received (model_core's Trainer test pins those against
+// the checkpoint of the same step).
+TEST(DesignMta, TheHeadMixingViewFollowsATrainingRunAtEachInspection) {
+  QStringList asked;
+  app::MainWindow w(answeringOptions(asked, true));
+  w.model().select(0);
+  auto th = spec::makeSpecPreset("talking_heads");
+  th.causal = w.model().currentSpec().causal;
+  th.sizes.seq_len = w.model().currentSpec().sizes.seq_len;
+  w.model().editDesign(th, "preset talking_heads");
+  {  // light: one layer, batch 4, one thread, an inspection and a checkpoint every 2 steps
+    auto light = w.model().session().runs[0].config;
+    ASSERT_TRUE(light.model.attention.front().slots.post_mix);
+    light.train.batch = 4;
+    light.model.layers = 1;
+    light.train.threads = 1;
+    light.train.eval_examples = 8;
+    light.train.inspect_interval = light.train.checkpoint_interval = 2;
+    w.trainingPanel()->setConfig(light);
+  }
+  std::map<qint64, std::shared_ptr<const model_core::InspectionSnapshot>> received;
+  QObject::connect(w.controller(), &app::TrainingController::inspected,
+                   [&](std::shared_ptr<const model_core::InspectionSnapshot> snap) { received[snap->step] = snap; });
+  auto* view = w.designPanel()->headMixing();
+  ASSERT_TRUE(view->choose("mix_post"));
+  ASSERT_TRUE(w.training().start(100000));
+  qint64 shown = -1;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        if (received.empty() || received.rbegin()->first < 6) return false;
+        shown = received.rbegin()->first;
+        return view->heatmap()->title().contains(QString("training, step %1").arg(shown));
+      },
+      180000))
+      << view->heatmap()->title().toStdString();
+  // Checked at once, before the next inspection can arrive (no events run in between).
+  EXPECT_TRUE(view->showsTrained());
+  const auto& weights = received.at(shown)->slot_weights.at(0);
+  ASSERT_FALSE(weights.empty());
+  ASSERT_EQ(weights[0].name, "mix_post");
+  std::vector<double> live(weights[0].value.values.begin(), weights[0].value.values.end());
+  ASSERT_EQ(live.size(), 16u);
+  double moved = 0;
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_DOUBLE_EQ(view->heatmap()->value(r, c), live[size_t(r) * 4 + c]);
+      moved += std::abs(live[size_t(r) * 4 + c] - (r == c ? 1.0 : 0.0));
+    }
+  EXPECT_GT(moved, 0) << "trained, not the identity it starts as";
+  EXPECT_NEAR(view->stableRank(), model_core::stableRank(live, 4, 4), 1e-12);
+  EXPECT_TRUE(view->readoutText().contains("stable rank")) << view->readoutText().toStdString();
+  EXPECT_TRUE(view->noteText().contains(QString("at step %1 while it trains").arg(shown))) << view->noteText().toStdString();
+  // C^pre of the same inspection, chosen while training.
+  ASSERT_TRUE(view->choose("mix_pre"));
+  EXPECT_TRUE(view->heatmap()->title().contains("training, step")) << view->heatmap()->title().toStdString();
+
+  // Stopped: the checkpoint's values, said so.
+  w.controller()->stop();
+  w.controller()->waitForFinished();
+  ASSERT_TRUE(waitFor([&] { return !w.model().isTraining(0); }, 20000));
+  ASSERT_TRUE(view->choose("mix_post"));
+  ASSERT_TRUE(waitFor([&] { return view->heatmap()->title().contains("trained, step"); }, 20000))
+      << view->heatmap()->title().toStdString();
+  EXPECT_TRUE(view->noteText().contains("of its checkpoint")) << view->noteText().toStdString();
 }
 
 TEST(DesignMta, MatchBudgetsSolveBoxFollowsTheDesign) {

@@ -35,6 +35,20 @@ struct RoleVectors {
   HostTensor vectors;
 };
 
+/// One named weight of a layer ("mix_post"), as a host copy.
+struct NamedHostTensor {
+  std::string name;
+  HostTensor value;
+};
+
+/// The attention weights whose values no spec holds and that InspectionSnapshot::slot_weights
+/// carries, in this order (the names the modules register and checkpoints keep).
+inline const std::vector<std::string>& slotWeightNames() {
+  static const std::vector<std::string> names = {"mix_post", "mix_pre", "mta_kernel", "mta_kernel_after_sm",
+                                                 "head_kernel"};
+  return names;
+}
+
 /// What the views show about the model's insides at one step.
 struct InspectionSnapshot {
   std::int64_t step = 0;
@@ -55,6 +69,12 @@ struct InspectionSnapshot {
   std::vector<std::string> role_tokens;     ///< token text of each role row
   std::vector<std::string> role_labels;     ///< structural label of each role row
   std::vector<std::string> role_contexts;   ///< the question around each token
+  /// The head mixings and multi-token attention's kernels of every layer as the model holds them at
+  /// this step (mix_post C′, mix_pre, mta_kernel, mta_kernel_after_sm, head_kernel: the
+  /// weights the spec holds no values for), so a view follows them while the run trains instead of
+  /// waiting for a checkpoint. slot_weights[l]: layer l's, in that order; empty for a layer without
+  /// any. Not written to inspection files (the checkpoint keeps them).
+  std::vector<std::vector<NamedHostTensor>> slot_weights;
   /// Every tensor of one layer's diagram on the same probe, when the run was asked for it
   /// (TrainerControl::setNetworkLayer); null otherwise. Not written to inspection files.
   std::shared_ptr<const NetworkValues> network;

@@ -150,6 +150,14 @@ InspectionSnapshot TrainingSession::inspect(const std::string& probe, int networ
     snap.stable_ranks.push_back(a.stable_rank);
     snap.spectra.push_back(a.singular_values);
   }
+  // The head mixings and MTA kernels as trained so far (their values are in no spec).
+  for (const auto& block : blocks) {
+    std::vector<NamedHostTensor> weights;
+    const auto params = block->attention()->named_parameters(/*recurse=*/false);
+    for (const auto& name : slotWeightNames())
+      if (const auto* p = params.find(name)) weights.push_back({name, toHost(*p)});
+    snap.slot_weights.push_back(std::move(weights));
+  }
 
   // Attention maps of the probe (a typed one, or the first evaluation example / image).
   const Probe p = probeInput(probe);

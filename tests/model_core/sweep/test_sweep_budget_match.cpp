@@ -263,9 +263,6 @@ TEST(ShippedSweeps, EveryFilePlansWithItsBudgetsAndHasItsReport) {
         }
       }
     plans[name] = trials;
-    // Claims 1 and 2 were run before verdicts existed; their re-run until settled is owed (issue 37,
-    // docs/experiments/README.md says so). Every other shipped sweep has its verdicts.
-    if (name == "tuformer_design_space" || name == "heads_vs_rank") continue;
     const auto report = root / "docs" / "experiments" / (name + ".report.md");
     std::ifstream in(report);
     ASSERT_TRUE(in.good()) << "docs/experiments has no report for " << name;

@@ -87,6 +87,51 @@ TEST(Trainer, InspectionHoldsCoresAndOneRoleRowPerProbeTokenForEveryHead) {
   for (const auto& t : b.role_tokens) EXPECT_NE(t, "<pad>");
 }
 
+// The head mixings and MTA kernels travel with every inspection (issue 36: C′ live while training),
+// copied from the model at the inspection's step. The oracle is the checkpoint written at that same
+// step, read back from its safetensors file: every named weight of every layer equal, and only the
+// weights a layer has.
+TEST(Trainer, InspectionsCarryTheHeadMixingsAndMtaKernelsAsTheCheckpointHasThem) {
+  for (const char* preset : {"talking_heads", "mta", "mhsa"}) {
+    SCOPED_TRACE(preset);
+    TempDir dir(std::string("train_slot_weights_") + preset);
+    auto c = tinyRun(preset, 4);
+    c.train.lr = 0.05;  // moves the weights off their identity start within four steps
+    TrainerControl control;
+    Recorder rec;
+    const auto result = train(c, dir.path("run"), control, rec);
+    ASSERT_FALSE(result.diverged) << result.message;
+    ASSERT_FALSE(rec.inspections.empty());
+    const auto& last = rec.inspections.back();
+    ASSERT_EQ(last.step, 4);
+    ASSERT_EQ(last.slot_weights.size(), 2u) << "one entry per layer";
+    const auto file = readSafetensors(checkpointFile(dir.path("run"), "model.safetensors"));
+    for (int layer = 0; layer < 2; ++layer) {
+      std::vector<std::string> expected;
+      for (const auto& name : slotWeightNames())
+        if (file.tensors.count("blocks." + std::to_string(layer) + ".attn." + name)) expected.push_back(name);
+      std::vector<std::string> got;
+      for (const auto& w : last.slot_weights[size_t(layer)]) {
+        got.push_back(w.name);
+        const auto& t = file.tensors.at("blocks." + std::to_string(layer) + ".attn." + w.name);
+        EXPECT_EQ(w.value.shape, t.shape) << w.name;
+        EXPECT_EQ(w.value.values, toFloatVector(t)) << w.name;
+      }
+      EXPECT_EQ(got, expected) << "layer " << layer;
+      if (std::string(preset) == "mhsa") EXPECT_TRUE(got.empty());
+      if (std::string(preset) == "talking_heads") {
+        EXPECT_EQ(got, (std::vector<std::string>{"mix_post", "mix_pre"}));
+        // Trained, not the identity it starts as.
+        const auto& v = last.slot_weights[size_t(layer)][0].value.values;
+        ASSERT_EQ(v.size(), 4u);
+        EXPECT_GT(std::abs(v[0] - 1.0f) + std::abs(v[1]) + std::abs(v[2]) + std::abs(v[3] - 1.0f), 1e-4);
+      }
+      if (std::string(preset) == "mta")
+        EXPECT_EQ(got, (std::vector<std::string>{"mix_post", "mix_pre", "mta_kernel", "mta_kernel_after_sm"}));
+    }
+  }
+}
+
 // A typed probe: the question of a question-answer task, which the model answers, so that the maps
 // cover question and answer; a probe the model cannot read is refused with the reason.
 TEST(Trainer, InspectsATypedProbe) {

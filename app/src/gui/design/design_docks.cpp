@@ -73,36 +73,55 @@ void DesignDocks::showModelContext() {
       Q_EMIT message(QString("λ of differential attention: ") + e.what());
     }
   }
-  // The trained head mixings and MTA kernels of the shown layer (the spec holds none of their values).
+  m.trainedMixing = trainedMixing();
+  design_->setModelContext(m);
+}
+
+HeadMixingView::Trained DesignDocks::trainedMixing() const {
+  // The trained head mixings and MTA kernels of the shown layer (the spec holds none of their values):
+  // while the run trains, its latest inspection's; once it stops, its checkpoint's.
+  const RunEntry& run = model_->currentRun();
   const spec::AttentionSpec shown = model_->currentSpec();
-  auto& t = m.trainedMixing;
+  HeadMixingView::Trained t;
   t.run = run.name;
   t.layer = model_->currentLayer();
   const QStringList weights = HeadMixingView::weightsOf(shown);
-  if (!weights.isEmpty()) {
-    if (model_->isTraining(model_->current()))
-      t.why = "The run is training: its trained values show here once it stops.";
-    else if (run.runDir.isEmpty() || !model_->hasCheckpoint(model_->current()))
-      t.why = "The run has not trained yet: its trained values show here once it has a checkpoint.";
-    else {
-      const std::string dir = QFile::encodeName(run.runDir).toStdString();
-      try {
-        const auto state = model_core::inspectRunDirectory(dir);
-        if (state.checkpoint_step < 0) {
-          t.why = "The run has no checkpoint yet: its trained values show here once it has one.";
-        } else {
-          std::vector<std::string> names;
-          for (const auto& w : weights) names.push_back(w.toStdString());
-          for (auto& w : model_core::learnedAttentionWeights(dir, t.layer, names))
-            t.tensors.push_back({QString::fromStdString(w.name), std::move(w.shape), std::move(w.values)});
-          t.step = state.checkpoint_step;
-        }
-      } catch (const std::exception& e) {
-        t.why = QString("The run's checkpoint could not be read: ") + e.what();
-      }
+  if (weights.isEmpty()) return t;
+  if (model_->isTraining(model_->current())) {
+    const bool inspected = last_ && lastRun_ == run.id && t.layer >= 0 &&
+                           t.layer < static_cast<int>(last_->slot_weights.size()) &&
+                           !last_->slot_weights[static_cast<size_t>(t.layer)].empty();
+    if (!inspected) {
+      t.why = "The run is training: its values show here from its first inspection on.";
+      return t;
     }
+    for (const auto& w : last_->slot_weights[static_cast<size_t>(t.layer)])
+      t.tensors.push_back({QString::fromStdString(w.name), w.value.shape,
+                           std::vector<double>(w.value.values.begin(), w.value.values.end())});
+    t.step = last_->step;
+    t.live = true;
+    return t;
   }
-  design_->setModelContext(m);
+  if (run.runDir.isEmpty() || !model_->hasCheckpoint(model_->current())) {
+    t.why = "The run has not trained yet: its trained values show here once it has a checkpoint.";
+    return t;
+  }
+  const std::string dir = QFile::encodeName(run.runDir).toStdString();
+  try {
+    const auto state = model_core::inspectRunDirectory(dir);
+    if (state.checkpoint_step < 0) {
+      t.why = "The run has no checkpoint yet: its trained values show here once it has one.";
+    } else {
+      std::vector<std::string> names;
+      for (const auto& w : weights) names.push_back(w.toStdString());
+      for (auto& w : model_core::learnedAttentionWeights(dir, t.layer, names))
+        t.tensors.push_back({QString::fromStdString(w.name), std::move(w.shape), std::move(w.values)});
+      t.step = state.checkpoint_step;
+    }
+  } catch (const std::exception& e) {
+    t.why = QString("The run's checkpoint could not be read: ") + e.what();
+  }
+  return t;
 }
 
 void DesignDocks::refresh() {
@@ -144,6 +163,9 @@ void DesignDocks::showInspection(quint64 runId, std::shared_ptr<const model_core
   last_ = std::move(snap);
   lastRun_ = runId;
   if (runId != model_->currentRun().id) return;
+  // C′ and the MTA kernels follow the training run at each inspection, as C does.
+  if (last_ && model_->isTraining(model_->current()) && !HeadMixingView::weightsOf(model_->currentSpec()).isEmpty())
+    design_->headMixing()->setTrained(trainedMixing());
   if (last_) showLearnedCore();
   else if (wasLearned && !model_->isTraining(model_->current())) core_->setEditable(true);  // back to the design
 }

@@ -7,6 +7,8 @@
 #include <QObject>
 #include <memory>
 
+#include "gui/design/head_mixing_view.h"
+
 class QPlainTextEdit;
 
 namespace tensorscope::diagram_view {
@@ -27,8 +29,8 @@ class DesignDocks : public QObject {
  public:
   DesignDocks(SessionModel* model, DesignPanel* design, CoreEditor* core, QPlainTextEdit* specText,
               diagram_view::DiagramView* diagram, QObject* parent = nullptr);
-  /// A training inspection: the core editor shows the learned C of its layer when the training
-  /// run is the current one.
+  /// A training inspection: the core editor shows the learned C of its layer, and the head-mixing
+  /// view its C′ and MTA kernels, when the training run is the current one.
   void showInspection(quint64 runId, std::shared_ptr<const model_core::InspectionSnapshot> snap);
 
  Q_SIGNALS:
@@ -40,6 +42,9 @@ class DesignDocks : public QObject {
   /// The run around the shown layer: positions, why rotary is refused, λ of differential attention.
   void showModelContext();
   void showLearnedCore();
+  /// The shown layer's head mixings and MTA kernels as trained: the training run's latest
+  /// inspection, or a stopped run's checkpoint, or why there are none.
+  HeadMixingView::Trained trainedMixing() const;
 
   SessionModel* model_;
   DesignPanel* design_;

@@ -204,7 +204,9 @@ void HeadMixingView::refresh() {
   const WeightInfo* info = infoOf(name);
   QString title = info->symbol;
   if (!mixing) title += QString(name == "head_kernel" ? ", group %1" : ", head %1").arg(index_->value());
-  title += showsTrained_ ? QString(" — trained, step %1").arg(trained_.step) : QString(" — initial values");
+  title += !showsTrained_    ? QString(" — initial values")
+           : trained_.live ? QString(" — training, step %1").arg(trained_.step)
+                           : QString(" — trained, step %1").arg(trained_.step);
   heatmap_->setMatrix(values, rows, cols, title);
   if (mixing) heatmap_->setAxisTitles("l (head it takes from)", "w (head it gives to)");
   else if (name == "head_kernel") heatmap_->setAxisTitles("j (head it gives to, in the group)", "i (head it takes from)");
@@ -232,13 +234,17 @@ void HeadMixingView::refresh() {
   }
   const QString what = mixing ? "the identity" : name == "head_kernel" ? "the identity in each group"
                                                                         : "a single 1 at the query itself and key offset 0";
-  QString note = showsTrained_
-                     ? QString("Trained values of %1, layer %2, at step %3 of its checkpoint (read-only: the run stays "
-                               "as trained).")
-                           .arg(trained_.run)
-                           .arg(trained_.layer)
-                           .arg(trained_.step)
-                     : QString("Initial values: %1, as every layer of this design starts.").arg(what);
+  QString note =
+      !showsTrained_ ? QString("Initial values: %1, as every layer of this design starts.").arg(what)
+      : trained_.live
+          ? QString("Values of %1, layer %2, at step %3 while it trains: they follow its inspections (read-only).")
+                .arg(trained_.run)
+                .arg(trained_.layer)
+                .arg(trained_.step)
+          : QString("Trained values of %1, layer %2, at step %3 of its checkpoint (read-only: the run stays as trained).")
+                .arg(trained_.run)
+                .arg(trained_.layer)
+                .arg(trained_.step);
   note += " Not editable: the spec holds no values for this weight, only whether it exists and its size; it starts "
           "as " + what + " and is learned in training.";
   if (!showsTrained_ && !trained_.why.isEmpty()) note += " " + trained_.why;

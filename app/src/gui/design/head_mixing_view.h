@@ -9,8 +9,9 @@
 /// Where the values live: the spec holds none of them. spec::Slots says only whether each weight
 /// exists and its sizes (docs/attention-variants.md §8, §8.8); every one starts as the identity (a
 /// kernel: a single 1 at the newest query and key offset 0) and is a trained parameter of the
-/// checkpoint. So the view is read-only: it shows the design's initial values, or the trained values
-/// of the selected run's checkpoint, and says so. Editing C′ as C is edited would need a field for
+/// checkpoint. So the view is read-only: it shows the design's initial values, the values of a
+/// training run at its latest inspection (they follow it live, spectrum and stable rank with them),
+/// or the trained values of the selected run's checkpoint, and says which. Editing C′ as C is edited would need a field for
 /// its values in the spec format (attention_spec.h), which this view does not invent.
 
 #include <QGroupBox>
@@ -40,14 +41,16 @@ class HeadMixingView : public QGroupBox {
     std::vector<std::int64_t> shape;
     std::vector<double> values;
   };
-  /// The trained weights of the selected run's shown layer, read from its checkpoint (step), or why
-  /// there are none (no checkpoint yet, still training, unreadable).
+  /// The trained weights of the selected run's shown layer, read from its checkpoint (step) or, while
+  /// it trains, from its latest inspection (live), or why there are none (not trained yet, no
+  /// inspection yet, unreadable).
   struct Trained {
     QString run;
     qint64 step = -1;
     int layer = 0;
     std::vector<Tensor> tensors;
     QString why;
+    bool live = false;  ///< the values of a run that is training, at its latest inspection
   };
 
   explicit HeadMixingView(QWidget* parent = nullptr);
@@ -66,7 +69,8 @@ class HeadMixingView : public QGroupBox {
   bool choose(const QString& name, int index = 0);
   QString shownWeight() const;
   int shownIndex() const;
-  /// Whether the values on show are the checkpoint's (else the initial values).
+  /// Whether the values on show are trained ones, a checkpoint's or a training run's (else the
+  /// initial values).
   bool showsTrained() const { return showsTrained_; }
   viz::MatrixHeatmap* heatmap() const { return heatmap_; }
   /// "stable rank …, σ: …" for an H x H mixing; the kernel's entries otherwise.

@@ -25,10 +25,17 @@ AttentionSpec presetAtSizeOf(const std::string& name, const AttentionSpec& s) {
   b.sizes.R = b.sizes.H * b.sizes.D;
   b.sizes.seq_len = s.sizes.seq_len;
   b.causal = s.causal;
-  // Collaborative attention's shared key space is half of MHSA's H·D at any size (the preset's
-  // proportion), not the preset's 32.
-  if (b.slots.collaborative.enabled()) b.slots.collaborative.key_dim = std::max(1, b.sizes.H * b.sizes.D / 2);
+  keepPresetProportions(b);
   return b;
+}
+
+void keepPresetProportions(AttentionSpec& s) {
+  const int H = s.sizes.H, D = s.sizes.D;
+  if (s.slots.collaborative.enabled()) s.slots.collaborative.key_dim = std::max(1, H * D / 2);
+  if (s.slots.latent.enabled()) {
+    s.slots.latent.kv_rank = 2 * D;
+    s.slots.latent.rope_dim = 2 * std::max(1, D / 4);  // even: the rotary turns pairs
+  }
 }
 
 }  // namespace tensorscope::spec
