@@ -246,6 +246,12 @@ TEST(DesignMta, TheHeadMixingViewShowsTheModulesInitialValuesAndSaysWhyItIsNotEd
     ASSERT_TRUE(spec::validate(s).empty()) << spec::formatIssues(spec::validate(s));
     view.setSpec(s);
     EXPECT_EQ(view.weights(), QStringList({"mix_pre", "mta_kernel", "mta_kernel_after_sm", "head_kernel"}));
+    // The view's names are the ones inspections carry (model_core::slotWeightNames), in their order.
+    auto all = s;
+    all.slots.post_mix = true;
+    QStringList carried;
+    for (const auto& n : model_core::slotWeightNames()) carried << QString::fromStdString(n);
+    EXPECT_EQ(app::HeadMixingView::weightsOf(all), carried);
     // The oracle: the module's own initialisation, as it saves its weights.
     const auto module = moduleWeights(s);
     for (const auto& name : view.weights()) {

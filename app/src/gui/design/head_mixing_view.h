@@ -11,8 +11,9 @@
 /// kernel: a single 1 at the newest query and key offset 0) and is a trained parameter of the
 /// checkpoint. So the view is read-only: it shows the design's initial values, the values of a
 /// training run at its latest inspection (they follow it live, spectrum and stable rank with them),
-/// or the trained values of the selected run's checkpoint, and says which. Editing C′ as C is edited would need a field for
-/// its values in the spec format (attention_spec.h), which this view does not invent.
+/// or the trained values of the selected run's checkpoint, and says which. Editing C′ as C is
+/// edited would need a field for its values in the spec format (attention_spec.h), which this view
+/// does not invent. Its weight names are model_core::slotWeightNames(), in that order.
 
 #include <QGroupBox>
 #include <QStringList>
