@@ -47,7 +47,7 @@ TEST(DemoScript, EveryBadLineIsRefusedWithItsNumber) {
   EXPECT_EQ(errorOf("run 1\n\n  # comment\ntrian 5\n"),
             "demo.txt line 4: unknown command 'trian' (known: preset, run, session, train, wait-step, wait-end, fork, "
             "wait-ms, dock, theme, screenshot, figures, stop, quit, probe, sweep, inspect, plan-step, lesson, lesson-do, "
-            "lesson-next, lab, layout, presenter, roles-colour, slot, match, positions, mixing)");
+            "lesson-next, lab, layout, presenter, roles-colour, slot, match, positions, mixing, mixing-draw)");
   EXPECT_EQ(errorOf("slot kv_groups 1\n"),
             "demo.txt line 1: slot needs a field and a value, e.g. 'slot slots.kv_groups 1'; got 'kv_groups 1'");
   EXPECT_EQ(errorOf("roles-colour token\n"), "demo.txt line 1: roles-colour is label or cluster; got 'token'");

@@ -2,14 +2,16 @@
 // §8.8) in the Design dock — on/off, kernel sizes before and after the softmax, pad_key, head
 // groups, the head norm, its rescale and the gate — each one undo step, each checked by the spec
 // validator first (a refusal shows its reason and changes nothing), reachable from the preset list
-// and the demo's `slot`; C′, C^pre and MTA's kernels as read-only heatmaps (the spec holds no
-// values for them: initial values, or the trained run's checkpoint with C′'s spectrum and stable
-// rank); Match budget's "solve" box follows the design.
+// and the demo's `slot`; C′, C^pre and MTA's kernels as heatmap editors (painted values, frozen
+// entries, presets, each an undo step; a trained run's values read-only with C′'s spectrum and
+// stable rank, an edit of them forks the run); Match budget's "solve" box follows the design.
 #include <gtest/gtest.h>
 
+#include <QAbstractButton>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
+#include <QPlainTextEdit>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
@@ -28,7 +30,9 @@
 #include "model_core/run_directory.h"
 #include "model_core/safetensors.h"
 #include "model_core/snapshots.h"
+#include "spec/cost_model.h"
 #include "spec/design_names.h"
+#include "spec/slot_values.h"
 #include "spec/validation.h"
 #include "viz/matrix_heatmap.h"
 #include "window_test_util.h"
@@ -228,9 +232,24 @@ TEST(DesignMta, ThePresetListReachesMtaAndTheDemoSlotCommandSetsItsFields) {
   EXPECT_NE(play("mixing head_kernel\nquit\n"), 0) << "no head convolution in this design";
   EXPECT_NE(play("mixing mta_kernel 4\nquit\n"), 0) << "H = 4: heads 0 to 3";
   EXPECT_THROW(app::parseDemoScript("slot slots.mta.pad\n", "demo.txt"), std::invalid_argument);
+  // Drawing from a script: a preset, a value, a frozen rectangle; each one undo step.
+  EXPECT_EQ(play("mixing mix_post\nmixing-draw preset average\nmixing-draw value 0.5 0 1\n"
+                 "mixing-draw frozen 2 0 3 3\nquit\n"),
+            0);
+  const auto& post = w.model().currentSpec().slots.post_mixing;
+  ASSERT_EQ(post.values.size(), 16u);
+  EXPECT_EQ(post.values[1], 0.5);
+  EXPECT_EQ(post.values[0], 0.25);
+  EXPECT_EQ(spec::mixingTrainableCount(post, 4), 8);
+  EXPECT_EQ(w.model().undoStack()->undoText(), "paint C′[2..3, 0..3] frozen");
+  EXPECT_EQ(play("mixing mta_kernel 1\nmixing-draw preset key_blur\nquit\n"), 0);
+  EXPECT_FALSE(w.model().currentSpec().slots.mta.kernel_values.empty());
+  EXPECT_NE(play("mixing-draw preset swap\nquit\n"), 0) << "swap is a mixing preset, not a kernel's";
+  EXPECT_NE(play("mixing-draw value x 0 0\nquit\n"), 0);
+  EXPECT_NE(play("mixing-draw frozen 1\nquit\n"), 0);
 }
 
-TEST(DesignMta, TheHeadMixingViewShowsTheModulesInitialValuesAndSaysWhyItIsNotEdited) {
+TEST(DesignMta, TheHeadMixingViewShowsTheModulesStartingValues) {
   app::HeadMixingView view;
   view.setSpec(spec::makeSpecPreset("mhsa"));
   EXPECT_TRUE(view.isHidden()) << "MHSA has no mixing";
@@ -284,19 +303,141 @@ TEST(DesignMta, TheHeadMixingViewShowsTheModulesInitialValuesAndSaysWhyItIsNotEd
   EXPECT_FALSE(view.showsTrained());
   EXPECT_NEAR(view.stableRank(), 6.0, 1e-9);
   EXPECT_TRUE(view.readoutText().startsWith("stable rank 6.000 of 6 heads")) << view.readoutText().toStdString();
-  EXPECT_TRUE(view.noteText().contains("the spec holds no values")) << view.noteText().toStdString();
-  EXPECT_TRUE(view.heatmap()->title().contains("C′ (mix_post)")) << view.heatmap()->title().toStdString();
+  EXPECT_TRUE(view.noteText().contains("Click or drag to set entries")) << view.noteText().toStdString();
+  EXPECT_TRUE(view.heatmap()->title().contains("C′ (mix_post) — initial values")) << view.heatmap()->title().toStdString();
   EXPECT_THROW(app::HeadMixingView::initialValues(spec::makeSpecPreset("mhsa"), "mix_post"), std::invalid_argument);
+  // Drawn values (spec/slot_values.h) are where the module starts, and what the view shows.
+  auto drawn = spec::makeSpecPreset("mta");
+  drawn.sizes.H = 2;
+  drawn.sizes.D = 4;
+  drawn.slots.post_mixing = spec::makeMixingPreset("swap", 2);
+  spec::setMtaKernelValues(drawn.slots.mta, 2, false, spec::makeMtaKernelPreset("key_blur", drawn.slots.mta, 2, false));
+  ASSERT_TRUE(spec::validate(drawn).empty()) << spec::formatIssues(spec::validate(drawn));
+  view.setSpec(drawn);
+  const auto module = moduleWeights(drawn);
+  for (const auto& name : view.weights()) {
+    const auto init = app::HeadMixingView::initialValues(drawn, name);
+    const auto& t = module.tensors.at(name.toStdString());
+    EXPECT_EQ(init.shape, t.shape) << name.toStdString();
+    for (size_t i = 0; i < init.values.size(); ++i)
+      EXPECT_NEAR(init.values[i], valuesOf(t)[i], 1e-7) << name.toStdString() << " entry " << i;
+  }
+  ASSERT_TRUE(view.choose("mix_post"));
+  EXPECT_TRUE(view.heatmap()->title().contains("as drawn")) << view.heatmap()->title().toStdString();
+  EXPECT_EQ(view.heatmap()->value(0, 1), 1.0);
+  EXPECT_NEAR(view.stableRank(), 2.0, 1e-9) << "a permutation keeps every head";
+}
+
+// Issue 36: C′, C^pre and the MTA kernels are edited as C is — click and drag set values, Shift+drag
+// fills a rectangle, frozen and trainable are painted, presets redraw the weight — each one undo
+// step of the document, live in the costs and the spec text; a structural edit that leaves the
+// values without their shape drops them (the slot starts from its identity again).
+TEST(DesignMta, CPrimeAndTheKernelsArePaintedFrozenAndPresetWithUndo) {
+  app::MainWindow w(testOptions());
+  w.model().select(0);
+  const auto th = setPresetDesign(w, "talking_heads");
+  auto* p = w.designPanel();
+  auto* view = p->headMixing();
+  auto* undo = w.model().undoStack();
+  ASSERT_TRUE(view->choose("mix_post"));
+  ASSERT_TRUE(view->editsDesign());
+  const auto params0 = spec::parameterCount(w.model().currentSpec());
+  // Set one value: one undo step named by the cell.
+  view->setTool(app::HeadMixingView::Tool::SetValue);
+  view->setPaintValue(0.5);
+  view->editCell(0, 1);
+  const auto& post = [&] { return w.model().currentSpec().slots.post_mixing; };
+  ASSERT_EQ(post().values.size(), 16u);
+  EXPECT_EQ(post().values[1], 0.5);
+  EXPECT_EQ(post().values[0], 1.0);
+  EXPECT_EQ(undo->undoText(), "set C′[0,1] = 0.5");
+  EXPECT_EQ(view->heatmap()->value(0, 1), 0.5);
+  EXPECT_TRUE(view->heatmap()->title().contains("as drawn"));
+  auto* specText = w.findChild<QPlainTextEdit*>("specText");
+  ASSERT_TRUE(specText);
+  EXPECT_TRUE(specText->toPlainText().contains("\"post_mixing\"")) << "the spec text shows the drawn C′";
+  // A drag is one stroke: one undo step for its cells.
+  const int steps = undo->count();
+  view->editCell(1, 0);
+  view->editCell(1, 2, /*continuingStroke=*/true);
+  view->editCell(1, 3, true);
+  EXPECT_EQ(undo->count(), steps + 1) << "a drag merges into one undo step";
+  EXPECT_EQ(post().values[4 + 3], 0.5);
+  undo->undo();
+  EXPECT_EQ(post().values[4 + 0], 0.0) << "the whole drag taken back";
+  EXPECT_EQ(post().values[1], 0.5) << "the edit before it stays";
+  // Paint frozen: the mask, hatched, and the costs follow (a frozen entry is stored, not trained).
+  view->setTool(app::HeadMixingView::Tool::PaintFrozen);
+  view->editRectangle(2, 0, 3, 3);
+  EXPECT_EQ(undo->undoText(), "paint C′[2..3, 0..3] frozen");
+  EXPECT_EQ(spec::mixingTrainableCount(post(), 4), 8);
+  EXPECT_EQ(spec::parameterCount(w.model().currentSpec()), params0 - 8);
+  EXPECT_EQ(view->heatmap()->mask()[8], 1) << "frozen entries are hatched";
+  EXPECT_TRUE(view->readoutText().contains("8 of 16 entries trained")) << view->readoutText().toStdString();
+  view->setTool(app::HeadMixingView::Tool::PaintTrainable);
+  view->editCell(2, 2);
+  EXPECT_EQ(spec::mixingTrainableCount(post(), 4), 9);
+  // Presets: one undo step each; the identity preset is the design without drawn values again.
+  EXPECT_EQ(view->presetNames(), QStringList({"identity", "average", "swap", "identity_frozen", "diagonal_only"}));
+  ASSERT_TRUE(view->applyPreset("average"));
+  EXPECT_EQ(undo->undoText(), "C′ preset average");
+  EXPECT_NEAR(view->stableRank(), 1.0, 1e-9) << "every head reads the mean map: one head's worth";
+  ASSERT_TRUE(view->applyPreset("identity"));
+  EXPECT_TRUE(post().isDefault());
+  EXPECT_EQ(w.model().currentSpec(), th) << "drawn back to the preset, byte for byte";
+  EXPECT_FALSE(view->applyPreset("key_blur")) << "a kernel preset is not C′'s";
+  undo->undo();
+  EXPECT_NEAR(view->stableRank(), 1.0, 1e-9) << "undo brings the average back";
+  // C^pre is its own weight.
+  ASSERT_TRUE(view->choose("mix_pre"));
+  view->setTool(app::HeadMixingView::Tool::SetValue);
+  view->setPaintValue(-0.25);
+  view->editCell(3, 0);
+  EXPECT_EQ(w.model().currentSpec().slots.pre_mixing.values[12], -0.25);
+  EXPECT_EQ(undo->undoText(), "set C^pre[3,0] = -0.25");
+  // A structural edit that changes H drops the drawn values: the mixings start as the identity.
+  auto narrower = w.model().currentSpec();
+  narrower.sizes.H = 2;
+  w.model().editDesign(narrower, "H = 2");
+  EXPECT_EQ(w.model().currentSpec().sizes.H, 2);
+  EXPECT_TRUE(post().isDefault());
+  EXPECT_TRUE(w.model().currentSpec().slots.pre_mixing.isDefault());
+  EXPECT_TRUE(spec::validate(w.model().currentSpec()).empty());
+  undo->undo();
+  EXPECT_EQ(w.model().currentSpec().slots.pre_mixing.values[12], -0.25) << "undo brings H and the values back";
+
+  // MTA's kernels: one c_q x c_k grid per head, values only (no frozen entries).
+  slot<QCheckBox>(p, "slots.mta")->setChecked(true);
+  ASSERT_TRUE(view->choose("mta_kernel", 2));
+  EXPECT_FALSE(view->findChild<QAbstractButton*>("headMixingTool2")->isEnabled()) << "a kernel has no frozen entries";
+  view->setPaintValue(0.75);
+  view->editCell(5, 0);
+  const auto& m = w.model().currentSpec().slots.mta;
+  ASSERT_EQ(m.kernel_values.size(), size_t(4 * m.q_kernel * m.k_kernel));
+  EXPECT_EQ(m.kernel_values[size_t(2 * m.q_kernel * m.k_kernel + 5 * m.k_kernel + 0)], 0.75);
+  EXPECT_EQ(undo->undoText(), "set θ[head 2][5,0] = 0.75");
+  ASSERT_TRUE(view->applyPreset("key_blur"));
+  EXPECT_NEAR(view->heatmap()->value(m.q_kernel - 1, 0), 1.0 / m.k_kernel, 1e-12);
+  // Changing the kernel's size drops its drawn values.
+  slot<QSpinBox>(p, "slots.mta.k_kernel")->setValue(5);
+  EXPECT_TRUE(w.model().currentSpec().slots.mta.kernel_values.empty());
+  EXPECT_TRUE(spec::validate(w.model().currentSpec()).empty()) << spec::formatIssues(spec::validate(w.model().currentSpec()));
+  // κ is not drawn: a click says so and changes nothing.
+  slot<QCheckBox>(p, "slots.post_mix")->setChecked(false);
+  slot<QSpinBox>(p, "slots.mta.head_group")->setValue(2);
+  ASSERT_TRUE(view->choose("head_kernel"));
+  const auto before = w.model().currentSpec();
+  view->editCell(0, 1);
+  EXPECT_EQ(w.model().currentSpec(), before);
+  EXPECT_TRUE(view->noteText().contains("the spec draws no values")) << view->noteText().toStdString();
+  EXPECT_TRUE(view->presetNames().isEmpty());
 }
 
 TEST(DesignMta, ATrainedRunShowsItsLearnedCPrimeAndForksOnAnMtaEdit) {
   QStringList asked;
   app::MainWindow w(answeringOptions(asked, true));
   lightRun0(w);
-  auto th = spec::makeSpecPreset("talking_heads");
-  th.causal = w.model().currentSpec().causal;
-  th.sizes.seq_len = w.model().currentSpec().sizes.seq_len;
-  w.model().editDesign(th, "preset talking_heads");
+  const auto th = setPresetDesign(w, "talking_heads");
   auto* p = w.designPanel();
   auto* view = p->headMixing();
   ASSERT_TRUE(view->choose("mix_post"));
@@ -333,6 +474,51 @@ TEST(DesignMta, ATrainedRunShowsItsLearnedCPrimeAndForksOnAnMtaEdit) {
   EXPECT_EQ(p->designNameText(), app::DesignPanel::describeDesigns(w.model().currentSpec()));
 }
 
+// Issue 36: a trained run's C′ is read-only; an edit asks to fork it and lands on the fork, whose
+// C′ starts from the learned values with the edit (its warm start takes a drawn C′ from the design).
+TEST(DesignMta, EditingATrainedRunsCPrimeForksItWithTheEditOnTheLearnedValues) {
+  QStringList asked;
+  app::MainWindow w(answeringOptions(asked, true));
+  lightRun0(w);
+  const auto th = setPresetDesign(w, "talking_heads");
+  trainStopped(w, 3);
+  ASSERT_TRUE(w.model().hasCheckpoint(0));
+  auto* view = w.designPanel()->headMixing();
+  ASSERT_TRUE(view->choose("mix_post"));
+  ASSERT_TRUE(view->showsTrained());
+  EXPECT_FALSE(view->editsDesign());
+  EXPECT_TRUE(view->noteText().contains("Editing forks the run")) << view->noteText().toStdString();
+  EXPECT_FALSE(view->applyPreset("average")) << "a preset does not change a trained run";
+  EXPECT_TRUE(view->noteText().contains("click a cell to fork the run")) << view->noteText().toStdString();
+  std::vector<double> learned;
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) learned.push_back(view->heatmap()->value(r, c));
+  const auto parent = w.model().run(0);
+  view->setPaintValue(0.0);
+  view->editCell(2, 3);
+  ASSERT_EQ(asked.size(), 1);
+  EXPECT_TRUE(asked.front().contains("C′")) << asked.front().toStdString();
+  EXPECT_EQ(w.model().run(0).config.model.attention, parent.config.model.attention) << "the trained run stays";
+  ASSERT_EQ(w.model().currentRun().forkParent, parent.id);
+  const auto fork = w.model().currentSpec();
+  ASSERT_EQ(fork.slots.post_mixing.values.size(), 16u);
+  for (int k = 0; k < 16; ++k)
+    EXPECT_NEAR(fork.slots.post_mixing.values[size_t(k)], k == 2 * 4 + 3 ? 0.0 : learned[size_t(k)], 1e-7) << k;
+  EXPECT_EQ(w.model().undoStack()->undoText(), "set C′[2,3] = 0");
+  EXPECT_TRUE(view->editsDesign()) << "the fork, untrained, is edited directly";
+  EXPECT_TRUE(view->heatmap()->title().contains("as drawn")) << view->heatmap()->title().toStdString();
+  // C^pre of the fork: its starting snapshot's values until drawn, then edited as drawn.
+  ASSERT_TRUE(view->choose("mix_pre"));
+  EXPECT_TRUE(view->heatmap()->title().contains("fork start")) << view->heatmap()->title().toStdString();
+  EXPECT_TRUE(view->editsDesign());
+  const double pre23 = view->heatmap()->value(2, 3);
+  view->setPaintValue(pre23 + 1.0);
+  view->editCell(1, 1);
+  ASSERT_EQ(w.model().currentSpec().slots.pre_mixing.values.size(), 16u);
+  EXPECT_NEAR(w.model().currentSpec().slots.pre_mixing.values[2 * 4 + 3], pre23, 1e-7) << "the others start as learned";
+  EXPECT_EQ(asked.size(), 1) << "no second question on the fork";
+}
+
 // Issue 36: C′ with its spectrum and stable rank follows a training run at each inspection, as the
 // learned C does, instead of waiting for the run to stop; once it stops, the checkpoint's values.
 // The oracle is the inspection the window received (model_core's Trainer test pins those against
@@ -341,10 +527,7 @@ TEST(DesignMta, TheHeadMixingViewFollowsATrainingRunAtEachInspection) {
   QStringList asked;
   app::MainWindow w(answeringOptions(asked, true));
   w.model().select(0);
-  auto th = spec::makeSpecPreset("talking_heads");
-  th.causal = w.model().currentSpec().causal;
-  th.sizes.seq_len = w.model().currentSpec().sizes.seq_len;
-  w.model().editDesign(th, "preset talking_heads");
+  const auto th = setPresetDesign(w, "talking_heads");
   {  // light: one layer, batch 4, one thread, an inspection and a checkpoint every 2 steps
     auto light = w.model().session().runs[0].config;
     ASSERT_TRUE(light.model.attention.front().slots.post_mix);

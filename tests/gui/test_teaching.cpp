@@ -51,6 +51,7 @@
 #include "model_core/network_values.h"
 #include "model_core/run_files.h"
 #include "spec/attention_spec.h"
+#include "spec/slot_values.h"
 #include "spec/validation.h"
 #include "spec/contraction_steps.h"
 #include "spec/cost_model.h"
@@ -939,6 +940,29 @@ TEST(TeachingLessons, MixingHeadsAndAnIntervention) {
       EXPECT_EQ(QFileInfo(QString::fromStdString(record.source)).canonicalFilePath(), QFileInfo(run.initFrom).canonicalFilePath());
     }
   });
+}
+
+// The intervention on a fork whose design draws C′ (spec/slot_values.h): its warm start takes C′
+// from the design, so the row is zeroed there too (and in the snapshot, which the check reads).
+TEST(TeachingLessons, ZeroingARowOfADrawnCPrimeReachesTheForksDesign) {
+  QStringList asked;
+  app::MainWindow w(answeringOptions(asked, true));
+  lightRun0(w);
+  setPresetDesign(w, "talking_heads",
+                  [](spec::AttentionSpec& s) { s.slots.post_mixing = spec::makeMixingPreset("average", s.sizes.H); });
+  trainStopped(w, 3);
+  const quint64 trained = w.model().currentRun().id;
+  ASSERT_TRUE(w.lessons()->zeroRow("mix_post", 1));
+  const auto& fork = w.model().currentRun();
+  ASSERT_EQ(fork.forkParent, trained);
+  EXPECT_EQ(model_core::zeroMixingRows(fork.initFrom.toStdString(), 0), std::vector<std::string>{"mix_post[1]"});
+  const auto& drawn = w.model().currentSpec().slots.post_mixing.values;
+  ASSERT_EQ(drawn.size(), 16u);
+  for (int l = 0; l < 4; ++l) {
+    EXPECT_EQ(drawn[size_t(4 + l)], 0.0) << "row 1 zeroed in the fork's design";
+    EXPECT_EQ(drawn[size_t(l)], 0.25) << "row 0 as drawn";
+  }
+  EXPECT_EQ(w.model().undoStack()->undoText(), "zero row 1 of mix_post");
 }
 
 // Issue 36: example sessions for the modern designs on the King James Bible. Each compares designs

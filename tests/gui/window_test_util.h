@@ -1,4 +1,6 @@
 #pragma once
+
+#include <functional>
 // Helpers of the explorer-window tests (test_main_window.cpp, test_daily_tool*.cpp, test_probes.cpp,
 // test_design_*.cpp, …).
 
@@ -149,6 +151,18 @@ inline void lightRun0(app::MainWindow& w) {
   light.model.layers = 1;
   light.train.threads = 1;
   w.trainingPanel()->setConfig(light);
+}
+
+/// Design preset `name` at the current run's causality and sequence length (what the Preset box
+/// gives), optionally with `edit` applied, set as the current run's design (one undo step).
+inline spec::AttentionSpec setPresetDesign(app::MainWindow& w, const char* name,
+                                           const std::function<void(spec::AttentionSpec&)>& edit = {}) {
+  auto s = spec::makeSpecPreset(name);
+  s.causal = w.model().currentSpec().causal;
+  s.sizes.seq_len = w.model().currentSpec().sizes.seq_len;
+  if (edit) edit(s);
+  w.model().editDesign(s, QString("preset ") + name);
+  return s;
 }
 
 /// Whether a label of `view` (its message) contains `text`.

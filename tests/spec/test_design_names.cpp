@@ -9,6 +9,7 @@
 #include "spec/attention_spec.h"
 #include "spec/core_spec.h"
 #include "spec/design_names.h"
+#include "spec/slot_values.h"
 #include "spec/validation.h"
 
 namespace tensorscope::spec {
@@ -263,6 +264,24 @@ TEST(DesignNames, AFrozenKroneckerCoreIsNamedAsItsMaterialisedC) {
   big.sizes.F = 16384;
   big.core = makeCorePreset("mhsa", 1024, 16);
   EXPECT_EQ(first(big), "MHSA (1024 heads of size 16)") << "named from its 1024 x 1024 and 16 x 16 factors";
+}
+
+}  // namespace tensorscope::spec
+
+namespace tensorscope::spec {
+
+TEST(DesignNames, AMixingFrozenAtTheIdentityMixesNothing) {
+  // spec/slot_values.h: C′ drawn as the identity with every entry frozen is MHSA's weights, exactly.
+  auto s = makeSpecPreset("talking_heads");
+  s.slots.post_mixing = makeMixingPreset("identity_frozen", s.sizes.H);
+  EXPECT_EQ(first(s), "talking heads, pre-softmax half");
+  s.slots.pre_mixing = makeMixingPreset("identity_frozen", s.sizes.H);
+  EXPECT_EQ(first(s), "MHSA");
+  // Frozen elsewhere, or trained on the diagonal: still a mixing.
+  s.slots.pre_mixing = makeMixingPreset("diagonal_only", s.sizes.H);
+  EXPECT_EQ(first(s), "talking heads, pre-softmax half");
+  s.slots.pre_mixing = canonicalMixing(std::vector<double>(16, 0.25), std::vector<unsigned char>(16, 0), s.sizes.H);
+  EXPECT_EQ(first(s), "talking heads, pre-softmax half");
 }
 
 }  // namespace tensorscope::spec

@@ -90,7 +90,9 @@ struct TrainResult {
 /// A new run that starts from another run's weights (a fork) instead of a fresh initialisation.
 struct WarmStart {
   std::string checkpoint_dir;     ///< run directory or snapshot holding model.safetensors; empty: none
-  bool cores_from_config = true;  ///< THSA core tensors come from the config (e.g. an edited C), not the checkpoint
+  /// THSA core tensors, and head mixings and MTA kernels whose values the design draws, come from the
+  /// config (e.g. an edited C or C′), not the checkpoint
+  bool cores_from_config = true;
 };
 
 /// Trains `config` into `run_dir` (created; config.json, model.safetensors, optimizer.safetensors,

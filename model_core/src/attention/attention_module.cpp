@@ -1,4 +1,5 @@
 #include "attention/attention_module.h"
+#include "attention/head_mixing.h"
 #include "attention/rotary_rule.h"
 
 #include <ATen/core/grad_mode.h>
@@ -22,7 +23,12 @@ std::string shapeText(const torch::Tensor& t) {
 
 std::vector<NamedWeight> AttentionModuleImpl::namedWeights() const {
   std::vector<NamedWeight> out;
-  for (const auto& p : named_parameters(/*recurse=*/true)) out.push_back({p.key(), p.value(), p.value()});
+  for (const auto& p : named_parameters(/*recurse=*/true)) {
+    // A head mixing with frozen entries is saved as it applies (head_mixing.h); loading writes the
+    // parameter and checks that the frozen entries read back as drawn.
+    const auto mixing = effectiveHeadMixing(*this, p.key());
+    out.push_back({p.key(), mixing.defined() ? mixing : p.value(), p.value()});
+  }
   return out;
 }
 
@@ -99,6 +105,11 @@ std::int64_t AttentionModuleImpl::trainableParameterCount() const {
   std::int64_t n = 0;
   for (const auto& p : parameters(true))
     if (p.requires_grad()) n += p.numel();
+  // Frozen entries of a head mixing are stored but not trained (head_mixing.h).
+  for (const auto& b : named_buffers(/*recurse=*/false))
+    if (b.key().size() > 5 && b.key().compare(b.key().size() - 5, 5, "_mask") == 0 &&
+        named_parameters(false).find(b.key().substr(0, b.key().size() - 5)) != nullptr)
+      n -= (b.value().to(torch::kBool) == false).sum().item<std::int64_t>();
   return n;
 }
 

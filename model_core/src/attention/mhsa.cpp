@@ -59,9 +59,10 @@ MhsaImpl::MhsaImpl(const spec::AttentionSpec& s, int layer) : AttentionModuleImp
   if (slot.gate != spec::Gate::None)
     wg_ = register_module("wg", makeProjection(F, slot.gate == spec::Gate::Headwise ? H : HD, s.bias));
   wo_ = register_module("wo", makeProjection(HD, F, s.bias));
-  // The mixings start as the identity: a new talking-heads layer is MHSA until it learns to mix.
-  if (slot.pre_mix) mixPre_ = register_parameter("mix_pre", torch::eye(H));
-  if (slot.post_mix) mixPost_ = register_parameter("mix_post", torch::eye(H));
+  // The mixings start as drawn (spec/slot_values.h), by default the identity: a new talking-heads
+  // layer is MHSA until it learns to mix.
+  if (slot.pre_mix) mixPre_ = registerHeadMixing(*this, "mix_pre", slot.pre_mixing, H);
+  if (slot.post_mix) mixPost_ = registerHeadMixing(*this, "mix_post", slot.post_mixing, H);
   if (slot.differential) {
     // As the official module initialises them: λ's vectors N(0, 0.1²), the norm's weight ones.
     lambdaInit_ = spec::diffLambdaInit(layer);
@@ -168,6 +169,8 @@ torch::Tensor MhsaImpl::attend(const torch::Tensor& x, const ForwardOptions& opt
   const auto k = expandGroups(splitHeads(applyRotary(wk_(x), D, rotary_), groups_), H, 1);  // [B, H, M, D]
   const auto v = expandGroups(splitHeads(wv_(x), groups_), H, 1);        // [B, H, M, D]
   const bool plain = !mixPre_.defined() && !mixPost_.defined();
+  const auto mixPre = mixPre_.defined() ? mixPre_.effective() : torch::Tensor();
+  const auto mixPost = mixPost_.defined() ? mixPost_.effective() : torch::Tensor();
   if (plain && sdpaAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
     // CUDA with LibTorch >= 2.1: the fused kernel (cuda_attention.h); maps only when asked.
     if (options.with_maps) {
@@ -180,10 +183,10 @@ torch::Tensor MhsaImpl::attend(const torch::Tensor& x, const ForwardOptions& opt
   // backward, so no mixed logits or weights wait between forward and backward (talking_heads.h).
   const bool dropping = is_training() && spec_.dropout > 0;
   if (!plain && !options.with_maps && !dropping && q.requires_grad())
-    return talkingHeadsRecomputed(q, k, v, mixPre_, mixPost_, scale, spec_.causal);
+    return talkingHeadsRecomputed(q, k, v, mixPre, mixPost, scale, spec_.causal);
   // The same math with ATen ops: CUDA without the fused kernel, other dtypes, attention dropout,
   // the talking-heads mixings when maps are asked.
-  const auto P = talkingHeadsWeights(q, k, mixPre_, mixPost_, scale, spec_.causal);  // [B, H, N, M]
+  const auto P = talkingHeadsWeights(q, k, mixPre, mixPost, scale, spec_.causal);  // [B, H, N, M]
   if (options.with_maps) out.maps = P;
   return torch::matmul(dropout_(P), v);
 }

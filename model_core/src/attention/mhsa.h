@@ -5,6 +5,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "attention/attention_module.h"
+#include "attention/head_mixing.h"
 
 namespace tensorscope::model_core {
 
@@ -52,7 +53,7 @@ class MhsaImpl : public AttentionModuleImpl {
   torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr}, wr_{nullptr}, wg_{nullptr};
   torch::nn::Linear contentBias_{nullptr};  ///< collaborative attention: w^c [H, F]
   torch::Tensor mixing_;                     ///< collaborative attention: m [H, D̃]
-  torch::Tensor mixPre_, mixPost_;  ///< [H, H] talking-heads mixings (to-head, from-head), or undefined
+  HeadMixingWeights mixPre_, mixPost_;  ///< [H, H] talking-heads mixings (to-head, from-head), or undefined
   double lambdaInit_ = 0.0;                               ///< differential attention: λ_init of this block
   torch::Tensor lambdaQ1_, lambdaK1_, lambdaQ2_, lambdaK2_;  ///< [D] λ's reparameterisation
   std::shared_ptr<torch::nn::Module> subln_;              ///< holds `weight` [2D] of the head RMSNorm

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attention/kernels.h"
+#include "spec/slot_values.h"
 
 namespace tensorscope::model_core {
 
@@ -59,16 +60,21 @@ MtaImpl::MtaImpl(const spec::AttentionSpec& s, int layer) : AttentionModuleImpl(
   wk_ = register_module("wk", makeProjection(F, groups_ * D, s.bias));
   wv_ = register_module("wv", makeProjection(F, groups_ * D, s.bias));
   wo_ = register_module("wo", makeProjection(H * D, F, s.bias));
-  // Every kernel and mixing starts as the identity (init_method "identity", L589–689).
+  // Every kernel and mixing starts as the identity (init_method "identity", L589–689), unless the
+  // spec holds drawn values (spec/slot_values.h: mtaKernelValues is that identity when none).
+  const auto kernelStart = [&](bool post, int64_t cq, int64_t ck) {
+    return torch::tensor(spec::mtaKernelValues(m, static_cast<int>(H), post), torch::kDouble)
+        .reshape({H, cq, ck})
+        .to(torch::kFloat);
+  };
   if (m.q_kernel > 0)  // L209–216: mta_kernel [H, 1, c_q, c_k]; here [H, c_q, c_k]
-    kernel_ = register_parameter("mta_kernel", mtaIdentityKernel(H, m.q_kernel, m.k_kernel, m.pad));
-  if (slot.pre_mix) mixPre_ = register_parameter("mix_pre", torch::eye(H));  // wpsm (L219–224, L659–666)
+    kernel_ = register_parameter("mta_kernel", kernelStart(false, m.q_kernel, m.k_kernel));
+  if (slot.pre_mix) mixPre_ = registerHeadMixing(*this, "mix_pre", slot.pre_mixing, H);  // wpsm (L219–224, L659–666)
   if (m.post_q_kernel > 0)  // L226–238: mta_kernel_after_sm
-    kernelAfter_ =
-        register_parameter("mta_kernel_after_sm", mtaIdentityKernel(H, m.post_q_kernel, m.post_k_kernel, m.pad));
+    kernelAfter_ = register_parameter("mta_kernel_after_sm", kernelStart(true, m.post_q_kernel, m.post_k_kernel));
   if (m.head_group > 0)  // L247–254: head_kernel [H/g, g, g], identity per group (L677–689)
     headKernel_ = register_parameter("head_kernel", torch::eye(m.head_group).repeat({H / m.head_group, 1, 1}));
-  if (slot.post_mix) mixPost_ = register_parameter("mix_post", torch::eye(H));  // wposm (L255–260)
+  if (slot.post_mix) mixPost_ = registerHeadMixing(*this, "mix_post", slot.post_mixing, H);  // wposm (L255–260)
   if (m.group_norm) {  // L272–279: RMSNorm(head_dim, eps 1e-5), weight ones
     subln_ = register_module("subln", std::make_shared<torch::nn::Module>());
     sublnWeight_ = subln_->register_parameter("weight", torch::ones({D}));
@@ -90,7 +96,7 @@ AttentionOutput MtaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   auto S = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(D)));
   const torch::Tensor future = spec_.causal ? futureMask(N, N, x.device()) : torch::Tensor();
   if (kernel_.defined()) S = mtaConvolution(S, kernel_, m.pad, future);        // L347–353
-  if (mixPre_.defined()) S = torch::einsum("gh,bhnm->bgnm", {mixPre_, S});    // L355–357
+  if (mixPre_.defined()) S = torch::einsum("gh,bhnm->bgnm", {mixPre_.effective(), S});    // L355–357
   if (future.defined()) S = S.masked_fill(future, -std::numeric_limits<double>::infinity());  // L360
   auto P = torch::softmax(S, -1);                                              // L362
   if (kernelAfter_.defined()) {                                                // L364–372
@@ -102,7 +108,7 @@ AttentionOutput MtaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     const int64_t g = headKernel_.size(1);
     P = torch::einsum("bcinm,cij->bcjnm", {P.reshape({B, H / g, g, N, N}), headKernel_}).reshape({B, H, N, N});
   } else if (mixPost_.defined()) {
-    P = torch::einsum("gh,bhnm->bgnm", {mixPost_, P});                        // L378–380
+    P = torch::einsum("gh,bhnm->bgnm", {mixPost_.effective(), P});                        // L378–380
   }
   AttentionOutput out;
   if (options.with_maps) out.maps = P;

@@ -7,6 +7,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "attention/attention_module.h"
+#include "attention/head_mixing.h"
 
 namespace tensorscope::model_core {
 
@@ -22,7 +23,8 @@ namespace tensorscope::model_core {
 /// The convolution reads query n − c_q + 1 … n and keys m − p … m − p + c_k − 1, zero outside the map,
 /// with p = (c_k − 1)/2 (pad both), c_k − 1 (left) or 0 (right). Every kernel and mixing starts
 /// as the identity (the official init_method "identity"), so a new layer is MHSA (plus its norm
-/// and gate). Maps: the weights that meet V [B, H, N, M].
+/// and gate); a spec's drawn values (spec/slot_values.h) replace those starts, and frozen entries
+/// of a mixing keep their drawn value. Maps: the weights that meet V [B, H, N, M].
 class MtaImpl : public AttentionModuleImpl {
  public:
   /// `layer`: the block's index (0 first), for norm_rescale's λ_init.
@@ -35,7 +37,8 @@ class MtaImpl : public AttentionModuleImpl {
   int64_t groups_ = 0;  ///< key/value heads G
   double normScale_ = 1.0;  ///< 1 − λ_init with norm_rescale, else 1
   torch::nn::Linear wq_{nullptr}, wk_{nullptr}, wv_{nullptr}, wo_{nullptr}, gate_{nullptr};
-  torch::Tensor mixPre_, mixPost_, kernel_, kernelAfter_, headKernel_, sublnWeight_;
+  HeadMixingWeights mixPre_, mixPost_;
+  torch::Tensor kernel_, kernelAfter_, headKernel_, sublnWeight_;
   std::shared_ptr<torch::nn::Module> subln_;
   torch::nn::Dropout dropout_{nullptr};
 };

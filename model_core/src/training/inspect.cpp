@@ -153,9 +153,11 @@ InspectionSnapshot TrainingSession::inspect(const std::string& probe, int networ
   // The head mixings and MTA kernels as trained so far (their values are in no spec).
   for (const auto& block : blocks) {
     std::vector<NamedHostTensor> weights;
-    const auto params = block->attention()->named_parameters(/*recurse=*/false);
+    // As saved (namedWeights): a mixing with frozen entries as it applies, drawn values in place.
+    const auto saved = block->attention()->namedWeights();
     for (const auto& name : slotWeightNames())
-      if (const auto* p = params.find(name)) weights.push_back({name, toHost(*p)});
+      for (const auto& w : saved)
+        if (w.name == name) weights.push_back({name, toHost(w.value.detach())});
     snap.slot_weights.push_back(std::move(weights));
   }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <stdexcept>
 
 #include "files/atomic_file.h"
@@ -307,6 +308,21 @@ bool isCoreTensor(const std::string& name) {
   return after == name.size() || name[after] == '.';
 }
 
+/// The slot tensors whose starting values the layers' designs draw (spec/slot_values.h):
+/// "blocks.<i>.attn.mix_post" and the like. A fork whose C′ was edited starts from the edit.
+std::set<std::string> drawnSlotTensors(const std::vector<Block>& blocks) {
+  std::set<std::string> out;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const auto& q = blocks[i]->attention()->spec().slots;
+    const std::string prefix = "blocks." + std::to_string(i) + ".attn.";
+    if (!q.pre_mixing.isDefault()) out.insert(prefix + "mix_pre");
+    if (!q.post_mixing.isDefault()) out.insert(prefix + "mix_post");
+    if (!q.mta.kernel_values.empty()) out.insert(prefix + "mta_kernel");
+    if (!q.mta.post_kernel_values.empty()) out.insert(prefix + "mta_kernel_after_sm");
+  }
+  return out;
+}
+
 }  // namespace
 
 TrainingSession::WarmStartReport TrainingSession::warmStart(const std::string& source, bool coresFromConfig) {
@@ -321,9 +337,10 @@ TrainingSession::WarmStartReport TrainingSession::warmStart(const std::string& s
     // A bare weights file (no trainer state) is a valid source; its step is unknown.
   }
   torch::NoGradGuard noGrad;
+  const auto drawn = drawnSlotTensors(model_->blocks());
   for (const auto& w : model_->namedWeights()) {
     if (w.derived()) continue;
-    if (coresFromConfig && isCoreTensor(w.name)) {
+    if (coresFromConfig && (isCoreTensor(w.name) || drawn.count(w.name))) {
       report.from_config.push_back(w.name);
       continue;
     }

@@ -77,11 +77,12 @@ class TrainingSession {
   struct WarmStartReport {
     std::int64_t source_step = -1;        ///< step of the checkpoint (-1 when it does not say)
     std::vector<std::string> loaded;       ///< copied from the checkpoint
-    std::vector<std::string> from_config;  ///< THSA core tensors kept as the config defines them
+    std::vector<std::string> from_config;  ///< THSA core tensors and drawn slot values kept as the config defines them
     std::vector<std::string> unmatched;    ///< absent from the checkpoint or of another shape: fresh
   };
   /// Copies every weight of `dir`'s model.safetensors whose name and shape match this model
-  /// (skipping THSA core tensors when `coresFromConfig`). The optimizer and step stay fresh.
+  /// (skipping, when `coresFromConfig`, THSA core tensors and the head mixings and MTA kernels whose
+  /// values the design draws: spec/slot_values.h). The optimizer and step stay fresh.
   WarmStartReport warmStart(const std::string& dir, bool coresFromConfig);
 
  private:

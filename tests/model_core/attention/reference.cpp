@@ -1227,6 +1227,39 @@ std::vector<Case> coveredCases(bool causal, bool bias, std::uint32_t seed, bool 
         add(std::move(s), pick(1, 6));
       }
     }
+    {  // drawn slot values (spec/slot_values.h; last, so that the cases above keep their sizes):
+       // talking heads starting from drawn mixings with frozen entries, and MTA from drawn kernels
+       // with a partly frozen post mixing
+      const auto drawnMixing = [](int H, int salt) {
+        std::vector<double> v(static_cast<size_t>(H) * H);
+        std::vector<unsigned char> m(v.size());
+        for (int i = 0; i < H; ++i)
+          for (int j = 0; j < H; ++j) {
+            v[size_t(i) * H + j] = (i == j ? 0.9 : 0.0) + 0.2 * ((i + 2 * j + salt) % 3 - 1);
+            m[size_t(i) * H + j] = (i + j + salt) % 2 == 0;
+          }
+        return spec::HeadMixing{v, m};
+      };
+      for (int which = 0; which < 2; ++which) {
+        spec::Sizes z;
+        z.H = 2 + which;
+        z.D = pick(1, 3);
+        z.F = pick(2, 10);
+        spec::AttentionSpec s = makeSpec(which ? Variant::FixedHead : Variant::Mhsa, z, causal, bias);
+        s.slots.pre_mix = s.slots.post_mix = true;
+        s.slots.pre_mixing = drawnMixing(z.H, 1);
+        s.slots.pre_mixing.trainable_mask.assign(s.slots.pre_mixing.values.size(), 1);  // drawn, all trained
+        s.slots.post_mixing = drawnMixing(z.H, which);
+        if (which) {  // with MTA's convolutions drawn too
+          spec::Mta& m = s.slots.mta;
+          m.q_kernel = 2, m.k_kernel = 3, m.post_q_kernel = 2, m.post_k_kernel = 2;
+          m.pad = spec::MtaPad::Left;  // an even key kernel needs a one-sided pad
+          for (int i = 0; i < z.H * 2 * 3; ++i) m.kernel_values.push_back(0.1 * ((i * 7) % 5) - 0.1);
+          for (int i = 0; i < z.H * 2 * 2; ++i) m.post_kernel_values.push_back(0.25 * ((i * 3) % 4));
+        }
+        add(std::move(s), pick(2, 6));
+      }
+    }
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "reference.h"
 #include "spec/attention_spec.h"
 #include "spec/cost_model.h"
+#include "spec/slot_values.h"
 #include "spec/spec_json.h"
 #include "spec/validation.h"
 
@@ -297,6 +298,32 @@ TEST(AttentionMta, ParameterCountAndTheCostModelAgreeWithTheModule) {
   small.slots.mta.k_kernel = small.slots.mta.post_k_kernel = 1;
   const auto big = spec::estimateCost(spec::makeSpecPreset("mta"), 2, 32), one = spec::estimateCost(small, 2, 32);
   EXPECT_NEAR(big.forward_flops - one.forward_flops, 2.0 * (2 * 6 * 11 - 2) * 2 * 4 * 32 * 32, 1e-6);
+}
+
+TEST(AttentionMta, KernelsStartAsDrawnAndTheSpecsIdentityIsTheModules) {
+  // spec::mtaKernelValues (what the Design dock draws and the JSON omits when unchanged) is the
+  // module's own identity init for every pad; drawn kernels are where the module starts.
+  for (const auto pad : {spec::MtaPad::Both, spec::MtaPad::Left, spec::MtaPad::Right}) {
+    auto s = mtaSpec(8, 2, 4, true);
+    s.slots.mta.pad = pad;
+    s.slots.mta.k_kernel = 5;
+    s.slots.mta.post_q_kernel = 3;
+    s.slots.mta.post_k_kernel = 3;
+    ASSERT_TRUE(spec::validate(s).empty()) << spec::formatIssues(spec::validate(s));
+    const auto w = parametersOf(*buildDouble(s, 62));
+    const auto id = [&](bool post, int64_t cq, int64_t ck) {
+      return torch::tensor(spec::mtaKernelValues(s.slots.mta, 2, post), torch::kDouble).view({2, cq, ck});
+    };
+    expectClose(w.at("mta_kernel"), id(false, 6, 5), 0, "pre-softmax identity, pad " + std::string(spec::toString(pad)));
+    expectClose(w.at("mta_kernel_after_sm"), id(true, 3, 3), 0, "post-softmax identity");
+    expectClose(w.at("mta_kernel"), mtaIdentityKernel(2, 6, 5, pad).to(torch::kDouble), 0, "mtaIdentityKernel");
+    spec::setMtaKernelValues(s.slots.mta, 2, false, spec::makeMtaKernelPreset("key_blur", s.slots.mta, 2, false));
+    spec::setMtaKernelValues(s.slots.mta, 2, true, spec::makeMtaKernelPreset("average", s.slots.mta, 2, true));
+    const auto drawn = parametersOf(*buildDouble(s, 63));
+    expectClose(drawn.at("mta_kernel"), id(false, 6, 5), 1e-7, "drawn pre-softmax kernel");
+    expectClose(drawn.at("mta_kernel_after_sm"), id(true, 3, 3), 1e-7, "drawn post-softmax kernel");
+    EXPECT_NEAR(drawn.at("mta_kernel_after_sm").sum().item<double>(), 2.0, 1e-6) << "two heads of 1/9 × 9";
+  }
 }
 
 TEST(AttentionMta, MemoryEstimateCountsTheMapsItKeeps) {

@@ -18,6 +18,7 @@
 #include "spec/attention_spec.h"
 #include "spec/cost_model.h"
 #include "spec/design_names.h"
+#include "spec/slot_values.h"
 #include "spec/spec_json.h"
 #include "spec/validation.h"
 
@@ -25,6 +26,13 @@ namespace tensorscope::model_core::test {
 using spec::Variant;
 
 namespace {
+/// The gradient of parameter `name` after a backward pass (undefined when it takes none).
+torch::Tensor parametersOfGrad(AttentionModuleImpl& m, const std::string& name) {
+  const auto* p = m.named_parameters().find(name);
+  if (!p || !p->requires_grad()) return {};
+  return p->grad().defined() ? p->grad().detach().clone() : torch::zeros_like(*p);
+}
+
 /// TPA's rotary: the project's applyRotary, half-split pairs turned backward (T6's sign).
 torch::Tensor tpaRotary(const torch::Tensor& x, double base) {
   return applyRotary(x, x.size(-1), RotaryPairs::Half, base, RotaryTurn::Backward);
@@ -82,6 +90,71 @@ TEST(AttentionSlots, TalkingHeadsWithIdentityMixingsIsMhsa) {
   assignShared(*b, parametersOf(*a));
   const auto x = randomInput(2, 7, th.sizes.F, 7);
   expectClose(run(*a, x), run(*b, x), 1e-12, "talking heads with identity mixings vs MHSA");
+}
+
+TEST(AttentionSlots, TalkingHeadsStartFromTheDrawnMixingsAndFrozenEntriesKeepTheirValues) {
+  // slots.pre_mixing / post_mixing (spec/slot_values.h): the layer starts from the drawn values; a
+  // frozen entry of C′ is the drawn value whatever its parameter holds (weight decay moves it),
+  // takes no gradient, is saved as drawn and must read back as drawn.
+  const int H = 3, D = 2, F = 6;
+  auto s = headed(F, H, D, /*causal=*/true, /*bias=*/false);
+  s.slots.pre_mix = s.slots.post_mix = true;
+  s.slots.pre_mixing = spec::canonicalMixing({1, 0.25, 0, -0.5, 1, 0.125, 0, 0.75, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1}, H);
+  s.slots.post_mixing = spec::canonicalMixing({0.5, 0.5, 0, 0, 1, 0, 0.25, 0, 0.75}, {1, 0, 1, 0, 1, 0, 1, 1, 0}, H);
+  ASSERT_TRUE(spec::validate(s).empty()) << spec::formatIssues(spec::validate(s));
+  AttentionModule m = buildDouble(s, 31);
+  const auto drawnPost = torch::tensor(s.slots.post_mixing.values, torch::kDouble).view({H, H});
+  const auto drawnPre = torch::tensor(s.slots.pre_mixing.values, torch::kDouble).view({H, H});
+  auto params = parametersOf(*m);
+  expectClose(params.at("mix_post"), drawnPost, 1e-7, "C′ starts as drawn");
+  expectClose(params.at("mix_pre"), drawnPre, 1e-7, "C^pre starts as drawn");
+  EXPECT_EQ(m->trainableParameterCount(), spec::parameterCount(s)) << "five frozen entries are not counted";
+  // The parameter moved everywhere (as weight decay and a bad step would): the frozen entries of
+  // the mixing the layer applies, and of what it saves, stay as drawn.
+  perturbParameters(*m, 32);
+  const auto mask = torch::tensor(std::vector<double>{1, 0, 1, 0, 1, 0, 1, 1, 0}, torch::kDouble).view({H, H});
+  const auto moved = parametersOf(*m).at("mix_post");
+  const auto saved = weightsOf(*m).at("mix_post");
+  expectClose(saved, mask * moved + (1 - mask) * drawnPost, 1e-7, "saved C′: trained entries moved, frozen as drawn");
+  // The layer against the float64 reference, which reads the weights as saved.
+  const auto x = randomInput(2, 5, F, 33);
+  expectClose(run(*m, x), referenceHeaded(s, weightsOf(*m), x).y, 1e-10, "drawn, partly frozen talking heads");
+  // Gradients: none at a frozen entry; at a trained one, that of the layer whose C′ trains everywhere.
+  auto open = s;
+  open.slots.post_mixing.trainable_mask.assign(9, 1);
+  AttentionModule all = buildDouble(open, 34);
+  auto w = parametersOf(*m);
+  w["mix_post"] = saved;
+  assign(*all, w);
+  const auto seed = torch::randn({2, 5, F}, torch::kDouble);
+  for (auto* layer : {&m, &all}) {
+    (*layer)->zero_grad();
+    ((*layer)->forward(x, {}).y * seed).sum().backward();
+  }
+  const auto gFrozen = parametersOfGrad(*m, "mix_post"), gAll = parametersOfGrad(*all, "mix_post");
+  expectClose(gFrozen, gAll * mask, 1e-10, "C′ gradient: the open layer's, zero where frozen");
+  EXPECT_GT(gAll.mul(1 - mask).abs().max().item<double>(), 1e-6) << "the frozen entries would have moved";
+  // Loading: the frozen entries of a weight file must be the drawn values.
+  auto pairs = weightPairs(*m, false);
+  for (auto& [name, t] : pairs)
+    if (name == "mix_post") t = t.clone(), t[0][1] += 0.5;  // entry (0, 1) is frozen
+  try {
+    m->loadWeights(pairs);
+    ADD_FAILURE() << "a frozen entry other than drawn was loaded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'mix_post' disagrees with the spec"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(m->loadWeights(weightPairs(*m, false)));
+  // Every entry frozen at the identity: exactly MHSA, with nothing of C′ trained.
+  auto still = headed(F, H, D, true, false);
+  still.slots.post_mix = true;
+  still.slots.post_mixing = spec::makeMixingPreset("identity_frozen", H);
+  AttentionModule frozen = buildDouble(still, 35);
+  EXPECT_FALSE(parametersOfGrad(*frozen, "mix_post").defined());
+  perturbParameters(*frozen, 36);
+  AttentionModule plain = buildDouble(headed(F, H, D, true, false), 37);
+  assignShared(*plain, parametersOf(*frozen));
+  expectClose(run(*frozen, x), run(*plain, x), 1e-12, "C′ frozen at the identity is MHSA");
 }
 
 TEST(AttentionSlots, TalkingHeadsPreSoftmaxIsThsaSkipRight) {

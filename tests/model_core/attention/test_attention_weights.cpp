@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <map>
 #include <set>
@@ -294,8 +296,14 @@ std::int64_t analyticCount(const spec::AttentionSpec& s) {
                                      : mta.out_gate == spec::Gate::Headwise ? D + 1
                                                                              : D * D + D);
       const std::int64_t gates = slot.gate == spec::Gate::None ? 0 : slot.gate == spec::Gate::Headwise ? H : HD;
-      return 2 * F * HD + 2 * F * GD + (slot.pre_mix ? H * H : 0) + (slot.post_mix ? H * H : 0) + F * gates + mtaCount +
-             b * (HD + 2 * GD + F + gates);
+      // A drawn mixing trains only the entries its mask leaves trainable (an empty mask: all H·H).
+      const auto mixing = [H](bool on, const spec::HeadMixing& m) -> std::int64_t {
+        if (!on) return 0;
+        if (m.trainable_mask.empty()) return H * H;
+        return std::count(m.trainable_mask.begin(), m.trainable_mask.end(), 1);
+      };
+      return 2 * F * HD + 2 * F * GD + mixing(slot.pre_mix, slot.pre_mixing) + mixing(slot.post_mix, slot.post_mixing) +
+             F * gates + mtaCount + b * (HD + 2 * GD + F + gates);
     }
     case spec::Variant::Tp: return 5 * F * HD + b * (4 * HD + F);
     case spec::Variant::Thsa:
@@ -337,7 +345,11 @@ void checkCounts(const spec::AttentionSpec& s, const std::string& what) {
   const bool partialDense = s.core && s.core->structure == spec::CoreStructure::Dense && !s.core->isFrozen() &&
                             s.core->trainableCount(s.sizes.H, s.sizes.D, s.sizes.R) <
                                 static_cast<long long>(s.sizes.R) * s.sizes.R;
-  if (partialDense) {
+  // Likewise a head mixing with frozen entries (one [H, H] parameter, its frozen entries masked).
+  const auto partial = [](const spec::HeadMixing& m) {
+    return std::count(m.trainable_mask.begin(), m.trainable_mask.end(), 0) > 0;
+  };
+  if (partialDense || partial(s.slots.pre_mixing) || partial(s.slots.post_mixing)) {
     EXPECT_GE(requiresGrad, count) << "scalars that require grad";
   } else {
     EXPECT_EQ(requiresGrad, count) << "scalars that require grad";

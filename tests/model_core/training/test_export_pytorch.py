@@ -135,6 +135,14 @@ def cases(corpus):
         ("mqa_bias_sort", run_config(attention("mhsa", H=4, D=4, bias=True, slots={"kv_groups": 1}), task="sort")),
         ("talking_heads_copy", run_config(attention("mhsa", H=4, D=4, slots={"pre_mix": True, "post_mix": True}))),
         ("gated_headwise_bias", run_config(attention("mhsa", bias=True, slots={"gate": "headwise"}))),
+        # Drawn head mixings with frozen entries (slots.pre_mixing / post_mixing): the frozen entries
+        # keep their values through training (weight decay included) and the export applies them.
+        ("talking_heads_drawn_partly_frozen", run_config(attention("mhsa", H=4, D=4, slots={
+            "pre_mix": True, "post_mix": True,
+            "pre_mixing": {"values": [[0.25 if i != j else 1.0 for j in range(4)] for i in range(4)], "trainable": True},
+            "post_mixing": {"values": [[(0.5 if j == (i + 1) % 4 else 0.0) + (1.0 if i == j else 0.0) for j in range(4)]
+                                       for i in range(4)],
+                            "trainable": [[1 if i == j else 0 for j in range(4)] for i in range(4)]}}))),
         # Differential attention: λ_init differs between the two blocks (0.2, then 0.8 − 0.6·e^−0.3).
         ("diff_two_blocks_sort", run_config(attention("mhsa", H=2, D=4, slots={"differential": True}), task="sort")),
         ("diff_shared_kv_bias", run_config(attention("mhsa", H=4, D=2, bias=True,
@@ -162,6 +170,11 @@ def cases(corpus):
             "pre_mix": True, "post_mix": True,
             "mta": {"q_kernel": 6, "k_kernel": 11, "post_q_kernel": 6, "post_k_kernel": 11, "pad": "both",
                     "group_norm": True, "out_gate": "headwise"}}))),
+        ("mta_drawn_kernels_frozen_mix", run_config(attention("mhsa", H=2, D=4, slots={
+            "post_mix": True, "post_mixing": {"values": [[0.5, 0.5], [0.5, 0.5]], "trainable": [[0, 1], [1, 0]]},
+            "mta": {"q_kernel": 2, "k_kernel": 3, "post_q_kernel": 2, "post_k_kernel": 2, "pad": "left",
+                    "kernel": [[[0.0, 0.1, 0.0], [0.2, 1.0, 0.2]], [[0.0, 0.0, 0.0], [0.3, 0.4, 0.3]]],
+                    "post_kernel": [[[0.0, 0.5], [0.0, 0.5]], [[0.1, 0.0], [0.9, 0.0]]]}}))),
         ("mta_groups_rotary_sort",
          run_config(attention("mhsa", H=4, D=4, slots={"kv_groups": 2, "pre_mix": True,
                                                        "mta": {"q_kernel": 2, "k_kernel": 4, "post_q_kernel": 3,

@@ -13,6 +13,7 @@
 #include "model_core/safetensors.h"
 #include "model_core/run_files.h"
 #include "model_core/trainer.h"
+#include "spec/slot_values.h"
 #include "training_test_util.h"
 
 using namespace tensorscope;
@@ -179,4 +180,35 @@ TEST(WarmStart, PreciseErrors) {
   ProgressSink quiet;
   EXPECT_THROW(train(tinyRun("mhsa", 4), dir.path("mhsa"), control, quiet, true, -1, {dir.path("thsa"), true}),
                std::invalid_argument);
+}
+
+TEST(WarmStart, AForkWhoseDesignDrawsCPrimeStartsFromTheDrawnValues) {
+  // A mixing the fork's design draws (an edit of C′ in the Design dock) comes from the config; the
+  // one it leaves at its default comes from the checkpoint, as every other trained weight does.
+  TempDir dir("warm_fork_cprime");
+  auto parent = tinyRun("talking_heads", 8);
+  trainRun(parent, dir.path("parent"));
+  snapshotCheckpoint(dir.path("parent"), dir.path("snap"));
+  const auto snap = weightsOf(dir.path("snap/model.safetensors"));
+  ASSERT_NE(snap.at("blocks.0.attn.mix_post"), (std::vector<double>{1, 0, 0, 1})) << "training did not move C′";
+  auto fork = parent;
+  auto& s = fork.model.attention[0];
+  s.slots.post_mixing = spec::canonicalMixing({0.25, 0.75, 0.5, 0.5}, {1, 0, 1, 1}, 2);
+  initialiseOnly(fork, dir.path("fork"), {dir.path("snap"), true});
+  const auto forked = weightsOf(checkpointFile(dir.path("fork"), "model.safetensors"));
+  for (const char* layer : {"blocks.0.attn.", "blocks.1.attn."}) {
+    EXPECT_EQ(forked.at(std::string(layer) + "mix_post"), (std::vector<double>{0.25, 0.75, 0.5, 0.5})) << layer;
+    EXPECT_EQ(forked.at(std::string(layer) + "mix_pre"), snap.at(std::string(layer) + "mix_pre")) << layer;
+  }
+  const auto record = parseWarmStartRecord(files::readWholeFile(dir.path("fork/init.json")), "init.json");
+  EXPECT_NE(std::find(record.from_config.begin(), record.from_config.end(), "blocks.1.attn.mix_post"),
+            record.from_config.end());
+  EXPECT_EQ(std::find(record.from_config.begin(), record.from_config.end(), "blocks.1.attn.mix_pre"),
+            record.from_config.end());
+  // Trained on: the frozen entry stays as drawn (AdamW's weight decay included), the others move.
+  fork.train.weight_decay = 0.5;
+  trainRun(fork, dir.path("trained"));
+  const auto trained = weightsOf(checkpointFile(dir.path("trained"), "model.safetensors")).at("blocks.0.attn.mix_post");
+  EXPECT_EQ(trained[1], 0.75) << "the frozen entry moved";
+  EXPECT_NE(trained[0], 0.25) << "the trained entries did not move";
 }

@@ -511,7 +511,7 @@ void DesignPanel::refreshCost() {
   const bool compare = spec::validate(mhsa).empty();
   const auto base = compare ? spec::estimateCost(mhsa, batch_->value(), spec_.sizes.seq_len) : spec::LayerCost{};
   QString text;
-  if (c.frozen_parameters) text += QString("frozen parameters: %1 (fixed core values)\n").arg(c.frozen_parameters);
+  if (c.frozen_parameters) text += QString("frozen parameters: %1 (stored, not trained: fixed entries of C, C′ or C^pre)\n").arg(c.frozen_parameters);
   text += QString("forward at B = %1, N = %2: ").arg(batch_->value()).arg(spec_.sizes.seq_len) +
           human(c.forward_flops, "FLOP") +
           (compare ? QString(" (%1 MHSA)\n").arg(ratio(c.forward_flops, base.forward_flops)) : QString("\n"));

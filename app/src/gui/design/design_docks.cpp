@@ -46,6 +46,10 @@ DesignDocks::DesignDocks(SessionModel* model, DesignPanel* design, CoreEditor* c
           [this](const spec::AttentionSpec& /*before: the model has it*/, const spec::AttentionSpec& after,
                  const QString& what, int stroke) { model_->editCurrentLayer(after, what, stroke); });
   connect(core_, &CoreEditor::layerChosen, model_, &SessionModel::setCurrentLayer);
+  connect(design_->headMixing(), &HeadMixingView::valuesEdited, model_,
+          [this](const spec::AttentionSpec& after, const QString& what, int stroke) {
+            model_->editCurrentLayer(after, what, stroke);
+          });
   connect(design_, &DesignPanel::positionsEdited, model_, [this](const QString& positions, const QString& what) {
     if (!model_->editPositions(positions, what)) showModelContext();  // refused: the box shows the run's own
   });
@@ -78,7 +82,7 @@ void DesignDocks::showModelContext() {
 }
 
 HeadMixingView::Trained DesignDocks::trainedMixing() const {
-  // The trained head mixings and MTA kernels of the shown layer (the spec holds none of their values):
+  // The trained head mixings and MTA kernels of the shown layer (the spec holds only their starts):
   // while the run trains, its latest inspection's; once it stops, its checkpoint's.
   const RunEntry& run = model_->currentRun();
   const spec::AttentionSpec shown = model_->currentSpec();
@@ -100,6 +104,22 @@ HeadMixingView::Trained DesignDocks::trainedMixing() const {
                            std::vector<double>(w.value.values.begin(), w.value.values.end())});
     t.step = last_->step;
     t.live = true;
+    return t;
+  }
+  if (run.runDir.isEmpty() && !run.initFrom.isEmpty()) {
+    // A fork that has not trained: it starts from its snapshot's values (warm start), unless its
+    // design draws its own (then the design's, which the warm start takes: training_session.h).
+    const std::string snapshot = QFile::encodeName(run.initFrom).toStdString();
+    try {
+      std::vector<std::string> names;
+      for (const auto& w : weights) names.push_back(w.toStdString());
+      for (auto& w : model_core::learnedAttentionWeights(snapshot, t.layer, names))
+        t.tensors.push_back({QString::fromStdString(w.name), std::move(w.shape), std::move(w.values)});
+      t.step = model_core::inspectRunDirectory(snapshot).checkpoint_step;
+      t.forkStart = true;
+    } catch (const std::exception& e) {
+      t.why = QString("The fork's starting snapshot could not be read: ") + e.what();
+    }
     return t;
   }
   if (run.runDir.isEmpty() || !model_->hasCheckpoint(model_->current())) {

@@ -1,5 +1,7 @@
 #include "gui/design/design_panel.h"
 
+#include "spec/slot_values.h"
+
 #include <algorithm>
 #include <QCheckBox>
 #include <QComboBox>
@@ -468,6 +470,8 @@ void DesignPanel::readControls(const QString& what) {
     D_->setValue(s.sizes.D);
     updating_ = false;
   }
+  // Drawn C′ and kernel values that this edit leaves without their shape start from the identity.
+  spec::dropStaleSlotValues(s);
   spec_ = s;
   showSlots();  // K/V groups follow H; the section follows the variant
   showPreset();
@@ -499,6 +503,7 @@ void DesignPanel::updateEnabledFields() {
 void DesignPanel::setEditable(bool editable) {
   editable_ = editable;
   updateEnabledFields();
+  headMixing_->setEditable(editable);
 }
 
 QString DesignPanel::problemsText() const { return problems_->text(); }

@@ -12,6 +12,7 @@
 #include <QSpinBox>
 
 #include "gui/design/design_panel_parts.h"
+#include "spec/slot_values.h"
 #include "spec/validation.h"
 
 // The slot editors of the Design dock: one row per field of spec::Slots (docs/attention-variants.md §8).
@@ -38,6 +39,7 @@ void DesignPanel::slotEdited(size_t i) {
   const SlotControl& c = slotControls_[i];
   spec::AttentionSpec after = spec_;
   c.read(after);
+  spec::dropStaleSlotValues(after);  // a resized kernel or a mixing switched off starts from its identity
   if (c.refuseInvalid) {
     // Refused when the validator finds a problem the design did not have: nothing is applied, the
     // control shows the spec's value again and the reason stays under the slots until the next edit.

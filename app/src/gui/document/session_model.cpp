@@ -1,5 +1,7 @@
 #include "gui/document/session_model.h"
 
+#include "spec/slot_values.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -223,13 +225,31 @@ spec::AttentionSpec SessionModel::currentSpec() const {
   return attention.size() == 1 ? attention.front() : attention.at(static_cast<size_t>(currentLayer()));
 }
 
+namespace {
+
+/// A whole-design edit made on the shown layer reaches every layer, but each layer keeps what it
+/// has of its own where the edit left the shown layer's unchanged: its C (a fork's learned C per
+/// layer) and its drawn head mixings and MTA kernels (spec/slot_values.h).
+void keepOwnLayerValues(spec::AttentionSpec& edited, const spec::AttentionSpec& own, const spec::AttentionSpec& shown) {
+  if (edited.core == shown.core && spec::hasCore(edited.variant)) edited.core = own.core;
+  auto& e = edited.slots;
+  const auto& o = own.slots;
+  const auto& w = shown.slots;
+  if (e.pre_mixing == w.pre_mixing) e.pre_mixing = o.pre_mixing;
+  if (e.post_mixing == w.post_mixing) e.post_mixing = o.post_mixing;
+  if (e.mta.kernel_values == w.mta.kernel_values) e.mta.kernel_values = o.mta.kernel_values;
+  if (e.mta.post_kernel_values == w.mta.post_kernel_values) e.mta.post_kernel_values = o.mta.post_kernel_values;
+}
+
+}  // namespace
+
 void SessionModel::editDesign(const spec::AttentionSpec& after, const QString& what) {
   const auto shown = currentSpec();
   auto layers = layerDesigns(currentRun().config);
   for (auto& layer : layers) {
-    auto core = layer.core;
+    const auto own = layer;
     layer = after;
-    if (after.core == shown.core && spec::hasCore(after.variant)) layer.core = core;
+    keepOwnLayerValues(layer, own, shown);
   }
   pushDesign(std::move(layers), what, -1);
 }
@@ -245,6 +265,9 @@ void SessionModel::editCurrentLayer(const spec::AttentionSpec& after, const QStr
 }
 
 void SessionModel::pushDesign(std::vector<spec::AttentionSpec> after, const QString& what, int stroke) {
+  // Drawn C′ and kernel values that no longer fit (H changed, the mixing switched off) are dropped:
+  // the slot starts from its identity again, never from values of another shape.
+  for (auto& layer : after) spec::dropStaleSlotValues(layer);
   if (isTraining(current())) {
     Q_EMIT refused(currentRun().name + " trains with this design: edit C to fork the run.");
     return;
@@ -330,7 +353,7 @@ void SessionModel::carryDesignEdit(const std::vector<spec::AttentionSpec>& befor
   const auto layer = [](const std::vector<spec::AttentionSpec>& v, size_t i) { return v[std::min(i, v.size() - 1)]; };
   for (size_t i = 0; i < layers.size() && !before.empty() && !after.empty(); ++i) {
     auto edited = layer(after, i);
-    if (edited.core == layer(before, i).core && spec::hasCore(edited.variant)) edited.core = layers[i].core;
+    keepOwnLayerValues(edited, layers[i], layer(before, i));
     layers[i] = std::move(edited);
   }
   pushDesign(std::move(layers), what, -1);

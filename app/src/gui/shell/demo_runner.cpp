@@ -77,6 +77,7 @@ const std::map<QString, DemoRunner::Command>& DemoRunner::commands() {
       {"screenshot", &DemoRunner::screenshot}, {"figures", &DemoRunner::figures},
       {"presenter", &DemoRunner::presenter},
       {"roles-colour", &DemoRunner::rolesColour}, {"slot", &DemoRunner::slot}, {"mixing", &DemoRunner::mixing},
+      {"mixing-draw", &DemoRunner::mixingDraw},
       {"match", &DemoRunner::match},        {"positions", &DemoRunner::positions},
   };
   return table;
@@ -200,6 +201,46 @@ DemoRunner::Step DemoRunner::mixing(const QString& arg) {
                 (has.isEmpty() ? QString(" (no head mixing or MTA kernel)") : " (it has " + has.join(", ") + ")"));
   }
   scrollTo(view);
+  return Step::Done;
+}
+
+DemoRunner::Step DemoRunner::mixingDraw(const QString& arg) {
+  // mixing-draw preset NAME | value V ROW COL [ROW2 COL2] | frozen ROW COL [ROW2 COL2] |
+  // trainable ROW COL [ROW2 COL2]: an edit of the weight the head-mixing view shows (see `mixing`),
+  // as a click, a Shift+drag rectangle or the Preset box makes it (one undo step).
+  if (!parts_.design) return fail("no Design dock");
+  HeadMixingView* view = parts_.design->headMixing();
+  const QStringList w = arg.simplified().split(' ');
+  const QString usage = "mixing-draw needs 'preset NAME', 'value V ROW COL [ROW2 COL2]', 'frozen ROW COL [ROW2 COL2]' "
+                        "or 'trainable ROW COL [ROW2 COL2]'; got " + arg;
+  if (view->isHidden()) return fail("the design has no head mixing or MTA kernel to draw");
+  if (!view->editsDesign()) return fail("the values on show are a run's trained ones: fork it first");
+  if (w.size() == 2 && w[0] == "preset") {
+    if (!view->applyPreset(w[1]))
+      return fail("no preset " + w[1] + " for " + view->shownWeight() + " (" + view->presetNames().join(", ") + ")");
+    return Step::Done;
+  }
+  const bool value = w.value(0) == "value";
+  const int first = value ? 2 : 1;
+  if (w.size() != first + 2 && w.size() != first + 4) return fail(usage);
+  std::vector<int> cells;
+  for (int i = first; i < w.size(); ++i) {
+    bool ok = false;
+    cells.push_back(w[i].toInt(&ok));
+    if (!ok || cells.back() < 0) return fail(usage);
+  }
+  if (value) {
+    bool ok = false;
+    view->setPaintValue(w[1].toDouble(&ok));
+    if (!ok) return fail(usage);
+    view->setTool(HeadMixingView::Tool::SetValue);
+  } else if (w[0] == "frozen" || w[0] == "trainable") {
+    view->setTool(w[0] == "frozen" ? HeadMixingView::Tool::PaintFrozen : HeadMixingView::Tool::PaintTrainable);
+  } else {
+    return fail(usage);
+  }
+  if (cells.size() == 2) view->editCell(cells[0], cells[1]);
+  else view->editRectangle(cells[0], cells[1], cells[2], cells[3]);
   return Step::Done;
 }
 

@@ -138,6 +138,7 @@ class DemoRunner : public QObject {
   Step match(const QString& arg);
   Step positions(const QString& arg);
   Step mixing(const QString& arg);
+  Step mixingDraw(const QString& arg);
   /// Scrolls the Design dock's form so that `w` is at its top.
   void scrollTo(QWidget* w);
   Step probe(const QString& arg);

@@ -27,7 +27,7 @@ constexpr Syntax kCommands[] = {
     {"lesson-next", Arg::None}, {"lab", Arg::Text},      {"layout", Arg::Text},
     {"presenter", Arg::Text},
     {"roles-colour", Arg::Text}, {"slot", Arg::Text}, {"match", Arg::Text}, {"positions", Arg::Text},
-    {"mixing", Arg::Text},
+    {"mixing", Arg::Text},    {"mixing-draw", Arg::Text},
 };
 
 std::string_view trim(std::string_view s) {

@@ -132,6 +132,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   connect(model_, &SessionModel::refused, this, [status](const QString& text) { status(text, 8000); });
   connect(driver_, &TrainingDriver::error, this, &MainWindow::showError);
   connect(driver_, &TrainingDriver::forked, core_, &CoreEditor::replayPendingEdit);  // the edit that asked for it
+  connect(driver_, &TrainingDriver::forked, design_->headMixing(), &HeadMixingView::replayPendingEdit);
   connect(files_, &SessionFiles::warning, this, &MainWindow::showError);
   connect(model_, &SessionModel::forkNeeded, this, &MainWindow::forkForDesignEdit);
   connect(model_, &SessionModel::settingsForkNeeded, this, [this](quint64 runId, const model_core::RunConfig& config) {

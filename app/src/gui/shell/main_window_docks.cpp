@@ -22,6 +22,7 @@
 #include "diagram_view/diagram_view.h"
 #include "gui/design/core_editor.h"
 #include "gui/design/design_panel.h"
+#include "gui/design/head_mixing_view.h"
 #include "gui/document/session_model.h"
 #include "gui/experiments/experiments_panel.h"
 #include "gui/teaching/bottleneck_lab.h"
@@ -60,6 +61,7 @@ void MainWindow::buildDocks() {
   core_ = new CoreEditor;
   diagram_ = new diagram_view::DiagramView;
   specText_ = new QPlainTextEdit;
+  specText_->setObjectName("specText");
   specText_->setReadOnly(true);
   specText_->setLineWrapMode(QPlainTextEdit::NoWrap);
   specText_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
@@ -174,6 +176,22 @@ void MainWindow::buildDocks() {
                                               "duplicate the run instead.)");
     if (asked && driver_->fork()) return;
     core_->clearPendingEdit();
+  });
+  HeadMixingView* mixing = design_->headMixing();
+  connect(mixing, &HeadMixingView::forkRequested, this, [this, mixing] {
+    const bool training = model_->isTraining(model_->current());
+    const QString weight = mixing->shownWeight() == "mix_post" ? "C′" : mixing->shownWeight() == "mix_pre" ? "C^pre" : "the MTA kernel";
+    const bool asked =
+        training ? confirm("Edit " + weight + " of a training run?",
+                           "This run's " + weight + " is being trained. Fork a new run from its latest checkpoint?\n\n"
+                           "The fork starts from the values of that checkpoint, with your edit applied. The original "
+                           "keeps training; start the fork when it is done (one run trains at a time).")
+                 : confirm("Edit the trained " + weight + " of a run?",
+                           "This run's " + weight + " is what it learned. Fork a new run from its latest checkpoint?\n\n"
+                           "The fork starts from the trained values, with your edit applied; the trained run stays as "
+                           "it is. (To change the design it started from, duplicate the run instead.)");
+    if (asked && driver_->fork()) return;
+    mixing->clearPendingEdit();
   });
 }
 

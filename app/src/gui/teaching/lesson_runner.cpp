@@ -171,7 +171,18 @@ bool LessonRunner::zeroRow(const std::string& parameter, int row) {
   const RunEntry& fork = model.currentRun();
   if (fork.initFrom.isEmpty()) return false;
   model_core::zeroMixingRow(QFile::encodeName(fork.initFrom).toStdString(), 0, parameter, row);
-  zeroedRows_.erase(fork.id);
+  const quint64 forkId = fork.id;
+  // A mixing the fork's design draws starts from the design, not the snapshot (the warm start takes
+  // it from the config): its drawn row is zeroed too, or the intervention would not reach training.
+  const auto before = SessionModel::layerDesigns(fork.config);
+  auto after = before;
+  auto& drawn = parameter == "mix_post" ? after.front().slots.post_mixing : after.front().slots.pre_mixing;
+  const auto H = static_cast<size_t>(after.front().sizes.H);
+  if (!drawn.isDefault() && drawn.values.size() == H * H) {
+    std::fill_n(drawn.values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(row) * H), H, 0.0);
+    model.carryDesignEdit(before, after, QString("zero row %1 of %2").arg(row).arg(QString::fromStdString(parameter)));
+  }
+  zeroedRows_.erase(forkId);
   return true;
 }
 

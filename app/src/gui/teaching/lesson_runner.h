@@ -57,6 +57,10 @@ class LessonRunner : public QObject {
   void setLabOpener(std::function<void(spec::LessonLab)> open) { openLab_ = std::move(open); }
   /// Runs a lab (the window supplies how); false when it could not start.
   void setLabRunner(std::function<bool(spec::LessonLab)> run) { runLab_ = std::move(run); }
+  /// zero_row: forks the stopped current run from its checkpoint (a fork not yet trained is used as
+  /// it is) and zeroes row `row` of layer 0's `parameter` in the fork's starting snapshot, and in
+  /// the fork's drawn values when its design draws that mixing (spec/slot_values.h).
+  bool zeroRow(const std::string& parameter, int row);
 
  private:
   void enter(int lesson, int step);
@@ -64,9 +68,6 @@ class LessonRunner : public QObject {
   /// A lesson action's design edit of the current run: a run that has trained is forked with it (the
   /// lesson then works in the fork), any other run is edited (undoable). False when no fork was made.
   bool editDesign(const spec::AttentionSpec& next, const QString& what);
-  /// zero_row: forks the stopped current run from its checkpoint (a fork not yet trained is used as
-  /// it is) and zeroes row `row` of layer 0's `parameter` in the fork's starting snapshot.
-  bool zeroRow(const std::string& parameter, int row);
 
   LessonParts parts_;
   std::string lesson_;  ///< the id of the lesson run_ belongs to

@@ -269,7 +269,7 @@ bool TrainingDriver::forkFromCheckpoint() {
     for (int i = 0; i < model_->count(); ++i) taken << model_->run(i).name;
     const quint64 id =
         model_->addRun(forkEntry(parent, snapshot, step, taken), QString("fork of %1 at step %2: not trained").arg(parent.name).arg(step));
-    Q_EMIT message(QString("Forked %1 at step %2: edit C of the fork; its other weights start from that checkpoint when it trains.")
+    Q_EMIT message(QString("Forked %1 at step %2: edit the fork's design (C, C′, the slots); its other weights start from that checkpoint when it trains.")
                      .arg(parent.name)
                      .arg(step),
                  10000);

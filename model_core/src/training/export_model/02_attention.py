@@ -41,6 +41,36 @@ def _check_input(spec, x, fixed_length=False):
 # attention variants
 
 
+def _head_mixing(module, name, slots, on_key, drawn_key, H):
+    """Sets parameter `name` [H, H] (to-head, from-head) when slots[on_key]: the drawn values of
+    slots[drawn_key] (the identity when none), with frozen entries (trainable 0) kept as
+    non-persistent buffers `<name>_frozen` and `<name>_mask`, as the dense core C keeps them."""
+    if not slots.get(on_key):
+        setattr(module, name, None)
+        return
+    drawn = slots.get(drawn_key)
+    values = _matrix(drawn["values"], H, H, "slots.%s.values" % drawn_key) if drawn else torch.eye(H)
+    trainable = drawn.get("trainable", True) if drawn else True
+    if isinstance(trainable, bool):
+        mask = torch.full((H, H), trainable, dtype=torch.bool)
+    else:
+        mask = torch.tensor(_flatten(trainable), dtype=torch.long).reshape(H, H) != 0
+    setattr(module, name, nn.Parameter(values.clone(), requires_grad=bool(mask.any())))
+    if not bool(mask.all()):
+        module.register_buffer(name + "_frozen", values.clone(), persistent=False)
+        module.register_buffer(name + "_mask", mask, persistent=False)
+
+
+def head_mixing(module, name):
+    """The mixing `name` as the layer applies it: the parameter where trained, the drawn value
+    where frozen; None when the layer has no such mixing."""
+    p = getattr(module, name, None)
+    if p is None:
+        return None
+    mask = getattr(module, name + "_mask", None)
+    return torch.where(mask, p, getattr(module, name + "_frozen")) if mask is not None else p
+
+
 class Mhsa(nn.Module):
     """mhsa, fixed_head (free head size D, scale 1/√D) and tp (roles r = x·Wrᵀ bound by o ⊙ r), with the
     slots of mhsa and fixed_head: K and V shared by G groups of heads (query head h reads group
@@ -62,8 +92,8 @@ class Mhsa(nn.Module):
         self.wr = nn.Linear(F_, HD, bias=spec["bias"]) if spec["variant"] == "tp" else None
         self.wg = nn.Linear(F_, H if self.gate == "headwise" else HD, bias=spec["bias"]) if self.gate != "none" else None
         self.wo = nn.Linear(HD, F_, bias=spec["bias"])
-        self.mix_pre = nn.Parameter(torch.eye(H)) if slots.get("pre_mix") else None
-        self.mix_post = nn.Parameter(torch.eye(H)) if slots.get("post_mix") else None
+        _head_mixing(self, "mix_pre", slots, "pre_mix", "pre_mixing", H)
+        _head_mixing(self, "mix_post", slots, "post_mix", "post_mixing", H)
         self.dropout = nn.Dropout(spec.get("dropout", 0.0))
         self.size, self.rotary = z["D"], None  # rotary: None, "half" or "interleaved" (set by the model)
 
@@ -76,10 +106,10 @@ class Mhsa(nn.Module):
             k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
         logits = torch.matmul(q, k.transpose(-2, -1))
         if self.mix_pre is not None:
-            logits = torch.einsum("lh,bhnm->blnm", self.mix_pre, logits)
+            logits = torch.einsum("lh,bhnm->blnm", head_mixing(self, "mix_pre"), logits)
         P = masked_softmax(logits * self.scale, self.causal)  # [B, H, N, N]
         if self.mix_post is not None:
-            P = torch.einsum("wl,blnm->bwnm", self.mix_post, P)
+            P = torch.einsum("wl,blnm->bwnm", head_mixing(self, "mix_post"), P)
         o = torch.matmul(self.dropout(P), v)
         self.roles = None
         if self.wr is not None:
@@ -610,12 +640,12 @@ class Mta(nn.Module):
         self.wo = nn.Linear(H * D, F_, bias=spec["bias"])
         cq, ck = m.get("q_kernel", 0), m.get("k_kernel", 0)
         pq, pk = m.get("post_q_kernel", 0), m.get("post_k_kernel", 0)
-        self.mta_kernel = nn.Parameter(self._identity(H, cq, ck)) if cq else None
-        self.mix_pre = nn.Parameter(torch.eye(H)) if slots.get("pre_mix") else None
-        self.mta_kernel_after_sm = nn.Parameter(self._identity(H, pq, pk)) if pq else None
+        self.mta_kernel = nn.Parameter(self._start(m.get("kernel"), H, cq, ck)) if cq else None
+        _head_mixing(self, "mix_pre", slots, "pre_mix", "pre_mixing", H)
+        self.mta_kernel_after_sm = nn.Parameter(self._start(m.get("post_kernel"), H, pq, pk)) if pq else None
         g = m.get("head_group", 0)
         self.head_kernel = nn.Parameter(torch.eye(g).repeat(H // g, 1, 1)) if g else None
-        self.mix_post = nn.Parameter(torch.eye(H)) if slots.get("post_mix") else None
+        _head_mixing(self, "mix_post", slots, "post_mix", "post_mixing", H)
         self.subln = RmsNormWeight(D) if m.get("group_norm") else None
         self.norm_scale = 1.0 - (0.8 - 0.6 * math.exp(-0.3 * layer)) if m.get("norm_rescale") else 1.0
         gate = m.get("out_gate", "none")
@@ -630,6 +660,15 @@ class Mta(nn.Module):
         k = torch.zeros(H, cq, ck)
         k[:, cq - 1, self._left(ck)] = 1.0
         return k
+
+    def _start(self, drawn, H, cq, ck):
+        """A kernel's start: the spec's drawn values [head][query offset][key offset], else the identity."""
+        if drawn is None:
+            return self._identity(H, cq, ck)
+        flat = a_list(drawn)
+        if len(flat) != H * cq * ck:
+            raise ValueError("an MTA kernel must hold %d x %d x %d values; got %d" % (H, cq, ck, len(flat)))
+        return torch.tensor(flat, dtype=torch.float64).reshape(H, cq, ck).float()
 
     def _convolve(self, maps, kernel, future):
         if future is not None:
@@ -652,7 +691,7 @@ class Mta(nn.Module):
         if self.mta_kernel is not None:
             S = self._convolve(S, self.mta_kernel, future)
         if self.mix_pre is not None:
-            S = torch.einsum("gh,bhnm->bgnm", self.mix_pre, S)
+            S = torch.einsum("gh,bhnm->bgnm", head_mixing(self, "mix_pre"), S)
         if future is not None:
             S = S.masked_fill(future, -math.inf)
         P = torch.softmax(S, -1)
@@ -664,7 +703,7 @@ class Mta(nn.Module):
             g = self.head_kernel.shape[1]
             P = torch.einsum("bcinm,cij->bcjnm", P.reshape(B, H // g, g, N, N), self.head_kernel).reshape(B, H, N, N)
         elif self.mix_post is not None:
-            P = torch.einsum("gh,bhnm->bgnm", self.mix_post, P)
+            P = torch.einsum("gh,bhnm->bgnm", head_mixing(self, "mix_post"), P)
         o = torch.matmul(self.dropout(P), v).transpose(1, 2)  # [B, N, H, D]
         if self.subln is not None:
             o = self.subln(o, 1e-5) * self.norm_scale

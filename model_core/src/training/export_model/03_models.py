@@ -142,6 +142,9 @@ class TensorscopeModel(nn.Module):
         for i, block in enumerate(self.blocks):
             if isinstance(block.attn, _ThsaBase):  # the effective C, also for dense cores
                 out["blocks.%d.attn.core" % i] = block.attn.core.effective().detach()
+            for name in ("mix_pre", "mix_post"):  # a mixing with frozen entries as it applies
+                if getattr(block.attn, name + "_mask", None) is not None:
+                    out["blocks.%d.attn.%s" % (i, name)] = head_mixing(block.attn, name).detach()
         return out
 
     def load_weights(self, tensors, source="weights"):

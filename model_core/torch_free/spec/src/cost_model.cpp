@@ -1,5 +1,7 @@
 #include "spec/cost_model.h"
 
+#include "spec/slot_values.h"
+
 #include <algorithm>
 
 namespace tensorscope::spec {
@@ -49,6 +51,13 @@ class CostBuilder {
   std::int64_t params_ = 0, frozen_ = 0;
   LayerCost cost_;
 };
+
+/// An H x H talking-heads mixing: its trained entries are parameters, its frozen ones are stored.
+void mixingParams(CostBuilder& c, const HeadMixing& m, int H) {
+  const std::int64_t trained = mixingTrainableCount(m, H);
+  c.addParams(trained);
+  c.addFrozen(static_cast<std::int64_t>(H) * H - trained);
+}
 
 /// Differential attention (§8.5): 2H maps of size D, H value heads of size 2D.
 void differentialAttention(CostBuilder& c, const AttentionSpec& s, double B, double N, double M) {
@@ -214,7 +223,7 @@ void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N,
   if (mta.q_kernel > 0) convolution("key-query convolution", mta.q_kernel, mta.k_kernel);
   if (slot.pre_mix) {
     c.term("pre-softmax head mixing", 2 * B * H * H * N * M, B * H * N * M);
-    c.addParams(static_cast<std::int64_t>(H * H));
+    mixingParams(c, slot.pre_mixing, s.sizes.H);
   }
   c.term("softmax", kSoftmaxFlopsPerElement * B * H * N * M, B * H * N * M);
   if (mta.post_q_kernel > 0) convolution("post-softmax convolution", mta.post_q_kernel, mta.post_k_kernel);
@@ -225,7 +234,7 @@ void headedAttention(CostBuilder& c, const AttentionSpec& s, double B, double N,
   }
   if (slot.post_mix) {
     c.term("post-softmax head mixing", 2 * B * H * H * N * M, B * H * N * M);
-    c.addParams(static_cast<std::int64_t>(H * H));
+    mixingParams(c, slot.post_mixing, s.sizes.H);
   }
   c.term("o = P·v", 2 * B * H * N * M * D, B * N * HD);
   if (mta.group_norm) {

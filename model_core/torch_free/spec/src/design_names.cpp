@@ -5,6 +5,7 @@
 #include <string>
 
 #include "spec/core_spec.h"
+#include "spec/slot_values.h"
 
 namespace tensorscope::spec {
 namespace {
@@ -284,9 +285,14 @@ std::vector<DesignName> nameHeaded(const AttentionSpec& s) {
   }
   const Mta& mta = slot.mta;
   const bool convolves = mta.q_kernel > 0 || mta.post_q_kernel > 0;
+  // A mixing drawn as the identity with every entry frozen (spec/slot_values.h) mixes nothing.
+  const auto mixes = [&](bool on, const HeadMixing& m) {
+    return on && !(mixingValues(m, z.H) == mixingValues({}, z.H) && mixingTrainableCount(m, z.H) == 0);
+  };
+  const bool preMixes = mixes(slot.pre_mix, slot.pre_mixing);
   // A head convolution over all H heads is a full post-softmax head mixing (RAM's talking-heads
   // baseline configs use head_kernel_size = n_heads with pre_sm_linear_head).
-  const bool postMixes = slot.post_mix || mta.head_group == z.H;
+  const bool postMixes = mixes(slot.post_mix, slot.post_mixing) || mta.head_group == z.H;
   if (convolves) {
     // Multi-token attention (§8.8): its head mixings are part of the design.
     std::string why;
@@ -296,23 +302,23 @@ std::vector<DesignName> nameHeaded(const AttentionSpec& s) {
     if (mta.post_q_kernel > 0)
       why += std::string(why.empty() ? "" : ", ") + "its weights over " + to_string(mta.post_q_kernel) + " x " +
              to_string(mta.post_k_kernel) + " offsets after it";
-    if (slot.pre_mix) why += ", the logits mixed across heads";
+    if (preMixes) why += ", the logits mixed across heads";
     if (mta.head_group > 0 && mta.head_group < z.H)
       why += ", the weights mixed in groups of " + to_string(mta.head_group) + " heads";
     else if (postMixes) why += ", the weights mixed across all heads";
     if (mta.group_norm) why += std::string(", each head's output RMS-normalised") + (mta.norm_rescale ? " and scaled by 1 − λ_init" : "");
     if (mta.out_gate != Gate::None) why += ", each head gated by σ of a linear map of its output";
     parts.push_back({"multi-token attention (MTA)", true, why});
-  } else if (slot.pre_mix && postMixes)
+  } else if (preMixes && postMixes)
     parts.push_back({"talking heads", true, "the heads mixed by trainable H x H matrices before and after the softmax"});
-  else if (!slot.pre_mix && mta.head_group > 0 && mta.head_group < z.H)
+  else if (!preMixes && mta.head_group > 0 && mta.head_group < z.H)
     parts.push_back({"grouped head mixing (MTA head convolution)", true,
                      "the attention weights mixed across heads in groups of " + to_string(mta.head_group)});
-  else if (slot.pre_mix && mta.head_group > 0 && mta.head_group < z.H)
+  else if (preMixes && mta.head_group > 0 && mta.head_group < z.H)
     parts.push_back({"talking heads, post-softmax half in groups", true,
                      "the logits mixed across heads before the softmax, the weights in groups of " +
                          to_string(mta.head_group) + " heads after it"});
-  else if (slot.pre_mix)
+  else if (preMixes)
     parts.push_back({"talking heads, pre-softmax half", true,
                      "the logits mixed across heads before the softmax (THSA skip-right's C = A ⊗ 1_D 1_Dᵀ)"});
   else if (postMixes)

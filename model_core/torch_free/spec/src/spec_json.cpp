@@ -108,6 +108,20 @@ json matrix(const std::vector<double>& v, int rows, int cols) {
   return m;
 }
 
+/// A 0/1 mask as matrix() writes values, its entries as integers.
+json maskMatrix(const std::vector<unsigned char>& mask, int rows, int cols) {
+  json m = matrix(std::vector<double>(mask.begin(), mask.end()), rows, cols);
+  const auto toInt = [](json& x) { x = static_cast<int>(x.get<double>()); };
+  for (auto& row : m) {
+    if (row.is_array()) {
+      for (auto& x : row) toInt(x);
+    } else {
+      toInt(row);
+    }
+  }
+  return m;
+}
+
 json factorToJson(const CoreFactor& f, int dim) {
   json j;
   j["kind"] = std::string(toString(f.kind));
@@ -151,6 +165,25 @@ void factorFromJson(Reader& r, const json& j, const std::string& field, CoreFact
     r.readNumbers(j["values"], field + ".values", f.values);
   } else if (f.kind == FactorKind::Fixed || f.kind == FactorKind::Trainable) {
     r.fail(field + ".values", "factor kind " + kind + " needs \"values\" (a square matrix)");
+  }
+}
+
+/// A 0/1 mask: a matrix of 0 and 1, or one boolean for every entry of `count`.
+void maskFromJson(Reader& r, const json& t, const std::string& field, std::size_t count,
+                  std::vector<unsigned char>& out) {
+  out.clear();
+  if (t.is_boolean()) {
+    out.assign(count, t.get<bool>() ? 1 : 0);
+    return;
+  }
+  std::vector<double> m;
+  if (!r.readNumbers(t, field, m)) return;
+  for (double x : m) {
+    if (x != 0.0 && x != 1.0) {
+      out.clear();
+      return r.fail(field, "mask entries must be 0 (frozen) or 1 (trainable)");
+    }
+    out.push_back(x != 0.0 ? 1 : 0);
   }
 }
 
@@ -210,21 +243,7 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
     if (!j.contains("values")) r.fail("core.values", "structure dense needs \"values\" (R x R)");
     else r.readNumbers(j["values"], "core.values", c.dense_values);
     if (j.contains("trainable")) {
-      const json& t = j["trainable"];
-      if (t.is_boolean()) {
-        c.trainable_mask.assign(c.dense_values.size(), t.get<bool>() ? 1 : 0);
-      } else {
-        std::vector<double> m;
-        if (r.readNumbers(t, "core.trainable", m)) {
-          for (double x : m) {
-            if (x != 0.0 && x != 1.0) {
-              r.fail("core.trainable", "mask entries must be 0 (frozen) or 1 (trainable)");
-              break;
-            }
-            c.trainable_mask.push_back(x != 0.0 ? 1 : 0);
-          }
-        }
-      }
+      maskFromJson(r, j["trainable"], "core.trainable", c.dense_values.size(), c.trainable_mask);
     } else {
       c.trainable_mask.assign(c.dense_values.size(), 1);
     }
@@ -232,13 +251,47 @@ void coreFromJson(Reader& r, const json& j, const Sizes& sizes, std::optional<Co
   out = std::move(c);
 }
 
+/// slots.pre_mixing / post_mixing: {"values": H x H, "trainable": H x H of 0/1 or a boolean}.
+void mixingFromJson(Reader& r, const json& j, const std::string& field, HeadMixing& out) {
+  if (!j.is_object())
+    return r.fail(field, "must be an object like {\"values\": [[1, 0], [0, 1]], \"trainable\": true}; got " +
+                             kindName(j));
+  r.rejectUnknown(j, field + ".", {"values", "trainable"});
+  if (!j.contains("values")) return r.fail(field + ".values", "missing: the H x H starting values of the mixing");
+  r.readNumbers(j["values"], field + ".values", out.values);
+  if (j.contains("trainable"))
+    maskFromJson(r, j["trainable"], field + ".trainable", out.values.size(), out.trainable_mask);
+  else
+    out.trainable_mask.assign(out.values.size(), 1);
+}
+
+/// An MTA kernel: H kernels, each c_q rows of c_k values ([head][query offset][key offset]).
+void kernelFromJson(Reader& r, const json& j, const std::string& field, std::vector<double>& out) {
+  out.clear();
+  if (!j.is_array()) return r.fail(field, "must be an array of one c_q x c_k matrix per head; got " + kindName(j));
+  std::size_t perHead = 0;
+  for (std::size_t h = 0; h < j.size(); ++h) {
+    std::vector<double> one;
+    if (!r.readNumbers(j[h], field + "[" + std::to_string(h) + "]", one)) return out.clear();
+    if (h == 0) perHead = one.size();
+    if (one.size() != perHead) {
+      out.clear();
+      return r.fail(field, "head " + std::to_string(h) + " has " + std::to_string(one.size()) + " values; head 0 has " +
+                               std::to_string(perHead));
+    }
+    out.insert(out.end(), one.begin(), one.end());
+  }
+}
+
 void slotsFromJson(Reader& r, const json& j, Slots& out) {
   if (!j.is_object()) return r.fail("slots", "must be an object like {\"kv_groups\": 2}; got " + kindName(j));
   r.rejectUnknown(j, "slots.", {"kv_groups", "pre_mix", "post_mix", "gate", "differential", "latent", "tpa", "mta",
-                               "collaborative"});
+                               "collaborative", "pre_mixing", "post_mixing"});
   r.readInt(j, "kv_groups", "slots.kv_groups", out.kv_groups);
   r.readBool(j, "pre_mix", "slots.pre_mix", out.pre_mix);
   r.readBool(j, "post_mix", "slots.post_mix", out.post_mix);
+  if (j.contains("pre_mixing")) mixingFromJson(r, j["pre_mixing"], "slots.pre_mixing", out.pre_mixing);
+  if (j.contains("post_mixing")) mixingFromJson(r, j["post_mixing"], "slots.post_mixing", out.post_mixing);
   std::string gate = "none";
   if (r.readString(j, "gate", "slots.gate", gate) && !parseGate(gate, out.gate))
     r.fail("slots.gate", "unknown gate '" + gate + "'; one of none, headwise, elementwise");
@@ -277,7 +330,9 @@ void slotsFromJson(Reader& r, const json& j, Slots& out) {
     if (!m.is_object())
       return r.fail("slots.mta", "must be an object like {\"q_kernel\": 6, \"k_kernel\": 11}; got " + kindName(m));
     r.rejectUnknown(m, "slots.mta.", {"q_kernel", "k_kernel", "post_q_kernel", "post_k_kernel", "pad", "head_group",
-                                      "group_norm", "norm_rescale", "out_gate"});
+                                      "group_norm", "norm_rescale", "out_gate", "kernel", "post_kernel"});
+    if (m.contains("kernel")) kernelFromJson(r, m["kernel"], "slots.mta.kernel", out.mta.kernel_values);
+    if (m.contains("post_kernel")) kernelFromJson(r, m["post_kernel"], "slots.mta.post_kernel", out.mta.post_kernel_values);
     r.readInt(m, "q_kernel", "slots.mta.q_kernel", out.mta.q_kernel);
     r.readInt(m, "k_kernel", "slots.mta.k_kernel", out.mta.k_kernel);
     r.readInt(m, "post_q_kernel", "slots.mta.post_q_kernel", out.mta.post_q_kernel);
@@ -340,17 +395,7 @@ std::string toJson(const AttentionSpec& s, int indent) {
       cj["B"] = factorToJson(c.b, s.sizes.D);
     } else {
       cj["values"] = matrix(c.dense_values, s.sizes.R, s.sizes.R);
-      std::vector<double> mask(c.trainable_mask.begin(), c.trainable_mask.end());
-      json m = matrix(mask, s.sizes.R, s.sizes.R);
-      const auto toInt = [](json& x) { x = static_cast<int>(x.get<double>()); };
-      for (auto& row : m) {
-        if (row.is_array()) {
-          for (auto& x : row) toInt(x);
-        } else {
-          toInt(row);
-        }
-      }
-      cj["trainable"] = m;
+      cj["trainable"] = maskMatrix(c.trainable_mask, s.sizes.R, s.sizes.R);
     }
     j["core"] = std::move(cj);
   }
@@ -376,6 +421,30 @@ std::string toJson(const AttentionSpec& s, int indent) {
                            {"pad", std::string(toString(z.mta.pad))}, {"head_group", z.mta.head_group},
                            {"group_norm", z.mta.group_norm}, {"norm_rescale", z.mta.norm_rescale},
                            {"out_gate", std::string(toString(z.mta.out_gate))}};
+    // Drawn kernels, only when drawn: [head][query offset][key offset].
+    auto kernel = [&](const std::vector<double>& v, int cq, int ck, const char* key) {
+      if (v.empty()) return;
+      const int H = s.sizes.H;
+      if (H < 1 || cq < 1 || ck < 1 || v.size() != static_cast<size_t>(H) * cq * ck) {
+        j["slots"]["mta"][key] = json(v);  // invalid, written as held (see matrix())
+        return;
+      }
+      json heads = json::array();
+      const std::size_t per = static_cast<std::size_t>(cq) * ck;
+      for (int h = 0; h < H; ++h)
+        heads.push_back(matrix(std::vector<double>(v.begin() + h * per, v.begin() + (h + 1) * per), cq, ck));
+      j["slots"]["mta"][key] = std::move(heads);
+    };
+    kernel(z.mta.kernel_values, z.mta.q_kernel, z.mta.k_kernel, "kernel");
+    kernel(z.mta.post_kernel_values, z.mta.post_q_kernel, z.mta.post_k_kernel, "post_kernel");
+    // Drawn mixings, only when drawn (an identity that all trains is written as nothing).
+    auto mixing = [&](const HeadMixing& m, const char* key) {
+      if (m.isDefault()) return;
+      j["slots"][key] = {{"values", matrix(m.values, s.sizes.H, s.sizes.H)},
+                         {"trainable", maskMatrix(m.trainable_mask, s.sizes.H, s.sizes.H)}};
+    };
+    mixing(z.pre_mixing, "pre_mixing");
+    mixing(z.post_mixing, "post_mixing");
     if (z.collaborative.enabled())
       j["slots"]["collaborative"] = {{"key_dim", z.collaborative.key_dim},
                                      {"content_bias", z.collaborative.content_bias},

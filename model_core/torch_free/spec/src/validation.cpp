@@ -300,6 +300,54 @@ static void checkMta(Collector& c, const AttentionSpec& s) {
                         "the official add_gating), not from x; set gate to none");
 }
 
+/// The values drawn into the slots (spec/slot_values.h): a mixing's values and mask only with its
+/// mixing on, H·H each, finite, mask entries 0 or 1; an MTA kernel's values only with its
+/// convolution on, H·c_q·c_k of them, finite.
+static void checkSlotValues(Collector& c, const AttentionSpec& s) {
+  const Slots& q = s.slots;
+  const long long hh = static_cast<long long>(s.sizes.H) * s.sizes.H;
+  auto mixing = [&](const HeadMixing& m, bool on, const char* field, const char* flag) {
+    if (m.isDefault()) return;
+    const std::string f = std::string("slots.") + field;
+    if (!on) {
+      c.add(f, std::string(field) + " gives the starting values of a mixing that is off; set " + flag +
+                   " to true or remove " + field);
+      return;
+    }
+    if (static_cast<long long>(m.values.size()) != hh)
+      c.add(f + ".values", "must be H x H = " + to_string(hh) + " values (one row per head it writes to); got " +
+                               to_string(m.values.size()));
+    else if (!allFinite(m.values))
+      c.add(f + ".values", "values must be finite numbers");
+    else
+      checkFloat32(c, f + ".values", m.values);
+    if (static_cast<long long>(m.trainable_mask.size()) != hh)
+      c.add(f + ".trainable", "must be H x H = " + to_string(hh) + " entries; got " + to_string(m.trainable_mask.size()));
+    else if (std::any_of(m.trainable_mask.begin(), m.trainable_mask.end(), [](unsigned char t) { return t > 1; }))
+      c.add(f + ".trainable", "mask entries must be 0 (frozen) or 1 (trainable)");
+  };
+  mixing(q.pre_mixing, q.pre_mix, "pre_mixing", "pre_mix");
+  mixing(q.post_mixing, q.post_mix, "post_mixing", "post_mix");
+  auto kernel = [&](const std::vector<double>& values, int cq, int ck, const char* field, const char* what) {
+    if (values.empty()) return;
+    const std::string f = std::string("slots.mta.") + field;
+    if (cq <= 0 || ck <= 0) {
+      c.add(f, std::string("gives the starting values of the ") + what + " convolution, which is off; remove " + field);
+      return;
+    }
+    const long long want = static_cast<long long>(s.sizes.H) * cq * ck;
+    if (static_cast<long long>(values.size()) != want)
+      c.add(f, "must be H x c_q x c_k = " + to_string(s.sizes.H) + " x " + to_string(cq) + " x " + to_string(ck) + " = " +
+                   to_string(want) + " values; got " + to_string(values.size()));
+    else if (!allFinite(values))
+      c.add(f, "values must be finite numbers");
+    else
+      checkFloat32(c, f, values);
+  };
+  kernel(q.mta.kernel_values, q.mta.q_kernel, q.mta.k_kernel, "kernel", "pre-softmax");
+  kernel(q.mta.post_kernel_values, q.mta.post_q_kernel, q.mta.post_k_kernel, "post_kernel", "post-softmax");
+}
+
 std::vector<Issue> validate(const AttentionSpec& s) {
   Collector c;
   const Sizes& z = s.sizes;
@@ -385,6 +433,7 @@ std::vector<Issue> validate(const AttentionSpec& s) {
       if (s.bias)
         c.add("bias", "tensor product attention has no biases (T6's projections have none); set bias to false");
     }
+    if (hasSlots(v)) checkSlotValues(c, s);
     if (hasSlots(v) && q.mta.enabled()) checkMta(c, s);
     if (hasSlots(v) && q.collaborative.enabled()) {
       // Collaborative attention (§8.9) shares one key space among the heads itself; the output gate

@@ -115,6 +115,12 @@ struct Mta {
   /// add_gating after the norm: Headwise = gate_1d (Linear(D, 1) with bias, one sigmoid per head),
   /// Elementwise = Linear(D, D); read from each head's own (normalised) output, not from x.
   Gate out_gate = Gate::None;
+  /// Starting values of the pre-softmax kernel, H x c_q x c_k row-major (head, query offset, key
+  /// offset), as drawn in the explorer; empty: the official identity init (a 1 where the kernel reads
+  /// the query itself and key offset 0). They train like the identity does.
+  std::vector<double> kernel_values;
+  /// Likewise for the post-softmax kernel, H x post_q_kernel x post_k_kernel; empty: the identity.
+  std::vector<double> post_kernel_values;
 
   bool operator==(const Mta&) const = default;
   bool enabled() const { return *this != Mta{}; }
@@ -145,6 +151,18 @@ struct Collaborative {
   bool enabled() const { return *this != Collaborative{}; }
 };
 
+/// The starting values of an H x H head mixing (talking heads' mix_pre, or mix_post: C′) and which
+/// of its entries train, as C's dense values and mask. Both empty: the identity, every entry
+/// trained (a new talking-heads layer is MHSA until it learns to mix). Otherwise both hold H·H
+/// entries, row-major [to-head, from-head]; a frozen entry (mask 0) keeps its value while training.
+struct HeadMixing {
+  std::vector<double> values;
+  std::vector<unsigned char> trainable_mask;  ///< 1 = trained, 0 = frozen at its value
+
+  bool operator==(const HeadMixing&) const = default;
+  bool isDefault() const { return values.empty() && trainable_mask.empty(); }
+};
+
 /// The slots of the one attention network that a headed layer (mhsa, fixed_head) opens beyond
 /// MHSA (docs/attention-variants.md §8). The defaults are MHSA; a spec file without "slots" is one.
 struct Slots {
@@ -157,6 +175,8 @@ struct Slots {
   /// (c) talking heads, post-softmax: the attention weights mixed across heads by a trainable
   /// H x H matrix (`mix_post`, identity at first) before they meet V.
   bool post_mix = false;
+  /// What mix_pre and mix_post start as and which entries train (only with pre_mix / post_mix).
+  HeadMixing pre_mixing, post_mixing;
   /// (d) gated attention: each head's output multiplied by σ(x·W^Gᵀ) before W^O.
   Gate gate = Gate::None;
   /// (c) differential attention (Ye et al. 2024, V1): each of the H heads forms two maps from

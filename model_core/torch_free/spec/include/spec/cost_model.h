@@ -26,7 +26,7 @@ struct CostTerm {
 
 struct LayerCost {
   std::int64_t parameters = 0;            ///< trainable scalars
-  std::int64_t frozen_parameters = 0;     ///< stored but not trained (fixed core values)
+  std::int64_t frozen_parameters = 0;     ///< stored but not trained (fixed entries of C or of a head mixing)
   double forward_flops = 0;
   /// One forward and backward pass: 3 x forward_flops (the backward of each contraction is two
   /// products of its size; elementwise terms are counted the same way).
