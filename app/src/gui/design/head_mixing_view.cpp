@@ -238,7 +238,7 @@ void HeadMixingView::editCell(int row, int col, bool continuingStroke) {
     return;
   }
   if (!editsDesign()) {
-    if (continuingStroke || !editable_ && !showsTrained_) return;  // one question per click
+    if (continuingStroke) return;  // one question per click, not one per cell of a drag
     pending_ = PendingCell{name, shownIndex(), row, col};
     Q_EMIT forkRequested();
     return;
