@@ -244,13 +244,16 @@ void HeadMixingView::editCell(int row, int col, bool continuingStroke) {
     return;
   }
   if (!continuingStroke) ++stroke_;
-  const QString symbol = infoOf(name)->symbol;
-  const QString cell = isMixing(name) ? QString("%1[%2,%3]").arg(symbol.section(' ', 0, 0)).arg(row).arg(col)
-                                      : QString("%1[head %2][%3,%4]").arg(symbol.section(' ', 0, 0)).arg(shownIndex()).arg(row).arg(col);
-  const QString what = tool_ == Tool::SetValue       ? QString("set %1 = %2").arg(cell).arg(value_->value())
-                       : tool_ == Tool::PaintTrainable ? "paint " + cell + " trainable"
-                                                       : "paint " + cell + " frozen";
-  applyTool({{row, col}}, what, stroke_);
+  const QString symbol = QString(infoOf(name)->symbol).section(' ', 0, 0);
+  const QString cell = isMixing(name) ? QString("%1[%2,%3]").arg(symbol).arg(row).arg(col)
+                                      : QString("%1[head %2][%3,%4]").arg(symbol).arg(shownIndex()).arg(row).arg(col);
+  applyTool({{row, col}}, toolText(cell), stroke_);
+}
+
+QString HeadMixingView::toolText(const QString& cells) const {
+  return tool_ == Tool::SetValue         ? QString("set %1 = %2").arg(cells).arg(value_->value())
+         : tool_ == Tool::PaintTrainable ? "paint " + cells + " trainable"
+                                         : "paint " + cells + " frozen";
 }
 
 void HeadMixingView::editRectangle(int row0, int col0, int row1, int col1) {
@@ -260,10 +263,7 @@ void HeadMixingView::editRectangle(int row0, int col0, int row1, int col1) {
     for (int c = col0; c <= col1; ++c) cells.emplace_back(r, c);
   const QString symbol = QString(infoOf(shownWeight())->symbol).section(' ', 0, 0);
   const QString range = QString("%1[%2..%3, %4..%5]").arg(symbol).arg(row0).arg(row1).arg(col0).arg(col1);
-  const QString what = tool_ == Tool::SetValue       ? QString("set %1 = %2").arg(range).arg(value_->value())
-                       : tool_ == Tool::PaintTrainable ? "paint " + range + " trainable"
-                                                       : "paint " + range + " frozen";
-  applyTool(cells, what, ++stroke_);
+  applyTool(cells, toolText(range), ++stroke_);
 }
 
 bool HeadMixingView::applyPreset(const QString& preset) {

@@ -134,6 +134,8 @@ class HeadMixingView : public QGroupBox {
   const Tensor& shownTensor() const { return showsTrained_ ? shownTrained_ : shownInit_; }
   /// Sets cells (row, col) of the grid on show to the tool's value or mask; emits one edit.
   void applyTool(const std::vector<std::pair<int, int>>& cells, const QString& what, int stroke);
+  /// "set C′[0,1] = 0.5", "paint θ[head 1][2,0] frozen": what the tool does to `cells`, for undo.
+  QString toolText(const QString& cells) const;
   /// The design with the weight on show drawn as `values` (and, for a mixing, `mask`).
   spec::AttentionSpec withValues(std::vector<double> values, std::vector<unsigned char> mask) const;
 
@@ -144,7 +146,9 @@ class HeadMixingView : public QGroupBox {
   bool updating_ = false;
   bool editable_ = true;
   Tool tool_ = Tool::SetValue;
-  int stroke_ = 0;
+  /// Strokes number apart from the core editor's, so that one of its drags and one here never
+  /// merge into one undo step (SpecCommand merges equal strokes of one run).
+  int stroke_ = 1 << 24;
   std::optional<PendingCell> pending_;
   Tensor shownInit_, shownTrained_;
   QButtonGroup* tools_ = nullptr;
