@@ -426,7 +426,8 @@ std::string toJson(const AttentionSpec& s, int indent) {
       if (v.empty()) return;
       const int H = s.sizes.H;
       if (H < 1 || cq < 1 || ck < 1 || v.size() != static_cast<size_t>(H) * cq * ck) {
-        j["slots"]["mta"][key] = json(v);  // invalid, written as held (see matrix())
+        // Invalid, written as held (see matrix()): one "head" of every value, which reads back as it is.
+        j["slots"]["mta"][key] = json::array({json(v)});
         return;
       }
       json heads = json::array();
