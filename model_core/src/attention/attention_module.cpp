@@ -108,7 +108,7 @@ std::int64_t AttentionModuleImpl::trainableParameterCount() const {
   // Frozen entries of a head mixing are stored but not trained (head_mixing.h).
   for (const auto& b : named_buffers(/*recurse=*/false))
     if (b.key().size() > 5 && b.key().compare(b.key().size() - 5, 5, "_mask") == 0 &&
-        named_parameters(false).find(b.key().substr(0, b.key().size() - 5)) != nullptr)
+        named_parameters(false).contains(b.key().substr(0, b.key().size() - 5)))
       n -= (b.value().to(torch::kBool) == false).sum().item<std::int64_t>();
   return n;
 }

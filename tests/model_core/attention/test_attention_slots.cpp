@@ -28,7 +28,8 @@ using spec::Variant;
 namespace {
 /// The gradient of parameter `name` after a backward pass (undefined when it takes none).
 torch::Tensor parametersOfGrad(AttentionModuleImpl& m, const std::string& name) {
-  const auto* p = m.named_parameters().find(name);
+  const auto params = m.named_parameters();  // find() points into it: keep it alive
+  const auto* p = params.find(name);
   if (!p || !p->requires_grad()) return {};
   return p->grad().defined() ? p->grad().detach().clone() : torch::zeros_like(*p);
 }
