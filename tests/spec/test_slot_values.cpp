@@ -93,7 +93,7 @@ TEST(SlotValues, MtaKernelsStartAsTheOfficialIdentityForEveryPad) {
   Mta m;
   m.q_kernel = 3;
   m.k_kernel = 5;
-  for (const auto [pad, self] : {std::pair{MtaPad::Both, 2}, std::pair{MtaPad::Left, 4}, std::pair{MtaPad::Right, 0}}) {
+  for (const auto& [pad, self] : {std::pair{MtaPad::Both, 2}, std::pair{MtaPad::Left, 4}, std::pair{MtaPad::Right, 0}}) {
     m.pad = pad;
     EXPECT_EQ(mtaKeySelf(5, pad), self);
     const auto v = mtaKernelValues(m, 2, false);
@@ -118,7 +118,11 @@ TEST(SlotValues, MtaKernelsStartAsTheOfficialIdentityForEveryPad) {
   const auto blur = makeMtaKernelPreset("key_blur", m, 2, false);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 5; ++j) EXPECT_DOUBLE_EQ(blur[size_t(i) * 5 + j], i == 2 ? 0.2 : 0.0);
-  EXPECT_EQ(makeMtaKernelPreset("identity", m, 2, false), mtaKernelValues(Mta{3, 5, 0, 0, m.pad}, 2, false));
+  Mta plain;  // the same sizes and pad, nothing drawn
+  plain.q_kernel = 3;
+  plain.k_kernel = 5;
+  plain.pad = m.pad;
+  EXPECT_EQ(makeMtaKernelPreset("identity", m, 2, false), mtaKernelValues(plain, 2, false));
   EXPECT_THROW(makeMtaKernelPreset("average", m, 2, true), std::invalid_argument);
   EXPECT_THROW(makeMtaKernelPreset("nope", m, 2, false), std::invalid_argument);
 }
@@ -248,4 +252,21 @@ TEST(SlotValues, StructuralEditsDropValuesThatNoLongerFit) {
   EXPECT_TRUE(dropStaleSlotValues(resized));
   EXPECT_TRUE(resized.slots.mta.kernel_values.empty());
   EXPECT_TRUE(validate(resized).empty()) << dump(validate(resized));
+}
+
+TEST(SlotValues, DrawsSlotWeightNamesExactlyTheSlotsWithDrawnValues) {
+  auto s = talkingHeads(2);
+  for (const char* name : {"mix_pre", "mix_post", "mta_kernel", "mta_kernel_after_sm", "head_kernel", "wq"})
+    EXPECT_FALSE(drawsSlotWeight(s, name)) << name << ": nothing is drawn in the preset";
+  s.slots.post_mixing = makeMixingPreset("swap", 2);
+  EXPECT_TRUE(drawsSlotWeight(s, "mix_post"));
+  EXPECT_FALSE(drawsSlotWeight(s, "mix_pre"));
+  s.slots.pre_mixing = makeMixingPreset("identity_frozen", 2);
+  EXPECT_TRUE(drawsSlotWeight(s, "mix_pre")) << "a frozen identity is drawn: its mask is not the default";
+  auto mta = makeSpecPreset("mta");
+  mta.sizes.H = 2;
+  mta.slots.mta.post_kernel_values = makeMtaKernelPreset("average", mta.slots.mta, 2, true);
+  EXPECT_FALSE(drawsSlotWeight(mta, "mta_kernel"));
+  EXPECT_TRUE(drawsSlotWeight(mta, "mta_kernel_after_sm"));
+  EXPECT_FALSE(drawsSlotWeight(mta, "head_kernel")) << "κ is never drawn";
 }

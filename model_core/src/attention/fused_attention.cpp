@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/row_ops.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -70,10 +71,23 @@ void forEachRowBlock(int64_t N, int64_t M, bool causal, F&& f, bool lastFirst = 
   }
 }
 
-/// Row r of a causal [N, M] matrix gets `value` at columns r+1 … M-1 for rows [i0, i0+rows).
+/// Rows [i0, i0+rows) of a block of scores [N, M] become softmax rows in place, on the vectorised
+/// row operations while the block is still in cache: row r over its keys (0 … r when causal), the
+/// keys it does not see set to 0 (what softmax gives them at −∞).
 template <typename T>
-void fillFuture(T* m, int64_t M, int64_t i0, int64_t rows, T value) {
-  for (int64_t r = i0; r < i0 + rows; ++r) std::fill(m + r * M + std::min(r + 1, M), m + (r + 1) * M, value);
+void softmaxRows(T* m, int64_t M, int64_t i0, int64_t rows, bool causal) {
+  const auto& ops = kernels::rowOps<T>();
+  for (int64_t r = i0; r < i0 + rows; ++r) {
+    T* row = m + r * M;
+    const int64_t seen = causal ? std::min(r + 1, M) : M;
+    if (seen > 0) {
+      T lo, hi;
+      ops.minMax(row, seen, &lo, &hi);
+      const T inv = T(1) / ops.expWrite(row, seen, T(1), hi, row);
+      for (int64_t i = 0; i < seen; ++i) row[i] *= inv;
+    }
+    std::fill(row + seen, row + M, T(0));
+  }
 }
 
 template <typename T>
@@ -81,8 +95,8 @@ FusedAttentionOutput forwardCore(const Dims& d, Heads<const T> q, Heads<const T>
                                  bool causal, const torch::TensorOptions& options) {
   const int64_t N = d.N, M = d.M, H = d.H, per = d.perGroup(), HDv = d.H * d.Dv;
   const T scale = static_cast<T>(scaleD);
-  auto S = torch::empty({d.B, H, N, M}, options);
-  T* s = S.data_ptr<T>();
+  auto P = torch::empty({d.B, H, N, M}, options);
+  T* s = P.data_ptr<T>();
   at::parallel_for(0, d.B * H, 1, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const int64_t b = p / H, h = p % H;
@@ -91,12 +105,10 @@ FusedAttentionOutput forwardCore(const Dims& d, Heads<const T> q, Heads<const T>
       T* sp = s + p * N * M;
       forEachRowBlock(N, M, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
         gemm<T>(false, true, rows, cols, d.Dk, scale, qp + i0 * q.sn, q.sn, kp, k.sn, T(0), sp + i0 * M, M);
-        if (causal) fillFuture(sp, M, i0, rows, -std::numeric_limits<T>::infinity());
+        softmaxRows(sp, M, i0, rows, causal);
       });
     }
   });
-  auto P = torch::softmax(S, -1);
-  S.reset();
   auto o = torch::empty({d.B, N, H, d.Dv}, options);
   const T* pr = P.data_ptr<T>();
   T* out = o.data_ptr<T>();
@@ -325,6 +337,7 @@ std::atomic<bool> g_fusedEnabled{true};
 }  // namespace
 
 void setFusedAttentionEnabled(bool enabled) { g_fusedEnabled.store(enabled); }
+bool fusedAttentionEnabled() { return g_fusedEnabled.load(); }
 
 bool fusedAttentionSupports(const torch::Tensor& x) {
   return g_fusedEnabled.load() && kernels::blas().available() && x.device().is_cpu() &&

@@ -12,10 +12,12 @@
 // This kernel reads q, k, v in place from the fused projection [B, N, 3, H, D], gives every
 // (batch, head) pair to one thread with single-threaded BLAS calls, folds the scale into the GEMM,
 // skips the masked blocks of a causal layer (row blocks of 32: 62% of the work at N = 128) and
-// writes o directly as [B, N, H, D], so merging the heads is a free view. The forward softmax is
-// ATen's vectorised kernel; the backward pass never materialises a [B,H,N,N] gradient: each block
-// of dP = dO·vᵀ lives in a per-thread buffer, becomes dS = P ⊙ (dP − dO·o) in place and is used
-// at once for dq and dk. Gradients are exact (tests/model_core/attention/test_fused_attention.cpp).
+// writes o directly as [B, N, H, D], so merging the heads is a free view. The forward softmax runs
+// on each block of scores right after its GEMM, in cache, on the vectorised row operations
+// (kernels/row_ops.h; a causal row over its seen keys only), written in place as the probabilities
+// kept for backward (no separate [B,H,N,M] score tensor). The backward pass never materialises a
+// [B,H,N,N] gradient: each block of dP = dO·vᵀ lives in a per-thread buffer, becomes
+// dS = P ⊙ (dP − dO·o) in place and is used at once for dq and dk. Gradients are exact (tests/model_core/attention/test_fused_attention.cpp).
 //
 // One implementation serves both entry points: the [B, N, 3, H, D] one reads three strided views of
 // the one buffer and writes its gradient into one buffer of the same layout; the grouped one reads
@@ -39,6 +41,8 @@ bool fusedAttentionSupports(const torch::Tensor& x);
 /// Switches the fused kernel off (process-wide) so the modules take the ATen formulation they use
 /// on CUDA: for tests that compare the two paths, and benchmarks. On by default.
 void setFusedAttentionEnabled(bool enabled);
+/// Whether the fused CPU kernels are on (setFusedAttentionEnabled): the rotary turn follows it too.
+bool fusedAttentionEnabled();
 
 /// softmax(scale·q·kᵀ [+ causal mask])·v for every head. `qkv` is [B, N, 3, H, D] (q, k, v stacked
 /// on axis 2; last axis contiguous). Differentiable in `qkv` (first order).

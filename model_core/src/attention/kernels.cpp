@@ -1,8 +1,134 @@
 #include "attention/kernels.h"
 
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/custom_function.h>
+
 #include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "attention/fused_attention.h"
+#include "kernels/gemm.h"
 
 namespace tensorscope::model_core {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+/// A batch of matrices read in place: the offset of each matrix (from the leading axes' strides)
+/// and the row stride; the last axis contiguous (else the tensor is copied once).
+struct Matrices {
+  torch::Tensor t;
+  std::vector<int64_t> offsets;
+  int64_t rows = 0, cols = 0, ld = 0;
+};
+
+Matrices matricesOf(const torch::Tensor& x) {
+  Matrices m;
+  // BLAS reads rows at a positive stride of at least the row length (an expanded row axis is not).
+  const bool inPlace = (x.stride(-1) == 1 || x.size(-1) <= 1) && (x.size(-2) <= 1 || x.stride(-2) >= x.size(-1));
+  m.t = inPlace ? x : x.contiguous();
+  const int64_t lead = m.t.dim() - 2;
+  m.rows = m.t.size(-2);
+  m.cols = m.t.size(-1);
+  m.ld = m.rows <= 1 ? std::max<int64_t>(m.cols, 1) : std::max<int64_t>(m.t.stride(-2), 1);  // one row: any stride
+  int64_t count = 1;
+  for (int64_t d = 0; d < lead; ++d) count *= m.t.size(d);
+  m.offsets.resize(size_t(count));
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i, off = 0;
+    for (int64_t d = lead - 1; d >= 0; --d) {
+      off += (rest % m.t.size(d)) * m.t.stride(d);
+      rest /= m.t.size(d);
+    }
+    m.offsets[size_t(i)] = off;
+  }
+  return m;
+}
+
+/// C_i = op(A_i)·op(B_i) into a new contiguous [lead..., rows, cols] tensor of `shape`.
+template <typename T>
+void productsInto(const Matrices& A, bool ta, const Matrices& B, bool tb, int64_t m, int64_t n, int64_t k, T* c) {
+  const T* a = A.t.data_ptr<T>();
+  const T* b = B.t.data_ptr<T>();
+  at::parallel_for(0, int64_t(A.offsets.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      T* ci = c + i * m * n;
+      if (k == 0) std::fill(ci, ci + m * n, T(0));
+      else kernels::gemm<T>(ta, tb, m, n, k, T(1), a + A.offsets[size_t(i)], A.ld, b + B.offsets[size_t(i)], B.ld, T(0), ci, n);
+    }
+  });
+}
+
+/// op(x)·op(y) for every matrix of the batch, shaped as `lead` + [m, n].
+torch::Tensor products(const torch::Tensor& x, bool tx, const torch::Tensor& y, bool ty, std::vector<int64_t> shape) {
+  const auto X = matricesOf(x), Y = matricesOf(y);
+  const int64_t m = tx ? X.cols : X.rows, k = tx ? X.rows : X.cols, n = ty ? Y.rows : Y.cols;
+  shape.push_back(m);
+  shape.push_back(n);
+  auto out = torch::empty(shape, x.options());
+  if (x.scalar_type() == torch::kDouble) productsInto<double>(X, tx, Y, ty, m, n, k, out.data_ptr<double>());
+  else productsInto<float>(X, tx, Y, ty, m, n, k, out.data_ptr<float>());
+  return out;
+}
+
+std::vector<int64_t> leadOf(const torch::Tensor& t) {
+  return std::vector<int64_t>(t.sizes().begin(), t.sizes().end() - 2);
+}
+
+torch::Tensor atenProduct(const torch::Tensor& a, const torch::Tensor& b, bool transB) {
+  return torch::matmul(a, transB ? b.transpose(-2, -1) : b);
+}
+
+struct BatchedProductFunction : public torch::autograd::Function<BatchedProductFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& a, const torch::Tensor& b, bool transB) {
+    ctx->save_for_backward({a, b});
+    ctx->saved_data["transB"] = transB;
+    return products(a, false, b, transB, leadOf(a));
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &a = saved[0], &b = saved[1];
+    const bool transB = ctx->saved_data["transB"].toBool();
+    const auto& g = grads[0];
+    if (!g.defined()) return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    if (at::GradMode::is_enabled()) {  // a graph of the backward: ATen's differentiable formulas
+      const auto da = transB ? torch::matmul(g, b) : torch::matmul(g, b.transpose(-2, -1));
+      const auto db = transB ? torch::matmul(g.transpose(-2, -1), a) : torch::matmul(a.transpose(-2, -1), g);
+      return {da, db, torch::Tensor()};
+    }
+    // a [n, k]; b [k, m] or [m, k]; g [n, m].  da = g·bᵀ (g·b when transB);
+    // db = aᵀ·g [k, m] (gᵀ·a [m, k] when transB).
+    const auto da = products(g, false, b, !transB, leadOf(a));
+    const auto db = transB ? products(g, true, a, false, leadOf(b)) : products(a, true, g, false, leadOf(b));
+    return {da, db, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor mixHeads(const torch::Tensor& c, const torch::Tensor& maps) {
+  const int64_t B = maps.size(0), H = maps.size(1), L = c.size(0);
+  auto shape = maps.sizes().vec();
+  shape[1] = L;
+  return batchedProduct(c.expand({B, L, H}), maps.reshape({B, H, -1}), false).view(shape);
+}
+
+torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, bool transB) {
+  if (a.dim() < 3 || a.dim() != b.dim() || !a.sizes().slice(0, a.dim() - 2).equals(b.sizes().slice(0, b.dim() - 2)))
+    throw std::invalid_argument("batchedProduct: a and b need the same leading axes");
+  if ((transB ? b.size(-1) : b.size(-2)) != a.size(-1))
+    throw std::invalid_argument("batchedProduct: the contracted sizes differ");
+  const int64_t limit = std::numeric_limits<int>::max();
+  const bool fits = a.size(-2) < limit && a.size(-1) < limit && b.size(-2) < limit && b.size(-1) < limit &&
+                    a.stride(-2) < limit && b.stride(-2) < limit;
+  if (!fits || !fusedAttentionSupports(a) || b.scalar_type() != a.scalar_type() || !b.device().is_cpu())
+    return atenProduct(a, b, transB);
+  return BatchedProductFunction::apply(a, b, transB);
+}
 
 torch::Tensor futureMask(int64_t n, int64_t m, const torch::Device& device) {
   return torch::ones({n, m}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(1);

@@ -27,6 +27,24 @@ torch::Tensor projectQkv(const torch::Tensor& x, const torch::nn::Linear& wq, co
 /// norms (subln, ε 1e-5).
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
+/// a [..., n, k] times b [..., k, m] (or, with `transB`, times bᵀ for b [..., m, k]) for every index
+/// of the leading axes (equal in a and b, no broadcasting): [..., n, m]. On the CPU in float32 and
+/// float64 each product is one single-threaded BLAS call on its own thread, reading a and b in place
+/// through their strides (a head view of a projection needs no copy), and so is each product of the
+/// backward; LibTorch 1.13's bmm runs such small products one after another on all threads, with a
+/// select() each. Elsewhere, or with the fused kernels off, torch::matmul, its oracle.
+/// Differentiable (a backward taken with create_graph runs the ATen formulas).
+torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, bool transB);
+
+/// Head mixing of maps [B, H, ...] (e.g. [B, H, N, M]) by c [L, H]: out[b, l] = Σ_h c[l, h]·maps[b, h],
+/// [B, L, ...].
+/// batchedProduct of c (expanded over the batch, not copied) with the maps flattened to [B, H, N·M]:
+/// rows of N·M contiguous values, no permuted copies, one product per batch entry and thread in
+/// forward and backward. LibTorch 1.13's CPU einsum("lh,bhnm->blnm") permutes and copies the maps,
+/// and a broadcasting matmul of [L, H] with [B, H, N·M] took 9 ms at B = 32, H = 4, N = M = 128
+/// (2 threads, 2026-11-29) where bmm takes 0.3 ms forward. Differentiable.
+torch::Tensor mixHeads(const torch::Tensor& c, const torch::Tensor& maps);
+
 /// [B, N, H*D] -> [B, H, N, D]
 torch::Tensor splitHeads(const torch::Tensor& x, int64_t heads);
 /// [B, H, N, D] -> [B, N, H*D]

@@ -188,7 +188,7 @@ torch::Tensor MhsaImpl::attend(const torch::Tensor& x, const ForwardOptions& opt
   // the talking-heads mixings when maps are asked.
   const auto P = talkingHeadsWeights(q, k, mixPre, mixPost, scale, spec_.causal);  // [B, H, N, M]
   if (options.with_maps) out.maps = P;
-  return torch::matmul(dropout_(P), v);
+  return batchedProduct(dropout_(P), v, false);
 }
 
 AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& options) {

@@ -93,10 +93,10 @@ AttentionOutput MtaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   const auto k = expandGroups(splitHeads(applyRotary(wk_(x), D, rotary_), groups_), H);  // [B, H, M, D]
   const auto v = expandGroups(splitHeads(wv_(x), groups_), H);                          // [B, H, M, D]
   // L343–345: the logits scaled by 1/√D before anything else.
-  auto S = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(D)));
+  auto S = batchedProduct(q, k, /*transB=*/true) * (1.0 / std::sqrt(double(D)));
   const torch::Tensor future = spec_.causal ? futureMask(N, N, x.device()) : torch::Tensor();
   if (kernel_.defined()) S = mtaConvolution(S, kernel_, m.pad, future);        // L347–353
-  if (mixPre_.defined()) S = torch::einsum("gh,bhnm->bgnm", {mixPre_.effective(), S});    // L355–357
+  if (mixPre_.defined()) S = mixHeads(mixPre_.effective(), S);    // L355–357
   if (future.defined()) S = S.masked_fill(future, -std::numeric_limits<double>::infinity());  // L360
   auto P = torch::softmax(S, -1);                                              // L362
   if (kernelAfter_.defined()) {                                                // L364–372
@@ -108,11 +108,11 @@ AttentionOutput MtaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     const int64_t g = headKernel_.size(1);
     P = torch::einsum("bcinm,cij->bcjnm", {P.reshape({B, H / g, g, N, N}), headKernel_}).reshape({B, H, N, N});
   } else if (mixPost_.defined()) {
-    P = torch::einsum("gh,bhnm->bgnm", {mixPost_.effective(), P});                        // L378–380
+    P = mixHeads(mixPost_.effective(), P);                        // L378–380
   }
   AttentionOutput out;
   if (options.with_maps) out.maps = P;
-  auto o = torch::matmul(dropout_(P), v).transpose(1, 2);                      // L382–388: [B, N, H, D]
+  auto o = batchedProduct(dropout_(P), v, false).transpose(1, 2);                      // L382–388: [B, N, H, D]
   if (sublnWeight_.defined()) {
     // RMSNorm._norm L68–69, subln L423–424
     o = rmsNorm(o, normScale_ == 1.0 ? sublnWeight_ : sublnWeight_ * normScale_, 1e-5);

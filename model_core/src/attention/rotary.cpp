@@ -1,7 +1,12 @@
 #include "attention/rotary.h"
 
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
+
 #include <stdexcept>
 #include <vector>
+
+#include "attention/fused_attention.h"
 
 namespace tensorscope::model_core {
 
@@ -24,10 +29,133 @@ std::pair<torch::Tensor, torch::Tensor> rotaryTables(int64_t N, int64_t block, d
   return {torch::cos(angle).to(dtype).contiguous(), sin.to(dtype).contiguous()};
 }
 
-torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base, RotaryTurn turn) {
+namespace {
+
+void checkBlocks(const torch::Tensor& t, int64_t block) {
   if (t.dim() < 3 || block <= 0 || block % 2 != 0 || t.size(-1) % block != 0)
     throw std::invalid_argument("rotary positions: features " + std::to_string(t.size(-1)) +
                                 " must be whole blocks of an even size; the block is " + std::to_string(block));
+}
+
+RotaryTurn opposite(RotaryTurn t) { return t == RotaryTurn::Forward ? RotaryTurn::Backward : RotaryTurn::Forward; }
+
+// ---- The fused CPU turn ------------------------------------------------------------------------
+// The tensor is read as rows [B·N, P, X]: P parts of X features per token (P = 1 for one tensor;
+// P = 3 for the stacked q, k, v), of which the first `turned` parts are turned block by block and
+// the others copied. One pass reads every input entry once and writes every output entry once,
+// where the ATen formulation makes eight passes (four products, two sums, the split and the
+// concatenation) and keeps their results for its backward. The backward is the opposite turn.
+
+struct Layout {
+  int64_t B = 0, N = 0, P = 1, X = 0, turned = 1;
+  int64_t sb = 0, sn = 0, sp = 0;  ///< the input's strides of batch, token and part (features contiguous)
+};
+
+template <typename T>
+void turnRows(const T* in, T* out, const Layout& L, int64_t block, RotaryPairs pairs, const T* cosT,
+              const T* sinT) {
+  const int64_t half = block / 2, blocks = L.X / block;
+  at::parallel_for(0, L.B * L.N, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / L.N, n = r % L.N;
+      const T* c = cosT + n * half;
+      const T* s = sinT + n * half;
+      for (int64_t p = 0; p < L.P; ++p) {
+        const T* x = in + b * L.sb + n * L.sn + p * L.sp;
+        T* y = out + (r * L.P + p) * L.X;
+        if (p >= L.turned) {
+          std::copy(x, x + L.X, y);
+          continue;
+        }
+        for (int64_t k = 0; k < blocks; ++k) {
+          const T* xb = x + k * block;
+          T* yb = y + k * block;
+          if (pairs == RotaryPairs::Half) {
+            for (int64_t j = 0; j < half; ++j) {
+              const T a = xb[j], e = xb[j + half];
+              yb[j] = a * c[j] - e * s[j];
+              yb[j + half] = a * s[j] + e * c[j];
+            }
+          } else {
+            for (int64_t j = 0; j < half; ++j) {
+              const T a = xb[2 * j], e = xb[2 * j + 1];
+              yb[2 * j] = a * c[j] - e * s[j];
+              yb[2 * j + 1] = a * s[j] + e * c[j];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+/// The turned copy of `t` [B, N, …] whose P parts of X features per token are the first `turned`
+/// turned and the rest copied; contiguous, in t's shape.
+torch::Tensor turnFused(const torch::Tensor& t, int64_t parts, int64_t turned, int64_t block, RotaryPairs pairs,
+                        double base, RotaryTurn turn) {
+  auto out = torch::empty(t.sizes(), t.options());
+  if (t.numel() == 0) return out;
+  Layout L;
+  L.B = t.size(0);
+  L.N = t.size(1);
+  L.P = parts;
+  L.turned = turned;
+  L.X = t.numel() / (L.B * L.N * parts);
+  // [B, N, P, X] as a view where the features of each part are contiguous (a select() or narrow()
+  // of a stacked projection reads in place), else one copy.
+  auto x = t.reshape({L.B, L.N, L.P, L.X});
+  if (x.stride(3) != 1) x = x.contiguous();
+  L.sb = x.stride(0);
+  L.sn = x.stride(1);
+  L.sp = x.stride(2);
+  auto [cosT, sinT] = rotaryTables(L.N, block, base, turn, t.scalar_type(), t.device());
+  if (t.scalar_type() == torch::kDouble)
+    turnRows<double>(x.data_ptr<double>(), out.data_ptr<double>(), L, block, pairs, cosT.data_ptr<double>(),
+                     sinT.data_ptr<double>());
+  else
+    turnRows<float>(x.data_ptr<float>(), out.data_ptr<float>(), L, block, pairs, cosT.data_ptr<float>(),
+                    sinT.data_ptr<float>());
+  return out;
+}
+
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+/// The fused turn as an autograd function: the gradient of a rotation is the opposite rotation,
+/// applied by this function again (so second derivatives exist too).
+struct RotaryFunction : public torch::autograd::Function<RotaryFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& t, int64_t block, int64_t pairs,
+                               double base, int64_t turn, int64_t parts, int64_t turned) {
+    ctx->saved_data["block"] = block;
+    ctx->saved_data["pairs"] = pairs;
+    ctx->saved_data["base"] = base;
+    ctx->saved_data["turn"] = turn;
+    ctx->saved_data["parts"] = parts;
+    ctx->saved_data["turned"] = turned;
+    return turnFused(t, parts, turned, block, RotaryPairs(pairs), base, RotaryTurn(turn));
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const torch::Tensor none;
+    if (!grads[0].defined()) return {none, none, none, none, none, none, none};
+    const auto& d = ctx->saved_data;
+    const auto back = opposite(RotaryTurn(d.at("turn").toInt()));
+    return {RotaryFunction::apply(grads[0], d.at("block").toInt(), d.at("pairs").toInt(), d.at("base").toDouble(),
+                                  int64_t(back), d.at("parts").toInt(), d.at("turned").toInt()),
+            none, none, none, none, none, none};
+  }
+};
+
+bool fusedTurn(const torch::Tensor& t) {
+  return fusedAttentionEnabled() && t.device().is_cpu() &&
+         (t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kDouble);
+}
+
+}  // namespace
+
+torch::Tensor applyRotaryAten(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base, RotaryTurn turn) {
+  checkBlocks(t, block);
   const int64_t B = t.size(0), N = t.size(1), half = block / 2;
   const int64_t blocks = t.numel() / (B * N * block);
   auto [cosTable, sinTable] = rotaryTables(N, block, base, turn, t.scalar_type(), t.device());
@@ -47,16 +175,36 @@ torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pai
   return turned.reshape(t.sizes());
 }
 
+torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base, RotaryTurn turn) {
+  checkBlocks(t, block);
+  if (!fusedTurn(t)) return applyRotaryAten(t, block, pairs, base, turn);
+  return RotaryFunction::apply(t, block, int64_t(pairs), base, int64_t(turn), int64_t(1), int64_t(1));
+}
+
 torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, const Rotary& r) {
   return r.on ? applyRotary(t, block, r.pairs, r.base) : t;
 }
 
-torch::Tensor applyRotaryQk(const torch::Tensor& qkv, int64_t block, const Rotary& r) {
+torch::Tensor applyRotaryQkAten(const torch::Tensor& qkv, int64_t block, const Rotary& r) {
   if (!r.on) return qkv;
   const int64_t B = qkv.size(0), N = qkv.size(1);
   const auto flat = qkv.reshape({B, N, 3, -1});
-  const auto q = applyRotary(flat.select(2, 0), block, r), k = applyRotary(flat.select(2, 1), block, r);
+  const auto q = applyRotaryAten(flat.select(2, 0), block, r.pairs, r.base),
+             k = applyRotaryAten(flat.select(2, 1), block, r.pairs, r.base);
   return torch::stack({q, k, flat.select(2, 2)}, 2).view(qkv.sizes());
+}
+
+torch::Tensor applyRotaryQk(const torch::Tensor& qkv, int64_t block, const Rotary& r) {
+  if (!r.on) return qkv;
+  if (!fusedTurn(qkv)) return applyRotaryQkAten(qkv, block, r);
+  if (qkv.dim() < 3 || qkv.size(2) != 3)
+    throw std::invalid_argument("applyRotaryQk: qkv must be [B, N, 3, ...]");
+  const int64_t perPart = qkv.numel() == 0 ? block : qkv.numel() / (qkv.size(0) * qkv.size(1) * 3);
+  if (block <= 0 || block % 2 != 0 || perPart % block != 0)
+    throw std::invalid_argument("rotary positions: features " + std::to_string(perPart) +
+                                " must be whole blocks of an even size; the block is " + std::to_string(block));
+  return RotaryFunction::apply(qkv, block, int64_t(r.pairs), r.base, int64_t(RotaryTurn::Forward), int64_t(3),
+                               int64_t(2));
 }
 
 }  // namespace tensorscope::model_core

@@ -38,7 +38,8 @@ Rotary rotaryFromPositions(const std::string& positions);
 /// t [B, N, …, X] with the token on axis 1 and X a multiple of the even `block`: each block of X
 /// (a head) turned pair by pair, pair j of token n by the angle ±n·base^(−2j/block) (+ for
 /// `Forward`, − for `Backward`). The angles are computed in float64 and cast to t's dtype.
-/// Differentiable (ATen ops).
+/// Differentiable to any order. On the CPU (float32, float64) one fused pass writes the turned
+/// tensor (its backward is the opposite turn, one pass again); elsewhere applyRotaryAten.
 torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base,
                           RotaryTurn turn = RotaryTurn::Forward);
 
@@ -49,11 +50,20 @@ torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pai
 std::pair<torch::Tensor, torch::Tensor> rotaryTables(int64_t N, int64_t block, double base, RotaryTurn turn,
                                                      torch::ScalarType dtype, const torch::Device& device);
 
+/// applyRotary written with ATen ops (views, products, a concatenation): the formulation the fused
+/// CPU turn is tested against, and the path on CUDA, for other dtypes, and with the fused kernels
+/// switched off (setFusedAttentionEnabled(false)).
+torch::Tensor applyRotaryAten(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base,
+                              RotaryTurn turn = RotaryTurn::Forward);
+
 /// applyRotary when `r.on`, else t itself.
 torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, const Rotary& r);
 
 /// qkv [B, N, 3, …] (q, k, v on axis 2, any head layout whose last axes flatten to X features):
-/// q and k turned as applyRotary(·, block, r), v unchanged, in qkv's shape.
+/// q and k turned as applyRotary(·, block, r), v unchanged, in qkv's shape. On the CPU one fused
+/// pass over the stacked projection (v copied in the same pass); elsewhere applyRotaryQkAten.
 torch::Tensor applyRotaryQk(const torch::Tensor& qkv, int64_t block, const Rotary& r);
+/// applyRotaryQk with ATen ops (its test oracle).
+torch::Tensor applyRotaryQkAten(const torch::Tensor& qkv, int64_t block, const Rotary& r);
 
 }  // namespace tensorscope::model_core

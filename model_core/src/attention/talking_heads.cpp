@@ -11,10 +11,10 @@ torch::Tensor talkingHeadsWeights(const torch::Tensor& q, const torch::Tensor& k
                                   const torch::Tensor& mixPost, double scale, bool causal) {
   // Mixing is linear, so the pre-softmax mixing of the logits q·kᵀ commutes with the scale; the
   // causal mask comes after it, so no future logit reaches the weights.
-  auto logits = torch::matmul(q, k.transpose(-2, -1));  // [B, H, N, M]
-  if (mixPre.defined()) logits = torch::einsum("lh,bhnm->blnm", {mixPre, logits});
+  auto logits = batchedProduct(q, k, /*transB=*/true);  // [B, H, N, M]
+  if (mixPre.defined()) logits = mixHeads(mixPre, logits);
   auto P = scaledMaskedSoftmax(logits, scale, causal);
-  if (mixPost.defined()) P = torch::einsum("wl,blnm->bwnm", {mixPost, P});
+  if (mixPost.defined()) P = mixHeads(mixPost, P);
   return P;
 }
 
@@ -36,7 +36,7 @@ struct TalkingHeadsFunction : public torch::autograd::Function<TalkingHeadsFunct
     ctx->save_for_backward({q, k, v, mixPre, mixPost});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["causal"] = causal;
-    return torch::matmul(talkingHeadsWeights(q, k, orAbsent(mixPre), orAbsent(mixPost), scale, causal), v);
+    return batchedProduct(talkingHeadsWeights(q, k, orAbsent(mixPre), orAbsent(mixPost), scale, causal), v, false);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -49,10 +49,10 @@ struct TalkingHeadsFunction : public torch::autograd::Function<TalkingHeadsFunct
     variable_list found;
     {
       torch::AutoGradMode enable(true);
-      const auto o = torch::matmul(talkingHeadsWeights(inputs[0], inputs[1], inputs[3], inputs[4],
-                                                       ctx->saved_data["scale"].toDouble(),
-                                                       ctx->saved_data["causal"].toBool()),
-                                   inputs[2]);
+      const auto o = batchedProduct(talkingHeadsWeights(inputs[0], inputs[1], inputs[3], inputs[4],
+                                                        ctx->saved_data["scale"].toDouble(),
+                                                        ctx->saved_data["causal"].toBool()),
+                                    inputs[2], false);
       found = torch::autograd::grad({o}, wanted, {grads[0]}, /*retain_graph=*/false, /*create_graph=*/false,
                                     /*allow_unused=*/true);
     }

@@ -10,12 +10,6 @@
 namespace tensorscope::model_core {
 namespace {
 
-/// Σ_h' A[h,h']·L[b,h',...] for L [B, H, ...].
-torch::Tensor mixHeads(const torch::Tensor& A, const torch::Tensor& L) {
-  const auto shape = L.sizes().vec();
-  return torch::matmul(A, L.reshape({shape[0], shape[1], -1})).reshape(shape);
-}
-
 /// Ω[b, n, r] = Σ_m P[b, r, n, m]·v[b, m, r] from per-channel maps P [B, R, N, M] and v [B, M, R].
 torch::Tensor channelOutputs(const torch::Tensor& P, const torch::Tensor& v, torch::nn::Dropout& dropout) {
   return torch::matmul(dropout(P), v.transpose(1, 2).unsqueeze(-1)).squeeze(-1).transpose(1, 2);

@@ -197,6 +197,15 @@ void dimwiseBackwardRunD(const DimwiseBackwardRun<double>& a) {
     a.dq[l * a.lddq] = dq;
   }
 }
+void geluRowD(const double* x, int64_t n, double* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * 0.5 * std::erfc(-x[i] * 0.7071067811865476);
+}
+void geluBackwardRowD(const double* x, const double* g, int64_t n, double* dx) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double cdf = 0.5 * std::erfc(-x[i] * 0.7071067811865476);
+    dx[i] = g[i] * (cdf + x[i] * std::exp(-0.5 * x[i] * x[i]) * 0.3989422804014327);
+  }
+}
 }  // namespace
 
 const RowOps<float>& rowOpsFloat() { return current().ops; }
@@ -205,7 +214,7 @@ const RowOps<double>& rowOpsDouble() {
   static const RowOps<double> ops{minMaxD, expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
                                   axpyD,   dotD,       mul3D,     phiRowD,                phiPrimeScaleD,
                                   phiPanelD, phiBackwardBlockD, dimwiseForwardRowsD, dimwiseRowRecomputeD,
-                                  dimwiseBackwardRunD};
+                                  dimwiseBackwardRunD, geluRowD, geluBackwardRowD};
   return ops;
 }
 

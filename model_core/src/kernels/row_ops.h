@@ -150,6 +150,10 @@ struct RowOps {
   void (*dimwiseRowRecompute)(T* S, const T* k, T qj, int64_t d, T t, T lse, T* p);
   /// The backward of one row over a run of positions (DimwiseBackwardRun).
   void (*dimwiseBackwardRun)(const DimwiseBackwardRun<T>& a);
+  /// y_i = GELU(x_i) = x_i·Φ(x_i), Φ the standard normal CDF (the exact, erf form); y may be x.
+  void (*geluRow)(const T* x, int64_t n, T* y);
+  /// dx_i = g_i·(Φ(x_i) + x_i·φ(x_i)), φ the standard normal density: GELU's backward.
+  void (*geluBackwardRow)(const T* x, const T* g, int64_t n, T* dx);
 };
 
 /// The operations for this CPU (picked on first use; thread-safe).

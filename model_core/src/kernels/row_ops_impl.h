@@ -454,6 +454,67 @@ void phiBackwardBlockF(const PhiBackwardBlock<float>& p) {
   else phiBackwardBlockRows<false>(p);
 }
 
+// ---- GELU of the transformer's feed-forward layer: x·Φ(x) with the exact (erf) Φ ---------------
+// Φ(x) = 1 − ½·erfc(x/√2) for x ≥ 0 and ½·erfc(|x|/√2) below, erfc(z) = τ·e^(−z² + P(τ)) with
+// τ = 1/(1 + z/2) and P Numerical Recipes' degree-9 Chebyshev fit (erfcc, §6.2: fractional error
+// below 1.2e-7 for every z ≥ 0). One exp a value; the backward adds e^(−x²/2) for φ(x).
+
+template <typename V>
+inline V absV(V x) {
+  return vmax(x, -x);
+}
+
+/// ½·erfc(|x|/√2) = Φ(−|x|), and z² = x²/2 for the caller's density.
+template <typename V>
+inline V halfErfc(V x, V& z2) {
+  const V z = absV(x) * 0.7071067811865476f;
+  z2 = z * z;
+  const V t = 1.0f / (z * 0.5f + 1.0f);
+  V p = t * 0.17087277f - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  return 0.5f * t * expPoly(p - z2);
+}
+
+template <typename V>
+inline V normalCdf(V x, V& z2) {
+  const V h = halfErfc(x, z2);
+  return x >= 0.0f ? 1.0f - h : h;
+}
+
+void geluRowF(const float* x, int64_t n, float* y) {
+  int64_t i = 0;
+  vfloat z2;
+  float zs;
+  for (; i + W <= n; i += W) {
+    const vfloat v = load(x + i);
+    store(y + i, v * normalCdf(v, z2));
+  }
+  for (; i < n; ++i) y[i] = x[i] * normalCdf(x[i], zs);
+}
+
+void geluBackwardRowF(const float* x, const float* g, int64_t n, float* dx) {
+  constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+  int64_t i = 0;
+  vfloat z2;
+  float zs;
+  for (; i + W <= n; i += W) {
+    const vfloat v = load(x + i);
+    const vfloat cdf = normalCdf(v, z2);
+    store(dx + i, load(g + i) * (cdf + v * (expPoly(-z2) * kInvSqrt2Pi)));
+  }
+  for (; i < n; ++i) {
+    const float cdf = normalCdf(x[i], zs);
+    dx[i] = g[i] * (cdf + x[i] * (expPoly(-zs) * kInvSqrt2Pi));
+  }
+}
+
 // The causal dimension-wise attention rows: kernels/row_ops_dimwise_impl.h (included below).
 
 }  // namespace TS_ROW_OPS_NS

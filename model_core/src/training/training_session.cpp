@@ -18,6 +18,7 @@
 #include "files/read_file.h"
 #include "io/tensor_convert.h"
 #include "spec/json_reader.h"
+#include "spec/slot_values.h"
 #include "training/checkpoint_store.h"
 
 namespace tensorscope::model_core {
@@ -308,17 +309,15 @@ bool isCoreTensor(const std::string& name) {
   return after == name.size() || name[after] == '.';
 }
 
-/// The slot tensors whose starting values the layers' designs draw (spec/slot_values.h):
+/// The slot tensors whose starting values the layers' designs draw (spec::drawsSlotWeight):
 /// "blocks.<i>.attn.mix_post" and the like. A fork whose C′ was edited starts from the edit.
 std::set<std::string> drawnSlotTensors(const std::vector<Block>& blocks) {
   std::set<std::string> out;
   for (size_t i = 0; i < blocks.size(); ++i) {
-    const auto& q = blocks[i]->attention()->spec().slots;
+    const auto& s = blocks[i]->attention()->spec();
     const std::string prefix = "blocks." + std::to_string(i) + ".attn.";
-    if (!q.pre_mixing.isDefault()) out.insert(prefix + "mix_pre");
-    if (!q.post_mixing.isDefault()) out.insert(prefix + "mix_post");
-    if (!q.mta.kernel_values.empty()) out.insert(prefix + "mta_kernel");
-    if (!q.mta.post_kernel_values.empty()) out.insert(prefix + "mta_kernel_after_sm");
+    for (const char* name : {"mix_pre", "mix_post", "mta_kernel", "mta_kernel_after_sm"})
+      if (spec::drawsSlotWeight(s, name)) out.insert(prefix + name);
   }
   return out;
 }

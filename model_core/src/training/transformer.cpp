@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "training/fused_gelu.h"
+
 namespace tensorscope::model_core {
 namespace {
 
@@ -38,7 +40,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     a.input = input;
     *inspect = std::move(a);
   }
-  return h + drop_(fc2_(torch::gelu(fc1_(ln2_(h)))));
+  return h + drop_(fc2_(fusedGelu(fc1_(ln2_(h)))));
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& config, const ModelShape& shape)

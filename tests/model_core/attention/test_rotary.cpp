@@ -292,3 +292,88 @@ TEST(RotaryPositions, LayersThatDoNotTakeThemSayWhy) {
 
 }  // namespace
 }  // namespace tensorscope::model_core::test
+
+namespace tensorscope::model_core::test {
+namespace {
+
+/// The turn's value, its gradient against an upstream `g0` and the derivative of <gradient, h> in
+/// the upstream gradient (the backward is itself differentiable: a double-backward user needs it),
+/// from applyRotary (fused on the CPU) or its ATen formulation.
+std::vector<torch::Tensor> turnWithGradients(const torch::Tensor& x0, const torch::Tensor& g0, const torch::Tensor& h,
+                                             int64_t block, RotaryPairs pairs, RotaryTurn turn, bool aten) {
+  const auto x = x0.clone().requires_grad_(true);
+  const auto g = g0.clone().requires_grad_(true);
+  // A view that is not contiguous (the first tokens of a larger tensor), as the layers pass.
+  const auto view = x.narrow(1, 0, x.size(1) - 1);
+  const auto y = aten ? applyRotaryAten(view, block, pairs, 300.0, turn) : applyRotary(view, block, pairs, 300.0, turn);
+  const auto dx = torch::autograd::grad({(y * g).sum()}, {x}, {}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+  const auto ddx = torch::autograd::grad({(dx * h).sum()}, {g})[0];
+  return {y.detach(), dx.detach(), ddx};
+}
+
+}  // namespace
+
+TEST(RotaryPositions, TheFusedTurnEqualsTheAtenFormulationWithItsGradients) {
+  // The fused CPU turn (one pass, its backward the opposite turn) against the ATen formulation it
+  // replaced, its oracle: values, first and second derivatives, both pairings and turns, several
+  // blocks per token, a strided input, float64 and float32.
+  torch::manual_seed(11);
+  for (const auto dtype : {torch::kDouble, torch::kFloat}) {
+    const double tol = dtype == torch::kDouble ? 1e-13 : 2e-6;
+    const auto x = torch::randn({3, 8, 2, 12}, dtype);  // 2·12 = 24 features a token
+    const auto g = torch::randn({3, 7, 2, 12}, dtype);
+    const auto h = torch::randn({3, 8, 2, 12}, dtype);
+    for (RotaryPairs pairs : {RotaryPairs::Half, RotaryPairs::Interleaved})
+      for (RotaryTurn turn : {RotaryTurn::Forward, RotaryTurn::Backward})
+        for (int64_t block : {4, 6, 12}) {
+          SCOPED_TRACE(pairsName(pairs) + (turn == RotaryTurn::Forward ? " forward" : " backward") + " block " +
+                       std::to_string(block) + (dtype == torch::kDouble ? " float64" : " float32"));
+          const auto fused = turnWithGradients(x, g, h, block, pairs, turn, false);
+          const auto aten = turnWithGradients(x, g, h, block, pairs, turn, true);
+          expectClose(fused[0], aten[0], tol, "turned");
+          expectClose(fused[1], aten[1], tol, "gradient");
+          expectClose(fused[2], aten[2], tol, "second derivative");
+          EXPECT_GT(fused[1].abs().sum().item<double>(), 1.0) << "the gradient is not empty";
+        }
+  }
+}
+
+TEST(RotaryPositions, TheFusedStackedTurnTurnsQueriesAndKeysAndCopiesValues) {
+  torch::manual_seed(12);
+  const int64_t B = 2, N = 9, H = 3, D = 6;
+  for (RotaryPairs pairs : {RotaryPairs::Half, RotaryPairs::Interleaved}) {
+    SCOPED_TRACE(pairsName(pairs));
+    const auto r = rotaryOf(pairs);
+    const auto qkv0 = torch::randn({B, N, 3, H, D}, torch::kDouble);
+    const auto g = torch::randn({B, N, 3, H, D}, torch::kDouble);
+    auto run = [&](bool aten) {
+      const auto qkv = qkv0.clone().requires_grad_(true);
+      const auto y = aten ? applyRotaryQkAten(qkv, D, r) : applyRotaryQk(qkv, D, r);
+      (y * g).sum().backward();
+      return std::vector<torch::Tensor>{y.detach(), qkv.grad()};
+    };
+    const auto fused = run(false), aten = run(true);
+    EXPECT_EQ(fused[0].sizes(), qkv0.sizes());
+    expectClose(fused[0], aten[0], 1e-14, "q, k turned; v");
+    expectClose(fused[1], aten[1], 1e-14, "gradient");
+    EXPECT_TRUE(torch::equal(fused[0].select(2, 2), qkv0.select(2, 2))) << "v is copied as it is";
+    EXPECT_TRUE(torch::equal(fused[1].select(2, 2), g.select(2, 2))) << "v's gradient passes through";
+    // Each token is turned on its own: 1 to 3 threads give the same bits.
+    const int threads = at::get_num_threads();
+    for (int t : {1, 2, 3}) {
+      at::set_num_threads(t);
+      EXPECT_TRUE(torch::equal(applyRotaryQk(qkv0, D, r), fused[0])) << t << " threads";
+    }
+    at::set_num_threads(threads);
+  }
+  // With the fused kernels off, the ATen formulation runs (bit for bit).
+  const auto x = torch::randn({2, 5, 8}, torch::kFloat);
+  setFusedAttentionEnabled(false);
+  const auto off = applyRotary(x, 4, RotaryPairs::Half, 10000.0);
+  setFusedAttentionEnabled(true);
+  EXPECT_TRUE(torch::equal(off, applyRotaryAten(x, 4, RotaryPairs::Half, 10000.0)));
+  EXPECT_THROW(applyRotary(x, 3, RotaryPairs::Half, 10000.0), std::invalid_argument);
+  EXPECT_THROW(applyRotaryQk(torch::zeros({2, 5, 3, 5}), 4, rotaryOf(RotaryPairs::Half)), std::invalid_argument);
+}
+
+}  // namespace tensorscope::model_core::test

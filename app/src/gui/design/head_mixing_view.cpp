@@ -48,12 +48,7 @@ bool isDrawn(const QString& name) { return name != "head_kernel"; }  // the spec
 
 /// Whether the design draws its own values for weight `name` (else it starts as the identity).
 bool drawnBy(const spec::AttentionSpec& s, const QString& name) {
-  const auto& q = s.slots;
-  if (name == "mix_post") return !q.post_mixing.isDefault();
-  if (name == "mix_pre") return !q.pre_mixing.isDefault();
-  if (name == "mta_kernel") return !q.mta.kernel_values.empty();
-  if (name == "mta_kernel_after_sm") return !q.mta.post_kernel_values.empty();
-  return false;
+  return spec::drawsSlotWeight(s, name.toStdString());
 }
 
 bool has(const spec::AttentionSpec& s, const QString& name) {

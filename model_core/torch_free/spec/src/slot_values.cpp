@@ -133,6 +133,15 @@ std::vector<double> makeMtaKernelPreset(std::string_view name, const Mta& m, int
                               joined(mtaKernelPresetNames()));
 }
 
+bool drawsSlotWeight(const AttentionSpec& s, std::string_view name) {
+  const auto& q = s.slots;
+  if (name == "mix_pre") return !q.pre_mixing.isDefault();
+  if (name == "mix_post") return !q.post_mixing.isDefault();
+  if (name == "mta_kernel") return !q.mta.kernel_values.empty();
+  if (name == "mta_kernel_after_sm") return !q.mta.post_kernel_values.empty();
+  return false;
+}
+
 bool dropStaleSlotValues(AttentionSpec& s) {
   const int H = s.sizes.H;
   const std::size_t hh = H > 0 ? static_cast<std::size_t>(H) * H : 0;

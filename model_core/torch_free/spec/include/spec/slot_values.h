@@ -47,6 +47,12 @@ const std::vector<std::string>& mtaKernelPresetNames();
 /// Preset `name` for every head of the pre- or post-softmax kernel; throws std::invalid_argument.
 std::vector<double> makeMtaKernelPreset(std::string_view name, const Mta& m, int H, bool post);
 
+/// Whether the design draws its own starting values for the slot weight `name` (the module's
+/// names: "mix_pre", "mix_post", "mta_kernel", "mta_kernel_after_sm"); false for every other name
+/// and for a slot that starts as its identity. The warm start of a fork and the Design dock's
+/// editors both ask this, so "drawn" means one thing.
+bool drawsSlotWeight(const AttentionSpec& s, std::string_view name);
+
 /// Drops drawn values that no longer fit the spec after a structural edit (H changed, a mixing
 /// or a convolution switched off, a kernel resized): the slot then starts from its identity again.
 /// Returns true when something was dropped. Validation rejects such values; editors call this
