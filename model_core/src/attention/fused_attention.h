@@ -17,7 +17,8 @@
 // (kernels/row_ops.h; a causal row over its seen keys only), written in place as the probabilities
 // kept for backward (no separate [B,H,N,M] score tensor). The backward pass never materialises a
 // [B,H,N,N] gradient: each block of dP = dO·vᵀ lives in a per-thread buffer, becomes
-// dS = P ⊙ (dP − dO·o) in place and is used at once for dq and dk. Gradients are exact (tests/model_core/attention/test_fused_attention.cpp).
+// dS = P ⊙ (dP − dO·o) in place and is used at once for dq and dk. Gradients are exact
+// (tests/model_core/attention/test_fused_attention.cpp).
 //
 // One implementation serves both entry points: the [B, N, 3, H, D] one reads three strided views of
 // the one buffer and writes its gradient into one buffer of the same layout; the grouped one reads
