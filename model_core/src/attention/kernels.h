@@ -41,8 +41,8 @@ torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, boo
 /// batchedProduct of c (expanded over the batch, not copied) with the maps flattened to [B, H, N·M]:
 /// rows of N·M contiguous values, no permuted copies, one product per batch entry and thread in
 /// forward and backward. LibTorch 1.13's CPU einsum("lh,bhnm->blnm") permutes and copies the maps,
-/// and a broadcasting matmul of [L, H] with [B, H, N·M] took 9 ms at B = 32, H = 4, N = M = 128
-/// (2 threads, 2026-11-29) where bmm takes 0.3 ms forward. Differentiable.
+/// and a broadcasting matmul of [L, H] with [B, H, N·M] is slower still (bench/README.md, issue 41,
+/// sixth part: the talking-heads step). Differentiable.
 torch::Tensor mixHeads(const torch::Tensor& c, const torch::Tensor& maps);
 
 /// [B, N, H*D] -> [B, H, N, D]

@@ -127,22 +127,17 @@ using torch::autograd::variable_list;
 struct RotaryFunction : public torch::autograd::Function<RotaryFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& t, int64_t block, int64_t pairs,
                                double base, int64_t turn, int64_t parts, int64_t turned) {
-    ctx->saved_data["block"] = block;
-    ctx->saved_data["pairs"] = pairs;
     ctx->saved_data["base"] = base;
-    ctx->saved_data["turn"] = turn;
-    ctx->saved_data["parts"] = parts;
-    ctx->saved_data["turned"] = turned;
+    ctx->saved_data["args"] = std::vector<int64_t>{block, pairs, turn, parts, turned};
     return turnFused(t, parts, turned, block, RotaryPairs(pairs), base, RotaryTurn(turn));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const torch::Tensor none;
     if (!grads[0].defined()) return {none, none, none, none, none, none, none};
-    const auto& d = ctx->saved_data;
-    const auto back = opposite(RotaryTurn(d.at("turn").toInt()));
-    return {RotaryFunction::apply(grads[0], d.at("block").toInt(), d.at("pairs").toInt(), d.at("base").toDouble(),
-                                  int64_t(back), d.at("parts").toInt(), d.at("turned").toInt()),
+    const auto a = ctx->saved_data.at("args").toIntVector();  // block, pairs, turn, parts, turned
+    const auto back = opposite(RotaryTurn(a[2]));
+    return {RotaryFunction::apply(grads[0], a[0], a[1], ctx->saved_data.at("base").toDouble(), int64_t(back), a[3], a[4]),
             none, none, none, none, none, none};
   }
 };
