@@ -339,10 +339,12 @@ std::atomic<bool> g_fusedEnabled{true};
 void setFusedAttentionEnabled(bool enabled) { g_fusedEnabled.store(enabled); }
 bool fusedAttentionEnabled() { return g_fusedEnabled.load(); }
 
-bool fusedAttentionSupports(const torch::Tensor& x) {
-  return g_fusedEnabled.load() && kernels::blas().available() && x.device().is_cpu() &&
+bool fusedRowsSupport(const torch::Tensor& x) {
+  return g_fusedEnabled.load() && x.device().is_cpu() &&
          (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
 }
+
+bool fusedAttentionSupports(const torch::Tensor& x) { return fusedRowsSupport(x) && kernels::blas().available(); }
 
 FusedAttentionOutput fusedAttention(const torch::Tensor& qkv, double scale, bool causal) {
   if (qkv.dim() != 5 || qkv.size(2) != 3)

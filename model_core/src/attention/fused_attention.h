@@ -44,6 +44,9 @@ bool fusedAttentionSupports(const torch::Tensor& x);
 void setFusedAttentionEnabled(bool enabled);
 /// Whether the fused CPU kernels are on (setFusedAttentionEnabled): the rotary turn follows it too.
 bool fusedAttentionEnabled();
+/// Whether the fused row passes that need no BLAS (the rotary turn, GELU, multi-token attention's
+/// convolution) serve tensors like `x`: on, CPU, float32 or float64.
+bool fusedRowsSupport(const torch::Tensor& x);
 
 /// softmax(scale·q·kᵀ [+ causal mask])·v for every head. `qkv` is [B, N, 3, H, D] (q, k, v stacked
 /// on axis 2; last axis contiguous). Differentiable in `qkv` (first order).

@@ -2,9 +2,10 @@
 
 #include <cmath>
 #include <limits>
-#include <vector>
 
+#include "attention/fused_attention.h"
 #include "attention/kernels.h"
+#include "attention/mta_convolution.h"
 #include "spec/slot_values.h"
 
 namespace tensorscope::model_core {
@@ -37,17 +38,12 @@ torch::Tensor mtaIdentityKernel(int64_t heads, int64_t cq, int64_t ck, spec::Mta
   return k;
 }
 
-torch::Tensor mtaConvolution(const torch::Tensor& maps, const torch::Tensor& kernel, spec::MtaPad pad,
-                             const torch::Tensor& future) {
-  // mta_transformer.py _mta_convolution, L464–535: masked scores zeroed (L472), padded by
-  // (c_q − 1) earlier queries and the keys as pad_key (L497–512), F.conv2d with groups = n_heads
-  // (L513–518; cross-correlation, no kernel flip).
-  const int64_t H = maps.size(1), cq = kernel.size(1), ck = kernel.size(2);
-  auto s = future.defined() ? maps.masked_fill(future, 0.0) : maps;
-  const int64_t left = leftKeyPad(ck, pad), right = ck - 1 - left;
-  s = torch::constant_pad_nd(s, {left, right, cq - 1, 0}, 0.0);
-  const std::vector<int64_t> one = {1, 1}, none = {0, 0};
-  return torch::conv2d(s, kernel.unsqueeze(1), c10::optional<torch::Tensor>(), one, none, one, /*groups=*/H);
+torch::Tensor mtaConvolution(const torch::Tensor& maps, const torch::Tensor& kernel, spec::MtaPad pad, bool causal,
+                             bool zeroFuture) {
+  const int64_t left = leftKeyPad(kernel.size(2), pad);
+  return fusedRowsSupport(maps) && kernel.scalar_type() == maps.scalar_type()
+             ? fusedMtaConvolution(maps, kernel, left, causal, zeroFuture)
+             : mtaConvolutionAten(maps, kernel, left, causal, zeroFuture);
 }
 
 MtaImpl::MtaImpl(const spec::AttentionSpec& s, int layer) : AttentionModuleImpl(s) {
@@ -95,14 +91,12 @@ AttentionOutput MtaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   // L343–345: the logits scaled by 1/√D before anything else.
   auto S = batchedProduct(q, k, /*transB=*/true) * (1.0 / std::sqrt(double(D)));
   const torch::Tensor future = spec_.causal ? futureMask(N, N, x.device()) : torch::Tensor();
-  if (kernel_.defined()) S = mtaConvolution(S, kernel_, m.pad, future);        // L347–353
+  if (kernel_.defined()) S = mtaConvolution(S, kernel_, m.pad, spec_.causal);  // L347–353
   if (mixPre_.defined()) S = mixHeads(mixPre_.effective(), S);    // L355–357
   if (future.defined()) S = S.masked_fill(future, -std::numeric_limits<double>::infinity());  // L360
   auto P = torch::softmax(S, -1);                                              // L362
-  if (kernelAfter_.defined()) {                                                // L364–372
-    P = mtaConvolution(P, kernelAfter_, m.pad, future);
-    if (future.defined()) P = P.masked_fill(future, 0.0);
-  }
+  if (kernelAfter_.defined())  // L364–372: the future entries zeroed again
+    P = mtaConvolution(P, kernelAfter_, m.pad, spec_.causal, /*zeroFuture=*/true);
   if (headKernel_.defined()) {
     // _head_convolution (L537–552): within group c, out head j = Σ_i P[head i]·head_kernel[c, i, j].
     const int64_t g = headKernel_.size(1);

@@ -44,10 +44,11 @@ class MtaImpl : public AttentionModuleImpl {
 };
 
 /// The depthwise key-query convolution of maps [B, H, N, M] by kernel [H, c_q, c_k] (zero padding:
-/// c_q − 1 earlier queries; keys as `pad`). `future` [N, M] (or undefined): entries set to zero
-/// before the convolution. Exposed for the tests.
-torch::Tensor mtaConvolution(const torch::Tensor& maps, const torch::Tensor& kernel, spec::MtaPad pad,
-                             const torch::Tensor& future);
+/// c_q − 1 earlier queries; keys as `pad`). Causal: the future entries (m > n) are zero before the
+/// convolution, and with zeroFuture after it too. On the fused CPU pass where fusedRowsSupport
+/// (attention/mta_convolution.h), else the ATen formulation. Exposed for the tests.
+torch::Tensor mtaConvolution(const torch::Tensor& maps, const torch::Tensor& kernel, spec::MtaPad pad, bool causal,
+                             bool zeroFuture = false);
 
 /// The identity kernel [H, c_q, c_k] for `pad`: one 1 at the newest query and the key offset 0.
 torch::Tensor mtaIdentityKernel(int64_t heads, int64_t cq, int64_t ck, spec::MtaPad pad);

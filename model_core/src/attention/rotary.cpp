@@ -142,11 +142,6 @@ struct RotaryFunction : public torch::autograd::Function<RotaryFunction> {
   }
 };
 
-bool fusedTurn(const torch::Tensor& t) {
-  return fusedAttentionEnabled() && t.device().is_cpu() &&
-         (t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kDouble);
-}
-
 }  // namespace
 
 torch::Tensor applyRotaryAten(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base, RotaryTurn turn) {
@@ -172,7 +167,7 @@ torch::Tensor applyRotaryAten(const torch::Tensor& t, int64_t block, RotaryPairs
 
 torch::Tensor applyRotary(const torch::Tensor& t, int64_t block, RotaryPairs pairs, double base, RotaryTurn turn) {
   checkBlocks(t, block);
-  if (!fusedTurn(t)) return applyRotaryAten(t, block, pairs, base, turn);
+  if (!fusedRowsSupport(t)) return applyRotaryAten(t, block, pairs, base, turn);
   return RotaryFunction::apply(t, block, int64_t(pairs), base, int64_t(turn), int64_t(1), int64_t(1));
 }
 
@@ -191,7 +186,7 @@ torch::Tensor applyRotaryQkAten(const torch::Tensor& qkv, int64_t block, const R
 
 torch::Tensor applyRotaryQk(const torch::Tensor& qkv, int64_t block, const Rotary& r) {
   if (!r.on) return qkv;
-  if (!fusedTurn(qkv)) return applyRotaryQkAten(qkv, block, r);
+  if (!fusedRowsSupport(qkv)) return applyRotaryQkAten(qkv, block, r);
   if (qkv.dim() < 3 || qkv.size(2) != 3)
     throw std::invalid_argument("applyRotaryQk: qkv must be [B, N, 3, ...]");
   const int64_t perPart = qkv.numel() == 0 ? block : qkv.numel() / (qkv.size(0) * qkv.size(1) * 3);

@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "attention/fused_talking_heads.h"
 #include "attention/kernels.h"
 
 namespace tensorscope::model_core {
@@ -70,6 +71,9 @@ struct TalkingHeadsFunction : public torch::autograd::Function<TalkingHeadsFunct
 torch::Tensor talkingHeadsRecomputed(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                      const torch::Tensor& mixPre, const torch::Tensor& mixPost, double scale,
                                      bool causal) {
+  const auto sameType = [&](const torch::Tensor& m) { return !m.defined() || m.scalar_type() == q.scalar_type(); };
+  if (fusedTalkingHeadsSupports(q, k, v) && sameType(mixPre) && sameType(mixPost))
+    return fusedTalkingHeads(q, k, v, mixPre, mixPost, scale, causal);
   const auto absent = torch::empty({0}, q.options());
   return TalkingHeadsFunction::apply(q, k, v, mixPre.defined() ? mixPre : absent, mixPost.defined() ? mixPost : absent,
                                      scale, causal);

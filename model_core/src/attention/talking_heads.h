@@ -12,7 +12,9 @@ namespace tensorscope::model_core {
 /// keeps the logits, the weights and the mixed weights of every head for backward (three
 /// [B, H, N, M] tensors per layer); this keeps only its inputs and recomputes them in backward, so
 /// a talking-heads layer holds no more [B, H, N, M] tensors between forward and backward than
-/// fused MHSA (one), at the price of a second forward of the core.
+/// fused MHSA (one). On the CPU (fusedTalkingHeadsSupports) this is the fused kernel
+/// (attention/fused_talking_heads.h), which keeps the softmax weights; elsewhere (CUDA) the core
+/// keeps only its inputs and runs a second forward in backward.
 torch::Tensor talkingHeadsRecomputed(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                      const torch::Tensor& mixPre, const torch::Tensor& mixPost, double scale,
                                      bool causal);

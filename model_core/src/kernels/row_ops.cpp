@@ -206,6 +206,13 @@ void geluBackwardRowD(const double* x, const double* g, int64_t n, double* dx) {
     dx[i] = g[i] * (cdf + x[i] * std::exp(-0.5 * x[i] * x[i]) * 0.3989422804014327);
   }
 }
+void correlateRowD(const double* w, int64_t taps, const double* x, int64_t n, double* y) {
+  for (int64_t m = 0; m < n; ++m)
+    for (int64_t j = 0; j < taps; ++j) y[m] += w[j] * x[m + j];
+}
+void correlateDotsD(const double* a, const double* x, int64_t n, int64_t taps, double* r) {
+  for (int64_t j = 0; j < taps; ++j) r[j] += dotD(n, a, x + j);
+}
 }  // namespace
 
 const RowOps<float>& rowOpsFloat() { return current().ops; }
@@ -214,7 +221,8 @@ const RowOps<double>& rowOpsDouble() {
   static const RowOps<double> ops{minMaxD, expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
                                   axpyD,   dotD,       mul3D,     phiRowD,                phiPrimeScaleD,
                                   phiPanelD, phiBackwardBlockD, dimwiseForwardRowsD, dimwiseRowRecomputeD,
-                                  dimwiseBackwardRunD, geluRowD, geluBackwardRowD};
+                                  dimwiseBackwardRunD, geluRowD, geluBackwardRowD, correlateRowD,
+                                  correlateDotsD};
   return ops;
 }
 

@@ -154,6 +154,12 @@ struct RowOps {
   void (*geluRow)(const T* x, int64_t n, T* y);
   /// dx_i = g_i·(Φ(x_i) + x_i·φ(x_i)), φ the standard normal density: GELU's backward.
   void (*geluBackwardRow)(const T* x, const T* g, int64_t n, T* dx);
+  /// y_m += Σ_{j<taps} w_j·x_{m+j} for m < n: one row of a 2-D cross-correlation (multi-token
+  /// attention's key-query convolution); x holds n + taps − 1 values.
+  void (*correlateRow)(const T* w, int64_t taps, const T* x, int64_t n, T* y);
+  /// r_j += Σ_{m<n} a_m·x_{m+j} for j < taps: the kernel gradient of correlateRow; x holds
+  /// n + taps − 1 values.
+  void (*correlateDots)(const T* a, const T* x, int64_t n, int64_t taps, T* r);
 };
 
 /// The operations for this CPU (picked on first use; thread-safe).

@@ -515,6 +515,68 @@ void geluBackwardRowF(const float* x, const float* g, int64_t n, float* dx) {
   }
 }
 
+// One row of a 2-D cross-correlation (multi-token attention's key-query convolution): four vectors
+// of outputs at a time keep four independent chains of multiply-adds over the taps.
+void correlateRowF(const float* w, int64_t taps, const float* x, int64_t n, float* y) {
+  int64_t m = 0;
+  for (; m + 4 * W <= n; m += 4 * W) {
+    vfloat a0 = load(y + m), a1 = load(y + m + W), a2 = load(y + m + 2 * W), a3 = load(y + m + 3 * W);
+    for (int64_t j = 0; j < taps; ++j) {
+      const float wj = w[j];
+      const float* xj = x + m + j;
+      a0 += load(xj) * wj;
+      a1 += load(xj + W) * wj;
+      a2 += load(xj + 2 * W) * wj;
+      a3 += load(xj + 3 * W) * wj;
+    }
+    store(y + m, a0);
+    store(y + m + W, a1);
+    store(y + m + 2 * W, a2);
+    store(y + m + 3 * W, a3);
+  }
+  for (; m + W <= n; m += W) {
+    vfloat a = load(y + m);
+    for (int64_t j = 0; j < taps; ++j) a += load(x + m + j) * w[j];
+    store(y + m, a);
+  }
+  for (; m < n; ++m) {
+    float s = y[m];
+    for (int64_t j = 0; j < taps; ++j) s += w[j] * x[m + j];
+    y[m] = s;
+  }
+}
+
+// The kernel gradient of correlateRow: up to eight taps at a time, each its own vector accumulator.
+template <int J>
+void correlateDotsChunk(const float* a, const float* x, int64_t n, float* r) {
+  vfloat acc[J] = {};
+  int64_t m = 0;
+  for (; m + W <= n; m += W) {
+    const vfloat av = load(a + m);
+    for (int j = 0; j < J; ++j) acc[j] += av * load(x + m + j);
+  }
+  for (int j = 0; j < J; ++j) {
+    float s = hsum(acc[j]);
+    for (int64_t t = m; t < n; ++t) s += a[t] * x[t + j];
+    r[j] += s;
+  }
+}
+
+void correlateDotsF(const float* a, const float* x, int64_t n, int64_t taps, float* r) {
+  for (int64_t j0 = 0; j0 < taps; j0 += 8) {
+    switch (std::min<int64_t>(8, taps - j0)) {
+      case 8: correlateDotsChunk<8>(a, x + j0, n, r + j0); break;
+      case 7: correlateDotsChunk<7>(a, x + j0, n, r + j0); break;
+      case 6: correlateDotsChunk<6>(a, x + j0, n, r + j0); break;
+      case 5: correlateDotsChunk<5>(a, x + j0, n, r + j0); break;
+      case 4: correlateDotsChunk<4>(a, x + j0, n, r + j0); break;
+      case 3: correlateDotsChunk<3>(a, x + j0, n, r + j0); break;
+      case 2: correlateDotsChunk<2>(a, x + j0, n, r + j0); break;
+      default: correlateDotsChunk<1>(a, x + j0, n, r + j0); break;
+    }
+  }
+}
+
 // The causal dimension-wise attention rows: kernels/row_ops_dimwise_impl.h (included below).
 
 }  // namespace TS_ROW_OPS_NS

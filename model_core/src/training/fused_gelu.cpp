@@ -57,9 +57,7 @@ struct GeluFunction : public torch::autograd::Function<GeluFunction> {
 }  // namespace
 
 torch::Tensor fusedGelu(const torch::Tensor& x) {
-  const bool fused = fusedAttentionEnabled() && x.device().is_cpu() &&
-                     (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
-  return fused ? GeluFunction::apply(x) : torch::gelu(x);
+  return fusedRowsSupport(x) ? GeluFunction::apply(x) : torch::gelu(x);
 }
 
 }  // namespace tensorscope::model_core

@@ -190,7 +190,7 @@ TEST(AttentionMta, ConvolutionReadsEarlierQueriesAndPaddedKeys) {
         maps[0][0][n0][m0] = 1.0;
         auto kernel = torch::zeros({1, cq, ck}, torch::kDouble);
         kernel[0][i][j] = 1.0;
-        const auto out = mtaConvolution(maps, kernel, pad, torch::Tensor());
+        const auto out = mtaConvolution(maps, kernel, pad, false);
         const int64_t n = n0 + cq - 1 - i, m = m0 + p - j;
         auto expected = torch::zeros({1, 1, N, N}, torch::kDouble);
         if (n >= 0 && n < N && m >= 0 && m < N) expected[0][0][n][m] = 1.0;
@@ -198,7 +198,7 @@ TEST(AttentionMta, ConvolutionReadsEarlierQueriesAndPaddedKeys) {
       }
     // The identity kernel leaves any map unchanged.
     const auto any = torch::randn({2, 3, N, N}, torch::kDouble);
-    expectClose(mtaConvolution(any, mtaIdentityKernel(3, cq, ck, pad).to(torch::kDouble), pad, torch::Tensor()), any, 0.0,
+    expectClose(mtaConvolution(any, mtaIdentityKernel(3, cq, ck, pad).to(torch::kDouble), pad, false), any, 0.0,
                 "identity kernel");
   }
 }

@@ -640,3 +640,52 @@ TEST(RowOps, GeluAndItsGradientMatchFloat64) {
     EXPECT_NEAR(dd[i], gd[i] * (cdf + v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI)), 1e-14);
   }
 }
+
+TEST(RowOps, CorrelationRowsAndTheirKernelGradientMatchFloat64) {
+  // correlateRow: y_m += Σ_j w_j·x_{m+j}; correlateDots: r_j += Σ_m a_m·x_{m+j} — the two rows of
+  // multi-token attention's convolution — against float64 sums, for tap counts on both sides of
+  // the eight-tap chunks and lengths around every vector width (the scalar tails); float64 too.
+  IsaGuard guard;
+  std::mt19937 rng(23);
+  for (int64_t taps : {1, 2, 5, 8, 9, 11, 17})
+    for (int64_t n : {0, 1, 3, 15, 16, 17, 63, 64, 65, 130}) {
+      const auto w = randomRow(rng, taps, 1.0f), x = randomRow(rng, n + taps - 1, 1.0f), a = randomRow(rng, n, 1.0f);
+      const auto y0 = randomRow(rng, n, 1.0f), r0 = randomRow(rng, taps, 1.0f);
+      std::vector<double> wantY(static_cast<size_t>(n)), wantR(static_cast<size_t>(taps));
+      double scaleY = 1, scaleR = 1;
+      for (int64_t m = 0; m < n; ++m) {
+        double s = y0[m], mag = std::abs(y0[m]);
+        for (int64_t j = 0; j < taps; ++j) {
+          s += double(w[j]) * x[m + j];
+          mag += std::abs(double(w[j]) * x[m + j]);
+        }
+        wantY[m] = s;
+        scaleY = std::max(scaleY, mag);
+      }
+      for (int64_t j = 0; j < taps; ++j) {
+        double s = r0[j], mag = std::abs(r0[j]);
+        for (int64_t m = 0; m < n; ++m) {
+          s += double(a[m]) * x[m + j];
+          mag += std::abs(double(a[m]) * x[m + j]);
+        }
+        wantR[j] = s;
+        scaleR = std::max(scaleR, mag);
+      }
+      const std::string where = "taps " + std::to_string(taps) + ", n " + std::to_string(n);
+      for (const char* isa : buildsHere()) {
+        forceRowOpsIsa(isa);
+        auto y = y0;
+        auto r = r0;
+        rowOpsFloat().correlateRow(w.data(), taps, x.data(), n, y.data());
+        rowOpsFloat().correlateDots(a.data(), x.data(), n, taps, r.data());
+        for (int64_t m = 0; m < n; ++m) EXPECT_NEAR(y[m], wantY[m], 1e-6 * scaleY) << isa << ", " << where;
+        for (int64_t j = 0; j < taps; ++j) EXPECT_NEAR(r[j], wantR[j], 1e-6 * scaleR) << isa << ", " << where;
+      }
+      std::vector<double> wd(w.begin(), w.end()), xd(x.begin(), x.end()), ad(a.begin(), a.end());
+      std::vector<double> yd(y0.begin(), y0.end()), rd(r0.begin(), r0.end());
+      rowOpsDouble().correlateRow(wd.data(), taps, xd.data(), n, yd.data());
+      rowOpsDouble().correlateDots(ad.data(), xd.data(), n, taps, rd.data());
+      for (int64_t m = 0; m < n; ++m) EXPECT_NEAR(yd[m], wantY[m], 1e-12 * scaleY) << "double, " << where;
+      for (int64_t j = 0; j < taps; ++j) EXPECT_NEAR(rd[j], wantR[j], 1e-12 * scaleR) << "double, " << where;
+    }
+}

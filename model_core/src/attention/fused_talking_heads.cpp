@@ -1,0 +1,333 @@
+#include "attention/fused_talking_heads.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "attention/fused_attention.h"
+#include "attention/kernels.h"
+#include "kernels/gemm.h"
+#include "kernels/row_ops.h"
+
+namespace tensorscope::model_core {
+namespace {
+
+using kernels::gemm;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+/// A [B, H, N, D] operand read in place: head h of batch b starts at p + b·sb + h·sh, its positions
+/// sn apart, the last axis contiguous.
+template <typename P>
+struct HeadView {
+  P* p;
+  int64_t sb, sh, sn;
+  P* at(int64_t b, int64_t h) const { return p + b * sb + h * sh; }
+};
+
+template <typename T, typename P = const T>
+HeadView<P> viewOf(const torch::Tensor& t) {
+  // One position: its stride is never stepped, but BLAS wants a leading dimension of at least a row.
+  const int64_t sn = t.size(2) <= 1 ? std::max<int64_t>(t.size(3), 1) : t.stride(2);
+  return {t.data_ptr<T>(), t.stride(0), t.stride(1), sn};
+}
+
+/// t itself when its heads can be read in place (last axis contiguous, positions at least a head
+/// apart, strides within the BLAS integer range), else a contiguous copy.
+torch::Tensor readable(const torch::Tensor& t) {
+  const int64_t limit = std::numeric_limits<int>::max();
+  const bool ok = (t.size(3) <= 1 || t.stride(3) == 1) &&
+                  (t.size(2) <= 1 || (t.stride(2) >= std::max<int64_t>(t.size(3), 1) && t.stride(2) <= limit));
+  return ok ? t : t.contiguous();
+}
+
+struct Dims {
+  int64_t B, H, N, M, Dk, Dv;
+  bool causal;
+  int64_t rows;  ///< query rows per block
+  int64_t blocks() const { return rows == 0 ? 0 : (N + rows - 1) / rows; }
+  int64_t rowsOf(int64_t block) const { return std::min(rows, N - block * rows); }
+  /// Keys a block's rows see: a causal row i sees keys 0 … i (SDPA's is_causal), a full one all.
+  int64_t colsOf(int64_t block) const { return causal ? std::min(block * rows + rowsOf(block), M) : M; }
+  /// Values of one buffer: every head's block of scores.
+  int64_t bufferSize() const { return H * std::min(rows, N) * M; }
+};
+
+/// Query rows per block: 32 for a causal layer (finer blocks skip more of the masked triangle);
+/// a full layer as many as keep every head's block of scores (H × rows × M) within 64 Ki values.
+int64_t chooseRows(int64_t N, int64_t M, int64_t H, bool causal, int64_t fixed) {
+  if (fixed > 0) return fixed;
+  if (N == 0) return 1;
+  const int64_t rows = causal ? 32 : std::max<int64_t>(8, (int64_t(1) << 16) / std::max<int64_t>(H * M, 1));
+  return std::min(rows, N);
+}
+
+/// C[H, area] = mix[H, H]·X[H, area]: the head mixing of a block (to-head rows, from-head columns).
+template <typename T>
+void mixBlock(const T* mix, bool transpose, int64_t H, int64_t area, const T* X, T* C) {
+  gemm<T>(transpose, false, H, area, H, T(1), mix, H, X, area, T(0), C, area);
+}
+
+/// The rows of every head's block (rows × cols each, `area` apart) become softmax rows in place: row
+/// r (query i0 + r) over the keys it sees, the others set to 0.
+template <typename T>
+void softmaxBlock(T* L, int64_t H, int64_t rows, int64_t cols, int64_t i0, bool causal) {
+  const auto& ops = kernels::rowOps<T>();
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t r = 0; r < rows; ++r) {
+      T* row = L + (h * rows + r) * cols;
+      const int64_t seen = causal ? std::min(i0 + r + 1, cols) : cols;
+      if (seen > 0) {
+        T lo, hi;
+        ops.minMax(row, seen, &lo, &hi);
+        const T inv = T(1) / ops.expWrite(row, seen, T(1), hi, row);
+        for (int64_t j = 0; j < seen; ++j) row[j] *= inv;
+      }
+      std::fill(row + seen, row + cols, T(0));
+    }
+}
+
+/// Every head's scores of one block, scale·q·kᵀ, into S (rows × cols per head).
+template <typename T>
+void scoresBlock(const Dims& d, HeadView<const T> q, HeadView<const T> k, int64_t b, int64_t i0, int64_t rows,
+                 int64_t cols, T scale, T* S) {
+  for (int64_t h = 0; h < d.H; ++h)
+    gemm<T>(false, true, rows, cols, d.Dk, scale, q.at(b, h) + i0 * q.sn, q.sn, k.at(b, h), k.sn, T(0),
+            S + h * rows * cols, cols);
+}
+
+/// Forward: per (batch, block of query rows), independent of every other: S = scale·q·kᵀ for every
+/// head, L = C·S, W = softmax(mask(L)) (kept in Wk [B, H, N, M], zero beyond the keys seen),
+/// U = C′·W, o = U·v into o [B, N, H, Dv].
+template <typename T>
+void forwardCore(const Dims& d, HeadView<const T> q, HeadView<const T> k, HeadView<const T> v, const T* pre,
+                 const T* post, T scale, T* Wk, T* o) {
+  const int64_t H = d.H, N = d.N, M = d.M, HDv = H * d.Dv;
+  const int64_t blocks = d.blocks();
+  at::parallel_for(0, d.B * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> one(size_t(d.bufferSize())), two(size_t(pre || post ? d.bufferSize() : 0));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / blocks, block = item % blocks, i0 = block * d.rows;
+      const int64_t rows = d.rowsOf(block), cols = d.colsOf(block), area = rows * cols;
+      scoresBlock(d, q, k, b, i0, rows, cols, scale, one.data());
+      T* L = one.data();
+      if (pre) {
+        mixBlock(pre, false, H, area, one.data(), two.data());
+        L = two.data();
+      }
+      softmaxBlock(L, H, rows, cols, i0, d.causal);
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t r = 0; r < rows; ++r) {
+          T* dst = Wk + ((b * H + h) * N + i0 + r) * M;
+          std::copy(L + (h * rows + r) * cols, L + (h * rows + r + 1) * cols, dst);
+          std::fill(dst + cols, dst + M, T(0));
+        }
+      const T* U = L;
+      if (post) {
+        T* dst = L == one.data() ? two.data() : one.data();
+        mixBlock(post, false, H, area, L, dst);
+        U = dst;
+      }
+      for (int64_t h = 0; h < H; ++h)
+        gemm<T>(false, false, rows, d.Dv, cols, T(1), U + h * area, cols, v.at(b, h), v.sn, T(0),
+                o + (b * N + i0) * HDv + h * d.Dv, HDv);
+    }
+  });
+}
+
+/// Backward: one batch entry per work item (it owns dk and dv of its keys and sums them over its
+/// blocks), per block of rows with W read back from Wk:
+///   U = C′·W,  dU = dO·vᵀ,  dv += Uᵀ·dO,  dC′ += dU·Wᵀ,  dW = C′ᵀ·dU,
+///   dL = W ⊙ (dW − δ) with δ_row = Σ W·dW,  S = scale·q·kᵀ (again),  dC += dL·Sᵀ,  dS = Cᵀ·dL,
+///   dq = scale·dS·k,  dk += scale·dSᵀ·q.
+/// dPre, dPost: [B, H, H] (one slice per batch entry, summed by the caller).
+template <typename T>
+void backwardCore(const Dims& d, HeadView<const T> q, HeadView<const T> k, HeadView<const T> v, const T* pre,
+                  const T* post, T scale, const T* Wk, HeadView<const T> dO, HeadView<T> dq, HeadView<T> dk,
+                  HeadView<T> dv, T* dPre, T* dPost) {
+  const int64_t H = d.H, N = d.N, M = d.M;
+  const auto& ops = kernels::rowOps<T>();
+  at::parallel_for(0, d.B, 1, [&](int64_t begin, int64_t end) {
+    const size_t size = size_t(d.bufferSize());
+    std::vector<T> w(size), u(post ? size : 0), du(size), dw(post ? size : 0), s(pre ? size : 0);
+    for (int64_t b = begin; b < end; ++b) {
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t m = 0; m < M; ++m) {
+          std::fill(dk.at(b, h) + m * dk.sn, dk.at(b, h) + m * dk.sn + d.Dk, T(0));
+          std::fill(dv.at(b, h) + m * dv.sn, dv.at(b, h) + m * dv.sn + d.Dv, T(0));
+        }
+      if (pre) std::fill(dPre + b * H * H, dPre + (b + 1) * H * H, T(0));
+      if (post) std::fill(dPost + b * H * H, dPost + (b + 1) * H * H, T(0));
+      for (int64_t block = 0; block < d.blocks(); ++block) {
+        const int64_t i0 = block * d.rows, rows = d.rowsOf(block), cols = d.colsOf(block), area = rows * cols;
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t r = 0; r < rows; ++r) {
+            const T* src = Wk + ((b * H + h) * N + i0 + r) * M;
+            std::copy(src, src + cols, w.data() + (h * rows + r) * cols);
+          }
+        const T* U = w.data();
+        if (post) {
+          mixBlock(post, false, H, area, w.data(), u.data());
+          U = u.data();
+        }
+        for (int64_t h = 0; h < H; ++h) {
+          const T* g = dO.at(b, h) + i0 * dO.sn;
+          gemm<T>(false, true, rows, cols, d.Dv, T(1), g, dO.sn, v.at(b, h), v.sn, T(0), du.data() + h * area, cols);
+          gemm<T>(true, false, cols, d.Dv, rows, T(1), U + h * area, cols, g, dO.sn, T(1), dv.at(b, h), dv.sn);
+        }
+        T* dW = du.data();
+        if (post) {
+          gemm<T>(false, true, H, H, area, T(1), du.data(), area, w.data(), area, T(1), dPost + b * H * H, H);
+          mixBlock(post, true, H, area, du.data(), dw.data());
+          dW = dw.data();
+        }
+        for (int64_t r = 0; r < H * rows; ++r) {  // dL = W ⊙ (dW − δ), in place; 0 where W is
+          const T* p = w.data() + r * cols;
+          T* dp = dW + r * cols;
+          ops.softmaxRowBackward(p, dp, cols, T(1), ops.dot(cols, p, dp), dp);
+        }
+        const T* dS = dW;
+        if (pre) {
+          scoresBlock(d, q, k, b, i0, rows, cols, scale, s.data());
+          gemm<T>(false, true, H, H, area, T(1), dW, area, s.data(), area, T(1), dPre + b * H * H, H);
+          mixBlock(pre, true, H, area, dW, s.data());
+          dS = s.data();
+        }
+        for (int64_t h = 0; h < H; ++h) {
+          gemm<T>(false, false, rows, d.Dk, cols, scale, dS + h * area, cols, k.at(b, h), k.sn, T(0),
+                  dq.at(b, h) + i0 * dq.sn, dq.sn);
+          gemm<T>(true, false, cols, d.Dk, rows, scale, dS + h * area, cols, q.at(b, h) + i0 * q.sn, q.sn, T(1),
+                  dk.at(b, h), dk.sn);
+        }
+      }
+    }
+  });
+}
+
+/// The same math with plain ATen ops (matmul, einsum, softmax), every op with its own derivatives:
+/// the path of a backward that builds a graph.
+torch::Tensor talkingHeadsAten(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& pre, const torch::Tensor& post, double scale, bool causal) {
+  auto L = torch::matmul(q, k.transpose(-2, -1));
+  if (pre.defined()) L = torch::einsum("gh,bhnm->bgnm", {pre, L});
+  auto W = scaledMaskedSoftmax(L, scale, causal);
+  if (post.defined()) W = torch::einsum("gh,bhnm->bgnm", {post, W});
+  return torch::matmul(W, v);
+}
+
+/// An absent mixing travels through the autograd function as an empty tensor (custom functions
+/// take no undefined inputs).
+torch::Tensor orAbsent(const torch::Tensor& t) { return t.numel() == 0 ? torch::Tensor() : t; }
+
+/// The data of t, or null when t is undefined.
+template <typename T>
+T* ptrOr(const torch::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+struct FusedTalkingHeadsFunction : public torch::autograd::Function<FusedTalkingHeadsFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q0, const torch::Tensor& k0,
+                               const torch::Tensor& v0, const torch::Tensor& pre0, const torch::Tensor& post0,
+                               double scale, bool causal, int64_t rowBlock) {
+    const auto q = readable(q0), k = readable(k0), v = readable(v0);
+    const auto pre = orAbsent(pre0).defined() ? pre0.contiguous() : pre0, post = orAbsent(post0).defined() ? post0.contiguous() : post0;
+    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), M = k.size(2), Dv = v.size(3);
+    const Dims d{B, H, N, M, q.size(3), Dv, causal, chooseRows(N, M, H, causal, rowBlock)};
+    auto Wk = torch::empty({B, H, N, M}, q.options());
+    auto o = torch::empty({B, N, H, Dv}, q.options());
+    if (q.scalar_type() == torch::kDouble)
+      forwardCore<double>(d, viewOf<double>(q), viewOf<double>(k), viewOf<double>(v), ptrOr<double>(orAbsent(pre)),
+                          ptrOr<double>(orAbsent(post)), scale, Wk.data_ptr<double>(), o.data_ptr<double>());
+    else
+      forwardCore<float>(d, viewOf<float>(q), viewOf<float>(k), viewOf<float>(v), ptrOr<float>(orAbsent(pre)),
+                         ptrOr<float>(orAbsent(post)), float(scale), Wk.data_ptr<float>(), o.data_ptr<float>());
+    ctx->save_for_backward({q, k, v, pre, post, Wk});
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["rows"] = d.rows;
+    return o.transpose(1, 2);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const auto &q = s[0], &k = s[1], &v = s[2];
+    const auto pre = orAbsent(s[3]), post = orAbsent(s[4]);
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const bool causal = ctx->saved_data["causal"].toBool();
+    const torch::Tensor none;
+    const auto gradOf = [](const torch::Tensor& t) { return t.defined() ? torch::zeros_like(t) : torch::Tensor(); };
+    if (!grads[0].defined()) return {torch::zeros_like(q), torch::zeros_like(k), torch::zeros_like(v), gradOf(pre), gradOf(post), none, none, none};
+    if (at::GradMode::is_enabled()) {
+      // A backward that builds a graph: the ATen formulation's gradients on the saved inputs.
+      const auto o = talkingHeadsAten(q, k, v, pre, post, scale, causal);
+      std::vector<torch::Tensor> wanted;
+      for (const auto* t : {&q, &k, &v, &pre, &post})
+        if (t->defined() && t->requires_grad()) wanted.push_back(*t);
+      const auto found = torch::autograd::grad({o}, wanted, {grads[0]}, true, true, true);
+      variable_list out;
+      size_t next = 0;
+      for (const auto* t : {&q, &k, &v, &pre, &post})
+        out.push_back(t->defined() && t->requires_grad() ? found[next++] : torch::Tensor());
+      out.insert(out.end(), {none, none, none});
+      return out;
+    }
+    const auto dO = readable(grads[0]);
+    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), M = k.size(2), Dk = q.size(3), Dv = v.size(3);
+    const Dims d{B, H, N, M, Dk, Dv, causal, ctx->saved_data["rows"].toInt()};
+    // Every entry of dq, dk and dv is written; [B, N|M, H, D] underneath, like the projections.
+    auto dq = torch::empty({B, N, H, Dk}, q.options()).transpose(1, 2);
+    auto dk = torch::empty({B, M, H, Dk}, k.options()).transpose(1, 2);
+    auto dv = torch::empty({B, M, H, Dv}, v.options()).transpose(1, 2);
+    auto dPre = pre.defined() ? torch::empty({B, H, H}, pre.options()) : torch::Tensor();
+    auto dPost = post.defined() ? torch::empty({B, H, H}, post.options()) : torch::Tensor();
+    if (q.scalar_type() == torch::kDouble)
+      backwardCore<double>(d, viewOf<double>(q), viewOf<double>(k), viewOf<double>(v), ptrOr<double>(pre),
+                           ptrOr<double>(post), scale, s[5].data_ptr<double>(), viewOf<double>(dO),
+                           viewOf<double, double>(dq), viewOf<double, double>(dk), viewOf<double, double>(dv),
+                           ptrOr<double>(dPre), ptrOr<double>(dPost));
+    else
+      backwardCore<float>(d, viewOf<float>(q), viewOf<float>(k), viewOf<float>(v), ptrOr<float>(pre),
+                          ptrOr<float>(post), float(scale), s[5].data_ptr<float>(), viewOf<float>(dO),
+                          viewOf<float, float>(dq), viewOf<float, float>(dk), viewOf<float, float>(dv),
+                          ptrOr<float>(dPre), ptrOr<float>(dPost));
+    return {dq, dk, dv, dPre.defined() ? dPre.sum(0) : none, dPost.defined() ? dPost.sum(0) : none, none, none, none};
+  }
+};
+
+}  // namespace
+
+bool fusedTalkingHeadsSupports(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  if (!fusedAttentionSupports(q) || q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return false;
+  if (k.scalar_type() != q.scalar_type() || v.scalar_type() != q.scalar_type() || !k.device().is_cpu() ||
+      !v.device().is_cpu())
+    return false;
+  const int64_t limit = std::numeric_limits<int>::max();
+  return q.size(1) * q.size(2) * k.size(2) <= limit && q.size(1) * std::max(q.size(3), v.size(3)) <= limit;
+}
+
+torch::Tensor fusedTalkingHeads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                const torch::Tensor& mixPre, const torch::Tensor& mixPost, double scale, bool causal,
+                                int64_t rowBlock) {
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || k.size(0) != q.size(0) || v.size(0) != q.size(0) ||
+      k.size(1) != q.size(1) || v.size(1) != q.size(1) || k.size(3) != q.size(3) || v.size(2) != k.size(2))
+    throw std::invalid_argument("fusedTalkingHeads: q [B, H, N, Dk], k [B, H, M, Dk], v [B, H, M, Dv] disagree");
+  if (!fusedTalkingHeadsSupports(q, k, v))
+    throw std::invalid_argument("fusedTalkingHeads: CPU float32/float64 operands of one dtype, a BLAS and sizes "
+                                "within its integer range only");
+  const int64_t H = q.size(1);
+  for (const auto* m : {&mixPre, &mixPost})
+    if (m->defined() && (m->dim() != 2 || m->size(0) != H || m->size(1) != H || m->scalar_type() != q.scalar_type() ||
+                         !m->device().is_cpu()))
+      throw std::invalid_argument("fusedTalkingHeads: a mixing must be [H, H] of the operands' dtype");
+  const auto absent = torch::empty({0}, q.options());
+  return FusedTalkingHeadsFunction::apply(q, k, v, mixPre.defined() ? mixPre : absent,
+                                          mixPost.defined() ? mixPost : absent, scale, causal, rowBlock);
+}
+
+}  // namespace tensorscope::model_core
