@@ -334,6 +334,12 @@ TEST(DesignSpace, ARunNamedByItsDesignIsRenamedWithItAndAForkOfATrainedRunGetsTh
   const QString own = w.model().currentRun().name;
   preset(w, "mla");
   EXPECT_EQ(w.model().currentRun().name, own);
+  // The sample's "THSA" run is named by its design too ("THSA (Tuformer), dense core" opens with
+  // the acronym), so an MTA design does not train under a THSA label.
+  w.model().select(1);
+  ASSERT_EQ(w.model().currentRun().name, "THSA");
+  preset(w, "mta");
+  EXPECT_EQ(w.model().currentRun().name, "MTA");
   // A trained MHSA run stays MHSA; its fork carries the edit and the new name.
   w.model().select(0);
   trainStopped(w, 3);

@@ -293,11 +293,17 @@ QString SessionModel::designRunName(const spec::AttentionSpec& s) {
   const QString name = QString::fromStdString(spec::nameDesigns(s).front().name);
   // "multi-head latent attention (DeepSeek MLA)" → "MLA": a run is named by the acronym in the
   // name's brackets where there is one, else by the whole name.
+  const auto acronym = [](const QString& word) {
+    return word.size() >= 2 && word.contains(QRegularExpression("^[A-Z][A-Z0-9-]*$"));
+  };
   const int open = name.lastIndexOf(" (");
   if (open > 0 && name.endsWith(')')) {
     const QString last = name.mid(open + 2).chopped(1).section(' ', -1);
-    if (last.size() >= 2 && last == last.toUpper() && last.contains(QRegularExpression("^[A-Z][A-Z0-9-]*$"))) return last;
+    if (acronym(last)) return last;
   }
+  // "THSA (Tuformer), dense core" → "THSA": an acronym that opens the name, before its brackets.
+  const int first = name.indexOf(" (");
+  if (first > 0 && acronym(name.left(first))) return name.left(first);
   return name;
 }
 
