@@ -15,7 +15,9 @@
 # which alternates the runs within one process (see bench/README.md).
 # Each run's throughput comes from its median step time. The MHSA-cost configurations are measured
 # in K rounds (default 5; C++ then PyTorch in each round); the reported throughputs and ratio are the
-# medians over the rounds, since this kind of virtual machine drifts by 10-20% over minutes.
+# medians over the rounds, since this kind of virtual machine drifts by 10-20% over minutes; each
+# round's step times and the ratio of the two sides' fastest rounds (ratio_of_fastest_rounds) are
+# recorded too.
 #
 # --wait-idle: before each pair, wait up to SECONDS for the CPUs to be at least 90% idle over 3
 # seconds (on a shared machine, processes competing for the 2 cores slow OpenMP runs 10-30x). The
@@ -151,6 +153,13 @@ for name in names:
                                                   for a, b in zip(ts_runs, pt_runs)), 3),
         "tensorscope_ms_per_step": round(med(ts_runs, "ms_per_step"), 1),
         "pytorch_ms_per_step": round(med(pt_runs, "ms_per_step"), 1),
+        # Each round's step time on both sides, and the ratio of each side's fastest round: a side
+        # slowed in some rounds by the host (this VM drifts by 30% within minutes) moves the medians
+        # of the per-round ratios far more than its fastest round.
+        "tensorscope_ms_per_round": [round(x["ms_per_step"], 1) for x in ts_runs],
+        "pytorch_ms_per_round": [round(x["ms_per_step"], 1) for x in pt_runs],
+        "ratio_of_fastest_rounds": round(min(x["ms_per_step"] for x in pt_runs) /
+                                         min(x["ms_per_step"] for x in ts_runs), 3),
         "tensorscope_peak_tensor_mb": round(ts0["peak_tensor_mb"], 1),
         "tensorscope_peak_rss_mb": ts0["peak_rss_mb"] and round(ts0["peak_rss_mb"], 1),
         "pytorch_peak_rss_mb": pt0["peak_rss_mb"] and round(pt0["peak_rss_mb"], 1),
