@@ -10,7 +10,9 @@
 
 #include <ATen/Parallel.h>
 
+#include <array>
 #include <stdexcept>
+#include <vector>
 #include <string>
 
 #include "attention/fused_attention.h"
@@ -137,6 +139,18 @@ TEST(FusedTalkingHeads, TheLayersCoreTakesItAndTheArgumentsAreChecked) {
                std::invalid_argument);
   EXPECT_THROW(fusedTalkingHeads(c.q, c.k, c.v, c.pre.to(torch::kFloat), c.post, 0.5, true), std::invalid_argument);
   EXPECT_THROW(fusedTalkingHeads(c.q.to(torch::kFloat), c.k, c.v, c.pre, c.post, 0.5, true), std::invalid_argument);
+}
+
+TEST(FusedTalkingHeads, EmptyBatchesQueriesAndKeysGiveEmptyOrZeroResults) {
+  // No batch entry, no query (every key gradient 0) or one query: no crash, the oracle's answer.
+  torch::manual_seed(9);
+  for (const auto& [B, N, M] : std::vector<std::array<int64_t, 3>>{{0, 4, 4}, {2, 0, 5}, {2, 1, 1}}) {
+    const auto c = makeCase(B, 2, N, M, 3, 3, 3);
+    const auto got = run(c, torch::kDouble, true, true);
+    EXPECT_EQ(got[0].sizes(), (std::vector<int64_t>{B, 2, N, 3}));
+    if (N == 0) EXPECT_EQ(got[2].abs().sum().item<double>(), 0.0) << "keys no query reaches";
+    if (B * N > 0) expectSame(got, run(c, torch::kDouble, true, false), 1e-12, "one query");
+  }
 }
 
 }  // namespace tensorscope::model_core

@@ -10,6 +10,7 @@
 #include <ATen/Parallel.h>
 
 #include <stdexcept>
+#include <vector>
 #include <string>
 
 #include "attention/fused_attention.h"
@@ -95,6 +96,18 @@ TEST(MtaConvolution, SecondDerivativesFollowTheAtenFormulation) {
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_GT(b[i].abs().max().item<double>(), 1.0) << i;
     EXPECT_LE(maxAbsDiff(a[i], b[i]), 1e-10 * (1 + b[i].abs().max().item<double>())) << i;
+  }
+}
+
+TEST(MtaConvolution, EmptyMapsGiveEmptyResults) {
+  // No batch entry or no query row: empty outputs and gradients, and a zero kernel gradient.
+  torch::manual_seed(6);
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{0, 2, 5, 5}, {1, 2, 0, 5}}) {
+    const auto maps = torch::randn(shape, torch::kDouble), g = torch::randn(shape, torch::kDouble);
+    const auto kernel = torch::randn({2, 3, 4}, torch::kDouble);
+    const auto got = run(maps, kernel, 1, true, false, g, true);
+    EXPECT_EQ(got[0].sizes(), maps.sizes());
+    EXPECT_EQ(got[2].abs().sum().item<double>(), 0.0);
   }
 }
 
