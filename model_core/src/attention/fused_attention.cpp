@@ -76,18 +76,7 @@ void forEachRowBlock(int64_t N, int64_t M, bool causal, F&& f, bool lastFirst = 
 /// keys it does not see set to 0 (what softmax gives them at −∞).
 template <typename T>
 void softmaxRows(T* m, int64_t M, int64_t i0, int64_t rows, bool causal) {
-  const auto& ops = kernels::rowOps<T>();
-  for (int64_t r = i0; r < i0 + rows; ++r) {
-    T* row = m + r * M;
-    const int64_t seen = causal ? std::min(r + 1, M) : M;
-    if (seen > 0) {
-      T lo, hi;
-      ops.minMax(row, seen, &lo, &hi);
-      const T inv = T(1) / ops.expWrite(row, seen, T(1), hi, row);
-      for (int64_t i = 0; i < seen; ++i) row[i] *= inv;
-    }
-    std::fill(row + seen, row + M, T(0));
-  }
+  for (int64_t r = i0; r < i0 + rows; ++r) kernels::softmaxRowInPlace(m + r * M, causal ? std::min(r + 1, M) : M, M);
 }
 
 template <typename T>

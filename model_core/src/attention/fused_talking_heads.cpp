@@ -78,19 +78,9 @@ void mixBlock(const T* mix, bool transpose, int64_t H, int64_t area, const T* X,
 /// r (query i0 + r) over the keys it sees, the others set to 0.
 template <typename T>
 void softmaxBlock(T* L, int64_t H, int64_t rows, int64_t cols, int64_t i0, bool causal) {
-  const auto& ops = kernels::rowOps<T>();
   for (int64_t h = 0; h < H; ++h)
-    for (int64_t r = 0; r < rows; ++r) {
-      T* row = L + (h * rows + r) * cols;
-      const int64_t seen = causal ? std::min(i0 + r + 1, cols) : cols;
-      if (seen > 0) {
-        T lo, hi;
-        ops.minMax(row, seen, &lo, &hi);
-        const T inv = T(1) / ops.expWrite(row, seen, T(1), hi, row);
-        for (int64_t j = 0; j < seen; ++j) row[j] *= inv;
-      }
-      std::fill(row + seen, row + cols, T(0));
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      kernels::softmaxRowInPlace(L + (h * rows + r) * cols, causal ? std::min(i0 + r + 1, cols) : cols, cols);
 }
 
 /// Every head's scores of one block, scale·q·kᵀ, into S (rows × cols per head).

@@ -172,6 +172,21 @@ inline const RowOps<float>& rowOps<float>() { return rowOpsFloat(); }
 template <>
 inline const RowOps<double>& rowOps<double>() { return rowOpsDouble(); }
 
+/// Row `row` of `cols` values becomes a softmax over its first `seen` values, in place, on the
+/// vectorised exp; the other values are set to 0 (what softmax gives them at −∞). The fused
+/// attention kernels' forward rows.
+template <typename T>
+void softmaxRowInPlace(T* row, int64_t seen, int64_t cols) {
+  if (seen > 0) {
+    const auto& ops = rowOps<T>();
+    T lo, hi;
+    ops.minMax(row, seen, &lo, &hi);
+    const T inv = T(1) / ops.expWrite(row, seen, T(1), hi, row);
+    for (int64_t i = 0; i < seen; ++i) row[i] *= inv;
+  }
+  for (int64_t i = seen; i < cols; ++i) row[i] = T(0);
+}
+
 /// Which build the float operations run: "avx512", "avx2" or "sse2".
 const char* rowOpsIsa();
 
