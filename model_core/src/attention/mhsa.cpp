@@ -97,8 +97,9 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
     // per map for backward, as MHSA with 2H heads does.
     const auto v = valueHeads.unsqueeze(3).expand({B, N, G, 2, 2 * D}).reshape({B, N, 2 * G, 2 * D});
     const auto att = fusedGroupedAttention(queries.view({B, N, 2 * H, D}), keyMaps, v, scale, spec_.causal);
-    const auto pair = att.o.view({B, N, H, 2, 2 * D});
-    o = pair.select(3, 0) - lambda * pair.select(3, 1);
+    // unbind, not two selects: its backward stacks both gradients into one tensor.
+    const auto pair = att.o.view({B, N, H, 2, 2 * D}).unbind(3);
+    o = pair[0] - lambda * pair[1];
     if (options.with_maps) {
       torch::NoGradGuard noGrad;
       out.map_parts = att.P.view({B, H, 2, N, N});

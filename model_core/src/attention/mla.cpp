@@ -37,11 +37,14 @@ AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   const auto& l = spec_.slots.latent;
   const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D, L = l.kv_rank, r = l.rope_dim;
   const auto q = (wq_ ? wq_(x) : wqB_(rmsNorm(wqA_(x), qNormWeight_, spec::kMlaNormEps))).view({B, N, H, D + r});
-  const auto qNope = q.narrow(-1, 0, D);                                            // [B, N, H, D]
-  const auto qPe = mlaRotary(q.narrow(-1, D, r), spec::kMlaRopeTheta);             // [B, N, H, r]
-  const auto kv = wkvA_(x);                                                          // [B, M, L + r]
-  const auto c = rmsNorm(kv.narrow(-1, 0, L), kvNormWeight_, spec::kMlaNormEps);  // [B, M, L]
-  const auto kPe = mlaRotary(kv.narrow(-1, L, r), spec::kMlaRopeTheta);             // [B, M, r]
+  // Parts of one projection are split (not narrowed twice): split's backward writes the parts'
+  // gradients into one tensor, where each narrow's would fill a zero tensor of the whole to be added.
+  const auto qParts = q.split_with_sizes({D, r}, -1);
+  const auto& qNope = qParts[0];                                                    // [B, N, H, D]
+  const auto qPe = mlaRotary(qParts[1], spec::kMlaRopeTheta);                       // [B, N, H, r]
+  const auto kvParts = wkvA_(x).split_with_sizes({L, r}, -1);                       // [B, M, L + r]
+  const auto c = rmsNorm(kvParts[0], kvNormWeight_, spec::kMlaNormEps);            // [B, M, L]
+  const auto kPe = mlaRotary(kvParts[1], spec::kMlaRopeTheta);                      // [B, M, r]
   const bool absorbed = l.order == spec::LatentOrder::Absorbed;
   const auto w = wkvB_->weight.view({H, 2 * D, L});  // per head: W^UK rows 0 … D−1, W^UV rows D … 2D−1
   const double scale = 1.0 / std::sqrt(double(D + r));
@@ -53,11 +56,10 @@ AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     // [q_nope, q_pe] (D + r a head), keys [k_nope, k_pe] (the one rotary key copied to every head)
     // and the values read in place from the up-projection. The kernel keeps P for backward as
     // MHSA does; no [B, H, N, M] logits or their gradient.
-    const auto kvb = wkvB_(c).view({B, N, H, 2 * D});
-    const auto kNope = kvb.narrow(-1, 0, D);
-    const auto key = r > 0 ? torch::cat({kNope, kPe.unsqueeze(2).expand({B, N, H, r})}, -1) : kNope;
+    const auto kvb = wkvB_(c).view({B, N, H, 2 * D}).split(D, -1);  // k_nope, v
+    const auto key = r > 0 ? torch::cat({kvb[0], kPe.unsqueeze(2).expand({B, N, H, r})}, -1) : kvb[0];
     const auto query = r > 0 ? torch::cat({qNope, qPe}, -1) : qNope;  // q_pe turned
-    const auto att = fusedGroupedAttention(query, key, kvb.narrow(-1, D, D), scale, spec_.causal);
+    const auto att = fusedGroupedAttention(query, key, kvb[1], scale, spec_.causal);
     if (options.with_maps) out.maps = att.P;
     out.y = wo_(att.o.reshape({B, N, H * D}));
     return out;
