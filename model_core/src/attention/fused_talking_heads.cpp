@@ -226,18 +226,20 @@ struct FusedTalkingHeadsFunction : public torch::autograd::Function<FusedTalking
                                const torch::Tensor& v0, const torch::Tensor& pre0, const torch::Tensor& post0,
                                double scale, bool causal, int64_t rowBlock) {
     const auto q = readable(q0), k = readable(k0), v = readable(v0);
-    const auto pre = orAbsent(pre0).defined() ? pre0.contiguous() : pre0, post = orAbsent(post0).defined() ? post0.contiguous() : post0;
+    const auto pre = orAbsent(pre0.contiguous()), post = orAbsent(post0.contiguous());
     const int64_t B = q.size(0), H = q.size(1), N = q.size(2), M = k.size(2), Dv = v.size(3);
     const Dims d{B, H, N, M, q.size(3), Dv, causal, chooseRows(N, M, H, causal, rowBlock)};
     auto Wk = torch::empty({B, H, N, M}, q.options());
     auto o = torch::empty({B, N, H, Dv}, q.options());
     if (q.scalar_type() == torch::kDouble)
-      forwardCore<double>(d, viewOf<double>(q), viewOf<double>(k), viewOf<double>(v), ptrOr<double>(orAbsent(pre)),
-                          ptrOr<double>(orAbsent(post)), scale, Wk.data_ptr<double>(), o.data_ptr<double>());
+      forwardCore<double>(d, viewOf<double>(q), viewOf<double>(k), viewOf<double>(v), ptrOr<double>(pre),
+                          ptrOr<double>(post), scale, Wk.data_ptr<double>(), o.data_ptr<double>());
     else
-      forwardCore<float>(d, viewOf<float>(q), viewOf<float>(k), viewOf<float>(v), ptrOr<float>(orAbsent(pre)),
-                         ptrOr<float>(orAbsent(post)), float(scale), Wk.data_ptr<float>(), o.data_ptr<float>());
-    ctx->save_for_backward({q, k, v, pre, post, Wk});
+      forwardCore<float>(d, viewOf<float>(q), viewOf<float>(k), viewOf<float>(v), ptrOr<float>(pre),
+                         ptrOr<float>(post), float(scale), Wk.data_ptr<float>(), o.data_ptr<float>());
+    // The inputs as given (a layout copy made here would have no graph back to them for a backward
+    // that builds one); backward takes readable views of them again, free when they were already.
+    ctx->save_for_backward({q0, k0, v0, pre0, post0, Wk});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["rows"] = d.rows;
@@ -246,27 +248,31 @@ struct FusedTalkingHeadsFunction : public torch::autograd::Function<FusedTalking
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
-    const auto &q = s[0], &k = s[1], &v = s[2];
-    const auto pre = orAbsent(s[3]), post = orAbsent(s[4]);
+    const auto &q0 = s[0], &k0 = s[1], &v0 = s[2];
+    const auto pre0 = orAbsent(s[3]), post0 = orAbsent(s[4]);
     const double scale = ctx->saved_data["scale"].toDouble();
     const bool causal = ctx->saved_data["causal"].toBool();
     const torch::Tensor none;
     const auto gradOf = [](const torch::Tensor& t) { return t.defined() ? torch::zeros_like(t) : torch::Tensor(); };
-    if (!grads[0].defined()) return {torch::zeros_like(q), torch::zeros_like(k), torch::zeros_like(v), gradOf(pre), gradOf(post), none, none, none};
+    if (!grads[0].defined())
+      return {torch::zeros_like(q0), torch::zeros_like(k0), torch::zeros_like(v0), gradOf(pre0), gradOf(post0), none,
+              none, none};
     if (at::GradMode::is_enabled()) {
       // A backward that builds a graph: the ATen formulation's gradients on the saved inputs.
-      const auto o = talkingHeadsAten(q, k, v, pre, post, scale, causal);
+      const auto o = talkingHeadsAten(q0, k0, v0, pre0, post0, scale, causal);
       std::vector<torch::Tensor> wanted;
-      for (const auto* t : {&q, &k, &v, &pre, &post})
+      for (const auto* t : {&q0, &k0, &v0, &pre0, &post0})
         if (t->defined() && t->requires_grad()) wanted.push_back(*t);
       const auto found = torch::autograd::grad({o}, wanted, {grads[0]}, true, true, true);
       variable_list out;
       size_t next = 0;
-      for (const auto* t : {&q, &k, &v, &pre, &post})
+      for (const auto* t : {&q0, &k0, &v0, &pre0, &post0})
         out.push_back(t->defined() && t->requires_grad() ? found[next++] : torch::Tensor());
       out.insert(out.end(), {none, none, none});
       return out;
     }
+    const auto q = readable(q0), k = readable(k0), v = readable(v0);
+    const auto pre = pre0.defined() ? pre0.contiguous() : pre0, post = post0.defined() ? post0.contiguous() : post0;
     const auto dO = readable(grads[0]);
     const int64_t B = q.size(0), H = q.size(1), N = q.size(2), M = k.size(2), Dk = q.size(3), Dv = v.size(3);
     const Dims d{B, H, N, M, Dk, Dv, causal, ctx->saved_data["rows"].toInt()};

@@ -109,7 +109,9 @@ struct MtaConvolutionFunction : public torch::autograd::Function<MtaConvolutionF
     auto out = torch::empty_like(s);  // every entry is written
     if (s.scalar_type() == torch::kDouble) forwardMaps<double>(g, s.data_ptr<double>(), K.data_ptr<double>(), out.data_ptr<double>());
     else forwardMaps<float>(g, s.data_ptr<float>(), K.data_ptr<float>(), out.data_ptr<float>());
-    ctx->save_for_backward({s, K});
+    // The inputs as given (a layout copy made here would have no graph back to them for a backward
+    // that builds one); backward takes contiguous views of them again, free when they were already.
+    ctx->save_for_backward({maps, kernel});
     ctx->saved_data["left"] = left;
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["zeroFuture"] = zeroFuture;
@@ -118,25 +120,26 @@ struct MtaConvolutionFunction : public torch::autograd::Function<MtaConvolutionF
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &s = saved[0], &K = saved[1];
+    const auto &s0 = saved[0], &K0 = saved[1];
     const int64_t left = ctx->saved_data["left"].toInt();
     const bool causal = ctx->saved_data["causal"].toBool(), zeroFuture = ctx->saved_data["zeroFuture"].toBool();
     const torch::Tensor none;
-    if (!grads[0].defined()) return {torch::zeros_like(s), torch::zeros_like(K), none, none, none};
+    if (!grads[0].defined()) return {torch::zeros_like(s0), torch::zeros_like(K0), none, none, none};
     if (at::GradMode::is_enabled()) {
       // A backward that builds a graph: the ATen formulation's gradients, taken on the saved inputs
       // themselves so that the graph reaches the layer's inputs.
-      const auto o = mtaConvolutionAten(s, K, left, causal, zeroFuture);
+      const auto o = mtaConvolutionAten(s0, K0, left, causal, zeroFuture);
       variable_list wanted;
-      for (const auto& t : {s, K})
+      for (const auto& t : {s0, K0})
         if (t.requires_grad()) wanted.push_back(t);
       const auto d = torch::autograd::grad({o}, wanted, {grads[0]}, /*retain_graph=*/true, /*create_graph=*/true,
                                            /*allow_unused=*/true);
       size_t next = 0;
-      const auto dS = s.requires_grad() ? d[next++] : torch::Tensor();
-      const auto dK = K.requires_grad() ? d[next++] : torch::Tensor();
+      const auto dS = s0.requires_grad() ? d[next++] : torch::Tensor();
+      const auto dK = K0.requires_grad() ? d[next++] : torch::Tensor();
       return {dS, dK, none, none, none};
     }
+    const auto s = s0.contiguous(), K = K0.contiguous();
     const auto gout = grads[0].contiguous();
     const Geometry g{s.size(0), s.size(1), s.size(2), s.size(3), K.size(1), K.size(2), left, causal, zeroFuture};
     auto dmaps = torch::empty_like(s);  // every entry is written

@@ -104,7 +104,10 @@ TEST(FusedTalkingHeads, SecondDerivativesFollowTheAtenFormulation) {
   torch::manual_seed(3);
   const auto c = makeCase(1, 2, 5, 5, 3, 3, 3);
   const auto second = [&](bool fused) {
-    const auto q = c.q.detach().requires_grad_(true), pre = c.pre.detach().requires_grad_(true),
+    // q with positions not a head apart (the fused core reads a contiguous copy; the graph must
+    // still reach q) and a transposed mixing.
+    const auto q = c.q.detach().transpose(2, 3).contiguous().transpose(2, 3).requires_grad_(true);
+    const auto pre = c.pre.detach().t().contiguous().t().requires_grad_(true),
                post = c.post.detach().requires_grad_(true);
     const auto y = fused ? fusedTalkingHeads(q, c.k, c.v, pre, post, 0.5, true)
                          : torch::matmul(talkingHeadsWeights(q, c.k, pre, post, 0.5, true), c.v);

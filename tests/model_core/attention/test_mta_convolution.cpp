@@ -85,7 +85,8 @@ TEST(MtaConvolution, ReadsMapsInAnyLayoutAndSplitsOverThreads) {
 TEST(MtaConvolution, SecondDerivativesFollowTheAtenFormulation) {
   // A backward that builds a graph (create_graph) differentiates the ATen formulation.
   torch::manual_seed(8);
-  const auto maps = torch::randn({1, 2, 6, 6}, torch::dtype(torch::kDouble).requires_grad(true));
+  // The maps a transposed view (the fused pass reads a contiguous copy; the graph must still reach them).
+  const auto maps = torch::randn({1, 2, 6, 6}, torch::dtype(torch::kDouble)).transpose(2, 3).requires_grad_(true);
   const auto kernel = torch::randn({2, 3, 4}, torch::dtype(torch::kDouble).requires_grad(true));
   const auto secondOf = [&](bool fused) {
     const auto y = fused ? fusedMtaConvolution(maps, kernel, 1, true, false) : mtaConvolutionAten(maps, kernel, 1, true, false);
