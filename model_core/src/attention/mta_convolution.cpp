@@ -59,15 +59,17 @@ void forwardMaps(const Geometry& g, const T* in, const T* kernel, T* out) {
       for (int64_t n = 0; n < g.N; ++n) {
         const int64_t len = g.reach(n);
         std::fill(o + n * g.M, o + (n + 1) * g.M, T(0));  // in cache, just before the row is summed
-        for (int64_t i = 0; i < g.cq; ++i) ops.correlateRow(K + i * g.ck, g.ck, pad.data() + (n + i) * g.padCols(), len, o + n * g.M);
+        for (int64_t i = 0; i < g.cq; ++i)
+          ops.correlateRow(K + i * g.ck, g.ck, pad.data() + (n + i) * g.padCols(), len, o + n * g.M);
       }
     }
   });
 }
 
-/// dmaps (every entry written) and dkernelPer [B, H, c_q, c_k] (zero-initialised; summed over B by the
-/// caller, so the result does not depend on the threads). With Z the output gradient shifted by
-/// (c_q − 1, c_k − 1) into a zero frame, ds[n′, m′] = Σ K[c_q−1−i, c_k−1−j]·Z[n′ + c_q − 1 + i, m′ + left + j]:
+/// dmaps (every entry written) and dkernelPer [B, H, c_q, c_k] (zero-initialised; summed over B by
+/// the caller, so the result does not depend on the threads). With Z the output gradient shifted by
+/// (c_q − 1, c_k − 1) into a zero frame,
+///   ds[n′, m′] = Σ K[c_q−1−i, c_k−1−j]·Z[n′ + c_q − 1 + i, m′ + left + j],
 /// the correlation with the flipped kernel.
 template <typename T>
 void backwardMaps(const Geometry& g, const T* in, const T* kernel, const T* dout, T* dmaps, T* dkernelPer) {
@@ -75,7 +77,8 @@ void backwardMaps(const Geometry& g, const T* in, const T* kernel, const T* dout
   const int64_t NM = g.N * g.M, taps = g.cq * g.ck;
   const int64_t zRows = g.N + 2 * (g.cq - 1), zCols = g.M + 2 * (g.ck - 1);
   at::parallel_for(0, g.B * g.H, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> pad(size_t(g.padRows() * g.padCols())), z(size_t(zRows * zCols)), flipped(static_cast<size_t>(taps));
+    std::vector<T> pad(size_t(g.padRows() * g.padCols())), z(size_t(zRows * zCols));
+    std::vector<T> flipped(static_cast<size_t>(taps));
     for (int64_t p = begin; p < end; ++p) {
       const T* K = kernel + (p % g.H) * taps;
       std::reverse_copy(K, K + taps, flipped.begin());
@@ -107,8 +110,10 @@ struct MtaConvolutionFunction : public torch::autograd::Function<MtaConvolutionF
     const auto K = kernel.contiguous();
     const Geometry g{s.size(0), s.size(1), s.size(2), s.size(3), K.size(1), K.size(2), left, causal, zeroFuture};
     auto out = torch::empty_like(s);  // every entry is written
-    if (s.scalar_type() == torch::kDouble) forwardMaps<double>(g, s.data_ptr<double>(), K.data_ptr<double>(), out.data_ptr<double>());
-    else forwardMaps<float>(g, s.data_ptr<float>(), K.data_ptr<float>(), out.data_ptr<float>());
+    if (s.scalar_type() == torch::kDouble)
+      forwardMaps<double>(g, s.data_ptr<double>(), K.data_ptr<double>(), out.data_ptr<double>());
+    else
+      forwardMaps<float>(g, s.data_ptr<float>(), K.data_ptr<float>(), out.data_ptr<float>());
     // The inputs as given (a layout copy made here would have no graph back to them for a backward
     // that builds one); backward takes contiguous views of them again, free when they were already.
     ctx->save_for_backward({maps, kernel});
