@@ -10,11 +10,10 @@ namespace tensorscope::model_core {
 /// undefined: that side is not mixed). q, k, v: [B, H, N|M, D]; mixings [H, H] (to-head, from-head).
 /// Differentiable in q, k, v and the mixings (first order). The ATen autograd graph of this math
 /// keeps the logits, the weights and the mixed weights of every head for backward (three
-/// [B, H, N, M] tensors per layer); this keeps only its inputs and recomputes them in backward, so
-/// a talking-heads layer holds no more [B, H, N, M] tensors between forward and backward than
-/// fused MHSA (one). On the CPU (fusedTalkingHeadsSupports) this is the fused kernel
-/// (attention/fused_talking_heads.h), which keeps the softmax weights; elsewhere (CUDA) the core
-/// keeps only its inputs and runs a second forward in backward.
+/// [B, H, N, M] tensors per layer); this keeps at most one, as fused MHSA does. On the CPU
+/// (fusedTalkingHeadsSupports) it is the fused kernel (attention/fused_talking_heads.h), which
+/// keeps the softmax weights; elsewhere (CUDA) the core keeps only its inputs and runs its ATen
+/// formulation again in backward.
 torch::Tensor talkingHeadsRecomputed(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                      const torch::Tensor& mixPre, const torch::Tensor& mixPost, double scale,
                                      bool causal);
