@@ -12,6 +12,7 @@
 
 #include "attention/fused_attention.h"
 #include "attention/kernels.h"
+#include "attention/talking_heads.h"
 #include "kernels/gemm.h"
 #include "kernels/row_ops.h"
 
@@ -200,17 +201,6 @@ void backwardCore(const Dims& d, HeadView<const T> q, HeadView<const T> k, HeadV
   });
 }
 
-/// The same math with plain ATen ops (matmul, einsum, softmax), every op with its own derivatives:
-/// the path of a backward that builds a graph.
-torch::Tensor talkingHeadsAten(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& pre, const torch::Tensor& post, double scale, bool causal) {
-  auto L = torch::matmul(q, k.transpose(-2, -1));
-  if (pre.defined()) L = torch::einsum("gh,bhnm->bgnm", {pre, L});
-  auto W = scaledMaskedSoftmax(L, scale, causal);
-  if (post.defined()) W = torch::einsum("gh,bhnm->bgnm", {post, W});
-  return torch::matmul(W, v);
-}
-
 /// An absent mixing travels through the autograd function as an empty tensor (custom functions
 /// take no undefined inputs).
 torch::Tensor orAbsent(const torch::Tensor& t) { return t.numel() == 0 ? torch::Tensor() : t; }
@@ -258,8 +248,9 @@ struct FusedTalkingHeadsFunction : public torch::autograd::Function<FusedTalking
       return {torch::zeros_like(q0), torch::zeros_like(k0), torch::zeros_like(v0), gradOf(pre0), gradOf(post0), none,
               none, none};
     if (at::GradMode::is_enabled()) {
-      // A backward that builds a graph: the ATen formulation's gradients on the saved inputs.
-      const auto o = talkingHeadsAten(q0, k0, v0, pre0, post0, scale, causal);
+      // A backward that builds a graph: the ATen formulation's gradients on the saved inputs (its
+      // products and mixings have differentiable backward passes).
+      const auto o = torch::matmul(talkingHeadsWeights(q0, k0, pre0, post0, scale, causal), v0);
       std::vector<torch::Tensor> wanted;
       for (const auto* t : {&q0, &k0, &v0, &pre0, &post0})
         if (t->defined() && t->requires_grad()) wanted.push_back(*t);
