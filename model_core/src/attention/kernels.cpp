@@ -154,6 +154,23 @@ torch::Tensor projectQkv(const torch::Tensor& x, const torch::nn::Linear& wq, co
   return y.view({x.size(0), x.size(1), 3, heads, W.size(0) / (3 * heads)});
 }
 
+std::vector<torch::Tensor> projectStacked(const torch::Tensor& x, const std::vector<torch::nn::Linear>& parts) {
+  std::vector<torch::Tensor> weights, biases;
+  std::vector<int64_t> sizes;
+  bool anyBias = false;
+  for (const auto& p : parts) {
+    weights.push_back(p->weight);
+    sizes.push_back(p->weight.size(0));
+    anyBias = anyBias || p->bias.defined();
+  }
+  for (const auto& p : parts) {
+    if (!anyBias) break;
+    biases.push_back(p->bias.defined() ? p->bias : torch::zeros({p->weight.size(0)}, p->weight.options()));
+  }
+  const auto y = torch::linear(x, torch::cat(weights), anyBias ? torch::cat(biases) : torch::Tensor());
+  return y.split_with_sizes(sizes, -1);
+}
+
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
   const auto n = x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight.defined() ? n * weight : n;

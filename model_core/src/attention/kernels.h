@@ -4,6 +4,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/types.h>
 
+#include <vector>
+
 namespace tensorscope::model_core {
 
 /// softmax(scale·logits) over the last axis of `logits` [..., N, M]. With `causal`, entries with
@@ -21,6 +23,13 @@ torch::nn::Linear makeProjection(int64_t in, int64_t out, bool bias);
 /// (q, k, v on axis 2). The parameters stay the three modules' own (their names do not change).
 torch::Tensor projectQkv(const torch::Tensor& x, const torch::nn::Linear& wq, const torch::nn::Linear& wk,
                          const torch::nn::Linear& wv, int64_t heads);
+
+/// x [B, N, F] through several projections of it from one GEMM with their weights stacked: the
+/// outputs [B, N, out_i] in the order given, split from one tensor (split's backward writes their
+/// gradients into one tensor, so backward is one GEMM for ∂x and one for the stacked ∂W). A
+/// projection without a bias adds zeros when another has one. The parameters stay the modules' own.
+/// Narrow projections gain most (bench/README.md, issue 41, eighth part).
+std::vector<torch::Tensor> projectStacked(const torch::Tensor& x, const std::vector<torch::nn::Linear>& parts);
 
 /// x·rsqrt(mean(x²) + ε) over the last axis, times `weight` (a tensor broadcast over it, or undefined
 /// for none): the RMSNorm of DeepSeek's MLA (ε 1e-6), of differential attention's, MTA's and T6's head

@@ -83,9 +83,10 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
   // 2G key maps, head h reads value head h / (H/G) of G (with H/G even both maps of a head read
   // one key map).
   // Rotary positions turn every query and key map (blocks of D) before the maps are formed.
-  const auto queries = applyRotary(wq_(x), D, rotary_);                              // [B, N, 2H·D]
-  const auto keyMaps = applyRotary(wk_(x), D, rotary_).view({B, N, 2 * G, D});       // [B, N, 2G, D]
-  const auto valueHeads = wv_(x).view({B, N, G, 2 * D});                             // [B, N, G, 2D]
+  const auto qkv = projectStacked(x, {wq_, wk_, wv_});
+  const auto queries = applyRotary(qkv[0], D, rotary_);                         // [B, N, 2H·D]
+  const auto keyMaps = applyRotary(qkv[1], D, rotary_).view({B, N, 2 * G, D});  // [B, N, 2G, D]
+  const auto valueHeads = qkv[2].view({B, N, G, 2 * D});                        // [B, N, G, 2D]
   const auto lambda = torch::exp(torch::dot(lambdaQ1_, lambdaK1_)) - torch::exp(torch::dot(lambdaQ2_, lambdaK2_)) +
                       lambdaInit_;
   torch::Tensor o;  // [B, N, H, 2D]
@@ -127,8 +128,12 @@ torch::Tensor MhsaImpl::collaborative(const torch::Tensor& x, const ForwardOptio
   const int64_t Dk = spec_.slots.collaborative.key_dim;
   // attention_head_size = D̃/H in the official code, which need not be an integer.
   const double scale = 1.0 / std::sqrt(double(Dk) / double(H));
-  const auto qs = wq_(x);                                      // [B, N, D̃] shared queries
-  const auto ks = wk_(x);                                      // [B, M, D̃] shared keys
+  // The query, key, value and content-bias projections from one GEMM.
+  const auto proj =
+      contentBias_ ? projectStacked(x, {wq_, wk_, wv_, contentBias_}) : projectStacked(x, {wq_, wk_, wv_});
+  const auto& qs = proj[0];      // [B, N, D̃] shared queries
+  const auto& ks = proj[1];      // [B, M, D̃] shared keys
+  const auto& values = proj[2];  // [B, M, H·D]
   if (fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
     // The rewrite onto the fused kernel (../shared/design/modern-designs.md §2, as THSA's
     // head-sharing cores): head h's query [q̃ ⊙ m_h, e_h] against the one key [k̃, x·W^Cᵀ] is
@@ -139,19 +144,19 @@ torch::Tensor MhsaImpl::collaborative(const torch::Tensor& x, const ForwardOptio
     auto kh = ks.unsqueeze(2);                                 // [B, M, 1, D̃]
     if (contentBias_) {
       qh = torch::cat({qh, torch::eye(H, qs.options()).view({1, 1, H, H}).expand({B, N, H, H})}, -1);
-      kh = torch::cat({kh, contentBias_(x).unsqueeze(2)}, -1);  // [B, M, 1, D̃ + H]
+      kh = torch::cat({kh, proj[3].unsqueeze(2)}, -1);  // [B, M, 1, D̃ + H]
     }
-    const auto att = fusedGroupedAttention(qh, kh.expand({B, N, H, kh.size(-1)}), wv_(x).view({B, N, H, D}), scale,
+    const auto att = fusedGroupedAttention(qh, kh.expand({B, N, H, kh.size(-1)}), values.view({B, N, H, D}), scale,
                                            spec_.causal);
     if (options.with_maps) out.maps = att.P;
     return att.o;  // [B, N, H, D]
   }
   const auto q = qs.unsqueeze(1) * mixing_.view({1, H, 1, Dk});  // [B, H, N, D̃]: q̃ ⊙ m_h
   auto logits = torch::matmul(q, ks.unsqueeze(1).transpose(-2, -1));  // [B, H, N, M]
-  if (contentBias_) logits = logits + contentBias_(x).transpose(1, 2).unsqueeze(2);  // [B, H, 1, M]
+  if (contentBias_) logits = logits + proj[3].transpose(1, 2).unsqueeze(2);  // [B, H, 1, M]
   const auto P = scaledMaskedSoftmax(logits, scale, spec_.causal);
   if (options.with_maps) out.maps = P;
-  const auto v = wv_(x).view({B, N, H, D}).transpose(1, 2);  // [B, H, M, D]
+  const auto v = values.view({B, N, H, D}).transpose(1, 2);  // [B, H, M, D]
   return torch::matmul(dropout_(P), v).transpose(1, 2);       // [B, N, H, D]
 }
 
@@ -166,9 +171,10 @@ torch::Tensor MhsaImpl::attend(const torch::Tensor& x, const ForwardOptions& opt
   const int64_t H = spec_.sizes.H;
   const double scale = 1.0 / std::sqrt(double(spec_.sizes.D));
   const int64_t D = spec_.sizes.D;
-  const auto q = splitHeads(applyRotary(wq_(x), D, rotary_), H);                       // [B, H, N, D]
-  const auto k = expandGroups(splitHeads(applyRotary(wk_(x), D, rotary_), groups_), H, 1);  // [B, H, M, D]
-  const auto v = expandGroups(splitHeads(wv_(x), groups_), H, 1);        // [B, H, M, D]
+  const auto qkv = projectStacked(x, {wq_, wk_, wv_});
+  const auto q = splitHeads(applyRotary(qkv[0], D, rotary_), H);                            // [B, H, N, D]
+  const auto k = expandGroups(splitHeads(applyRotary(qkv[1], D, rotary_), groups_), H, 1);  // [B, H, M, D]
+  const auto v = expandGroups(splitHeads(qkv[2], groups_), H, 1);                           // [B, H, M, D]
   const bool plain = !mixPre_.defined() && !mixPost_.defined();
   const auto mixPre = mixPre_.defined() ? mixPre_.effective() : torch::Tensor();
   const auto mixPost = mixPost_.defined() ? mixPost_.effective() : torch::Tensor();
@@ -205,12 +211,17 @@ AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     o = collaborative(x, options, out);
   } else if (plain && fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
     // All heads: q, k, v from the one fused projection. Shared K and V (MQA/GQA): the grouped form,
-    // which reads each of the G key/value heads for its H/G query heads without copying them.
-    const auto att = groups_ == H
-                         ? fusedAttention(applyRotaryQk(projectQkv(x, wq_, wk_, wv_, H), D, rotary_), scale, spec_.causal)
-                         : fusedGroupedAttention(applyRotary(wq_(x), D, rotary_).view({B, N, H, D}),
-                                                 applyRotary(wk_(x), D, rotary_).view({B, N, groups_, D}),
-                                                 wv_(x).view({B, N, groups_, D}), scale, spec_.causal);
+    // which reads each of the G key/value heads for its H/G query heads without copying them, with
+    // q, k and v from one GEMM too.
+    FusedAttentionOutput att;
+    if (groups_ == H) {
+      att = fusedAttention(applyRotaryQk(projectQkv(x, wq_, wk_, wv_, H), D, rotary_), scale, spec_.causal);
+    } else {
+      const auto qkv = projectStacked(x, {wq_, wk_, wv_});
+      att = fusedGroupedAttention(applyRotary(qkv[0], D, rotary_).view({B, N, H, D}),
+                                  applyRotary(qkv[1], D, rotary_).view({B, N, groups_, D}),
+                                  qkv[2].view({B, N, groups_, D}), scale, spec_.causal);
+    }
     o = att.o;
     if (options.with_maps) out.maps = att.P;
   } else {

@@ -36,13 +36,15 @@ AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   checkInput(x);
   const auto& l = spec_.slots.latent;
   const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D, L = l.kv_rank, r = l.rope_dim;
-  const auto q = (wq_ ? wq_(x) : wqB_(rmsNorm(wqA_(x), qNormWeight_, spec::kMlaNormEps))).view({B, N, H, D + r});
+  // The projections of x (the query's, or its down-projection, and the KV latent's) from one GEMM.
+  const auto proj = projectStacked(x, {wq_ ? wq_ : wqA_, wkvA_});
+  const auto q = (wq_ ? proj[0] : wqB_(rmsNorm(proj[0], qNormWeight_, spec::kMlaNormEps))).view({B, N, H, D + r});
   // Parts of one projection are split (not narrowed twice): split's backward writes the parts'
   // gradients into one tensor, where each narrow's would fill a zero tensor of the whole to be added.
   const auto qParts = q.split_with_sizes({D, r}, -1);
   const auto& qNope = qParts[0];                                                    // [B, N, H, D]
   const auto qPe = mlaRotary(qParts[1], spec::kMlaRopeTheta);                       // [B, N, H, r]
-  const auto kvParts = wkvA_(x).split_with_sizes({L, r}, -1);                       // [B, M, L + r]
+  const auto kvParts = proj[1].split_with_sizes({L, r}, -1);                        // [B, M, L + r]
   const auto c = rmsNorm(kvParts[0], kvNormWeight_, spec::kMlaNormEps);            // [B, M, L]
   const auto kPe = mlaRotary(kvParts[1], spec::kMlaRopeTheta);                      // [B, M, r]
   const bool absorbed = l.order == spec::LatentOrder::Absorbed;

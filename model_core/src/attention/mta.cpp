@@ -85,9 +85,10 @@ AttentionOutput MtaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   checkInput(x);
   const auto& m = spec_.slots.mta;
   const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D;
-  const auto q = splitHeads(applyRotary(wq_(x), D, rotary_), H);                        // [B, H, N, D]
-  const auto k = expandGroups(splitHeads(applyRotary(wk_(x), D, rotary_), groups_), H);  // [B, H, M, D]
-  const auto v = expandGroups(splitHeads(wv_(x), groups_), H);                          // [B, H, M, D]
+  const auto qkv = projectStacked(x, {wq_, wk_, wv_});
+  const auto q = splitHeads(applyRotary(qkv[0], D, rotary_), H);                        // [B, H, N, D]
+  const auto k = expandGroups(splitHeads(applyRotary(qkv[1], D, rotary_), groups_), H);  // [B, H, M, D]
+  const auto v = expandGroups(splitHeads(qkv[2], groups_), H);                          // [B, H, M, D]
   // L343–345: the logits scaled by 1/√D before anything else.
   auto S = batchedProduct(q, k, /*transB=*/true) * (1.0 / std::sqrt(double(D)));
   const torch::Tensor future = spec_.causal ? futureMask(N, N, x.device()) : torch::Tensor();
