@@ -50,14 +50,15 @@ torch::Tensor readable(const torch::Tensor& t) {
 
 struct Dims {
   int64_t B, H, N, M, Dk, Dv;
+  int64_t L;  ///< output and value heads: C′'s rows (H without C′)
   bool causal;
   int64_t rows;  ///< query rows per block
   int64_t blocks() const { return rows == 0 ? 0 : (N + rows - 1) / rows; }
   int64_t rowsOf(int64_t block) const { return std::min(rows, N - block * rows); }
   /// Keys a block's rows see: a causal row i sees keys 0 … i (SDPA's is_causal), a full one all.
   int64_t colsOf(int64_t block) const { return causal ? std::min(block * rows + rowsOf(block), M) : M; }
-  /// Values of one buffer: every head's block of scores.
-  int64_t bufferSize() const { return H * std::min(rows, N) * M; }
+  /// Values of one buffer: every head's block of scores (or of mixed weights, L heads).
+  int64_t bufferSize() const { return std::max(H, L) * std::min(rows, N) * M; }
 };
 
 /// Query rows per block: 32 for a causal layer (finer blocks skip more of the masked triangle);
@@ -69,10 +70,14 @@ int64_t chooseRows(int64_t N, int64_t M, int64_t H, bool causal, int64_t fixed) 
   return std::min(rows, N);
 }
 
-/// C[H, area] = mix[H, H]·X[H, area]: the head mixing of a block (to-head rows, from-head columns).
+/// The head mixing of a block by mix [L, H] (to-head rows, from-head columns): C[L, area] =
+/// mix·X[H, area], or with `transpose` C[H, area] = mixᵀ·X[L, area].
 template <typename T>
-void mixBlock(const T* mix, bool transpose, int64_t H, int64_t area, const T* X, T* C) {
-  gemm<T>(transpose, false, H, area, H, T(1), mix, H, X, area, T(0), C, area);
+void mixBlock(const T* mix, bool transpose, int64_t L, int64_t H, int64_t area, const T* X, T* C) {
+  if (transpose)
+    gemm<T>(true, false, H, area, L, T(1), mix, H, X, area, T(0), C, area);
+  else
+    gemm<T>(false, false, L, area, H, T(1), mix, H, X, area, T(0), C, area);
 }
 
 /// The rows of every head's block (rows × cols each, `area` apart) become softmax rows in place: row
@@ -95,11 +100,11 @@ void scoresBlock(const Dims& d, HeadView<const T> q, HeadView<const T> k, int64_
 
 /// Forward: per (batch, block of query rows), independent of every other: S = scale·q·kᵀ for every
 /// head, L = C·S, W = softmax(mask(L)) (kept in Wk [B, H, N, M], zero beyond the keys seen),
-/// U = C′·W, o = U·v into o [B, N, H, Dv].
+/// U = C′·W (L heads), o = U·v into o [B, N, L, Dv].
 template <typename T>
 void forwardCore(const Dims& d, HeadView<const T> q, HeadView<const T> k, HeadView<const T> v, const T* pre,
                  const T* post, T scale, T* Wk, T* o) {
-  const int64_t H = d.H, N = d.N, M = d.M, HDv = H * d.Dv;
+  const int64_t H = d.H, L = d.L, N = d.N, M = d.M, LDv = L * d.Dv;
   const int64_t blocks = d.blocks();
   at::parallel_for(0, d.B * blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> one(size_t(d.bufferSize())), two(size_t(pre || post ? d.bufferSize() : 0));
@@ -107,54 +112,53 @@ void forwardCore(const Dims& d, HeadView<const T> q, HeadView<const T> k, HeadVi
       const int64_t b = item / blocks, block = item % blocks, i0 = block * d.rows;
       const int64_t rows = d.rowsOf(block), cols = d.colsOf(block), area = rows * cols;
       scoresBlock(d, q, k, b, i0, rows, cols, scale, one.data());
-      T* L = one.data();
+      T* W = one.data();
       if (pre) {
-        mixBlock(pre, false, H, area, one.data(), two.data());
-        L = two.data();
+        mixBlock(pre, false, H, H, area, one.data(), two.data());
+        W = two.data();
       }
-      softmaxBlock(L, H, rows, cols, i0, d.causal);
+      softmaxBlock(W, H, rows, cols, i0, d.causal);
       for (int64_t h = 0; h < H; ++h)
         for (int64_t r = 0; r < rows; ++r) {
           T* dst = Wk + ((b * H + h) * N + i0 + r) * M;
-          std::copy(L + (h * rows + r) * cols, L + (h * rows + r + 1) * cols, dst);
+          std::copy(W + (h * rows + r) * cols, W + (h * rows + r + 1) * cols, dst);
           std::fill(dst + cols, dst + M, T(0));
         }
-      const T* U = L;
+      const T* U = W;
       if (post) {
-        T* dst = L == one.data() ? two.data() : one.data();
-        mixBlock(post, false, H, area, L, dst);
+        T* dst = W == one.data() ? two.data() : one.data();
+        mixBlock(post, false, L, H, area, W, dst);
         U = dst;
       }
-      for (int64_t h = 0; h < H; ++h)
+      for (int64_t h = 0; h < L; ++h)
         gemm<T>(false, false, rows, d.Dv, cols, T(1), U + h * area, cols, v.at(b, h), v.sn, T(0),
-                o + (b * N + i0) * HDv + h * d.Dv, HDv);
+                o + (b * N + i0) * LDv + h * d.Dv, LDv);
     }
   });
 }
 
 /// Backward: one batch entry per work item (it owns dk and dv of its keys and sums them over its
 /// blocks), per block of rows with W read back from Wk:
-///   U = C′·W,  dU = dO·vᵀ,  dv += Uᵀ·dO,  dC′ += dU·Wᵀ,  dW = C′ᵀ·dU,
+///   U = C′·W (L heads),  dU = dO·vᵀ,  dv += Uᵀ·dO,  dC′ += dU·Wᵀ,  dW = C′ᵀ·dU,
 ///   dL = W ⊙ (dW − δ) with δ_row = Σ W·dW,  S = scale·q·kᵀ (again),  dC += dL·Sᵀ,  dS = Cᵀ·dL,
 ///   dq = scale·dS·k,  dk += scale·dSᵀ·q.
-/// dPre, dPost: [B, H, H] (one slice per batch entry, summed by the caller).
+/// dPre [B, H, H], dPost [B, L, H] (one slice per batch entry, summed by the caller).
 template <typename T>
 void backwardCore(const Dims& d, HeadView<const T> q, HeadView<const T> k, HeadView<const T> v, const T* pre,
                   const T* post, T scale, const T* Wk, HeadView<const T> dO, HeadView<T> dq, HeadView<T> dk,
                   HeadView<T> dv, T* dPre, T* dPost) {
-  const int64_t H = d.H, N = d.N, M = d.M;
+  const int64_t H = d.H, L = d.L, N = d.N, M = d.M;
   const auto& ops = kernels::rowOps<T>();
   at::parallel_for(0, d.B, 1, [&](int64_t begin, int64_t end) {
     const size_t size = size_t(d.bufferSize());
     std::vector<T> w(size), u(post ? size : 0), du(size), dw(post ? size : 0), s(pre ? size : 0);
     for (int64_t b = begin; b < end; ++b) {
       for (int64_t h = 0; h < H; ++h)
-        for (int64_t m = 0; m < M; ++m) {
-          std::fill(dk.at(b, h) + m * dk.sn, dk.at(b, h) + m * dk.sn + d.Dk, T(0));
-          std::fill(dv.at(b, h) + m * dv.sn, dv.at(b, h) + m * dv.sn + d.Dv, T(0));
-        }
+        for (int64_t m = 0; m < M; ++m) std::fill(dk.at(b, h) + m * dk.sn, dk.at(b, h) + m * dk.sn + d.Dk, T(0));
+      for (int64_t h = 0; h < L; ++h)
+        for (int64_t m = 0; m < M; ++m) std::fill(dv.at(b, h) + m * dv.sn, dv.at(b, h) + m * dv.sn + d.Dv, T(0));
       if (pre) std::fill(dPre + b * H * H, dPre + (b + 1) * H * H, T(0));
-      if (post) std::fill(dPost + b * H * H, dPost + (b + 1) * H * H, T(0));
+      if (post) std::fill(dPost + b * L * H, dPost + (b + 1) * L * H, T(0));
       for (int64_t block = 0; block < d.blocks(); ++block) {
         const int64_t i0 = block * d.rows, rows = d.rowsOf(block), cols = d.colsOf(block), area = rows * cols;
         for (int64_t h = 0; h < H; ++h)
@@ -164,18 +168,18 @@ void backwardCore(const Dims& d, HeadView<const T> q, HeadView<const T> k, HeadV
           }
         const T* U = w.data();
         if (post) {
-          mixBlock(post, false, H, area, w.data(), u.data());
+          mixBlock(post, false, L, H, area, w.data(), u.data());
           U = u.data();
         }
-        for (int64_t h = 0; h < H; ++h) {
+        for (int64_t h = 0; h < L; ++h) {
           const T* g = dO.at(b, h) + i0 * dO.sn;
           gemm<T>(false, true, rows, cols, d.Dv, T(1), g, dO.sn, v.at(b, h), v.sn, T(0), du.data() + h * area, cols);
           gemm<T>(true, false, cols, d.Dv, rows, T(1), U + h * area, cols, g, dO.sn, T(1), dv.at(b, h), dv.sn);
         }
         T* dW = du.data();
         if (post) {
-          gemm<T>(false, true, H, H, area, T(1), du.data(), area, w.data(), area, T(1), dPost + b * H * H, H);
-          mixBlock(post, true, H, area, du.data(), dw.data());
+          gemm<T>(false, true, L, H, area, T(1), du.data(), area, w.data(), area, T(1), dPost + b * L * H, H);
+          mixBlock(post, true, L, H, area, du.data(), dw.data());
           dW = dw.data();
         }
         for (int64_t r = 0; r < H * rows; ++r) {  // dL = W ⊙ (dW − δ), in place; 0 where W is
@@ -187,7 +191,7 @@ void backwardCore(const Dims& d, HeadView<const T> q, HeadView<const T> k, HeadV
         if (pre) {
           scoresBlock(d, q, k, b, i0, rows, cols, scale, s.data());
           gemm<T>(false, true, H, H, area, T(1), dW, area, s.data(), area, T(1), dPre + b * H * H, H);
-          mixBlock(pre, true, H, area, dW, s.data());
+          mixBlock(pre, true, H, H, area, dW, s.data());
           dS = s.data();
         }
         for (int64_t h = 0; h < H; ++h) {
@@ -217,10 +221,10 @@ struct FusedTalkingHeadsFunction : public torch::autograd::Function<FusedTalking
                                double scale, bool causal, int64_t rowBlock) {
     const auto q = readable(q0), k = readable(k0), v = readable(v0);
     const auto pre = orAbsent(pre0.contiguous()), post = orAbsent(post0.contiguous());
-    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), M = k.size(2), Dv = v.size(3);
-    const Dims d{B, H, N, M, q.size(3), Dv, causal, chooseRows(N, M, H, causal, rowBlock)};
+    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), M = k.size(2), Dv = v.size(3), L = v.size(1);
+    const Dims d{B, H, N, M, q.size(3), Dv, L, causal, chooseRows(N, M, std::max(H, L), causal, rowBlock)};
     auto Wk = torch::empty({B, H, N, M}, q.options());
-    auto o = torch::empty({B, N, H, Dv}, q.options());
+    auto o = torch::empty({B, N, L, Dv}, q.options());
     if (q.scalar_type() == torch::kDouble)
       forwardCore<double>(d, viewOf<double>(q), viewOf<double>(k), viewOf<double>(v), ptrOr<double>(pre),
                           ptrOr<double>(post), scale, Wk.data_ptr<double>(), o.data_ptr<double>());
@@ -265,14 +269,15 @@ struct FusedTalkingHeadsFunction : public torch::autograd::Function<FusedTalking
     const auto q = readable(q0), k = readable(k0), v = readable(v0);
     const auto pre = pre0.defined() ? pre0.contiguous() : pre0, post = post0.defined() ? post0.contiguous() : post0;
     const auto dO = readable(grads[0]);
-    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), M = k.size(2), Dk = q.size(3), Dv = v.size(3);
-    const Dims d{B, H, N, M, Dk, Dv, causal, ctx->saved_data["rows"].toInt()};
+    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), M = k.size(2), Dk = q.size(3), Dv = v.size(3),
+                  L = v.size(1);
+    const Dims d{B, H, N, M, Dk, Dv, L, causal, ctx->saved_data["rows"].toInt()};
     // Every entry of dq, dk and dv is written; [B, N|M, H, D] underneath, like the projections.
     auto dq = torch::empty({B, N, H, Dk}, q.options()).transpose(1, 2);
     auto dk = torch::empty({B, M, H, Dk}, k.options()).transpose(1, 2);
-    auto dv = torch::empty({B, M, H, Dv}, v.options()).transpose(1, 2);
+    auto dv = torch::empty({B, M, L, Dv}, v.options()).transpose(1, 2);
     auto dPre = pre.defined() ? torch::empty({B, H, H}, pre.options()) : torch::Tensor();
-    auto dPost = post.defined() ? torch::empty({B, H, H}, post.options()) : torch::Tensor();
+    auto dPost = post.defined() ? torch::empty({B, L, H}, post.options()) : torch::Tensor();
     if (q.scalar_type() == torch::kDouble)
       backwardCore<double>(d, viewOf<double>(q), viewOf<double>(k), viewOf<double>(v), ptrOr<double>(pre),
                            ptrOr<double>(post), scale, s[5].data_ptr<double>(), viewOf<double>(dO),
@@ -295,23 +300,26 @@ bool fusedTalkingHeadsSupports(const torch::Tensor& q, const torch::Tensor& k, c
       !v.device().is_cpu())
     return false;
   const int64_t limit = std::numeric_limits<int>::max();
-  return q.size(1) * q.size(2) * k.size(2) <= limit && q.size(1) * std::max(q.size(3), v.size(3)) <= limit;
+  const int64_t heads = std::max(q.size(1), v.size(1));
+  return heads * q.size(2) * k.size(2) <= limit && heads * std::max(q.size(3), v.size(3)) <= limit;
 }
 
 torch::Tensor fusedTalkingHeads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                 const torch::Tensor& mixPre, const torch::Tensor& mixPost, double scale, bool causal,
                                 int64_t rowBlock) {
+  const int64_t L = mixPost.defined() && mixPost.dim() == 2 ? mixPost.size(0) : q.dim() == 4 ? q.size(1) : 0;
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || k.size(0) != q.size(0) || v.size(0) != q.size(0) ||
-      k.size(1) != q.size(1) || v.size(1) != q.size(1) || k.size(3) != q.size(3) || v.size(2) != k.size(2))
-    throw std::invalid_argument("fusedTalkingHeads: q [B, H, N, Dk], k [B, H, M, Dk], v [B, H, M, Dv] disagree");
+      k.size(1) != q.size(1) || v.size(1) != L || k.size(3) != q.size(3) || v.size(2) != k.size(2))
+    throw std::invalid_argument("fusedTalkingHeads: q [B, H, N, Dk], k [B, H, M, Dk], v [B, L, M, Dv] (L = H, or "
+                                "C′'s rows) disagree");
   if (!fusedTalkingHeadsSupports(q, k, v))
     throw std::invalid_argument("fusedTalkingHeads: CPU float32/float64 operands of one dtype, a BLAS and sizes "
                                 "within its integer range only");
   const int64_t H = q.size(1);
   for (const auto* m : {&mixPre, &mixPost})
-    if (m->defined() && (m->dim() != 2 || m->size(0) != H || m->size(1) != H || m->scalar_type() != q.scalar_type() ||
-                         !m->device().is_cpu()))
-      throw std::invalid_argument("fusedTalkingHeads: a mixing must be [H, H] of the operands' dtype");
+    if (m->defined() && (m->dim() != 2 || m->size(0) != (m == &mixPre ? H : L) || m->size(1) != H ||
+                         m->scalar_type() != q.scalar_type() || !m->device().is_cpu()))
+      throw std::invalid_argument("fusedTalkingHeads: C must be [H, H] and C′ [L, H] of the operands' dtype");
   const auto absent = torch::empty({0}, q.options());
   return FusedTalkingHeadsFunction::apply(q, k, v, mixPre.defined() ? mixPre : absent,
                                           mixPost.defined() ? mixPost : absent, scale, causal, rowBlock);

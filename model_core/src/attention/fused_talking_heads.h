@@ -12,9 +12,11 @@
 namespace tensorscope::model_core {
 
 /// o = U·v with U = C′·softmax(mask(C·(q·kᵀ)·scale)) mixed over heads, as talkingHeadsWeights
-/// (its oracle) times v. q [B, H, N, Dk], k [B, H, M, Dk], v [B, H, M, Dv] (strided head views
-/// are read in place; expanded key heads too); mixPre, mixPost [H, H] (to-head, from-head) or
-/// undefined (that side is not mixed). Returns o [B, H, N, Dv] (a view of [B, N, H, Dv]).
+/// (its oracle) times v. q [B, H, N, Dk], k [B, H, M, Dk], v [B, L, M, Dv] (strided head views
+/// are read in place; expanded key heads too); mixPre [H, H], mixPost [L, H] (to-head, from-head)
+/// or undefined (that side is not mixed; L = H without C′). A rectangular C′ mixes H maps into L
+/// heads, as differential attention's [H, 2H] pairs P₁ − λ·P₂. Returns o [B, L, N, Dv] (a view of
+/// [B, N, L, Dv]).
 /// Differentiable in q, k, v and both mixings, first order; a backward that builds a graph runs
 /// the ATen formulation's. Between forward and backward it keeps the softmax weights
 /// [B, H, N, M] (what fused MHSA keeps) and its inputs. CPU float32/float64 with a BLAS

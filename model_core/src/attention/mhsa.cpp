@@ -7,6 +7,7 @@
 
 #include "attention/cuda_attention.h"
 #include "attention/fused_attention.h"
+#include "attention/fused_talking_heads.h"
 #include "attention/kernels.h"
 #include "attention/talking_heads.h"
 
@@ -90,7 +91,24 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
   const auto lambda = torch::exp(torch::dot(lambdaQ1_, lambdaK1_)) - torch::exp(torch::dot(lambdaQ2_, lambdaK2_)) +
                       lambdaInit_;
   torch::Tensor o;  // [B, N, H, 2D]
-  if (fusedAttentionSupports(x) && !(is_training() && spec_.dropout > 0)) {
+  const bool dropping = is_training() && spec_.dropout > 0;
+  const auto q4 = queries.view({B, N, 2 * H, D}).transpose(1, 2);  // [B, 2H, N, D]
+  if (G == H && !options.with_maps && !dropping && queries.requires_grad() &&
+      fusedTalkingHeadsSupports(q4, keyMaps.transpose(1, 2), valueHeads.transpose(1, 2))) {
+    // Training with a key and value head per head: the pair of maps of head h is differenced
+    // before it meets the values, A_h = P_2h − λ·P_2h+1, as a post-softmax head mixing
+    // C′ [H, 2H] (row h: 1 at 2h, −λ at 2h + 1) on the fused talking-heads core. The values are
+    // read once per head (not once per map, which is twice the P·V arithmetic), and the core keeps
+    // the 2H softmax maps for backward, as the grouped kernel below does; λ's gradient comes
+    // through C′'s.
+    const auto pick = [&](int64_t offset) {
+      return torch::eye(2 * H, queries.options().requires_grad(false)).slice(0, offset, 2 * H, 2);  // [H, 2H]
+    };
+    const auto mix = pick(0) - lambda * pick(1);
+    o = talkingHeadsRecomputed(q4, keyMaps.transpose(1, 2), valueHeads.transpose(1, 2), torch::Tensor(), mix, scale,
+                               spec_.causal)
+            .transpose(1, 2);  // [B, N, H, 2D]
+  } else if (fusedAttentionSupports(x) && !dropping) {
     // The 2H query maps are heads of size D on the grouped kernel, with the 2G key maps as their
     // groups (map j reads key map j / (H/G)) and value heads of size 2D: map j = 2h + i needs value
     // head h / (H/G) = (j / (H/G)) / 2, so each value head is listed twice, once per key map of its

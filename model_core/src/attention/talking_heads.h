@@ -7,7 +7,8 @@
 namespace tensorscope::model_core {
 
 /// o = U·v with U = C′·softmax(mask(C^pre·(q·kᵀ)·scale)) mixed over heads (either mixing may be
-/// undefined: that side is not mixed). q, k, v: [B, H, N|M, D]; mixings [H, H] (to-head, from-head).
+/// undefined: that side is not mixed). q, k: [B, H, N|M, D]; v [B, L, M, D]; C^pre [H, H], C′ [L, H]
+/// (to-head, from-head; L = H without C′).
 /// Differentiable in q, k, v and the mixings (first order). The ATen autograd graph of this math
 /// keeps the logits, the weights and the mixed weights of every head for backward (three
 /// [B, H, N, M] tensors per layer); this keeps at most one, as fused MHSA does. On the CPU

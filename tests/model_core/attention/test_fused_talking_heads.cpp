@@ -3,7 +3,8 @@
 // gradients of q, k, v and both mixings in float64, with either mixing, both or none, causal or
 // not, square and rectangular maps, row blocks that split the rows unevenly; float32; head views
 // of projections and repeated key heads read in place; 1-3 threads; second derivatives; the
-// layer's dispatch and the argument checks.
+// layer's dispatch and the argument checks; a rectangular C′ [L, H] (differential attention's
+// pair of maps per head) and the differential layer's training path on it.
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -15,9 +16,11 @@
 #include <vector>
 #include <string>
 
+#include "attention/attention_module.h"
 #include "attention/fused_attention.h"
 #include "attention/fused_talking_heads.h"
 #include "attention/talking_heads.h"
+#include "spec/attention_spec.h"
 
 namespace tensorscope::model_core {
 namespace {
@@ -153,6 +156,69 @@ TEST(FusedTalkingHeads, EmptyBatchesQueriesAndKeysGiveEmptyOrZeroResults) {
     EXPECT_EQ(got[0].sizes(), (std::vector<int64_t>{B, 2, N, 3}));
     if (N == 0) EXPECT_EQ(got[2].abs().sum().item<double>(), 0.0) << "keys no query reaches";
     if (B * N > 0) expectSame(got, run(c, torch::kDouble, true, false), 1e-12, "one query");
+  }
+}
+
+}  // namespace tensorscope::model_core
+
+namespace tensorscope::model_core {
+
+TEST(FusedTalkingHeads, ARectangularPostMixingFeedsLValueHeads) {
+  // C′ [L, H] mixes the H maps into L heads that meet v [B, L, M, Dv]: every gradient against the
+  // oracle in float64, with and without C^pre, causal or not, rows split unevenly (3-row blocks).
+  torch::manual_seed(41);
+  const int64_t B = 2, H = 5, L = 3, N = 7, M = 7, Dk = 4, Dv = 6;
+  for (const bool withPre : {false, true})
+    for (const bool causal : {true, false}) {
+      const auto o = torch::kDouble;
+      Case c{torch::randn({B, N, H, Dk}, o).transpose(1, 2), torch::randn({B, M, H, Dk}, o).transpose(1, 2),
+             torch::randn({B, M, L, Dv}, o).transpose(1, 2), withPre ? torch::randn({H, H}, o) : torch::Tensor(),
+             torch::randn({L, H}, o), torch::randn({B, L, N, Dv}, o)};
+      const std::string what = std::string(withPre ? "C^pre and " : "") + "C′ [3, 5], " + (causal ? "causal" : "full");
+      const auto fused = run(c, torch::kDouble, causal, true, 3), aten = run(c, torch::kDouble, causal, false);
+      expectSame(fused, aten, 1e-12, what);
+      EXPECT_EQ(fused[0].sizes(), (std::vector<int64_t>{B, L, N, Dv})) << what;
+      EXPECT_EQ(fused.back().sizes(), (std::vector<int64_t>{L, H})) << what;
+    }
+  const auto c = makeCase(2, 4, 5, 5, 3, 3, 0);
+  EXPECT_THROW(fusedTalkingHeads(c.q, c.k, c.v, torch::Tensor(), torch::randn({3, 4}, torch::kDouble), 0.5, true),
+               std::invalid_argument)
+      << "v has 4 heads, C′ makes 3";
+  EXPECT_THROW(fusedTalkingHeads(c.q, c.k, c.v, torch::Tensor(), torch::randn({4, 3}, torch::kDouble), 0.5, true),
+               std::invalid_argument)
+      << "C′ mixes 3 maps, q has 4";
+}
+
+TEST(FusedTalkingHeads, DifferentialAttentionTrainsOnItWithThePairMixedBeforeTheValues) {
+  // The differential layer while training (no maps asked) takes the talking-heads core with C′
+  // [H, 2H] = (1, −λ) per pair; asked for maps it takes the grouped kernel with o_h = o_h,0 −
+  // λ·o_h,1. Same outputs and the same gradient of every parameter (λ's four vectors included),
+  // float64, causal or not.
+  for (const bool causal : {true, false}) {
+    auto s = spec::makeSpecPreset("diff");
+    s.causal = causal;
+    torch::manual_seed(42);
+    AttentionModule m = makeAttentionModule(s, 3);
+    m->to(torch::kDouble);
+    for (auto& p : m->parameters()) p.data().add_(torch::randn_like(p) * 0.3);  // λ away from its start
+    const auto x = torch::randn({2, 9, s.sizes.F}, torch::kDouble);
+    const auto pass = [&](bool maps) {
+      m->zero_grad();
+      ForwardOptions options;
+      options.with_maps = maps;
+      const auto y = m->forward(x, options).y;
+      (y * torch::cos(y)).sum().backward();
+      std::vector<torch::Tensor> out = {y.detach()};
+      for (const auto& p : m->named_parameters()) out.push_back(p.value().grad().clone());
+      return out;
+    };
+    const auto mixed = pass(false), grouped = pass(true);
+    ASSERT_EQ(mixed.size(), grouped.size());
+    const auto names = m->named_parameters().keys();
+    for (size_t i = 0; i < mixed.size(); ++i)
+      EXPECT_LE(maxAbsDiff(mixed[i], grouped[i]), 1e-12 * std::max(1.0, grouped[i].abs().max().item<double>()))
+          << (i == 0 ? std::string("y") : names[i - 1]) << (causal ? ", causal" : ", full");
+    EXPECT_GT(mixed.back().abs().sum().item<double>() + mixed[1].abs().sum().item<double>(), 0.0);
   }
 }
 
