@@ -101,10 +101,8 @@ torch::Tensor MhsaImpl::differential(const torch::Tensor& x, const ForwardOption
     // read once per head (not once per map, which is twice the P·V arithmetic), and the core keeps
     // the 2H softmax maps for backward, as the grouped kernel below does; λ's gradient comes
     // through C′'s.
-    const auto pick = [&](int64_t offset) {
-      return torch::eye(2 * H, queries.options().requires_grad(false)).slice(0, offset, 2 * H, 2);  // [H, 2H]
-    };
-    const auto mix = pick(0) - lambda * pick(1);
+    const auto pairs = torch::eye(2 * H, queries.options()).view({H, 2, 2 * H});  // [h, i]: e_(2h+i)
+    const auto mix = pairs.select(1, 0) - lambda * pairs.select(1, 1);               // [H, 2H]
     o = talkingHeadsRecomputed(q4, keyMaps.transpose(1, 2), valueHeads.transpose(1, 2), torch::Tensor(), mix, scale,
                                spec_.causal)
             .transpose(1, 2);  // [B, N, H, 2D]
