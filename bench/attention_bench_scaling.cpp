@@ -120,24 +120,26 @@ nlohmann::json runScaling(const Config& cfg) {
 namespace {
 /// The exponentials alone that a causal dimwise step must take (issue 38): the forward's exp pass
 /// over every state row of every position, and the backward's recomputation of the same
-/// probabilities, 2·B·N·d rows of d entries, each through RowOps::expSumDot (the exp, the row's sum
-/// and one product per entry: the least the forward's exp pass does) on rows that stay in L1, split
-/// over the same intra-op threads. Nothing else of the step (the rank-one state updates, the filter
-/// products, the backward's ∂S, D, ∂q, ∂k, ∂v, ∂W) is counted: a floor, not a model of the kernel.
+/// probabilities, 2·B·N·d rows of d entries, each through RowOps::dimwiseRowRecompute (the row's
+/// rank-one update S += q·k, the kernel's own base-2 exp, p written: the least either exp pass of the
+/// kernel does per entry) on rows that stay in L1, split over the same intra-op threads. Nothing else
+/// of the step (the row maxima, the filter products, the backward's ∂S, D, ∂q, ∂k, ∂v, ∂W) is
+/// counted: a floor, not a model of the kernel. (Until 2026-11-29 it timed RowOps::expSumDot, Cephes'
+/// exp with its range reduction, slower than the kernel's own: that floor stood above what it bounds.)
 /// Seconds per step, the median of 5 timed repetitions after one warm-up.
 double dimwiseExpFloorSeconds(int64_t B, int64_t N, int64_t d) {
   const auto& ops = model_core::kernels::rowOpsFloat();
   const int64_t rows = 2 * B * N * d;
   auto once = [&] {
     at::parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
-      // One row of scores and one of values per thread, in L1, scores <= 0 as after the max shift.
-      std::vector<float> x(static_cast<size_t>(d)), v(static_cast<size_t>(d));
-      for (int64_t j = 0; j < d; ++j) x[size_t(j)] = -0.01f * float(j % 97), v[size_t(j)] = 0.5f + 0.001f * float(j);
+      // One state row, one key row and one probability row per thread, in L1; scores <= 0 as after the
+      // shift (q = 0 keeps the state where it is, the update still taken).
+      std::vector<float> S(static_cast<size_t>(d)), k(static_cast<size_t>(d)), p(static_cast<size_t>(d));
+      for (int64_t j = 0; j < d; ++j) S[size_t(j)] = -0.01f * float(j % 97), k[size_t(j)] = 0.5f + 0.001f * float(j);
       float keep = 0;
       for (int64_t r = begin; r < end; ++r) {
-        float sum = 0, dot = 0;
-        ops.expSumDot(x.data(), v.data(), d, 1.0f, float(r & 7) * 1e-3f, &sum, &dot);
-        keep += sum + dot;
+        ops.dimwiseRowRecompute(S.data(), k.data(), 0.0f, d, 1.0f, float(r & 7) * 1e-3f, p.data());
+        keep += p[size_t(r % d)];
       }
       volatile float sink = keep;  // the work is not optimised away
       (void)sink;

@@ -40,14 +40,16 @@ struct DimwiseCausalFunction : public torch::autograd::Function<DimwiseCausalFun
       kernels::dimwiseCausalForward<scalar_t>(dimwiseProblem<scalar_t>(qkv, W, segment), O.data_ptr<scalar_t>(),
                                               lse.data_ptr<scalar_t>(), states.data_ptr<scalar_t>(), atenParallel());
     });
-    ctx->save_for_backward({qkv, W, lse, states});
+    // O as well, for ⟨p, ∂p⟩ = Σ_c ∂O·O in the backward (row_ops.h): the layer's output projection
+    // keeps the same storage for its own backward, so this costs no memory.
+    ctx->save_for_backward({qkv, W, lse, states, O});
     ctx->saved_data["segment"] = segment;
     return O;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &qkv = saved[0], &W = saved[1], &lse = saved[2], &states = saved[3];
+    const auto &qkv = saved[0], &W = saved[1], &lse = saved[2], &states = saved[3], &O = saved[4];
     const int64_t segment = ctx->saved_data["segment"].toInt();
     const auto g = grads[0].contiguous();
     auto dqkv = torch::empty_like(qkv);
@@ -55,7 +57,7 @@ struct DimwiseCausalFunction : public torch::autograd::Function<DimwiseCausalFun
     auto dW = wantW ? torch::empty_like(W) : torch::Tensor();
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "dimwiseCausalBackward", [&] {
       kernels::dimwiseCausalBackward<scalar_t>(dimwiseProblem<scalar_t>(qkv, W, segment), lse.data_ptr<scalar_t>(),
-                                               states.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
+                                               states.data_ptr<scalar_t>(), O.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
                                                dqkv.data_ptr<scalar_t>(), wantW ? dW.data_ptr<scalar_t>() : nullptr,
                                                atenParallel());
     });

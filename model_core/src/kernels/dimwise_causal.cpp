@@ -38,7 +38,7 @@ void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* che
   const ItemGroups split(p.B, d, par.threads);  // rows of a sequence split only when B is small
   par.run(p.B * split.groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
-    std::vector<T> S(size_t(kDimwiseRowBlock * d)), scratch(static_cast<size_t>(d));
+    std::vector<T> S(size_t(kDimwiseRowBlock * d)), scratch(static_cast<size_t>(d)), rowMax(static_cast<size_t>(kDimwiseRowBlock));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / split.groups, grp = item % split.groups;
       const int64_t j0 = split.firstBlock(grp), j1 = split.endBlock(grp);
@@ -46,9 +46,10 @@ void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* che
       for (int64_t jb = j0; jb < j1; jb += kDimwiseRowBlock) {
         const int64_t nr = std::min(kDimwiseRowBlock, j1 - jb);
         std::fill(S.begin(), S.begin() + nr * d, T(0));  // rows [jb, jb + nr) of the running state
+        std::fill(rowMax.begin(), rowMax.end(), T(0));   // and their maxima
         DimwiseForwardRows<T> fr;  // see row_ops.h
         fr.rows = nr, fr.d = d, fr.c = C, fr.S = S.data(), fr.w = g.filterRow(0, jb), fr.ldw = d * d, fr.ldo = d;
-        fr.scratch = scratch.data();
+        fr.scratch = scratch.data(), fr.rowMax = rowMax.data();
         for (int64_t i = 0; i < N; ++i) {
           fr.t = positionScale<T>(i);
           fr.q = g.q(b, i) + jb, fr.k = g.k(b, i), fr.v = g.v(b, i);
@@ -67,8 +68,8 @@ void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* che
 }
 
 template <typename T>
-void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const T* checkpoints, const T* dO, T* dqkv,
-                           T* dW, const Parallel& par) {
+void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const T* checkpoints, const T* O,
+                           const T* dO, T* dqkv, T* dW, const Parallel& par) {
   const Geometry<T> g{p};
   const int64_t B = p.B, N = p.N, d = p.d, C = p.c, K = p.segment, ld = g.ld(), segments = p.segments();
   const ItemGroups split(B, d, par.threads);
@@ -123,6 +124,7 @@ void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const
               run.p = P.data() + ((st - i0) * nr + r) * d;
               run.q = g.q(b, st) + j;
               run.g = dO + (b * N + st) * C * d + j;
+              run.o = O + (b * N + st) * C * d + j;
               run.w = g.filterRow(0, j), run.dW = dWloc.data() + j * d;
               run.D = D.data() + r * d;
               run.dq = dqkv + (b * N + st) * ld + j;
@@ -143,8 +145,8 @@ template void dimwiseCausalForward<float>(const DimwiseCausalProblem<float>&, fl
 template void dimwiseCausalForward<double>(const DimwiseCausalProblem<double>&, double*, double*, double*,
                                            const Parallel&);
 template void dimwiseCausalBackward<float>(const DimwiseCausalProblem<float>&, const float*, const float*,
-                                           const float*, float*, float*, const Parallel&);
+                                           const float*, const float*, float*, float*, const Parallel&);
 template void dimwiseCausalBackward<double>(const DimwiseCausalProblem<double>&, const double*, const double*,
-                                            const double*, double*, double*, const Parallel&);
+                                            const double*, const double*, double*, double*, const Parallel&);
 
 }  // namespace tensorscope::model_core::kernels

@@ -22,7 +22,8 @@
 // G_i[j,:] = Σ_c gO[i,c,j]·W_c[j,:] and ∂p = v_i ⊙ G_i:
 //     ∂v_i += Σ_j p_i[j,:] ⊙ G_i[j,:],      ∂W_c[j,:] += gO[i,c,j]·p_i[j,:] ⊙ v_i,
 //     ∂S⁽ⁱ⁾[j,:] = t_i·p ⊙ (∂p − ⟨p, ∂p⟩),   D_i = Σ_{n≥i} ∂S⁽ⁿ⁾ (the suffix accumulator, rows × d),
-//     ∂q[i,j] = ⟨D_i[j,:], k_i⟩,            ∂k_i += Σ_j q[i,j]·D_i[j,:].
+//     ∂q[i,j] = ⟨D_i[j,:], k_i⟩,            ∂k_i += Σ_j q[i,j]·D_i[j,:],
+// with ⟨p, ∂p⟩ = Σ_c gO[i,c,j]·O[i,c,j] from the forward's output (no pass over the row for it).
 // ∂q of a row belongs to its item; ∂k and ∂v sum over rows: one group of rows per sequence when the
 // sequences keep the threads busy, else per-group slabs added in group order (kernels/partials.h),
 // and ∂W per thread range, added in range order: results do not depend on thread timing.
@@ -56,9 +57,10 @@ struct DimwiseCausalProblem {
 template <typename T>
 void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* checkpoints, const Parallel& par);
 
-/// From ∂O [B, N, c, d]: dqkv [B, N, 3, d] (overwritten) and dW [c, d, d] (overwritten; may be null).
+/// From the forward's O and ∂O [B, N, c, d]: dqkv [B, N, 3, d] (overwritten) and dW [c, d, d]
+/// (overwritten; may be null).
 template <typename T>
-void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const T* checkpoints, const T* dO, T* dqkv,
-                           T* dW, const Parallel& par);
+void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const T* checkpoints, const T* O,
+                           const T* dO, T* dqkv, T* dW, const Parallel& par);
 
 }  // namespace tensorscope::model_core::kernels

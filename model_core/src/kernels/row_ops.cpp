@@ -151,6 +151,7 @@ void dimwiseForwardRowsD(const DimwiseForwardRows<double>& p) {
       S[i] += p.q[r] * p.k[i];
       mx = S[i] > mx ? S[i] : mx;
     }
+    p.rowMax[r] = mx;
     const double shift = p.t * mx;
     double sum = 0;
     for (int64_t i = 0; i < d; ++i) {
@@ -181,10 +182,10 @@ void dimwiseBackwardRunD(const DimwiseBackwardRun<double>& a) {
     double* dv = a.dv + l * a.lddx;
     double* dk = a.dk + l * a.lddx;
     double delta = 0;
+    for (int64_t c = 0; c < a.c; ++c) delta += a.g[l * a.ldgi + c * a.ldgc] * a.o[l * a.ldgi + c * a.ldgc];
     for (int64_t i = 0; i < a.d; ++i) {
       G[size_t(i)] = 0;
       for (int64_t c = 0; c < a.c; ++c) G[size_t(i)] += a.w[c * a.ldw + i] * a.g[l * a.ldgi + c * a.ldgc];
-      delta += p[i] * v[i] * G[size_t(i)];
     }
     double dq = 0;
     for (int64_t i = 0; i < a.d; ++i) {

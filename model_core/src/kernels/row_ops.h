@@ -75,6 +75,10 @@ struct DimwiseForwardRows {
   int64_t ldo = 0;
   T* lse = nullptr;      ///< rows values (written)
   T* scratch = nullptr;  ///< d values
+  /// rows values, kept by the caller across positions: row r's maximum of S before this call (0 for
+  /// a zero state), set to its maximum after. The float rows bound the new maximum with it and take
+  /// the exp in the same pass as the update.
+  T* rowMax = nullptr;
 };
 
 /// Positions of one DimwiseBackwardRun call.
@@ -83,8 +87,10 @@ constexpr int64_t kDimwiseRunMax = 4;
 /// The backward of one row j of causal dimension-wise attention (kernels/dimwise_causal.h) over a
 /// run of `len` (1 to kDimwiseRunMax) consecutive positions l, walked from the last to the first.
 /// With G_l = Σ_c g_l,c·W_c and ∂p_l = v_l ⊙ G_l, at each position l:
-///   dv_l += p_l ⊙ G_l,   dW_c += g_l,c·(p_l ⊙ v_l),   D += t_l·p_l ⊙ (∂p_l − ⟨p_l, ∂p_l⟩),
-///   dk_l += q_l·D (the updated D),   dq_l = ⟨D, k_l⟩ (written).
+///   dv_l += p_l ⊙ G_l,   dW_c += g_l,c·(p_l ⊙ v_l),   D += t_l·p_l ⊙ (∂p_l − δ_l),
+///   dk_l += q_l·D (the updated D),   dq_l = ⟨D, k_l⟩ (written),
+/// where δ_l = ⟨p_l, ∂p_l⟩ = Σ_c g_l,c·Σ_m W_c[m]·p_l[m]·v_l[m] = Σ_c g_l,c·o_l,c is taken from the
+/// forward's outputs o (FlashAttention's rowsum(dO ⊙ O)) instead of another pass over p, v and W.
 template <typename T>
 struct DimwiseBackwardRun {
   int64_t d = 0, c = 0, len = 0;
@@ -96,6 +102,7 @@ struct DimwiseBackwardRun {
   int64_t ldx = 0;
   const T* t = nullptr;  ///< t_l: len scales
   const T* g = nullptr;  ///< g_l,c at g[l·ldgi + c·ldgc]
+  const T* o = nullptr;  ///< the forward's o_l,c = Σ_m W_c[m]·p_l[m]·v_l[m] at o[l·ldgi + c·ldgc]
   int64_t ldgi = 0, ldgc = 0;
   const T* w = nullptr;  ///< W_c's row at w + c·ldw
   int64_t ldw = 0;

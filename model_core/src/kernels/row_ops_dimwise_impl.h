@@ -11,10 +11,9 @@ template <bool Max>
 inline float reduceTree(vfloat v) {
   auto op = [](__m128 a, __m128 b) { return Max ? _mm_max_ps(a, b) : _mm_add_ps(a, b); };
 #if TS_VEC_BYTES == 64
-  // (halves by memcpy: GCC 12's _mm512_reduce_* read an undefined register and warn)
-  __m256 lo, hi;
-  std::memcpy(&lo, &v, sizeof lo);
-  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+  // (halves by casts and an extract, lowHalf/highHalf: GCC 12's _mm512_reduce_* read an undefined
+  // register and warn, and copying the halves out by memcpy kept the accumulators on the stack)
+  const __m256 lo = lowHalf(v), hi = highHalf(v);
   const __m256 h = Max ? _mm256_max_ps(lo, hi) : _mm256_add_ps(lo, hi);
   __m128 s = op(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 #elif TS_VEC_BYTES == 32
@@ -50,46 +49,39 @@ inline vfloat logPoly(vfloat x) {
   return m + y + fe * 0.693359375f;
 }
 
-/// One row of dimwiseForwardRowsF: the rank-one update and the row maximum, then one pass taking
-/// e = e^(t·S − shift), Σe and, for CF > 0, the CF filter products Σ W_c·e·v (written raw to out);
-/// CF = 0 writes e ⊙ v to scratch and takes the c products from it. Returns Σe; *shift is set.
-template <int CF>
-float dimwiseForwardRow(const DimwiseForwardRows<float>& p, int64_t r, float* shift) {
+/// The exp pass of one row of dimwiseForwardRowsF, with the state row S already updated (Update
+/// false) or updating it on the way (Update true: S += qj·k, stored, and the new maximum taken into
+/// *mx): e = 2^(t2·S − sh)/ln2, Σe returned and, for CF > 0, the CF filter products Σ W_c·e·v written
+/// raw to out; CF = 0 writes e ⊙ v to scratch and takes the c products from it.
+template <int CF, bool Update>
+float dimwiseRowPass(const DimwiseForwardRows<float>& p, int64_t r, float qj, float t2, float sh, float* mx) {
   // (The fields are copied to locals: the stores, memcpy, could alias the struct and force reloads.)
   const int64_t d = p.d, ldw = p.ldw;
   float* S = p.S + r * d;
   float* scratch = p.scratch;
-  const float qj = p.q[r], t = p.t;
   const float *w = p.w + r * d, *k = p.k, *v = p.v;
+  vfloat vs{}, vm = splat(-INFINITY), acc[CF > 0 ? CF : 1]{};
   int64_t i = 0;
-  float mx = -INFINITY;
-  if (d >= W) {
-    vfloat vm = splat(-INFINITY);
-    for (; i + W <= d; i += W) {
-      const vfloat s = load(S + i) + load(k + i) * qj;
+  for (; i + W <= d; i += W) {
+    vfloat s = load(S + i);
+    if constexpr (Update) {
+      s += load(k + i) * qj;
       store(S + i, s);
       vm = vmax(vm, s);
     }
-    mx = hmaxTree(vm);
-  }
-  for (; i < d; ++i) {
-    S[i] += qj * k[i];
-    mx = S[i] > mx ? S[i] : mx;
-  }
-  // In base 2 (as linear THSA's passes): e = 2^(t2·S − t2·max)/ln2 = e^(t·S − shift)/ln2 with
-  // t2 = t·log2(e); the 1/ln2 cancels in the normalised products and the log-sum-exp takes ln(ln2).
-  const float t2 = t * kLog2e, sh = t2 * mx;  // t > 0
-  *shift = sh * kLn2;
-  vfloat vs{}, acc[CF > 0 ? CF : 1]{};
-  for (i = 0; i + W <= d; i += W) {
-    const vfloat e = exp2NonPositiveOverLn2(load(S + i) * t2 - sh), u = e * load(v + i);
+    const vfloat e = exp2NonPositiveOverLn2(s * t2 - sh), u = e * load(v + i);
     vs += e;
     if constexpr (CF == 0) store(scratch + i, u);
     for (int c = 0; c < CF; ++c) acc[c] += load(w + c * ldw + i) * u;
   }
-  float sum = hsumTree(vs), dots[CF > 0 ? CF : 1];
+  float sum = hsumTree(vs), dots[CF > 0 ? CF : 1], m = -INFINITY;
+  if constexpr (Update) m = i > 0 ? hmaxTree(vm) : m;
   for (int c = 0; c < CF; ++c) dots[c] = hsumTree(acc[c]);
   for (; i < d; ++i) {
+    if constexpr (Update) {
+      S[i] += qj * k[i];
+      m = S[i] > m ? S[i] : m;
+    }
     const float e = exp2NonPositiveOverLn2(S[i] * t2 - sh), u = e * v[i];
     sum += e;
     if constexpr (CF == 0) scratch[i] = u;
@@ -98,6 +90,38 @@ float dimwiseForwardRow(const DimwiseForwardRows<float>& p, int64_t r, float* sh
   if constexpr (CF == 0)
     for (int64_t c = 0; c < p.c; ++c) p.out[c * p.ldo + r] = dotF(d, w + c * ldw, scratch);
   for (int c = 0; c < CF; ++c) p.out[c * p.ldo + r] = dots[c];
+  if constexpr (Update) *mx = m;
+  return sum;
+}
+
+/// Base-2 orders by which the shift of dimwiseForwardRow may exceed the row's maximum before the exp
+/// pass is taken again with the maximum. Below it the largest term is still ≥ 2^-32/ln2, so what
+/// leaves float32's range is what lies 94 orders below the maximum: nothing a sum of ≤ 2^31 terms
+/// would keep.
+constexpr float kDimwiseShiftSlack = 32.0f;
+
+/// One row of dimwiseForwardRowsF in one pass: the rank-one update S += q_r·k, its new maximum, and
+/// the exp pass, with the shift taken before the pass from a bound on that maximum (the update, the
+/// maximum and the exp no longer wait for one another):
+///   max_m S'[m] ≤ max_m S[m] + max_m q_r·k[m] = rowMax[r] + (q_r ≥ 0 ? q_r·max k : q_r·min k),
+/// rowMax[r] the exact maximum the previous position left (then updated). The bound exceeds the
+/// maximum by at most |q_r|·(max k − min k); past kDimwiseShiftSlack (scaled by t, in base 2; or not a
+/// number) the row's exp pass is taken again with the exact maximum, the old two-pass order. In base
+/// 2 as linear THSA's passes: e = 2^(t2·S − t2·shift)/ln2 = e^(t·S − t·shift)/ln2 with t2 = t·log2(e);
+/// the 1/ln2 cancels in the normalised products and the log-sum-exp takes ln(ln2). Returns Σe;
+/// *shift is set (in natural units, t·shift).
+template <int CF>
+float dimwiseForwardRow(const DimwiseForwardRows<float>& p, int64_t r, float kmin, float kmax, float* shift) {
+  const float qj = p.q[r], t2 = p.t * kLog2e;  // t > 0
+  const float bound = p.rowMax[r] + (qj >= 0.0f ? qj * kmax : qj * kmin);
+  float sh = t2 * bound, mx = 0.0f;
+  float sum = dimwiseRowPass<CF, true>(p, r, qj, t2, sh, &mx);
+  p.rowMax[r] = mx;
+  if (!(t2 * (bound - mx) <= kDimwiseShiftSlack)) {
+    sh = t2 * mx;
+    sum = dimwiseRowPass<CF, false>(p, r, qj, t2, sh, nullptr);
+  }
+  *shift = sh * kLn2;
   return sum;
 }
 
@@ -107,9 +131,12 @@ template <int CF>
 void dimwiseForwardRowsImpl(const DimwiseForwardRows<float>& p) {
   constexpr int64_t kChunk = 16;  // rows whose log-sum-exps are taken together (a multiple of W)
   alignas(64) float sums[kChunk], shifts[kChunk], lse[kChunk], inverse[kChunk];
+  float kmin, kmax;
+  minMaxF(p.k, p.d, &kmin, &kmax);
   for (int64_t r0 = 0; r0 < p.rows; r0 += kChunk) {
     const int64_t n = std::min(kChunk, p.rows - r0);
-    for (int64_t r = 0; r < kChunk; ++r) sums[r] = r < n ? dimwiseForwardRow<CF>(p, r0 + r, shifts + r) : 1.0f;
+    for (int64_t r = 0; r < kChunk; ++r)
+      sums[r] = r < n ? dimwiseForwardRow<CF>(p, r0 + r, kmin, kmax, shifts + r) : 1.0f;
     for (int64_t r = n; r < kChunk; ++r) shifts[r] = 0.0f;
     for (int64_t r = 0; r < kChunk; r += W) {
       const vfloat s = load(sums + r);
@@ -148,11 +175,11 @@ void dimwiseRowRecomputeF(float* S, const float* k, float qj, int64_t d, float t
   }
 }
 
-/// dimwiseBackwardRunF for L positions and CF filters (1-4; 0: any count, read from a.c). Pass 1
-/// takes every position's δ = ⟨p, v ⊙ G⟩ (G = Σ_c g_c·W_c); pass 2 walks the row one vector of
-/// columns at a time, the positions from the last to the first inside it, with that vector of D,
-/// of the filter rows and of their gradients in registers across the L positions, and the L
-/// vectors of ⟨D, k⟩ across the whole row.
+/// dimwiseBackwardRunF for L positions and CF filters (1-4; 0: any count, read from a.c). δ_l comes
+/// from the forward's outputs (Σ_c g·o, row_ops.h); the one pass walks the row one vector of columns
+/// at a time, the positions from the last to the first inside it, with that vector of D, of the
+/// filter rows and of their gradients in registers across the L positions, and the L vectors of
+/// ⟨D, k⟩ across the whole row.
 template <int L, int CF>
 void dimwiseBackwardRunImpl(const DimwiseBackwardRun<float>& a) {
   const int64_t d = a.d, C = CF > 0 ? CF : a.c, ldw = a.ldw, ldp = a.ldp, ldx = a.ldx, lddx = a.lddx;
@@ -166,20 +193,8 @@ void dimwiseBackwardRunImpl(const DimwiseBackwardRun<float>& a) {
   }
   auto gAt = [&](int l, int64_t c) { return CF > 0 ? g[l][c] : a.g[l * a.ldgi + c * a.ldgc]; };
   for (int l = 0; l < L; ++l) {
-    const float *pl = p + l * ldp, *vl = v + l * ldx;
-    vfloat vd{};
-    int64_t i = 0;
-    for (; i + W <= d; i += W) {
-      vfloat G{};
-      for (int64_t c = 0; c < C; ++c) G += load(w + c * ldw + i) * gAt(l, c);
-      vd += load(pl + i) * load(vl + i) * G;
-    }
-    float sum = hsumTree(vd);
-    for (; i < d; ++i) {
-      float G = 0;
-      for (int64_t c = 0; c < C; ++c) G += w[c * ldw + i] * gAt(l, c);
-      sum += pl[i] * vl[i] * G;
-    }
+    float sum = 0;
+    for (int64_t c = 0; c < C; ++c) sum += gAt(l, c) * a.o[l * a.ldgi + c * a.ldgc];
     delta[l] = sum;
   }
   vfloat vq[L] = {};

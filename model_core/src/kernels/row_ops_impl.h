@@ -28,6 +28,14 @@ inline vfloat load(const float* p) {
 }
 inline void store(float* p, vfloat v) { std::memcpy(p, &v, sizeof v); }
 inline vfloat splat(float a) { return vfloat{} + a; }
+#if TS_VEC_BYTES == 64
+/// The two 256-bit halves of a 512-bit vector, in registers. (Copying them out with memcpy, as this
+/// file did before, takes the vector's address: GCC 12 then kept every accumulator that reached a
+/// horizontal sum on the stack for its whole loop, a store and a reload each iteration.)
+/// (__builtin_shufflevector: GCC 12's 512-bit extract intrinsics read an undefined register and warn.)
+inline __m256 lowHalf(vfloat v) { return (__m256)__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7); }
+inline __m256 highHalf(vfloat v) { return (__m256)__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15); }
+#endif
 inline float hsum(vfloat v) {
   float s = 0;
   for (int64_t k = 0; k < W; ++k) s += v[k];
@@ -281,10 +289,7 @@ inline V phiBase2(V t, V& e) {
 inline float hsumFast(vfloat v) {  // halves added first: 8 dependent adds instead of 16 with AVX-512
 #if TS_VEC_BYTES == 64
   typedef float vhalf __attribute__((vector_size(32)));
-  vhalf lo, hi;
-  std::memcpy(&lo, &v, sizeof lo);
-  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
-  lo += hi;
+  const vhalf lo = (vhalf)_mm256_add_ps(lowHalf(v), highHalf(v));
   float s = 0;
   for (int k = 0; k < 8; ++k) s += lo[k];
   return s;

@@ -157,17 +157,20 @@ TEST(DimwiseKernel, Float32EveryFilterCountAgreesWithFloat64) {
 
 TEST(DimwiseKernel, KeepsNoPrefixTensorForBackward) {
   // B·N·d² would be 2·200·24² = 230 400 values; the kernel keeps q, k, v, W, the row log-sum-exps
-  // [B, N, d] and ⌈N/K⌉ − 1 = 6 checkpoint states per sequence.
+  // [B, N, d] and ⌈N/K⌉ − 1 = 6 checkpoint states per sequence, and its own output O (the same
+  // storage as the output: nothing added; the layer's output projection keeps it anyway).
   const int64_t B = 2, N = 200, d = 24, c = 3, K = 32;
   const auto qkv = torch::randn({B, N, 3, d}).requires_grad_(true);
   const auto W = torch::randn({c, d, d}).requires_grad_(true);
   const auto out = dimwiseCausalAttention(qkv, W, K);
   const auto saved = dimwiseCausalSavedTensors(out);
-  ASSERT_EQ(saved.size(), 4u);
+  ASSERT_EQ(saved.size(), 5u);
+  EXPECT_EQ(saved[4].data_ptr(), out.data_ptr());
+  EXPECT_EQ(saved[4].sizes(), out.sizes());
   int64_t total = 0;
-  for (const auto& t : saved) {
-    EXPECT_LT(t.numel(), B * N * d * d / 4) << t.sizes();
-    total += t.numel();
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_LT(saved[i].numel(), B * N * d * d / 4) << saved[i].sizes();
+    total += saved[i].numel();
   }
   EXPECT_EQ(saved[2].sizes(), (std::vector<int64_t>{B, N, d}));
   EXPECT_EQ(saved[3].sizes(), (std::vector<int64_t>{B, 6, d, d}));

@@ -154,7 +154,9 @@ TEST(FusedTalkingHeads, EmptyBatchesQueriesAndKeysGiveEmptyOrZeroResults) {
     const auto c = makeCase(B, 2, N, M, 3, 3, 3);
     const auto got = run(c, torch::kDouble, true, true);
     EXPECT_EQ(got[0].sizes(), (std::vector<int64_t>{B, 2, N, 3}));
-    if (N == 0) EXPECT_EQ(got[2].abs().sum().item<double>(), 0.0) << "keys no query reaches";
+    if (N == 0) {
+      EXPECT_EQ(got[2].abs().sum().item<double>(), 0.0) << "keys no query reaches";
+    }
     if (B * N > 0) expectSame(got, run(c, torch::kDouble, true, false), 1e-12, "one query");
   }
 }

@@ -405,17 +405,23 @@ TEST(RowOps, DimwiseRowsMatchTheirFloat64Versions) {
         double ld;
         const float qf[1] = {qj};
         const double qd[1] = {qj};
+        float mf = *std::max_element(S0.begin(), S0.end());  // the row's maximum before the update
+        double md = mf;
         DimwiseForwardRows<float> ff;
         ff.rows = 1, ff.d = d, ff.c = C, ff.S = Sf.data(), ff.q = qf, ff.k = k.data(), ff.v = v.data(), ff.t = t;
         ff.w = wf.data(), ff.ldw = d, ff.out = of.data(), ff.ldo = 1, ff.lse = &lf, ff.scratch = sf.data();
+        ff.rowMax = &mf;
         DimwiseForwardRows<double> fd;
         fd.rows = 1, fd.d = d, fd.c = C, fd.S = Sd.data(), fd.q = qd, fd.k = kd0.data(), fd.v = vd0.data(), fd.t = t;
         fd.w = wd0.data(), fd.ldw = d, fd.out = od.data(), fd.ldo = 1, fd.lse = &ld, fd.scratch = sd.data();
+        fd.rowMax = &md;
         ops.dimwiseForwardRows(ff);
         dops.dimwiseForwardRows(fd);
         EXPECT_LT(maxDiff(Sf, Sd), 1e-6);
         EXPECT_NEAR(lf, ld, 1e-5 * (1 + std::abs(ld)));
         EXPECT_LT(maxDiff(of, od), 1e-6);
+        EXPECT_EQ(mf, *std::max_element(Sf.begin(), Sf.end()));  // the maximum after, for the next position
+        EXPECT_EQ(md, *std::max_element(Sd.begin(), Sd.end()));
         // Recompute: the same probabilities from the log-sum-exp.
         auto Rf = S0;
         auto Rd = toDouble(S0);
@@ -469,16 +475,23 @@ TEST(RowOps, DimwiseBackwardRunsMatchTheirDefinition) {
           std::vector<float> dqf(size_t(len * lddq), 9.0f);
           std::vector<double> dqd(size_t(len * lddq), 9.0);
           // v at column 2d of a position's x row, k at d, q at 0 (the kernel's qkv rows); ∂k at 0 and
-          // ∂v at d of a position's dx row.
+          // ∂v at d of a position's dx row. The forward's outputs o_l,c = Σ_m W_c[m]·p_l[m]·v_l[m],
+          // which the runs take δ_l = Σ_c g_l,c·o_l,c from; the equations below take δ from p itself.
+          std::vector<double> od(g.size(), 0.0);
+          for (int64_t l = 0; l < len; ++l)
+            for (int64_t c = 0; c < C; ++c)
+              for (int64_t m = 0; m < d; ++m)
+                od[size_t(l * ldgi + c * d)] += wd[size_t(c * ldw + m)] * pd[size_t(l * ldp + m)] * xd[size_t(l * ldx + 2 * d + m)];
+          const std::vector<float> of(od.begin(), od.end());
           DimwiseBackwardRun<float> rf;
           rf.d = d, rf.c = C, rf.len = len, rf.p = p.data(), rf.ldp = ldp, rf.v = x.data() + 2 * d, rf.k = x.data() + d;
           rf.q = x.data() + 1, rf.ldx = ldx, rf.t = ts.data(), rf.g = g.data(), rf.ldgi = ldgi, rf.ldgc = d;
-          rf.w = w.data(), rf.ldw = ldw, rf.dW = dWf.data(), rf.D = Df.data(), rf.dk = dxf.data(), rf.dv = dxf.data() + d;
+          rf.o = of.data(), rf.w = w.data(), rf.ldw = ldw, rf.dW = dWf.data(), rf.D = Df.data(), rf.dk = dxf.data(), rf.dv = dxf.data() + d;
           rf.lddx = lddx, rf.dq = dqf.data(), rf.lddq = lddq;
           DimwiseBackwardRun<double> rd;
           rd.d = d, rd.c = C, rd.len = len, rd.p = pd.data(), rd.ldp = ldp, rd.v = xd.data() + 2 * d, rd.k = xd.data() + d;
           rd.q = xd.data() + 1, rd.ldx = ldx, rd.t = td.data(), rd.g = gd.data(), rd.ldgi = ldgi, rd.ldgc = d;
-          rd.w = wd.data(), rd.ldw = ldw, rd.dW = dWd.data(), rd.D = Dd.data(), rd.dk = dxd.data(), rd.dv = dxd.data() + d;
+          rd.o = od.data(), rd.w = wd.data(), rd.ldw = ldw, rd.dW = dWd.data(), rd.D = Dd.data(), rd.dk = dxd.data(), rd.dv = dxd.data() + d;
           rd.lddx = lddx, rd.dq = dqd.data(), rd.lddq = lddq;
           ops.dimwiseBackwardRun(rf);
           dops.dimwiseBackwardRun(rd);
@@ -521,7 +534,11 @@ TEST(RowOps, DimwiseRowsForwardMatchTheirDefinition) {
   // against the equations written out here, every float build against the float64 one; row counts
   // below, at and above one vectorised chunk of log-sum-exps (16), one to five filters (five take
   // the scratch path), row lengths with and without scalar tails, row maxima far from zero (the
-  // log-sum-exp's shift).
+  // log-sum-exp's shift), and rows whose old maximum stands 500 above the rest with a query 200
+  // times larger: the float rows' bound on the new maximum (old maximum plus max q·k) overshoots it
+  // by up to min(500, |q|·(max k − min k))·t/ln2 base-2 orders, past kDimwiseShiftSlack and past
+  // float32's range (without the second exp pass with the exact maximum the terms would all be 0);
+  // the maxima the rows leave for the next position are checked too.
   IsaGuard guard;
   std::mt19937 rng(39);
   const auto& dops = rowOpsDouble();
@@ -536,8 +553,13 @@ TEST(RowOps, DimwiseRowsForwardMatchTheirDefinition) {
           const float t = 0.3f;
           auto S0 = randomRow(rng, rows * d, 3.0f);
           for (int64_t r = 0; r < rows; ++r) S0[size_t(r * d)] += 40.0f * float(r % 3);  // large row maxima
-          const auto q = randomRow(rng, rows, 1.0f), k = randomRow(rng, d, 1.0f), v = randomRow(rng, d, 1.0f);
+          auto q = randomRow(rng, rows, 1.0f);
+          for (int64_t r = 4; r < rows; r += 5) S0[size_t(r * d)] += 500.0f, q[size_t(r)] *= 200.0f;  // slack ≫ 32
+          const auto k = randomRow(rng, d, 1.0f), v = randomRow(rng, d, 1.0f);
           const int64_t ldw = rows * d + 3, ldo = rows + 2;
+          std::vector<float> mf(static_cast<size_t>(rows));
+          for (int64_t r = 0; r < rows; ++r) mf[size_t(r)] = *std::max_element(S0.begin() + r * d, S0.begin() + (r + 1) * d);
+          std::vector<double> md(mf.begin(), mf.end());
           const auto w = randomRow(rng, C * ldw, 1.0f);
           std::vector<double> Sd(S0.begin(), S0.end()), qd(q.begin(), q.end()), kd(k.begin(), k.end()),
               vd(v.begin(), v.end()), wd(w.begin(), w.end());
@@ -547,11 +569,11 @@ TEST(RowOps, DimwiseRowsForwardMatchTheirDefinition) {
           DimwiseForwardRows<float> ff;
           ff.rows = rows, ff.d = d, ff.c = C, ff.S = Sf.data(), ff.q = q.data(), ff.k = k.data(), ff.v = v.data();
           ff.t = t, ff.w = w.data(), ff.ldw = ldw, ff.out = of.data(), ff.ldo = ldo, ff.lse = lf.data();
-          ff.scratch = sf.data();
+          ff.scratch = sf.data(), ff.rowMax = mf.data();
           DimwiseForwardRows<double> fd;
           fd.rows = rows, fd.d = d, fd.c = C, fd.S = Sd.data(), fd.q = qd.data(), fd.k = kd.data(), fd.v = vd.data();
           fd.t = t, fd.w = wd.data(), fd.ldw = ldw, fd.out = od.data(), fd.ldo = ldo, fd.lse = ldd.data();
-          fd.scratch = sd.data();
+          fd.scratch = sd.data(), fd.rowMax = md.data();
           ops.dimwiseForwardRows(ff);
           dops.dimwiseForwardRows(fd);
           for (int64_t r = 0; r < rows; ++r) {
@@ -564,6 +586,8 @@ TEST(RowOps, DimwiseRowsForwardMatchTheirDefinition) {
               EXPECT_NEAR(Sd[size_t(r * d + m)], srow[size_t(m)], 1e-12);
               EXPECT_NEAR(Sf[size_t(r * d + m)], srow[size_t(m)], 1e-5 * (1 + std::abs(srow[size_t(m)])));
             }
+            EXPECT_EQ(mf[size_t(r)], *std::max_element(Sf.begin() + r * d, Sf.begin() + (r + 1) * d));
+            EXPECT_EQ(md[size_t(r)], mx);
             for (int64_t m = 0; m < d; ++m) sum += std::exp(t * (srow[size_t(m)] - mx));
             const double lse = t * mx + std::log(sum);
             EXPECT_NEAR(ldd[size_t(r)], lse, 1e-12 * (1 + std::abs(lse)));
