@@ -18,6 +18,7 @@
 #include "attention/dimwise_fused.h"
 #include "attention/fused_attention.h"
 #include "attention/multilinear.h"
+#include "kernels/row_ops.h"
 #include "reference.h"
 #include "thsa_kernel_checks.h"
 
@@ -151,6 +152,44 @@ TEST(DimwiseKernel, Float32EveryFilterCountAgreesWithFloat64) {
     EXPECT_LT(rel(of, od), 1e-5);
     EXPECT_LT(rel(xf.grad(), xd.grad()), 1e-4);
     EXPECT_LT(rel(Wf.grad(), Wd.grad()), 1e-4);
+  }
+  at::set_num_threads(before);
+}
+
+TEST(DimwiseKernel, EveryRowOperationsBuildAgreesWithFloat64IncludingRowsPastTheShiftBound) {
+  // The float kernel on each row-operations build this CPU runs (SSE2, AVX2, AVX-512), against the
+  // float64 kernel (which the tests above hold to the ATen formulation): once on ordinary inputs,
+  // once with queries and keys 12x larger, where the state rows' ranges and |q|·(max k − min k) are
+  // wide enough that the forward's bound on a row's new maximum overshoots by more than
+  // kDimwiseShiftSlack and rows take their exp pass again with the exact maximum (row_ops.h).
+  const std::string original = kernels::rowOpsIsa();
+  const int before = at::get_num_threads();
+  at::set_num_threads(2);
+  for (double scale : {1.0, 12.0}) {
+    torch::manual_seed(41);
+    auto x = torch::randn({2, 70, 3, 40}, torch::kDouble);
+    x.select(2, 0).mul_(scale), x.select(2, 1).mul_(scale);
+    const auto W = torch::randn({2, 40, 40}, torch::kDouble);
+    const auto G = torch::randn({2, 70, 2, 40}, torch::kDouble);
+    const auto xd = x.clone().requires_grad_(true), Wd = W.clone().requires_grad_(true);
+    const auto od = dimwiseCausalAttention(xd, Wd);
+    (od * G).sum().backward();
+    for (const char* isa : {"sse2", "avx2", "avx512"}) {
+      if (!kernels::forceRowOpsIsa(isa)) continue;
+      SCOPED_TRACE(std::string(isa) + " scale=" + std::to_string(scale));
+      const auto xf = x.to(torch::kFloat).requires_grad_(true), Wf = W.to(torch::kFloat).requires_grad_(true);
+      const auto of = dimwiseCausalAttention(xf, Wf);
+      (of * G.to(torch::kFloat)).sum().backward();
+      auto rel = [](const torch::Tensor& f, const torch::Tensor& d) {
+        return maxAbsDiff(f.to(torch::kDouble), d) / d.abs().max().item<double>();
+      };
+      // Large inputs: |t·S| reaches the hundreds, where float32's rounding of S alone is ~1e-5 of it.
+      const double tol = scale > 1 ? 2e-3 : 1e-4;
+      EXPECT_LT(rel(of, od), tol / 10);
+      EXPECT_LT(rel(xf.grad(), xd.grad()), tol);
+      EXPECT_LT(rel(Wf.grad(), Wd.grad()), tol);
+    }
+    kernels::forceRowOpsIsa(original.c_str());
   }
   at::set_num_threads(before);
 }
