@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attention/head_view.h"
 #include "kernels/gemm.h"
 #include "kernels/row_ops.h"
 
@@ -36,24 +37,17 @@ struct Dims {
   int64_t perGroup() const { return H / G; }
 };
 
-/// One of q, k, v (or its gradient) read in place: head h of batch b starts at p + b·sb + h·sh and
-/// its positions are sn apart; the last axis is contiguous.
+/// One of q, k, v (or its gradient) read in place (head_view.h: positions on axis 1).
 template <typename P>
-struct Heads {
-  P* p;
-  int64_t sb, sn, sh;
-  P* at(int64_t b, int64_t h) const { return p + b * sb + h * sh; }
-};
+using Heads = HeadView<P>;
 
 template <typename T>
 Heads<const T> headsOf(const torch::Tensor& t) {
-  // One position: its stride is never stepped, but BLAS wants a leading dimension of at least a row.
-  const int64_t sn = t.size(1) <= 1 ? std::max<int64_t>(t.size(3), 1) : t.stride(1);
-  return {t.data_ptr<T>(), t.stride(0), sn, t.stride(2)};
+  return headView<T>(t, 1);
 }
 template <typename T>
 Heads<T> gradHeadsOf(torch::Tensor& t) {
-  return {t.data_ptr<T>(), t.stride(0), t.stride(1), t.stride(2)};
+  return headView<T, T>(t, 1);
 }
 
 /// Calls f(i0, rows, cols) for each block of query rows [i0, i0+rows): a causal layer's rows see
@@ -207,8 +201,8 @@ void backwardCore(const Dims& d, Heads<const T> q, Heads<const T> k, Heads<const
 template <typename P>
 std::array<Heads<P>, 3> qkvHeads(P* base, const Dims& d) {
   const int64_t sn = 3 * d.H * d.Dk, sb = d.N * sn;
-  return {Heads<P>{base, sb, sn, d.Dk}, Heads<P>{base + d.H * d.Dk, sb, sn, d.Dk},
-          Heads<P>{base + 2 * d.H * d.Dk, sb, sn, d.Dk}};
+  return {Heads<P>{base, sb, d.Dk, sn}, Heads<P>{base + d.H * d.Dk, sb, d.Dk, sn},
+          Heads<P>{base + 2 * d.H * d.Dk, sb, d.Dk, sn}};
 }
 
 Dims qkvDims(const torch::Tensor& qkv) {
@@ -302,14 +296,7 @@ struct GroupedAttentionFunction : public torch::autograd::Function<GroupedAttent
   }
 };
 
-/// t itself when its heads can be read in place (last axis contiguous, positions at least a head
-/// apart, strides within the BLAS integer range), else a contiguous copy.
-torch::Tensor inPlace(const torch::Tensor& t) {
-  const int64_t limit = std::numeric_limits<int>::max();
-  const bool ok = (t.size(3) <= 1 || t.stride(3) == 1) &&
-                  (t.size(1) <= 1 || (t.stride(1) >= std::max<int64_t>(t.size(3), 1) && t.stride(1) <= limit));
-  return ok ? t : t.contiguous();
-}
+torch::Tensor inPlace(const torch::Tensor& t) { return readableHeads(t, 1); }
 
 void checkCpuFloat(const torch::Tensor& t, const char* what) {
   if (!t.device().is_cpu() || (t.scalar_type() != torch::kFloat && t.scalar_type() != torch::kDouble))

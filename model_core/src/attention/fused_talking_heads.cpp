@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attention/fused_attention.h"
+#include "attention/head_view.h"
 #include "attention/kernels.h"
 #include "attention/talking_heads.h"
 #include "kernels/gemm.h"
@@ -23,30 +24,12 @@ using kernels::gemm;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-/// A [B, H, N, D] operand read in place: head h of batch b starts at p + b·sb + h·sh, its positions
-/// sn apart, the last axis contiguous.
-template <typename P>
-struct HeadView {
-  P* p;
-  int64_t sb, sh, sn;
-  P* at(int64_t b, int64_t h) const { return p + b * sb + h * sh; }
-};
-
+/// A [B, H, N, D] operand read in place (head_view.h: positions on axis 2).
 template <typename T, typename P = const T>
 HeadView<P> viewOf(const torch::Tensor& t) {
-  // One position: its stride is never stepped, but BLAS wants a leading dimension of at least a row.
-  const int64_t sn = t.size(2) <= 1 ? std::max<int64_t>(t.size(3), 1) : t.stride(2);
-  return {t.data_ptr<T>(), t.stride(0), t.stride(1), sn};
+  return headView<T, P>(t, 2);
 }
-
-/// t itself when its heads can be read in place (last axis contiguous, positions at least a head
-/// apart, strides within the BLAS integer range), else a contiguous copy.
-torch::Tensor readable(const torch::Tensor& t) {
-  const int64_t limit = std::numeric_limits<int>::max();
-  const bool ok = (t.size(3) <= 1 || t.stride(3) == 1) &&
-                  (t.size(2) <= 1 || (t.stride(2) >= std::max<int64_t>(t.size(3), 1) && t.stride(2) <= limit));
-  return ok ? t : t.contiguous();
-}
+torch::Tensor readable(const torch::Tensor& t) { return readableHeads(t, 2); }
 
 struct Dims {
   int64_t B, H, N, M, Dk, Dv;
@@ -204,10 +187,6 @@ void backwardCore(const Dims& d, HeadView<const T> q, HeadView<const T> k, HeadV
     }
   });
 }
-
-/// An absent mixing travels through the autograd function as an empty tensor (custom functions
-/// take no undefined inputs).
-torch::Tensor orAbsent(const torch::Tensor& t) { return t.numel() == 0 ? torch::Tensor() : t; }
 
 /// The data of t, or null when t is undefined.
 template <typename T>

@@ -13,6 +13,10 @@ namespace tensorscope::model_core {
 /// pass (scale·logits + a 0/−∞ [N, M] mask), with a gradient that is one multiplication.
 torch::Tensor scaledMaskedSoftmax(const torch::Tensor& logits, double scale, bool causal);
 
+/// t, or an undefined tensor when t is empty: an absent input (a talking-heads mixing, say) travels
+/// through a custom autograd function as an empty tensor, since those take no undefined inputs.
+inline torch::Tensor orAbsent(const torch::Tensor& t) { return t.numel() == 0 ? torch::Tensor() : t; }
+
 /// [N, M] boolean mask, true where m > n (the entries a causal layer must not see).
 torch::Tensor futureMask(int64_t n, int64_t m, const torch::Device& device);
 

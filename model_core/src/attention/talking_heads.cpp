@@ -24,10 +24,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-/// An absent mixing travels through the autograd function as an empty tensor (custom functions
-/// take no undefined inputs).
-torch::Tensor orAbsent(const torch::Tensor& t) { return t.numel() == 0 ? torch::Tensor() : t; }
-
 /// Gradient checkpointing of the talking-heads core: forward keeps q, k, v and the mixings only;
 /// backward runs the ATen formulation again with autograd on and differentiates it.
 struct TalkingHeadsFunction : public torch::autograd::Function<TalkingHeadsFunction> {
