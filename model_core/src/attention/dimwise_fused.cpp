@@ -40,8 +40,9 @@ struct DimwiseCausalFunction : public torch::autograd::Function<DimwiseCausalFun
       kernels::dimwiseCausalForward<scalar_t>(dimwiseProblem<scalar_t>(qkv, W, segment), O.data_ptr<scalar_t>(),
                                               lse.data_ptr<scalar_t>(), states.data_ptr<scalar_t>(), atenParallel());
     });
-    // O as well, for ⟨p, ∂p⟩ = Σ_c ∂O·O in the backward (row_ops.h): the layer's output projection
-    // keeps the same storage for its own backward, so this costs no memory.
+    // O as well, for ⟨p, ∂p⟩ = Σ_c ∂O·O in the backward (row_ops.h). It is the storage the layer's
+    // output projection keeps for its own backward, but that one is freed before this backward runs,
+    // so the peak grows by up to B·N·c·d values (docs/decisions.md).
     ctx->save_for_backward({qkv, W, lse, states, O});
     ctx->saved_data["segment"] = segment;
     return O;

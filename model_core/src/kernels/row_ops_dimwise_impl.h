@@ -11,7 +11,7 @@ template <bool Max>
 inline float reduceTree(vfloat v) {
   auto op = [](__m128 a, __m128 b) { return Max ? _mm_max_ps(a, b) : _mm_add_ps(a, b); };
 #if TS_VEC_BYTES == 64
-  // (halves by casts and an extract, lowHalf/highHalf: GCC 12's _mm512_reduce_* read an undefined
+  // (halves by lowHalf/highHalf, vector shuffles: GCC 12's _mm512_reduce_* read an undefined
   // register and warn, and copying the halves out by memcpy kept the accumulators on the stack)
   const __m256 lo = lowHalf(v), hi = highHalf(v);
   const __m256 h = Max ? _mm256_max_ps(lo, hi) : _mm256_add_ps(lo, hi);
