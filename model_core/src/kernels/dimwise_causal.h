@@ -10,9 +10,9 @@
 // rank-one update q[i,j]·k_i to each row and takes, in the same pass over the row, the new row
 // maximum, the softmax sum and the c filter products of p⊙v (the softmax shift from a bound on the
 // new maximum, the row's previous one plus max q·k); the block's log-sum-exps and normalisations
-// are vectorised across its rows (row_ops.h, DimwiseForwardRows). It keeps for backward only the log-sum-exp of
-// every row [B, N, d] and the state at every segment boundary, checkpoints [B, ⌈N/K⌉−1, d, d] (the
-// state after positions K, 2K, …; never after the last one).
+// are vectorised across its rows (row_ops.h, DimwiseForwardRows). It keeps for backward the
+// log-sum-exp of every row [B, N, d], the state at every segment boundary, checkpoints
+// [B, ⌈N/K⌉−1, d, d] (the state after positions K, 2K, …; never after the last one), and its output.
 //
 // Backward items are the same (sequence, row range), again one block of rows at a time; a block
 // walks the segments from the last to the first. A segment's states are recomputed forward from its
