@@ -29,7 +29,7 @@
 // sequences keep the threads busy, else per-group slabs added in group order (kernels/partials.h),
 // and ∂W per thread range, added in range order: results do not depend on thread timing.
 // A position's ∂k and ∂v take its rows in increasing row order whatever the blocking.
-// Memory: O(B·⌈N/K⌉·d² + B·N·d) kept, K·kDimwiseRowBlock·d + c·d² per thread.
+// Memory: O(B·⌈N/K⌉·d² + B·N·c·d) kept (the output among it), K·kDimwiseRowBlock·d + c·d² per thread.
 
 #include <cstdint>
 
