@@ -146,29 +146,30 @@ torch::nn::Linear makeProjection(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
+namespace {
+/// x through the projections `parts` as one linear map, their weights (and biases, zeros for a part
+/// without one when another has one) stacked: [..., Σ out_i].
+torch::Tensor stackedLinear(const torch::Tensor& x, const std::vector<torch::nn::Linear>& parts) {
+  std::vector<torch::Tensor> weights, biases;
+  bool anyBias = false;
+  for (const auto& p : parts) weights.push_back(p->weight), anyBias = anyBias || p->bias.defined();
+  if (anyBias)
+    for (const auto& p : parts)
+      biases.push_back(p->bias.defined() ? p->bias : torch::zeros({p->weight.size(0)}, p->weight.options()));
+  return torch::linear(x, torch::cat(weights), anyBias ? torch::cat(biases) : torch::Tensor());
+}
+}  // namespace
+
 torch::Tensor projectQkv(const torch::Tensor& x, const torch::nn::Linear& wq, const torch::nn::Linear& wk,
                          const torch::nn::Linear& wv, int64_t heads) {
-  const auto W = torch::cat({wq->weight, wk->weight, wv->weight});  // [3·H·D, F]
-  const auto b = wq->bias.defined() ? torch::cat({wq->bias, wk->bias, wv->bias}) : torch::Tensor();
-  const auto y = torch::linear(x, W, b);                             // [B, N, 3·H·D]
-  return y.view({x.size(0), x.size(1), 3, heads, W.size(0) / (3 * heads)});
+  const auto y = stackedLinear(x, {wq, wk, wv});  // [B, N, 3·H·D]
+  return y.view({x.size(0), x.size(1), 3, heads, y.size(-1) / (3 * heads)});
 }
 
 std::vector<torch::Tensor> projectStacked(const torch::Tensor& x, const std::vector<torch::nn::Linear>& parts) {
-  std::vector<torch::Tensor> weights, biases;
   std::vector<int64_t> sizes;
-  bool anyBias = false;
-  for (const auto& p : parts) {
-    weights.push_back(p->weight);
-    sizes.push_back(p->weight.size(0));
-    anyBias = anyBias || p->bias.defined();
-  }
-  for (const auto& p : parts) {
-    if (!anyBias) break;
-    biases.push_back(p->bias.defined() ? p->bias : torch::zeros({p->weight.size(0)}, p->weight.options()));
-  }
-  const auto y = torch::linear(x, torch::cat(weights), anyBias ? torch::cat(biases) : torch::Tensor());
-  return y.split_with_sizes(sizes, -1);
+  for (const auto& p : parts) sizes.push_back(p->weight.size(0));
+  return stackedLinear(x, parts).split_with_sizes(sizes, -1);
 }
 
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
