@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/partials.h"
 #include "kernels/row_ops.h"
 
 namespace tensorscope::model_core::kernels {
+static_assert(kDimwiseRowBlock == kDimwisePanel, "the forward walks one panel of rows at a time");
 namespace {
 
 template <typename T>
@@ -38,28 +40,48 @@ void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* che
   const ItemGroups split(p.B, d, par.threads);  // rows of a sequence split only when B is small
   par.run(p.B * split.groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
-    std::vector<T> S(size_t(kDimwiseRowBlock * d)), scratch(static_cast<size_t>(d)), rowMax(static_cast<size_t>(kDimwiseRowBlock));
+    constexpr int64_t P = kDimwisePanel;
+    // The panel's buffers on 64-byte boundaries, so that each column of the panel is one cache line.
+    constexpr int64_t pad = 64 / sizeof(T);
+    std::vector<T> buffer(size_t((2 + C) * d * P + P + 4 * pad));
+    T* next = buffer.data() + (pad - (reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(T)) % pad) % pad;
+    auto take = [&](int64_t n) {
+      T* at = next;
+      next += (n + pad - 1) / pad * pad;
+      return at;
+    };
+    T *S = take(P * d), *Wp = take(C * d * P), *scratch = take(d * P), *rowMax = take(P);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / split.groups, grp = item % split.groups;
       const int64_t j0 = split.firstBlock(grp), j1 = split.endBlock(grp);
-      // One block of rows at a time over the whole sequence: its state rows and filter rows stay in L1.
+      // One panel of rows at a time over the whole sequence: its state and filter columns stay in L1.
       for (int64_t jb = j0; jb < j1; jb += kDimwiseRowBlock) {
         const int64_t nr = std::min(kDimwiseRowBlock, j1 - jb);
-        std::fill(S.begin(), S.begin() + nr * d, T(0));  // rows [jb, jb + nr) of the running state
-        std::fill(rowMax.begin(), rowMax.end(), T(0));   // and their maxima
-        DimwiseForwardRows<T> fr;  // see row_ops.h
-        fr.rows = nr, fr.d = d, fr.c = C, fr.S = S.data(), fr.w = g.filterRow(0, jb), fr.ldw = d * d, fr.ldo = d;
-        fr.scratch = scratch.data(), fr.rowMax = rowMax.data();
+        // The panel's state (zero), maxima and filters, transposed: column m of rows [jb, jb + nr)
+        // in one place, the lanes past nr zero.
+        std::fill(S, S + P * d, T(0));
+        std::fill(rowMax, rowMax + P, T(0));
+        std::fill(Wp, Wp + C * d * P, T(0));
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t r = 0; r < nr; ++r) {
+            const T* w = g.filterRow(c, jb + r);
+            for (int64_t m = 0; m < d; ++m) Wp[(c * d + m) * P + r] = w[m];
+          }
+        DimwisePanel<T> fr;  // see row_ops.h
+        fr.rows = nr, fr.d = d, fr.c = C, fr.S = S, fr.w = Wp, fr.ldo = d;
+        fr.scratch = scratch, fr.rowMax = rowMax;
         for (int64_t i = 0; i < N; ++i) {
           fr.t = positionScale<T>(i);
           fr.q = g.q(b, i) + jb, fr.k = g.k(b, i), fr.v = g.v(b, i);
           fr.out = O + (b * N + i) * C * d + jb;
           fr.lse = lse + (b * N + i) * d + jb;
-          ops.dimwiseForwardRows(fr);  // S⁽ⁱ⁾ = S⁽ⁱ⁻¹⁾ + q_iᵀk_i on the rows, their softmax, O and lse
+          ops.dimwiseForwardPanel(fr);  // S⁽ⁱ⁾ = S⁽ⁱ⁻¹⁾ + q_iᵀk_i on the rows, their softmax, O and lse
           if ((i + 1) % K == 0 && i + 1 < N) {
             const int64_t s = (i + 1) / K - 1;
-            for (int64_t r = 0; r < nr; ++r)
-              std::copy(S.begin() + r * d, S.begin() + (r + 1) * d, checkpoints + g.checkpointAt(b, s, jb + r));
+            for (int64_t r = 0; r < nr; ++r) {
+              T* row = checkpoints + g.checkpointAt(b, s, jb + r);
+              for (int64_t m = 0; m < d; ++m) row[m] = S[m * P + r];
+            }
           }
         }
       }

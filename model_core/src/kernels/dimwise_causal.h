@@ -5,12 +5,14 @@
 // Position i (0-based; t_i = 1/√(i+1)) reads the prefix state S⁽ⁱ⁾ = Σ_{n≤i} q_nᵀk_n [d, d],
 //     p_i[j,:] = softmax(t_i·S⁽ⁱ⁾[j,:]),   O[i,c,j] = Σ_m W_c[j,m]·p_i[j,m]·v[i,m].
 // Row j of S⁽ⁱ⁾ only ever meets row j of W and column j of O, so the rows are independent. Forward
-// items are (sequence, range of rows), walked one block of kDimwiseRowBlock rows at a time over the
-// whole sequence, so that the block's state rows and filter rows stay in L1: each position adds its
-// rank-one update q[i,j]·k_i to each row and takes, in the same pass over the row, the new row
-// maximum, the softmax sum and the c filter products of p⊙v (the softmax shift from a bound on the
-// new maximum, the row's previous one plus max q·k); the block's log-sum-exps and normalisations
-// are vectorised across its rows (row_ops.h, DimwiseForwardRows). It keeps for backward the
+// items are (sequence, range of rows), walked one panel of kDimwiseRowBlock rows at a time over the
+// whole sequence, the panel's rows across the vector lanes (row_ops.h, DimwisePanel): its state and
+// its filter rows are held transposed (column m of the 16 rows in one cache line) and stay in L1.
+// Each position adds its rank-one update q[i,j]·k_i to every row and takes, in the same pass over
+// the columns, the new row maxima, the softmax sums and the c filter products of p⊙v (the softmax
+// shift from a bound on each new maximum, the row's previous one plus max q·k), all lane by lane:
+// no sum across lanes, and the log-sum-exps and normalisations of the 16 rows are one vector each.
+// The checkpoints are written back in row layout. It keeps for backward the
 // log-sum-exp of every row [B, N, d], the state at every segment boundary, checkpoints
 // [B, ⌈N/K⌉−1, d, d] (the state after positions K, 2K, …; never after the last one), and its output.
 //

@@ -142,28 +142,28 @@ void phiBackwardBlockD(const PhiBackwardBlock<double>& p) {
     }
   }
 }
-void dimwiseForwardRowsD(const DimwiseForwardRows<double>& p) {
+void dimwiseForwardPanelD(const DimwisePanel<double>& p) {
+  constexpr int64_t P = kDimwisePanel;
   const int64_t d = p.d;
   for (int64_t r = 0; r < p.rows; ++r) {
-    double* S = p.S + r * d;
     double mx = -INFINITY;
-    for (int64_t i = 0; i < d; ++i) {
-      S[i] += p.q[r] * p.k[i];
-      mx = S[i] > mx ? S[i] : mx;
+    for (int64_t m = 0; m < d; ++m) {
+      double& s = p.S[m * P + r];
+      s += p.q[r] * p.k[m];
+      mx = s > mx ? s : mx;
     }
     p.rowMax[r] = mx;
     const double shift = p.t * mx;
     double sum = 0;
-    for (int64_t i = 0; i < d; ++i) {
-      const double e = std::exp(S[i] * p.t - shift);
+    for (int64_t m = 0; m < d; ++m) {
+      const double e = std::exp(p.S[m * P + r] * p.t - shift);
       sum += e;
-      p.scratch[i] = e * p.v[i];
+      p.scratch[m] = e * p.v[m];
     }
     const double inverseSum = 1.0 / sum;
     for (int64_t c = 0; c < p.c; ++c) {
-      const double* w = p.w + c * p.ldw + r * d;
       double o = 0;
-      for (int64_t i = 0; i < d; ++i) o += w[i] * p.scratch[i];
+      for (int64_t m = 0; m < d; ++m) o += p.w[(c * d + m) * P + r] * p.scratch[m];
       p.out[c * p.ldo + r] = o * inverseSum;
     }
     p.lse[r] = shift + std::log(sum);
@@ -221,7 +221,7 @@ const RowOps<float>& rowOpsFloat() { return current().ops; }
 const RowOps<double>& rowOpsDouble() {
   static const RowOps<double> ops{minMaxD, expSumDotD, expWriteD, softmaxColumnBackwardD, softmaxRowBackwardD,
                                   axpyD,   dotD,       mul3D,     phiRowD,                phiPrimeScaleD,
-                                  phiPanelD, phiBackwardBlockD, dimwiseForwardRowsD, dimwiseRowRecomputeD,
+                                  phiPanelD, phiBackwardBlockD, dimwiseForwardPanelD, dimwiseRowRecomputeD,
                                   dimwiseBackwardRunD, geluRowD, geluBackwardRowD, correlateRowD,
                                   correlateDotsD};
   return ops;

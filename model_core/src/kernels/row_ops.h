@@ -56,29 +56,34 @@ struct PhiBackwardBlock {
   int64_t ldsums = 0;
 };
 
-/// Causal dimension-wise attention's forward for `rows` consecutive state rows at one position
-/// (kernels/dimwise_causal.h). Row r: S_r += q[r]·k (stored), p = softmax(t·S_r) and
+/// State rows of one DimwisePanel: one per vector lane (16 floats, one AVX-512 vector; two AVX2
+/// vectors, four SSE2 ones).
+constexpr int64_t kDimwisePanel = 16;
+
+/// Causal dimension-wise attention's forward for a panel of `rows` (1 to kDimwisePanel) consecutive
+/// state rows at one position (kernels/dimwise_causal.h), the rows across the vector lanes: the
+/// state and the filters are held transposed, a column m of the panel in one place, so the softmax
+/// sums, maxima and filter products of all rows accumulate lane by lane with no horizontal sums.
+/// Row r: S_r += q[r]·k (stored), p = softmax(t·S_r) and
 ///   out[c·ldo + r] = Σ_m W_c[r,m]·p[m]·v[m],   lse[r] = log Σ_m e^(t·S_r[m]).
-/// The c filter products are taken in the exp pass (up to 4 filters; more go through `scratch`),
-/// and the rows' log-sum-exps and normalisations are vectorised across the rows.
+/// Lanes r >= rows are padding: their state and filter entries must be 0 and stay so.
 template <typename T>
-struct DimwiseForwardRows {
+struct DimwisePanel {
   int64_t rows = 0, d = 0, c = 0;
-  T* S = nullptr;        ///< row r at S + r·d (updated)
-  const T* q = nullptr;  ///< q[r]: the position's query entry of row r
-  const T* k = nullptr;
-  const T* v = nullptr;
+  T* S = nullptr;        ///< S[m·kDimwisePanel + r] = row r's state at column m (updated)
+  const T* q = nullptr;  ///< q[r]: the position's query entry of row r (rows values)
+  const T* k = nullptr;  ///< d values
+  const T* v = nullptr;  ///< d values
   T t = 0;
-  const T* w = nullptr;  ///< W_c's row r at w + c·ldw + r·d
-  int64_t ldw = 0;
-  T* out = nullptr;  ///< out[c·ldo + r] (written)
+  const T* w = nullptr;  ///< w[(c·d + m)·kDimwisePanel + r] = W_c[row r, m]
+  T* out = nullptr;      ///< out[c·ldo + r] (written, r < rows)
   int64_t ldo = 0;
   T* lse = nullptr;      ///< rows values (written)
-  T* scratch = nullptr;  ///< d values
-  /// rows values, kept by the caller across positions: row r's maximum of S before this call (0 for
-  /// a zero state), set to its maximum after. The float rows bound the new maximum with it and take
-  /// the exp in the same pass as the update.
+  /// kDimwisePanel values, kept by the caller across positions: row r's maximum of S before this
+  /// call (0 for a zero state), set to its maximum after. The float panel bounds the new maximum
+  /// with it and takes the exp in the same pass as the update.
   T* rowMax = nullptr;
+  T* scratch = nullptr;  ///< d·kDimwisePanel values (more than four filters)
 };
 
 /// Positions of one DimwiseBackwardRun call.
@@ -150,9 +155,9 @@ struct RowOps {
                    const T* k, const T* v, T* num, T* den);
   /// The backward of linear THSA for a block of channels over a run of positions (PhiBackwardBlock).
   void (*phiBackwardBlock)(const PhiBackwardBlock<T>& p);
-  /// Causal dimension-wise attention's forward for a block of state rows at one position
-  /// (DimwiseForwardRows).
-  void (*dimwiseForwardRows)(const DimwiseForwardRows<T>& p);
+  /// Causal dimension-wise attention's forward for a panel of state rows at one position
+  /// (DimwisePanel).
+  void (*dimwiseForwardPanel)(const DimwisePanel<T>& p);
   /// S += qj·k (stored), then p = e^(t·S − lse): the forward's probabilities, recomputed.
   void (*dimwiseRowRecompute)(T* S, const T* k, T qj, int64_t d, T t, T lse, T* p);
   /// The backward of one row over a run of positions (DimwiseBackwardRun).

@@ -49,113 +49,108 @@ inline vfloat logPoly(vfloat x) {
   return m + y + fe * 0.693359375f;
 }
 
-/// The exp pass of one row of dimwiseForwardRowsF, with the state row S already updated (Update
-/// false) or updating it on the way (Update true: S += qj·k, stored, and the new maximum taken into
-/// *mx): e = 2^(t2·S − sh)/ln2, Σe returned and, for CF > 0, the CF filter products Σ W_c·e·v written
-/// raw to out; CF = 0 writes e ⊙ v to scratch and takes the c products from it.
-template <int CF, bool Update>
-float dimwiseRowPass(const DimwiseForwardRows<float>& p, int64_t r, float qj, float t2, float sh, float* mx) {
-  // (The fields are copied to locals: the stores, memcpy, could alias the struct and force reloads.)
-  const int64_t d = p.d, ldw = p.ldw;
-  float* S = p.S + r * d;
-  float* scratch = p.scratch;
-  const float *w = p.w + r * d, *k = p.k, *v = p.v;
-  vfloat vs{}, vm = splat(-INFINITY), acc[CF > 0 ? CF : 1]{};
-  int64_t i = 0;
-  for (; i + W <= d; i += W) {
-    vfloat s = load(S + i);
-    if constexpr (Update) {
-      s += load(k + i) * qj;
-      store(S + i, s);
-      vm = vmax(vm, s);
-    }
-    const vfloat e = exp2NonPositiveOverLn2(s * t2 - sh), u = e * load(v + i);
-    vs += e;
-    if constexpr (CF == 0) store(scratch + i, u);
-    for (int c = 0; c < CF; ++c) acc[c] += load(w + c * ldw + i) * u;
-  }
-  float sum = hsumTree(vs), dots[CF > 0 ? CF : 1], m = -INFINITY;
-  if constexpr (Update) m = i > 0 ? hmaxTree(vm) : m;
-  for (int c = 0; c < CF; ++c) dots[c] = hsumTree(acc[c]);
-  for (; i < d; ++i) {
-    if constexpr (Update) {
-      S[i] += qj * k[i];
-      m = S[i] > m ? S[i] : m;
-    }
-    const float e = exp2NonPositiveOverLn2(S[i] * t2 - sh), u = e * v[i];
-    sum += e;
-    if constexpr (CF == 0) scratch[i] = u;
-    for (int c = 0; c < CF; ++c) dots[c] += w[c * ldw + i] * u;
-  }
-  if constexpr (CF == 0)
-    for (int64_t c = 0; c < p.c; ++c) p.out[c * p.ldo + r] = dotF(d, w + c * ldw, scratch);
-  for (int c = 0; c < CF; ++c) p.out[c * p.ldo + r] = dots[c];
-  if constexpr (Update) *mx = m;
-  return sum;
-}
-
-/// Base-2 orders by which the shift of dimwiseForwardRow may exceed the row's maximum before the exp
-/// pass is taken again with the maximum. Below it the largest term is still ≥ 2^-32/ln2, so what
+/// Base-2 orders by which the shift of dimwiseForwardPanelF may exceed a row's maximum before the
+/// exp pass is taken again with the maximum. Below it the largest term is still ≥ 2^-32/ln2, so what
 /// leaves float32's range is what lies 94 orders below the maximum: nothing a sum of ≤ 2^31 terms
 /// would keep.
 constexpr float kDimwiseShiftSlack = 32.0f;
 
-/// One row of dimwiseForwardRowsF in one pass: the rank-one update S += q_r·k, its new maximum, and
-/// the exp pass, with the shift taken before the pass from a bound on that maximum (the update, the
-/// maximum and the exp no longer wait for one another):
-///   max_m S'[m] ≤ max_m S[m] + max_m q_r·k[m] = rowMax[r] + (q_r ≥ 0 ? q_r·max k : q_r·min k),
-/// rowMax[r] the exact maximum the previous position left (then updated). The bound exceeds the
-/// maximum by at most |q_r|·(max k − min k); past kDimwiseShiftSlack (scaled by t, in base 2; or not a
-/// number) the row's exp pass is taken again with the exact maximum, the old two-pass order. In base
-/// 2 as linear THSA's passes: e = 2^(t2·S − t2·shift)/ln2 = e^(t·S − t·shift)/ln2 with t2 = t·log2(e);
-/// the 1/ln2 cancels in the normalised products and the log-sum-exp takes ln(ln2). Returns Σe;
-/// *shift is set (in natural units, t·shift).
-template <int CF>
-float dimwiseForwardRow(const DimwiseForwardRows<float>& p, int64_t r, float kmin, float kmax, float* shift) {
-  const float qj = p.q[r], t2 = p.t * kLog2e;  // t > 0
-  const float bound = p.rowMax[r] + (qj >= 0.0f ? qj * kmax : qj * kmin);
-  float sh = t2 * bound, mx = 0.0f;
-  float sum = dimwiseRowPass<CF, true>(p, r, qj, t2, sh, &mx);
-  p.rowMax[r] = mx;
-  if (!(t2 * (bound - mx) <= kDimwiseShiftSlack)) {
-    sh = t2 * mx;
-    sum = dimwiseRowPass<CF, false>(p, r, qj, t2, sh, nullptr);
-  }
-  *shift = sh * kLn2;
-  return sum;
-}
-
 constexpr float kLnLn2 = -0.366512920581664327f;  // ln(ln 2)
 
+/// The exp pass of lanes [g·W, g·W + W) of a panel (row_ops.h, DimwisePanel), one column m per
+/// iteration and one state row per lane, so that nothing is summed across lanes: with the state
+/// column already updated (Update false) or updating it on the way (Update true: S += q·k[m], stored,
+/// and the lanes' new maxima into *mx), e = 2^(t2·S − sh)/ln2, *sum = Σ_m e and, for CF > 0, the CF
+/// filter products acc[c] = Σ_m W_c·e·v[m]; CF = 0 writes e·v[m] to the scratch columns instead.
+template <int CF, bool Update>
+inline void dimwisePanelPass(const DimwisePanel<float>& p, int64_t g, vfloat q, float t2, vfloat sh, vfloat* sum,
+                             vfloat* acc, vfloat* mx) {
+  // (The fields are copied to locals: the stores, memcpy, could alias the struct and force reloads.)
+  constexpr int64_t P = kDimwisePanel;
+  const int64_t d = p.d;
+  float* S = p.S + g * W;
+  float* scratch = p.scratch + g * W;
+  const float *w = p.w + g * W, *k = p.k, *v = p.v;
+  vfloat vs{}, vm = splat(-INFINITY), a[CF > 0 ? CF : 1]{};
+  for (int64_t m = 0; m < d; ++m) {
+    vfloat s = load(S + m * P);
+    if constexpr (Update) {
+      s += q * k[m];
+      store(S + m * P, s);
+      vm = vmax(vm, s);
+    }
+    const vfloat e = exp2NonPositiveOverLn2(s * t2 - sh), u = e * v[m];
+    vs += e;
+    if constexpr (CF == 0) store(scratch + m * P, u);
+    for (int c = 0; c < CF; ++c) a[c] += load(w + (c * d + m) * P) * u;
+  }
+  *sum = vs;
+  for (int c = 0; c < CF; ++c) acc[c] = a[c];
+  if constexpr (Update) *mx = vm;
+}
+
+/// dimwiseForwardPanelF with CF filters (1-4; 0: any count, through the scratch columns). Each group
+/// of W lanes takes its shift before its pass from a bound on the new row maxima:
+///   max_m S'[r,m] ≤ max_m S[r,m] + max_m q_r·k[m] = rowMax[r] + (q_r ≥ 0 ? q_r·max k : q_r·min k),
+/// rowMax[r] the exact maximum the previous position left (then updated); so the update, the maximum
+/// and the exp are one pass. The bound exceeds the maximum by at most |q_r|·(max k − min k); where it
+/// does by more than kDimwiseShiftSlack (scaled by t, in base 2; or is not a number) the group's exp
+/// pass is taken again, those lanes shifted by their exact maximum (the others by the same shift as
+/// before: the same values). In base 2 as linear THSA's passes: e = 2^(t2·S − t2·shift)/ln2 =
+/// e^(t·S − t·shift)/ln2 with t2 = t·log2(e); the 1/ln2 cancels in the normalised products and the
+/// log-sum-exp takes ln(ln2).
 template <int CF>
-void dimwiseForwardRowsImpl(const DimwiseForwardRows<float>& p) {
-  constexpr int64_t kChunk = 16;  // rows whose log-sum-exps are taken together (a multiple of W)
-  alignas(64) float sums[kChunk], shifts[kChunk], lse[kChunk], inverse[kChunk];
+void dimwiseForwardPanelImpl(const DimwisePanel<float>& p) {
+  constexpr int64_t P = kDimwisePanel;
+  static_assert(P % W == 0);
+  alignas(64) float q[P] = {}, lanes[P];
+  for (int64_t r = 0; r < p.rows; ++r) q[r] = p.q[r];
   float kmin, kmax;
   minMaxF(p.k, p.d, &kmin, &kmax);
-  for (int64_t r0 = 0; r0 < p.rows; r0 += kChunk) {
-    const int64_t n = std::min(kChunk, p.rows - r0);
-    for (int64_t r = 0; r < kChunk; ++r)
-      sums[r] = r < n ? dimwiseForwardRow<CF>(p, r0 + r, kmin, kmax, shifts + r) : 1.0f;
-    for (int64_t r = n; r < kChunk; ++r) shifts[r] = 0.0f;
-    for (int64_t r = 0; r < kChunk; r += W) {
-      const vfloat s = load(sums + r);
-      store(lse + r, load(shifts + r) + (logPoly(s) + kLnLn2));
-      store(inverse + r, splat(1.0f) / s);
+  const float t2 = p.t * kLog2e;
+  for (int64_t g = 0; g * W < p.rows; ++g) {
+    const vfloat qv = load(q + g * W);
+    const vfloat bound = load(p.rowMax + g * W) + (qv >= 0.0f ? qv * kmax : qv * kmin);
+    vfloat sh = bound * t2, sum, acc[CF > 0 ? CF : 1], mx;
+    dimwisePanelPass<CF, true>(p, g, qv, t2, sh, &sum, acc, &mx);
+    store(p.rowMax + g * W, mx);
+    const vint near = (bound - mx) * t2 <= kDimwiseShiftSlack;  // −1 where the bound's shift is kept
+    bool redo = false;
+    for (int64_t r = 0; r < W && g * W + r < p.rows; ++r) redo = redo || near[r] == 0;
+    if (redo) {
+      sh = near != 0 ? sh : mx * t2;
+      dimwisePanelPass<CF, false>(p, g, qv, t2, sh, &sum, acc, nullptr);
     }
-    for (int64_t r = 0; r < n; ++r) p.lse[r0 + r] = lse[r];
-    for (int64_t c = 0; c < p.c; ++c)
-      for (int64_t r = 0; r < n; ++r) p.out[c * p.ldo + r0 + r] *= inverse[r];
+    const int64_t n = std::min<int64_t>(W, p.rows - g * W);  // the group's real rows
+    auto put = [&](float* dst, vfloat x) {
+      if (n == W) store(dst, x);
+      else {
+        store(lanes, x);
+        std::copy(lanes, lanes + n, dst);
+      }
+    };
+    put(p.lse + g * W, sh * kLn2 + (logPoly(sum) + kLnLn2));
+    const vfloat inverse = splat(1.0f) / sum;
+    for (int c = 0; c < CF; ++c) put(p.out + c * p.ldo + g * W, acc[c] * inverse);
+    if constexpr (CF == 0) {
+      const float* u = p.scratch + g * W;
+      for (int64_t c = 0; c < p.c; ++c) {
+        const float* w = p.w + c * p.d * P + g * W;
+        vfloat o{};
+        for (int64_t m = 0; m < p.d; ++m) o += load(w + m * P) * load(u + m * P);
+        put(p.out + c * p.ldo + g * W, o * inverse);
+      }
+    }
   }
 }
 
-void dimwiseForwardRowsF(const DimwiseForwardRows<float>& p) {
+void dimwiseForwardPanelF(const DimwisePanel<float>& p) {
   switch (p.c) {
-    case 1: dimwiseForwardRowsImpl<1>(p); break;
-    case 2: dimwiseForwardRowsImpl<2>(p); break;
-    case 3: dimwiseForwardRowsImpl<3>(p); break;
-    case 4: dimwiseForwardRowsImpl<4>(p); break;
-    default: dimwiseForwardRowsImpl<0>(p); break;
+    case 1: dimwiseForwardPanelImpl<1>(p); break;
+    case 2: dimwiseForwardPanelImpl<2>(p); break;
+    case 3: dimwiseForwardPanelImpl<3>(p); break;
+    case 4: dimwiseForwardPanelImpl<4>(p); break;
+    default: dimwiseForwardPanelImpl<0>(p); break;
   }
 }
 

@@ -8,7 +8,7 @@ namespace tensorscope::model_core::kernels {
 RowOps<float> rowOpsFloat_sse2() {
   using namespace sse2;
   return {minMaxF, expSumDotF, expWriteF, softmaxColumnBackwardF, softmaxRowBackwardF, axpyF, dotF, mul3F, phiRowF, phiPrimeScaleF, phiPanelF, phiBackwardBlockF,
-          dimwiseForwardRowsF, dimwiseRowRecomputeF, dimwiseBackwardRunF, geluRowF, geluBackwardRowF,
+          dimwiseForwardPanelF, dimwiseRowRecomputeF, dimwiseBackwardRunF, geluRowF, geluBackwardRowF,
           correlateRowF, correlateDotsF};
 }
 

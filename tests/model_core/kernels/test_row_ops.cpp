@@ -394,34 +394,44 @@ TEST(RowOps, DimwiseRowsMatchTheirFloat64Versions) {
         SCOPED_TRACE(std::string(isa) + " d=" + std::to_string(d) + " c=" + std::to_string(C));
         const float qj = 0.7f, t = 0.4f;
         const auto S0 = randomRow(rng, d, 2.0f), k = randomRow(rng, d, 1.0f), v = randomRow(rng, d, 1.0f);
-        // Forward (one row; DimwiseRowsForwardMatchTheirDefinition takes blocks of rows).
-        auto Sf = S0;
-        auto Sd = toDouble(S0);
+        // Forward (a panel of one row, lane 0; DimwiseRowsForwardMatchTheirDefinition takes fuller panels).
+        constexpr int64_t P = kDimwisePanel;
         const auto wf = randomRow(rng, C * d, 1.0f);
-        const auto wd0 = toDouble(wf), kd0 = toDouble(k), vd0 = toDouble(v);
-        std::vector<float> of(static_cast<size_t>(C)), sf(static_cast<size_t>(d));
-        std::vector<double> od(static_cast<size_t>(C)), sd(static_cast<size_t>(d));
+        std::vector<float> Sf(size_t(d * P), 0.0f), wpf(size_t(C * d * P), 0.0f);
+        for (int64_t m = 0; m < d; ++m) {
+          Sf[size_t(m * P)] = S0[size_t(m)];
+          for (int64_t c = 0; c < C; ++c) wpf[size_t((c * d + m) * P)] = wf[size_t(c * d + m)];
+        }
+        auto Sd = toDouble(Sf);
+        const auto wpd = toDouble(wpf), kd0 = toDouble(k), vd0 = toDouble(v);
+        std::vector<float> of(static_cast<size_t>(C)), sf(size_t(d * P));
+        std::vector<double> od(static_cast<size_t>(C)), sd(size_t(d * P));
         float lf;
         double ld;
         const float qf[1] = {qj};
         const double qd[1] = {qj};
-        float mf = *std::max_element(S0.begin(), S0.end());  // the row's maximum before the update
-        double md = mf;
-        DimwiseForwardRows<float> ff;
+        std::vector<float> mf(size_t(P), 0.0f);
+        mf[0] = *std::max_element(S0.begin(), S0.end());  // the row's maximum before the update
+        std::vector<double> md(mf.begin(), mf.end());
+        DimwisePanel<float> ff;
         ff.rows = 1, ff.d = d, ff.c = C, ff.S = Sf.data(), ff.q = qf, ff.k = k.data(), ff.v = v.data(), ff.t = t;
-        ff.w = wf.data(), ff.ldw = d, ff.out = of.data(), ff.ldo = 1, ff.lse = &lf, ff.scratch = sf.data();
-        ff.rowMax = &mf;
-        DimwiseForwardRows<double> fd;
+        ff.w = wpf.data(), ff.out = of.data(), ff.ldo = 1, ff.lse = &lf, ff.scratch = sf.data(), ff.rowMax = mf.data();
+        DimwisePanel<double> fd;
         fd.rows = 1, fd.d = d, fd.c = C, fd.S = Sd.data(), fd.q = qd, fd.k = kd0.data(), fd.v = vd0.data(), fd.t = t;
-        fd.w = wd0.data(), fd.ldw = d, fd.out = od.data(), fd.ldo = 1, fd.lse = &ld, fd.scratch = sd.data();
-        fd.rowMax = &md;
-        ops.dimwiseForwardRows(ff);
-        dops.dimwiseForwardRows(fd);
+        fd.w = wpd.data(), fd.out = od.data(), fd.ldo = 1, fd.lse = &ld, fd.scratch = sd.data(), fd.rowMax = md.data();
+        ops.dimwiseForwardPanel(ff);
+        dops.dimwiseForwardPanel(fd);
         EXPECT_LT(maxDiff(Sf, Sd), 1e-6);
         EXPECT_NEAR(lf, ld, 1e-5 * (1 + std::abs(ld)));
         EXPECT_LT(maxDiff(of, od), 1e-6);
-        EXPECT_EQ(mf, *std::max_element(Sf.begin(), Sf.end()));  // the maximum after, for the next position
-        EXPECT_EQ(md, *std::max_element(Sd.begin(), Sd.end()));
+        float rowMaxF = -INFINITY;
+        for (int64_t m = 0; m < d; ++m) rowMaxF = std::max(rowMaxF, Sf[size_t(m * P)]);
+        EXPECT_EQ(mf[0], rowMaxF);  // the maximum after, for the next position
+        double rowMaxD = -INFINITY;
+        for (int64_t m = 0; m < d; ++m) rowMaxD = std::max(rowMaxD, Sd[size_t(m * P)]);
+        EXPECT_EQ(md[0], rowMaxD);
+        for (int64_t m = 0; m < d; ++m)
+          for (int64_t r = 1; r < P; ++r) EXPECT_EQ(Sf[size_t(m * P + r)], 0.0f) << "padding lane " << r;
         // Recompute: the same probabilities from the log-sum-exp.
         auto Rf = S0;
         auto Rd = toDouble(S0);
@@ -530,63 +540,72 @@ TEST(RowOps, DimwiseBackwardRunsMatchTheirDefinition) {
 }
 
 TEST(RowOps, DimwiseRowsForwardMatchTheirDefinition) {
-  // Blocks of rows of the causal dimension-wise forward (DimwiseForwardRows): the float64 operation
-  // against the equations written out here, every float build against the float64 one; row counts
-  // below, at and above one vectorised chunk of log-sum-exps (16), one to five filters (five take
-  // the scratch path), row lengths with and without scalar tails, row maxima far from zero (the
-  // log-sum-exp's shift), and rows whose old maximum stands 500 above the rest with a query 200
-  // times larger: the float rows' bound on the new maximum (old maximum plus max q·k) overshoots it
-  // by up to min(500, |q|·(max k − min k))·t/ln2 base-2 orders, past kDimwiseShiftSlack and past
-  // float32's range (without the second exp pass with the exact maximum the terms would all be 0);
-  // the maxima the rows leave for the next position are checked too.
+  // Panels of rows of the causal dimension-wise forward (DimwisePanel, the rows across the vector
+  // lanes): the float64 operation against the equations written out here, every float build against
+  // the float64 one; row counts below, at and above one AVX2 vector (8) and a full panel (16), one
+  // to five filters (five take the scratch path), row lengths of 3, 16 and 45 columns, row maxima far
+  // from zero (the log-sum-exp's shift), and rows whose old maximum stands 500 above the rest with a
+  // query 200 times larger: the float panel's bound on the new maximum (old maximum plus max q·k)
+  // overshoots it by up to min(500, |q|·(max k − min k))·t/ln2 base-2 orders, past
+  // kDimwiseShiftSlack and past float32's range (without the second exp pass with the exact maximum
+  // the terms would all be 0); the maxima the rows leave for the next position are checked too, and
+  // the padding lanes and the outputs past the rows stay untouched.
   IsaGuard guard;
   std::mt19937 rng(39);
+  constexpr int64_t P = kDimwisePanel;
   const auto& dops = rowOpsDouble();
   for (const char* isa : buildsHere()) {
     forceRowOpsIsa(isa);
     const auto& ops = rowOpsFloat();
-    for (int64_t rows : {1, 7, 16, 37})
+    for (int64_t rows : {1, 7, 9, 16})
       for (int64_t d : {3, 16, 45})
         for (int64_t C : {1, 2, 4, 5}) {
           SCOPED_TRACE(std::string(isa) + " rows=" + std::to_string(rows) + " d=" + std::to_string(d) +
                        " c=" + std::to_string(C));
           const float t = 0.3f;
-          auto S0 = randomRow(rng, rows * d, 3.0f);
+          auto S0 = randomRow(rng, rows * d, 3.0f);  // row layout: S0[r·d + m]
           for (int64_t r = 0; r < rows; ++r) S0[size_t(r * d)] += 40.0f * float(r % 3);  // large row maxima
           auto q = randomRow(rng, rows, 1.0f);
           for (int64_t r = 4; r < rows; r += 5) S0[size_t(r * d)] += 500.0f, q[size_t(r)] *= 200.0f;  // slack ≫ 32
           const auto k = randomRow(rng, d, 1.0f), v = randomRow(rng, d, 1.0f);
-          const int64_t ldw = rows * d + 3, ldo = rows + 2;
-          std::vector<float> mf(static_cast<size_t>(rows));
-          for (int64_t r = 0; r < rows; ++r) mf[size_t(r)] = *std::max_element(S0.begin() + r * d, S0.begin() + (r + 1) * d);
-          std::vector<double> md(mf.begin(), mf.end());
-          const auto w = randomRow(rng, C * ldw, 1.0f);
-          std::vector<double> Sd(S0.begin(), S0.end()), qd(q.begin(), q.end()), kd(k.begin(), k.end()),
-              vd(v.begin(), v.end()), wd(w.begin(), w.end());
-          auto Sf = S0;
-          std::vector<float> of(size_t(C * ldo), 7.0f), lf(static_cast<size_t>(rows)), sf(static_cast<size_t>(d));
-          std::vector<double> od(size_t(C * ldo), 7.0), ldd(static_cast<size_t>(rows)), sd(static_cast<size_t>(d));
-          DimwiseForwardRows<float> ff;
+          const auto w = randomRow(rng, C * rows * d, 1.0f);  // row layout: w[(c·rows + r)·d + m]
+          const int64_t ldo = rows + 2;
+          // The panel layouts, the lanes past `rows` zero.
+          std::vector<float> Sf(size_t(d * P), 0.0f), wp(size_t(C * d * P), 0.0f), mf(size_t(P), 0.0f);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t m = 0; m < d; ++m) {
+              Sf[size_t(m * P + r)] = S0[size_t(r * d + m)];
+              for (int64_t c = 0; c < C; ++c) wp[size_t((c * d + m) * P + r)] = w[size_t((c * rows + r) * d + m)];
+            }
+            mf[size_t(r)] = *std::max_element(S0.begin() + r * d, S0.begin() + (r + 1) * d);
+          }
+          std::vector<double> Sd(Sf.begin(), Sf.end()), md(mf.begin(), mf.end()), qd(q.begin(), q.end()),
+              kd(k.begin(), k.end()), vd(v.begin(), v.end()), wpd(wp.begin(), wp.end());
+          std::vector<float> of(size_t(C * ldo), 7.0f), lf(static_cast<size_t>(rows)), sf(size_t(d * P));
+          std::vector<double> od(size_t(C * ldo), 7.0), ldd(static_cast<size_t>(rows)), sd(size_t(d * P));
+          DimwisePanel<float> ff;
           ff.rows = rows, ff.d = d, ff.c = C, ff.S = Sf.data(), ff.q = q.data(), ff.k = k.data(), ff.v = v.data();
-          ff.t = t, ff.w = w.data(), ff.ldw = ldw, ff.out = of.data(), ff.ldo = ldo, ff.lse = lf.data();
+          ff.t = t, ff.w = wp.data(), ff.out = of.data(), ff.ldo = ldo, ff.lse = lf.data();
           ff.scratch = sf.data(), ff.rowMax = mf.data();
-          DimwiseForwardRows<double> fd;
+          DimwisePanel<double> fd;
           fd.rows = rows, fd.d = d, fd.c = C, fd.S = Sd.data(), fd.q = qd.data(), fd.k = kd.data(), fd.v = vd.data();
-          fd.t = t, fd.w = wd.data(), fd.ldw = ldw, fd.out = od.data(), fd.ldo = ldo, fd.lse = ldd.data();
+          fd.t = t, fd.w = wpd.data(), fd.out = od.data(), fd.ldo = ldo, fd.lse = ldd.data();
           fd.scratch = sd.data(), fd.rowMax = md.data();
-          ops.dimwiseForwardRows(ff);
-          dops.dimwiseForwardRows(fd);
+          ops.dimwiseForwardPanel(ff);
+          dops.dimwiseForwardPanel(fd);
           for (int64_t r = 0; r < rows; ++r) {
             // The definition: S_r += q_r·k, lse = log Σ e^(t·S_r), out_c = Σ_m W_c[r,m]·softmax(t·S_r)[m]·v[m].
             std::vector<double> srow(static_cast<size_t>(d));
             double mx = -1e300, sum = 0;
+            float mxf = -INFINITY;
             for (int64_t m = 0; m < d; ++m) {
               srow[size_t(m)] = double(S0[size_t(r * d + m)]) + qd[size_t(r)] * kd[size_t(m)];
               mx = std::max(mx, srow[size_t(m)]);
-              EXPECT_NEAR(Sd[size_t(r * d + m)], srow[size_t(m)], 1e-12);
-              EXPECT_NEAR(Sf[size_t(r * d + m)], srow[size_t(m)], 1e-5 * (1 + std::abs(srow[size_t(m)])));
+              mxf = std::max(mxf, Sf[size_t(m * P + r)]);
+              EXPECT_NEAR(Sd[size_t(m * P + r)], srow[size_t(m)], 1e-12);
+              EXPECT_NEAR(Sf[size_t(m * P + r)], srow[size_t(m)], 1e-5 * (1 + std::abs(srow[size_t(m)])));
             }
-            EXPECT_EQ(mf[size_t(r)], *std::max_element(Sf.begin() + r * d, Sf.begin() + (r + 1) * d));
+            EXPECT_EQ(mf[size_t(r)], mxf);
             EXPECT_EQ(md[size_t(r)], mx);
             for (int64_t m = 0; m < d; ++m) sum += std::exp(t * (srow[size_t(m)] - mx));
             const double lse = t * mx + std::log(sum);
@@ -595,17 +614,19 @@ TEST(RowOps, DimwiseRowsForwardMatchTheirDefinition) {
             for (int64_t c = 0; c < C; ++c) {
               double o = 0;
               for (int64_t m = 0; m < d; ++m)
-                o += wd[size_t(c * ldw + r * d + m)] * std::exp(t * srow[size_t(m)] - lse) * vd[size_t(m)];
+                o += double(w[size_t((c * rows + r) * d + m)]) * std::exp(t * srow[size_t(m)] - lse) * vd[size_t(m)];
               EXPECT_NEAR(od[size_t(c * ldo + r)], o, 1e-12);
               EXPECT_NEAR(of[size_t(c * ldo + r)], o, 1e-5 * (1 + std::abs(o)));  // float S: |S| up to 90
             }
           }
-          // Nothing outside the rows' outputs is written.
+          // Nothing outside the rows' outputs is written, and the padding lanes stay zero.
           for (int64_t c = 0; c < C; ++c)
             for (int64_t r = rows; r < ldo; ++r) {
               EXPECT_EQ(of[size_t(c * ldo + r)], 7.0f);
               EXPECT_EQ(od[size_t(c * ldo + r)], 7.0);
             }
+          for (int64_t m = 0; m < d; ++m)
+            for (int64_t r = rows; r < P; ++r) EXPECT_EQ(Sf[size_t(m * P + r)], 0.0f) << "padding lane " << r;
         }
   }
 }
