@@ -138,7 +138,8 @@ double dimwiseExpFloorSeconds(int64_t B, int64_t N, int64_t d) {
       for (int64_t j = 0; j < d; ++j) S[size_t(j)] = -0.01f * float(j % 97), k[size_t(j)] = 0.5f + 0.001f * float(j);
       float keep = 0;
       for (int64_t r = begin; r < end; ++r) {
-        ops.dimwiseRowRecompute(S.data(), k.data(), 0.0f, d, 1.0f, float(r & 7) * 1e-3f, p.data());
+        ops.dimwiseRowRecompute(S.data(), k.data(), 0.0f, d, 1.0f, float(r & 7) * 1e-3f, p.data(),
+                                model_core::kernels::kDimwiseChunk);
         keep += p[size_t(r % d)];
       }
       volatile float sink = keep;  // the work is not optimised away

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #include "kernels/partials.h"
@@ -12,6 +13,22 @@
 namespace tensorscope::model_core::kernels {
 static_assert(kDimwiseRowBlock == kDimwisePanel, "the forward walks one panel of rows at a time");
 namespace {
+
+/// An allocator on 64-byte boundaries: the backward's tiles are read and written a cache line (one
+/// AVX-512 vector) at a time, and a line-aligned chunk never splits across two lines.
+template <typename T>
+struct LineAligned {
+  using value_type = T;
+  LineAligned() = default;
+  template <typename U>
+  LineAligned(const LineAligned<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <typename U>
+  bool operator==(const LineAligned<U>&) const { return true; }
+};
+template <typename T>
+using Tile = std::vector<T, LineAligned<T>>;
 
 template <typename T>
 struct Geometry {
@@ -43,11 +60,14 @@ void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* che
     constexpr int64_t P = kDimwisePanel;
     // The panel's buffers on 64-byte boundaries, so that each column of the panel is one cache line.
     constexpr int64_t pad = 64 / sizeof(T);
-    std::vector<T> buffer(size_t((2 + C) * d * P + P + 4 * pad));
+    // Each buffer starts a further cache line past a whole number of lines, so that the state's
+    // column m and the filters' column m (8 KiB apart at d = 128) never share their low 12 address
+    // bits: a load whose address matches an earlier store's in those bits waits for it (4K aliasing).
+    std::vector<T> buffer(size_t((2 + C) * d * P + P + 8 * pad));
     T* next = buffer.data() + (pad - (reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(T)) % pad) % pad;
     auto take = [&](int64_t n) {
       T* at = next;
-      next += (n + pad - 1) / pad * pad;
+      next += (n + pad - 1) / pad * pad + pad;
       return at;
     };
     T *S = take(P * d), *Wp = take(C * d * P), *scratch = take(d * P), *rowMax = take(P);
@@ -94,6 +114,8 @@ void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const
                            const T* dO, T* dqkv, T* dW, const Parallel& par) {
   const Geometry<T> g{p};
   const int64_t B = p.B, N = p.N, d = p.d, C = p.c, K = p.segment, ld = g.ld(), segments = p.segments();
+  constexpr int64_t Q = kDimwiseChunk;
+  const int64_t nch = (d + Q - 1) / Q, dp = nch * Q;  // chunks of a row, its padded length
   const ItemGroups split(B, d, par.threads);
   const int64_t groups = split.groups;
   // ∂k and ∂v of a sequence sum over its rows: straight into dqkv with one group, else one slab
@@ -103,33 +125,62 @@ void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const
   RangeSums<T> dWRanges;
   par.run(B * groups, [&](int64_t begin, int64_t end) {
     const auto& ops = rowOps<T>();
-    const int64_t rowsMax = std::min(kDimwiseRowBlock, d);
-    std::vector<T> S(size_t(rowsMax * d)), P(size_t(std::min(K, N) * rowsMax * d)), D(size_t(rowsMax * d));
-    std::vector<T> dWloc(size_t(C * d * d), T(0));  // accumulated even when dW is not asked (a scratch target)
+    const int64_t rowsMax = std::min(kDimwiseRowBlock, d), Ks = std::min(K, N);
+    // Chunk strides of the tiles, one cache line more than the positions they hold: power-of-two
+    // strides put a row's chunks in one L1 set (and alias their loads with the stores 4 KiB apart).
+    const int64_t ldp = Ks * Q + Q, ldvk = Ks * 2 * Q + Q;
+    // The tiles (row_ops.h, DimwiseBackwardRun): chunks of Q values, zero past d, a segment's
+    // positions side by side inside a chunk. P: block row r's t·p of the segment's position l at
+    // (r·nch + i)·ldp + l·Q; VK and dVK: the segment's position l's v and k (∂v·t and ∂k) at
+    // i·ldvk + 2l·Q; Wt: every filter row, row j's chunk i of W_c at ((j·nch + i)·C + c)·Q; dWt: ∂W
+    // in that layout; D: the suffix accumulators of the item's rows, row j at j·dp.
+    std::vector<T> S(size_t(rowsMax * d));
+    Tile<T> P(size_t(rowsMax * nch * ldp), T(0)), D(size_t(d * dp)), VK(size_t(nch * ldvk), T(0)), dVK(VK.size());
+    Tile<T> Wt(size_t(d * nch * C * Q), T(0));
+    Tile<T> dWt(Wt.size(), T(0));  // accumulated even when dW is not asked (a scratch target)
+    for (int64_t j = 0; j < d; ++j)
+      for (int64_t c = 0; c < C; ++c) {
+        const T* w = g.filterRow(c, j);
+        for (int64_t m0 = 0; m0 < d; m0 += Q)
+          std::copy(w + m0, w + std::min(d, m0 + Q), Wt.data() + ((j * nch + m0 / Q) * C + c) * Q);
+      }
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / groups, grp = item % groups;
       const int64_t j0 = split.firstBlock(grp), j1 = split.endBlock(grp);
+      if (j0 >= j1) continue;  // a group past the last row (its slab stays zero)
       const auto [kv, ldkv] = split.target(slabs, dqkv, b, grp, B, N, d, d);  // row n: ∂k at 0, ∂v at d
-      // One block of rows at a time over every segment (its probabilities, K·rows·d, stay in L2).
-      // A position's ∂k and ∂v still take its rows in increasing order, as with one block.
-      for (int64_t jb = j0; jb < j1; jb += kDimwiseRowBlock) {
-        const int64_t nr = std::min(kDimwiseRowBlock, j1 - jb);
-        std::fill(D.begin(), D.begin() + nr * d, T(0));
-        for (int64_t s = segments - 1; s >= 0; --s) {
-          const int64_t i0 = s * K, i1 = std::min(N, i0 + K);
-          // The segment's probabilities, recomputed forward from its checkpoint in the forward's order.
+      std::fill(D.begin() + j0 * dp, D.begin() + j1 * dp, T(0));
+      for (int64_t s = segments - 1; s >= 0; --s) {
+        const int64_t i0 = s * K, i1 = std::min(N, i0 + K);
+        // The segment's v and k in their tile, its ∂v and ∂k tile cleared.
+        for (int64_t i = i0; i < i1; ++i) {
+          const T *v = g.v(b, i), *k = g.k(b, i);
+          for (int64_t m0 = 0; m0 < d; m0 += Q) {
+            T* at = VK.data() + (m0 / Q) * ldvk + (i - i0) * 2 * Q;
+            const int64_t w = std::min(Q, d - m0);
+            std::copy(v + m0, v + m0 + w, at);
+            std::copy(k + m0, k + m0 + w, at + Q);
+          }
+        }
+        std::fill(dVK.begin(), dVK.end(), T(0));
+        // One block of rows at a time (its probabilities over the segment, K·rows·d, stay in L2).
+        for (int64_t jb = j0; jb < j1; jb += kDimwiseRowBlock) {
+          const int64_t nr = std::min(kDimwiseRowBlock, j1 - jb);
+          // The segment's probabilities, recomputed forward from its checkpoint in the forward's
+          // order, each scaled by its position's t (ln t folded into the log-sum-exp: the runs save a
+          // product).
           if (s == 0) std::fill(S.begin(), S.begin() + nr * d, T(0));
           else
             for (int64_t r = 0; r < nr; ++r)
               std::copy(checkpoints + g.checkpointAt(b, s - 1, jb + r),
                         checkpoints + g.checkpointAt(b, s - 1, jb + r) + d, S.begin() + r * d);
           for (int64_t i = i0; i < i1; ++i) {
-            const T t = positionScale<T>(i);
+            const T t = positionScale<T>(i), logT = std::log(t);
             const T *q = g.q(b, i), *k = g.k(b, i);
             const T* l = lse + (b * N + i) * d;
             for (int64_t r = 0; r < nr; ++r)
-              ops.dimwiseRowRecompute(S.data() + r * d, k, q[jb + r], d, t, l[jb + r],
-                                      P.data() + ((i - i0) * nr + r) * d);
+              ops.dimwiseRowRecompute(S.data() + r * d, k, q[jb + r], d, t, l[jb + r] - logT,
+                                      P.data() + r * nch * ldp + (i - i0) * Q, ldp);
           }
           // The segment's positions from the last to the first, in runs of up to kDimwiseRunMax
           // positions per row (row_ops.h: D and the row's ∂W stay in registers over a run).
@@ -138,26 +189,48 @@ void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const
             T scales[kDimwiseRunMax];
             for (int64_t l = 0; l < len; ++l) scales[l] = positionScale<T>(st + l);
             DimwiseBackwardRun<T> run;  // see row_ops.h
-            run.d = d, run.c = C, run.len = len, run.ldp = nr * d, run.v = g.v(b, st), run.k = g.k(b, st);
-            run.ldx = ld, run.t = scales, run.ldgi = C * d, run.ldgc = d, run.ldw = d * d;
-            run.dk = kv + st * ldkv, run.dv = run.dk + d, run.lddx = ldkv, run.lddq = ld;
+            run.chunks = nch, run.c = C, run.len = len, run.ldp = ldp;
+            run.vk = VK.data() + (st - i0) * 2 * Q, run.dvk = dVK.data() + (st - i0) * 2 * Q, run.ldvk = ldvk;
+            run.ldq = ld, run.t = scales, run.ldgi = C * d, run.ldgc = d, run.lddq = ld;
             for (int64_t r = 0; r < nr; ++r) {
               const int64_t j = jb + r;
-              run.p = P.data() + ((st - i0) * nr + r) * d;
+              run.p = P.data() + r * nch * ldp + (st - i0) * Q;
               run.q = g.q(b, st) + j;
               run.g = dO + (b * N + st) * C * d + j;
               run.o = O + (b * N + st) * C * d + j;
-              run.w = g.filterRow(0, j), run.dW = dWloc.data() + j * d;
-              run.D = D.data() + r * d;
+              run.w = Wt.data() + j * nch * C * Q, run.dW = dWt.data() + j * nch * C * Q;
+              run.D = D.data() + j * dp;
               run.dq = dqkv + (b * N + st) * ld + j;
-              ops.dimwiseBackwardRun(run);  // ∂v, ∂W, D += ∂S⁽ⁱ⁾[j,:], ∂k and ∂q of the run
+              ops.dimwiseBackwardRun(run);  // ∂v·t, ∂W, D += ∂S⁽ⁱ⁾[j,:], ∂k and ∂q of the run
             }
             e = st;
           }
         }
+        // The segment's ∂k and ∂v (the item's rows summed in increasing order) into the target, ∂v
+        // unscaled by 1/t.
+        for (int64_t i = i0; i < i1; ++i) {
+          T* row = kv + i * ldkv;
+          const T inverse = std::sqrt(T(i + 1));  // 1/t_i
+          for (int64_t m0 = 0; m0 < d; m0 += Q) {
+            const T* at = dVK.data() + (m0 / Q) * ldvk + (i - i0) * 2 * Q;
+            for (int64_t m = m0; m < std::min(d, m0 + Q); ++m) {
+              row[m] += at[Q + m - m0];
+              row[d + m] += at[m - m0] * inverse;
+            }
+          }
+        }
       }
     }
-    if (dW) dWRanges.add(begin, std::move(dWloc));
+    if (dW) {
+      std::vector<T> dWloc(size_t(C * d * d));
+      for (int64_t j = 0; j < d; ++j)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t m0 = 0; m0 < d; m0 += Q) {
+            const T* at = dWt.data() + ((j * nch + m0 / Q) * C + c) * Q;
+            std::copy(at, at + std::min(Q, d - m0), dWloc.data() + (c * d + j) * d + m0);
+          }
+      dWRanges.add(begin, std::move(dWloc));
+    }
   });
   if (groups > 1) addSlabs(slabs, groups, B, N, 2 * d, dqkv, ld, d);
   if (dW) dWRanges.sumInto(dW, size_t(C * d * d));

@@ -27,11 +27,19 @@
 //     ∂S⁽ⁱ⁾[j,:] = t_i·p ⊙ (∂p − ⟨p, ∂p⟩),   D_i = Σ_{n≥i} ∂S⁽ⁿ⁾ (the suffix accumulator, rows × d),
 //     ∂q[i,j] = ⟨D_i[j,:], k_i⟩,            ∂k_i += Σ_j q[i,j]·D_i[j,:],
 // with ⟨p, ∂p⟩ = Σ_c gO[i,c,j]·O[i,c,j] from the forward's output (no pass over the row for it).
+// The runs read and write tiles (row_ops.h, kDimwiseChunk): each row of d values as chunks of 16
+// (zero past d) with the positions side by side inside a chunk, so one pointer per array reaches
+// the positions of a run (the loop keeps six pointers, its scalars broadcast from memory): the
+// recomputed probabilities, the sequence's v and k and its ∂v and ∂k (2·N·d values each per thread,
+// the ∂ tile summing the item's rows in increasing order, then added to the target), the block's
+// filter rows and every row's ∂W. The recompute folds ln t_i into the log-sum-exp, writing t_i·p,
+// so the runs save a product per entry; the ∂v tile holds t_i·∂v_i until it is added.
 // ∂q of a row belongs to its item; ∂k and ∂v sum over rows: one group of rows per sequence when the
 // sequences keep the threads busy, else per-group slabs added in group order (kernels/partials.h),
 // and ∂W per thread range, added in range order: results do not depend on thread timing.
 // A position's ∂k and ∂v take its rows in increasing row order whatever the blocking.
-// Memory: O(B·⌈N/K⌉·d² + B·N·c·d) kept (the output among it), K·kDimwiseRowBlock·d + c·d² per thread.
+// Memory: O(B·⌈N/K⌉·d² + B·N·c·d) kept (the output among it), K·kDimwiseRowBlock·d + 4·N·d + 2·c·d²
+// per thread in backward.
 
 #include <cstdint>
 

@@ -169,31 +169,36 @@ void dimwiseForwardPanelD(const DimwisePanel<double>& p) {
     p.lse[r] = shift + std::log(sum);
   }
 }
-void dimwiseRowRecomputeD(double* S, const double* k, double qj, int64_t d, double t, double lse, double* p) {
+void dimwiseRowRecomputeD(double* S, const double* k, double qj, int64_t d, double t, double lse, double* p,
+                          int64_t ldp) {
   for (int64_t i = 0; i < d; ++i) {
     S[i] += qj * k[i];
-    p[i] = std::exp(S[i] * t - lse);
+    p[i / kDimwiseChunk * ldp + i % kDimwiseChunk] = std::exp(S[i] * t - lse);
   }
 }
 void dimwiseBackwardRunD(const DimwiseBackwardRun<double>& a) {
-  std::vector<double> G(static_cast<size_t>(a.d));
+  constexpr int64_t Q = kDimwiseChunk;
+  const int64_t n = a.chunks * Q;  // the padded row: its entries past d are zero
+  auto at = [](int64_t i, int64_t ld) { return i / Q * ld + i % Q; };
   for (int64_t l = a.len - 1; l >= 0; --l) {
-    const double *p = a.p + l * a.ldp, *v = a.v + l * a.ldx, *k = a.k + l * a.ldx;
-    double* dv = a.dv + l * a.lddx;
-    double* dk = a.dk + l * a.lddx;
+    auto gc = [&](int64_t c) { return a.g[l * a.ldgi + c * a.ldgc]; };
     double delta = 0;
-    for (int64_t c = 0; c < a.c; ++c) delta += a.g[l * a.ldgi + c * a.ldgc] * a.o[l * a.ldgi + c * a.ldgc];
-    for (int64_t i = 0; i < a.d; ++i) {
-      G[size_t(i)] = 0;
-      for (int64_t c = 0; c < a.c; ++c) G[size_t(i)] += a.w[c * a.ldw + i] * a.g[l * a.ldgi + c * a.ldgc];
-    }
+    for (int64_t c = 0; c < a.c; ++c) delta += gc(c) * a.o[l * a.ldgi + c * a.ldgc];
+    const double qj = a.q[l * a.ldq], t = a.t[l];
     double dq = 0;
-    for (int64_t i = 0; i < a.d; ++i) {
-      dv[i] += p[i] * G[size_t(i)];
-      for (int64_t c = 0; c < a.c; ++c) a.dW[c * a.ldw + i] += p[i] * v[i] * a.g[l * a.ldgi + c * a.ldgc];
-      a.D[i] += a.t[l] * p[i] * (v[i] * G[size_t(i)] - delta);
-      dk[i] += a.q[l * a.ldx] * a.D[i];
-      dq += a.D[i] * k[i];
+    for (int64_t i = 0; i < n; ++i) {
+      const double p = a.p[at(i, a.ldp) + l * Q];
+      const double v = a.vk[at(i, a.ldvk) + 2 * l * Q], k = a.vk[at(i, a.ldvk) + (2 * l + 1) * Q];
+      double G = 0;
+      for (int64_t c = 0; c < a.c; ++c) {
+        const int64_t wi = (i / Q * a.c + c) * Q + i % Q;
+        G += a.w[wi] * gc(c);
+        a.dW[wi] += p * v * (gc(c) / t);
+      }
+      a.dvk[at(i, a.ldvk) + 2 * l * Q] += p * G;
+      a.D[i] += p * (v * G - delta);
+      a.dvk[at(i, a.ldvk) + (2 * l + 1) * Q] += qj * a.D[i];
+      dq += a.D[i] * k;
     }
     a.dq[l * a.lddq] = dq;
   }

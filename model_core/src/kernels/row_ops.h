@@ -89,34 +89,39 @@ struct DimwisePanel {
 /// Positions of one DimwiseBackwardRun call.
 constexpr int64_t kDimwiseRunMax = 4;
 
+/// Values per chunk of the backward's tiles: a row of d values is held as ⌈d/16⌉ chunks of 16 (zero
+/// past d), and the positions of a segment sit next to one another inside each chunk, so that the
+/// positions of a run are a fixed 16 (or 32) values apart and one pointer reaches them all.
+constexpr int64_t kDimwiseChunk = 16;
+
 /// The backward of one row j of causal dimension-wise attention (kernels/dimwise_causal.h) over a
-/// run of `len` (1 to kDimwiseRunMax) consecutive positions l, walked from the last to the first.
-/// With G_l = Σ_c g_l,c·W_c and ∂p_l = v_l ⊙ G_l, at each position l:
-///   dv_l += p_l ⊙ G_l,   dW_c += g_l,c·(p_l ⊙ v_l),   D += t_l·p_l ⊙ (∂p_l − δ_l),
-///   dk_l += q_l·D (the updated D),   dq_l = ⟨D, k_l⟩ (written),
+/// run of `len` (1 to kDimwiseRunMax) consecutive positions l, walked from the last to the first,
+/// on the kernel's tiles (chunks of kDimwiseChunk values, zero past d; no scalar tails). The
+/// probabilities come scaled, p̃_l = t_l·p_l (the recompute folds ln t_l into its shift), and the
+/// value gradients leave scaled the same way. With G_l = Σ_c g_l,c·W_c, at each position l:
+///   ṽ_l += p̃_l ⊙ G_l (= t_l·∂v_l's share),   dW_c += (g_l,c / t_l)·(p̃_l ⊙ v_l),
+///   D += p̃_l ⊙ (v_l ⊙ G_l − δ_l) (= t_l·p_l ⊙ (∂p_l − δ_l)),   dk_l += q_l·D (the updated D),
+///   dq_l = ⟨D, k_l⟩ (written),
 /// where δ_l = ⟨p_l, ∂p_l⟩ = Σ_c g_l,c·Σ_m W_c[m]·p_l[m]·v_l[m] = Σ_c g_l,c·o_l,c is taken from the
 /// forward's outputs o (FlashAttention's rowsum(dO ⊙ O)) instead of another pass over p, v and W.
 template <typename T>
 struct DimwiseBackwardRun {
-  int64_t d = 0, c = 0, len = 0;
-  const T* p = nullptr;  ///< position l's probabilities at p + l·ldp
+  int64_t chunks = 0, c = 0, len = 0;  ///< chunks: ⌈d / kDimwiseChunk⌉
+  const T* p = nullptr;   ///< p̃_l's chunk i at p + i·ldp + l·kDimwiseChunk
   int64_t ldp = 0;
-  const T* v = nullptr;  ///< position l's v at v + l·ldx
-  const T* k = nullptr;  ///< position l's k at k + l·ldx
-  const T* q = nullptr;  ///< q_l (the row's query entry) at q[l·ldx]
-  int64_t ldx = 0;
+  const T* vk = nullptr;  ///< chunk i of position l: v_l at vk + i·ldvk + 2l·kDimwiseChunk, k_l right after
+  T* dvk = nullptr;       ///< the same layout: ṽ_l (t_l·∂v_l) and ∂k_l (+=)
+  int64_t ldvk = 0;
+  const T* q = nullptr;  ///< q_l (the row's query entry) at q[l·ldq]
+  int64_t ldq = 0;
   const T* t = nullptr;  ///< t_l: len scales
   const T* g = nullptr;  ///< g_l,c at g[l·ldgi + c·ldgc]
   const T* o = nullptr;  ///< the forward's o_l,c = Σ_m W_c[m]·p_l[m]·v_l[m] at o[l·ldgi + c·ldgc]
   int64_t ldgi = 0, ldgc = 0;
-  const T* w = nullptr;  ///< W_c's row at w + c·ldw
-  int64_t ldw = 0;
-  T* dW = nullptr;  ///< ∂W_c's row at dW + c·ldw (+=)
-  T* D = nullptr;   ///< the suffix accumulator's row, d values (+=)
-  T* dv = nullptr;  ///< position l's ∂v at dv + l·lddx (+=)
-  T* dk = nullptr;  ///< position l's ∂k at dk + l·lddx (+=)
-  int64_t lddx = 0;
-  T* dq = nullptr;  ///< dq_l at dq[l·lddq] (written)
+  const T* w = nullptr;  ///< chunk i of W_c's row at w + (i·c + c')·kDimwiseChunk
+  T* dW = nullptr;       ///< ∂W_c's row in the same layout (+=)
+  T* D = nullptr;        ///< the suffix accumulator's row, chunks·kDimwiseChunk values (+=)
+  T* dq = nullptr;       ///< dq_l at dq[l·lddq] (written)
   int64_t lddq = 0;
 };
 
@@ -158,8 +163,10 @@ struct RowOps {
   /// Causal dimension-wise attention's forward for a panel of state rows at one position
   /// (DimwisePanel).
   void (*dimwiseForwardPanel)(const DimwisePanel<T>& p);
-  /// S += qj·k (stored), then p = e^(t·S − lse): the forward's probabilities, recomputed.
-  void (*dimwiseRowRecompute)(T* S, const T* k, T qj, int64_t d, T t, T lse, T* p);
+  /// S += qj·k (stored), then p = e^(t·S − lse): the forward's probabilities, recomputed, written
+  /// in chunks of kDimwiseChunk values, chunk i at p + i·ldp (ldp = kDimwiseChunk: contiguous); the
+  /// last chunk's values past d are not written.
+  void (*dimwiseRowRecompute)(T* S, const T* k, T qj, int64_t d, T t, T lse, T* p, int64_t ldp);
   /// The backward of one row over a run of positions (DimwiseBackwardRun).
   void (*dimwiseBackwardRun)(const DimwiseBackwardRun<T>& a);
   /// y_i = GELU(x_i) = x_i·Φ(x_i), Φ the standard normal CDF (the exact, erf form); y may be x.

@@ -79,7 +79,7 @@ inline void dimwisePanelPass(const DimwisePanel<float>& p, int64_t g, vfloat q, 
       store(S + m * P, s);
       vm = vmax(vm, s);
     }
-    const vfloat e = exp2NonPositiveOverLn2(s * t2 - sh), u = e * v[m];
+    const vfloat e = exp2NonPositiveOverLn2<5>(s * t2 - sh), u = e * v[m];
     vs += e;
     if constexpr (CF == 0) store(scratch + m * P, u);
     for (int c = 0; c < CF; ++c) a[c] += load(w + (c * d + m) * P) * u;
@@ -154,92 +154,84 @@ void dimwiseForwardPanelF(const DimwisePanel<float>& p) {
   }
 }
 
-void dimwiseRowRecomputeF(float* S, const float* k, float qj, int64_t d, float t, float lse, float* p) {
+void dimwiseRowRecomputeF(float* S, const float* k, float qj, int64_t d, float t, float lse, float* p, int64_t ldp) {
   // p = e^(t·S − lse) = 2^(t2·S − lse·log2(e)) = 2^(t2·S − off)/ln2 with off = lse·log2(e) − log2(ln 2):
-  // the forward's base-2 exp, its argument still <= 0.
+  // the forward's base-2 exp, its argument still <= 0 (lse is at least the row's largest t·S, less
+  // ln t when the caller folds the scale t in, t <= 1). W divides kDimwiseChunk: a vector stays
+  // inside one chunk.
+  static_assert(kDimwiseChunk % W == 0);
   const float t2 = t * kLog2e, off = lse * kLog2e + 0.528766372162151f;
   int64_t i = 0;
   for (; i + W <= d; i += W) {
     const vfloat s = load(S + i) + load(k + i) * qj;
     store(S + i, s);
-    store(p + i, exp2NonPositiveOverLn2(s * t2 - off));
+    store(p + i / kDimwiseChunk * ldp + i % kDimwiseChunk, exp2NonPositiveOverLn2<5>(s * t2 - off));
   }
   for (; i < d; ++i) {
     S[i] += qj * k[i];
-    p[i] = exp2NonPositiveOverLn2(S[i] * t2 - off);
+    p[i / kDimwiseChunk * ldp + i % kDimwiseChunk] = exp2NonPositiveOverLn2<5>(S[i] * t2 - off);
   }
 }
 
 /// dimwiseBackwardRunF for L positions and CF filters (1-4; 0: any count, read from a.c). δ_l comes
-/// from the forward's outputs (Σ_c g·o, row_ops.h); the one pass walks the row one vector of columns
-/// at a time, the positions from the last to the first inside it, with that vector of D, of the
-/// filter rows and of their gradients in registers across the L positions, and the L vectors of
-/// ⟨D, k⟩ across the whole row.
+/// from the forward's outputs (Σ_c g·o, row_ops.h); the one pass walks the row one chunk at a time
+/// (one vector, or 16/W of them, each with its own registers), the positions from the last to the
+/// first inside it, with that vector of D, of the filter rows and of their gradients in registers
+/// across the L positions, and the L vectors of ⟨D, k⟩ across the whole row. The tiles put the L
+/// positions of every array at fixed offsets from one pointer per array: six pointers in all.
 template <int L, int CF>
 void dimwiseBackwardRunImpl(const DimwiseBackwardRun<float>& a) {
-  const int64_t d = a.d, C = CF > 0 ? CF : a.c, ldw = a.ldw, ldp = a.ldp, ldx = a.ldx, lddx = a.lddx;
-  const float *p = a.p, *v = a.v, *k = a.k, *w = a.w;
-  float *dW = a.dW, *Dr = a.D, *dv = a.dv, *dk = a.dk;
+  constexpr int64_t Q = kDimwiseChunk, NS = Q / W;
   constexpr int CR = CF > 0 ? CF : 1;
-  float g[L][CR], delta[L], t[L], qj[L];
+  const int64_t C = CF > 0 ? CF : a.c, n = a.chunks, ldp = a.ldp, ldvk = a.ldvk;
+  // The run's scalars, per position: g_c, g_c/t, δ, q, 1/t. Read in the loop through a laundered
+  // pointer, so that the compiler broadcasts each from memory where it is used (a load slot, 4 bytes)
+  // instead of keeping the L·(2c + 2) vectors on the stack and reloading them whole (64 bytes each:
+  // the loop was bound by load bandwidth).
+  constexpr int NK = 2 * CR + 3, kG = 0, kGs = CR, kDelta = 2 * CR, kQ = 2 * CR + 1, kIt = 2 * CR + 2;
+  alignas(64) float scalars[L][NK];
   for (int l = 0; l < L; ++l) {
-    t[l] = a.t[l], qj[l] = a.q[l * ldx];
-    for (int c = 0; c < CF; ++c) g[l][c] = a.g[l * a.ldgi + c * a.ldgc];
-  }
-  auto gAt = [&](int l, int64_t c) { return CF > 0 ? g[l][c] : a.g[l * a.ldgi + c * a.ldgc]; };
-  for (int l = 0; l < L; ++l) {
+    float* sc = scalars[l];
+    sc[kQ] = a.q[l * a.ldq], sc[kIt] = 1.0f / a.t[l];
+    for (int c = 0; c < CF; ++c) sc[kG + c] = a.g[l * a.ldgi + c * a.ldgc], sc[kGs + c] = sc[kG + c] * sc[kIt];
     float sum = 0;
-    for (int64_t c = 0; c < C; ++c) sum += gAt(l, c) * a.o[l * a.ldgi + c * a.ldgc];
-    delta[l] = sum;
+    for (int64_t c = 0; c < C; ++c) sum += a.g[l * a.ldgi + c * a.ldgc] * a.o[l * a.ldgi + c * a.ldgc];
+    sc[kDelta] = sum;
   }
+  const float* sk = &scalars[0][0];
+  asm("" : "+r"(sk) : : "memory");
+  auto K = [sk](int l, int j) { return sk[l * NK + j]; };
   vfloat vq[L] = {};
-  int64_t i = 0;
-  for (; i + W <= d; i += W) {
-    vfloat wc[CR], dwc[CR];
-    for (int c = 0; c < CF; ++c) wc[c] = load(w + c * ldw + i), dwc[c] = load(dW + c * ldw + i);
-    vfloat D = load(Dr + i);
-    for (int l = L - 1; l >= 0; --l) {
-      const vfloat pl = load(p + l * ldp + i), vl = load(v + l * ldx + i), pv = pl * vl;
-      vfloat G{};
-      if constexpr (CF > 0) {
-        for (int c = 0; c < CF; ++c) G += wc[c] * g[l][c], dwc[c] += pv * g[l][c];
-      } else {
-        for (int64_t c = 0; c < C; ++c) {
-          const float gc = gAt(l, c);
-          G += load(w + c * ldw + i) * gc;
-          store(dW + c * ldw + i, load(dW + c * ldw + i) + pv * gc);
+  const float *p = a.p, *vk = a.vk, *w = a.w;
+  float *dvk = a.dvk, *dW = a.dW, *Dr = a.D;
+  for (int64_t i = 0; i < n; ++i, p += ldp, vk += ldvk, dvk += ldvk, w += C * Q, dW += C * Q, Dr += Q) {
+    for (int64_t s = 0; s < NS * W; s += W) {
+      vfloat wc[CR], dwc[CR];
+      for (int c = 0; c < CF; ++c) wc[c] = load(w + c * Q + s), dwc[c] = load(dW + c * Q + s);
+      vfloat D = load(Dr + s);
+      for (int l = L - 1; l >= 0; --l) {
+        const vfloat pl = load(p + l * Q + s), vl = load(vk + 2 * l * Q + s), pv = pl * vl;
+        vfloat G{};
+        if constexpr (CF > 0) {
+          for (int c = 0; c < CF; ++c) G += wc[c] * K(l, kG + c), dwc[c] += pv * K(l, kGs + c);
+        } else {
+          for (int64_t c = 0; c < C; ++c) {
+            const float gc = a.g[l * a.ldgi + c * a.ldgc];
+            G += load(w + c * Q + s) * gc;
+            store(dW + c * Q + s, load(dW + c * Q + s) + pv * (gc * K(l, kIt)));
+          }
         }
+        float* dvl = dvk + 2 * l * Q + s;
+        store(dvl, load(dvl) + pl * G);
+        D += pl * (vl * G - K(l, kDelta));
+        store(dvl + Q, load(dvl + Q) + D * K(l, kQ));
+        vq[l] += D * load(vk + (2 * l + 1) * Q + s);
       }
-      float* dvl = dv + l * lddx + i;
-      store(dvl, load(dvl) + pl * G);
-      D += pl * (vl * G - delta[l]) * t[l];
-      float* dkl = dk + l * lddx + i;
-      store(dkl, load(dkl) + D * qj[l]);
-      vq[l] += D * load(k + l * ldx + i);
+      store(Dr + s, D);
+      for (int c = 0; c < CF; ++c) store(dW + c * Q + s, dwc[c]);
     }
-    store(Dr + i, D);
-    for (int c = 0; c < CF; ++c) store(dW + c * ldw + i, dwc[c]);
   }
-  float dq[L];
-  for (int l = 0; l < L; ++l) dq[l] = hsumTree(vq[l]);
-  for (; i < d; ++i) {
-    float D = Dr[i];
-    for (int l = L - 1; l >= 0; --l) {
-      const float pl = p[l * ldp + i], vl = v[l * ldx + i];
-      float G = 0;
-      for (int64_t c = 0; c < C; ++c) {
-        const float gc = gAt(l, c);
-        G += w[c * ldw + i] * gc;
-        dW[c * ldw + i] += pl * vl * gc;
-      }
-      dv[l * lddx + i] += pl * G;
-      D += pl * (vl * G - delta[l]) * t[l];
-      dk[l * lddx + i] += D * qj[l];
-      dq[l] += D * k[l * ldx + i];
-    }
-    Dr[i] = D;
-  }
-  for (int l = 0; l < L; ++l) a.dq[l * a.lddq] = dq[l];
+  for (int l = 0; l < L; ++l) a.dq[l * a.lddq] = hsumTree(vq[l]);
 }
 
 template <int L>

@@ -250,33 +250,48 @@ inline V phi(V u, V& df) {
 /// 2·|u|·2^-24 in e^u — the conditioning exp already has on a rounded u (tests/model_core/kernels).
 constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
 
-template <typename V>
+/// Degree 5 (the causal dimension-wise passes): the same kind of fit (Lawson's iteration on the
+/// relative error, float64), 7.5e-8 relative in exact arithmetic and 1.6e-7 in float32 Horner (about
+/// 1.3 ulp, against 1.1e-7 for degree 6 measured the same way on 200 001 points): one FMA fewer of
+/// the dozen those passes spend per entry, on probabilities that are normalised sums of d terms.
+template <int Degree = 6, typename V>
 inline V exp2FracOverLn2(V f) {
-  V p = f * 2.2139327484183013e-4f + 1.9332014489918947e-3f;
-  p = p * f + 1.3876546174287796e-2f;
-  p = p * f + 8.007431775331497e-2f;
-  p = p * f + 3.4657353162765503e-1f;
-  p = p * f + 1.0f;
-  return p * f + 1.4426950216293335f;
+  static_assert(Degree == 5 || Degree == 6);
+  if constexpr (Degree == 5) {
+    V p = f * 1.9153900211676955e-3f + 1.3958855532109737e-2f;
+    p = p * f + 8.007986843585968e-2f;
+    p = p * f + 3.4656593203544617e-1f;
+    p = p * f + 0.9999997019767761f;
+    return p * f + 1.442695140838623f;
+  } else {
+    V p = f * 2.2139327484183013e-4f + 1.9332014489918947e-3f;
+    p = p * f + 1.3876546174287796e-2f;
+    p = p * f + 8.007431775331497e-2f;
+    p = p * f + 3.4657353162765503e-1f;
+    p = p * f + 1.0f;
+    return p * f + 1.4426950216293335f;
+  }
 }
 
-/// 2^t/ln2 for t <= 0.
+/// 2^t/ln2 for t <= 0 (the polynomial of exp2FracOverLn2<Degree>).
+template <int Degree = 6>
 inline vfloat exp2NonPositiveOverLn2(vfloat t) {
 #if TS_VEC_BYTES == 64
   // vreduceps gives f = t − round(t) in one instruction (0 for ±∞ and huge t, so no clamp is
   // needed: vscalefps then scales by 2^-∞ = 0); round(t) = t − f is exact.
   const vfloat f = (vfloat)_mm512_maskz_reduce_ps(__mmask16(0xFFFF), (__m512)t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  return (vfloat)_mm512_maskz_scalef_ps(__mmask16(0xFFFF), (__m512)exp2FracOverLn2(f), (__m512)(t - f));
+  return (vfloat)_mm512_maskz_scalef_ps(__mmask16(0xFFFF), (__m512)exp2FracOverLn2<Degree>(f), (__m512)(t - f));
 #else
   t = clampLow(t, -126.0f);
   const vfloat fx = roundNearest(t);
-  return exp2FracOverLn2(t - fx) * pow2(fx);
+  return exp2FracOverLn2<Degree>(t - fx) * pow2(fx);
 #endif
 }
+template <int Degree = 6>
 inline float exp2NonPositiveOverLn2(float t) {
   t = clampLow(t, -126.0f);
   const float fx = roundNearest(t);
-  return exp2FracOverLn2(t - fx) * pow2(fx);
+  return exp2FracOverLn2<Degree>(t - fx) * pow2(fx);
 }
 
 /// φ(u)/ln2 from t = u·log2(e), and e = φ'(u)/ln2.

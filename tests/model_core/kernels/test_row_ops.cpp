@@ -5,6 +5,8 @@
 // width (the scalar tails). Torch-free: this runs in the sanitizer build too.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -437,8 +439,8 @@ TEST(RowOps, DimwiseRowsMatchTheirFloat64Versions) {
         auto Rd = toDouble(S0);
         std::vector<float> pf(static_cast<size_t>(d));
         std::vector<double> pd(static_cast<size_t>(d));
-        ops.dimwiseRowRecompute(Rf.data(), k.data(), qj, d, t, lf, pf.data());
-        dops.dimwiseRowRecompute(Rd.data(), toDouble(k).data(), qj, d, t, ld, pd.data());
+        ops.dimwiseRowRecompute(Rf.data(), k.data(), qj, d, t, lf, pf.data(), kDimwiseChunk);
+        dops.dimwiseRowRecompute(Rd.data(), toDouble(k).data(), qj, d, t, ld, pd.data(), kDimwiseChunk);
         EXPECT_LT(maxDiff(pf, pd), 1e-6);
         double total = 0;
         for (double p : pd) total += p;
@@ -447,13 +449,51 @@ TEST(RowOps, DimwiseRowsMatchTheirFloat64Versions) {
   }
 }
 
+TEST(RowOps, DimwiseRecomputeExpIsAccurateOverTheWholeRange) {
+  // The causal dimension-wise passes take e^x through a degree-5 polynomial for 2^f (row_ops_impl.h):
+  // with k = 0, t = 1 and lse = 0 the recompute row is e^S itself. Over S in [−86, 0] (and 0 itself;
+  // below, the results near float32's smallest normal number are not asked of it)
+  // the relative error stays within the polynomial's 1.6e-7 plus the roundings of the base-2
+  // argument (the conditioning every float32 exp has), on every float build.
+  IsaGuard guard;
+  std::vector<float> S;
+  for (double x = -86.0; x <= 0.0; x += 0.0007) S.push_back(float(x));
+  S.push_back(0.0f);
+  const int64_t n = int64_t(S.size());
+  const std::vector<float> k(S.size(), 0.0f);
+  for (const char* isa : buildsHere()) {
+    SCOPED_TRACE(isa);
+    forceRowOpsIsa(isa);
+    auto row = S;
+    std::vector<float> p(S.size());
+    rowOpsFloat().dimwiseRowRecompute(row.data(), k.data(), 0.0f, n, 1.0f, 0.0f, p.data(), kDimwiseChunk);
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = std::exp(double(S[size_t(i)]));
+      const double rel = std::abs(double(p[size_t(i)]) - want) / want;
+      // The base-2 argument a = S·log2(e) − log2(1/ln 2) carries up to three roundings of half an
+      // ulp (log2(e) in float32, the product and the difference: the SSE2 build has no FMA), each
+      // relative 2^-24·|a| in 2^a: ln 2·3·2^-24·|a|.
+      const double a = std::abs(double(S[size_t(i)])) * 1.4426950408889634 + 0.5287663729448977;
+      const double bound = 1.6e-7 + 0.6931471805599453 * 3.0 * std::ldexp(1.0, -24) * a;
+      worst = std::max(worst, rel / bound);
+      ASSERT_LE(rel, bound) << "S = " << S[size_t(i)] << " p = " << p[size_t(i)] << " want " << want;
+    }
+    std::cout << isa << ": worst error " << worst << " of the bound\n";
+  }
+}
+
 TEST(RowOps, DimwiseBackwardRunsMatchTheirDefinition) {
-  // The backward of one row over runs of 1 to kDimwiseRunMax positions (DimwiseBackwardRun): the
-  // float64 operation against the equations written out here position by position, every float
-  // build against the float64 one (on the same inputs), for row lengths with and without scalar
-  // tails and one to five filters (five take the general path); strides as the kernel uses them.
+  // The backward of one row over runs of 1 to kDimwiseRunMax positions (DimwiseBackwardRun) on the
+  // kernel's tiles (chunks of kDimwiseChunk, zero past d, positions side by side in a chunk, the run
+  // starting one position into its tiles, chunk strides one line longer than the positions, as the
+  // kernel lays them out): the float64 operation against the equations written out here position by
+  // position in the natural layout, every float build against the float64 one (on the same inputs),
+  // for row lengths below, at and past one and several chunks, and one to five filters (five take
+  // the general path). The tiles take t·p and give t·∂v back (row_ops.h); the padding stays zero.
   IsaGuard guard;
   std::mt19937 rng(40);
+  constexpr int64_t Q = kDimwiseChunk;
   const auto& dops = rowOpsDouble();
   for (const char* isa : buildsHere()) {
     forceRowOpsIsa(isa);
@@ -463,77 +503,108 @@ TEST(RowOps, DimwiseBackwardRunsMatchTheirDefinition) {
         for (int64_t len = 1; len <= kDimwiseRunMax; ++len) {
           SCOPED_TRACE(std::string(isa) + " d=" + std::to_string(d) + " c=" + std::to_string(C) +
                        " len=" + std::to_string(len));
-          const int64_t ldp = 2 * d + 1, ldx = 3 * d, ldw = d * d + 2, lddx = 2 * d + 3, ldgi = C * d, lddq = 5;
-          // p: rows of a softmax (positive, summing to 1); the rest any values.
-          std::vector<float> p(size_t(len * ldp), 0.0f);
+          const int64_t nch = (d + Q - 1) / Q, dp = nch * Q, ldgi = C * d, lddq = 5, ldq = 3;
+          const int64_t ldp = (len + 1) * Q + Q, ldvk = 2 * (len + 1) * Q + Q;  // one position before the run
+          // The natural layout: p_l a softmax row (positive, summing to 1); v_l, k_l, q_l, the filter
+          // row W_c, g_l,c, t_l and the accumulators' starting values any values.
+          std::vector<double> p(size_t(len * d)), v, k, w, g, t, dW0, D0, dv0, dk0;
           for (int64_t l = 0; l < len; ++l) {
             const auto e = randomRow(rng, d, 2.0f);
             double z = 0;
             for (int64_t m = 0; m < d; ++m) z += std::exp(double(e[size_t(m)]));
-            for (int64_t m = 0; m < d; ++m) p[size_t(l * ldp + m)] = float(std::exp(double(e[size_t(m)])) / z);
+            for (int64_t m = 0; m < d; ++m) p[size_t(l * d + m)] = double(float(std::exp(double(e[size_t(m)])) / z));
           }
-          const auto x = randomRow(rng, len * ldx, 1.0f), w = randomRow(rng, C * ldw, 1.0f);
-          const auto g = randomRow(rng, len * ldgi, 1.0f), t = randomRow(rng, len, 0.5f);
-          std::vector<float> ts(t.size());
-          for (size_t l = 0; l < t.size(); ++l) ts[l] = 0.6f + std::abs(t[l]);
-          const auto dW0 = randomRow(rng, C * ldw, 1.0f), D0 = randomRow(rng, d, 1.0f),
-                     dx0 = randomRow(rng, len * lddx, 1.0f);
-          auto toD = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
-          const auto pd = toD(p), xd = toD(x), wd = toD(w), gd = toD(g), td = toD(ts);
-          auto dWf = dW0, Df = D0, dxf = dx0;
-          auto dWd = toD(dW0), Dd = toD(D0), dxd = toD(dx0);
-          std::vector<float> dqf(size_t(len * lddq), 9.0f);
-          std::vector<double> dqd(size_t(len * lddq), 9.0);
-          // v at column 2d of a position's x row, k at d, q at 0 (the kernel's qkv rows); ∂k at 0 and
-          // ∂v at d of a position's dx row. The forward's outputs o_l,c = Σ_m W_c[m]·p_l[m]·v_l[m],
-          // which the runs take δ_l = Σ_c g_l,c·o_l,c from; the equations below take δ from p itself.
-          std::vector<double> od(g.size(), 0.0);
+          auto draw = [&](int64_t n, float scale) {
+            const auto r = randomRow(rng, n, scale);
+            return std::vector<double>(r.begin(), r.end());
+          };
+          v = draw(len * d, 1.0f), k = draw(len * d, 1.0f), w = draw(C * d, 1.0f), g = draw(len * ldgi, 1.0f);
+          dW0 = draw(C * d, 1.0f), D0 = draw(d, 1.0f), dv0 = draw(len * d, 1.0f), dk0 = draw(len * d, 1.0f);
+          const auto qs = draw(len * ldq, 1.0f);
+          for (double x : draw(len, 0.5f)) t.push_back(double(0.6f + float(std::abs(x))));
+          // The forward's outputs o_l,c = Σ_m W_c[m]·p_l[m]·v_l[m], which the runs take δ_l from; the
+          // equations below take δ from p itself.
+          std::vector<double> o(g.size(), 0.0);
           for (int64_t l = 0; l < len; ++l)
             for (int64_t c = 0; c < C; ++c)
-              for (int64_t m = 0; m < d; ++m)
-                od[size_t(l * ldgi + c * d)] += wd[size_t(c * ldw + m)] * pd[size_t(l * ldp + m)] * xd[size_t(l * ldx + 2 * d + m)];
-          const std::vector<float> of(od.begin(), od.end());
+              for (int64_t m = 0; m < d; ++m) o[size_t(l * ldgi + c * d)] += w[size_t(c * d + m)] * p[size_t(l * d + m)] * v[size_t(l * d + m)];
+          // The tiles, in float64 (the float ones are their copies).
+          std::vector<double> pt(size_t(nch * ldp), 0.0), vkt(size_t(nch * ldvk), 0.0), dvkt(vkt.size(), 0.0);
+          std::vector<double> wt(size_t(nch * C * Q), 0.0), dWt(wt.size(), 0.0), Dt(size_t(dp), 0.0);
+          for (int64_t m = 0; m < d; ++m) {
+            const int64_t i = m / Q, j = m % Q;
+            for (int64_t l = 0; l < len; ++l) {
+              pt[size_t(i * ldp + (l + 1) * Q + j)] = t[size_t(l)] * p[size_t(l * d + m)];
+              vkt[size_t(i * ldvk + 2 * (l + 1) * Q + j)] = v[size_t(l * d + m)];
+              vkt[size_t(i * ldvk + (2 * (l + 1) + 1) * Q + j)] = k[size_t(l * d + m)];
+              dvkt[size_t(i * ldvk + 2 * (l + 1) * Q + j)] = t[size_t(l)] * dv0[size_t(l * d + m)];
+              dvkt[size_t(i * ldvk + (2 * (l + 1) + 1) * Q + j)] = dk0[size_t(l * d + m)];
+            }
+            for (int64_t c = 0; c < C; ++c) {
+              wt[size_t((i * C + c) * Q + j)] = w[size_t(c * d + m)];
+              dWt[size_t((i * C + c) * Q + j)] = dW0[size_t(c * d + m)];
+            }
+            Dt[size_t(m)] = D0[size_t(m)];
+          }
+          auto toF = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+          const auto ptf = toF(pt), vktf = toF(vkt), wtf = toF(wt), gf = toF(g), of = toF(o), qf = toF(qs), tf = toF(t);
+          auto dvktf = toF(dvkt), dWtf = toF(dWt), Dtf = toF(Dt);
+          auto dvktd = dvkt, dWtd = dWt, Dtd = Dt;
+          std::vector<float> dqf(size_t(len * lddq), 9.0f);
+          std::vector<double> dqd(size_t(len * lddq), 9.0);
+          auto setUp = [&](auto& r, const auto& P, const auto& VK, auto& dVK, const auto& Qs, const auto& T,
+                           const auto& G, const auto& O, const auto& Wt, auto& dW, auto& D, auto& dq) {
+            r.chunks = nch, r.c = C, r.len = len, r.p = P.data() + Q, r.ldp = ldp;
+            r.vk = VK.data() + 2 * Q, r.dvk = dVK.data() + 2 * Q, r.ldvk = ldvk, r.q = Qs.data(), r.ldq = ldq;
+            r.t = T.data(), r.g = G.data(), r.o = O.data(), r.ldgi = ldgi, r.ldgc = d, r.w = Wt.data();
+            r.dW = dW.data(), r.D = D.data(), r.dq = dq.data(), r.lddq = lddq;
+          };
           DimwiseBackwardRun<float> rf;
-          rf.d = d, rf.c = C, rf.len = len, rf.p = p.data(), rf.ldp = ldp, rf.v = x.data() + 2 * d, rf.k = x.data() + d;
-          rf.q = x.data() + 1, rf.ldx = ldx, rf.t = ts.data(), rf.g = g.data(), rf.ldgi = ldgi, rf.ldgc = d;
-          rf.o = of.data(), rf.w = w.data(), rf.ldw = ldw, rf.dW = dWf.data(), rf.D = Df.data(), rf.dk = dxf.data(), rf.dv = dxf.data() + d;
-          rf.lddx = lddx, rf.dq = dqf.data(), rf.lddq = lddq;
+          setUp(rf, ptf, vktf, dvktf, qf, tf, gf, of, wtf, dWtf, Dtf, dqf);
           DimwiseBackwardRun<double> rd;
-          rd.d = d, rd.c = C, rd.len = len, rd.p = pd.data(), rd.ldp = ldp, rd.v = xd.data() + 2 * d, rd.k = xd.data() + d;
-          rd.q = xd.data() + 1, rd.ldx = ldx, rd.t = td.data(), rd.g = gd.data(), rd.ldgi = ldgi, rd.ldgc = d;
-          rd.o = od.data(), rd.w = wd.data(), rd.ldw = ldw, rd.dW = dWd.data(), rd.D = Dd.data(), rd.dk = dxd.data(), rd.dv = dxd.data() + d;
-          rd.lddx = lddx, rd.dq = dqd.data(), rd.lddq = lddq;
+          setUp(rd, pt, vkt, dvktd, qs, t, g, o, wt, dWtd, Dtd, dqd);
           ops.dimwiseBackwardRun(rf);
           dops.dimwiseBackwardRun(rd);
-          EXPECT_LT(maxDiff(dWf, dWd), 1e-5);
-          EXPECT_LT(maxDiff(Df, Dd), 1e-5);
-          EXPECT_LT(maxDiff(dxf, dxd), 1e-5);
+          EXPECT_LT(maxDiff(dWtf, dWtd), 1e-5);
+          EXPECT_LT(maxDiff(Dtf, Dtd), 1e-5);
+          EXPECT_LT(maxDiff(dvktf, dvktd), 1e-5);
           EXPECT_LT(maxDiff(dqf, dqd), 1e-5);
-          // The float64 run against the equations, positions from the last to the first.
-          auto dWe = toD(dW0), De = toD(D0), dxe = toD(dx0);
+          // The equations in the natural layout, positions from the last to the first.
+          auto dWe = dW0, De = D0, dve = dv0, dke = dk0;
           std::vector<double> dqe(size_t(len * lddq), 9.0);
           for (int64_t l = len - 1; l >= 0; --l) {
-            const double* pl = pd.data() + l * ldp;
-            const double *xl = xd.data() + l * ldx, *vl = xl + 2 * d, *kl = xl + d;
+            const double *pl = p.data() + l * d, *vl = v.data() + l * d, *kl = k.data() + l * d;
             std::vector<double> G(size_t(d), 0.0);
             double delta = 0;
             for (int64_t m = 0; m < d; ++m) {
-              for (int64_t c = 0; c < C; ++c) G[size_t(m)] += gd[size_t(l * ldgi + c * d)] * wd[size_t(c * ldw + m)];
+              for (int64_t c = 0; c < C; ++c) G[size_t(m)] += g[size_t(l * ldgi + c * d)] * w[size_t(c * d + m)];
               delta += pl[m] * vl[m] * G[size_t(m)];
             }
             double dq = 0;
             for (int64_t m = 0; m < d; ++m) {
-              dxe[size_t(l * lddx + d + m)] += pl[m] * G[size_t(m)];
-              for (int64_t c = 0; c < C; ++c) dWe[size_t(c * ldw + m)] += gd[size_t(l * ldgi + c * d)] * pl[m] * vl[m];
-              De[size_t(m)] += td[size_t(l)] * pl[m] * (vl[m] * G[size_t(m)] - delta);
-              dxe[size_t(l * lddx + m)] += xl[1] * De[size_t(m)];
+              dve[size_t(l * d + m)] += pl[m] * G[size_t(m)];
+              for (int64_t c = 0; c < C; ++c) dWe[size_t(c * d + m)] += g[size_t(l * ldgi + c * d)] * pl[m] * vl[m];
+              De[size_t(m)] += t[size_t(l)] * pl[m] * (vl[m] * G[size_t(m)] - delta);
+              dke[size_t(l * d + m)] += qs[size_t(l * ldq)] * De[size_t(m)];
               dq += De[size_t(m)] * kl[m];
             }
             dqe[size_t(l * lddq)] = dq;
           }
-          for (size_t i = 0; i < dWe.size(); ++i) ASSERT_NEAR(dWd[i], dWe[i], 1e-12) << i;
-          for (size_t i = 0; i < De.size(); ++i) ASSERT_NEAR(Dd[i], De[i], 1e-12) << i;
-          for (size_t i = 0; i < dxe.size(); ++i) ASSERT_NEAR(dxd[i], dxe[i], 1e-12) << i;
+          // The float64 tiles against them, and their padding (and the position before the run) untouched.
+          for (int64_t m = 0; m < dp; ++m) {
+            const int64_t i = m / Q, j = m % Q;
+            const bool in = m < d;
+            ASSERT_NEAR(Dtd[size_t(m)], in ? De[size_t(m)] : 0.0, 1e-12) << m;
+            for (int64_t c = 0; c < C; ++c)
+              ASSERT_NEAR(dWtd[size_t((i * C + c) * Q + j)], in ? dWe[size_t(c * d + m)] : 0.0, 1e-12) << m;
+            ASSERT_EQ(dvktd[size_t(i * ldvk + j)], 0.0) << m;
+            for (int64_t l = 0; l < len; ++l) {
+              ASSERT_NEAR(dvktd[size_t(i * ldvk + 2 * (l + 1) * Q + j)] / t[size_t(l)], in ? dve[size_t(l * d + m)] : 0.0,
+                          1e-12) << m;
+              ASSERT_NEAR(dvktd[size_t(i * ldvk + (2 * (l + 1) + 1) * Q + j)], in ? dke[size_t(l * d + m)] : 0.0, 1e-12)
+                  << m;
+            }
+          }
           for (size_t i = 0; i < dqe.size(); ++i) ASSERT_NEAR(dqd[i], dqe[i], 1e-12) << i;  // 9 where not written
         }
   }
