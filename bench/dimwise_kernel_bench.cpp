@@ -16,31 +16,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <new>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kernels/dimwise_causal.h"
+#include "kernels/line_aligned.h"
 #include "kernels/row_ops.h"
 
 using namespace tensorscope::model_core::kernels;
 
 namespace {
 
-template <typename T>
-struct LineAligned {
-  using value_type = T;
-  LineAligned() = default;
-  template <typename U>
-  LineAligned(const LineAligned<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
-  template <typename U>
-  bool operator==(const LineAligned<U>&) const { return true; }
-};
-using Buffer = std::vector<float, LineAligned<float>>;
+using Buffer = LineVector<float>;
 
 nlohmann::json summary(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());

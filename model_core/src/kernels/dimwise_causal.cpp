@@ -4,31 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <new>
 #include <vector>
 
+#include "kernels/line_aligned.h"
 #include "kernels/partials.h"
 #include "kernels/row_ops.h"
 
 namespace tensorscope::model_core::kernels {
 static_assert(kDimwiseRowBlock == kDimwisePanel, "the forward walks one panel of rows at a time");
 namespace {
-
-/// An allocator on 64-byte boundaries: the backward's tiles are read and written a cache line (one
-/// AVX-512 vector) at a time, and a line-aligned chunk never splits across two lines.
-template <typename T>
-struct LineAligned {
-  using value_type = T;
-  LineAligned() = default;
-  template <typename U>
-  LineAligned(const LineAligned<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
-  template <typename U>
-  bool operator==(const LineAligned<U>&) const { return true; }
-};
-template <typename T>
-using Tile = std::vector<T, LineAligned<T>>;
 
 template <typename T>
 struct Geometry {
@@ -63,8 +47,8 @@ void dimwiseCausalForward(const DimwiseCausalProblem<T>& p, T* O, T* lse, T* che
     // Each buffer starts a further cache line past a whole number of lines, so that the state's
     // column m and the filters' column m (8 KiB apart at d = 128) never share their low 12 address
     // bits: a load whose address matches an earlier store's in those bits waits for it (4K aliasing).
-    std::vector<T> buffer(size_t((2 + C) * d * P + P + 8 * pad));
-    T* next = buffer.data() + (pad - (reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(T)) % pad) % pad;
+    LineVector<T> buffer(size_t((2 + C) * d * P + P + 8 * pad));
+    T* next = buffer.data();
     auto take = [&](int64_t n) {
       T* at = next;
       next += (n + pad - 1) / pad * pad + pad;
@@ -135,9 +119,9 @@ void dimwiseCausalBackward(const DimwiseCausalProblem<T>& p, const T* lse, const
     // i·ldvk + 2l·Q; Wt: every filter row, row j's chunk i of W_c at ((j·nch + i)·C + c)·Q; dWt: ∂W
     // in that layout; D: the suffix accumulators of the item's rows, row j at j·dp.
     std::vector<T> S(size_t(rowsMax * d));
-    Tile<T> P(size_t(rowsMax * nch * ldp), T(0)), D(size_t(d * dp)), VK(size_t(nch * ldvk), T(0)), dVK(VK.size());
-    Tile<T> Wt(size_t(d * nch * C * Q), T(0));
-    Tile<T> dWt(Wt.size(), T(0));  // accumulated even when dW is not asked (a scratch target)
+    LineVector<T> P(size_t(rowsMax * nch * ldp), T(0)), D(size_t(d * dp)), VK(size_t(nch * ldvk), T(0)), dVK(VK.size());
+    LineVector<T> Wt(size_t(d * nch * C * Q), T(0));
+    LineVector<T> dWt(Wt.size(), T(0));  // accumulated even when dW is not asked (a scratch target)
     for (int64_t j = 0; j < d; ++j)
       for (int64_t c = 0; c < C; ++c) {
         const T* w = g.filterRow(c, j);
