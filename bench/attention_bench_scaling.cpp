@@ -221,6 +221,40 @@ nlohmann::json runDimwiseCausal(const Config& cfg) {
                       {"mhsa_exps_per_step", 2.0 * double(B) * H * double(N) * double(N + 1) / 2},
                       {"ms", floorMs},
                       {"isa", model_core::kernels::rowOpsIsa()}};
+  // The ratios again, from rounds that alternate the three layers (fused causal dimwise, full
+  // dimwise, causal MHSA), each round's ratios from layers timed seconds apart: this host changes
+  // speed within a run, and the MHSA and full rows (mostly GEMM) move with it more than the kernel.
+  {
+    const int rounds = cfg.quick ? 1 : 5;
+    Config short_ = cfg;
+    short_.minSeconds = cfg.quick ? 0.0 : std::max(0.5, cfg.minSeconds / 2);
+    auto module = [&](const std::string& preset, bool causal) {
+      auto s = layer(preset, F, H, D, R, int(N));
+      s.causal = causal;
+      torch::manual_seed(0);
+      return model_core::makeAttentionModule(s);
+    };
+    auto causalDimwise = module("dimwise", true), fullDimwise = module("dimwise", false), mhsaLayer = module("mhsa", true);
+    nlohmann::json list = nlohmann::json::array();
+    std::vector<double> overMhsa, overFull;
+    for (int r = 0; r < rounds; ++r) {
+      const double c = measure(causalDimwise, B, N, short_).seconds_per_step * 1e3;
+      const double f = measure(fullDimwise, B, N, short_).seconds_per_step * 1e3;
+      const double m = measure(mhsaLayer, B, N, short_).seconds_per_step * 1e3;
+      overMhsa.push_back(c / m), overFull.push_back(c / f);
+      list.push_back({{"causal_dimwise_ms", c}, {"full_dimwise_ms", f}, {"mhsa_ms", m}, {"over_mhsa", c / m},
+                      {"over_full", c / f}});
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    out["alternating_rounds"] = list;
+    out["alternating_fused_over_mhsa_time_median"] = median(overMhsa);
+    out["alternating_fused_over_full_dimwise_time_median"] = median(overFull);
+    std::cerr << "  alternating rounds: causal dimwise / MHSA median " << median(overMhsa) << ", / full dimwise "
+              << median(overFull) << "\n";
+  }
   out["fused_over_exp_floor"] = fused["fwd_bwd_ms"].get<double>() / floorMs;
   out["exp_floor_over_mhsa_time"] = floorMs / mhsa["fwd_bwd_ms"].get<double>();
   std::cerr << "  exp floor of the causal dimwise step: " << floorMs << " ms (fused layer "
