@@ -16,8 +16,9 @@
 // log-sum-exp of every row [B, N, d], the state at every segment boundary, checkpoints
 // [B, ⌈N/K⌉−1, d, d] (the state after positions K, 2K, …; never after the last one), and its output.
 //
-// Backward items are the same (sequence, row range), again one block of rows at a time; a block
-// walks the segments from the last to the first. A segment's states are recomputed forward from its
+// Backward items are the same (sequence, row range); an item walks the segments from the last to
+// the first, and inside each segment its blocks of kDimwiseRowBlock rows in turn (each row's suffix
+// accumulator D carried from segment to segment). A block's states are recomputed forward from its
 // checkpoint (additions only, the same order as the forward, so no rounding builds up over the
 // sequence), each position's probabilities written to a per-thread buffer of K·kDimwiseRowBlock·d
 // values (in L2); then the segment's positions are walked in reverse, each row in runs of up to
@@ -28,18 +29,19 @@
 //     ∂q[i,j] = ⟨D_i[j,:], k_i⟩,            ∂k_i += Σ_j q[i,j]·D_i[j,:],
 // with ⟨p, ∂p⟩ = Σ_c gO[i,c,j]·O[i,c,j] from the forward's output (no pass over the row for it).
 // The runs read and write tiles (row_ops.h, kDimwiseChunk): each row of d values as chunks of 16
-// (zero past d) with the positions side by side inside a chunk, so one pointer per array reaches
-// the positions of a run (the loop keeps six pointers, its scalars broadcast from memory): the
-// recomputed probabilities, the sequence's v and k and its ∂v and ∂k (2·N·d values each per thread,
-// the ∂ tile summing the item's rows in increasing order, then added to the target), the block's
-// filter rows and every row's ∂W. The recompute folds ln t_i into the log-sum-exp, writing t_i·p,
-// so the runs save a product per entry; the ∂v tile holds t_i·∂v_i until it is added.
+// (zero past d) with a segment's positions side by side inside a chunk, so one pointer per array
+// reaches the positions of a run (the loop keeps six pointers, its scalars broadcast from memory):
+// the recomputed probabilities, the segment's v and k and its ∂v and ∂k (built once per segment,
+// which is the outer loop of an item; the ∂ tile sums the item's rows in increasing order, then the
+// target takes it), the filter rows and every row's ∂W. The recompute folds ln t_i into the
+// log-sum-exp, writing t_i·p, so the runs save a product per entry; the ∂v tile holds t_i·∂v_i
+// until it is added.
 // ∂q of a row belongs to its item; ∂k and ∂v sum over rows: one group of rows per sequence when the
 // sequences keep the threads busy, else per-group slabs added in group order (kernels/partials.h),
 // and ∂W per thread range, added in range order: results do not depend on thread timing.
 // A position's ∂k and ∂v take its rows in increasing row order whatever the blocking.
-// Memory: O(B·⌈N/K⌉·d² + B·N·c·d) kept (the output among it), K·kDimwiseRowBlock·d + 4·N·d + 2·c·d²
-// per thread in backward.
+// Memory: O(B·⌈N/K⌉·d² + B·N·c·d) kept (the output among it); per thread in backward about
+// K·kDimwiseRowBlock·d + 4·K·d + d² + 2·c·d² values (probabilities, v/k tiles, D, W and ∂W tiles).
 
 #include <cstdint>
 
