@@ -5,27 +5,22 @@
 namespace tensorscope::model_core::kernels {
 namespace TS_ROW_OPS_NS {
 
-/// Σ (Max false) or max (Max true) of the lanes by halving: a tree of log2(W) shuffle steps, not
-/// W − 1 dependent adds.
-template <bool Max>
-inline float reduceTree(vfloat v) {
-  auto op = [](__m128 a, __m128 b) { return Max ? _mm_max_ps(a, b) : _mm_add_ps(a, b); };
+/// Σ of the lanes by halving: a tree of log2(W) shuffle steps, not W − 1 dependent adds (the
+/// backward run's ⟨D, k⟩).
+inline float hsumTree(vfloat v) {
 #if TS_VEC_BYTES == 64
   // (halves by lowHalf/highHalf, vector shuffles: GCC 12's _mm512_reduce_* read an undefined
   // register and warn, and copying the halves out by memcpy kept the accumulators on the stack)
-  const __m256 lo = lowHalf(v), hi = highHalf(v);
-  const __m256 h = Max ? _mm256_max_ps(lo, hi) : _mm256_add_ps(lo, hi);
-  __m128 s = op(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  const __m256 h = _mm256_add_ps(lowHalf(v), highHalf(v));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 #elif TS_VEC_BYTES == 32
-  __m128 s = op(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
 #else
   __m128 s = (__m128)v;
 #endif
-  s = op(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(op(s, _mm_shuffle_ps(s, s, 1)));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ps(s, _mm_shuffle_ps(s, s, 1)));
 }
-inline float hsumTree(vfloat v) { return reduceTree<false>(v); }
-inline float hmaxTree(vfloat v) { return reduceTree<true>(v); }
 
 /// log x for positive normal x: Cephes' logf (x = m·2^e with m in [√½, √2), a degree-8
 /// polynomial in m − 1, ln 2 split in two), the scheme of PyTorch's Vectorized<float>::log.
