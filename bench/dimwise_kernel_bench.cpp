@@ -43,8 +43,12 @@ nlohmann::json summary(std::vector<double> ms) {
 int main(int argc, char** argv) {
   int64_t B = 32, N = 128, d = 128, c = 2;
   int reps = 30, threads = 2;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
+    if (i + 1 == argc) {
+      std::cerr << "dimwise_kernel_bench: " << a << " needs a value\n";
+      return 2;
+    }
     const long long v = std::atoll(argv[i + 1]);
     if (a == "--B") B = v;
     else if (a == "--N") N = v;
