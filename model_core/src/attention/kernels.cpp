@@ -108,6 +108,125 @@ struct BatchedProductFunction : public torch::autograd::Function<BatchedProductF
   }
 };
 
+/// The matrices of a [T, H, cols] tensor, one a head: [T, cols] at offset h·stride(1), row stride
+/// stride(0). The last axis contiguous, else the tensor is copied once.
+struct HeadRows {
+  torch::Tensor t;
+  int64_t rows = 0, heads = 0, cols = 0, ld = 0, headStride = 0;
+};
+
+HeadRows headRowsOf(const torch::Tensor& x) {
+  HeadRows m;
+  const bool inPlace = (x.stride(2) == 1 || x.size(2) <= 1) && (x.size(0) <= 1 || x.stride(0) >= x.size(2));
+  m.t = inPlace ? x : x.contiguous();
+  m.rows = m.t.size(0), m.heads = m.t.size(1), m.cols = m.t.size(2);
+  m.ld = m.rows <= 1 ? std::max<int64_t>(m.t.size(1) * m.cols, 1) : std::max<int64_t>(m.t.stride(0), 1);
+  m.headStride = m.t.stride(1);
+  return m;
+}
+
+/// The rows one task takes: at least 8 tasks in all when the heads are fewer, blocks of at least 256
+/// rows so that each BLAS call stays efficient. Not a function of the thread count, so every thread
+/// count gives the same bits.
+int64_t rowBlock(int64_t rows, int64_t heads) {
+  const int64_t perHead = std::max<int64_t>(1, (8 + heads - 1) / std::max<int64_t>(heads, 1));
+  return std::max<int64_t>(256, (rows + perHead - 1) / perHead);
+}
+
+/// out[t, h, :n] = a_h·op(w_h) (out's rows `ldo` apart, head h at h·headOut).
+template <typename T>
+void headProductsInto(const HeadRows& A, const Matrices& W, bool transW, int64_t n, T* out, int64_t ldo,
+                      int64_t headOut) {
+  const T* a = A.t.data_ptr<T>();
+  const T* w = W.t.data_ptr<T>();
+  const int64_t block = rowBlock(A.rows, A.heads), blocks = (A.rows + block - 1) / block;
+  at::parallel_for(0, A.heads * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t h = i / blocks, r0 = (i % blocks) * block, r1 = std::min(A.rows, r0 + block);
+      T* o = out + r0 * ldo + h * headOut;
+      if (A.cols == 0) {
+        for (int64_t r = r0; r < r1; ++r) std::fill(o + (r - r0) * ldo, o + (r - r0) * ldo + n, T(0));
+        continue;
+      }
+      kernels::gemm<T>(false, transW, r1 - r0, n, A.cols, T(1), a + r0 * A.ld + h * A.headStride, A.ld,
+                       w + W.offsets[size_t(h)], W.ld, T(0), o, ldo);
+    }
+  });
+}
+
+/// ∂w_h = a_hᵀ·g_h [k, n] (g_hᵀ·a_h [n, k] with transW), one head a task, into `dw` [H, ...] contiguous.
+template <typename T>
+void headWeightGradients(const HeadRows& A, const HeadRows& G, int64_t n, bool transW, T* dw) {
+  const T* a = A.t.data_ptr<T>();
+  const T* g = G.t.data_ptr<T>();
+  const int64_t k = A.cols;
+  at::parallel_for(0, A.heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t h = begin; h < end; ++h) {
+      T* d = dw + h * k * n;
+      const T* ah = a + h * A.headStride;
+      const T* gh = g + h * G.headStride;
+      if (A.rows == 0) std::fill(d, d + k * n, T(0));
+      else if (transW) kernels::gemm<T>(true, false, n, k, A.rows, T(1), gh, G.ld, ah, A.ld, T(0), d, k);
+      else kernels::gemm<T>(true, false, k, n, A.rows, T(1), ah, A.ld, gh, G.ld, T(0), d, n);
+    }
+  });
+}
+
+torch::Tensor atenHeadProducts(const torch::Tensor& a, const torch::Tensor& w, bool transW, const torch::Tensor& tail) {
+  const auto p = torch::matmul(a.transpose(0, 1), transW ? w.transpose(-2, -1) : w).transpose(0, 1);  // [T, H, n]
+  return tail.defined() ? torch::cat({p, tail}, -1) : p.contiguous();
+}
+
+struct HeadProductsFunction : public torch::autograd::Function<HeadProductsFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& a, const torch::Tensor& w, bool transW,
+                               const torch::Tensor& tail) {
+    const auto A = headRowsOf(a);
+    const auto W = matricesOf(w);
+    const int64_t n = transW ? W.rows : W.cols, r = tail.numel() == 0 ? 0 : tail.size(2), H = A.heads;
+    auto out = torch::empty({A.rows, H, n + r}, a.options());
+    if (a.scalar_type() == torch::kDouble)
+      headProductsInto<double>(A, W, transW, n, out.data_ptr<double>(), H * (n + r), n + r);
+    else
+      headProductsInto<float>(A, W, transW, n, out.data_ptr<float>(), H * (n + r), n + r);
+    if (r > 0) out.narrow(2, n, r).copy_(tail);
+    ctx->save_for_backward({A.t, w});
+    ctx->saved_data["transW"] = transW;
+    ctx->saved_data["n"] = n;
+    ctx->saved_data["tail"] = r > 0;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &a = saved[0], &w = saved[1];
+    const bool transW = ctx->saved_data["transW"].toBool(), hasTail = ctx->saved_data["tail"].toBool();
+    const int64_t n = ctx->saved_data["n"].toInt();
+    const auto& g = grads[0];
+    if (!g.defined()) return {torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    const auto gp = g.narrow(2, 0, n);  // the products' part
+    const auto gTail = hasTail ? g.narrow(2, n, g.size(2) - n) : torch::Tensor();
+    if (at::GradMode::is_enabled()) {  // a graph of the backward: ATen's differentiable formulas
+      const auto gh = gp.transpose(0, 1), ah = a.transpose(0, 1);  // [H, T, ·]
+      const auto da = torch::matmul(gh, transW ? w : w.transpose(-2, -1)).transpose(0, 1);
+      const auto dw = transW ? torch::matmul(gh.transpose(-2, -1), ah) : torch::matmul(ah.transpose(-2, -1), gh);
+      return {da, dw, torch::Tensor(), gTail};
+    }
+    const auto A = headRowsOf(a), G = headRowsOf(gp);
+    // ∂a_h = g_h·op(w_h)ᵀ: the forward's products with w turned the other way, into [T, H, k].
+    auto da = torch::empty({A.rows, A.heads, A.cols}, a.options());
+    auto dw = torch::empty({A.heads, transW ? n : A.cols, transW ? A.cols : n}, a.options());
+    const auto W = matricesOf(w);
+    if (a.scalar_type() == torch::kDouble) {
+      headProductsInto<double>(G, W, !transW, A.cols, da.data_ptr<double>(), A.heads * A.cols, A.cols);
+      headWeightGradients<double>(A, G, n, transW, dw.data_ptr<double>());
+    } else {
+      headProductsInto<float>(G, W, !transW, A.cols, da.data_ptr<float>(), A.heads * A.cols, A.cols);
+      headWeightGradients<float>(A, G, n, transW, dw.data_ptr<float>());
+    }
+    return {da, dw.view(w.sizes()), torch::Tensor(), gTail};
+  }
+};
+
 }  // namespace
 
 torch::Tensor mixHeads(const torch::Tensor& c, const torch::Tensor& maps) {
@@ -128,6 +247,22 @@ torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, boo
   if (!fits || !fusedAttentionSupports(a) || b.scalar_type() != a.scalar_type() || !b.device().is_cpu())
     return atenProduct(a, b, transB);
   return BatchedProductFunction::apply(a, b, transB);
+}
+
+torch::Tensor headProducts(const torch::Tensor& a, const torch::Tensor& w, bool transW, const torch::Tensor& tail) {
+  if (a.dim() != 3 || w.dim() != 3 || w.size(0) != a.size(1))
+    throw std::invalid_argument("headProducts: a must be [T, H, k] and w [H, ·, ·] with the same H");
+  if ((transW ? w.size(2) : w.size(1)) != a.size(2))
+    throw std::invalid_argument("headProducts: the contracted sizes differ");
+  if (tail.defined() && (tail.dim() != 3 || tail.size(0) != a.size(0) || tail.size(1) != a.size(1)))
+    throw std::invalid_argument("headProducts: the tail must be [T, H, r] with a's T and H");
+  const int64_t limit = std::numeric_limits<int>::max();
+  const bool fits = a.size(0) < limit && a.size(1) * a.size(2) < limit && w.size(1) < limit && w.size(2) < limit &&
+                    a.stride(0) < limit && a.size(1) * (w.size(1) + w.size(2) + (tail.defined() ? tail.size(2) : 0)) < limit;
+  const bool tailFits = !tail.defined() || (tail.scalar_type() == a.scalar_type() && tail.device().is_cpu());
+  if (!fits || !tailFits || !fusedAttentionSupports(a) || w.scalar_type() != a.scalar_type() || !w.device().is_cpu())
+    return atenHeadProducts(a, w, transW, tail);
+  return HeadProductsFunction::apply(a, w, transW, tail.defined() ? tail : torch::empty({0}, a.options()));
 }
 
 torch::Tensor futureMask(int64_t n, int64_t m, const torch::Device& device) {

@@ -49,6 +49,18 @@ torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, doubl
 /// Differentiable (a backward taken with create_graph runs the ATen formulas).
 torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, bool transB);
 
+/// Per-head products with the heads interleaved, as a projection lays them out: for a [T, H, k] and
+/// w [H, k, n] (or, with `transW`, w [H, n, k] used transposed),
+///   out[t, h, :] = [a[t, h, :]·op(w[h]), tail[t, h, :]]        [T, H, n + r],
+/// `tail` [T, H, r] an optional block appended to every head (undefined: r = 0). MLA's absorbed order
+/// turns each head's q_nope into the latent (W^UK, with q_pe as the tail) and each head's mixture of
+/// latents back (W^UV) with it. On the CPU in float32 and float64 the products are single-threaded
+/// BLAS calls on row blocks of one head each, reading a in place (its last axis contiguous) and
+/// writing straight into the interleaved output: no transposed copy after, no cat for the tail.
+/// Elsewhere, or with the fused kernels off, matmul and cat, its oracle. Differentiable (a backward
+/// taken with create_graph runs the ATen formulas).
+torch::Tensor headProducts(const torch::Tensor& a, const torch::Tensor& w, bool transW, const torch::Tensor& tail);
+
 /// Head mixing of maps [B, H, ...] (e.g. [B, H, N, M]) by c [L, H]: out[b, l] = Σ_h c[l, h]·maps[b, h],
 /// [B, L, ...].
 /// batchedProduct of c (expanded over the batch, not copied) with the maps flattened to [B, H, N·M]:

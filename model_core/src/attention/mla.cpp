@@ -71,13 +71,19 @@ AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     // [q̃, q_pe] (L + r a head), the one key head [c, k_pe] (L + r) and the one value head c (L),
     // read in place from the key; W^UV then turns each head's mixture of latents into its D. The
     // kernel keeps P for backward as MHSA does; no [B, H, N, M] logits or their gradient.
-    const auto qt = torch::einsum("bnhd,hdc->bnhc", {qNope, w.narrow(1, 0, D)});  // [B, N, H, L]
-    const auto query = r > 0 ? torch::cat({qt, qPe}, -1) : qt;                    // [B, N, H, L + r]
-    const auto key = (r > 0 ? torch::cat({c, kPe}, -1) : c).unsqueeze(2);         // [B, M, 1, L + r]
+    // The per-head products with W^UK and W^UV are headProducts': single-threaded BLAS calls on row
+    // blocks of one head, q_nope and the kernel's output read in place, the results written with the
+    // heads interleaved (q_pe appended to each query head in the same pass). LibTorch 1.13's einsum ran
+    // them as a bmm of [T, D]·[D, L] products one after another on both threads, at a fifth of the GEMM
+    // rate, followed by the cat and the transposed copy (bench/README.md, issue 41, ninth part).
+    const auto query = headProducts(qNope.flatten(0, 1), w.narrow(1, 0, D), false,
+                                    r > 0 ? qPe.flatten(0, 1) : torch::Tensor())
+                           .view({B, N, H, L + r});                             // [B, N, H, L + r]: [q̃, q_pe]
+    const auto key = (r > 0 ? torch::cat({c, kPe}, -1) : c).unsqueeze(2);       // [B, M, 1, L + r]
     const auto att = fusedGroupedAttention(query, key, key.narrow(-1, 0, L), scale, spec_.causal);
     if (options.with_maps) out.maps = att.P;
-    o = torch::einsum("bnhc,hdc->bnhd", {att.o, w.narrow(1, D, D)});
-    out.y = wo_(o.reshape({B, N, H * D}));
+    o = headProducts(att.o.flatten(0, 1), w.narrow(1, D, D), /*transW=*/true, torch::Tensor());  // [B·N, H, D]
+    out.y = wo_(o.view({B, N, H * D}));
     return out;
   }
   torch::Tensor logits, v;

@@ -105,3 +105,78 @@ TEST(BatchedProduct, SharedKeyHeadsAnEmptyContractionThreadsAndTheSwitch) {
 }
 
 }  // namespace tensorscope::model_core
+
+namespace tensorscope::model_core {
+namespace {
+
+/// headProducts' value and the gradients of a, w and the tail against an upstream g, by the kernel or
+/// by its ATen oracle (setFusedAttentionEnabled(false)). `a` is read as a head view of a wider
+/// projection (the way MLA passes q_nope: the first k of every head's k + 2 features).
+std::vector<torch::Tensor> runHeads(const torch::Tensor& a0, const torch::Tensor& w0, bool transW,
+                                    const torch::Tensor& tail0, const torch::Tensor& g, bool fused) {
+  const auto a = a0.detach().clone().requires_grad_(true), w = w0.detach().clone().requires_grad_(true);
+  const auto tail = tail0.defined() ? tail0.detach().clone().requires_grad_(true) : torch::Tensor();
+  setFusedAttentionEnabled(fused);
+  const auto y = headProducts(a.narrow(2, 0, a.size(2) - 2), w, transW, tail);
+  setFusedAttentionEnabled(true);
+  (y * g).sum().backward();
+  return {y.detach(), a.grad(), w.grad(), tail.defined() ? tail.grad() : torch::zeros({1}, a.options())};
+}
+
+}  // namespace
+
+TEST(HeadProducts, EqualMatmulAndCatWithEveryGradient) {
+  torch::manual_seed(33);
+  for (const auto dtype : {torch::kDouble, torch::kFloat})
+    for (bool transW : {false, true})
+      for (int r : {0, 3})
+        for (int64_t T : {1, 37, 700}) {  // 700 rows: several row blocks a head
+          SCOPED_TRACE(std::string(dtype == torch::kDouble ? "float64" : "float32") + (transW ? " a·wᵀ" : " a·w") +
+                       " r=" + std::to_string(r) + " T=" + std::to_string(T));
+          const double tol = dtype == torch::kDouble ? 1e-11 : 3e-4;
+          const int64_t H = 3, k = 5, n = 4;
+          const auto a = torch::randn({T, H, k + 2}, dtype);
+          const auto w = transW ? torch::randn({H, n, k}, dtype) : torch::randn({H, k, n}, dtype);
+          const auto tail = r > 0 ? torch::randn({T, H, r}, dtype) : torch::Tensor();
+          const auto g = torch::randn({T, H, n + r}, dtype);
+          const auto f = runHeads(a, w, transW, tail, g, true), o = runHeads(a, w, transW, tail, g, false);
+          ASSERT_EQ(f[0].sizes(), (std::vector<int64_t>{T, H, n + r}));
+          EXPECT_LT(maxAbsDiff(f[0], o[0]), tol) << "products";
+          EXPECT_LT(maxAbsDiff(f[1], o[1]), tol) << "gradient of a";
+          EXPECT_LT(maxAbsDiff(f[2], o[2]), tol) << "gradient of w";
+          EXPECT_LT(maxAbsDiff(f[3], o[3]), tol) << "gradient of the tail";
+          // The two features of every head past q_nope's k get no gradient.
+          EXPECT_EQ(f[1].narrow(2, k, 2).abs().max().item<double>(), 0.0);
+          EXPECT_GT(f[2].abs().sum().item<double>(), 0.5);
+        }
+  // The definition itself in float64: out[t, h] = [a[t, h]·w[h], tail[t, h]].
+  const auto a = torch::randn({6, 2, 3}, torch::kDouble), w = torch::randn({2, 3, 4}, torch::kDouble);
+  const auto tail = torch::randn({6, 2, 2}, torch::kDouble);
+  const auto y = headProducts(a, w, false, tail);
+  for (int64_t t = 0; t < 6; ++t)
+    for (int64_t h = 0; h < 2; ++h) {
+      EXPECT_LT(maxAbsDiff(y[t][h].narrow(0, 0, 4), torch::matmul(a[t][h], w[h])), 1e-14);
+      EXPECT_TRUE(torch::equal(y[t][h].narrow(0, 4, 2), tail[t][h]));
+    }
+}
+
+TEST(HeadProducts, ThreadsAnEmptyContractionAndRefusals) {
+  torch::manual_seed(34);
+  const auto a = torch::randn({1000, 2, 16}), w = torch::randn({2, 16, 24}), tail = torch::randn({1000, 2, 8});
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const auto one = headProducts(a, w, false, tail);
+  for (int t : {2, 3}) {
+    at::set_num_threads(t);
+    EXPECT_TRUE(torch::equal(headProducts(a, w, false, tail), one)) << t << " threads";
+  }
+  at::set_num_threads(threads);
+  const auto e = headProducts(torch::randn({5, 2, 0}), torch::randn({2, 0, 3}), false, torch::Tensor());
+  EXPECT_EQ(e.sizes(), (std::vector<int64_t>{5, 2, 3}));
+  EXPECT_EQ(e.abs().sum().item<float>(), 0.0f);
+  EXPECT_THROW(headProducts(a, torch::randn({3, 16, 24}), false, tail), std::invalid_argument);  // heads
+  EXPECT_THROW(headProducts(a, w, true, tail), std::invalid_argument);                           // contraction
+  EXPECT_THROW(headProducts(a, w, false, torch::randn({999, 2, 8})), std::invalid_argument);     // tail rows
+}
+
+}  // namespace tensorscope::model_core

@@ -300,36 +300,40 @@ TEST(GroupedAttention, LayersOnTheGroupedKernelMatchTheirAtenFormulation) {
 TEST(GroupedAttention, MlaAbsorbedOnTheKernelEqualsMlaNaiveWithGradients) {
   // Same weights: the absorbed order on the grouped kernel is the naive order's function, and so
   // are the gradients of the input and of every (shared-name) parameter.
+  // Without the rotary part (rope_dim 0) the absorbed query is the per-head product alone.
   for (bool causal : {true, false})
-    for (int qRank : {0, 3}) {
-      SCOPED_TRACE(std::string(causal ? "causal" : "full") + " q_rank=" + std::to_string(qRank));
-      auto naiveSpec = spec::makeSpecPreset("mla");
-      naiveSpec.causal = causal;
-      naiveSpec.slots.latent.q_rank = qRank;
-      auto absorbedSpec = naiveSpec;
-      absorbedSpec.slots.latent.order = spec::LatentOrder::Absorbed;
-      AttentionModule naive = buildDouble(naiveSpec, 51), absorbed = buildDouble(absorbedSpec, 52);
-      perturbParameters(*naive, 53);
-      {
-        torch::NoGradGuard noGrad;
-        auto src = naive->named_parameters(true);
-        for (auto& p : absorbed->named_parameters(true)) p.value().copy_(src[p.key()]);
+    for (int qRank : {0, 3})
+      for (bool rope : {true, false}) {
+        SCOPED_TRACE(std::string(causal ? "causal" : "full") + " q_rank=" + std::to_string(qRank) +
+                     (rope ? "" : " rope_dim=0"));
+        auto naiveSpec = spec::makeSpecPreset("mla");
+        naiveSpec.causal = causal;
+        naiveSpec.slots.latent.q_rank = qRank;
+        if (!rope) naiveSpec.slots.latent.rope_dim = 0;
+        auto absorbedSpec = naiveSpec;
+        absorbedSpec.slots.latent.order = spec::LatentOrder::Absorbed;
+        AttentionModule naive = buildDouble(naiveSpec, 51), absorbed = buildDouble(absorbedSpec, 52);
+        perturbParameters(*naive, 53);
+        {
+          torch::NoGradGuard noGrad;
+          auto src = naive->named_parameters(true);
+          for (auto& p : absorbed->named_parameters(true)) p.value().copy_(src[p.key()]);
+        }
+        const auto x0 = randomInput(2, 21, naiveSpec.sizes.F, 54);
+        const auto W = randomInput(2, 21, naiveSpec.sizes.F, 55);
+        auto run = [&](AttentionModuleImpl& m) {
+          m.zero_grad();
+          const auto x = x0.clone().requires_grad_(true);
+          const auto out = m.forward(x, {true, false});
+          (out.y * W).sum().backward();
+          std::vector<torch::Tensor> r = {out.y.detach(), out.maps, x.grad().clone()};
+          for (auto& p : m.named_parameters(true)) r.push_back(p.value().grad().clone());
+          return r;
+        };
+        const auto a = run(*absorbed), b = run(*naive);
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i) expectClose(a[i], b[i], 1e-11, "item " + std::to_string(i));
       }
-      const auto x0 = randomInput(2, 21, naiveSpec.sizes.F, 54);
-      const auto W = randomInput(2, 21, naiveSpec.sizes.F, 55);
-      auto run = [&](AttentionModuleImpl& m) {
-        m.zero_grad();
-        const auto x = x0.clone().requires_grad_(true);
-        const auto out = m.forward(x, {true, false});
-        (out.y * W).sum().backward();
-        std::vector<torch::Tensor> r = {out.y.detach(), out.maps, x.grad().clone()};
-        for (auto& p : m.named_parameters(true)) r.push_back(p.value().grad().clone());
-        return r;
-      };
-      const auto a = run(*absorbed), b = run(*naive);
-      ASSERT_EQ(a.size(), b.size());
-      for (size_t i = 0; i < a.size(); ++i) expectClose(a[i], b[i], 1e-11, "item " + std::to_string(i));
-    }
 }
 
 }  // namespace tensorscope::model_core::test
