@@ -1,6 +1,8 @@
 """The fused CPU kernels find their BLAS at run time (model_core/src/kernels/gemm.h). Without one
 (TENSORSCOPE_BLAS=none, or a library that does not load) `--version` says the kernels are off and
-every THSA layer computes the same outputs through its ATen formulation.
+every THSA layer computes the same outputs through its ATen formulation. The projections' float32
+GEMM (oneDNN's sgemm where libdnnl.so.2 loads) is reported the same way, and turning it off
+(TENSORSCOPE_GEMM=blas) gives the same outputs through torch::linear.
 
 usage: /usr/bin/python3 test_blas_fallback.py TENSORSCOPE_BINARY WORK_DIR
 """
@@ -25,11 +27,14 @@ def expect(name, ok, detail=""):
     passed, failed = passed + ok, failed + (not ok)
 
 
-def run(args, blas=None):
+def run(args, blas=None, gemm=None):
     env = dict(os.environ)
     env.pop("TENSORSCOPE_BLAS", None)
+    env.pop("TENSORSCOPE_GEMM", None)
     if blas is not None:
         env["TENSORSCOPE_BLAS"] = blas
+    if gemm is not None:
+        env["TENSORSCOPE_GEMM"] = gemm
     return subprocess.run([binary] + args, env=env, capture_output=True, text=True)
 
 
@@ -40,6 +45,17 @@ expect("version-fused-off", "fused CPU kernels: off, ATen formulation instead: B
        in v.stdout, v.stdout)
 v = run(["--version"], "/nonexistent/libnoblas.so")
 expect("version-blas-does-not-load", "TENSORSCOPE_BLAS=/nonexistent/libnoblas.so does not load" in v.stdout, v.stdout)
+v = run(["--version"])
+has_dnnl = "projections (float32 GEMM): dnnl_sgemm from " in v.stdout
+expect("version-projection-gemm", has_dnnl or "projections (float32 GEMM): ATen's (the BLAS above); oneDNN's sgemm none"
+       in v.stdout, v.stdout)
+print("(projection GEMM: %s)" % ("oneDNN" if has_dnnl else "ATen's"))
+v = run(["--version"], gemm="blas")
+expect("version-projection-gemm-off", "projections (float32 GEMM): ATen's (the BLAS above); oneDNN's sgemm off "
+       "(TENSORSCOPE_GEMM=blas)" in v.stdout, v.stdout)
+v = run(["--version"], gemm="/nonexistent/libnodnnl.so")
+expect("version-projection-gemm-does-not-load", "TENSORSCOPE_GEMM=/nonexistent/libnodnnl.so does not load" in v.stdout,
+       v.stdout)
 
 for preset in ("core:thsa", "skip_left", "skip_right", "core:low_rank", "thsa_linear", "mhsa"):
     for causal in (True, False):
@@ -61,6 +77,13 @@ for preset in ("core:thsa", "skip_left", "skip_right", "core:low_rank", "thsa_li
         ya, yb = st.load(y_on)[0]["y"].double(), st.load(y_off)[0]["y"].double()
         err = ((ya - yb).abs().max() / ya.abs().max()).item()
         expect(tag + " fused == ATen without a BLAS (rel %.1e)" % err, err < 1e-5, "rel %.2e" % err)
+        c = run(["attention", "--spec", spec_path, "--weights", w, "--input", x, "--output", y_off], gemm="blas")
+        if c.returncode:
+            expect(tag + " projections", False, c.stderr)
+            continue
+        yc = st.load(y_off)[0]["y"].double()
+        err = ((ya - yc).abs().max() / ya.abs().max()).item()
+        expect(tag + " projection GEMM == torch::linear (rel %.1e)" % err, err < 1e-5, "rel %.2e" % err)
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

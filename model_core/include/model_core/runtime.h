@@ -20,6 +20,7 @@ struct RuntimeInfo {
   std::string allocator;       ///< how CPU memory is kept between steps (see tuneAllocator)
   bool fused_kernels = false;  ///< the fused CPU attention kernels have a BLAS (else: ATen formulation)
   std::string fused_kernels_detail;  ///< their BLAS and row-operation build, or why they are off
+  std::string projection_gemm;  ///< the float32 GEMM of the model's linear maps (kernels/gemm.h), or why ATen's
 };
 
 /// Makes glibc keep freed memory for reuse instead of returning it to the kernel after every

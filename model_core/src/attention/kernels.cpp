@@ -291,7 +291,7 @@ torch::Tensor stackedLinear(const torch::Tensor& x, const std::vector<torch::nn:
   if (anyBias)
     for (const auto& p : parts)
       biases.push_back(p->bias.defined() ? p->bias : torch::zeros({p->weight.size(0)}, p->weight.options()));
-  return torch::linear(x, torch::cat(weights), anyBias ? torch::cat(biases) : torch::Tensor());
+  return linearMap(x, torch::cat(weights), anyBias ? torch::cat(biases) : torch::Tensor());
 }
 }  // namespace
 

@@ -23,6 +23,22 @@ torch::Tensor futureMask(int64_t n, int64_t m, const torch::Device& device);
 /// An nn.Linear in -> out (y = x·Wᵀ + b) with PyTorch's default initialisation.
 torch::nn::Linear makeProjection(int64_t in, int64_t out, bool bias);
 
+/// y = x·Wᵀ + b for x [..., in], weight [out, in], bias [out] (undefined: none): torch::linear's
+/// function. In float32 on the CPU, with the fused kernels on and the projection GEMM available
+/// (kernels/gemm.h: oneDNN's sgemm), the product and both of its gradients (∂x = ∂y·W, ∂W = ∂yᵀ·x) run
+/// on it: 1.15-1.3x the BLAS ATen calls on these shapes, and the projections, the feed-forward maps
+/// and the head are most of a training step. Elsewhere torch::linear, its oracle. Differentiable (a
+/// backward taken with create_graph runs ATen's formulas).
+torch::Tensor linearMap(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+
+/// The projection p applied to x: linearMap with p's weight and bias (what p(x) computes).
+inline torch::Tensor project(const torch::nn::Linear& p, const torch::Tensor& x) {
+  return linearMap(x, p->weight, p->bias);
+}
+
+/// Whether linearMap runs x through the projection GEMM (else torch::linear).
+bool projectionGemmSupports(const torch::Tensor& x);
+
 /// q, k and v of x [B, N, F] from one GEMM with the three projections stacked: [B, N, 3, H, D]
 /// (q, k, v on axis 2). The parameters stay the three modules' own (their names do not change).
 torch::Tensor projectQkv(const torch::Tensor& x, const torch::nn::Linear& wq, const torch::nn::Linear& wk,

@@ -179,7 +179,7 @@ torch::Tensor MhsaImpl::collaborative(const torch::Tensor& x, const ForwardOptio
 torch::Tensor MhsaImpl::gate(const torch::Tensor& x, const torch::Tensor& o) const {
   if (!wg_) return o;
   const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H;
-  const auto g = torch::sigmoid(torch::linear(x, wg_->weight, wg_->bias));  // [B, N, H·D] or [B, N, H]
+  const auto g = torch::sigmoid(project(wg_, x));  // [B, N, H·D] or [B, N, H]
   return o * (spec_.slots.gate == spec::Gate::Headwise ? g.view({B, N, H, 1}) : g.view({B, N, H, -1}));
 }
 
@@ -244,12 +244,12 @@ AttentionOutput MhsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     o = attend(x, options, out).transpose(1, 2);  // [B, N, H, D]
   }
   if (wr_) {
-    const auto r = wr_(x).view({B, N, H, D});  // role vectors
+    const auto r = project(wr_, x).view({B, N, H, D});  // role vectors
     o = o * r;                                 // binding: filler ⊙ role
     if (options.with_roles) out.roles = r.transpose(1, 2);
   }
   o = gate(x, o);
-  out.y = wo_(o.reshape({B, N, -1}));  // [B, N, F]
+  out.y = project(wo_, o.reshape({B, N, -1}));  // [B, N, F]
   return out;
 }
 

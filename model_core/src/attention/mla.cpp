@@ -38,7 +38,7 @@ AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
   const int64_t B = x.size(0), N = x.size(1), H = spec_.sizes.H, D = spec_.sizes.D, L = l.kv_rank, r = l.rope_dim;
   // The projections of x (the query's, or its down-projection, and the KV latent's) from one GEMM.
   const auto proj = projectStacked(x, {wq_ ? wq_ : wqA_, wkvA_});
-  const auto q = (wq_ ? proj[0] : wqB_(rmsNorm(proj[0], qNormWeight_, spec::kMlaNormEps))).view({B, N, H, D + r});
+  const auto q = (wq_ ? proj[0] : project(wqB_, rmsNorm(proj[0], qNormWeight_, spec::kMlaNormEps))).view({B, N, H, D + r});
   // Parts of one projection are split (not narrowed twice): split's backward writes the parts'
   // gradients into one tensor, where each narrow's would fill a zero tensor of the whole to be added.
   const auto qParts = q.split_with_sizes({D, r}, -1);
@@ -58,12 +58,12 @@ AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     // [q_nope, q_pe] (D + r a head), keys [k_nope, k_pe] (the one rotary key copied to every head)
     // and the values read in place from the up-projection. The kernel keeps P for backward as
     // MHSA does; no [B, H, N, M] logits or their gradient.
-    const auto kvb = wkvB_(c).view({B, N, H, 2 * D}).split(D, -1);  // k_nope, v
+    const auto kvb = project(wkvB_, c).view({B, N, H, 2 * D}).split(D, -1);  // k_nope, v
     const auto key = r > 0 ? torch::cat({kvb[0], kPe.unsqueeze(2).expand({B, N, H, r})}, -1) : kvb[0];
     const auto query = r > 0 ? torch::cat({qNope, qPe}, -1) : qNope;  // q_pe turned
     const auto att = fusedGroupedAttention(query, key, kvb[1], scale, spec_.causal);
     if (options.with_maps) out.maps = att.P;
-    out.y = wo_(att.o.reshape({B, N, H * D}));
+    out.y = project(wo_, att.o.reshape({B, N, H * D}));
     return out;
   }
   if (absorbed && fused) {
@@ -83,12 +83,12 @@ AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     const auto att = fusedGroupedAttention(query, key, key.narrow(-1, 0, L), scale, spec_.causal);
     if (options.with_maps) out.maps = att.P;
     o = headProducts(att.o.flatten(0, 1), w.narrow(1, D, D), /*transW=*/true, torch::Tensor());  // [B·N, H, D]
-    out.y = wo_(o.view({B, N, H * D}));
+    out.y = project(wo_, o.view({B, N, H * D}));
     return out;
   }
   torch::Tensor logits, v;
   if (!absorbed) {
-    const auto kvb = wkvB_(c).view({B, N, H, 2 * D});
+    const auto kvb = project(wkvB_, c).view({B, N, H, 2 * D});
     v = kvb.narrow(-1, D, D);  // [B, M, H, D]
     logits = torch::einsum("bnhd,bmhd->bhnm", {qNope, kvb.narrow(-1, 0, D)});
   } else {
@@ -107,7 +107,7 @@ AttentionOutput MlaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     // The latent is also the one value head; W^UV turns each head's mixture of latents into its D.
     o = torch::einsum("bnhc,hdc->bnhd", {torch::einsum("bhnm,bmc->bnhc", {Pd, c}), w.narrow(1, D, D)});
   }
-  out.y = wo_(o.reshape({B, N, H * D}));
+  out.y = project(wo_, o.reshape({B, N, H * D}));
   return out;
 }
 

@@ -112,8 +112,8 @@ AttentionOutput MtaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     // RMSNorm._norm L68–69, subln L423–424
     o = rmsNorm(o, normScale_ == 1.0 ? sublnWeight_ : sublnWeight_ * normScale_, 1e-5);
   }
-  if (gate_) o = o * torch::sigmoid(gate_(o));                                 // L426–427
-  out.y = wo_(o.reshape({B, N, H * D}));
+  if (gate_) o = o * torch::sigmoid(project(gate_, o));                                 // L426–427
+  out.y = project(wo_, o.reshape({B, N, H * D}));
   return out;
 }
 

@@ -59,7 +59,7 @@ AttentionOutput MultilinearImpl::forward(const torch::Tensor& x, const ForwardOp
                   maxActivationBytes_ / double(1ull << 30));
     throw std::runtime_error(msg);
   }
-  const auto q = wq_(x), k = wk_(x), v = wv_(x);          // [B, N, R]
+  const auto q = project(wq_, x), k = project(wk_, x), v = project(wv_, x);          // [B, N, R]
   const auto gbar = effectiveCores().mean(0);              // [R]: (1/P)·Σ_p g_p
   const auto a = q * gbar;                                 // [B, N, R]
   AttentionOutput out;
@@ -114,7 +114,7 @@ AttentionOutput DimwiseImpl::forward(const torch::Tensor& x, const ForwardOption
     // The fused kernel (dimwise_fused.h): no [B, N, d, d] prefix tensor, forward or backward.
     const auto qkv = projectQkv(x, wq_, wk_, wv_, 1).view({B, N, 3, d});
     const auto O = dimwiseCausalAttention(qkv, conv_.to(qkv.scalar_type()));  // [B, N, c, d]
-    out.y = wo_(O.view({B, N, c * d}));
+    out.y = project(wo_, O.view({B, N, c * d}));
     if (options.with_maps) {  // f(S⁽ᴺ⁾), the map of the last position (display only)
       torch::NoGradGuard noGrad;
       const auto q = qkv.select(2, 0), k = qkv.select(2, 1);
@@ -122,10 +122,10 @@ AttentionOutput DimwiseImpl::forward(const torch::Tensor& x, const ForwardOption
     }
     return out;
   }
-  const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, d]
+  const auto q = project(wq_, x), k = project(wk_, x), v = project(wv_, x);  // [B, N, d]
   const auto aten = dimwiseAten(q, k, v, conv_, spec_.causal, [&](const torch::Tensor& f) { return dropout_(f); });
   if (options.with_maps) out.maps = spec_.causal ? aten.f.select(1, N - 1) : aten.f;
-  out.y = wo_(aten.O.reshape({B, N, c * d}));
+  out.y = project(wo_, aten.O.reshape({B, N, c * d}));
   return out;
 }
 

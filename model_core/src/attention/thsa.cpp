@@ -121,11 +121,11 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
       const int64_t heads = core_->kindA() == FactorKind::Identity ? H : 1;
       const auto o = sdpaAttention(splitHeads(q, heads), splitHeads(k, heads), splitHeads(v, heads),
                                    core_->scale() * invSqrtR, spec_.causal);
-      out.y = wo_(mergeHeads(o));
+      out.y = project(wo_, mergeHeads(o));
     } else {
       const auto C = core_->effective().to(qkv.scalar_type());
       const auto rows = sharedB ? C.view({H, D, R}).select(1, 0) : C;
-      out.y = wo_(sdpaHeadMixing(q, k, v, rows, invSqrtR, spec_.causal));
+      out.y = project(wo_, sdpaHeadMixing(q, k, v, rows, invSqrtR, spec_.causal));
     }
     if (options.with_maps) {
       torch::NoGradGuard noGrad;
@@ -137,7 +137,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
       fusedOk) {
     // C = I_H ⊗ 1_D·1_Dᵀ (times its scale) is exactly MHSA: the fused kernel computes it.
     const auto att = fusedAttention(projectTurned(x, H), core_->scale() * invSqrtR, spec_.causal);
-    out.y = wo_(att.o.view({B, N, R}));
+    out.y = project(wo_, att.o.view({B, N, R}));
     if (options.with_maps) out.maps = att.P.unsqueeze(2).expand({B, H, D, N, N}).reshape({B, R, N, N});
     return out;
   }
@@ -145,7 +145,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
       fusedOk) {
     // C = s·1_R·1_Rᵀ (single_head): every channel shares one map, MHSA with one head of size R.
     const auto att = fusedAttention(projectTurned(x, 1), core_->scale() * invSqrtR, spec_.causal);
-    out.y = wo_(att.o.view({B, N, R}));
+    out.y = project(wo_, att.o.view({B, N, R}));
     if (options.with_maps) out.maps = att.P.expand({B, R, N, N});
     return out;
   }
@@ -155,7 +155,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     const auto qkv = projectTurned(x, H).view({B, N, 3, R});
     const bool rank1 = core_->kindB() == FactorKind::Rank1;
     const auto A = core_->kindA() == FactorKind::Identity ? torch::Tensor() : core_->a().to(qkv.scalar_type());
-    out.y = wo_(headMapThsaAttention(qkv, H, A, rank1 ? core_->c2() : torch::Tensor(),
+    out.y = project(wo_, headMapThsaAttention(qkv, H, A, rank1 ? core_->c2() : torch::Tensor(),
                                      rank1 ? core_->c3() : torch::Tensor(), core_->scale() * invSqrtR, spec_.causal));
     if (options.with_maps) {
       torch::NoGradGuard noGrad;
@@ -167,7 +167,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
   if (core_->isLowRank() && fusedOk) {
     // C = U·Vᵀ through its factors: ρ base maps mixed by U (thsa_lowrank.h).
     const auto qkv = projectTurned(x, H).view({B, N, 3, R});
-    out.y = wo_(lowRankThsaAttention(qkv, core_->u(), core_->v(), invSqrtR, spec_.causal));
+    out.y = project(wo_, lowRankThsaAttention(qkv, core_->u(), core_->v(), invSqrtR, spec_.causal));
     if (options.with_maps) {
       torch::NoGradGuard noGrad;
       out.maps = lowRankThsaAten(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), core_->u(), core_->v(),
@@ -184,10 +184,10 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     const auto A = core_->a().to(qkv.scalar_type()) * core_->scale();
     const auto omega = denseThsaAttention(qkv, A, invSqrtR, spec_.causal)      // [B·D, N, H]
                            .view({B, D, N, H}).permute({0, 2, 3, 1}).reshape({B, N, R});
-    out.y = wo_(omega);
+    out.y = project(wo_, omega);
     if (options.with_maps) {
       torch::NoGradGuard noGrad;
-      const auto q = applyRotary(wq_(x), D, rotary_), k = applyRotary(wk_(x), D, rotary_), v = wv_(x);
+      const auto q = applyRotary(project(wq_, x), D, rotary_), k = applyRotary(project(wk_, x), D, rotary_), v = project(wv_, x);
       out.maps = denseThsaAten(q, k, v, core_->effective(), invSqrtR, spec_.causal, dropout_).P;
     }
     return out;
@@ -197,7 +197,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     // O(B·R·N) for backward. Maps only when asked, through the ATen formulation without gradient.
     const auto qkv = projectTurned(x, H).view({B, N, 3, R});
     const auto C = core_->effective().to(qkv.scalar_type());
-    out.y = wo_(denseThsaAttention(qkv, C, invSqrtR, spec_.causal));
+    out.y = project(wo_, denseThsaAttention(qkv, C, invSqrtR, spec_.causal));
     if (options.with_maps) {
       torch::NoGradGuard noGrad;
       out.maps = denseThsaAten(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), C, invSqrtR, spec_.causal,
@@ -205,7 +205,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
     }
     return out;
   }
-  const auto q = applyRotary(wq_(x), D, rotary_), k = applyRotary(wk_(x), D, rotary_), v = wv_(x);  // [B, N, R]
+  const auto q = applyRotary(project(wq_, x), D, rotary_), k = applyRotary(project(wk_, x), D, rotary_), v = project(wv_, x);  // [B, N, R]
   torch::Tensor omega;  // [B, N, R]
 
   if (core_->isDense()) {
@@ -248,7 +248,7 @@ AttentionOutput ThsaImpl::forward(const torch::Tensor& x, const ForwardOptions& 
       if (options.with_maps) out.maps = P.reshape({B, R, N, N});
     }
   }
-  out.y = wo_(omega);
+  out.y = project(wo_, omega);
   return out;
 }
 
@@ -273,14 +273,14 @@ AttentionOutput ThsaLinearImpl::forward(const torch::Tensor& x, const ForwardOpt
     const int64_t B = x.size(0), R = spec_.sizes.R;
     const auto qkv = projectQkv(x, wq_, wk_, wv_, 1).view({B, N, 3, R});
     AttentionOutput out;
-    out.y = wo_(linearThsaAttention(qkv, core_->effective().to(qkv.scalar_type()), spec_.causal));
+    out.y = project(wo_, linearThsaAttention(qkv, core_->effective().to(qkv.scalar_type()), spec_.causal));
     if (options.with_maps) {
       torch::NoGradGuard noGrad;
       out.maps = linearMaps(qkv.select(2, 0), qkv.select(2, 1), core_->effective(), spec_.causal);
     }
     return out;
   }
-  const auto q = wq_(x), k = wk_(x), v = wv_(x);  // [B, N, R]
+  const auto q = project(wq_, x), k = project(wk_, x), v = project(wv_, x);  // [B, N, R]
   const auto C = core_->effective();               // [R, R]
   const auto phi = torch::elu(C * q.unsqueeze(2)) + 1.0;  // [B, N, R, S]: φ(C_r ⊙ q_n)
   const auto K = torch::elu(k) + 1.0;                      // [B, M, S]: φ(k_m)
@@ -297,7 +297,7 @@ AttentionOutput ThsaLinearImpl::forward(const torch::Tensor& x, const ForwardOpt
     den = (phi * z.unsqueeze(2)).sum(-1);
   }
   AttentionOutput out;
-  out.y = wo_(num / den);
+  out.y = project(wo_, num / den);
   if (options.with_maps) out.maps = linearMaps(q, k, C, spec_.causal);
   return out;
 }

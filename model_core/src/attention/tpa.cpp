@@ -216,16 +216,16 @@ AttentionOutput TpaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
       weights.push_back(wa_[i]->weight);
       weights.push_back(wb_[i]->weight);
     }
-    const auto proj = torch::linear(x, torch::cat(weights));  // [B, N, W]
+    const auto proj = linearMap(x, torch::cat(weights), torch::Tensor());  // [B, N, W]
     const auto qkv = tpaFactorQkv(proj, H, D, {ranks_[0], ranks_[1], ranks_[2]}, t.rope, t.rope_base);
     const auto att = fusedAttention(qkv, 1.0 / std::sqrt(double(D)), spec_.causal);
     if (options.with_maps) out.maps = att.P;
-    out.y = wo_(headNorm(att.o).reshape({B, N, H * D}));
+    out.y = project(wo_, headNorm(att.o).reshape({B, N, H * D}));
     return out;
   }
   torch::Tensor q;
   if (wq_) {
-    q = wq_(x).view({B, N, H, D});
+    q = project(wq_, x).view({B, N, H, D});
     if (t.rope) q = t6Rotary(q, t.rope_base);  // T6_kvonly turns the full query heads (line 118)
   } else {
     q = factorised(x, 0, t.rope);
@@ -236,14 +236,14 @@ AttentionOutput TpaImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     // keeps no [B, H, N, M] tensor for backward. Maps only when asked.
     const auto att = fusedAttention(torch::stack({q, k, v}, 2), 1.0 / std::sqrt(double(D)), spec_.causal);
     if (options.with_maps) out.maps = att.P;
-    out.y = wo_(headNorm(att.o).reshape({B, N, H * D}));
+    out.y = project(wo_, headNorm(att.o).reshape({B, N, H * D}));
     return out;
   }
   const auto logits = torch::einsum("bnhd,bmhd->bhnm", {q, k});
   const auto P = scaledMaskedSoftmax(logits, 1.0 / std::sqrt(double(D)), spec_.causal);  // [B, H, N, M]
   if (options.with_maps) out.maps = P;
   const auto o = torch::einsum("bhnm,bmhd->bnhd", {dropout_(P), v});
-  out.y = wo_(headNorm(o).reshape({B, N, H * D}));
+  out.y = project(wo_, headNorm(o).reshape({B, N, H * D}));
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 namespace tensorscope::model_core::kernels {
 namespace {
@@ -38,7 +39,43 @@ Blas resolve() {
   return {nullptr, nullptr, "none found (no sgemm_ in the process, libblas.so.3, libopenblas.so.0 or libmkl_rt)"};
 }
 
+ProjectionGemm projectionFrom(void* handle, const std::string& what) {
+  ProjectionGemm g;
+  g.sgemm = handle ? reinterpret_cast<DnnlSgemmFn>(dlsym(handle, "dnnl_sgemm")) : nullptr;
+  g.source = g.sgemm ? libraryOf(reinterpret_cast<void*>(g.sgemm)) : "none: " + what + " has no dnnl_sgemm";
+  return g;
+}
+
+ProjectionGemm resolveProjection() {
+  const char* env = std::getenv("TENSORSCOPE_GEMM");
+  if (env && std::strcmp(env, "blas") == 0) return {nullptr, "off (TENSORSCOPE_GEMM=blas)"};
+  if (env && *env) {
+    void* h = dlopen(env, RTLD_NOW | RTLD_GLOBAL);
+    if (!h) return {nullptr, std::string("none: TENSORSCOPE_GEMM=") + env + " does not load (" + dlerror() + ")"};
+    return projectionFrom(h, env);
+  }
+  if (ProjectionGemm g = projectionFrom(RTLD_DEFAULT, "the process"); g.available()) return g;
+  if (void* h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_GLOBAL)) return projectionFrom(h, "libdnnl.so.2");
+  return {nullptr, "none (no dnnl_sgemm in the process or libdnnl.so.2)"};
+}
+
 }  // namespace
+
+const ProjectionGemm& projectionGemm() {
+  static const ProjectionGemm g = resolveProjection();
+  return g;
+}
+
+void projectionSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float* A,
+                     int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const int status = projectionGemm().sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb,
+                                            beta, C, ldc);
+  if (status != 0)  // dnnl_success is 0
+    throw std::runtime_error("the projection GEMM (" + projectionGemm().source + ") failed with status " +
+                             std::to_string(status) + " for " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                             std::to_string(k));
+}
 
 const Blas& blas() {
   static const Blas b = resolve();

@@ -37,6 +37,29 @@ inline void blasGemm(char ta, char tb, int m, int n, int k, double alpha, const 
   blas().dgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
 }
 
+/// The float32 GEMM of the projections (the model's linear maps of every token, forward and backward):
+/// oneDNN's `dnnl_sgemm`, where libdnnl.so.2 loads (Debian's LibTorch links it), else none and the
+/// projections keep ATen's (the BLAS above). On the reference model's shapes (4096 tokens through 128-
+/// to 512-wide maps, their ∂x and their ∂W) it runs 1.15-1.3x OpenBLAS 0.3.21's Cooperlake kernels on
+/// an AVX-512 EPYC (bench/README.md, issue 41, ninth part). Row-major, threads from OpenMP as ATen's.
+/// `TENSORSCOPE_GEMM=blas` turns it off; `TENSORSCOPE_GEMM=PATH` loads that library instead.
+using DnnlSgemmFn = int (*)(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+struct ProjectionGemm {
+  DnnlSgemmFn sgemm = nullptr;
+  std::string source;  ///< the library, or why there is none
+  bool available() const { return sgemm != nullptr; }
+};
+
+/// The projection GEMM, resolved on first use (thread-safe).
+const ProjectionGemm& projectionGemm();
+
+/// Row-major C[m×n] = alpha·op(A)·op(B) + beta·C on the projection GEMM (callers check available());
+/// throws std::runtime_error with the library's status when it fails.
+void projectionSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float* A,
+                     int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
 /// Row-major C[m×n] = alpha·op(A)[m×k]·op(B)[k×n] + beta·C, with leading dimensions (row strides).
 /// BLAS is column-major: a row-major matrix is its transpose there, so compute Cᵀ = op(B)ᵀ·op(A)ᵀ.
 /// k = 0 scales C by beta (BLAS semantics). Callers check blas().available() first.

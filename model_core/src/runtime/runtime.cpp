@@ -138,6 +138,9 @@ RuntimeInfo runtimeInfo() {
   info.fused_kernels_detail = blas.available()
                                   ? "on (sgemm_ from " + blas.source + ", row operations " + kernels::rowOpsIsa() + ")"
                                   : "off, ATen formulation instead: BLAS " + blas.source;
+  const auto& projection = kernels::projectionGemm();
+  info.projection_gemm = projection.available() ? "dnnl_sgemm from " + projection.source
+                                                : "ATen's (the BLAS above); oneDNN's sgemm " + projection.source;
   return info;
 }
 
@@ -202,6 +205,7 @@ std::string describeRuntime(const RuntimeInfo& i) {
   // OpenBLAS: which kernels run and why (model_core/blas_kernels.h), then its build configuration.
   s += "BLAS: " + (i.blas_kernels.empty() ? i.blas : i.blas_kernels + " (" + i.blas + ")") + "\n";
   s += "fused CPU kernels: " + i.fused_kernels_detail + "\n";
+  s += "projections (float32 GEMM): " + i.projection_gemm + "\n";
   s += "allocator: " + i.allocator;
   return s;
 }

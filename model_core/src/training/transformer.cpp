@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "attention/kernels.h"
 #include "training/fused_gelu.h"
 
 namespace tensorscope::model_core {
@@ -40,7 +41,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const ForwardOptions& o
     a.input = input;
     *inspect = std::move(a);
   }
-  return h + drop_(fc2_(fusedGelu(fc1_(ln2_(h)))));
+  return h + drop_(project(fc2_, fusedGelu(project(fc1_, ln2_(h)))));
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& config, const ModelShape& shape)
@@ -78,9 +79,9 @@ TransformerImpl::TransformerImpl(const ModelConfig& config, const ModelShape& sh
 
 torch::Tensor TransformerImpl::embed(const torch::Tensor& input) {
   const int64_t N = input.size(1);
-  if (!positions_ && !sinusoid_.defined()) return classifier_ ? patchIn_(input) : tokens_(input);  // rotary
+  if (!positions_ && !sinusoid_.defined()) return classifier_ ? project(patchIn_, input) : tokens_(input);  // rotary
   const auto pos = positions_ ? positions_->weight.narrow(0, 0, N) : sinusoid_.narrow(0, 0, N);  // [N, F]
-  if (classifier_) return patchIn_(input) + pos;
+  if (classifier_) return project(patchIn_, input) + pos;
   auto x = tokens_(input) + pos;
   if (roles_) x = x + roles_(input) * pos;  // TP-Transformer eq. 2: symbol-dependent role ⊙ position
   return x;
@@ -95,8 +96,8 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input, const Forward
   if (inspect) inspect->assign(blocks_.size(), {});
   for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, options, inspect ? &(*inspect)[i] : nullptr);
   x = lnF_(x);
-  if (classifier_) return head_(x.mean(1));          // [B, classes]
-  if (head_) return head_(x);                          // [B, N, V]
+  if (classifier_) return project(head_, x.mean(1));          // [B, classes]
+  if (head_) return project(head_, x);                          // [B, N, V]
   return torch::matmul(x, tokens_->weight.t());        // tied: h·Eᵀ
 }
 
