@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <limits>
+#include <type_traits>
 #include <stdexcept>
 #include <vector>
 
@@ -139,6 +140,17 @@ void headProductsInto(const HeadRows& A, const Matrices& W, bool transW, int64_t
                       int64_t headOut) {
   const T* a = A.t.data_ptr<T>();
   const T* w = W.t.data_ptr<T>();
+  if constexpr (std::is_same_v<T, float>) {
+    // In float32 on the projection GEMM: one multi-threaded call per head over all rows (oneDNN's
+    // sgemm at these shapes, [T, k]·[k, n] with k and n 32-80, is ~10% of MLA's absorbed layer faster
+    // than row blocks of single-threaded BLAS calls; bench/README.md, issue 41 ninth part).
+    if (kernels::projectionGemm().available() && A.cols > 0) {
+      for (int64_t h = 0; h < A.heads; ++h)
+        kernels::projectionSgemm(false, transW, A.rows, n, A.cols, 1.0f, a + h * A.headStride, A.ld,
+                                 w + W.offsets[size_t(h)], W.ld, 0.0f, out + h * headOut, ldo);
+      return;
+    }
+  }
   const int64_t block = rowBlock(A.rows, A.heads), blocks = (A.rows + block - 1) / block;
   at::parallel_for(0, A.heads * blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
@@ -160,6 +172,19 @@ void headWeightGradients(const HeadRows& A, const HeadRows& G, int64_t n, bool t
   const T* a = A.t.data_ptr<T>();
   const T* g = G.t.data_ptr<T>();
   const int64_t k = A.cols;
+  if constexpr (std::is_same_v<T, float>) {  // as headProductsInto: one call per head on the projection GEMM
+    if (kernels::projectionGemm().available() && A.rows > 0) {
+      for (int64_t h = 0; h < A.heads; ++h) {
+        if (transW)
+          kernels::projectionSgemm(true, false, n, k, A.rows, 1.0f, g + h * G.headStride, G.ld, a + h * A.headStride,
+                                   A.ld, 0.0f, dw + h * k * n, k);
+        else
+          kernels::projectionSgemm(true, false, k, n, A.rows, 1.0f, a + h * A.headStride, A.ld, g + h * G.headStride,
+                                   G.ld, 0.0f, dw + h * k * n, n);
+      }
+      return;
+    }
+  }
   at::parallel_for(0, A.heads, 1, [&](int64_t begin, int64_t end) {
     for (int64_t h = begin; h < end; ++h) {
       T* d = dw + h * k * n;

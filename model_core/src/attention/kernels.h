@@ -70,9 +70,10 @@ torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, boo
 ///   out[t, h, :] = [a[t, h, :]·op(w[h]), tail[t, h, :]]        [T, H, n + r],
 /// `tail` [T, H, r] an optional block appended to every head (undefined: r = 0). MLA's absorbed order
 /// turns each head's q_nope into the latent (W^UK, with q_pe as the tail) and each head's mixture of
-/// latents back (W^UV) with it. On the CPU in float32 and float64 the products are single-threaded
-/// BLAS calls on row blocks of one head each, reading a in place (its last axis contiguous) and
-/// writing straight into the interleaved output: no transposed copy after, no cat for the tail.
+/// latents back (W^UV) with it. On the CPU the products read a in place (its last axis contiguous)
+/// and write straight into the interleaved output: no transposed copy after, no cat for the tail. In
+/// float32 on the projection GEMM (kernels/gemm.h) each head is one multi-threaded call; in float64,
+/// or without it, single-threaded BLAS calls on row blocks of one head each, one a thread.
 /// Elsewhere, or with the fused kernels off, matmul and cat, its oracle. Differentiable (a backward
 /// taken with create_graph runs the ATen formulas).
 torch::Tensor headProducts(const torch::Tensor& a, const torch::Tensor& w, bool transW, const torch::Tensor& tail);

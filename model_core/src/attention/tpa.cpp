@@ -171,12 +171,12 @@ torch::Tensor TpaImpl::factorised(const torch::Tensor& x, int i, bool rotary) {
   if (!wb_[i]) {
     // Constant feature factors b [R, D], turned by position (the rotary is linear: the heads' sums
     // turn as one). q[n,h,:] = (1/R)·A[n,h,:]·ρ_n(b): one GEMM without the rotary.
-    const auto a = wa_[i](x).view({B, N, H, R});
+    const auto a = project(wa_[i], x).view({B, N, H, R});
     if (!rotary) return torch::matmul(a, b_[i]) / double(R);
     const auto turned = t6Rotary(b_[i].expand({1, N, R, D}), spec_.slots.tpa.rope_base);  // [1, N, R, D]
     return torch::matmul(a, turned) / double(R);
   }
-  auto b = wb_[i](x).view({B, N, R, D});
+  auto b = project(wb_[i], x).view({B, N, R, D});
   if (rotary) b = t6Rotary(b, spec_.slots.tpa.rope_base);
   // q[n,h,d] = (1/R)·Σ_r A[n,h,r]·B[n,r,d] (T6 CPLinear.forward, lines 107-138: bmm and div_ by rank).
   // This is the ATen path (CUDA, attention dropout, constant factors; the fused kernel's oracle).
@@ -189,7 +189,7 @@ torch::Tensor TpaImpl::factorised(const torch::Tensor& x, int i, bool rotary) {
   // (T6's) is the test oracle
   // (AttentionSlots.TpaBroadcastFactorProductEqualsT6sBatchedProduct).
   if (wa_[i]) {
-    const auto a = wa_[i](x).view({B, N, H, R});
+    const auto a = project(wa_[i], x).view({B, N, H, R});
     if (x.is_cpu() && R * H * D >= 400) return (a.unsqueeze(-1) * b.reshape({B, N, 1, R, D})).sum(3) / double(R);
     return torch::einsum("bnhr,bnrd->bnhd", {a, b}) / double(R);
   }
