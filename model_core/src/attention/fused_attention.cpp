@@ -73,6 +73,43 @@ void softmaxRows(T* m, int64_t M, int64_t i0, int64_t rows, bool causal) {
   for (int64_t r = i0; r < i0 + rows; ++r) kernels::softmaxRowInPlace(m + r * M, causal ? std::min(r + 1, M) : M, M);
 }
 
+/// Whether the heads of one key/value head are stacked as rows: one group (MQA, MLA's absorbed
+/// order), several query heads, the query's heads side by side at each position (rows (n, h) of Dk
+/// values, Dk apart). Then each block of query rows is one product for all heads (M = rows·H) instead
+/// of H products of `rows` rows each: the shared keys and values are read once a block, and the
+/// products are large enough for the BLAS's blocked kernels.
+bool stackedHeads(const Dims& d, int64_t sh, int64_t sn) { return d.G == 1 && d.H > 1 && sh == d.Dk && sn == d.H * d.Dk; }
+
+/// The forward with stacked heads (stackedHeads): per (batch, block of query rows) the scores of
+/// every head as one product into a per-thread block [rows·H, cols], their softmax rows there, the
+/// rows copied into P [B, H, N, M] (zero past the keys a causal row sees), and o's rows (n, h) as one
+/// product with v.
+template <typename T>
+void stackedForward(const Dims& d, Heads<const T> q, Heads<const T> k, Heads<const T> v, T scale, bool causal, T* s,
+                    T* out) {
+  const int64_t N = d.N, M = d.M, H = d.H, HDv = H * d.Dv;
+  const int64_t step = rowBlock(M, causal), blocks = (N + step - 1) / step;
+  at::parallel_for(0, d.B * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> work(size_t(std::min(step, N) * H * M));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / blocks, i0 = (item % blocks) * step, rows = std::min(step, N - i0);
+      const int64_t cols = causal ? std::min(i0 + rows, M) : M;
+      T* w = work.data();  // [rows·H, cols]: row r·H + h is head h at position i0 + r
+      gemm<T>(false, true, rows * H, cols, d.Dk, scale, q.at(b, 0) + i0 * q.sn, d.Dk, k.at(b, 0), k.sn, T(0), w, cols);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t h = 0; h < H; ++h) {
+          T* wr = w + (r * H + h) * cols;
+          kernels::softmaxRowInPlace(wr, causal ? std::min(i0 + r + 1, M) : M, cols);
+          T* pr = s + ((b * H + h) * N + i0 + r) * M;
+          std::copy(wr, wr + cols, pr);
+          std::fill(pr + cols, pr + M, T(0));
+        }
+      gemm<T>(false, false, rows * H, d.Dv, cols, T(1), w, cols, v.at(b, 0), v.sn, T(0), out + b * N * HDv + i0 * HDv,
+              d.Dv);
+    }
+  });
+}
+
 template <typename T>
 FusedAttentionOutput forwardCore(const Dims& d, Heads<const T> q, Heads<const T> k, Heads<const T> v, double scaleD,
                                  bool causal, const torch::TensorOptions& options) {
@@ -80,6 +117,11 @@ FusedAttentionOutput forwardCore(const Dims& d, Heads<const T> q, Heads<const T>
   const T scale = static_cast<T>(scaleD);
   auto P = torch::empty({d.B, H, N, M}, options);
   T* s = P.data_ptr<T>();
+  if (stackedHeads(d, q.sh, q.sn) && N > 0 && M > 0) {
+    auto o = torch::empty({d.B, N, H, d.Dv}, options);
+    stackedForward<T>(d, q, k, v, scale, causal, s, o.data_ptr<T>());
+    return {o, P};
+  }
   at::parallel_for(0, d.B * H, 1, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const int64_t b = p / H, h = p % H;
@@ -108,6 +150,55 @@ FusedAttentionOutput forwardCore(const Dims& d, Heads<const T> q, Heads<const T>
   return {o, P};
 }
 
+/// The backward with stacked heads (stackedHeads, and dq laid out the same way): one work item a
+/// batch entry, its row blocks from the bottom up; per block the P rows of every head gathered into
+/// [rows·H, cols] and the four products of the per-head backward below each run once for all heads
+/// (dv and dk sum over the heads inside their products).
+template <typename T>
+void stackedBackward(const Dims& d, Heads<const T> q, Heads<const T> k, Heads<const T> v, const T* pr, const T* out,
+                     const T* dO, Heads<T> dq, Heads<T> dk, Heads<T> dv, T scale, bool causal) {
+  const int64_t N = d.N, M = d.M, H = d.H, Dk = d.Dk, Dv = d.Dv, HDv = H * Dv;
+  const int64_t reached = causal ? std::min(N, M) : M;
+  at::parallel_for(0, d.B, 1, [&](int64_t begin, int64_t end) {
+    const size_t block = size_t(std::min(N, rowBlock(M, causal)) * H * M);
+    std::vector<T> gathered(block), work(block);
+    for (int64_t b = begin; b < end; ++b) {
+      const T* kp = k.at(b, 0);
+      const T* vp = v.at(b, 0);
+      T *dkp = dk.at(b, 0), *dvp = dv.at(b, 0);
+      for (int64_t m = reached; m < M; ++m) {
+        std::fill(dkp + m * dk.sn, dkp + m * dk.sn + Dk, T(0));
+        std::fill(dvp + m * dv.sn, dvp + m * dv.sn + Dv, T(0));
+      }
+      T beta = 0;  // the first block visited covers every reached key and initialises dk, dv
+      forEachRowBlock(N, M, causal, [&](int64_t i0, int64_t rows, int64_t cols) {
+        const int64_t R = rows * H;  // row r·H + h: head h at position i0 + r
+        T* p = gathered.data();
+        T* w = work.data();
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t h = 0; h < H; ++h) {
+            const T* src = pr + ((b * H + h) * N + i0 + r) * M;
+            std::copy(src, src + cols, p + (r * H + h) * cols);
+          }
+        const T* g = dO + b * N * HDv + i0 * HDv;  // rows (n, h), Dv apart
+        const T* o = out + b * N * HDv + i0 * HDv;
+        gemm<T>(false, true, R, cols, Dv, T(1), g, Dv, vp, v.sn, T(0), w, cols);   // dP = dO·vᵀ
+        gemm<T>(true, false, cols, Dv, R, T(1), p, cols, g, Dv, beta, dvp, dv.sn);  // dv += Pᵀ·dO
+        for (int64_t i = 0; i < R; ++i) {
+          T delta = 0;
+          for (int64_t j = 0; j < Dv; ++j) delta += g[i * Dv + j] * o[i * Dv + j];
+          const T* pi = p + i * cols;
+          T* wi = w + i * cols;
+          for (int64_t j = 0; j < cols; ++j) wi[j] = pi[j] * (wi[j] - delta);
+        }
+        gemm<T>(false, false, R, Dk, cols, scale, w, cols, kp, k.sn, T(0), dq.at(b, 0) + i0 * dq.sn, Dk);
+        gemm<T>(true, false, cols, Dk, R, scale, w, cols, q.at(b, 0) + i0 * q.sn, Dk, beta, dkp, dk.sn);
+        beta = 1;
+      }, /*lastFirst=*/true);
+    }
+  });
+}
+
 /// The backward pass, written into dq, dk, dv (every entry is written). One work item is a
 /// (batch, group, chunk of the group's heads): it owns dq of its heads and accumulates dk, dv over
 /// them, so no two threads add into one row. When B·G items are fewer than the threads, a group's
@@ -124,6 +215,10 @@ void backwardCore(const Dims& d, Heads<const T> q, Heads<const T> k, Heads<const
   const T* out = o.data_ptr<T>();
   const T* dO = gradO.data_ptr<T>();
   const int64_t threads = std::max(1, at::get_num_threads());
+  if (stackedHeads(d, q.sh, q.sn) && dq.sh == Dk && dq.sn == H * Dk && d.B >= threads && N > 0) {
+    stackedBackward<T>(d, q, k, v, pr, out, dO, dq, dk, dv, scale, causal);
+    return;
+  }
   const int64_t chunks = std::clamp<int64_t>((threads + d.B * G - 1) / (d.B * G), 1, per);
   const int64_t headsPerChunk = (per + chunks - 1) / chunks;
   const int64_t slabRow = Dk + Dv;  // a slab row: dk (Dk) then dv (Dv)
