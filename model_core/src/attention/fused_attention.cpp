@@ -73,6 +73,22 @@ void softmaxRows(T* m, int64_t M, int64_t i0, int64_t rows, bool causal) {
   for (int64_t r = i0; r < i0 + rows; ++r) kernels::softmaxRowInPlace(m + r * M, causal ? std::min(r + 1, M) : M, M);
 }
 
+/// The softmax's backward on `rows` rows of a block: w [rows, cols] holds dP = dO·vᵀ and becomes
+/// dS = P ⊙ (dP − δ), δ_n = Σ_m P_nm dP_nm = dO_n·o_n (Dv values; P, dO and o rows ldp, ldg apart).
+template <typename T>
+void softmaxGradientRows(T* w, const T* p, int64_t ldp, const T* g, const T* o, int64_t ldg, int64_t rows,
+                         int64_t cols, int64_t Dv) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* gr = g + r * ldg;
+    const T* orow = o + r * ldg;
+    T delta = 0;
+    for (int64_t j = 0; j < Dv; ++j) delta += gr[j] * orow[j];
+    const T* prow = p + r * ldp;
+    T* wr = w + r * cols;
+    for (int64_t j = 0; j < cols; ++j) wr[j] = prow[j] * (wr[j] - delta);
+  }
+}
+
 /// Whether the heads of one key/value head are stacked as rows: one group (MQA, MLA's absorbed
 /// order), several query heads, the query's heads side by side at each position (rows (n, h) of Dk
 /// values, Dk apart). Then each block of query rows is one product for all heads (M = rows·H) instead
@@ -184,13 +200,7 @@ void stackedBackward(const Dims& d, Heads<const T> q, Heads<const T> k, Heads<co
         const T* o = out + b * N * HDv + i0 * HDv;
         gemm<T>(false, true, R, cols, Dv, T(1), g, Dv, vp, v.sn, T(0), w, cols);   // dP = dO·vᵀ
         gemm<T>(true, false, cols, Dv, R, T(1), p, cols, g, Dv, beta, dvp, dv.sn);  // dv += Pᵀ·dO
-        for (int64_t i = 0; i < R; ++i) {
-          T delta = 0;
-          for (int64_t j = 0; j < Dv; ++j) delta += g[i * Dv + j] * o[i * Dv + j];
-          const T* pi = p + i * cols;
-          T* wi = w + i * cols;
-          for (int64_t j = 0; j < cols; ++j) wi[j] = pi[j] * (wi[j] - delta);
-        }
+        softmaxGradientRows(w, p, cols, g, o, Dv, R, cols, Dv);
         gemm<T>(false, false, R, Dk, cols, scale, w, cols, kp, k.sn, T(0), dq.at(b, 0) + i0 * dq.sn, Dk);
         gemm<T>(true, false, cols, Dk, R, scale, w, cols, q.at(b, 0) + i0 * q.sn, Dk, beta, dkp, dk.sn);
         beta = 1;
@@ -258,15 +268,7 @@ void backwardCore(const Dims& d, Heads<const T> q, Heads<const T> k, Heads<const
           T* w = work.data();  // [rows, cols]
           gemm<T>(false, true, rows, cols, Dv, T(1), gp + i0 * HDv, HDv, vp, v.sn, T(0), w, cols);
           gemm<T>(true, false, cols, Dv, rows, T(1), pp + i0 * M, M, gp + i0 * HDv, HDv, beta, dvp, lddv);
-          for (int64_t r = 0; r < rows; ++r) {
-            const T* gr = gp + (i0 + r) * HDv;
-            const T* orow = op + (i0 + r) * HDv;
-            T delta = 0;
-            for (int64_t j = 0; j < Dv; ++j) delta += gr[j] * orow[j];
-            const T* prow = pp + (i0 + r) * M;
-            T* wr = w + r * cols;
-            for (int64_t j = 0; j < cols; ++j) wr[j] = prow[j] * (wr[j] - delta);
-          }
+          softmaxGradientRows(w, pp + i0 * M, M, gp + i0 * HDv, op + i0 * HDv, HDv, rows, cols, Dv);
           gemm<T>(false, false, rows, Dk, cols, scale, w, cols, kp, k.sn, T(0), dqp + i0 * dq.sn, dq.sn);
           gemm<T>(true, false, cols, Dk, rows, scale, w, cols, qp + i0 * q.sn, q.sn, beta, dkp, lddk);
           beta = 1;
