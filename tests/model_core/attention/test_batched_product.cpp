@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
+
 #include "attention/fused_attention.h"
 #include "attention/kernels.h"
 
@@ -126,6 +128,7 @@ std::vector<torch::Tensor> runHeads(const torch::Tensor& a0, const torch::Tensor
 }  // namespace
 
 TEST(HeadProducts, EqualMatmulAndCatWithEveryGradient) {
+  setenv("TENSORSCOPE_GEMM", "dnnl", 0);  // float32 on the projection GEMM where it loads (kernels/gemm.h)
   torch::manual_seed(33);
   for (const auto dtype : {torch::kDouble, torch::kFloat})
     for (bool transW : {false, true})
@@ -161,6 +164,7 @@ TEST(HeadProducts, EqualMatmulAndCatWithEveryGradient) {
 }
 
 TEST(HeadProducts, ThreadsAnEmptyContractionAndRefusals) {
+  setenv("TENSORSCOPE_GEMM", "dnnl", 0);  // float32 on the projection GEMM where it loads (kernels/gemm.h)
   torch::manual_seed(34);
   // 1-3 threads: float64 (row blocks of single-threaded BLAS calls) gives the same bits; float32 on
   // the projection GEMM (one multi-threaded call a head) the same values within rounding.

@@ -7,12 +7,19 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
+
 #include "attention/fused_attention.h"
 #include "attention/kernels.h"
 #include "kernels/gemm.h"
 
 namespace tensorscope::model_core {
 namespace {
+
+/// The projection GEMM is off unless TENSORSCOPE_GEMM=dnnl asks for it (kernels/gemm.h); these tests
+/// ask before its first use (ctest runs each test in its own process), so they check oneDNN's path
+/// where libdnnl.so.2 loads.
+void askForTheProjectionGemm() { setenv("TENSORSCOPE_GEMM", "dnnl", 0); }
 
 double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
@@ -31,6 +38,7 @@ std::vector<torch::Tensor> run(const torch::Tensor& x0, const torch::Tensor& w0,
 }  // namespace
 
 TEST(LinearMap, EqualsLinearWithEveryGradient) {
+  askForTheProjectionGemm();
   // Whether this machine has the projection GEMM: said, so that a log shows which path was checked.
   std::printf("projection GEMM: %s\n", kernels::projectionGemm().source.c_str());
   EXPECT_EQ(projectionGemmSupports(torch::zeros({2, 3})), kernels::projectionGemm().available());
@@ -67,6 +75,7 @@ TEST(LinearMap, EqualsLinearWithEveryGradient) {
 }
 
 TEST(LinearMap, StridedInputsEmptySizesThreadsAndTheSwitch) {
+  askForTheProjectionGemm();
   torch::manual_seed(42);
   // A transposed (non-contiguous) input and a weight that is a view of a wider one.
   const auto xt = torch::randn({7, 40, 6}).transpose(0, 1);  // [40, 7, 6]
@@ -103,6 +112,7 @@ TEST(LinearMap, StridedInputsEmptySizesThreadsAndTheSwitch) {
 }
 
 TEST(LinearMap, ABackwardThatBuildsAGraphGivesSecondDerivatives) {
+  askForTheProjectionGemm();
   // ∂/∂x of Σ (∂L/∂x)² where L = Σ (x·Wᵀ)²: a create_graph backward through linearMap against linear's.
   torch::manual_seed(43);
   const auto x0 = torch::randn({5, 4}), w = torch::randn({3, 4}).requires_grad_(true);
