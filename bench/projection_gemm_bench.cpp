@@ -4,8 +4,8 @@
 // map's forward y = x·Wᵀ, its ∂x = ∂y·W and its ∂W = ∂yᵀ·x. The two libraries alternate within every
 // round (the VM's drift falls on both); the medians, minima and spread of the rounds, achieved
 // GFLOP/s, and the step's GEMM time (every shape times its count in a 4-layer MHSA step) for each.
-// Prints one JSON document. Measure on an otherwise idle machine. Run with TENSORSCOPE_GEMM=dnnl (the
-// projection GEMM is off by default, kernels/gemm.h).
+// Prints one JSON document. Measure on an otherwise idle machine. TENSORSCOPE_GEMM=blas leaves nothing
+// to compare (the projection GEMM off, kernels/gemm.h): it exits 77.
 //
 //   projection_gemm_bench [--tokens 4096] [--F 128] [--rounds 9] [--reps 10] [--threads 0 (all)]
 //                         [--only onednn|blas]   (one library alone: no alternation, for checking that

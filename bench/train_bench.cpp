@@ -367,7 +367,8 @@ int main(int argc, char** argv) {
     doc["framework"] = "tensorscope";
     doc["quick"] = o.quick;
     doc["machine"] = {{"torch", info.torch_version}, {"device", o.device}, {"threads", threads}, {"blas", info.blas},
-                      {"blas_coretype", info.blas_coretype}, {"blas_kernels", info.blas_kernels}};
+                      {"blas_coretype", info.blas_coretype}, {"blas_kernels", info.blas_kernels},
+                      {"projection_gemm", info.projection_gemm}};  // the linear maps' GEMM (kernels/gemm.h)
     if (o.gpu()) {
       doc["machine"]["gpu_total_gb"] = model_core::gpuMemory().total_bytes / 1073741824.0;
       doc["machine"]["cuda_attention"] = model_core::cudaAttentionPath();

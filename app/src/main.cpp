@@ -5,6 +5,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/stop_signals.h"
 #include "model_core/blas_kernels.h"
 #include "model_core/runtime.h"
 #if TENSORSCOPE_WITH_GUI
@@ -160,6 +161,9 @@ int main(int argc, char** argv) {
   if (!headless) alsoSet.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
 #endif
   model_core::startWithBestBlasKernels(argv, alsoSet);
-  if (headless) return app::runCli(words, std::cout, std::cerr);
+  if (headless) {
+    app::stopsignals::install();  // before any thread starts: why in cli/stop_signals.h
+    return app::runCli(words, std::cout, std::cerr);
+  }
   return runGui(argc, argv, std::move(words));
 }

@@ -1,8 +1,8 @@
 """The fused CPU kernels find their BLAS at run time (model_core/src/kernels/gemm.h). Without one
 (TENSORSCOPE_BLAS=none, or a library that does not load) `--version` says the kernels are off and
 every THSA layer computes the same outputs through its ATen formulation. The projections' float32
-GEMM (oneDNN's sgemm where libdnnl.so.2 loads) is reported the same way: it
-is off by default; asked for (TENSORSCOPE_GEMM=dnnl) it gives the same outputs as torch::linear.
+GEMM (oneDNN's sgemm where libdnnl.so.2 loads) is reported the same way: it is on by default and
+gives the same outputs as torch::linear, which TENSORSCOPE_GEMM=blas runs instead.
 
 usage: /usr/bin/python3 test_blas_fallback.py TENSORSCOPE_BINARY WORK_DIR
 """
@@ -46,12 +46,12 @@ expect("version-fused-off", "fused CPU kernels: off, ATen formulation instead: B
 v = run(["--version"], "/nonexistent/libnoblas.so")
 expect("version-blas-does-not-load", "TENSORSCOPE_BLAS=/nonexistent/libnoblas.so does not load" in v.stdout, v.stdout)
 v = run(["--version"])
-expect("version-projection-gemm-off-by-default", "projections (float32 GEMM): ATen's (the BLAS above); oneDNN's sgemm "
-       "off (the default; TENSORSCOPE_GEMM=dnnl turns it on)" in v.stdout, v.stdout)
-v = run(["--version"], gemm="dnnl")
 has_dnnl = "projections (float32 GEMM): dnnl_sgemm from " in v.stdout
-expect("version-projection-gemm-on-request", has_dnnl or "oneDNN's sgemm none" in v.stdout, v.stdout)
-print("(projection GEMM on request: %s)" % ("oneDNN" if has_dnnl else "none here"))
+expect("version-projection-gemm-on-by-default", has_dnnl or "oneDNN's sgemm none" in v.stdout, v.stdout)
+print("(projection GEMM by default: %s)" % ("oneDNN" if has_dnnl else "none here"))
+v = run(["--version"], gemm="dnnl")
+expect("version-projection-gemm-on-request", ("projections (float32 GEMM): dnnl_sgemm from " in v.stdout) == has_dnnl,
+       v.stdout)
 v = run(["--version"], gemm="blas")
 expect("version-projection-gemm-off", "projections (float32 GEMM): ATen's (the BLAS above); oneDNN's sgemm off "
        "(TENSORSCOPE_GEMM=blas)" in v.stdout, v.stdout)
@@ -79,7 +79,7 @@ for preset in ("core:thsa", "skip_left", "skip_right", "core:low_rank", "thsa_li
         ya, yb = st.load(y_on)[0]["y"].double(), st.load(y_off)[0]["y"].double()
         err = ((ya - yb).abs().max() / ya.abs().max()).item()
         expect(tag + " fused == ATen without a BLAS (rel %.1e)" % err, err < 1e-5, "rel %.2e" % err)
-        c = run(["attention", "--spec", spec_path, "--weights", w, "--input", x, "--output", y_off], gemm="dnnl")
+        c = run(["attention", "--spec", spec_path, "--weights", w, "--input", x, "--output", y_off], gemm="blas")
         if c.returncode:
             expect(tag + " projections", False, c.stderr)
             continue

@@ -6,11 +6,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <csignal>
+#include <atomic>
 #include <ostream>
 
 #include "cli/cli.h"
 #include "cli/progress_sinks.h"
+#include "cli/stop_signals.h"
 #include "cli/sweep_text.h"
 #include "model_core/sweep_trial.h"
 #include "sweeps/slurm_client.h"
@@ -62,32 +63,26 @@ int planCommand(Args& args, std::ostream& out) {
 
 // ---- run-trial: one trial in this process --------------------------------------------------------
 
-model_core::TrainerControl* g_trialControl = nullptr;
-volatile std::sig_atomic_t g_trialSignalled = 0;
-extern "C" void onTrialSignal(int) {
-  g_trialSignalled = 1;
-  if (g_trialControl) g_trialControl->requestStop();
-}
-
 int runTrialCommand(const SweepPlan& plan, const Trial& t, const std::string& device, std::ostream& out, std::ostream& err) {
   model_core::TrainerControl control;
   model_core::TrialRunOptions options;
   options.device = device;
   options.where = sweeps::whereTrained();
-  options.interrupted = [] { return g_trialSignalled != 0; };
+  std::atomic<bool> signalled{false};
+  options.interrupted = [&signalled] { return signalled.load(); };
   options.onRestart = [&] {
     out << "{\"event\": \"restart\", \"trial\": \"" << t.name
         << "\", \"reason\": \"its run stopped before its first checkpoint; it starts again from step 0\"}" << std::endl;
   };
   JsonLinesSink sink(out, 50);
-  g_trialControl = &control;
-  g_trialSignalled = 0;
-  std::signal(SIGINT, onTrialSignal);
-  std::signal(SIGTERM, onTrialSignal);
-  const auto run = model_core::runTrial(plan, t, control, sink, options);
-  g_trialControl = nullptr;
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  // SIGINT or SIGTERM (Slurm's before a time limit): checkpoint and stop (cli/stop_signals.h).
+  const auto run = [&] {
+    stopsignals::Scope stopOnSignal([&](int) {
+      signalled = true;
+      control.requestStop();
+    });
+    return model_core::runTrial(plan, t, control, sink, options);
+  }();
   switch (run.outcome) {
     case model_core::TrialRunOutcome::LockedElsewhere:
       err << "tensorscope: trial " << t.name << " is being trained by another process (" << run.lock << " is locked)\n";

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "cli/cli.h"
+#include "cli/stop_signals.h"
 #include "cli/sweep_commands.h"
 #include "cli/sweep_text.h"
 #include "model_core/run_config.h"
@@ -33,8 +35,7 @@ using sweep_text::fixed;
 using sweep_text::kUsage;
 using sweep_text::pad;
 
-volatile std::sig_atomic_t g_runSignalled = 0;
-extern "C" void onRunSignal(int) { g_runSignalled = 1; }
+std::atomic<bool> g_runSignalled{false};
 
 /// The trials `sweep run` starts: neither ended (unless --retry-failed), nor running, nor in
 /// Slurm's queue. Counts the others and says why each is skipped.
@@ -151,9 +152,8 @@ int runPendingTrials(const SweepPlan& plan, int J, bool retry, bool jsonLines, s
     return q.skipped ? elsewhereNote(q.skipped) : kExitOk;
   }
   const std::string exe = sweeps::selfExecutable();
-  g_runSignalled = 0;
-  std::signal(SIGINT, onRunSignal);
-  std::signal(SIGTERM, onRunSignal);
+  g_runSignalled = false;
+  stopsignals::Scope stopOnSignal([](int) { g_runSignalled = true; });  // cli/stop_signals.h
   sweeps::ProcessPool pool;
   std::size_t next = 0;
   bool forwarded = false;
@@ -183,8 +183,6 @@ int runPendingTrials(const SweepPlan& plan, int J, bool retry, bool jsonLines, s
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   tally.printEnd();
   if (g_runSignalled || tally.interrupted) {
     err << "tensorscope: stopped; interrupted trials resume from their checkpoints: tensorscope sweep run " << plan.dir << "\n";

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -12,20 +11,12 @@
 
 #include "cli/cli.h"
 #include "cli/progress_sinks.h"
+#include "cli/stop_signals.h"
 #include "model_core/run_config.h"
 #include "model_core/run_directory.h"
 #include "model_core/trainer.h"
 
 namespace tensorscope::app {
-namespace {
-
-model_core::TrainerControl* g_control = nullptr;
-
-extern "C" void onInterrupt(int) {
-  if (g_control) g_control->requestStop();  // the trainer checkpoints and returns within a step
-}
-
-}  // namespace
 
 int runTrainCommand(Args& args, std::ostream& out, std::ostream& err) {
   const std::string usage =
@@ -59,16 +50,13 @@ int runTrainCommand(Args& args, std::ostream& out, std::ostream& err) {
   if (device) config.train.device = *device;
 
   model_core::TrainerControl control;
-  g_control = &control;
-  std::signal(SIGINT, onInterrupt);
-  std::signal(SIGTERM, onInterrupt);
+  // Ctrl-C or kill: the trainer checkpoints and returns within a step (cli/stop_signals.h says why
+  // no signal handler runs on the training thread).
+  stopsignals::Scope stopOnSignal([&control](int) { control.requestStop(); });
   JsonLinesSink jsonSink(out);
   TerminalSink termSink(out);
   model_core::ProgressSink& sink = jsonLines ? static_cast<model_core::ProgressSink&>(jsonSink) : termSink;
   const auto result = model_core::train(config, runDir, control, sink, resumeDir.has_value(), steps.value_or(-1), warm);
-  g_control = nullptr;
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   if (jsonLines)
     out << "{\"event\": \"end\", \"steps\": " << result.steps_done << ", \"diverged\": " << (result.diverged ? "true" : "false")
         << ", \"stopped\": " << (result.stopped_early ? "true" : "false") << "}" << std::endl;

@@ -23,6 +23,15 @@ std::vector<char*> argvOf(std::vector<std::string>& words) {
 
 int exitCode(int wstatus) { return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus); }
 
+/// In a child between fork and exec: no signal blocked. The command line blocks SIGINT and SIGTERM in
+/// every thread (cli/stop_signals.h) and a child inherits its thread's mask; what it runs (sbatch, a
+/// trial) must be interruptible as usual. sigprocmask is async-signal-safe.
+void unblockSignalsInChild() {
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
 }  // namespace
 
 int runAndCapture(const std::vector<std::string>& words, std::string& output) {
@@ -37,6 +46,7 @@ int runAndCapture(const std::vector<std::string>& words, std::string& output) {
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    unblockSignalsInChild();
     ::dup2(pipeFd[1], 1);
     ::dup2(pipeFd[1], 2);
     ::close(pipeFd[0]);
@@ -79,6 +89,7 @@ void ProcessPool::start(std::int64_t tag, const std::vector<std::string>& words,
     const int fd = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) ::dup2(fd, 1), ::dup2(fd, 2);
     std::signal(SIGINT, SIG_DFL);
+    unblockSignalsInChild();
     ::execv(argv[0], argv.data());
     _exit(127);
   }

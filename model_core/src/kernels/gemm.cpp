@@ -47,13 +47,14 @@ ProjectionGemm projectionFrom(void* handle, const std::string& what) {
 }
 
 ProjectionGemm resolveProjection() {
-  // Off unless asked for: an interrupted training run (SIGINT while it trains, then its stop) crashed
-  // with glibc heap corruption in 8 of 60 tries on this path and in 0 of 60 on ATen's (session 22,
-  // not yet understood; docs/decisions.md). TENSORSCOPE_GEMM=dnnl turns it on.
+  // On unless TENSORSCOPE_GEMM says otherwise. A process that catches signals must take them on a
+  // thread that runs no kernels: oneDNN's JIT GEMM points the stack pointer at the heap while it runs,
+  // so a handler run inside it corrupts the heap (oneDNN issue #4845; the command line's
+  // app/src/cli/stop_signals.h, docs/decisions.md). An interrupted run crashed in 8 of 60 tries
+  // before the command line took its signals that way.
   const char* env = std::getenv("TENSORSCOPE_GEMM");
-  if (!env || !*env) return {nullptr, "off (the default; TENSORSCOPE_GEMM=dnnl turns it on)"};
-  if (std::strcmp(env, "blas") == 0) return {nullptr, "off (TENSORSCOPE_GEMM=blas)"};
-  if (std::strcmp(env, "dnnl") != 0) {
+  if (std::strcmp(env && *env ? env : "dnnl", "blas") == 0) return {nullptr, "off (TENSORSCOPE_GEMM=blas)"};
+  if (env && *env && std::strcmp(env, "dnnl") != 0) {
     void* h = dlopen(env, RTLD_NOW | RTLD_GLOBAL);
     if (!h) return {nullptr, std::string("none: TENSORSCOPE_GEMM=") + env + " does not load (" + dlerror() + ")"};
     return projectionFrom(h, env);

@@ -43,6 +43,9 @@ inline void blasGemm(char ta, char tb, int m, int n, int k, double alpha, const 
 /// to 512-wide maps, their ∂x and their ∂W) it runs 1.15-1.3x OpenBLAS 0.3.21's Cooperlake kernels on
 /// an AVX-512 EPYC (bench/README.md, issue 41, ninth part). Row-major, threads from OpenMP as ATen's.
 /// `TENSORSCOPE_GEMM=blas` turns it off; `TENSORSCOPE_GEMM=PATH` loads that library instead.
+/// Its JIT kernels run with the stack pointer in a heap buffer (oneDNN issue #4845, fixed after 3.11):
+/// a signal handler that runs on a thread inside one corrupts the heap. A program on it catches its
+/// signals on a thread that computes nothing (app/src/cli/stop_signals.h).
 using DnnlSgemmFn = int (*)(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 

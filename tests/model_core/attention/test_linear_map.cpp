@@ -16,9 +16,9 @@
 namespace tensorscope::model_core {
 namespace {
 
-/// The projection GEMM is off unless TENSORSCOPE_GEMM=dnnl asks for it (kernels/gemm.h); these tests
-/// ask before its first use (ctest runs each test in its own process), so they check oneDNN's path
-/// where libdnnl.so.2 loads.
+/// The projection GEMM is on unless TENSORSCOPE_GEMM says otherwise (kernels/gemm.h); these tests ask
+/// for it before its first use (ctest runs each test in its own process; a value already in the
+/// environment is kept), so they check oneDNN's path where libdnnl.so.2 loads.
 void askForTheProjectionGemm() { setenv("TENSORSCOPE_GEMM", "dnnl", 0); }
 
 double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) {
