@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <mutex>
@@ -15,9 +14,15 @@
 namespace tensorscope::app::stopsignals {
 namespace {
 
-std::mutex g_mutex;
-std::function<void(int)> g_onSignal;  // under g_mutex; empty: the default effect
+std::mutex g_mutex;  // trivially destructible in libstdc++: usable while the process exits
 bool g_installed = false;
+
+/// The running command's callback, under g_mutex; empty: the default effect. Never destroyed, so a
+/// signal that arrives while static objects are destroyed at exit still finds it.
+std::function<void(int)>& currentCallback() {
+  static auto* callback = new std::function<void(int)>();
+  return *callback;
+}
 
 sigset_t stopSet() {
   sigset_t set;
@@ -49,8 +54,8 @@ void waitLoop() {
       // Called under the mutex: a Scope's end waits for a call in progress, so the callback never
       // outlives what it stops (e.g. the trainer's control, on the command's stack).
       std::lock_guard lock(g_mutex);
-      if (g_onSignal) {
-        g_onSignal(signo);
+      if (currentCallback()) {
+        currentCallback()(signo);
         continue;
       }
     }
@@ -72,12 +77,12 @@ void install() {
 
 Scope::Scope(std::function<void(int)> onSignal) {
   std::lock_guard lock(g_mutex);
-  g_onSignal = std::move(onSignal);
+  currentCallback() = std::move(onSignal);
 }
 
 Scope::~Scope() {
   std::lock_guard lock(g_mutex);
-  g_onSignal = nullptr;
+  currentCallback() = nullptr;
 }
 
 }  // namespace tensorscope::app::stopsignals
