@@ -8,6 +8,9 @@
 // on the T-materialising one side by side, and its N-scaling to the largest N whose Wo fits
 // (runMultilinear).
 //
+// `--only mla_inputs` (issue 41): MLA's absorbed-order inputs (the W^UK products, the latent's
+// RMSNorm and the rotary turns) on the fused function and on its ATen formulation side by side.
+//
 // `--only dimwise_causal` (issue 38): the causal dimwise layer on its fused kernel and on its ATen
 // formulation side by side, with the full dimwise and causal MHSA layers of the same run, and the
 // causal layer's N-scaling (runDimwiseCausal).
@@ -30,6 +33,7 @@
 // THSA cores, whose ATen formulation keeps [B, R, N, M] tensors, until the device runs out of memory.
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/types.h>
 
 #include <algorithm>
@@ -47,6 +51,7 @@
 #include "attention/attention_module.h"
 #include "attention/cuda_attention.h"
 #include "attention/fused_attention.h"
+#include "attention/mla.h"
 #include "attention/rotary.h"
 #include "attention_bench.h"
 #include "build_config.h"
@@ -317,6 +322,48 @@ nlohmann::json runKernel(const Config& cfg) {
   return rows;
 }
 
+/// MLA's absorbed-order inputs (model_core::mlaAbsorbedInputs: the W^UK products, the latent's
+/// RMSNorm, both rotary turns, the key and value) on the fused function against its ATen
+/// formulation (mlaAbsorbedInputsAten: split, einsum, rmsNorm, the ATen turn, cat), in the benchmark
+/// layer's proportions (D = 32: L = 64, r = 16) from the stacked projection [B, N, H·(D + r) + L + r].
+nlohmann::json runMlaInputs(const Config& cfg) {
+  const int64_t B = cfg.quick ? 2 : 32, N = cfg.quick ? 16 : 128, H = 4, D = cfg.quick ? 8 : 32, L = 2 * D, r = D / 2;
+  torch::manual_seed(1);
+  const auto base = torch::randn({B, N, H * (D + r) + L + r});
+  const auto wUK = torch::randn({H, D, L}) * 0.1, g = torch::ones({L});
+  const auto Gq = torch::randn({B, N, H, L + r}), Gk = torch::randn({B, N, 1, L + r}), Gv = torch::randn({B, N, 1, L});
+  const auto run = [&](bool fusedPath, bool backward) {
+    const auto proj = base.detach().requires_grad_(backward);
+    const auto w = wUK.detach().requires_grad_(backward), gw = g.detach().requires_grad_(backward);
+    const auto in = fusedPath ? model_core::mlaAbsorbedInputs(proj, torch::Tensor(), w, gw, r, 1e-6, 1e4)
+                              : model_core::mlaAbsorbedInputsAten(proj, torch::Tensor(), w, gw, r, 1e-6, 1e4);
+    if (backward) torch::autograd::backward({in.query, in.key, in.value}, {Gq, Gk, Gv});
+  };
+  nlohmann::json row = {{"B", B}, {"N", N}, {"H", H}, {"D", D}, {"L", L}, {"r", r}};
+  for (bool backward : {false, true}) {
+    const std::string what = backward ? "fwd_bwd_ms" : "fwd_ms";
+    // Alternating rounds, each path's median of its own rounds (the machine drifts between them).
+    std::vector<double> f, a;
+    for (int round = 0; round < 5; ++round) {
+      f.push_back(medianSeconds([&] { run(true, backward); }, cfg.minSeconds / 5) * 1e3);
+      a.push_back(medianSeconds([&] { run(false, backward); }, cfg.minSeconds / 5) * 1e3);
+    }
+    std::sort(f.begin(), f.end());
+    std::sort(a.begin(), a.end());
+    row["fused_" + what] = f[2];
+    row["aten_" + what] = a[2];
+    row[std::string("aten_over_fused_") + (backward ? "fwd_bwd" : "fwd")] = a[2] / f[2];
+    // The W^UK products (2·B·N·H·D·L forward, twice that backward) at the fused time, against the
+    // GEMM rate measured at start-up (gemm_gflops): the row work adds no FLOPs worth counting.
+    const double gflop = 2.0 * double(B * N * H * D * L) * (backward ? 3.0 : 1.0) * 1e-9;
+    row["fused_" + std::string(backward ? "fwd_bwd" : "fwd") + "_gflops"] = gflop / (f[2] * 1e-3);
+  }
+  row["gemm_gflops"] = cfg.gemmGflops;
+  std::cerr << "  mla inputs: fused " << row["fused_fwd_bwd_ms"].get<double>() << " ms, ATen "
+            << row["aten_fwd_bwd_ms"].get<double>() << " ms (fwd+bwd)\n";
+  return row;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -327,7 +374,8 @@ int main(int argc, char** argv) {
       "                       [--device cpu|cuda] [--max-n N]\n"
       "       (names: the layer presets (mqa, gqa, talking_heads, gated, gated_headwise, diff, mla, mta\n"
       "        among them; mla_absorbed: MLA in the absorbed order; mhsa_rotary: mhsa with rotary\n"
-      "        positions, the model option), kernel for the attention kernel alone, scaling for\n"
+      "        positions, the model option), kernel for the attention kernel alone, mla_inputs for\n"
+      "        MLA's absorbed-order inputs fused against ATen, scaling for\n"
       "        the dimwise/mhsa N-scaling part, dimwise_causal for the causal dimwise layer fused\n"
       "        against ATen (and its N-scaling), thsa_scaling for dense and linear THSA against N,\n"
       "        brnm for the head-mixing cores against N up to the device's memory; brnm runs by\n"
@@ -416,6 +464,14 @@ int main(int argc, char** argv) {
       } else {
         std::cerr << "attention kernel:\n";
         doc["kernel"] = runKernel(cfg);
+      }
+    }
+    if (cfg.wants("mla_inputs")) {
+      if (cfg.gpu()) {
+        doc["mla_inputs"] = {{"skipped", "the fused MLA inputs function is CPU-only; CUDA runs the ATen formulation"}};
+      } else {
+        std::cerr << "MLA absorbed inputs, fused against ATen:\n";
+        doc["mla_inputs"] = runMlaInputs(cfg);
       }
     }
     if (cfg.wants("dimwise_causal")) {

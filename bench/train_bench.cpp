@@ -4,8 +4,10 @@
 // peak CPU tensor memory per run.
 //
 //   train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick] [--profile DIR]
-//               [--rounds K] [--device cpu|cuda]
+//               [--rounds K] [--paired Q] [--device cpu|cuda]
 //                                      (--profile: LibTorch operator traces of the timed steps)
+//                                      (--paired Q: each run's step against MHSA's in Q interleaved
+//                                       quadruples of single steps, M X X M; pairedWithMhsa)
 //   train_bench --emit DIR [--quick] [--device cpu|cuda]
 //                                      writes DIR/model.py (the PyTorch export's model), DIR/corpus.txt
 //                                      and DIR/configs.json (the same runs) for train_bench_pytorch.py
@@ -65,6 +67,7 @@ struct Options {
   std::string emit;
   std::string profile;  ///< directory for operator traces of the timed steps (empty: none)
   int rounds = 1;       ///< repetitions of the whole list, alternating the runs within each round
+  int paired = 0;       ///< --paired Q: each run against MHSA in Q step quadruples (see pairedWithMhsa)
   std::string device = "cpu";  ///< the run configs' train.device: "cpu" or "cuda"
   bool gpu() const { return device == "cuda"; }
 };
@@ -228,7 +231,10 @@ nlohmann::json measure(const std::string& name, const Options& o) {
   std::vector<double> stepSeconds;
   // --profile DIR: LibTorch's operator profiler over the timed steps (chrome://tracing JSON).
   std::optional<torch::autograd::profiler::RecordProfile> profile;
-  if (!o.profile.empty()) profile.emplace(o.profile + "/" + sanitized(name) + ".trace.json");
+  if (!o.profile.empty()) {
+    std::filesystem::create_directories(o.profile);  // LibTorch's writer only says "Could not open file"
+    profile.emplace(o.profile + "/" + sanitized(name) + ".trace.json");
+  }
   const auto t0 = Clock::now();
   for (int i = 0; i < o.steps; ++i) {
     const auto s0 = Clock::now();
@@ -313,6 +319,47 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
+/// --paired Q: the run `name` and MHSA as two live sessions whose single steps alternate in
+/// quadruples M, X, X, M (X the run), Q times after the warm-up steps of both. A quadruple's ratio
+/// (x1 + x2)/(m1 + m2) compares steps taken within a second of each other, and the M X X M order
+/// cancels a drift that is linear over the quadruple; the median over quadruples with its quartiles.
+/// On a host whose speed drifts by ±30% within minutes, the per-round ratios of --rounds (a whole
+/// session each, seconds apart) spread far wider than this.
+nlohmann::json pairedWithMhsa(const std::string& name, const Options& o) {
+  const auto mConfig = referenceConfig("mhsa", o), xConfig = referenceConfig(name, o);
+  model_core::TrainingSession m(mConfig), x(xConfig);
+  for (int i = 0; i < std::max(o.warmup, 1); ++i) m.trainStep(mConfig.train.lr), x.trainStep(xConfig.train.lr);
+  const auto timed = [&](model_core::TrainingSession& session, double lr) {
+    const auto s0 = Clock::now();
+    session.trainStep(lr);
+    if (o.gpu()) model_core::synchronizeGpu();
+    return std::chrono::duration<double>(Clock::now() - s0).count() * 1e3;
+  };
+  std::vector<double> ratios, mMs, xMs;
+  for (int q = 0; q < o.paired; ++q) {
+    const double m1 = timed(m, mConfig.train.lr), x1 = timed(x, xConfig.train.lr), x2 = timed(x, xConfig.train.lr),
+                 m2 = timed(m, mConfig.train.lr);
+    ratios.push_back((x1 + x2) / (m1 + m2));
+    mMs.insert(mMs.end(), {m1, m2});
+    xMs.insert(xMs.end(), {x1, x2});
+  }
+  const auto quantile = [](std::vector<double> v, double f) {
+    std::sort(v.begin(), v.end());
+    const double at = f * double(v.size() - 1);
+    const size_t lo = size_t(at);
+    return lo + 1 < v.size() ? v[lo] + (at - double(lo)) * (v[lo + 1] - v[lo]) : v[lo];
+  };
+  std::cerr << "  " << name << " / mhsa, " << o.paired << " quadruples: median " << quantile(ratios, 0.5)
+            << " (quartiles " << quantile(ratios, 0.25) << " – " << quantile(ratios, 0.75) << ")\n";
+  return {{"quadruples", o.paired},
+          {"step_over_mhsa", quantile(ratios, 0.5)},
+          {"step_over_mhsa_quartiles", {quantile(ratios, 0.25), quantile(ratios, 0.75)}},
+          {"step_over_mhsa_range", {quantile(ratios, 0.0), quantile(ratios, 1.0)}},
+          {"step_over_mhsa_per_quadruple", ratios},
+          {"median_ms_per_step", quantile(xMs, 0.5)},
+          {"mhsa_median_ms_per_step", quantile(mMs, 0.5)}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -320,7 +367,7 @@ int main(int argc, char** argv) {
   Options o;
   const char* usage =
       "usage: train_bench [--steps S] [--warmup W] [--threads T] [--only NAME[,NAME...]] [--quick] [--emit DIR]\n"
-      "                   [--profile DIR] [--rounds K] [--device cpu|cuda]\n";
+      "                   [--profile DIR] [--rounds K] [--paired Q] [--device cpu|cuda]\n";
   for (int i = 1; i < argc; ++i) {
     const bool hasValue = i + 1 < argc;
     if (!std::strcmp(argv[i], "--quick")) o.quick = true;
@@ -331,6 +378,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--emit") && hasValue) o.emit = argv[++i];
     else if (!std::strcmp(argv[i], "--profile") && hasValue) o.profile = argv[++i];
     else if (!std::strcmp(argv[i], "--rounds") && hasValue) o.rounds = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--paired") && hasValue) o.paired = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--device") && hasValue &&
              (!std::strcmp(argv[i + 1], "cpu") || !std::strcmp(argv[i + 1], "cuda")))
       o.device = argv[++i];
@@ -378,6 +426,16 @@ int main(int argc, char** argv) {
                      {"d_model", ref.model.d_model},  {"seq_len", ref.task.seq_len},
                      {"batch", ref.train.batch},      {"warmup_steps", o.warmup},
                      {"timed_steps", o.steps},        {"optimizer", "AdamW (decay on dim >= 2), grad clip 1.0"}};
+    if (o.paired > 0) {  // only the paired comparison: no per-run rows
+      nlohmann::json paired = nlohmann::json::object();
+      std::cerr << "paired steps against MHSA (" << threads << " threads):\n";
+      for (const auto& name : runNames())
+        if (name != "mhsa" && (o.only.empty() || std::find(o.only.begin(), o.only.end(), name) != o.only.end()))
+          paired[name] = pairedWithMhsa(name, o);
+      doc["paired"] = paired;
+      std::cout << doc.dump(2) << std::endl;
+      return 0;
+    }
     nlohmann::json runs = nlohmann::json::array();
     std::cerr << "training steps (" << threads << " threads):\n";
     // --rounds K: the selected runs measured K times, alternating within each round, so that

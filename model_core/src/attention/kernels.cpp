@@ -274,6 +274,30 @@ torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, boo
   return BatchedProductFunction::apply(a, b, transB);
 }
 
+void headProductsWrite(const torch::Tensor& a, const torch::Tensor& w, bool transW, const torch::Tensor& out) {
+  const int64_t n = transW ? w.size(1) : w.size(2);
+  if (a.dim() != 3 || w.dim() != 3 || out.dim() != 3 || w.size(0) != a.size(1) || out.size(0) != a.size(0) ||
+      out.size(1) != a.size(1) || out.size(2) != n || (transW ? w.size(2) : w.size(1)) != a.size(2))
+    throw std::invalid_argument("headProductsWrite: a [T, H, k], w [H, k, n] (transW: [H, n, k]) and out [T, H, n]");
+  if (out.numel() > 0 && (out.stride(2) != 1 || out.stride(1) < n || out.stride(0) < out.size(1) * out.stride(1)))
+    throw std::invalid_argument("headProductsWrite: out needs a contiguous last axis and rows apart");
+  if (out.numel() == 0) return;
+  const auto A = headRowsOf(a);
+  const auto W = matricesOf(w);
+  if (a.scalar_type() == torch::kDouble)
+    headProductsInto<double>(A, W, transW, n, out.data_ptr<double>(), out.stride(0), out.stride(1));
+  else
+    headProductsInto<float>(A, W, transW, n, out.data_ptr<float>(), out.stride(0), out.stride(1));
+}
+
+torch::Tensor headWeightGradient(const torch::Tensor& a, const torch::Tensor& g, bool transW) {
+  const auto A = headRowsOf(a), G = headRowsOf(g);
+  auto dw = torch::empty({A.heads, transW ? G.cols : A.cols, transW ? A.cols : G.cols}, a.options());
+  if (a.scalar_type() == torch::kDouble) headWeightGradients<double>(A, G, G.cols, transW, dw.data_ptr<double>());
+  else headWeightGradients<float>(A, G, G.cols, transW, dw.data_ptr<float>());
+  return dw;
+}
+
 torch::Tensor headProducts(const torch::Tensor& a, const torch::Tensor& w, bool transW, const torch::Tensor& tail) {
   if (a.dim() != 3 || w.dim() != 3 || w.size(0) != a.size(1))
     throw std::invalid_argument("headProducts: a must be [T, H, k] and w [H, ·, ·] with the same H");
@@ -330,6 +354,10 @@ std::vector<torch::Tensor> projectStacked(const torch::Tensor& x, const std::vec
   std::vector<int64_t> sizes;
   for (const auto& p : parts) sizes.push_back(p->weight.size(0));
   return stackedLinear(x, parts).split_with_sizes(sizes, -1);
+}
+
+torch::Tensor projectJoined(const torch::Tensor& x, const std::vector<torch::nn::Linear>& parts) {
+  return stackedLinear(x, parts);
 }
 
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {

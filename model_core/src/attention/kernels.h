@@ -50,6 +50,9 @@ torch::Tensor projectQkv(const torch::Tensor& x, const torch::nn::Linear& wq, co
 /// projection without a bias adds zeros when another has one. The parameters stay the modules' own.
 /// Narrow projections gain most (bench/README.md, issue 41, eighth part).
 std::vector<torch::Tensor> projectStacked(const torch::Tensor& x, const std::vector<torch::nn::Linear>& parts);
+/// projectStacked's one tensor before the split, [B, N, Σ out_i]: for a fused function that reads
+/// every part in place and writes the gradient of the whole (no concatenation in backward).
+torch::Tensor projectJoined(const torch::Tensor& x, const std::vector<torch::nn::Linear>& parts);
 
 /// x·rsqrt(mean(x²) + ε) over the last axis, times `weight` (a tensor broadcast over it, or undefined
 /// for none): the RMSNorm of DeepSeek's MLA (ε 1e-6), of differential attention's, MTA's and T6's head
@@ -77,6 +80,15 @@ torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, boo
 /// Elsewhere, or with the fused kernels off, matmul and cat, its oracle. Differentiable (a backward
 /// taken with create_graph runs the ATen formulas).
 torch::Tensor headProducts(const torch::Tensor& a, const torch::Tensor& w, bool transW, const torch::Tensor& tail);
+
+/// headProducts' products without autograd, written into `out`: out[t, h, :] = a[t, h, :]·op(w[h])
+/// for a [T, H, k], w [H, k, n] (transW: [H, n, k]) and out [T, H, n] any view whose last axis is
+/// contiguous (a narrow() of a wider buffer: the rows and heads where a fused kernel wants them).
+/// CPU float32/float64, the dtypes alike. For fused autograd functions that write their own layouts.
+void headProductsWrite(const torch::Tensor& a, const torch::Tensor& w, bool transW, const torch::Tensor& out);
+/// The weight gradient of those products, given a [T, H, k] and g = ∂out [T, H, n]: Σ_t a[t, h]ᵀ·g[t, h]
+/// [H, k, n] (transW: its transpose, [H, n, k]); one product a head. CPU float32/float64, no autograd.
+torch::Tensor headWeightGradient(const torch::Tensor& a, const torch::Tensor& g, bool transW);
 
 /// Head mixing of maps [B, H, ...] (e.g. [B, H, N, M]) by c [L, H]: out[b, l] = Σ_h c[l, h]·maps[b, h],
 /// [B, L, ...].

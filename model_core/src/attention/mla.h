@@ -33,6 +33,28 @@ class MlaImpl : public AttentionModuleImpl {
   torch::nn::Dropout dropout_{nullptr};
 };
 
+/// The absorbed order's inputs to the grouped attention kernel (one shared key and value head):
+///   query [B, N, H, L + r] = [q_nope_h·W^UK_h, ρ(q_pe_h)] per head,
+///   key   [B, N, 1, L + r] = [RMSNorm(c)·g, ρ(k_pe)],   value [B, N, 1, L] = RMSNorm(c)·g,
+/// with ρ DeepSeek's interleaved turn (mlaRotary) and the RMSNorm's ε `eps`.
+struct MlaAbsorbedInputs {
+  torch::Tensor query, key, value;
+};
+
+/// The absorbed inputs from the projections: `q` [B, N, H·(D + r)] (head h's [q_nope, q_pe] at
+/// h·(D + r)) and `kv` [B, N, L + r] ([c, k_pe]); or, with `kv` undefined, `q` [B, N, H·(D + r) + L + r]
+/// holding both (the stacked projection of wq and wkv_a, read in place). wUK [H, D, L] (rows 0 … D−1
+/// of each head's block of wkv_b), normWeight g [L]. On the CPU in float32/float64 one fused
+/// function (kernels/mla_latent.h): the per-head products on the GEMM, the turns, the RMSNorm and
+/// the key and value written in one pass, and in backward one pass that writes the gradient of the
+/// whole stacked projection (no split or concatenation, no zero-filled slices). Elsewhere, or with
+/// the fused kernels off, mlaAbsorbedInputsAten, its test oracle. Differentiable (first order).
+MlaAbsorbedInputs mlaAbsorbedInputs(const torch::Tensor& q, const torch::Tensor& kv, const torch::Tensor& wUK,
+                                    const torch::Tensor& normWeight, int64_t rope, double eps, double theta);
+/// mlaAbsorbedInputs written with ATen ops (split, einsum, rmsNorm, the ATen turn, cat).
+MlaAbsorbedInputs mlaAbsorbedInputsAten(const torch::Tensor& q, const torch::Tensor& kv, const torch::Tensor& wUK,
+                                        const torch::Tensor& normWeight, int64_t rope, double eps, double theta);
+
 /// DeepSeek's interleaved rotary turn of x [B, N, …, r] at positions 0 … N−1 (axis 1): the pair
 /// (x_2j, x_2j+1) turned by the angle n·θ^(−2j/r).
 torch::Tensor mlaRotary(const torch::Tensor& x, double theta);

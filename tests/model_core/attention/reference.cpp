@@ -1379,6 +1379,17 @@ double relativeError(const torch::Tensor& a, const torch::Tensor& b) {
 
 std::string firstLine(const std::string& message) { return message.substr(0, message.find('\n')); }
 
+double centralDifference(torch::Tensor flat, int64_t i, double h, const std::function<double()>& loss) {
+  torch::NoGradGuard noGrad;
+  const double v = flat[i].item<double>();
+  flat[i] = v + h;
+  const double plus = loss();
+  flat[i] = v - h;
+  const double minus = loss();
+  flat[i] = v;
+  return (plus - minus) / (2 * h);
+}
+
 void expectClose(const torch::Tensor& actual, const torch::Tensor& expected, double tol, const std::string& what) {
   const double err = relativeError(actual, expected);
   if (err <= tol) return;

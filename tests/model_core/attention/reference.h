@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -138,6 +139,10 @@ std::string firstLine(const std::string& message);
 /// Adds a failure naming `what`, both shapes and the error when relativeError(actual, expected) > tol.
 void expectClose(const torch::Tensor& actual, const torch::Tensor& expected, double tol,
                  const std::string& what);
+
+/// (loss(x + h·e_i) − loss(x − h·e_i)) / 2h for entry i of `flat` (a contiguous 1-D view of the
+/// tensor the loss reads), the entry set back afterwards; the writes bypass autograd.
+double centralDifference(torch::Tensor flat, int64_t i, double h, const std::function<double()>& loss);
 
 /// Runs `body`; an exception becomes a test failure naming `what`, so a loop over cases goes on.
 template <typename Body>

@@ -208,35 +208,13 @@ TEST(RotaryPositions, GradientsMatchFiniteDifferences) {
       };
       const torch::Tensor xd = x.detach().clone();
       for (int64_t i : {int64_t(1), int64_t(13), int64_t(38)}) {
-        torch::Tensor flat = xd.view({-1});
-        const double v = flat[i].item<double>();
-        flat[i] = v + eps;
-        const double plus = loss(xd);
-        flat[i] = v - eps;
-        const double minus = loss(xd);
-        flat[i] = v;
-        const double numeric = (plus - minus) / (2 * eps);
+        const double numeric = centralDifference(xd.view({-1}), i, eps, [&] { return loss(xd); });
         EXPECT_NEAR(x.grad().view({-1})[i].item<double>(), numeric, 1e-6 * (1 + std::abs(numeric))) << "x[" << i << "]";
       }
       const auto wq = m->named_parameters()["wq.weight"];
       torch::Tensor flat = wq.detach().view({-1});
       for (int64_t i : {int64_t(0), int64_t(5), wq.numel() - 1}) {
-        const double v = flat[i].item<double>();
-        {
-          torch::NoGradGuard noGrad;
-          flat[i] = v + eps;
-        }
-        const double plus = loss(xd);
-        {
-          torch::NoGradGuard noGrad;
-          flat[i] = v - eps;
-        }
-        const double minus = loss(xd);
-        {
-          torch::NoGradGuard noGrad;
-          flat[i] = v;
-        }
-        const double numeric = (plus - minus) / (2 * eps);
+        const double numeric = centralDifference(flat, i, eps, [&] { return loss(xd); });
         EXPECT_NEAR(wq.grad().view({-1})[i].item<double>(), numeric, 1e-6 * (1 + std::abs(numeric)))
             << "wq.weight[" << i << "]";
       }
