@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attention/fused_attention.h"
+#include "kernels/rotary_pairs.h"
 
 namespace tensorscope::model_core {
 
@@ -68,21 +69,10 @@ void turnRows(const T* in, T* out, const Layout& L, int64_t block, RotaryPairs p
           continue;
         }
         for (int64_t k = 0; k < blocks; ++k) {
-          const T* xb = x + k * block;
-          T* yb = y + k * block;
-          if (pairs == RotaryPairs::Half) {
-            for (int64_t j = 0; j < half; ++j) {
-              const T a = xb[j], e = xb[j + half];
-              yb[j] = a * c[j] - e * s[j];
-              yb[j + half] = a * s[j] + e * c[j];
-            }
-          } else {
-            for (int64_t j = 0; j < half; ++j) {
-              const T a = xb[2 * j], e = xb[2 * j + 1];
-              yb[2 * j] = a * c[j] - e * s[j];
-              yb[2 * j + 1] = a * s[j] + e * c[j];
-            }
-          }
+          if (pairs == RotaryPairs::Half)
+            kernels::turnPairs<kernels::PairLayout::Half>(x + k * block, y + k * block, c, s, half);
+          else
+            kernels::turnPairs<kernels::PairLayout::Interleaved>(x + k * block, y + k * block, c, s, half);
         }
       }
     }

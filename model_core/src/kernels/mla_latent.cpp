@@ -4,32 +4,22 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/rotary_pairs.h"
+
 namespace tensorscope::model_core::kernels {
 
 namespace {
 
 constexpr int64_t kBlock = 64;  ///< tokens a work item takes (and ∂g's partial sums cover)
 
-/// out = ρ(in) for r features: interleaved pairs (2j, 2j + 1) turned by (c[j], s[j]).
+/// DeepSeek's interleaved pairs (2j, 2j + 1).
 template <typename T>
-inline void turnInterleaved(const T* __restrict in, T* __restrict out, const T* __restrict c, const T* __restrict s,
-                            int64_t half) {
-  for (int64_t j = 0; j < half; ++j) {
-    const T a = in[2 * j], b = in[2 * j + 1];
-    out[2 * j] = a * c[j] - b * s[j];
-    out[2 * j + 1] = a * s[j] + b * c[j];
-  }
+inline void turnInterleaved(const T* in, T* out, const T* c, const T* s, int64_t half) {
+  turnPairs<PairLayout::Interleaved>(in, out, c, s, half);
 }
-
-/// out = ρᵀ(in): the turn by the opposite angle (the gradient of a turn).
 template <typename T>
-inline void turnInterleavedBack(const T* __restrict in, T* __restrict out, const T* __restrict c,
-                                const T* __restrict s, int64_t half) {
-  for (int64_t j = 0; j < half; ++j) {
-    const T a = in[2 * j], b = in[2 * j + 1];
-    out[2 * j] = a * c[j] + b * s[j];
-    out[2 * j + 1] = b * c[j] - a * s[j];
-  }
+inline void turnInterleavedBack(const T* in, T* out, const T* c, const T* s, int64_t half) {
+  turnPairsBack<PairLayout::Interleaved>(in, out, c, s, half);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/rotary_pairs.h"
+
 namespace tensorscope::model_core::kernels {
 
 int64_t tpaProjectionWidth(int64_t H, int64_t D, const int64_t ranks[3]) {
@@ -13,26 +15,14 @@ int64_t tpaProjectionWidth(int64_t H, int64_t D, const int64_t ranks[3]) {
 
 namespace {
 
-/// out = ρ(in) for one block of D features: pairs (j, j + D/2) turned by (c[j], s[j]).
+/// T6's half-split pairs (j, j + D/2).
 template <typename T>
-inline void turn(const T* __restrict in, T* __restrict out, const T* __restrict c, const T* __restrict s,
-                 int64_t half) {
-  for (int64_t j = 0; j < half; ++j) {
-    const T a = in[j], b = in[j + half];
-    out[j] = a * c[j] - b * s[j];
-    out[j + half] = a * s[j] + b * c[j];
-  }
+inline void turn(const T* in, T* out, const T* c, const T* s, int64_t half) {
+  turnPairs<PairLayout::Half>(in, out, c, s, half);
 }
-
-/// out = ρᵀ(in): the transposed turn (the turn by the opposite angle).
 template <typename T>
-inline void turnBack(const T* __restrict in, T* __restrict out, const T* __restrict c, const T* __restrict s,
-                     int64_t half) {
-  for (int64_t j = 0; j < half; ++j) {
-    const T a = in[j], b = in[j + half];
-    out[j] = a * c[j] + b * s[j];
-    out[j + half] = b * c[j] - a * s[j];
-  }
+inline void turnBack(const T* in, T* out, const T* c, const T* s, int64_t half) {
+  turnPairsBack<PairLayout::Half>(in, out, c, s, half);
 }
 
 template <typename T>
